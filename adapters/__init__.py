@@ -1,0 +1,1 @@
+"""pubsift.adapters — the edges: feeds, files, Spark batch, networked runtime."""

@@ -1,0 +1,89 @@
+"""Error types of pubsift.
+
+Every error says *what* was wrong and *where*, so that a caller can report it and carry on
+with the rest of its work (DESIGN.md §3: bad input gets a clear error and loses nothing).
+"""
+from __future__ import annotations
+
+
+class PubsiftError(Exception):
+    """Base class of all pubsift errors."""
+
+
+class FilterSyntaxError(PubsiftError, ValueError):
+    """A filter specification could not be parsed or is not representable.
+
+    ``text`` is the specification (as text), ``position`` the 0-based character offset of
+    the problem in it (or ``None`` when the problem is not tied to one place, e.g. in a JSON
+    form, where ``path`` names the offending member instead).
+    """
+
+    def __init__(self, message: str, text: str | None = None, position: int | None = None,
+                 path: str | None = None) -> None:
+        self.message = message
+        self.text = text
+        self.position = position
+        self.path = path
+        super().__init__(self._render())
+
+    @property
+    def line(self) -> int | None:
+        if self.text is None or self.position is None:
+            return None
+        return self.text.count("\n", 0, self.position) + 1
+
+    @property
+    def column(self) -> int | None:
+        if self.text is None or self.position is None:
+            return None
+        start = self.text.rfind("\n", 0, self.position) + 1
+        return self.position - start + 1
+
+    def _render(self) -> str:
+        where = []
+        if self.path:
+            where.append(f"at {self.path}")
+        if self.position is not None and self.text is not None:
+            where.append(f"at line {self.line}, column {self.column}")
+        head = self.message + (f" ({', '.join(where)})" if where else "")
+        if self.position is not None and self.text is not None:
+            line_start = self.text.rfind("\n", 0, self.position) + 1
+            line_end = self.text.find("\n", self.position)
+            line_text = self.text[line_start: None if line_end < 0 else line_end]
+            head += f"\n  {line_text}\n  {' ' * (self.position - line_start)}^"
+        return head
+
+
+class EventError(PubsiftError, ValueError):
+    """An event could not be parsed or is malformed; ``where`` names the place (file, line,
+    attribute, XML line/column) when known."""
+
+    def __init__(self, message: str, where: str | None = None) -> None:
+        self.message = message
+        self.where = where
+        super().__init__(message if not where else f"{message} (at {where})")
+
+
+class UnknownModelError(PubsiftError, LookupError):
+    """No filter model is registered under the requested name."""
+
+    def __init__(self, name: str, available: list[str] | None = None) -> None:
+        self.name = name
+        self.available = sorted(available or [])
+        known = ", ".join(self.available) or "none"
+        super().__init__(f"no filter model named {name!r} is installed (installed: {known}); "
+                         f"models register under the entry-point group 'pubsift.models'")
+
+
+class PluginError(PubsiftError, ImportError):
+    """A registered filter-model plug-in is broken (cannot be imported or is not a model)."""
+
+    def __init__(self, name: str, target: str, reason: str) -> None:
+        self.name = name
+        self.target = target
+        self.reason = reason
+        super().__init__(f"filter model plug-in {name!r} ({target}) is broken: {reason}")
+
+
+class ConversionError(PubsiftError, ValueError):
+    """A value cannot be converted between two contexts (e.g. kilograms to US dollars)."""

@@ -1,0 +1,196 @@
+"""The filter-model plug-in contract (DESIGN.md §2.1).
+
+A *filter model* supplies the semantics of events and filters; the routing core only ever
+calls the hooks below. Notation follows Mühl (000, §4.3.2): N(f) is the set of events that
+match filter f.
+
+Soundness rules (checked by :mod:`pubsift.core.conformance` against ``matches``):
+
+============  ===============================  ============================================
+hook          meaning                          soundness
+============  ===============================  ============================================
+matches       e ∈ N(f)                          exact
+identical     N(f) = N(g)                       may say False when unsure, never True wrongly
+covers        N(f) ⊇ N(g)                       may say False when unsure, never True wrongly
+overlaps      N(f) ∩ N(g) ≠ ∅                   may say True when unsure, never False wrongly
+merge         f' with N(f') ⊇ ∪N(fs)            perfect=True: N(f') = ∪N(fs) exactly, or None
+============  ===============================  ============================================
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+Filter = Hashable
+"""A model's filter: immutable and hashable (equal filters must hash equally)."""
+Event = Any
+"""A model's parsed event."""
+JSON = Any
+"""A JSON-safe value (dict, list, str, int, float, bool, None)."""
+
+K = TypeVar("K", bound=Hashable)
+
+#: Capability names a model may claim (used by the conformance kit to skip what a model
+#: does not claim). ``merge`` = perfect merging, ``imperfect_merge`` = covering hulls.
+CAPABILITIES = frozenset({"covers", "identical", "overlaps", "merge", "imperfect_merge", "index"})
+
+
+class FilterModel(ABC):
+    """Base class of filter models. Subclasses register under the entry-point group
+    ``pubsift.models``; the entry point names the class (instantiated without arguments) or
+    a ready instance.
+
+    Only ``parse_filter``, ``parse_event``, ``matches``, the wire forms and ``covers`` are
+    required; the defaults of the others are sound but weak.
+    """
+
+    #: registered name, e.g. ``"records"``; events and subscriptions carry it.
+    name: str = ""
+    #: what the model claims beyond the required hooks; see :data:`CAPABILITIES`.
+    capabilities: frozenset[str] = frozenset()
+
+    # -- parsing ----------------------------------------------------------------------
+    @abstractmethod
+    def parse_filter(self, spec: str | Mapping[str, Any]) -> Filter:
+        """Text or JSON form -> immutable, hashable filter.
+
+        Raises :class:`~pubsift.core.errors.FilterSyntaxError` naming the position."""
+
+    @abstractmethod
+    def parse_event(self, raw: bytes | str | Mapping[str, Any]) -> Event:
+        """bytes/str/mapping -> event. Raises :class:`~pubsift.core.errors.EventError`;
+        never parses unsafely (no network, no external entities)."""
+
+    def parse_filters(self, spec: str | Mapping[str, Any]) -> list[Filter]:
+        """Like :meth:`parse_filter`, for forms that denote a disjunction (e.g. ``$or``):
+        returns the conjunctive filters whose union is meant. Default: one filter."""
+        return [self.parse_filter(spec)]
+
+    def format_filter(self, f: Filter) -> str:
+        """A readable text form that :meth:`parse_filter` reads back (default: repr)."""
+        return repr(f)
+
+    # -- semantics --------------------------------------------------------------------
+    @abstractmethod
+    def matches(self, f: Filter, e: Event) -> bool:
+        """e ∈ N(f), exactly."""
+
+    @abstractmethod
+    def covers(self, f: Filter, g: Filter) -> bool:
+        """N(f) ⊇ N(g). May say False when unsure; never True wrongly."""
+
+    def identical(self, f: Filter, g: Filter) -> bool:
+        """N(f) = N(g). May say False when unsure; never True wrongly.
+        Default: mutual covering."""
+        return f == g or (self.covers(f, g) and self.covers(g, f))
+
+    def overlaps(self, f: Filter, g: Filter) -> bool:
+        """N(f) ∩ N(g) ≠ ∅. May say True when unsure; never False wrongly.
+        Default: True (always sound)."""
+        return True
+
+    def merge(self, fs: Sequence[Filter], perfect: bool = True) -> Filter | None:
+        """A filter covering every filter in ``fs``, or None if the model cannot merge them.
+
+        With ``perfect=True`` the merger must match exactly the union of the inputs;
+        with ``perfect=False`` it may match more (an imperfect merger). Default: None."""
+        return None
+
+    # -- wire forms -------------------------------------------------------------------
+    @abstractmethod
+    def dump_filter(self, f: Filter) -> JSON:
+        """JSON-safe wire form; ``load_filter(dump_filter(f)) == f``."""
+
+    @abstractmethod
+    def load_filter(self, obj: JSON) -> Filter:
+        """Inverse of :meth:`dump_filter`."""
+
+    @abstractmethod
+    def dump_event(self, e: Event) -> JSON:
+        """JSON-safe wire form; ``load_event(dump_event(e))`` equals ``e``."""
+
+    @abstractmethod
+    def load_event(self, obj: JSON) -> Event:
+        """Inverse of :meth:`dump_event`."""
+
+    # -- indexing ---------------------------------------------------------------------
+    def new_index(self) -> "FilterIndex[Any]":
+        """A fresh :class:`FilterIndex` for routing tables. Default: linear scan."""
+        from pubsift.core.index import LinearIndex
+
+        return LinearIndex(self)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+class FilterIndex(ABC, Generic[K]):
+    """A multiset of (filter, key) pairs answering the routing queries fast.
+
+    A key is whatever the caller attaches (a destination, a subscription id); the same
+    filter may be held under several keys and one key may hold several filters. Every query
+    answers the set of keys whose filter stands in the relation; answers must equal those
+    of :class:`~pubsift.core.index.LinearIndex` over the model's hooks.
+    """
+
+    model: FilterModel
+
+    @abstractmethod
+    def add(self, f: Filter, key: K) -> None:
+        """Insert the pair (f, key); adding a present pair again is a no-op."""
+
+    @abstractmethod
+    def remove(self, f: Filter, key: K) -> None:
+        """Remove the pair (f, key); raises KeyError if it is absent."""
+
+    @abstractmethod
+    def __iter__(self) -> Iterator[tuple[Filter, K]]:
+        """All (filter, key) pairs."""
+
+    @abstractmethod
+    def __len__(self) -> int:
+        """Number of (filter, key) pairs."""
+
+    def __contains__(self, pair: object) -> bool:
+        return any(p == pair for p in self)
+
+    @abstractmethod
+    def match(self, event: Event) -> set[K]:
+        """Keys of filters f with event ∈ N(f)."""
+
+    def match_pairs(self, event: Event) -> list[tuple[Filter, K]]:
+        """(filter, key) pairs whose filter matches; default: via :meth:`match`-style scan."""
+        return [(f, k) for f, k in self if self.model.matches(f, event)]
+
+    @abstractmethod
+    def covering(self, f: Filter) -> set[K]:
+        """Keys of filters g with g ⊒ f (model.covers(g, f))."""
+
+    @abstractmethod
+    def covered_by(self, f: Filter) -> set[K]:
+        """Keys of filters g with f ⊒ g (model.covers(f, g))."""
+
+    @abstractmethod
+    def identical(self, f: Filter) -> set[K]:
+        """Keys of filters g with model.identical(g, f)."""
+
+    @abstractmethod
+    def overlapping(self, f: Filter) -> set[K]:
+        """Keys of filters g with model.overlaps(g, f)."""
+
+    @abstractmethod
+    def merge_candidates(self, f: Filter) -> set[K]:
+        """Keys of filters g that can be merged perfectly with f
+        (model.merge([g, f], perfect=True) is not None)."""
+
+    def filters(self, key: K) -> list[Filter]:
+        """The filters held under ``key``."""
+        return [f for f, k in self if k == key]
+
+    def keys(self) -> set[K]:
+        return {k for _, k in self}
+
+    def bulk_add(self, pairs: Iterable[tuple[Filter, K]]) -> None:
+        for f, k in pairs:
+            self.add(f, k)

@@ -1,0 +1,1 @@
+"""pubsift.models — the built-in filter models (records, xml, concepts)."""

@@ -1,0 +1,269 @@
+"""Attribute constraints of the records model (Mühl 000, §4.3.2-4.3.3) and their matching.
+
+An attribute filter is (name, Op, constants); here a :class:`Constraint` is (Op, operand) and
+the name lives in the conjunctive filter. ``L_A(c)`` — the set of values for which
+``c.matches(v)`` is true — is what every relation (identity, covering, overlap, merging in
+:mod:`pubsift.models.records.relations`) is derived from.
+
+Kinds and types: every operator except ``exists``/``not-exists`` expects a kind of value
+(numbers, strings, booleans, null, multi values = lists). A value of another kind never
+matches and never raises. The absent attribute is the special value ``ABSENT``; only
+``not-exists`` matches it (EventBridge ``{"exists": false}``); all other constraints are
+false on it (Mühl: a missing attribute makes its attribute filter false).
+
+Operand conventions (canonical forms are produced by the parsers and by ``relations``):
+
+=================  ===========================================================  =========
+op                 operand                                                      value kind
+=================  ===========================================================  =========
+EXISTS             None                                                         any
+NOT_EXISTS         None                                                         ABSENT
+INSTANCEOF         TypeSet(name, frozenset of the type and all its subtypes)    str
+EQ, NE             scalar (num/str/bool/null)                                   its kind
+LT, LE, GT, GE     number or string (strings: lexical order by code point)      its kind
+IN_RANGE,          Interval(lo, hi, lo_closed, hi_closed); lo/hi numbers (may   num / str
+NOT_IN_RANGE       be ±inf) or strings (lo may be "" closed; hi may be None =
+                   unbounded above)
+IN_SET,            frozenset of skey(...) pairs (see values.skey), non-empty    kinds in set
+NOT_IN_SET
+PREFIX, NOT_PREFIX str                                                          str
+SUFFIX, NOT_SUFFIX str                                                          str
+SUBSTRING          str                                                          str
+EQ_IGNORE_CASE     str (matching compares str.casefold())                      str
+SUBSET, SUPERSET,  frozenset of skey pairs                                      multi
+DISJOINT, OVERLAPS
+CONTAINS,          skey pair                                                    multi
+NOT_CONTAINS
+=================  ===========================================================  =========
+
+NE / NOT_IN_SET / NOT_IN_RANGE / NOT_PREFIX / NOT_SUFFIX match values of the operand's kind
+(strings for string operands, numbers for numeric ones; NOT_IN_SET: any kind present in the
+set) that do not satisfy the positive form. Multi values: a list is matched as the set of
+its elements; the empty list is a multi value too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from pubsift.models.records.values import BOOL, MULTI, NULL, NUM, STR, Scalar, kind, skey
+
+
+class _Absent:
+    """The value of an attribute a notification does not carry."""
+
+    _inst = None
+
+    def __new__(cls):  # singleton
+        if cls._inst is None:
+            cls._inst = super().__new__(cls)
+        return cls._inst
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+    def __reduce__(self):
+        return (_Absent, ())
+
+
+ABSENT: Any = _Absent()
+
+
+class Op(str, Enum):
+    EXISTS = "exists"
+    NOT_EXISTS = "not-exists"
+    INSTANCEOF = "instanceof"
+    EQ = "="
+    NE = "!="
+    LT = "<"
+    LE = "<="
+    GT = ">"
+    GE = ">="
+    IN_RANGE = "in-range"
+    NOT_IN_RANGE = "not-in-range"
+    IN_SET = "in"
+    NOT_IN_SET = "not-in"
+    PREFIX = "prefix"
+    NOT_PREFIX = "not-prefix"
+    SUFFIX = "suffix"
+    NOT_SUFFIX = "not-suffix"
+    SUBSTRING = "substring"
+    EQ_IGNORE_CASE = "equals-ignore-case"
+    SUBSET = "subset"
+    SUPERSET = "superset"
+    CONTAINS = "contains"
+    NOT_CONTAINS = "not-contains"
+    DISJOINT = "disjoint"
+    OVERLAPS = "overlaps"
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """A range over numbers or strings; ``hi=None`` means unbounded above (strings)."""
+
+    lo: Any
+    hi: Any
+    lo_closed: bool = True
+    hi_closed: bool = True
+
+    def contains(self, v: Any) -> bool:
+        lo, hi = self.lo, self.hi
+        if self.lo_closed:
+            if v < lo:
+                return False
+        elif v <= lo:
+            return False
+        if hi is None:
+            return True
+        return v <= hi if self.hi_closed else v < hi
+
+    @property
+    def kind(self) -> str:
+        return STR if isinstance(self.lo, str) else NUM
+
+
+@dataclass(frozen=True, slots=True)
+class TypeSet:
+    """The operand of ``instanceof``: a declared type and the closure of its subtypes
+    (Mühl Table 4.1). Matching tests membership of the attribute's type name."""
+
+    name: str
+    members: frozenset[str]
+
+
+def _num(v: Any) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    """One attribute constraint: ``op`` applied with ``operand`` (see module docstring)."""
+
+    op: Op
+    operand: Any = None
+
+    def matches(self, v: Any) -> bool:
+        """v ∈ L_A(self). ``ABSENT`` for a missing attribute. Never raises."""
+        op = self.op
+        if v is ABSENT:
+            return op is Op.NOT_EXISTS
+        if op is Op.EXISTS:
+            return True
+        if op is Op.NOT_EXISTS:
+            return False
+        return _MATCH[op](self.operand, v)
+
+    @property
+    def value_kind(self) -> str | None:
+        """The kind of value this constraint can match (None: any kind / several)."""
+        op, x = self.op, self.operand
+        if op in (Op.EXISTS, Op.NOT_EXISTS):
+            return None
+        if op in _MULTI_OPS:
+            return MULTI
+        if op in (Op.IN_SET, Op.NOT_IN_SET):
+            kinds = {k for k, _ in x}
+            return kinds.pop() if len(kinds) == 1 else None
+        if op in (Op.IN_RANGE, Op.NOT_IN_RANGE):
+            return x.kind
+        if op in (Op.INSTANCEOF, Op.PREFIX, Op.NOT_PREFIX, Op.SUFFIX, Op.NOT_SUFFIX,
+                  Op.SUBSTRING, Op.EQ_IGNORE_CASE):
+            return STR
+        return kind(x)
+
+
+_MULTI_OPS = frozenset({Op.SUBSET, Op.SUPERSET, Op.CONTAINS, Op.NOT_CONTAINS, Op.DISJOINT,
+                        Op.OVERLAPS})
+
+
+def _same_kind(c: Scalar, v: Any) -> bool:
+    if isinstance(c, bool) or c is None:
+        return type(v) is type(c) or (c is None and v is None)
+    if isinstance(c, str):
+        return isinstance(v, str)
+    return _num(v)
+
+
+def _eq(c, v):
+    return _same_kind(c, v) and v == c
+
+
+def _ne(c, v):
+    return _same_kind(c, v) and v != c
+
+
+def _cmp(test):
+    def f(c, v):
+        if isinstance(c, str):
+            return isinstance(v, str) and test(v, c)
+        return _num(v) and test(v, c)
+    return f
+
+
+def _in_range(i: Interval, v):
+    if i.kind == STR:
+        return isinstance(v, str) and i.contains(v)
+    return _num(v) and i.contains(v)
+
+
+def _not_in_range(i: Interval, v):
+    if i.kind == STR:
+        return isinstance(v, str) and not i.contains(v)
+    return _num(v) and not i.contains(v)
+
+
+def _scalar(v) -> bool:
+    return v is None or isinstance(v, (str, int, float))
+
+
+def _in_set(s, v):
+    return _scalar(v) and skey(v) in s
+
+
+def _not_in_set(s, v):
+    if not _scalar(v):
+        return False
+    k = skey(v)
+    return k not in s and any(k[0] == sk for sk, _ in s)
+
+
+def _elems(v) -> frozenset | None:
+    return frozenset(skey(x) for x in v) if isinstance(v, tuple) else None
+
+
+def _multi(test):
+    def f(c, v):
+        x = _elems(v)
+        return x is not None and test(x, c)
+    return f
+
+
+_MATCH = {
+    Op.INSTANCEOF: lambda t, v: isinstance(v, str) and v in t.members,
+    Op.EQ: _eq,
+    Op.NE: _ne,
+    Op.LT: _cmp(lambda v, c: v < c),
+    Op.LE: _cmp(lambda v, c: v <= c),
+    Op.GT: _cmp(lambda v, c: v > c),
+    Op.GE: _cmp(lambda v, c: v >= c),
+    Op.IN_RANGE: _in_range,
+    Op.NOT_IN_RANGE: _not_in_range,
+    Op.IN_SET: _in_set,
+    Op.NOT_IN_SET: _not_in_set,
+    Op.PREFIX: lambda c, v: isinstance(v, str) and v.startswith(c),
+    Op.NOT_PREFIX: lambda c, v: isinstance(v, str) and not v.startswith(c),
+    Op.SUFFIX: lambda c, v: isinstance(v, str) and v.endswith(c),
+    Op.NOT_SUFFIX: lambda c, v: isinstance(v, str) and not v.endswith(c),
+    Op.SUBSTRING: lambda c, v: isinstance(v, str) and c in v,
+    Op.EQ_IGNORE_CASE: lambda c, v: isinstance(v, str) and v.casefold() == c.casefold(),
+    Op.SUBSET: _multi(lambda x, m: x <= m),
+    Op.SUPERSET: _multi(lambda x, m: x >= m),
+    Op.CONTAINS: _multi(lambda x, a: a in x),
+    Op.NOT_CONTAINS: _multi(lambda x, a: a not in x),
+    Op.DISJOINT: _multi(lambda x, m: not (x & m)),
+    Op.OVERLAPS: _multi(lambda x, m: bool(x & m)),
+}
+
+__all__ = ["ABSENT", "Constraint", "Interval", "Op", "TypeSet", "BOOL", "MULTI", "NULL",
+           "NUM", "STR"]

@@ -1,0 +1,56 @@
+"""Conjunctive filters of the records model (Mühl 000, §4.3.2).
+
+A :class:`RecordFilter` is a conjunction of attribute filters with **at most one constraint
+per attribute** (the condition under which Cor. 4.1-4.3 reduce identity, covering and overlap
+to the attribute filters). The empty filter matches every notification.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from pubsift.models.records.constraints import ABSENT, Constraint
+
+
+@dataclass(frozen=True, slots=True)
+class RecordFilter:
+    """Immutable, hashable conjunction; ``constraints`` is sorted by attribute name."""
+
+    constraints: tuple[tuple[str, Constraint], ...] = ()
+
+    @classmethod
+    def of(cls, constraints: Mapping[str, Constraint]) -> "RecordFilter":
+        return cls(tuple(sorted(constraints.items(), key=lambda kv: kv[0])))
+
+    def __post_init__(self) -> None:
+        names = [n for n, _ in self.constraints]
+        if names != sorted(set(names)):
+            raise ValueError("RecordFilter: attribute names must be unique and sorted; "
+                             "use RecordFilter.of(mapping)")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.constraints)
+
+    def get(self, name: str) -> Constraint | None:
+        for n, c in self.constraints:
+            if n == name:
+                return c
+        return None
+
+    def as_dict(self) -> dict[str, Constraint]:
+        return dict(self.constraints)
+
+    def __iter__(self) -> Iterator[tuple[str, Constraint]]:
+        return iter(self.constraints)
+
+    def __len__(self) -> int:
+        return len(self.constraints)
+
+    def matches(self, record: Mapping) -> bool:
+        """True iff the record satisfies every attribute filter (Mühl §4.3.2)."""
+        get = record.get
+        for name, c in self.constraints:
+            if not c.matches(get(name, ABSENT)):
+                return False
+        return True

@@ -1,0 +1,146 @@
+"""Values and events of the records model (Mühl 000, §4.3.1).
+
+A notification is a set of name/value attributes. Nested mappings are addressed with dotted
+names (``position.x``). A value is *simple* (string, number, boolean, null) or a *multi value*
+(a JSON list, treated as a finite set by the multi-value operators).
+
+Kinds: numbers (int and float, compared numerically; booleans are **not** numbers), strings,
+booleans, null. Python's ``True == 1`` is avoided everywhere by keying scalars with
+:func:`skey`, which tags each scalar with its kind.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any, Union
+
+from pubsift.core.errors import EventError
+
+Scalar = Union[str, int, float, bool, None]
+Value = Union[Scalar, tuple]  # a tuple is a multi value (list of scalars)
+
+NUM, STR, BOOL, NULL, MULTI = "num", "str", "bool", "null", "multi"
+
+
+def kind(v: Any) -> str:
+    """The kind of a value: ``num``, ``str``, ``bool``, ``null`` or ``multi``."""
+    if v is None:
+        return NULL
+    if isinstance(v, bool):
+        return BOOL
+    if isinstance(v, (int, float)):
+        return NUM
+    if isinstance(v, str):
+        return STR
+    if isinstance(v, (tuple, list, frozenset, set)):
+        return MULTI
+    raise TypeError(f"not a records value: {v!r}")
+
+
+def skey(v: Scalar) -> tuple[str, Scalar]:
+    """Hash/equality key of a scalar that keeps booleans apart from numbers and makes
+    ``1 == 1.0``: ``("num", 1)``, ``("bool", True)``, ``("str", "a")``, ``("null", None)``."""
+    return (kind(v), v)
+
+
+def sort_key(v: Scalar) -> tuple:
+    """A total order over scalars of all kinds, for canonical (deterministic) output."""
+    k = kind(v)
+    return (k, "" if v is None else v)
+
+
+class Record(Mapping[str, Value]):
+    """An immutable records event: flattened dotted attribute names -> values.
+
+    ``Record.of(mapping)`` validates and flattens a JSON-like mapping; ``raw`` keeps the
+    nested original for the wire form.
+    """
+
+    __slots__ = ("_attrs", "raw")
+
+    def __init__(self, attrs: dict[str, Value], raw: dict[str, Any]) -> None:
+        self._attrs = attrs
+        self.raw = raw
+
+    @classmethod
+    def of(cls, mapping: Mapping[str, Any], where: str | None = None) -> "Record":
+        if not isinstance(mapping, Mapping):
+            raise EventError(f"a records event is a JSON object, not {type(mapping).__name__}",
+                             where)
+        attrs: dict[str, Value] = {}
+        _flatten(mapping, "", attrs, where)
+        if not attrs:
+            raise EventError("a records event needs at least one attribute (Mühl §4.3.1)",
+                             where)
+        return cls(attrs, _thaw(mapping))
+
+    def __getitem__(self, name: str) -> Value:
+        return self._attrs[name]
+
+    def get(self, name: str, default: Any = None) -> Any:  # fast path for matching
+        return self._attrs.get(name, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._attrs)
+
+    def __len__(self) -> int:
+        return len(self._attrs)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Record):
+            return _canon(self._attrs) == _canon(other._attrs)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(frozenset((k, _hkey(v)) for k, v in self._attrs.items()))
+
+    def __repr__(self) -> str:
+        return f"Record({json.dumps(self.raw, sort_keys=True, default=str)})"
+
+
+def _hkey(v: Value) -> Any:
+    if isinstance(v, tuple):
+        return ("multi", frozenset(skey(x) for x in v))
+    return skey(v)
+
+
+def _canon(attrs: Mapping[str, Value]) -> dict:
+    return {k: _hkey(v) for k, v in attrs.items()}
+
+
+def _check_scalar(v: Any, name: str, where: str | None) -> Scalar:
+    if v is None or isinstance(v, (str, bool, int)):
+        return v
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            raise EventError(f"attribute {name!r} holds {v!r}; numbers must be finite", where)
+        return v
+    raise EventError(f"attribute {name!r} holds a {type(v).__name__}; values are strings, "
+                     "numbers, booleans, null or lists of those", where)
+
+
+def _flatten(m: Mapping[str, Any], prefix: str, out: dict[str, Value], where: str | None) -> None:
+    for k, v in m.items():
+        if not isinstance(k, str) or not k:
+            raise EventError(f"attribute names are non-empty strings, got {k!r}", where)
+        name = prefix + k
+        if isinstance(v, Mapping):
+            _flatten(v, name + ".", out, where)
+        elif isinstance(v, (list, tuple)):
+            items = []
+            for x in v:
+                if isinstance(x, (Mapping, list, tuple)):
+                    raise EventError(f"attribute {name!r}: a multi value holds only scalars",
+                                     where)
+                items.append(_check_scalar(x, name, where))
+            out[name] = tuple(items)
+        else:
+            if name in out:
+                raise EventError(f"attribute {name!r} is given twice", where)
+            out[name] = _check_scalar(v, name, where)
+
+
+def _thaw(m: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: (_thaw(v) if isinstance(v, Mapping) else list(v) if isinstance(v, tuple) else v)
+            for k, v in m.items()}
