@@ -1,0 +1,34 @@
+"""pubsift's conformance kit (DESIGN.md §2.5): reusable pytest base classes that check a
+filter model against the plug-in contract of §2.1.
+
+A model package subclasses :class:`ModelConformance` (or the parts it wants:
+:class:`SoundnessTests`, :class:`AlgebraTests`, :class:`MergeTests`, :class:`WireTests`,
+:class:`IndexTests`) in a test module and provides the fixtures ``model``,
+``filter_strategy``, ``event_strategy`` and ``matching_event`` (see ``docs/conformance.md``).
+The pytest plugin :mod:`pubsift.core.conformance.plugin` supplies the defaults.
+
+This package imports hypothesis only when a base class is first used, so that the plugin
+stays cheap in every pytest run.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+_LAZY = {
+    "ModelConformance": "pubsift.core.conformance.base",
+    "SoundnessTests": "pubsift.core.conformance.soundness",
+    "AlgebraTests": "pubsift.core.conformance.algebra",
+    "MergeTests": "pubsift.core.conformance.merging",
+    "WireTests": "pubsift.core.conformance.wire",
+    "IndexTests": "pubsift.core.conformance.index",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,102 @@
+"""The pytest plugin of the conformance kit (entry point ``pytest11``, DESIGN.md §2.5).
+
+Loaded by every pytest run wherever pubsift is installed, so it imports nothing heavy
+(hypothesis is imported inside the ``conformance_settings`` fixture only). It registers the
+``conformance`` marker and the ini option ``pubsift_conformance_examples``, and provides the
+default fixtures of the kit. Plugin fixtures have the lowest precedence: a model's
+``conftest.py``, test module or test class overrides them. The four a model must provide
+fail with a message saying what to provide.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+ENV_EXAMPLES = "PUBSIFT_CONFORMANCE_EXAMPLES"
+INI_EXAMPLES = "pubsift_conformance_examples"
+DEFAULT_EXAMPLES = 40
+
+_REQUIRED = {
+    "model": "the FilterModel instance under test, e.g. `return load_model(\"mymodel\")`",
+    "filter_strategy": "a hypothesis strategy generating the model's filters",
+    "event_strategy": "a hypothesis strategy generating the model's (parsed) events",
+    "matching_event": "a callable f -> hypothesis strategy of events that match filter f "
+                      "(or None when it cannot build one), so soundness checks are not vacuous",
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(INI_EXAMPLES,
+                  f"hypothesis max_examples per conformance check (default {DEFAULT_EXAMPLES}; "
+                  f"the environment variable {ENV_EXAMPLES} overrides it)",
+                  default=str(DEFAULT_EXAMPLES))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "conformance: a check of pubsift's filter-model conformance kit")
+
+
+def _missing(name: str) -> Any:
+    pytest.fail(
+        f"pubsift conformance kit: provide a `{name}` fixture ({_REQUIRED[name]}) in your "
+        "conftest.py, test module or test class; see docs/conformance.md", pytrace=False)
+
+
+@pytest.fixture
+def model() -> Any:
+    """The filter model under test (must be provided by the model's tests)."""
+    return _missing("model")
+
+
+@pytest.fixture
+def filter_strategy() -> Any:
+    """Strategy of filters (must be provided by the model's tests)."""
+    return _missing("filter_strategy")
+
+
+@pytest.fixture
+def event_strategy() -> Any:
+    """Strategy of events (must be provided by the model's tests)."""
+    return _missing("event_strategy")
+
+
+@pytest.fixture
+def matching_event() -> Any:
+    """f -> strategy of events matching f (must be provided by the model's tests)."""
+    return _missing("matching_event")
+
+
+@pytest.fixture
+def capabilities(model: Any) -> frozenset[str]:
+    """What the model claims (see ``pubsift.core.model.CAPABILITIES``); the kit skips the
+    checks of what is not claimed. Override to test less (or more) than the model claims."""
+    return frozenset(model.capabilities)
+
+
+@pytest.fixture
+def max_examples(request: pytest.FixtureRequest) -> int:
+    """hypothesis examples per check: ``$PUBSIFT_CONFORMANCE_EXAMPLES``, else the ini option
+    ``pubsift_conformance_examples``, else 40."""
+    raw = os.environ.get(ENV_EXAMPLES) or request.config.getini(INI_EXAMPLES)
+    where = ENV_EXAMPLES if os.environ.get(ENV_EXAMPLES) else INI_EXAMPLES
+    try:
+        n = int(raw)
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1:
+        pytest.fail(f"pubsift conformance kit: {where}={raw!r} is not a positive integer",
+                    pytrace=False)
+    return n
+
+
+@pytest.fixture
+def conformance_settings(max_examples: int) -> Any:
+    """The hypothesis settings every check runs under (no deadline, no example database)."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(max_examples=max_examples, deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.filter_too_much])
