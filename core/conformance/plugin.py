@@ -100,3 +100,12 @@ def conformance_settings(max_examples: int) -> Any:
     return settings(max_examples=max_examples, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much])
+
+
+@pytest.fixture
+def conformance_kit(model: Any, filter_strategy: Any, event_strategy: Any, matching_event: Any,
+                    capabilities: frozenset[str]) -> Any:
+    """The model's fixtures bundled as a :class:`pubsift.core.conformance.kit.Kit`."""
+    from pubsift.core.conformance.kit import Kit
+
+    return Kit(model, filter_strategy, event_strategy, matching_event, frozenset(capabilities))

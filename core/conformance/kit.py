@@ -1,0 +1,91 @@
+"""What every conformance check works with: the model under test, its strategies, and the
+helpers that draw filters and events inside a hypothesis ``st.data()`` test (DESIGN.md §2.5).
+
+Checks are plain functions ``check(kit, data)``; :func:`run` runs one under hypothesis.
+The base test classes call them, and so can anyone who wants to run a single check (for
+example against a deliberately broken model, to see the kit catch it).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from hypothesis import given, settings as Settings, strategies as st
+
+from pubsift.core.model import Event, Filter, FilterModel
+
+MatchingEvent = Callable[[Filter], "st.SearchStrategy[Event] | None"]
+
+
+@dataclass(frozen=True)
+class Kit:
+    """The fixtures of a model bundled for the checks."""
+
+    model: FilterModel
+    filters: st.SearchStrategy
+    events: st.SearchStrategy
+    matching_event: MatchingEvent
+    capabilities: frozenset[str]
+
+    def require(self, *names: str) -> None:
+        """Skip the calling test unless the model claims every capability in ``names``."""
+        missing = [n for n in names if n not in self.capabilities]
+        if missing:
+            pytest.skip(f"{self.model!r} does not claim {', '.join(missing)} "
+                        f"(capabilities: {', '.join(sorted(self.capabilities)) or 'none'})")
+
+    def filter(self, data: Any, label: str) -> Filter:
+        return data.draw(self.filters, label=label)
+
+    def pool(self, data: Any, label: str, min_size: int = 2, max_size: int = 5) -> list[Filter]:
+        """A few filters; checks test every pair (triple) of a pool, which makes relations
+        that random pairs rarely satisfy (covering, merging) hit far more often."""
+        return data.draw(st.lists(self.filters, min_size=min_size, max_size=max_size),
+                         label=label)
+
+    def event(self, data: Any, label: str) -> Event:
+        return data.draw(self.events, label=label)
+
+    def matches(self, f: Filter, e: Event) -> bool:
+        """``model.matches(f, e)``, which must return a bool and never raise."""
+        try:
+            r = self.model.matches(f, e)
+        except Exception as exc:
+            raise AssertionError(f"matches({f!r}, {e!r}) raised {exc!r}; it must be total")\
+                from exc
+        assert isinstance(r, bool), f"matches({f!r}, {e!r}) returned {r!r}, not a bool"
+        return r
+
+    def matching(self, data: Any, f: Filter, label: str) -> Event | None:
+        """An event of N(f) from the model's ``matching_event`` builder, verified with
+        ``matches``; None when the builder cannot build one for f."""
+        strategy = self.matching_event(f)
+        if strategy is None:
+            return None
+        e = data.draw(strategy, label=label)
+        assert self.matches(f, e), (
+            f"matching_event({f!r}) built {e!r}, which the model says does not match it: "
+            "the builder (or matches) is wrong")
+        return e
+
+    def candidates(self, data: Any, fs: Sequence[Filter], label: str) -> list[Event]:
+        """Events likely to discriminate among ``fs``: one built to match each filter plus
+        one from the event strategy."""
+        out = [e for i, f in enumerate(fs)
+               if (e := self.matching(data, f, f"{label}[{i}]")) is not None]
+        out.append(self.event(data, f"{label}[any]"))
+        return out
+
+
+def run(kit: Kit, check: Callable[[Kit, Any], None], settings: Settings) -> None:
+    """Run ``check(kit, data)`` under hypothesis with ``settings``; a failing example raises
+    (after shrinking) the check's AssertionError or the hook's exception."""
+
+    @settings
+    @given(st.data())
+    def conformance_check(data: Any) -> None:
+        check(kit, data)
+
+    conformance_check()

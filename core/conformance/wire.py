@@ -1,0 +1,72 @@
+"""Wire forms (DESIGN.md §2.1): ``dump_filter``/``dump_event`` give JSON-safe values that
+survive ``json.dumps``/``json.loads`` and load back to an equal (and equally hashed) object;
+an event that comes back matches the same filters. If the model has its own
+``format_filter``, ``parse_filter`` reads its output back to the same filter.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from pubsift.core.conformance.kit import Kit, run
+from pubsift.core.model import FilterModel
+
+
+def _through_json(obj: Any, what: str) -> Any:
+    try:
+        text = json.dumps(obj, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise AssertionError(f"{what} is not JSON-serializable ({exc}): {obj!r}") from exc
+    return json.loads(text)
+
+
+def filter_roundtrip(kit: Kit, data: Any) -> None:
+    """load_filter(json(dump_filter(f))) == f, with equal hashes."""
+    f = kit.filter(data, "f")
+    wire = kit.model.dump_filter(f)
+    loaded = _through_json(wire, f"dump_filter({f!r})")
+    for back in (kit.model.load_filter(wire), kit.model.load_filter(loaded)):
+        assert back == f, f"filter does not round-trip:\n  f    = {f!r}\n  wire = {wire!r}\n" \
+                          f"  back = {back!r}"
+        assert hash(back) == hash(f), f"round-tripped filter hashes differently: {f!r}"
+
+
+def event_roundtrip(kit: Kit, data: Any) -> None:
+    """load_event(json(dump_event(e))) == e, and it matches the same filters."""
+    f = kit.filter(data, "f")
+    for e in kit.candidates(data, [f], "e"):
+        wire = kit.model.dump_event(e)
+        back = kit.model.load_event(_through_json(wire, f"dump_event({e!r})"))
+        assert back == e, f"event does not round-trip:\n  e    = {e!r}\n  wire = {wire!r}\n" \
+                          f"  back = {back!r}"
+        assert kit.matches(f, back) == kit.matches(f, e), (
+            f"round-tripped event {back!r} matches {f!r} differently from {e!r}")
+
+
+def format_roundtrip(kit: Kit, data: Any) -> None:
+    """parse_filter(format_filter(f)) == f."""
+    f = kit.filter(data, "f")
+    text = kit.model.format_filter(f)
+    assert isinstance(text, str), f"format_filter({f!r}) returned {text!r}, not a str"
+    back = kit.model.parse_filter(text)
+    assert back == f, f"text form does not round-trip:\n  f    = {f!r}\n  text = {text}\n" \
+                      f"  back = {back!r}"
+
+
+class WireTests:
+    """Wire forms round-trip exactly through JSON; the text form reads back."""
+
+    pytestmark = pytest.mark.conformance
+
+    def test_filter_roundtrip(self, conformance_kit: Kit, conformance_settings: Any) -> None:
+        run(conformance_kit, filter_roundtrip, conformance_settings)
+
+    def test_event_roundtrip(self, conformance_kit: Kit, conformance_settings: Any) -> None:
+        run(conformance_kit, event_roundtrip, conformance_settings)
+
+    def test_format_roundtrip(self, conformance_kit: Kit, conformance_settings: Any) -> None:
+        if type(conformance_kit.model).format_filter is FilterModel.format_filter:
+            pytest.skip(f"{conformance_kit.model!r} keeps the default format_filter (repr)")
+        run(conformance_kit, format_roundtrip, conformance_settings)

@@ -1,0 +1,172 @@
+"""The conformance kit tested on a toy model (integer intervals, tests/conformance/
+toy_intervals.py): the exact model passes every check, and each deliberately broken variant
+is caught by the check for the rule it breaks — in-process, check by check, and end to end
+through the pytest plugin in a separate pytest run.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+import toy_intervals as toy
+from pubsift.core.conformance import ModelConformance
+from pubsift.core.conformance import algebra, index, merging, soundness, wire
+from pubsift.core.conformance.kit import Kit, run
+
+
+@pytest.fixture
+def model():
+    return toy.IntervalModel()
+
+
+@pytest.fixture
+def filter_strategy():
+    return toy.filters
+
+
+@pytest.fixture
+def event_strategy():
+    return toy.events
+
+
+@pytest.fixture
+def matching_event():
+    return toy.matching_event
+
+
+class TestIntervalModel(ModelConformance):
+    """The exact toy model passes the whole kit (nothing skipped: it claims everything)."""
+
+
+def _kit(model) -> Kit:
+    return Kit(model, toy.filters, toy.events, toy.matching_event, model.capabilities)
+
+
+DETERMINISTIC = settings(max_examples=200, deadline=None, database=None, derandomize=True,
+                         suppress_health_check=[HealthCheck.too_slow])
+
+CAUGHT = [
+    (toy.BrokenMatches, soundness.matches_total),
+    (toy.BrokenCovers, soundness.covers_sound),
+    (toy.BrokenCovers, algebra.covering_implies_overlap),
+    (toy.BrokenIdentical, soundness.identical_sound),
+    (toy.BrokenIdentical, algebra.identical_is_mutual_covering),
+    (toy.BrokenOverlaps, soundness.overlaps_sound),
+    (toy.NonTransitive, algebra.covers_transitive),
+    (toy.BrokenMerge, merging.perfect_merge),
+    (toy.BrokenImperfectMerge, merging.imperfect_merge),
+    (toy.BrokenFilterWire, wire.filter_roundtrip),
+    (toy.BrokenEventWire, wire.event_roundtrip),
+    (toy.BrokenFormat, wire.format_roundtrip),
+    (toy.BrokenIndex, index.index_equals_linear_scan),
+]
+
+
+@pytest.mark.parametrize("variant, check", CAUGHT,
+                         ids=[f"{v.__name__}-{c.__name__}" for v, c in CAUGHT])
+def test_kit_catches_broken_model(variant, check):
+    with pytest.raises((AssertionError, ExceptionGroup)) as caught:
+        run(_kit(variant()), check, DETERMINISTIC)
+    group = caught.value
+    if isinstance(group, ExceptionGroup):  # hypothesis found several distinct failures
+        assert group.subgroup(AssertionError) is not None, group
+
+
+@pytest.mark.parametrize("variant, check", CAUGHT,
+                         ids=[f"{v.__name__}-{c.__name__}" for v, c in CAUGHT])
+def test_same_check_passes_exact_model(variant, check):
+    run(_kit(toy.IntervalModel()), check, DETERMINISTIC)
+
+
+def test_builder_that_lies_is_reported():
+    kit = Kit(toy.IntervalModel(), toy.filters, toy.events,
+              lambda f: toy.events.filter(lambda e: e == f[1] + 1), frozenset())
+    with pytest.raises(AssertionError, match="the builder .or matches. is wrong"):
+        run(kit, soundness.covers_sound, DETERMINISTIC)
+
+
+# -- end to end through the pytest plugin ---------------------------------------------------
+
+RUN = textwrap.dedent('''
+    import pytest
+    from hypothesis import settings
+    import toy_intervals as toy
+    from pubsift.core.conformance import ModelConformance
+
+    @pytest.fixture
+    def conformance_settings():
+        return settings(max_examples=100, deadline=None, database=None, derandomize=True)
+
+    class Fixtures:
+        @pytest.fixture
+        def filter_strategy(self):
+            return toy.filters
+
+        @pytest.fixture
+        def event_strategy(self):
+            return toy.events
+
+        @pytest.fixture
+        def matching_event(self):
+            return toy.matching_event
+
+    class TestBrokenCovers(Fixtures, ModelConformance):
+        @pytest.fixture
+        def model(self):
+            return toy.BrokenCovers()
+
+    class TestClaimsNothing(Fixtures, ModelConformance):
+        @pytest.fixture
+        def model(self):
+            m = toy.IntervalModel()
+            m.capabilities = frozenset()
+            return m
+
+    class TestNoFixtures(ModelConformance):
+        pass
+''')
+
+
+@pytest.fixture(scope="module")
+def plugin_run(tmp_path_factory) -> str:
+    tmp = tmp_path_factory.mktemp("kit")
+    (tmp / "test_run.py").write_text(RUN)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-rA", "-q", "-p", "no:cacheprovider",
+                           "-p", "no:xdist", str(tmp / "test_run.py")],
+                          cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
+    return done.stdout + done.stderr
+
+
+def _outcomes(out: str, cls: str) -> dict[str, str]:
+    found = re.findall(rf"^(PASSED|FAILED|SKIPPED|ERROR)\S* .*?::{cls}::(\w+)", out, re.M)
+    found += [(o, t) for o, t in re.findall(
+        rf"^(SKIPPED) \[\d+\] .*?::{cls}::(\w+)", out, re.M)]
+    return {test: outcome for outcome, test in found}
+
+
+def test_plugin_runs_kit_and_catches_unsound_covers(plugin_run):
+    got = _outcomes(plugin_run, "TestBrokenCovers")
+    failed = {t for t, o in got.items() if o == "FAILED"}
+    assert failed == {"test_covers_sound", "test_identical_is_mutual_covering",
+                      "test_covering_implies_overlap"}, plugin_run
+    assert {t for t, o in got.items() if o == "PASSED"} >= {
+        "test_matches_total", "test_perfect_merge", "test_index_equals_linear_scan"}
+
+
+def test_plugin_skips_what_is_not_claimed(plugin_run):
+    assert "does not claim covers" in plugin_run
+    assert "does not claim merge" in plugin_run
+    assert re.search(r"^PASSED .*TestClaimsNothing::test_covers_sound", plugin_run, re.M)
+
+
+def test_plugin_says_which_fixture_to_provide(plugin_run):
+    assert re.search(r"^ERROR .*TestNoFixtures::test_covers_sound", plugin_run, re.M)
+    assert "provide a `model` fixture" in plugin_run
