@@ -1,0 +1,43 @@
+# pubsift — two commands: `make run` and `make test` (each sets up .venv when needed).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+
+.PHONY: run test test-fast bench install install-dev clean
+
+$(PY):
+	@$(PYTHON) -c 'import sys; sys.exit("pubsift needs Python >= 3.11, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+# Reinstall only when pyproject.toml changed (the stamp records the last install).
+$(VENV)/.stamp-run: pyproject.toml | $(PY)
+	$(PIP) install -q -e .
+	@touch $@
+
+$(VENV)/.stamp-dev: pyproject.toml | $(PY)
+	$(PIP) install -q -e '.[dev]'
+	@touch $@ $(VENV)/.stamp-run
+
+install: $(VENV)/.stamp-run
+install-dev: $(VENV)/.stamp-dev
+
+## The main job on the embedded default (see README: what `make run` shows).
+run: $(VENV)/.stamp-run
+	$(VENV)/bin/pubsift run
+
+## The whole suite (Spark and slow tests included), as CI runs it.
+test: $(VENV)/.stamp-dev
+	$(PY) -m pytest -q -n 2 --dist loadgroup
+
+## The quick set: skips tests marked spark or slow.
+test-fast: $(VENV)/.stamp-dev
+	$(PY) -m pytest -q -n 2 -m "not spark and not slow"
+
+## Benchmarks (figures and ratios against a baseline measured in the same run).
+bench: $(VENV)/.stamp-dev
+	$(PY) bench/records_match.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info
