@@ -136,12 +136,22 @@ def _num(v: Any) -> bool:
     return (isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Constraint:
     """One attribute constraint: ``op`` applied with ``operand`` (see module docstring)."""
 
     op: Op
     operand: Any = None
+
+    # Equality keeps booleans apart from numbers (Python has True == 1): ``x = true`` and
+    # ``x = 1`` are different filters. Other operands are already kind-tagged or typed.
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Constraint):
+            return NotImplemented
+        return self.op is other.op and _okey(self.operand) == _okey(other.operand)
+
+    def __hash__(self) -> int:
+        return hash((self.op, _okey(self.operand)))
 
     def matches(self, v: Any) -> bool:
         """v ∈ L_A(self). ``ABSENT`` for a missing attribute. Never raises."""
@@ -171,6 +181,10 @@ class Constraint:
                   Op.SUBSTRING, Op.EQ_IGNORE_CASE):
             return STR
         return kind(x)
+
+
+def _okey(x: Any) -> Any:
+    return (BOOL, x) if isinstance(x, bool) else x
 
 
 _MULTI_OPS = frozenset({Op.SUBSET, Op.SUPERSET, Op.CONTAINS, Op.NOT_CONTAINS, Op.DISJOINT,
