@@ -1,0 +1,111 @@
+"""The records filter model (Mühl 000, §4.3), registered as ``records``.
+
+Events are :class:`~pubsift.models.records.values.Record` (name/value attributes, dotted
+names for nesting, multi values); filters are conjunctive
+:class:`~pubsift.models.records.filters.RecordFilter` with at most one constraint per
+attribute. The hooks delegate to one module per concept: ``syntax`` / ``eventbridge``
+(parsing), ``conjunctive`` (identity, covering, overlap, merging: Cor. 4.1-4.3, §4.3.7),
+``wire`` (JSON forms) and ``index`` (the counting index of §4.3.8).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pubsift.core.errors import EventError
+from pubsift.core.model import FilterIndex, FilterModel, JSON
+from pubsift.models.records import conjunctive, syntax, wire
+from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.typesystem import Schema
+from pubsift.models.records.values import Record
+
+
+class RecordsModel(FilterModel):
+    """Structured records. ``schema`` declares integer-valued attributes (which makes the
+    number line discrete for them: ``x in {20..25}`` is identical to ``x in [20, 25]``) and
+    the type hierarchy used by ``instanceof``."""
+
+    name = "records"
+    capabilities = frozenset({"covers", "identical", "overlaps", "merge", "imperfect_merge",
+                              "index"})
+
+    def __init__(self, schema: Schema | None = None) -> None:
+        self.schema = schema or Schema()
+        self._ints = self.schema.integer_attrs
+
+    # -- parsing ----------------------------------------------------------------------
+    def parse_filter(self, spec: str | Mapping[str, Any]) -> RecordFilter:
+        """Text form (see docs/records-syntax.md) or an EventBridge pattern (one
+        conjunctive filter; use :meth:`parse_filters` for ``$or``)."""
+        return syntax.parse_filter(spec, self.schema)
+
+    def parse_filters(self, spec: str | Mapping[str, Any]) -> list[RecordFilter]:
+        return syntax.parse_filters(spec, self.schema)
+
+    def format_filter(self, f: RecordFilter) -> str:
+        return syntax.format_filter(f)
+
+    def parse_event(self, raw: bytes | str | Mapping[str, Any]) -> Record:
+        """A JSON object (bytes/str) or a mapping -> Record; integer attributes of the
+        schema must hold integers."""
+        if isinstance(raw, (bytes, bytearray)):
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise EventError(f"event is not UTF-8: {exc.reason}", f"byte {exc.start}") from None
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise EventError(f"invalid JSON: {exc.msg}",
+                                 f"line {exc.lineno}, column {exc.colno}") from None
+        record = Record.of(raw)
+        for name in self._ints:
+            v = record.get(name)
+            if v is not None and _not_integer(v):
+                raise EventError(f"attribute {name!r} is declared integer-valued but holds {v!r}",
+                                 name)
+        return record
+
+    # -- semantics --------------------------------------------------------------------
+    def matches(self, f: RecordFilter, e: Record) -> bool:
+        return f.matches(e)
+
+    def covers(self, f: RecordFilter, g: RecordFilter) -> bool:
+        return conjunctive.covers(f, g, integer_attrs=self._ints)
+
+    def identical(self, f: RecordFilter, g: RecordFilter) -> bool:
+        return f == g or conjunctive.identical(f, g, integer_attrs=self._ints)
+
+    def overlaps(self, f: RecordFilter, g: RecordFilter) -> bool:
+        return conjunctive.overlaps(f, g, integer_attrs=self._ints)
+
+    def merge(self, fs: Sequence[RecordFilter], perfect: bool = True) -> RecordFilter | None:
+        return conjunctive.merge(fs, perfect=perfect, integer_attrs=self._ints)
+
+    # -- wire forms -------------------------------------------------------------------
+    def dump_filter(self, f: RecordFilter) -> JSON:
+        return wire.dump_filter(f)
+
+    def load_filter(self, obj: JSON) -> RecordFilter:
+        return wire.load_filter(obj)
+
+    def dump_event(self, e: Record) -> JSON:
+        return wire.dump_event(e)
+
+    def load_event(self, obj: JSON) -> Record:
+        return wire.load_event(obj)
+
+    # -- indexing ---------------------------------------------------------------------
+    def new_index(self) -> FilterIndex[Any]:
+        from pubsift.models.records.index import RecordsIndex
+
+        return RecordsIndex(self)
+
+
+def _not_integer(v: Any) -> bool:
+    items = v if isinstance(v, tuple) else (v,)
+    return any(isinstance(x, bool) or not (isinstance(x, int) or
+                                             (isinstance(x, float) and x.is_integer()))
+               for x in items)
