@@ -1,0 +1,230 @@
+"""Identity, covering, overlap and merging of conjunctive filters (Mühl 000, §4.3.4-4.3.7,
+Cor. 4.1-4.3; slides 002, §4.3.4-4.3.10).
+
+With at most one attribute filter per attribute the filter relations reduce to the
+attribute filters (:mod:`.relations`). Two refinements make the corollaries exact here:
+
+* An attribute a filter does not constrain may hold *any value or be absent*; since
+  ``not-exists`` makes "absent" a value, no single constraint covers that (``exists`` does
+  not admit absence), so ``F1 ⊒ F2`` needs every attribute of F1 to be constrained in F2.
+* A filter with an unsatisfiable attribute filter (L_A = ∅, e.g. ``x != null``) matches
+  nothing: it is covered by every filter and overlaps none.
+
+``integer_attrs`` names the attributes whose numbers are integers (from the schema).
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from functools import lru_cache, reduce
+
+from pubsift.models.records import relations as rel
+from pubsift.models.records.constraints import Constraint
+from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.valuesets import ValueSet, everything, value_set
+
+_NO_INTS: frozenset[str] = frozenset()
+
+
+@lru_cache(maxsize=65536)
+def satisfiable(f: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS) -> bool:
+    """N(f) ≠ ∅: every attribute filter admits some value."""
+    return all(not value_set(c, n in integer_attrs).is_empty() for n, c in f)
+
+
+def covers(f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS) -> bool:
+    """N(f) ⊇ N(g), exactly (Cor. 4.2: every attribute filter of f covers the one of g on
+    the same attribute)."""
+    if f == g or not satisfiable(g, integer_attrs):
+        return True
+    gd = g.as_dict()
+    for name, c in f:
+        d = gd.get(name)
+        if d is None or not rel.covers(c, d, name in integer_attrs):
+            return False
+    return True
+
+
+def identical(f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS
+              ) -> bool:
+    """N(f) = N(g), exactly (Cor. 4.1: same attributes, pairwise identical)."""
+    if f == g:
+        return True
+    sf, sg = satisfiable(f, integer_attrs), satisfiable(g, integer_attrs)
+    if not (sf and sg):
+        return sf == sg
+    if f.names != g.names:
+        return False
+    return all(rel.identical(c, d, n in integer_attrs)
+               for (n, c), (_, d) in zip(f.constraints, g.constraints))
+
+
+def overlaps(f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS
+             ) -> bool:
+    """N(f) ∩ N(g) ≠ ∅, exactly (Cor. 4.3: no attribute with disjoint attribute filters)."""
+    if not (satisfiable(f, integer_attrs) and satisfiable(g, integer_attrs)):
+        return False
+    gd = g.as_dict()
+    for name, c in f:
+        d = gd.get(name)
+        if d is not None and not rel.overlaps(c, d, name in integer_attrs):
+            return False
+    return True
+
+
+def conjoin_filters(f: RecordFilter, g: RecordFilter,
+                    integer_attrs: frozenset[str] = _NO_INTS) -> RecordFilter:
+    """The filter matching N(f) ∩ N(g), one constraint per attribute (§4.3.2). Raises
+    :class:`~.relations.Unsatisfiable` / :class:`~.relations.NotRepresentable`."""
+    out = f.as_dict()
+    for name, d in g:
+        c = out.get(name)
+        out[name] = d if c is None else rel.conjoin(c, d, name in integer_attrs)
+    return RecordFilter.of(out)
+
+
+def _attr_set(f: RecordFilter, name: str, integer_attrs: frozenset[str]) -> ValueSet:
+    c = f.get(name)
+    integer = name in integer_attrs
+    return everything(integer, absent=True) if c is None else value_set(c, integer)
+
+
+def differing_attributes(f: RecordFilter, g: RecordFilter,
+                         integer_attrs: frozenset[str] = _NO_INTS) -> frozenset[str]:
+    """The attributes on which f and g impose different value sets (an attribute one of
+    them leaves unconstrained counts as "any value or absent"). Merge candidates (§4.3.7,
+    Fig. 4.9) are the filters that differ from f on exactly one attribute."""
+    names = set(f.names) | set(g.names)
+    return frozenset(n for n in names
+                     if not _same(f.get(n), g.get(n), n in integer_attrs))
+
+
+def _same(c: Constraint | None, d: Constraint | None, integer: bool) -> bool:
+    if c is None or d is None:
+        return c is d
+    return rel.identical(c, d, integer)
+
+
+def _prune(fs: Sequence[RecordFilter], ints: frozenset[str]) -> list[RecordFilter]:
+    """Drop unsatisfiable filters and filters covered by another one (keeping one of
+    several identical filters): the union is unchanged."""
+    live = list(dict.fromkeys(f for f in fs if satisfiable(f, ints)))
+    out = []
+    for i, f in enumerate(live):
+        if not any(j != i and covers(g, f, ints) and (j < i or not covers(f, g, ints))
+                   for j, g in enumerate(live)):
+            out.append(f)
+    return out
+
+
+def merge(fs: Iterable[RecordFilter], perfect: bool = True,
+          integer_attrs: frozenset[str] = _NO_INTS) -> RecordFilter | None:
+    """A merger of ``fs`` (Mühl §4.3.7).
+
+    ``perfect=True``: a filter with N = ∪N(fs) exactly, or None. Found when (after dropping
+    covered filters) the filters are identical but for one attribute whose attribute
+    filters merge perfectly (:func:`.relations.merge`); if their union admits any value or
+    absence the attribute is dropped (slides' vector 15 over a typed attribute).
+    ``perfect=False``: the perfect merger if any, else an imperfect one covering all of
+    fs: the :func:`.relations.hull` on every attribute constrained in all of them; the
+    others are dropped. None only for an empty ``fs``."""
+    fs = list(fs)
+    if not fs:
+        return None
+    ints = integer_attrs
+    live = _prune(fs, ints)
+    if not live:
+        return fs[0]
+    if len(live) == 1:
+        return live[0]
+    names = sorted(set().union(*(f.names for f in live)))
+    differing = [n for n in names
+                 if not all(_same(live[0].get(n), f.get(n), n in ints) for f in live[1:])]
+    if len(differing) == 1:
+        (name,) = differing
+        out = live[0].as_dict()
+        cs = [f.get(name) for f in live]
+        if None in cs:
+            del out[name]
+            return RecordFilter.of(out)
+        union = reduce(lambda a, b: a | b, (value_set(c, name in ints) for c in cs))
+        if union == everything(name in ints, absent=True):
+            del out[name]
+            return RecordFilter.of(out)
+        m = rel.merge(cs, name in ints)
+        if m is not None:
+            out[name] = m
+            return RecordFilter.of(out)
+    if perfect:
+        return None
+    out = {}
+    for name in names:
+        cs = [f.get(name) for f in live]
+        if None in cs:
+            continue
+        try:
+            out[name] = rel.hull(cs, name in ints)
+        except rel.NotRepresentable:
+            continue
+    return RecordFilter.of(out)
+
+
+def imperfection(merger: RecordFilter, fs: Iterable[RecordFilter],
+                 integer_attrs: frozenset[str] = _NO_INTS) -> float:
+    """How much more than ∪N(fs) the merger admits, as a ratio; 0.0 iff it is perfect.
+
+    Definition: on each attribute the value sets of the merger and of every filter (an
+    unconstrained attribute: any value or absent) partition the values (and ABSENT) into
+    *atoms*, the non-empty regions no filter tells apart. A *cell* is a choice of one atom
+    per attribute: all notifications in a cell are matched alike by every filter involved.
+    The figure is (cells the merger admits that no filter admits) / (cells some filter
+    admits): e.g. merging ``x ∈ [0,1]`` and ``x ∈ [3,4]`` into ``x ∈ [0,4]`` adds one cell
+    ``(1,3)`` to two: 0.5; merging ``{x=1 ∧ y=1}`` and ``{x=2 ∧ y=2}`` into
+    ``{x∈{1,2} ∧ y∈{1,2}}`` adds the cells (1,2) and (2,1): 1.0. ``inf`` when the filters
+    admit nothing but the merger does."""
+    fs = list(fs)
+    names = sorted(set(merger.names).union(*(f.names for f in fs)))
+    per_name = []  # for each attribute: list of (in merger, frozenset of filters containing)
+    for name in names:
+        sets = [_attr_set(merger, name, integer_attrs)]
+        sets += [_attr_set(f, name, integer_attrs) for f in fs]
+        atoms = [everything(name in integer_attrs, absent=True)]
+        for s in sets:
+            atoms = [p for a in atoms for p in (a & s, a - s) if not p.is_empty()]
+        per_name.append([(a.issubset(sets[0]),
+                          frozenset(i for i, s in enumerate(sets[1:]) if a.issubset(s)))
+                         for a in atoms])
+    merger_atoms = [[m for m in atoms if m[0]] for atoms in per_name]
+    all_atoms = per_name
+    union_cells = _union_cells(all_atoms, len(fs))
+    excess = _count(merger_atoms) - _union_cells(merger_atoms, len(fs))
+    if union_cells == 0:
+        return float("inf") if excess else 0.0
+    return excess / union_cells
+
+
+def _count(per_name: list[list]) -> int:
+    n = 1
+    for atoms in per_name:
+        n *= len(atoms)
+    return n
+
+
+def _union_cells(per_name: list[list], k: int) -> int:
+    """Cells (one atom per attribute) inside N(f_i) for some i."""
+    if _count(per_name) <= 200_000:
+        return sum(1 for cell in itertools.product(*per_name)
+                   if reduce(lambda acc, m: acc & m[1], cell, frozenset(range(k))))
+    total = 0  # inclusion-exclusion over the filters
+    for r in range(1, k + 1):
+        for subset in itertools.combinations(range(k), r):
+            s = set(subset)
+            term = 1
+            for atoms in per_name:
+                term *= sum(1 for m in atoms if s <= m[1])
+            total += term if r % 2 else -term
+    return total
+
+
+__all__ = ["conjoin_filters", "covers", "differing_attributes", "identical", "imperfection",
+           "merge", "overlaps", "satisfiable"]

@@ -1,0 +1,504 @@
+"""Identity, covering, overlap, conjunction and merging of attribute filters
+(Mühl 000, §4.3.2-4.3.3 and §4.3.7; slides 002, §4.3.3-4.3.10).
+
+Every relation is derived from the value sets ``L_A`` of :mod:`.valuesets` and is exact for
+every pair of operators, across kinds (the covering tables 4.1-4.7 are special cases):
+
+* ``covers(a, b)``   ⇔ L_A(a) ⊇ L_A(b)
+* ``identical(a, b)`` ⇔ L_A(a) = L_A(b)
+* ``overlaps(a, b)``  ⇔ L_A(a) ∩ L_A(b) ≠ ∅
+* ``conjoin(a, b)``  — one constraint with L_A = L_A(a) ∩ L_A(b) (conjunction-complete
+  classes, e.g. ``x ≥ 3 ∧ x ≤ 5`` → ``x ∈ [3, 5]``, §4.3.2)
+* ``merge(cs)``      — a perfect merger, L_A = ∪ L_A(cs) exactly (Table 4.8, unions of sets
+  and connected intervals, ``x < a ∪ x > b`` → ``x ∉ [a, b]``, ``∃x`` when exact), or None
+* ``hull(cs)``       — the tightest single constraint found that covers all of cs (imperfect
+  merging, §4.3.7)
+
+Kinds matter: a value of another kind never matches, so ``x = 5 ∪ x ≠ 5`` is *every number*
+(``x ∈ (-∞, ∞)``), which is ``∃x`` only for an attribute whose values are numbers.
+``integer=True`` says the attribute's numbers are integers (from the model's schema).
+
+Reading a value set back as one constraint (:func:`_represent`) is exact by construction for
+numbers, lexical string sets (comparisons, ranges, prefixes, sets), booleans, null, finite
+and co-finite sets of any kinds and single multi-value cubes; for the other string sets
+(suffix, substring, equals-ignore-case, instanceof) and unions of several multi-value
+cubes it tries the inputs and a few derived candidates and verifies each exactly, so a
+result is always right but may be missed (``conjoin`` then raises ``NotRepresentable`` and
+``merge`` returns None).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from functools import lru_cache, reduce
+from typing import Any
+
+from pubsift.models.records.constraints import ABSENT, Constraint, Interval, Op
+from pubsift.models.records.values import BOOL, MULTI, NULL, NUM, STR, skey
+from pubsift.models.records.valuesets import (
+    ALL_ELEMS, INF, TOP, Spans, ValueSet, everything, prefix_span, value_set,
+)
+
+_LIMIT = 4096  # the largest finite set read back as IN_SET / NOT_IN_SET
+
+
+class Unsatisfiable(ValueError):
+    """A conjunction of constraints that no value satisfies (L_A = ∅)."""
+
+
+class NotRepresentable(ValueError):
+    """A value set that no single constraint expresses exactly."""
+
+
+_FINITE = (Op.EQ, Op.IN_SET, Op.INSTANCEOF)
+
+
+@lru_cache(maxsize=65536)
+def _finite(c: Constraint, integer: bool) -> tuple | None:
+    """The members of L_A(c) for EQ / IN_SET / INSTANCEOF, else None."""
+    op, x = c.op, c.operand
+    if op is Op.EQ:
+        keys = [skey(x)]
+    elif op is Op.IN_SET:
+        keys = list(x)
+    elif op is Op.INSTANCEOF:
+        return tuple(sorted(x.members))
+    else:
+        return None
+    return tuple(v for k, v in keys if not (integer and k == NUM and v != int(v)))
+
+
+def covers(a: Constraint, b: Constraint, integer: bool = False) -> bool:
+    """L_A(a) ⊇ L_A(b), exactly (Mühl §4.3.2, Tables 4.1-4.7)."""
+    if a == b or a.op is Op.EXISTS and b.op is not Op.NOT_EXISTS:
+        return True
+    vals = _finite(b, integer)
+    if vals is not None:
+        return all(a.matches(v) for v in vals)
+    return value_set(b, integer).issubset(value_set(a, integer))
+
+
+def identical(a: Constraint, b: Constraint, integer: bool = False) -> bool:
+    """L_A(a) = L_A(b), exactly."""
+    if a == b:
+        return True
+    return value_set(a, integer) == value_set(b, integer)
+
+
+def overlaps(a: Constraint, b: Constraint, integer: bool = False) -> bool:
+    """L_A(a) ∩ L_A(b) ≠ ∅, exactly."""
+    vals = _finite(b, integer)
+    if vals is not None:
+        return any(a.matches(v) for v in vals)
+    vals = _finite(a, integer)
+    if vals is not None:
+        return any(b.matches(v) for v in vals)
+    if a.op is Op.EXISTS or b.op is Op.EXISTS:
+        other = b if a.op is Op.EXISTS else a
+        return other.op is not Op.NOT_EXISTS and not value_set(other, integer).is_empty()
+    return not value_set(a, integer).isdisjoint(value_set(b, integer))
+
+
+def counterexample(a: Constraint, b: Constraint, integer: bool = False) -> Any:
+    """A value in L_A(b) \\ L_A(a) (a witness that ``a`` does not cover ``b``), or the
+    marker ``NotImplemented`` when there is none (``a`` covers ``b``)."""
+    return next((value_set(b, integer) - value_set(a, integer)).samples(), NotImplemented)
+
+
+def _key(v: Any) -> Any:
+    if v is ABSENT:
+        return ("absent",)
+    if isinstance(v, (tuple, list)):
+        return ("multi", frozenset(skey(x) for x in v))
+    return skey(v)
+
+
+def witness(c: Constraint, avoid: Iterable[Any] = (), integer: bool = False) -> Any:
+    """A value in L_A(c) (``ABSENT`` for not-exists), preferring one not in ``avoid``.
+    Raises :class:`Unsatisfiable` if L_A(c) is empty."""
+    return witness_of(value_set(c, integer), avoid, what=c)
+
+
+def witness_of(vs: ValueSet, avoid: Iterable[Any] = (), what: Any = None) -> Any:
+    """A member of a value set, preferring one not in ``avoid``."""
+    avoided = {_key(v) for v in avoid}
+    first = NotImplemented
+    for i, v in enumerate(vs.samples()):
+        if first is NotImplemented:
+            first = v
+        if _key(v) not in avoided or i > 64:
+            return v if _key(v) not in avoided else first
+    if first is NotImplemented:
+        raise Unsatisfiable(f"no value satisfies {what if what is not None else vs!r}")
+    return first
+
+
+# ---------------------------------------------------------------------------------------
+# Reading a value set back as one constraint
+# ---------------------------------------------------------------------------------------
+def _num_value(v: Any) -> Any:
+    return int(v) if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53 else v
+
+
+def _span_constraint(s: tuple, integer: bool, negate: bool) -> Constraint:
+    """One numeric span (or its complement, when ``negate``) as a constraint."""
+    lo, lc, hi, hc = s
+    if integer and hi != INF:
+        hi, hc = hi - 1, True
+    if lo == hi and lc and hc:
+        return Constraint(Op.NE if negate else Op.EQ, _num_value(lo))
+    if negate:
+        return Constraint(Op.NOT_IN_RANGE, Interval(lo, hi, lc, hc))
+    if lo == -INF and hi == INF:
+        return Constraint(Op.IN_RANGE, Interval(-INF, INF, False, False))
+    if lo == -INF:
+        return Constraint(Op.LE if hc else Op.LT, hi)
+    if hi == INF:
+        return Constraint(Op.GE if lc else Op.GT, lo)
+    return Constraint(Op.IN_RANGE, Interval(lo, hi, lc, hc))
+
+
+def _num_constraint(spans: Spans, integer: bool) -> Constraint | None:
+    if len(spans.items) == 1:
+        return _span_constraint(spans.items[0], integer, False)
+    comp = ~spans
+    if len(comp.items) == 1:
+        return _span_constraint(comp.items[0], integer, True)
+    pts = spans.points(_LIMIT)
+    if pts is not None:
+        return Constraint(Op.IN_SET, frozenset(skey(_num_value(v)) for v in pts))
+    pts = comp.points(_LIMIT)
+    if pts is not None:
+        return Constraint(Op.NOT_IN_SET, frozenset(skey(_num_value(v)) for v in pts))
+    return None
+
+
+def _lex_span_constraint(s: tuple, negate: bool) -> Constraint:
+    lo, _, hi, _ = s
+    if hi is not TOP and hi == lo + "\0":
+        return Constraint(Op.NE if negate else Op.EQ, lo)
+    if lo and hi == prefix_span(lo)[2]:
+        return Constraint(Op.NOT_PREFIX if negate else Op.PREFIX, lo)
+    lo_open = lo.endswith("\0")
+    lo2 = lo[:-1] if lo_open else lo
+    hi_closed = hi is not TOP and hi.endswith("\0")
+    hi2 = None if hi is TOP else hi[:-1] if hi_closed else hi
+    if negate:
+        return Constraint(Op.NOT_IN_RANGE, Interval(lo2, hi2, not lo_open, hi_closed))
+    if lo == "" and hi is TOP:
+        return Constraint(Op.PREFIX, "")
+    if lo == "":
+        return Constraint(Op.LE if hi_closed else Op.LT, hi2)
+    if hi is TOP:
+        return Constraint(Op.GT if lo_open else Op.GE, lo2)
+    return Constraint(Op.IN_RANGE, Interval(lo2, hi2, not lo_open, hi_closed))
+
+
+def _lex_constraint(spans: Spans) -> Constraint | None:
+    if len(spans.items) == 1:
+        return _lex_span_constraint(spans.items[0], False)
+    comp = ~spans
+    if len(comp.items) == 1:
+        return _lex_span_constraint(comp.items[0], True)
+    pts = spans.points(_LIMIT)
+    if pts is not None:
+        return Constraint(Op.IN_SET, frozenset(skey(v) for v in pts))
+    pts = comp.points(_LIMIT)
+    if pts is not None:
+        return Constraint(Op.NOT_IN_SET, frozenset(skey(v) for v in pts))
+    return None
+
+
+def _canonical_hint(c: Constraint) -> Constraint:
+    if c.op is Op.EQ_IGNORE_CASE:
+        return Constraint(Op.EQ_IGNORE_CASE, c.operand.casefold())
+    return c
+
+
+def _from_hints(vs: ValueSet, hints: Sequence[Constraint], integer: bool) -> Constraint | None:
+    for h in hints:
+        if value_set(h, integer) == vs:
+            return _canonical_hint(h)
+    return None
+
+
+def _str_constraint(vs: ValueSet, hints: Sequence[Constraint], integer: bool
+                    ) -> Constraint | None:
+    s = vs.str
+    if s.lex is not None:
+        return _lex_constraint(s.lex)
+    for h in hints:  # instanceof keeps its type name
+        if h.op is Op.INSTANCEOF and value_set(h, integer) == vs:
+            return h
+    one = s.dfa.strings(1)
+    if one is not None and len(one) == 1:
+        return Constraint(Op.EQ, one[0])
+    if s.dfa.is_universal():
+        return Constraint(Op.PREFIX, "")
+    comp = s.dfa.complement()
+    one = comp.strings(1)
+    if one is not None and len(one) == 1:
+        return Constraint(Op.NE, one[0])
+    found = _from_hints(vs, hints, integer)
+    if found is not None:
+        return found
+    words = s.dfa.strings(_LIMIT)
+    if words is not None:
+        return Constraint(Op.IN_SET, frozenset(skey(w) for w in words))
+    words = comp.strings(_LIMIT)
+    if words is not None:
+        return Constraint(Op.NOT_IN_SET, frozenset(skey(w) for w in words))
+    return None
+
+
+def _multi_constraint(vs: ValueSet, hints: Sequence[Constraint], integer: bool
+                      ) -> Constraint | None:
+    cubes = vs.multi.cubes
+    if len(cubes) == 1:
+        (c,) = cubes
+        up, low, hits = c.upper, c.lower, c.hits
+        if not low and not hits:
+            if up == ALL_ELEMS:
+                return Constraint(Op.SUPERSET, frozenset())
+            if not up[0]:
+                return Constraint(Op.SUBSET, up[1])
+            if len(up[1]) == 1:
+                return Constraint(Op.NOT_CONTAINS, next(iter(up[1])))
+            return Constraint(Op.DISJOINT, up[1])
+        if up == ALL_ELEMS and not hits:
+            if len(low) == 1:
+                return Constraint(Op.CONTAINS, next(iter(low)))
+            return Constraint(Op.SUPERSET, low)
+        if up == ALL_ELEMS and not low and len(hits) == 1:
+            (neg, elems), = hits
+            if not neg:
+                if len(elems) == 1:
+                    return Constraint(Op.CONTAINS, next(iter(elems)))
+                return Constraint(Op.OVERLAPS, elems)
+    return _from_hints(vs, hints, integer)
+
+
+def _part_keys(vs: ValueSet, k: str, negate: bool) -> list | None:
+    """The members of kind k of vs (or of its complement within kind k), if finite."""
+    if k == NUM:
+        pts = (~vs.num if negate else vs.num).points(_LIMIT)
+        return None if pts is None else [skey(_num_value(v)) for v in pts]
+    if k == STR:
+        pts = (~vs.str if negate else vs.str).strings(_LIMIT)
+        return None if pts is None else [skey(v) for v in pts]
+    if k == BOOL:
+        return [skey(b) for b in (frozenset({True, False}) - vs.bools if negate else vs.bools)]
+    return [] if negate else [skey(None)]
+
+
+def _represent(vs: ValueSet, integer: bool, hints: Sequence[Constraint] = ()
+               ) -> Constraint | None:
+    """One constraint whose L_A is exactly vs, or None. Raises Unsatisfiable if empty."""
+    kinds = vs.kinds()
+    if not kinds:
+        raise Unsatisfiable("no value satisfies the constraint")
+    if kinds == {"absent"}:
+        return Constraint(Op.NOT_EXISTS)
+    if "absent" in kinds:
+        return None
+    if len(kinds) == 1:
+        (k,) = kinds
+        if k == NUM:
+            return _num_constraint(vs.num, integer)
+        if k == STR:
+            return _str_constraint(vs, hints, integer)
+        if k == MULTI:
+            return _multi_constraint(vs, hints, integer)
+        if k == BOOL and len(vs.bools) == 1:
+            return Constraint(Op.EQ, next(iter(vs.bools)))
+        if k == NULL:
+            return Constraint(Op.EQ, None)
+    if vs == everything(integer):
+        return Constraint(Op.EXISTS)
+    if MULTI in kinds:
+        return None
+    for negate in (False, True):
+        keys: list = []
+        for k in kinds:
+            part = _part_keys(vs, k, negate)
+            if part is None or (negate and not part):
+                break
+            keys += part
+        else:
+            return Constraint(Op.NOT_IN_SET if negate else Op.IN_SET, frozenset(keys))
+    return None
+
+
+def normalize(c: Constraint, integer: bool = False) -> Constraint:
+    """A canonical form of ``c`` with the same L_A (idempotent): e.g. IN_SET of one value ->
+    EQ, IN_RANGE [a, a] -> EQ, x ≥ a ∧ unbounded -> GE, prefix intervals -> PREFIX; with
+    ``integer``, x > 3 -> x ≥ 4 and {20..25} -> [20, 25]. Raises Unsatisfiable if L_A(c)
+    is empty (e.g. ``x != null``)."""
+    if c.op in (Op.EXISTS, Op.NOT_EXISTS):
+        return c
+    return _normalize(c, integer)
+
+
+@lru_cache(maxsize=65536)
+def _normalize(c: Constraint, integer: bool) -> Constraint:
+    vs = value_set(c, integer)
+    if vs.is_empty():
+        raise Unsatisfiable(f"no value satisfies {c.op.value} {c.operand!r}")
+    if c.op is Op.INSTANCEOF:
+        return c
+    found = _represent(vs, integer, [c])
+    return found if found is not None else _canonical_hint(c)
+
+
+def conjoin(a: Constraint, b: Constraint, integer: bool = False) -> Constraint:
+    """One constraint equivalent to ``a ∧ b`` (Mühl §4.3.2: conjunction-complete classes,
+    ``{x ∈ [3,7] ∧ x ∈ [5,8]}`` -> ``{x ∈ [5,7]}``, ``{x ≥ 3 ∧ x ≤ 5}`` -> ``{x ∈ [3,5]}``).
+
+    Raises :class:`Unsatisfiable` if no value satisfies both, :class:`NotRepresentable` if
+    no single constraint expresses the conjunction."""
+    vs = value_set(a, integer) & value_set(b, integer)
+    if vs.is_empty():
+        raise Unsatisfiable(f"no value satisfies both {_show(a)} and {_show(b)}")
+    for c in (a, b):
+        if value_set(c, integer) == vs:
+            return normalize(c, integer)
+    found = _represent(vs, integer, [a, b])
+    if found is None:
+        raise NotRepresentable(f"{_show(a)} and {_show(b)} cannot be expressed as one "
+                               "constraint on the attribute")
+    return found
+
+
+def _show(c: Constraint) -> str:
+    return c.op.value if c.operand is None else f"{c.op.value} {c.operand!r}"
+
+
+def _union(cs: Sequence[Constraint], integer: bool) -> ValueSet:
+    return reduce(lambda x, y: x | y, (value_set(c, integer) for c in cs))
+
+
+def _multi_candidates(cs: Sequence[Constraint]) -> list[Constraint]:
+    def elems(c: Constraint) -> frozenset:
+        return frozenset([c.operand]) if c.op in (Op.CONTAINS, Op.NOT_CONTAINS) else c.operand
+
+    out = []
+    for ops, new, join in (((Op.OVERLAPS, Op.CONTAINS), Op.OVERLAPS, frozenset.union),
+                           ((Op.DISJOINT, Op.NOT_CONTAINS), Op.DISJOINT, frozenset.intersection),
+                           ((Op.SUBSET,), Op.SUBSET, frozenset.union),
+                           ((Op.SUPERSET, Op.CONTAINS), Op.SUPERSET, frozenset.intersection)):
+        sets = [elems(c) for c in cs if c.op in ops]
+        if sets:
+            out.append(Constraint(new, reduce(join, sets)))
+    return out
+
+
+def merge(cs: Iterable[Constraint], integer: bool = False) -> Constraint | None:
+    """A perfect merger: one constraint with L_A = ∪ L_A(cs) exactly (Mühl §4.3.7, Table
+    4.8), or None when no single constraint is one."""
+    cs = list(cs)
+    if not cs:
+        return None
+    vs = _union(cs, integer)
+    if vs.is_empty():
+        return cs[0]
+    for c in cs:
+        if value_set(c, integer) == vs:
+            return normalize(c, integer)
+    return _represent(vs, integer, cs + _multi_candidates(cs))
+
+
+def _common_prefix(words: Sequence[str]) -> str:
+    return os.path.commonprefix(list(words))
+
+
+def _str_candidates(vs: ValueSet, cs: Sequence[Constraint]) -> list[Constraint]:
+    out = [Constraint(Op.PREFIX, "")]
+    if vs.str.lex is not None and vs.str.lex.items:
+        items = vs.str.lex.items
+        out.append(_lex_span_constraint((items[0][0], True, items[-1][2], False), False))
+        gaps = [(a[2], True, b[0], False) for a, b in zip(items, items[1:])]
+        out += [_lex_span_constraint(g, True) for g in gaps]
+    lits = {STR: [], Op.SUFFIX: []}
+    for c in cs:
+        if c.op in (Op.EQ, Op.PREFIX) and isinstance(c.operand, str):
+            lits[STR].append(c.operand)
+        elif c.op is Op.IN_SET:
+            lits[STR] += [v for k, v in c.operand if k == STR]
+        if c.op in (Op.EQ, Op.SUFFIX) and isinstance(c.operand, str):
+            lits[Op.SUFFIX].append(c.operand)
+    if lits[STR]:
+        out.append(Constraint(Op.PREFIX, _common_prefix(lits[STR])))
+    if lits[Op.SUFFIX]:
+        out.append(Constraint(Op.SUFFIX, _common_prefix([w[::-1] for w in lits[Op.SUFFIX]])[::-1]))
+    subs = [c.operand for c in cs if c.op in (Op.SUBSTRING, Op.SUFFIX, Op.PREFIX, Op.EQ)
+            and isinstance(c.operand, str)]
+    if subs:
+        shortest = min(subs, key=len)
+        for n in range(len(shortest), 0, -1):
+            common = [shortest[i:i + n] for i in range(len(shortest) - n + 1)
+                      if all(shortest[i:i + n] in s for s in subs)]
+            if common:
+                out += [Constraint(Op.SUBSTRING, w) for w in common]
+                break
+    folded = {c.operand.casefold() for c in cs if c.op in (Op.EQ, Op.EQ_IGNORE_CASE)
+              and isinstance(c.operand, str)}
+    if len(folded) == 1:
+        out.append(Constraint(Op.EQ_IGNORE_CASE, folded.pop()))
+    return out
+
+
+def _num_candidates(vs: ValueSet, integer: bool) -> list[Constraint]:
+    items = vs.num.items
+    hull_span = (items[0][0], items[0][1], items[-1][2], items[-1][3])
+    out = [_span_constraint(hull_span, integer, False)]
+    gaps = (~vs.num & Spans.of(vs.num.line, [hull_span])).items
+    size = (lambda g: g[2] - g[0])
+    out += [_span_constraint(g, integer, True) for g in sorted(gaps, key=size, reverse=True)]
+    return out
+
+
+def hull(cs: Iterable[Constraint], integer: bool = False) -> Constraint:
+    """The tightest single constraint found that covers every constraint of ``cs``
+    (imperfect merging, Mühl §4.3.7); the perfect merger when there is one. Raises
+    :class:`NotRepresentable` when ``cs`` admits both ABSENT and values (no single
+    constraint does: drop the attribute instead)."""
+    cs = list(cs)
+    found = merge(cs, integer)
+    if found is not None:
+        return found
+    vs = _union(cs, integer)
+    kinds = vs.kinds()
+    if "absent" in kinds:
+        raise NotRepresentable("no single constraint admits both a missing attribute and "
+                               "a value; drop the attribute filter instead")
+    cands: list[Constraint] = []
+    if kinds == {NUM}:
+        cands += _num_candidates(vs, integer)
+    elif kinds == {STR}:
+        cands += _str_candidates(vs, cs)
+    elif kinds == {MULTI}:
+        cands += _multi_candidates(cs) + [Constraint(Op.SUPERSET, frozenset())]
+    elif kinds <= {NUM, STR, BOOL, NULL}:
+        for k in kinds:
+            if k == NUM and _part_keys(vs, k, False) is None:
+                break
+            if k == STR and _part_keys(vs, k, False) is None:
+                break
+        else:
+            keys = [key for k in kinds for key in _part_keys(vs, k, False)]
+            cands.append(Constraint(Op.IN_SET, frozenset(keys)))
+    cands.append(Constraint(Op.EXISTS))
+    best = None
+    for c in cands:
+        try:
+            if not vs.issubset(value_set(c, integer)):
+                continue
+        except (TypeError, ValueError):
+            continue
+        if best is None or (covers(best, c, integer) and not covers(c, best, integer)):
+            best = c
+    return normalize(best, integer)
+
+
+__all__ = ["NotRepresentable", "Unsatisfiable", "conjoin", "counterexample", "covers",
+           "hull", "identical", "merge", "normalize", "overlaps", "witness", "witness_of"]
