@@ -1,0 +1,207 @@
+"""Covering, identity, overlap and merging of concept filters.
+
+Mühl's conjunctive-filter rules (000, Cor. 4.1-4.3, §4.3.7) carried over to concepts
+(Cilia et al., 003 §3.1, §4.3): the records constraint algebra
+(:mod:`pubsift.models.records.relations`) decides clause pairs whose constants were
+normalized into the same matching context, and concept subsumption decides the concepts
+(an event of a specialization matches a filter on its generalization).
+
+* Fixed-in-time conversions (units, scale factors, date formats, fixed user conversions)
+  take part in covering: filter constants are normalized into one matching context at
+  subscription time, so ``NetWeight > 1 kg`` covers ``NetWeight > 3 lb``, and both
+  clauses are evaluated on the same converted value of an event.
+* Conversions that change over time (exchange rates, time-varying user conversions) never
+  make the model claim covering or disjointness unless it holds *for every rate in force*:
+  two clauses in currencies A and B are compared for every factor B→A of the
+  :class:`~pubsift.models.concepts.conversion.RateTable`, with the B clause widened by a
+  relative 1e-9 (so floating-point rounding in the two conversions cannot break the claim);
+  covering also needs both currencies quoted at every time (otherwise an event could be
+  convertible into B and not into A). Time-varying user conversions: never claimed.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from pubsift.models.concepts.conversion import ConversionManager
+from pubsift.models.concepts.filters import Clause, ConceptFilter, make_filter
+from pubsift.models.concepts.ontology import Ontology
+from pubsift.models.records import relations
+from pubsift.models.records.constraints import Constraint, Interval, Op
+
+EPS = 1e-9
+"""Relative widening of constants compared across exchange rates."""
+
+_ANY_NUMBER = Constraint(Op.IN_RANGE, Interval(float("-inf"), float("inf")))
+
+
+class Relations:
+    """The filter relations of the concepts model over one ontology and conversion manager."""
+
+    def __init__(self, ontology: Ontology, manager: ConversionManager) -> None:
+        self.ontology = ontology
+        self.manager = manager
+
+    # -- covering ---------------------------------------------------------------------
+    def covers(self, f: ConceptFilter, g: ConceptFilter) -> bool:
+        """N(f) ⊇ N(g); False when unsure."""
+        if f == g:
+            return True
+        if not self.ontology.is_a(g.concept, f.concept):
+            return False
+        by_path: dict = {}
+        for cg in g.clauses:
+            by_path.setdefault(cg.path, []).append(cg)
+        return all(any(self.clause_covers(cf, cg) for cg in by_path.get(cf.path, ()))
+                   for cf in f.clauses)
+
+    def clause_covers(self, cf: Clause, cg: Clause) -> bool:
+        """Every event satisfying clause cg satisfies cf (same path)."""
+        a, b = cf.constraint, cg.constraint
+        if b.op is Op.NOT_EXISTS or a.op is Op.NOT_EXISTS:
+            return a.op is Op.NOT_EXISTS and b.op is Op.NOT_EXISTS
+        if cf.target == cg.target:
+            return relations.covers(a, b)
+        rates = self._rates(cg, cf)
+        if rates is None:
+            return False
+        factors, total = rates
+        if not total:
+            return False
+        for r in factors:
+            scaled = _scaled(b, r)
+            if scaled is None or not relations.covers(a, scaled):
+                return False
+        return True
+
+    def identical(self, f: ConceptFilter, g: ConceptFilter) -> bool:
+        return f == g or (self.covers(f, g) and self.covers(g, f))
+
+    # -- overlap ----------------------------------------------------------------------
+    def overlaps(self, f: ConceptFilter, g: ConceptFilter) -> bool:
+        """N(f) ∩ N(g) ≠ ∅; True when unsure."""
+        onto = self.ontology
+        if not (onto.descendants(f.concept) & onto.descendants(g.concept)):
+            return False
+        by_path: dict = {}
+        for cg in g.clauses:
+            by_path.setdefault(cg.path, []).append(cg)
+        for cf in f.clauses:
+            for cg in by_path.get(cf.path, ()):
+                if self.clauses_disjoint(cf, cg):
+                    return False
+        return True
+
+    def clauses_disjoint(self, cf: Clause, cg: Clause) -> bool:
+        """No event satisfies both clauses (same path); False when unsure."""
+        a, b = cf.constraint, cg.constraint
+        if a.op is Op.NOT_EXISTS or b.op is Op.NOT_EXISTS:
+            return (a.op is Op.NOT_EXISTS) != (b.op is Op.NOT_EXISTS)
+        if cf.target == cg.target:
+            return not relations.overlaps(a, b)
+        rates = self._rates(cg, cf)
+        if rates is None or not rates[0]:
+            return False
+        for r in rates[0]:
+            scaled = _scaled(b, r)
+            if scaled is None or relations.overlaps(a, scaled):
+                return False
+        return True
+
+    def _rates(self, src: Clause, dst: Clause) -> tuple[frozenset[float], bool] | None:
+        """Factors converting src's target into dst's, when the two differ only in their
+        currency (None otherwise: no claim is made)."""
+        s, d = src.target, dst.target
+        if s.currency is None or d.currency is None or s.with_(currency=d.currency) != d:
+            return None
+        if any(self.manager.is_time_varying(p) for p, _ in d.extra):
+            return None
+        return self.manager.rates_in_force(s.currency, d.currency)
+
+    # -- merging ----------------------------------------------------------------------
+    def merge(self, fs: Sequence[ConceptFilter], perfect: bool = True) -> ConceptFilter | None:
+        """Mühl §4.3.7 on concept filters: a covering member of ``fs``; else filters that
+        agree on the concept and on all clauses but one (same path and context), merged by
+        :func:`relations.merge`; with ``perfect=False`` the nearest common concept and the
+        hulls of the clauses all inputs share."""
+        fs = list(dict.fromkeys(fs))
+        if not fs:
+            return None
+        for f in fs:
+            if all(self.covers(f, g) for g in fs):
+                return f
+        merged = self._merge_one_clause(fs)
+        if merged is not None or perfect:
+            return merged
+        return self._hull(fs)
+
+    def _merge_one_clause(self, fs: list[ConceptFilter]) -> ConceptFilter | None:
+        first = fs[0]
+        keys = [c.key for c in first.clauses]
+        if any(f.concept != first.concept or [c.key for c in f.clauses] != keys for f in fs):
+            return None
+        differing = [i for i in range(len(keys))
+                     if len({f.clauses[i] for f in fs}) > 1]
+        if len(differing) != 1:
+            return None
+        i = differing[0]
+        c = relations.merge([f.clauses[i].constraint for f in fs])
+        if c is None:
+            return None
+        clauses = list(first.clauses)
+        clauses[i] = Clause(clauses[i].path, c, clauses[i].target, clauses[i].kind)
+        return make_filter(first.concept, clauses)
+
+    def _hull(self, fs: list[ConceptFilter]) -> ConceptFilter | None:
+        onto = self.ontology
+        common = onto.common_ancestors(f.concept for f in fs)
+        if not common:
+            return None
+        concept = max(common, key=lambda c: (len(onto.ancestors(c)), c))
+        shared = set.intersection(*({c.key for c in f.clauses} for f in fs))
+        clauses = []
+        for key in sorted(shared):
+            group = [next(c for c in f.clauses if c.key == key) for f in fs]
+            try:
+                h = relations.hull([c.constraint for c in group])
+            except relations.NotRepresentable:
+                continue
+            clauses.append(Clause(group[0].path, h, group[0].target, group[0].kind))
+        return make_filter(concept, clauses)
+
+
+def _widen(b: float) -> float:
+    return 0.0 if math.isinf(b) else abs(b) * EPS
+
+
+def _scaled(c: Constraint, r: float) -> Constraint | None:
+    """A constraint containing r·L_A(c), enlarged by a relative EPS (None: not numeric)."""
+    op, x = c.op, c.operand
+    if op is Op.EXISTS:
+        return c
+    num = (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool))
+    if op in (Op.LT, Op.LE) and num(x):
+        b = x * r
+        return Constraint(Op.LE, b + _widen(b))
+    if op in (Op.GT, Op.GE) and num(x):
+        b = x * r
+        return Constraint(Op.GE, b - _widen(b))
+    if op is Op.EQ and num(x):
+        b = x * r
+        return Constraint(Op.IN_RANGE, Interval(b - _widen(b), b + _widen(b)))
+    if op in (Op.NE, Op.NOT_IN_SET):
+        return _ANY_NUMBER
+    if op is Op.IN_RANGE and num(x.lo):
+        lo, hi = x.lo * r, x.hi * r
+        return Constraint(Op.IN_RANGE, Interval(lo - _widen(lo), hi + _widen(hi)))
+    if op is Op.NOT_IN_RANGE and num(x.lo):
+        lo, hi = x.lo * r, x.hi * r
+        lo, hi = lo + _widen(lo), hi - _widen(hi)
+        if not lo < hi:
+            return _ANY_NUMBER
+        return Constraint(Op.NOT_IN_RANGE, Interval(lo, hi, False, False))
+    if op is Op.IN_SET and all(k == "num" for k, _ in x):
+        vals = [v * r for _, v in x]
+        lo, hi = min(vals), max(vals)
+        return Constraint(Op.IN_RANGE, Interval(lo - _widen(lo), hi + _widen(hi)))
+    return None

@@ -1,0 +1,113 @@
+"""The ``concepts`` filter model: semantic objects over an ontology, matched in a matching
+vocabulary and matching context (Cilia et al., 003 §4), plugged into the routing core
+through the FilterModel hooks (DESIGN.md §2.1)."""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pubsift.core.errors import EventError, FilterSyntaxError
+from pubsift.core.model import JSON, FilterModel
+from pubsift.models.concepts.context import ClientContext, ContextRegistry
+from pubsift.models.concepts.conversion import ConversionManager, PropertyConversion, RateTable
+from pubsift.models.concepts.covering import Relations
+from pubsift.models.concepts.filters import (ConceptFilter, FilterBuilder, Matcher, dump_filter,
+                                             format_filter, load_filter)
+from pubsift.models.concepts.ontology import MONEY, Ontology
+from pubsift.models.concepts.semantic_objects import SemanticObject, from_json, to_json
+from pubsift.models.concepts.syntax import parse_json, parse_text
+
+
+class ConceptsModel(FilterModel):
+    """Filters: ``StockQuote where FinalPrice < 100 USD and NetWeight >= 2 kg``.
+    Events: semantic objects (JSON form in :mod:`~pubsift.models.concepts.semantic_objects`).
+
+    ``ontology``: the shared vocabulary (default: the project's own, ``pubsift.ttl``);
+    ``rates``: exchange rates (default: none, so amounts match only in their own currency);
+    ``conversions``: user-defined property conversions (default: entry-point group
+    ``pubsift.conversions``); ``contexts``: named, shared contexts."""
+
+    name = "concepts"
+    capabilities = frozenset({"covers", "identical", "overlaps", "merge", "imperfect_merge"})
+
+    def __init__(self, ontology: Ontology | None = None, rates: RateTable | None = None,
+                 conversions: Mapping[str, PropertyConversion] | None = None,
+                 contexts: ContextRegistry | None = None) -> None:
+        self.ontology = ontology or Ontology.default()
+        self.manager = ConversionManager(rates, conversions)
+        self.contexts = contexts if contexts is not None else ContextRegistry()
+        self.builder = FilterBuilder(self.ontology, self.manager)
+        self.matcher = Matcher(self.ontology, self.manager)
+        self.relations = Relations(self.ontology, self.manager)
+
+    # -- parsing ----------------------------------------------------------------------
+    def parse_filter(self, spec: str | Mapping[str, Any], client: ClientContext | None = None,
+                     terms: Mapping[str, str] | None = None) -> ConceptFilter:
+        """Text form, JSON form (a mapping or text starting with ``{``) or the wire form.
+        ``client`` supplies units/currencies left implicit; ``terms`` a client vocabulary.
+        Raises FilterSyntaxError, or ConversionError for impossible conversions."""
+        if isinstance(spec, str) and spec.lstrip().startswith("{"):
+            try:
+                spec = json.loads(spec)
+            except json.JSONDecodeError as exc:
+                raise FilterSyntaxError(f"bad JSON: {exc.msg}", spec, exc.pos) from None
+        if isinstance(spec, Mapping):
+            if "clauses" in spec:
+                return load_filter(spec, self.ontology)
+            return self.builder.build(parse_json(spec), client, terms)
+        if not isinstance(spec, str):
+            raise FilterSyntaxError(f"a filter is text or a JSON object, not "
+                                    f"{type(spec).__name__}")
+        return self.builder.build(parse_text(spec), client, terms)
+
+    def parse_event(self, raw: bytes | str | Mapping[str, Any]) -> SemanticObject:
+        if isinstance(raw, (bytes, bytearray)):
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise EventError(f"not UTF-8: {exc}") from None
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise EventError(f"bad JSON: {exc.msg}", f"line {exc.lineno}, column "
+                                                          f"{exc.colno}") from None
+        e = from_json(raw, self.ontology, self.contexts)
+        if e.time is None and any(self.ontology.kind(o.concept) == MONEY
+                                  for o in e._flat.values()):
+            raise EventError("an event with amounts of money needs a time: exchange rates "
+                             "are applied at the event's time", "event.time")
+        return e
+
+    def format_filter(self, f: ConceptFilter) -> str:
+        return format_filter(f, self.ontology)
+
+    # -- semantics --------------------------------------------------------------------
+    def matches(self, f: ConceptFilter, e: SemanticObject) -> bool:
+        return self.matcher.matches(f, e)
+
+    def covers(self, f: ConceptFilter, g: ConceptFilter) -> bool:
+        return self.relations.covers(f, g)
+
+    def identical(self, f: ConceptFilter, g: ConceptFilter) -> bool:
+        return self.relations.identical(f, g)
+
+    def overlaps(self, f: ConceptFilter, g: ConceptFilter) -> bool:
+        return self.relations.overlaps(f, g)
+
+    def merge(self, fs: Sequence[ConceptFilter], perfect: bool = True) -> ConceptFilter | None:
+        return self.relations.merge(fs, perfect)
+
+    # -- wire forms -------------------------------------------------------------------
+    def dump_filter(self, f: ConceptFilter) -> JSON:
+        return dump_filter(f, self.ontology)
+
+    def load_filter(self, obj: JSON) -> ConceptFilter:
+        return load_filter(obj, self.ontology)
+
+    def dump_event(self, e: SemanticObject) -> JSON:
+        return to_json(e, self.ontology, self.contexts)
+
+    def load_event(self, obj: JSON) -> SemanticObject:
+        return self.parse_event(obj)
