@@ -15,11 +15,12 @@ attribute filters (:mod:`.relations`). Two refinements make the corollaries exac
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache, reduce
+from typing import Any
 
 from pubsift.models.records import relations as rel
-from pubsift.models.records.constraints import Constraint
+from pubsift.models.records.constraints import ABSENT, Constraint
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.valuesets import ValueSet, everything, value_set
 
@@ -70,6 +71,43 @@ def overlaps(f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _
         if d is not None and not rel.overlaps(c, d, name in integer_attrs):
             return False
     return True
+
+
+def witness_record(f: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS,
+                   avoid: Iterable[Mapping[str, Any]] = ()) -> dict[str, Any] | None:
+    """Attribute values of a notification in N(f) (absent attributes left out), preferring
+    per attribute values that no mapping of ``avoid`` has; None if N(f) = ∅. The mapping
+    is empty for a filter of ``not-exists`` tests only: add any other attribute."""
+    if not satisfiable(f, integer_attrs):
+        return None
+    avoid = list(avoid)
+    out = {}
+    for name, c in f:
+        v = rel.witness(c, [a[name] for a in avoid if name in a], name in integer_attrs)
+        if v is not ABSENT:
+            out[name] = v
+    return out
+
+
+def counterexample(f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS
+                   ) -> dict[str, Any] | None:
+    """Attribute values of a notification in N(g) \\ N(f) (the construction of Lemma 4.5),
+    or None when f covers g. Attributes constrained by neither are left out."""
+    if covers(f, g, integer_attrs):
+        return None
+    gd = g.as_dict()
+    for name, c in f:
+        d = gd.get(name)
+        integer = name in integer_attrs
+        allowed = _attr_set(g, name, integer_attrs)
+        if d is None or not rel.covers(c, d, integer):
+            v = rel.witness_of(allowed - value_set(c, integer))
+            out = witness_record(RecordFilter.of({k: x for k, x in gd.items() if k != name}),
+                                 integer_attrs)
+            if v is not ABSENT:
+                out[name] = v
+            return out
+    raise AssertionError("unreachable: covers() is exact")
 
 
 def conjoin_filters(f: RecordFilter, g: RecordFilter,
@@ -226,5 +264,5 @@ def _union_cells(per_name: list[list], k: int) -> int:
     return total
 
 
-__all__ = ["conjoin_filters", "covers", "differing_attributes", "identical", "imperfection",
-           "merge", "overlaps", "satisfiable"]
+__all__ = ["conjoin_filters", "counterexample", "covers", "differing_attributes", "identical",
+           "imperfection", "merge", "overlaps", "satisfiable", "witness_record"]
