@@ -1,0 +1,219 @@
+"""The broker of Mühl's routing framework (000, §3.4, Fig. 3.6; slides 002 §3.1).
+
+A broker has local clients L_B and neighbour brokers N_B (an acyclic topology). It takes
+messages one at a time in FIFO order: ``pub``/``forward`` are routed through the routing
+table (Fig. 3.2), ``sub``/``unsub``/``adv``/``unadv`` and ``admin`` go to the strategy's
+``administer``, and one admin message is sent to every neighbour the result names
+(lines 27-32 of Fig. 3.6). It keeps one routing table per filter model (and, with
+advertisements, one advertisement table per model, §3.6).
+
+The broker knows no transport: it hands outgoing messages to a :class:`Port`, so the same
+code runs in the simulated network (:mod:`pubsift.core.network`) and over real connections.
+"""
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from pubsift.core.advertisements import readvertised, restrict
+from pubsift.core.errors import PubsiftError, UnknownModelError
+from pubsift.core.messages import (Admin, Adv, BrokerMessage, Forward, Level, Message, Notify,
+                                   Pub, Routed, Sub, Unadv, Unsub)
+from pubsift.core.model import FilterModel
+from pubsift.core.routing_table import RoutingTable
+from pubsift.core.strategies import Strategy, StrategyFactory, strategy_factory
+from pubsift.core.strategies.base import Outbox
+
+
+class Port(Protocol):
+    """Where a broker's output goes."""
+
+    def send(self, broker: str, neighbour: str, msg: BrokerMessage) -> None:
+        """Send ``msg`` over the link from ``broker`` to ``neighbour`` (FIFO)."""
+
+    def deliver(self, broker: str, msg: Notify) -> None:
+        """Hand ``msg`` to the local client ``msg.client`` of ``broker``."""
+
+
+class BrokerError(PubsiftError, ValueError):
+    """A message a broker cannot process (unknown client, neighbour or model)."""
+
+
+class ModelRouting:
+    """Routing state of one broker for one model: T_B^S and, with advertisements, T_B^A."""
+
+    def __init__(self, model: FilterModel, factory: StrategyFactory, neighbours: set[str],
+                 is_local: Callable[[str], bool], advertisements: bool, lease: float | None,
+                 clock: Callable[[], float]) -> None:
+        self.model = model
+        self.subs = RoutingTable(model, neighbours, lease, clock)
+        self.sub_strategy: Strategy = factory(self.subs, is_local)
+        self.advs: RoutingTable | None = None
+        self.adv_strategy: Strategy | None = None
+        if advertisements:
+            self.advs = RoutingTable(model, neighbours, lease, clock)
+            self.adv_strategy = factory(self.advs, is_local)
+
+    def strategies(self) -> list[Strategy]:
+        return [s for s in (self.sub_strategy, self.adv_strategy) if s is not None]
+
+
+class Broker:
+    """One broker. ``strategy`` is a name from :data:`~pubsift.core.strategies.STRATEGIES`
+    or a factory; ``lease`` is the lease period π (None: no leasing)."""
+
+    def __init__(self, name: str, models: Mapping[str, FilterModel] | Sequence[FilterModel],
+                 strategy: str | StrategyFactory, port: Port, advertisements: bool = False,
+                 lease: float | None = None, clock: Callable[[], float] | None = None) -> None:
+        self.name = name
+        self.port = port
+        self.advertisements = advertisements
+        self.clock = clock or (lambda: 0.0)
+        self.neighbours: set[str] = set()
+        self.clients: set[str] = set()
+        factory = strategy_factory(strategy)
+        self.strategy_name = strategy if isinstance(strategy, str) else getattr(strategy, "name", "custom")
+        ms = models.values() if isinstance(models, Mapping) else models
+        self.routing: dict[str, ModelRouting] = {
+            m.name: ModelRouting(m, factory, self.neighbours, self.clients.__contains__,
+                                 advertisements, lease, self.clock) for m in ms}
+        self._inbox: deque[tuple[Message, str]] = deque()
+        self._busy = False
+        #: admin messages sent / processed; notifications forwarded per neighbour;
+        #: notifications delivered; publications dropped for matching no advertisement
+        self.admin_sent = 0
+        self.admin_processed = 0
+        self.forwarded: Counter[str] = Counter()
+        self.notified = 0
+        self.dropped_publications = 0
+
+    def __repr__(self) -> str:
+        return f"<Broker {self.name} {self.strategy_name}>"
+
+    # -- topology -----------------------------------------------------------------------
+    def connect(self, neighbour: str) -> None:
+        self.neighbours.add(neighbour)
+
+    def attach(self, client: str) -> None:
+        self.clients.add(client)
+
+    def table(self, model: str, level: Level = "S") -> RoutingTable:
+        r = self._routing(model)
+        table = r.subs if level == "S" else r.advs
+        if table is None:
+            raise BrokerError(f"broker {self.name} routes without advertisements")
+        return table
+
+    def sizes(self, level: Level = "S") -> tuple[int, int]:
+        """(local, remote) entries over all models at ``level``."""
+        local = remote = 0
+        for r in self.routing.values():
+            table = r.subs if level == "S" else r.advs
+            if table is not None:
+                lo, re = table.sizes()
+                local, remote = local + lo, remote + re
+        return local, remote
+
+    # -- message processing ---------------------------------------------------------------
+    def receive(self, msg: Message, sender: str) -> None:
+        """Queue ``msg`` from ``sender`` (a local client or a neighbour) and process the
+        queue in FIFO order."""
+        self._inbox.append((msg, sender))
+        if self._busy:
+            return
+        self._busy = True
+        refused: list[PubsiftError] = []
+        try:
+            while self._inbox:
+                try:
+                    self._process(*self._inbox.popleft())
+                except PubsiftError as exc:      # bad input: report it, keep the rest
+                    refused.append(exc)
+        finally:
+            self._busy = False
+        if refused:
+            raise refused[0]
+
+    def expire(self, now: float) -> None:
+        """Drop every routing entry whose lease ran out (§3.7.3)."""
+        for r in self.routing.values():
+            for s in r.strategies():
+                s.expire(now)
+
+    def _routing(self, model: str) -> ModelRouting:
+        try:
+            return self.routing[model]
+        except KeyError:
+            raise UnknownModelError(model, list(self.routing)) from None
+
+    def _process(self, msg: Message, sender: str) -> None:
+        if isinstance(msg, (Pub, Forward)):
+            self._route(msg, sender)
+            return
+        if isinstance(msg, Admin):
+            if sender not in self.neighbours:
+                raise BrokerError(f"broker {self.name}: admin message from {sender!r}, "
+                                  f"which is not a neighbour")
+            self.admin_processed += 1
+            self._administer(msg.model, msg.level, sender, msg.subs, msg.unsubs)
+            return
+        if isinstance(msg, Notify) or sender not in self.clients:
+            raise BrokerError(f"broker {self.name}: {type(msg).__name__} from {sender!r}, "
+                              f"which is not a local client")
+        item: tuple[Routed, ...] = ((msg.filter, None),)
+        level: Level = "S" if isinstance(msg, (Sub, Unsub)) else "A"
+        if level == "A" and not self.advertisements:
+            raise BrokerError(f"broker {self.name} routes without advertisements; "
+                              f"{type(msg).__name__.lower()} from {sender!r} refused")
+        if isinstance(msg, (Sub, Adv)):
+            self._administer(msg.model, level, sender, item, ())
+        else:
+            self._administer(msg.model, level, sender, (), item)
+
+    def _route(self, msg: Pub | Forward, sender: str) -> None:
+        r = self._routing(msg.model)
+        if isinstance(msg, Pub):
+            if sender not in self.clients:
+                raise BrokerError(f"broker {self.name}: pub from {sender!r}, not a local client")
+            if r.advs is not None and sender not in r.advs.destinations(msg.event):
+                self.dropped_publications += 1      # Def. 2.4: matches no advertisement of X
+                return
+        elif sender not in self.neighbours:
+            raise BrokerError(f"broker {self.name}: forward from {sender!r}, not a neighbour")
+        fwd = Forward(msg.model, msg.event, msg.pub_id)
+        exclude = sender if isinstance(msg, Forward) else None
+        for d in sorted(r.sub_strategy.destinations(msg.event, exclude)):
+            if d in self.neighbours:
+                self.forwarded[d] += 1
+                self.port.send(self.name, d, fwd)
+            elif d in self.clients:
+                self.notified += 1
+                self.port.deliver(self.name, Notify(d, msg.model, msg.event, msg.pub_id))
+
+    def _administer(self, model: str, level: Level, sender: str, subs: Sequence[Routed],
+                    unsubs: Sequence[Routed]) -> None:
+        r = self._routing(model)
+        if level == "S":
+            out = r.sub_strategy.administer(sender, subs, unsubs)
+            if r.advs is not None:
+                out = restrict(out, r.advs)
+            self._send(model, "S", sender, out)
+            return
+        assert r.advs is not None and r.adv_strategy is not None
+        before = r.advs.filters(sender)
+        out = r.adv_strategy.administer(sender, subs, unsubs)
+        activated = readvertised(r.sub_strategy, r.advs, sender, before, r.advs.filters(sender),
+                                 self.clients.__contains__)
+        self._send(model, "A", sender, out)
+        if activated:
+            self._send(model, "S", None, {sender: (activated, [])})
+
+    def _send(self, model: str, level: Level, sender: str | None, out: Outbox) -> None:
+        for h in sorted(out):
+            if h == sender or h not in self.neighbours:
+                continue
+            subs, unsubs = out[h]
+            if subs or unsubs:
+                self.admin_sent += 1
+                self.port.send(self.name, h, Admin(model, level, tuple(subs), tuple(unsubs)))

@@ -1,0 +1,147 @@
+"""Messages of the routing framework (Mühl 000, §2.2 and §3.4, Fig. 3.6).
+
+Clients talk to their broker with ``sub``/``unsub``/``adv``/``unadv``/``pub`` and receive
+``notify``; brokers exchange ``forward(n)`` and ``admin(S, U)``. Advertisements add a second
+kind of admin message (``admin_A`` next to ``admin_S``, §3.6): :class:`Admin` carries its
+``level``. Every subscription, advertisement and event carries the name of its filter model,
+so one broker routes several models at once.
+
+An admin message holds *routed filters* ``(filter, tag)``: ``tag`` is ``None`` except for
+simple routing, which needs every subscription to be uniquely identified (§3.5.2) and tags a
+filter with the client that issued it.
+
+:func:`to_wire` / :func:`from_wire` give the JSON-safe forms the networked runtime sends,
+built on the models' own ``dump_*``/``load_*`` hooks.
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Union
+
+from pubsift.core.model import JSON, Event, Filter, FilterModel
+
+Level = Literal["S", "A"]
+"""``"S"``: subscriptions (table T_B^S); ``"A"``: advertisements (table T_B^A)."""
+
+Routed = tuple[Filter, Hashable]
+"""A filter as it travels in an admin message: ``(filter, tag)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sub:
+    """sub(X, F): client ``client`` subscribes to ``filter`` of model ``model``."""
+    client: str
+    model: str
+    filter: Filter
+
+
+@dataclass(frozen=True, slots=True)
+class Unsub:
+    """unsub(X, F)."""
+    client: str
+    model: str
+    filter: Filter
+
+
+@dataclass(frozen=True, slots=True)
+class Adv:
+    """adv(X, F): client ``client`` intends to publish notifications matching ``filter``."""
+    client: str
+    model: str
+    filter: Filter
+
+
+@dataclass(frozen=True, slots=True)
+class Unadv:
+    """unadv(X, F)."""
+    client: str
+    model: str
+    filter: Filter
+
+
+@dataclass(frozen=True, slots=True)
+class Pub:
+    """pub(X, n). ``pub_id`` makes the notification unique (Mühl §2.2: each notification is
+    published once)."""
+    client: str
+    model: str
+    event: Event
+    pub_id: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class Notify:
+    """notify(Y, n): the broker delivers notification ``pub_id`` to its client ``client``."""
+    client: str
+    model: str
+    event: Event
+    pub_id: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class Forward:
+    """forward(n) between neighbour brokers."""
+    model: str
+    event: Event
+    pub_id: Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class Admin:
+    """admin(S, U) between neighbour brokers; ``level`` says which table it updates."""
+    model: str
+    level: Level
+    subs: tuple[Routed, ...]
+    unsubs: tuple[Routed, ...]
+
+
+ClientMessage = Union[Sub, Unsub, Adv, Unadv, Pub]
+BrokerMessage = Union[Forward, Admin]
+Message = Union[Sub, Unsub, Adv, Unadv, Pub, Notify, Forward, Admin]
+
+_KINDS: dict[str, type] = {c.__name__.lower(): c for c in (Sub, Unsub, Adv, Unadv, Pub, Notify,
+                                                            Forward, Admin)}
+
+
+def to_wire(msg: Message, models: Mapping[str, FilterModel]) -> JSON:
+    """The JSON-safe form of ``msg`` (filters and events through the model's wire hooks)."""
+    model = models[msg.model]
+    kind = type(msg).__name__.lower()
+    if isinstance(msg, (Sub, Unsub, Adv, Unadv)):
+        return {"kind": kind, "client": msg.client, "model": msg.model,
+                "filter": model.dump_filter(msg.filter)}
+    if isinstance(msg, (Pub, Notify)):
+        return {"kind": kind, "client": msg.client, "model": msg.model,
+                "event": model.dump_event(msg.event), "pub_id": msg.pub_id}
+    if isinstance(msg, Forward):
+        return {"kind": kind, "model": msg.model, "event": model.dump_event(msg.event),
+                "pub_id": msg.pub_id}
+    return {"kind": kind, "model": msg.model, "level": msg.level,
+            "subs": [[model.dump_filter(f), t] for f, t in msg.subs],
+            "unsubs": [[model.dump_filter(f), t] for f, t in msg.unsubs]}
+
+
+def from_wire(obj: Mapping[str, Any], models: Mapping[str, FilterModel]) -> Message:
+    """Inverse of :func:`to_wire`. Raises ``ValueError`` naming what is wrong."""
+    try:
+        kind = obj["kind"]
+        cls = _KINDS[kind]
+        model = models[obj["model"]]
+    except KeyError as exc:
+        raise ValueError(f"malformed message {obj!r}: unknown or missing {exc}") from None
+    if cls in (Sub, Unsub, Adv, Unadv):
+        return cls(obj["client"], obj["model"], model.load_filter(obj["filter"]))
+    if cls in (Pub, Notify):
+        return cls(obj["client"], obj["model"], model.load_event(obj["event"]), obj["pub_id"])
+    if cls is Forward:
+        return Forward(obj["model"], model.load_event(obj["event"]), obj["pub_id"])
+    if obj.get("level") not in ("S", "A"):
+        raise ValueError(f"malformed admin message: level {obj.get('level')!r} is not 'S' or 'A'")
+    return Admin(obj["model"], obj["level"],
+                 tuple((model.load_filter(f), _tag(t)) for f, t in obj["subs"]),
+                 tuple((model.load_filter(f), _tag(t)) for f, t in obj["unsubs"]))
+
+
+def _tag(t: Any) -> Hashable:
+    return tuple(t) if isinstance(t, list) else t

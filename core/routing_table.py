@@ -1,0 +1,151 @@
+"""A broker's routing table T_B for one filter model (Mühl 000, §3.3.1 and §3.5).
+
+A routing entry is a filter and a destination (a neighbour broker or a local client), plus
+a ``tag`` that only simple routing uses (§3.5.2: every subscription is uniquely
+identified). The entries live in the model's :class:`~pubsift.core.model.FilterIndex`
+(``model.new_index()``) with the whole entry as key, so every set the strategies need is
+one index query:
+
+=====================  ===========================================  ======================
+Mühl                   meaning                                       index query
+=====================  ===========================================  ======================
+F_B(n)                 destinations of notification n (3.2)          ``match``
+C_B^I(F, D)            entries identical to F (for D) (3.13)         ``identical``
+C_B^L(F, D)            entries covered by F (for D) (3.15/3.16)      ``covered_by``
+D_B^I(F)               neighbours H with no G ≡ F from D ≠ H (3.14)  ``identical``
+D_B^U(F)               ... no G ⊒ F from D ≠ H (3.17)                ``covering``
+D_B^RU(F)              ... no G ⊐ F from D ≠ H (3.18)                ``covering``−``identical``
+overlap (§3.6)         entries overlapping F                         ``overlapping``
+=====================  ===========================================  ======================
+
+With leasing (§3.7.2) every entry has an expiry time; adding a present entry renews it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from typing import NamedTuple
+
+from pubsift.core.model import Event, Filter, FilterModel
+
+
+class Entry(NamedTuple):
+    """A routing entry (F, D) with the tag of simple routing (``None`` otherwise)."""
+    filter: Filter
+    dest: str
+    tag: Hashable = None
+
+
+class RoutingTable:
+    """The routing table of one broker for one model (subscriptions or advertisements)."""
+
+    def __init__(self, model: FilterModel, neighbours: Iterable[str] | None = None,
+                 lease: float | None = None, clock: Callable[[], float] | None = None) -> None:
+        self.model = model
+        #: N_B: shared with the broker (the broker adds neighbours as it connects)
+        self.neighbours: set[str] = neighbours if isinstance(neighbours, set) else set(neighbours or ())
+        self.lease = lease
+        self.clock = clock or (lambda: 0.0)
+        self._index = model.new_index()
+        self._by_dest: dict[str, set[Entry]] = {}
+        self.expiry: dict[Entry, float] = {}
+
+    # -- content ------------------------------------------------------------------------
+    def add(self, f: Filter, dest: str, tag: Hashable = None) -> bool:
+        """Insert (f, dest); renews its lease if present. Returns True if it was new."""
+        e = Entry(f, dest, tag)
+        new = e not in self.expiry
+        if new:
+            self._index.add(f, e)
+            self._by_dest.setdefault(dest, set()).add(e)
+        self.expiry[e] = self.clock() + self.lease if self.lease is not None else float("inf")
+        return new
+
+    def remove(self, e: Entry) -> bool:
+        """Remove entry ``e`` if present; returns whether it was present."""
+        if e not in self.expiry:
+            return False
+        del self.expiry[e]
+        self._index.remove(e.filter, e)
+        entries = self._by_dest[e.dest]
+        entries.discard(e)
+        if not entries:
+            del self._by_dest[e.dest]
+        return True
+
+    def __contains__(self, e: object) -> bool:
+        return e in self.expiry
+
+    def __len__(self) -> int:
+        return len(self.expiry)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(list(self.expiry))
+
+    def entries(self, dest: str) -> set[Entry]:
+        """Q_B^O(D) as entries: everything held for destination ``dest``."""
+        return set(self._by_dest.get(dest, ()))
+
+    def filters(self, dest: str) -> list[Filter]:
+        return [e.filter for e in self._by_dest.get(dest, ())]
+
+    def dests(self) -> set[str]:
+        return set(self._by_dest)
+
+    def sizes(self) -> tuple[int, int]:
+        """(local entries, remote entries): entries for local clients and for neighbours."""
+        remote = sum(len(es) for d, es in self._by_dest.items() if d in self.neighbours)
+        return len(self) - remote, remote
+
+    def expired(self, now: float) -> list[Entry]:
+        """Entries whose lease ran out by ``now`` (§3.7.3)."""
+        return [e for e, t in self.expiry.items() if t <= now]
+
+    # -- Mühl's sets, through the index -------------------------------------------------
+    def destinations(self, event: Event) -> set[str]:
+        """F_B(n): every destination with an entry matching ``event`` (3.2)."""
+        return {e.dest for e in self._index.match(event)}
+
+    def identical(self, f: Filter, dest: str | None = None) -> set[Entry]:
+        """C_B^I(F, D) (3.13); all destinations when ``dest`` is None."""
+        return _at(self._index.identical(f), dest)
+
+    def covered(self, f: Filter, dest: str | None = None) -> set[Entry]:
+        """C_B^L(F, D): entries whose filter F covers (3.15/3.16)."""
+        return _at(self._index.covered_by(f), dest)
+
+    def covering(self, f: Filter, dest: str | None = None) -> set[Entry]:
+        """Entries whose filter covers F."""
+        return _at(self._index.covering(f), dest)
+
+    def overlapping(self, f: Filter, dest: str | None = None) -> set[Entry]:
+        """Entries whose filter overlaps F (§3.6)."""
+        return _at(self._index.overlapping(f), dest)
+
+    def merge_candidates(self, f: Filter, dest: str | None = None) -> set[Entry]:
+        """Entries whose filter has a perfect merger with F (§3.5.5)."""
+        return _at(self._index.merge_candidates(f), dest)
+
+    def d_identity(self, f: Filter, ignore: Entry | None = None) -> set[str]:
+        """D_B^I(F) (3.14)."""
+        return self._free(self._index.identical(f), ignore)
+
+    def d_upper(self, f: Filter, ignore: Entry | None = None) -> set[str]:
+        """D_B^U(F) (3.17)."""
+        return self._free(self._index.covering(f), ignore)
+
+    def d_real_upper(self, f: Filter, ignore: Entry | None = None) -> set[str]:
+        """D_B^RU(F) (3.18): real covers are covers that are not identical."""
+        return self._free(self._index.covering(f) - self._index.identical(f), ignore)
+
+    def _free(self, blocking: set[Entry], ignore: Entry | None) -> set[str]:
+        """Neighbours H such that no entry of ``blocking`` has a destination other than H."""
+        dests = {e.dest for e in blocking if e != ignore}
+        if not dests:
+            return set(self.neighbours)
+        if len(dests) == 1:
+            return dests & self.neighbours
+        return set()
+
+
+def _at(entries: set[Entry], dest: str | None) -> set[Entry]:
+    return entries if dest is None else {e for e in entries if e.dest == dest}

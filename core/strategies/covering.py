@@ -1,0 +1,83 @@
+"""Routing based on filter covering (Mühl 000, §3.5.4, Fig. 3.22).
+
+* A subscription F from S is forwarded to D_B^U(F) \\ {S}; from a neighbour it first
+  replaces the entries of S that it covers (C_B^L(F, S)).
+* An unsubscription F is forwarded to D_B^U(F) \\ {S} *in the same admin message* as the
+  subscriptions it uncovers, so the receiver's change is atomic. The uncovered entries
+  P = C_B^L(F) \\ C_B^I(F), plus those that came with the unsubscription, are forwarded
+  to D_B^RU(G) \\ {S}, and not back to their own destination U when only one destination
+  in P holds a filter identical to G (the ``k`` rule).
+* A subscription from a local client removes only (F, S), so a client's subscriptions stay
+  independent and resubscription is idempotent (§2.2, §3.7.2).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from pubsift.core.messages import Routed
+from pubsift.core.model import Filter
+from pubsift.core.routing_table import Entry
+from pubsift.core.strategies.base import Outbox, Strategy, generate
+
+Sends = list[tuple[Routed, str]]
+
+
+class Covering(Strategy):
+    name = "covering"
+
+    def administer(self, sender: str, subs: Sequence[Routed], unsubs: Sequence[Routed]) -> Outbox:
+        sub_fs = [f for f, _ in subs]
+        unsub_fs = [f for f, _ in unsubs]
+        neighbour = not self.is_local(sender)
+        if not unsub_fs:                                           # Fig. 3.22, lines 7-16
+            for f in sub_fs:
+                if neighbour:
+                    self._remove(self.table.covered(f, sender))
+            return generate(self._forward_subs(sender, sub_fs), [])
+        for f in unsub_fs:                                         # lines 19-24
+            self._remove(self.table.covered(f, sender) if neighbour else [Entry(f, sender)])
+        fs, fu = self._forward_unsubs(sender, unsub_fs, sub_fs)
+        return generate(fs, fu)
+
+    def _remove(self, entries: Iterable[Entry]) -> None:
+        for e in list(entries):
+            self.table.remove(e)
+
+    def _forward_subs(self, sender: str, filters: Sequence[Filter]) -> Sends:
+        """For each F: forward to D_B^U(F) \\ {S} (computed without (F, S) itself), then
+        insert (F, S) (renewing its lease)."""
+        fs: Sends = []
+        for f in filters:
+            targets = self.table.d_upper(f, ignore=Entry(f, sender)) - {sender}
+            fs.extend(((f, None), h) for h in sorted(targets))
+            self.table.add(f, sender)
+        return fs
+
+    def _forward_unsubs(self, sender: str, unsubs: Sequence[Filter],
+                        uncovered: Sequence[Filter]) -> tuple[Sends, Sends]:
+        """Lines 25-42 of Fig. 3.22, after the entries of S have been removed."""
+        fu: Sends = []
+        pending: dict[Entry, None] = {}
+        for f in unsubs:
+            fu.extend(((f, None), h) for h in sorted(self.table.d_upper(f) - {sender}))
+            for e in sorted(self.table.covered(f) - self.table.identical(f), key=_order):
+                pending[e] = None                                  # P ∪= C^L(F) \ C^I(F)
+        for g in uncovered:
+            self.table.add(g, sender)
+            pending[Entry(g, sender)] = None
+        fs: Sends = []
+        rest = list(pending)
+        while rest:
+            e = rest[0]
+            same = [p for p in rest if p.filter == e.filter or self.model.identical(p.filter, e.filter)]
+            k = len({p.dest for p in same})
+            rest = [p for p in rest if p not in same]
+            targets = self.table.d_real_upper(e.filter) - {sender}
+            if k == 1:
+                targets.discard(e.dest)
+            fs.extend(((e.filter, None), h) for h in sorted(targets))
+        return fs, fu
+
+
+def _order(e: Entry) -> tuple[str, str]:
+    return (e.dest, repr(e.filter))

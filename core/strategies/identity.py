@@ -1,0 +1,38 @@
+"""Routing based on filter identity (Mühl 000, §3.5.3, Figs. 3.13/3.14).
+
+A subscription is not forwarded to a neighbour that already got an identical one; an
+unsubscription is not forwarded while another destination holds an identical subscription.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from pubsift.core.messages import Routed
+from pubsift.core.model import Filter
+from pubsift.core.routing_table import Entry
+from pubsift.core.strategies.base import Outbox, Strategy, _activate, generate
+
+
+class Identity(Strategy):
+    name = "identity"
+
+    def administer(self, sender: str, subs: Sequence[Routed], unsubs: Sequence[Routed]) -> Outbox:
+        neighbour = not self.is_local(sender)
+        fs: list[tuple[Routed, str]] = []
+        fu: list[tuple[Routed, str]] = []
+        for items, is_sub in ((unsubs, False), (subs, True)):
+            for f, _ in items:
+                if neighbour:
+                    for e in self.table.identical(f, sender):      # C_B^I(F, S)
+                        self.table.remove(e)
+                else:
+                    self.table.remove(Entry(f, sender))
+                targets = self.table.d_identity(f) - {sender}      # D_B^I(F) \ {S}
+                (fs if is_sub else fu).extend(((f, None), h) for h in sorted(targets))
+                if is_sub:
+                    self.table.add(f, sender)
+        return generate(fs, fu)
+
+    def activate(self, neighbour: str, candidates: Sequence[Entry],
+                 active: Callable[[Filter], bool]) -> list[Routed]:
+        return _activate(self, neighbour, candidates, active, self.table.identical)

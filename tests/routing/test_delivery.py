@@ -1,0 +1,47 @@
+"""Every strategy, with and without advertisements, on every available model: random trees,
+random scripts, checked against the delivery oracle (Mühl Def. 2.1 / 2.4), and against
+flooding (differential)."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pubsift.core import oracle
+from pubsift.core.strategies import STRATEGIES
+
+from .kits import kits
+from .scripts import run, scripts, verdict
+
+KITS = kits()
+CASES = [(k, s, a) for k in KITS for s in STRATEGIES for a in (False, True)]
+IDS = [f"{k.name}-{s}-{'adv' if a else 'noadv'}" for k, s, a in CASES]
+
+
+def _check(kit, strategy, adv, data, examples) -> None:
+    @settings(max_examples=examples, deadline=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(script=scripts(kit, adv))
+    def prop(script) -> None:
+        net = run(script, kit, strategy, adv)
+        v = verdict(net)
+        assert v.ok, f"{strategy} adv={adv}: {v}"
+        assert v.settled >= len(script.final)       # the final round is always judged
+        if strategy != "flooding":
+            base = run(script, kit, "flooding", adv)
+            vb = verdict(base)
+            both = v.settled_ids & vb.settled_ids
+            mine, theirs = oracle.deliveries(net.trace), oracle.deliveries(base.trace)
+            assert {p: mine[p] for p in both} == {p: theirs[p] for p in both}
+    prop()
+
+
+@pytest.mark.parametrize("kit,strategy,adv", CASES, ids=IDS)
+def test_deliveries_match_the_oracle(kit, strategy, adv) -> None:
+    _check(kit, strategy, adv, None, 12 if kit.name == "toy" else 5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kit,strategy,adv", CASES, ids=IDS)
+def test_deliveries_match_the_oracle_many(kit, strategy, adv) -> None:
+    _check(kit, strategy, adv, None, 300 if kit.name == "toy" else 60)
