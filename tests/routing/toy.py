@@ -3,7 +3,7 @@
 A filter is an interval [lo, hi] or an explicit set of points; the two forms of the same
 point set are identical but not equal (so identity differs from equality, as Mühl's
 identity-based routing needs). Every relation is computed on point sets, hence exact;
-perfect mergers exist when the union is an interval, or as a set when a set is involved;
+perfect mergers exist when the union is an interval, or as a set when every input is one;
 the imperfect merger is the hull interval.
 """
 from __future__ import annotations
@@ -79,7 +79,7 @@ class ToyModel(FilterModel):
             return Iv(lo, hi)
         if not perfect:
             return Iv(lo, hi)
-        if any(isinstance(f, Pts) for f in fs):
+        if all(isinstance(f, Pts) for f in fs):
             return Pts(union)
         return None
 
