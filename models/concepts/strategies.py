@@ -11,10 +11,12 @@ exactly the filters the model can be given.
 """
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from hypothesis import strategies as st
 
+from pubsift.models.concepts.conversion import RatePeriod, RateTable
 from pubsift.models.concepts.filters import ConceptFilter
 from pubsift.models.concepts.ontology import DATE, MONEY, QUANTITY
 from pubsift.models.records.constraints import ABSENT, Op
@@ -31,6 +33,20 @@ PRICES = (0, 45.5, 50, 88, 90, 99, 100, 110.5, 120, 150, 10000)
 WEIGHTS = (0, 0.5, 1, 1.3607771100000001, 2.5, 3, 1000, 3000)
 PRICE_CONSTS = (0, 50, 90, 100, 110.5)
 WEIGHT_CONSTS = (0, 1, 2.5, 3, 1000)
+
+
+
+def rate_table() -> RateTable:
+    """The rates the strategies assume: units of each currency per 1 USD, two validity
+    periods each (the switch on 2017-07-01), open-ended on both sides, so every currency is
+    quoted at every time."""
+    cut = datetime(2017, 7, 1)
+    return RateTable("USD", {
+        "EUR": [RatePeriod(None, cut, 0.90), RatePeriod(cut, None, 0.85)],
+        "GBP": [RatePeriod(None, cut, 0.78), RatePeriod(cut, None, 0.75)],
+        "JPY": [RatePeriod(None, cut, 112.0), RatePeriod(cut, None, 110.5)],
+    })
+
 
 MEMBERS = {"FinalPrice": MONEY, "NetWeight": QUANTITY, "DateOfIssue": DATE, "Symbol": "plain"}
 

@@ -2,12 +2,12 @@
 validity periods, and models with and without rates."""
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from pubsift.models.concepts import ConceptsModel, Ontology, RatePeriod, RateTable
+from pubsift.models.concepts import ConceptsModel, Ontology, RateTable
+from pubsift.models.concepts import strategies
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 
@@ -20,17 +20,6 @@ def data_dir(*parts: str) -> Path:
     return p
 
 
-def rate_table() -> RateTable:
-    """Units of each currency per 1 USD; two validity periods each (the switch on
-    2017-07-01), open-ended on both sides, so every currency is quoted at every time."""
-    cut = datetime(2017, 7, 1)
-    return RateTable("USD", {
-        "EUR": [RatePeriod(None, cut, 0.90), RatePeriod(cut, None, 0.85)],
-        "GBP": [RatePeriod(None, cut, 0.78), RatePeriod(cut, None, 0.75)],
-        "JPY": [RatePeriod(None, cut, 112.0), RatePeriod(cut, None, 110.5)],
-    })
-
-
 @pytest.fixture(scope="session")
 def ontology() -> Ontology:
     return Ontology.default()
@@ -38,9 +27,15 @@ def ontology() -> Ontology:
 
 @pytest.fixture(scope="session")
 def rates() -> RateTable:
-    return rate_table()
+    return strategies.rate_table()
 
 
 @pytest.fixture(scope="session")
 def model(rates) -> ConceptsModel:
     return ConceptsModel(rates=rates, conversions={})
+
+
+@pytest.fixture(scope="session")
+def shared_data():
+    """``shared_data("ontologies", "om2")``: a folder of ../shared/data, or skip."""
+    return data_dir
