@@ -36,7 +36,7 @@ from typing import Any
 from pubsift.models.records.constraints import ABSENT, Constraint, Interval, Op
 from pubsift.models.records.values import BOOL, MULTI, NULL, NUM, STR, skey
 from pubsift.models.records.valuesets import (
-    ALL_ELEMS, INF, TOP, Spans, ValueSet, everything, prefix_span, value_set,
+    ALL_ELEMS, INF, INTEGER, LEX, REAL, TOP, Spans, ValueSet, everything, prefix_span, value_set,
 )
 
 _LIMIT = 4096  # the largest finite set read back as IN_SET / NOT_IN_SET
@@ -50,27 +50,95 @@ class NotRepresentable(ValueError):
     """A value set that no single constraint expresses exactly."""
 
 
-_FINITE = (Op.EQ, Op.IN_SET, Op.INSTANCEOF)
+_EXISTS, _NOT_EXISTS, _EQ, _IN_SET, _INSTANCEOF = (Op.EXISTS, Op.NOT_EXISTS, Op.EQ, Op.IN_SET,
+                                                   Op.INSTANCEOF)
+_LT, _LE, _GT, _GE, _IN_RANGE, _PREFIX = Op.LT, Op.LE, Op.GT, Op.GE, Op.IN_RANGE, Op.PREFIX
+_SUFFIX, _SUBSTRING = Op.SUFFIX, Op.SUBSTRING
+_NOT_APPLICABLE = (None, None)
+# affix constraints: "b's constant satisfies a's test" decides a ⊒ b (Table 4.5)
+_AFFIX = {_PREFIX: str.startswith, _SUFFIX: str.endswith,
+          _SUBSTRING: lambda s, t: t in s}
+
+
+def _span_of(c: Constraint, integer: bool) -> tuple:
+    """(line, canonical span) when L_A(c) is one interval of numbers or of strings (span
+    None: empty), else (None, None). The fast path of the routing hot spots: ranges,
+    comparisons, equality and prefixes (Tables 4.2-4.5) without building value sets."""
+    op, x = c.op, c.operand
+    if op is _IN_RANGE:
+        line = LEX if type(x.lo) is str else INTEGER if integer else REAL
+        return line, line.canon(x.lo, x.lo_closed, x.hi, x.hi_closed)
+    if op is _PREFIX:
+        return LEX, LEX.canon(*prefix_span(x))
+    t = type(x)
+    if t is str:
+        line, bottom, top = LEX, "", TOP
+    elif t is int or t is float:
+        line, bottom, top = (INTEGER if integer else REAL), -INF, INF
+    else:
+        return _NOT_APPLICABLE
+    if op is _EQ:
+        return line, line.canon(x, True, x, True)
+    if op is _LT:
+        return line, line.canon(bottom, True, x, False)
+    if op is _LE:
+        return line, line.canon(bottom, True, x, True)
+    if op is _GT:
+        return line, line.canon(x, False, top, False)
+    if op is _GE:
+        return line, line.canon(x, True, top, False)
+    return _NOT_APPLICABLE
 
 
 @lru_cache(maxsize=65536)
 def _finite(c: Constraint, integer: bool) -> tuple | None:
     """The members of L_A(c) for EQ / IN_SET / INSTANCEOF, else None."""
     op, x = c.op, c.operand
-    if op is Op.EQ:
+    if op is _EQ:
         keys = [skey(x)]
-    elif op is Op.IN_SET:
+    elif op is _IN_SET:
         keys = list(x)
-    elif op is Op.INSTANCEOF:
+    elif op is _INSTANCEOF:
         return tuple(sorted(x.members))
     else:
         return None
     return tuple(v for k, v in keys if not (integer and k == NUM and v != int(v)))
 
 
+def _same_scalar(x: Any, y: Any) -> bool:
+    """skey(x) == skey(y) without building the keys."""
+    tx, ty = type(x), type(y)
+    if tx is ty or (tx is int and ty is float) or (tx is float and ty is int):
+        return x == y
+    return False
+
+
 def covers(a: Constraint, b: Constraint, integer: bool = False) -> bool:
     """L_A(a) ⊇ L_A(b), exactly (Mühl §4.3.2, Tables 4.1-4.7)."""
-    if a == b or a.op is Op.EXISTS and b.op is not Op.NOT_EXISTS:
+    if a is b:
+        return True
+    if a.op is _EQ and b.op is _EQ and not integer:
+        return _same_scalar(a.operand, b.operand)
+    la, sa = _span_of(a, integer)
+    if la is not None:
+        lb, sb = _span_of(b, integer)
+        if lb is not None:
+            if sb is None:
+                return True
+            if sa is None or (la is LEX) != (lb is LEX):
+                return False
+            return ((sa[0], not sa[1]) <= (sb[0], not sb[1])
+                    and (sb[2], sb[3]) <= (sa[2], sa[3]))
+    opa, opb = a.op, b.op
+    if opa is _EXISTS:
+        return opb is not _NOT_EXISTS
+    if opa in _AFFIX and opb in _AFFIX and (opa is opb or opa is _SUBSTRING):
+        return _AFFIX[opa](b.operand, a.operand)  # Table 4.5
+    if opa is _IN_SET and opb is _IN_SET and not integer:
+        return b.operand <= a.operand
+    if opb is _EQ and opa is _IN_SET and not integer:
+        return skey(b.operand) in a.operand
+    if a == b:
         return True
     vals = _finite(b, integer)
     if vals is not None:
@@ -80,6 +148,17 @@ def covers(a: Constraint, b: Constraint, integer: bool = False) -> bool:
 
 def identical(a: Constraint, b: Constraint, integer: bool = False) -> bool:
     """L_A(a) = L_A(b), exactly."""
+    if a is b:
+        return True
+    if a.op is _EQ and b.op is _EQ and not integer:
+        return _same_scalar(a.operand, b.operand)
+    la, sa = _span_of(a, integer)
+    if la is not None:
+        lb, sb = _span_of(b, integer)
+        if lb is not None:
+            return sa == sb and (sa is None or (la is LEX) == (lb is LEX))
+    if a.op is _IN_SET and b.op is _IN_SET and not integer:
+        return a.operand == b.operand
     if a == b:
         return True
     return value_set(a, integer) == value_set(b, integer)
@@ -87,15 +166,35 @@ def identical(a: Constraint, b: Constraint, integer: bool = False) -> bool:
 
 def overlaps(a: Constraint, b: Constraint, integer: bool = False) -> bool:
     """L_A(a) ∩ L_A(b) ≠ ∅, exactly."""
+    if a.op is _EQ and b.op is _EQ and not integer:
+        return _same_scalar(a.operand, b.operand)
+    la, sa = _span_of(a, integer)
+    if la is not None:
+        lb, sb = _span_of(b, integer)
+        if lb is not None:
+            if sa is None or sb is None or (la is LEX) != (lb is LEX):
+                return False
+            lo, nlc = max((sa[0], not sa[1]), (sb[0], not sb[1]))
+            hi, hc = min((sa[2], sa[3]), (sb[2], sb[3]))
+            return la.canon(lo, not nlc, hi, hc) is not None
+    opa, opb = a.op, b.op
+    if opa is opb and opa in _AFFIX:
+        x, y = a.operand, b.operand
+        return opa is _SUBSTRING or _AFFIX[opa](x, y) or _AFFIX[opa](y, x)
+    if opa is _IN_SET and not integer:
+        if opb is _IN_SET:
+            return not a.operand.isdisjoint(b.operand)
+        if opb is _EQ:
+            return skey(b.operand) in a.operand
     vals = _finite(b, integer)
     if vals is not None:
         return any(a.matches(v) for v in vals)
     vals = _finite(a, integer)
     if vals is not None:
         return any(b.matches(v) for v in vals)
-    if a.op is Op.EXISTS or b.op is Op.EXISTS:
-        other = b if a.op is Op.EXISTS else a
-        return other.op is not Op.NOT_EXISTS and not value_set(other, integer).is_empty()
+    if opa is _EXISTS or opb is _EXISTS:
+        other = b if opa is _EXISTS else a
+        return other.op is not _NOT_EXISTS and not value_set(other, integer).is_empty()
     return not value_set(a, integer).isdisjoint(value_set(b, integer))
 
 

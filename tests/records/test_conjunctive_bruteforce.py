@@ -24,7 +24,7 @@ RECORDS = [
                           for n, v in zip(NAMES, vals) if v is not ABSENT}})
     for vals in itertools.product(VALUES, repeat=len(NAMES))
 ]
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
 
 # constraints whose value sets the small universe separates reasonably
 small = st.one_of(
