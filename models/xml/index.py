@@ -1,0 +1,165 @@
+"""The XML model's FilterIndex: Chand & Felber's factorization tree (003 §4).
+
+Distinct patterns are numbered and inserted into one :class:`.factorization.FactorizationTree`
+(Alg. 1-2); each number holds the keys the pattern was added under.
+
+* ``covering`` / ``covered_by``: XSEARCH in cover / covered mode; ``identical``: both.
+* ``match``: shared top-down evaluation over the tree (:mod:`.shared_matching`).
+* ``overlapping``: only patterns whose root element could agree are tested.
+* ``merge_candidates``: covering ∪ covered (a cover is a perfect merger) ∪ the patterns
+  with the same predicate-free shape whose pairwise perfect merge exists.
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+
+from pubsift.core.model import FilterIndex, FilterModel
+from pubsift.models.xml.factorization import FactorizationTree
+from pubsift.models.xml.merging import _strip, merge_pair
+from pubsift.models.xml.overlap import overlaps
+from pubsift.models.xml.parsing import XmlEvent
+from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, XPathFilter
+from pubsift.models.xml.shared_matching import match_tree
+
+
+def bits(m: int) -> list[int]:
+    """The set bit positions of m, in increasing order."""
+    if m.bit_count() < 64:
+        out = []
+        while m:
+            low = m & -m
+            out.append(low.bit_length() - 1)
+            m ^= low
+        return out
+    s = bin(m)[:1:-1]
+    out, i = [], s.find("1")
+    while i >= 0:
+        out.append(i)
+        i = s.find("1", i + 1)
+    return out
+
+
+def _root_tag(f: XPathFilter) -> str | None:
+    (first,) = f.root.children
+    return None if first.label in (DESCENDANT, WILDCARD) else first.label
+
+
+class XmlIndex(FilterIndex[Hashable]):
+    def __init__(self, model: FilterModel) -> None:
+        self.model = model
+        self.tree = FactorizationTree()
+        self._number: dict[XPathFilter, int] = {}
+        self._filters: list[XPathFilter | None] = []
+        self._keys: list[dict | None] = []
+        self._free: list[int] = []
+        self._leaves: dict[int, int] = {}              # branching pattern -> leaves
+        self._shapes: dict[XPathFilter, set[int]] = {}
+        self._by_root: dict[str | None, set[int]] = {}
+        self._pairs = 0
+
+    # -- contents ------------------------------------------------------------------------
+    def add(self, f: XPathFilter, key: Hashable) -> None:
+        i = self._number.get(f)
+        if i is None:
+            i = self._free.pop() if self._free else len(self._filters)
+            if i == len(self._filters):
+                self._filters.append(None)
+                self._keys.append(None)
+            self._filters[i], self._keys[i] = f, {}
+            self._number[f] = i
+            self.tree.add(i, f.root)
+            if not f.root.is_chain():
+                self._leaves[i] = sum(1 for n in f.root.walk() if not n.children)
+            self._shapes.setdefault(XPathFilter(_strip(f.root)), set()).add(i)
+            self._by_root.setdefault(_root_tag(f), set()).add(i)
+        keys = self._keys[i]
+        if key not in keys:
+            keys[key] = None
+            self._pairs += 1
+
+    def remove(self, f: XPathFilter, key: Hashable) -> None:
+        i = self._number.get(f)
+        if i is None or key not in self._keys[i]:
+            raise KeyError(f"({f!r}, {key!r}) is not in the index")
+        del self._keys[i][key]
+        self._pairs -= 1
+        if self._keys[i]:
+            return
+        self.tree.remove(i)
+        del self._number[f]
+        self._leaves.pop(i, None)
+        shape = XPathFilter(_strip(f.root))
+        self._shapes[shape].discard(i)
+        if not self._shapes[shape]:
+            del self._shapes[shape]
+        self._by_root[_root_tag(f)].discard(i)
+        self._filters[i] = self._keys[i] = None
+        self._free.append(i)
+
+    def __iter__(self) -> Iterator[tuple[XPathFilter, Hashable]]:
+        return iter([(f, k) for f, ks in zip(self._filters, self._keys) if f is not None
+                     for k in ks])
+
+    def __len__(self) -> int:
+        return self._pairs
+
+    def __contains__(self, pair: object) -> bool:
+        try:
+            f, k = pair  # type: ignore[misc]
+            i = self._number.get(f)
+        except (TypeError, ValueError):
+            return False
+        return i is not None and k in self._keys[i]
+
+    def filters(self, key: Hashable) -> list[XPathFilter]:
+        return [f for f, ks in zip(self._filters, self._keys) if f is not None and key in ks]
+
+    @property
+    def patterns(self) -> int:
+        """|R|: distinct patterns held."""
+        return len(self._number)
+
+    def _keys_of(self, m: int) -> set[Hashable]:
+        out: set[Hashable] = set()
+        for i in bits(m):
+            out.update(self._keys[i])
+        return out
+
+    # -- queries -------------------------------------------------------------------------
+    def match_mask(self, event: XmlEvent) -> int:
+        return match_tree(self.tree, event.document, self._leaves,
+                          lambda i: self._filters[i])
+
+    def match(self, event: XmlEvent) -> set[Hashable]:
+        return self._keys_of(self.match_mask(event))
+
+    def match_pairs(self, event: XmlEvent) -> list[tuple[XPathFilter, Hashable]]:
+        return [(self._filters[i], k) for i in bits(self.match_mask(event))
+                for k in self._keys[i]]
+
+    def covering(self, f: XPathFilter) -> set[Hashable]:
+        return self._keys_of(self.tree.covering(f.root))
+
+    def covered_by(self, f: XPathFilter) -> set[Hashable]:
+        return self._keys_of(self.tree.covered(f.root))
+
+    def identical(self, f: XPathFilter) -> set[Hashable]:
+        return self._keys_of(self.tree.covering(f.root) & self.tree.covered(f.root))
+
+    def overlapping(self, f: XPathFilter) -> set[Hashable]:
+        tag = _root_tag(f)
+        groups = self._by_root.items() if tag is None else [
+            (t, s) for t, s in self._by_root.items() if t is None or t == tag]
+        out: set[Hashable] = set()
+        for _, numbers in groups:
+            for i in numbers:
+                if overlaps(self._filters[i], f):
+                    out.update(self._keys[i])
+        return out
+
+    def merge_candidates(self, f: XPathFilter) -> set[Hashable]:
+        m = self.tree.covering(f.root) | self.tree.covered(f.root)
+        for i in self._shapes.get(XPathFilter(_strip(f.root)), ()):
+            if not (m >> i) & 1 and merge_pair(self._filters[i], f) is not None:
+                m |= 1 << i
+        return self._keys_of(m)

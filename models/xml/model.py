@@ -1,0 +1,109 @@
+"""The XML filter model (DESIGN.md §2.3): XML documents as events, XPath tree patterns as
+filters (Chand & Felber 003; Mühl 000 §4.4).
+
+Filters are written as XPath (the subset of :mod:`.xpath`), as text (optionally preceded by
+``xmlns:prefix="uri"`` declarations) or as
+``{"xpath": "...", "namespaces": {"prefix": "uri"}}``; events are XML documents (bytes, str,
+``{"xml": "..."}`` or an lxml element), parsed by the hardened parser of :mod:`.parsing`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lxml import etree
+
+from pubsift.core.errors import EventError, FilterSyntaxError
+from pubsift.core.model import FilterModel
+from pubsift.models.xml import covering, merging
+from pubsift.models.xml.index import XmlIndex
+from pubsift.models.xml.matching import matches
+from pubsift.models.xml.overlap import overlaps
+from pubsift.models.xml.parsing import DEFAULT_LIMITS, ParseLimits, XmlEvent, parse_document
+from pubsift.models.xml.patterns import XPathFilter
+from pubsift.models.xml.xpath import format_text, parse_text, parse_xpath
+
+
+class XmlModel(FilterModel):
+    name = "xml"
+    capabilities = frozenset({"covers", "identical", "overlaps", "merge", "imperfect_merge",
+                              "index"})
+
+    def __init__(self, limits: ParseLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+
+    # -- parsing -------------------------------------------------------------------------
+    def parse_filter(self, spec: str | Mapping[str, Any]) -> XPathFilter:
+        if isinstance(spec, XPathFilter):
+            return spec
+        if isinstance(spec, Mapping):
+            unknown = set(spec) - {"xpath", "namespaces"}
+            if unknown or "xpath" not in spec:
+                raise FilterSyntaxError(
+                    "an XML filter object is {\"xpath\": ..., \"namespaces\": {...}}"
+                    + (f"; unknown members {sorted(unknown)}" if unknown else ""),
+                    path="xpath" if "xpath" not in spec else sorted(unknown)[0])
+            ns = spec.get("namespaces") or {}
+            if not isinstance(ns, Mapping) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in ns.items()):
+                raise FilterSyntaxError("namespaces must map prefixes to URIs",
+                                        path="namespaces")
+            return parse_xpath(spec["xpath"], ns)
+        if isinstance(spec, str):
+            return parse_text(spec)
+        raise FilterSyntaxError(f"an XML filter is XPath text or an object, not "
+                                f"{type(spec).__name__}")
+
+    def parse_event(self, raw: bytes | str | Mapping[str, Any]) -> XmlEvent:
+        if isinstance(raw, XmlEvent):
+            return raw
+        if isinstance(raw, etree._Element):
+            return XmlEvent.of_element(raw)
+        if isinstance(raw, Mapping):
+            if set(raw) != {"xml"} or not isinstance(raw["xml"], str):
+                raise EventError("an XML event object is {\"xml\": \"<document/>\"}")
+            raw = raw["xml"]
+        return parse_document(raw, self.limits)
+
+    def format_filter(self, f: XPathFilter) -> str:
+        """The XPath, preceded by ``xmlns:p="uri"`` declarations when it uses prefixes."""
+        return format_text(f)
+
+    # -- semantics -----------------------------------------------------------------------
+    def matches(self, f: XPathFilter, e: XmlEvent) -> bool:
+        return matches(f, e.document)
+
+    def covers(self, f: XPathFilter, g: XPathFilter) -> bool:
+        return covering.covers(f, g)
+
+    def identical(self, f: XPathFilter, g: XPathFilter) -> bool:
+        return covering.identical(f, g)
+
+    def overlaps(self, f: XPathFilter, g: XPathFilter) -> bool:
+        return overlaps(f, g)
+
+    def merge(self, fs: Sequence[XPathFilter], perfect: bool = True) -> XPathFilter | None:
+        fs = list(fs)
+        if not fs:
+            return None
+        return merging.merge_perfect(fs) if perfect else merging.merge_imperfect(fs)
+
+    # -- wire forms ----------------------------------------------------------------------
+    def dump_filter(self, f: XPathFilter) -> dict:
+        out: dict[str, Any] = {"xpath": f.xpath()}
+        ns = f.namespaces()
+        if ns:
+            out["namespaces"] = ns
+        return out
+
+    def load_filter(self, obj: Any) -> XPathFilter:
+        return self.parse_filter(obj)
+
+    def dump_event(self, e: XmlEvent) -> dict:
+        return {"xml": e.xml}
+
+    def load_event(self, obj: Any) -> XmlEvent:
+        return self.parse_event(obj)
+
+    def new_index(self) -> XmlIndex:
+        return XmlIndex(self)

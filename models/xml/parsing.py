@@ -1,0 +1,147 @@
+"""Hardened parsing of XML events (DESIGN.md §3: no network, no external entities, no
+entity bombs).
+
+lxml parses with network access off, no DTD loading, no entity substitution and libxml2's
+own size limits on; on top of that an event is refused, with an
+:class:`~pubsift.core.errors.EventError` naming the cause, when it
+
+* declares an external entity (XXE) or any internal entity (entity expansion, e.g.
+  "billion laughs"), or references an entity that is not predefined;
+* is larger than ``max_bytes`` or nests elements deeper than ``max_depth``
+  (limits a caller can raise through :class:`ParseLimits`);
+* is not well-formed (the message gives the line and column).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from lxml import etree
+
+from pubsift.core.errors import EventError
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    """Refusal thresholds; raise them for trusted, large documents."""
+
+    max_bytes: int = 10_000_000
+    max_depth: int = 256
+
+
+DEFAULT_LIMITS = ParseLimits()
+
+
+def _parser(limits: ParseLimits) -> etree.XMLParser:
+    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
+                           dtd_validation=False, huge_tree=limits.max_depth > 256
+                           or limits.max_bytes > 10_000_000)
+
+
+class XmlEvent:
+    """A parsed XML document (or one element of a larger document, see :meth:`of_element`).
+
+    ``root`` is the lxml root element; ``xml`` the canonical serialization (equality, hash
+    and wire form use it)."""
+
+    __slots__ = ("root", "xml", "_doc", "_digest")
+
+    def __init__(self, root: etree._Element, xml: str) -> None:
+        self.root = root
+        self.xml = xml
+        self._doc = None
+        self._digest = hashlib.blake2b(xml.encode(), digest_size=16).digest()
+
+    @classmethod
+    def of_element(cls, element: etree._Element) -> "XmlEvent":
+        """An event from an element already parsed (safely) elsewhere, e.g. a feed item."""
+        xml = etree.tostring(element, encoding="unicode", with_tail=False)
+        return cls(etree.fromstring(xml, _parser(DEFAULT_LIMITS)), xml)
+
+    @property
+    def document(self):
+        """The navigation index used by matching (:class:`.document.Document`), built once."""
+        if self._doc is None:
+            from pubsift.models.xml.document import Document
+            self._doc = Document(self.root)
+        return self._doc
+
+    def tree(self) -> etree._ElementTree:
+        return self.root.getroottree()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, XmlEvent) and self._digest == other._digest \
+            and self.xml == other.xml
+
+    def __hash__(self) -> int:
+        return hash(self._digest)
+
+    def __repr__(self) -> str:
+        text = self.xml if len(self.xml) < 60 else self.xml[:57] + "..."
+        return f"XmlEvent({text!r})"
+
+
+def _check_dtd(tree: etree._ElementTree) -> None:
+    dtd = tree.docinfo.internalDTD
+    if dtd is None:
+        return
+    for ent in dtd.iterentities():
+        if ent.system_url or ent.orig is None and ent.content is None:
+            raise EventError(f"external entity {ent.name!r} refused (XXE: an external entity "
+                             f"would read {ent.system_url!r})", "DOCTYPE")
+        raise EventError(f"entity declaration {ent.name!r} refused (entity expansion, e.g. "
+                         "'billion laughs', is not allowed)", "DOCTYPE")
+
+
+def _check_depth(root: etree._Element, limit: int) -> None:
+    stack = [(root, 1)]
+    while stack:
+        el, d = stack.pop()
+        if d > limit:
+            raise EventError(f"document nested too deeply: more than {limit} levels "
+                             "(raise ParseLimits.max_depth to accept it)",
+                             f"line {el.sourceline}")
+        stack.extend((c, d + 1) for c in el)
+
+
+def _check_entities(root: etree._Element) -> None:
+    for el in root.iter(etree.Entity):
+        raise EventError(f"reference to undeclared or refused entity &{el.name};",
+                         f"line {el.sourceline}")
+
+
+def parse_document(raw: bytes | str, limits: ParseLimits = DEFAULT_LIMITS) -> XmlEvent:
+    """Parse ``raw`` safely into an :class:`XmlEvent`; EventError names any refusal."""
+    if isinstance(raw, str):
+        data = raw.encode("utf-8")
+        if raw.lstrip().startswith("<?xml"):
+            # an encoding declaration would contradict the UTF-8 we hand to lxml
+            data = _strip_declaration(raw).encode("utf-8")
+    elif isinstance(raw, (bytes, bytearray, memoryview)):
+        data = bytes(raw)
+    else:
+        raise EventError(f"an XML event is bytes or str, not {type(raw).__name__}")
+    if len(data) > limits.max_bytes:
+        raise EventError(f"document too large: {len(data)} bytes > {limits.max_bytes} "
+                         "(raise ParseLimits.max_bytes to accept it)")
+    try:
+        root = etree.fromstring(data, _parser(limits))
+    except etree.XMLSyntaxError as e:
+        line, col = (e.position if e.position else (e.lineno, 0))
+        msg = e.msg or str(e)
+        if "Detected an entity reference loop" in msg or "amplification" in msg:
+            raise EventError(f"entity expansion refused: {msg}", f"line {line}, column {col}")
+        raise EventError(f"malformed XML: {msg}", f"line {line}, column {col}") from None
+    if root is None:
+        raise EventError("empty XML document")
+    tree = root.getroottree()
+    _check_dtd(tree)
+    _check_entities(root)
+    _check_depth(root, limits.max_depth)
+    return XmlEvent(root, etree.tostring(root, encoding="unicode", with_tail=False))
+
+
+def _strip_declaration(text: str) -> str:
+    s = text.lstrip()
+    end = s.find("?>")
+    return s[end + 2:] if end >= 0 else s

@@ -1,0 +1,185 @@
+"""Value predicates of tree-pattern nodes, with XPath 1.0 comparison semantics.
+
+A value predicate constrains one *target* of an element: an attribute (``@name``), the
+element's text-node children (``text()``) or its string value (``.``). Its constraint is a
+records :class:`~pubsift.models.records.constraints.Constraint` applied to
+
+* the target's string, in the ``str`` domain (XPath ``=`` / ``!=`` against a string literal,
+  ``starts-with``, ``contains``), or
+* the target's string converted with XPath's ``number()`` (libxml2's conversion, as lxml
+  evaluates it), in the ``num`` domain (any comparison against a number literal, and
+  ``<``, ``<=``, ``>``, ``>=`` against any literal). ``NaN`` never satisfies ``=`` or a
+  relational operator and always satisfies ``!=``, exactly as in IEEE 754 and XPath 1.0.
+
+XPath compares a node-set existentially: a predicate holds if *some* node of the target
+satisfies it. Attributes and the string value are single nodes; ``text()`` may hold several
+text nodes, which is why two ``text()`` predicates are never conjoined.
+
+Covering between predicates (Mühl §4.4.3, "covering of attribute filters": same name and
+L_A(A1) ⊇ L_A(A2)) is delegated to the records constraint algebra
+(:mod:`pubsift.models.records.relations`) within one domain, with ``NaN`` handled here; a
+string equality also implies numeric predicates on the same target.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+
+from pubsift.models.records import relations
+from pubsift.models.records.constraints import Constraint, Op
+
+STR, NUM, ANY = "str", "num", "any"
+TEXT, SELF = "text()", "."
+
+#: XPath operator symbol -> records operator, for comparisons
+COMPARISONS = {"=": Op.EQ, "!=": Op.NE, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE}
+_SYMBOL = {op: sym for sym, op in COMPARISONS.items()}
+FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+# libxml2's xmlXPathStringEvalNumber: blanks, optional '-', digits with an optional '.',
+# an optional exponent whose digits may be missing, blanks.
+_NUMBER = re.compile(r"[ \t\r\n]*(-?)(\d+\.?\d*|\.\d+)(?:[eE]([+-]?)(\d*))?[ \t\r\n]*\Z")
+
+
+def xpath_number(s: str) -> float:
+    """``number(s)`` as lxml (libxml2) computes it; NaN when ``s`` is not a number."""
+    m = _NUMBER.match(s)
+    if m is None:
+        return math.nan
+    sign, mant, esign, edigits = m.groups()
+    v = float(mant)
+    if edigits:
+        e = int(edigits[:7])
+        v *= 10.0 ** (-e if esign == "-" else e)
+    return -v if sign else v
+
+
+def format_number(x: float) -> str:
+    """An XPath 1.0 number literal (no exponent) denoting ``x``; NaN as ``"NaN"``."""
+    if math.isnan(x):
+        return '"NaN"'
+    if math.isinf(x):
+        return '"Infinity"' if x > 0 else '"-Infinity"'
+    if x == int(x) and abs(x) < 2 ** 53:
+        return str(int(x))
+    return format(Decimal(repr(x)), "f")
+
+
+def format_string(s: str) -> str:
+    """An XPath 1.0 string literal (XPath 1.0 has no escapes: the quote must be absent)."""
+    if '"' not in s:
+        return f'"{s}"'
+    if "'" not in s:
+        return f"'{s}'"
+    raise ValueError(f"string {s!r} holds both quote characters: not an XPath 1.0 literal")
+
+
+@dataclass(frozen=True, slots=True)
+class Pred:
+    """``constraint`` over ``target`` (``@name`` in Clark notation, ``text()`` or ``.``)
+    read in ``domain`` (``str``, ``num``, or ``any`` for plain existence)."""
+
+    target: str
+    domain: str
+    constraint: Constraint
+
+    # -- evaluation ----------------------------------------------------------------------
+    def holds(self, values: list[str]) -> bool:
+        """XPath's existential comparison over the target's string values."""
+        c = self.constraint
+        if self.domain == ANY:
+            return bool(values)
+        if self.domain == NUM:
+            return any(c.matches(xpath_number(v)) for v in values)
+        return any(c.matches(v) for v in values)
+
+    @property
+    def single_valued(self) -> bool:
+        """Attributes and the string value are one node; ``text()`` may be several."""
+        return self.target != TEXT
+
+    @property
+    def satisfiable(self) -> bool:
+        c = self.constraint
+        return not (self.domain == NUM and c.op is not Op.NE and isinstance(c.operand, float)
+                    and math.isnan(c.operand))
+
+    # -- text form -----------------------------------------------------------------------
+    @property
+    def comparison(self) -> bool:
+        """A comparison (existential over the target's nodes), not a string function."""
+        return self.domain != ANY and self.constraint.op in COMPARISONS.values()
+
+    def render(self, name, subject: str | None = None) -> str:
+        """The predicate in XPath; ``name`` renders a Clark name as a prefixed QName;
+        ``subject`` replaces ``.`` (a child path whose string values are compared)."""
+        t = self.target if subject is None else subject
+        if t.startswith("@"):
+            t = "@" + name(t[1:])
+        c = self.constraint
+        if self.domain == ANY:
+            return t
+        if c.op is Op.PREFIX:
+            return f"starts-with({t}, {format_string(c.operand)})"
+        if c.op is Op.SUBSTRING:
+            return f"contains({t}, {format_string(c.operand)})"
+        sym = _SYMBOL[c.op]
+        if self.domain == NUM:
+            return f"{t} {sym} {format_number(c.operand)}"
+        return f"{t} {sym} {format_string(c.operand)}"
+
+    def sort_key(self) -> tuple:
+        c = self.constraint
+        return (self.target, self.domain, c.op.value, repr(c.operand))
+
+
+def exists(target: str) -> Pred:
+    return Pred(target, ANY, Constraint(Op.EXISTS))
+
+
+def comparison(target: str, symbol: str, literal: str | float) -> Pred:
+    """``target symbol literal`` with XPath 1.0's conversion rules."""
+    op = COMPARISONS[symbol]
+    if isinstance(literal, str):
+        if op in (Op.EQ, Op.NE):
+            return Pred(target, STR, Constraint(op, literal))
+        return Pred(target, NUM, Constraint(op, xpath_number(literal)))
+    return Pred(target, NUM, Constraint(op, float(literal)))
+
+
+def string_function(target: str, op: Op, literal: str) -> Pred:
+    """``starts-with(target, literal)`` (PREFIX) or ``contains(target, literal)``."""
+    return Pred(target, STR, Constraint(op, literal))
+
+
+def _has_nan(c: Constraint) -> bool:
+    x = c.operand
+    return isinstance(x, float) and math.isnan(x)
+
+
+def pred_covers(a: Pred, b: Pred) -> bool:
+    """Sound test of L(a) ⊇ L(b) for predicates on the same element: every element whose
+    target satisfies ``b`` also satisfies ``a``."""
+    if a == b:
+        return True
+    if a.target != b.target:
+        return False
+    if a.domain == ANY:  # existence of the target follows from any other predicate on it
+        return True
+    if b.domain == ANY:
+        return False
+    if not b.satisfiable:
+        return True
+    ca, cb = a.constraint, b.constraint
+    if _has_nan(ca) or _has_nan(cb):
+        return False
+    if a.domain == b.domain:
+        if not relations.covers(ca, cb):
+            return False
+        # NaN is a number the algebra does not know: a must accept it whenever b does
+        return a.domain == STR or not cb.matches(math.nan) or ca.matches(math.nan)
+    if b.domain == STR and cb.op is Op.EQ:  # a string equality fixes the number too
+        return ca.matches(xpath_number(cb.operand))
+    return False

@@ -1,0 +1,328 @@
+"""The XPath subset of the XML model, read through elementpath's token tree.
+
+elementpath (``XPath1Parser``) parses the expression; this module walks its token tree,
+accepts a whitelist of symbols and builds a tree pattern (:mod:`.patterns`). Anything else
+is a :class:`~pubsift.core.errors.FilterSyntaxError` naming the construct and its position.
+
+Accepted (Chand & Felber's language plus what the YFilter query sets use):
+
+* absolute (``/a``, ``//a``) and relative (``a/b``, ``./a``, ``.//a``; relative to the root
+  element, as lxml evaluates on a document) location paths; ``child::`` and ``attribute::``
+  axes in their abbreviated or explicit form;
+* name tests (prefixed names with bound prefixes), ``*``, ``.`` as a no-op step, and as a
+  last step ``@name`` or ``text()`` (a document matches if such a node exists);
+* predicates: path predicates (branches) ``[b/c//d]``, ``[@x]``, ``[text()]``; comparisons
+  of a path, ``@name``, ``text()`` or ``.`` with a string or number literal (``=``, ``!=``,
+  ``<``, ``<=``, ``>``, ``>=``, either side); ``starts-with(t, "s")`` and
+  ``contains(t, "s")`` where ``t`` is ``@name`` or ``.``; ``and``; a positional predicate
+  (``[2]``, ``[position() op n]``) as the first predicate of a step.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+import elementpath
+from elementpath import XPath1Parser
+
+from pubsift.core.errors import FilterSyntaxError
+from pubsift.models.records.constraints import Op
+from pubsift.models.xml import predicates as P
+from pubsift.models.xml.minimize import minimize
+from pubsift.models.xml.patterns import (DESCENDANT, ROOT, WILDCARD, Node, Position,
+                                         XPathFilter, make)
+
+_COLUMN = re.compile(r"line (\d+), column (\d+)")
+
+
+@dataclass
+class _Step:
+    """One element step: axis (``child``/``desc``), test, predicates in order."""
+
+    axis: str
+    test: str                       # Clark name, '*', or '.' (self)
+    position: Position | None = None
+    preds: list = field(default_factory=list)       # Pred
+    branches: list = field(default_factory=list)    # Node
+
+
+@dataclass
+class _Path:
+    absolute: bool
+    steps: list[_Step]
+    terminal: tuple[str, object] | None = None  # ('@', clark) | ('text', None)
+    tok: object = None
+
+
+class _Reader:
+    def __init__(self, text: str, namespaces: Mapping[str, str]) -> None:
+        self.text = text
+        self.namespaces = dict(namespaces)
+
+    # -- errors --------------------------------------------------------------------------
+    def error(self, what: str, tok) -> FilterSyntaxError:
+        pos = tok.span[0] if tok is not None and hasattr(tok, "span") else None
+        return FilterSyntaxError(f"unsupported XPath construct: {what}", self.text, pos)
+
+    def describe(self, tok) -> str:
+        sym = tok.symbol
+        if sym in ("(name)", "(string)", "(integer)", "(decimal)", "(float)"):
+            return f"{sym[1:-1]} {tok.value!r}"
+        return f"{sym!r}" + (" (function)" if tok.label == "function" else "")
+
+    # -- names ---------------------------------------------------------------------------
+    def name(self, tok) -> str:
+        if tok.symbol == "(name)":
+            return tok.value
+        if tok.symbol == ":":
+            prefix, local = tok[0], tok[1]
+            if local.symbol != "(name)":
+                raise self.error(f"prefixed wildcard {tok.value!r}", tok)
+            uri = self.namespaces.get(prefix.value)
+            if uri is None:  # elementpath already refuses undeclared prefixes
+                raise self.error(f"unbound prefix {prefix.value!r}", tok)
+            return f"{{{uri}}}{local.value}"
+        raise self.error(self.describe(tok) + " where a name was expected", tok)
+
+    # -- location paths ------------------------------------------------------------------
+    def path(self, tok) -> _Path:
+        sym = tok.symbol
+        if sym in ("/", "//") and len(tok) == 1:
+            inner = self.path(tok[0])
+            if inner.absolute:
+                raise self.error(f"{sym!r} before an absolute path", tok)
+            if not inner.steps:
+                raise self.error(f"{sym!r} before an attribute or text() step", tok)
+            inner.steps[0].axis = "desc" if sym == "//" else "child"
+            inner.absolute = True
+            return inner
+        if sym in ("/", "//") and len(tok) == 2:
+            left, right = self.path(tok[0]), self.path(tok[1])
+            if right.absolute:
+                raise self.error("an absolute path after a step", tok[1])
+            if left.terminal is not None:
+                raise self.error("a step after an attribute or text() step", tok[1])
+            if not right.steps:
+                if sym == "//":
+                    raise self.error("'//' before an attribute or text() step", tok)
+            else:
+                right.steps[0].axis = "desc" if sym == "//" else "child"
+            return _Path(left.absolute, left.steps + right.steps, right.terminal, tok)
+        if sym == "/" and len(tok) == 0:
+            raise self.error("the root node alone ('/') matches every document", tok)
+        if sym == "[":
+            inner = self.path(tok[0])
+            if inner.terminal is not None or len(inner.steps) != 1 or inner.absolute:
+                raise self.error("a predicate on something other than one element step",
+                                 tok)
+            step = inner.steps[0]
+            if step.test == ".":
+                raise self.error("a predicate on '.'", tok)
+            self.predicate(tok[1], step)
+            return inner
+        if sym in ("(name)", ":"):
+            return _Path(False, [_Step("child", self.name(tok))], tok=tok)
+        if sym == "*" and len(tok) == 0:
+            return _Path(False, [_Step("child", WILDCARD)], tok=tok)
+        if sym == "." :
+            return _Path(False, [_Step("child", ".")], tok=tok)
+        if sym == "@" or (sym == "attribute" and len(tok) == 1):
+            target = tok[0]
+            if target.symbol == "*":
+                raise self.error("attribute wildcard '@*'", tok)
+            return _Path(False, [], ("@", self.name(target)), tok)
+        if sym == "child" and len(tok) == 1:
+            return self.path(tok[0])
+        if sym == "text" and len(tok) == 0:
+            return _Path(False, [], ("text", None), tok)
+        raise self.error(self.describe(tok), tok)
+
+    # -- predicates ----------------------------------------------------------------------
+    def predicate(self, tok, step: _Step, top: bool = True) -> None:
+        """Add predicate ``tok`` to ``step``; ``top``: not inside ``and`` (where a number
+        is a boolean, not a position)."""
+        sym = tok.symbol
+        first = not step.preds and not step.branches and step.position is None
+        if sym == "and":
+            self.predicate(tok[0], step, False)
+            self.predicate(tok[1], step, False)
+            return
+        if sym == "(integer)" and top:
+            if not first:
+                raise self.error("a positional predicate after another predicate", tok)
+            step.position = Position("=", int(tok.value))
+            return
+        if sym in P.COMPARISONS and len(tok) == 2:
+            a, b = tok[0], tok[1]
+            if self._is_position(a) or self._is_position(b):
+                if not first:
+                    raise self.error("a positional predicate after another predicate", tok)
+                sym2, lit = (sym, b) if self._is_position(a) else (P.FLIPPED[sym], a)
+                n = self.literal(lit)
+                if isinstance(n, str) or n != int(n):
+                    raise self.error("position() compared with a non-integer", lit)
+                step.position = Position(sym2, int(n))
+                return
+            if self._is_literal(a) and not self._is_literal(b):
+                a, b, sym = b, a, P.FLIPPED[sym]
+            if not self._is_literal(b) or self._is_literal(a):
+                raise self.error("a comparison must have a path on one side and a literal "
+                                 "on the other", tok)
+            lit = self.literal(b)
+            self.attach(a, step, lambda target: P.comparison(target, sym, lit))
+            return
+        if sym in ("starts-with", "contains") and len(tok) == 2:
+            a, b = tok[0], tok[1]
+            if b.symbol != "(string)":
+                raise self.error(f"{sym}() with a second argument that is not a string "
+                                 "literal", b)
+            path = self.path(a)
+            single = (not path.steps and path.terminal and path.terminal[0] == "@") or (
+                not path.terminal and len(path.steps) == 1 and path.steps[0].test == ".")
+            if not single:
+                raise self.error(f"{sym}() on anything but @name or '.' (on a node-set of "
+                                 "several nodes it reads only the first)", a)
+            if b.value == "":  # always true, even when the attribute is absent
+                return
+            op = Op.PREFIX if sym == "starts-with" else Op.SUBSTRING
+            self.attach(a, step, lambda target: P.string_function(target, op, b.value))
+            return
+        if self._is_literal(tok) or tok.symbol in ("or", "not", "last", "position"):
+            raise self.error(self.describe(tok) + " in a predicate", tok)
+        # a path predicate: existence of a branch
+        self.attach(tok, step, None)
+
+    @staticmethod
+    def _is_position(tok) -> bool:
+        return tok.symbol == "position" and len(tok) == 0
+
+    @staticmethod
+    def _is_literal(tok) -> bool:
+        return tok.symbol in ("(string)", "(integer)", "(decimal)", "(float)") or (
+            tok.symbol == "-" and len(tok) == 1 and tok[0].symbol in
+            ("(integer)", "(decimal)", "(float)"))
+
+    def literal(self, tok) -> str | float:
+        if tok.symbol == "-":
+            return -self.literal(tok[0])
+        if tok.symbol == "(string)":
+            return tok.value
+        v = tok.value
+        return float(v) if isinstance(v, (int, Decimal, float)) else float(str(v))
+
+    def attach(self, tok, step: _Step, make_pred) -> None:
+        """Attach path ``tok`` (relative to ``step``) as a branch or predicate of ``step``;
+        ``make_pred(target)`` builds the value predicate at the path's end (None: the
+        path's existence)."""
+        path = self.path(tok)
+        if path.absolute:
+            raise self.error("an absolute path inside a predicate", tok)
+        steps = [s for s in path.steps if not (s.test == "." and s.axis == "child"
+                                                and not s.preds and not s.branches)]
+        if any(s.test == "." for s in steps):
+            raise self.error("'.' after '//' inside a path", tok)
+        if path.terminal is None:
+            target = P.SELF
+        elif path.terminal[0] == "@":
+            target = "@" + path.terminal[1]
+        else:
+            target = P.TEXT
+        pred = None
+        if make_pred is not None:
+            pred = make_pred(target)
+        elif target != P.SELF:
+            pred = P.exists(target)
+        if not steps:
+            if pred is not None:
+                step.preds.append(pred)
+            return
+        if pred is not None:
+            steps[-1].preds.append(pred)
+        step.branches.append(_build(steps))
+
+
+def _build(steps: list[_Step]) -> Node:
+    """Nodes for a non-empty list of element steps (the first one's axis included)."""
+    node = None
+    for s in reversed(steps):
+        children = list(s.branches) + ([node] if node is not None else [])
+        node = make(s.test, s.preds, s.position, children)
+        if s.axis == "desc":
+            node = make(DESCENDANT, (), None, [node])
+    return node
+
+
+def parse_xpath(text: str, namespaces: Mapping[str, str] | None = None) -> XPathFilter:
+    """The tree pattern of XPath expression ``text``; ``namespaces`` binds prefixes.
+
+    Raises FilterSyntaxError naming the construct and its position."""
+    if not isinstance(text, str) or not text.strip():
+        raise FilterSyntaxError("an XPath filter must be a non-empty string", text, None)
+    namespaces = dict(namespaces or {})
+    try:
+        tok = XPath1Parser(namespaces=namespaces).parse(text)
+    except elementpath.ElementPathError as e:
+        m = _COLUMN.search(str(e))
+        pos = None
+        if m:
+            line, col = int(m.group(1)), int(m.group(2))
+            starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+            pos = min(starts[line - 1] + col - 1, len(text))
+        msg = str(e).split(": ", 1)[-1] if "] " not in str(e) else str(e).split("] ", 1)[-1]
+        raise FilterSyntaxError(f"XPath syntax error: {msg}", text, pos) from None
+    reader = _Reader(text, namespaces)
+    path = reader.path(tok)
+    steps = [s for s in path.steps if not (s.test == "." and s.axis == "child"
+                                           and not s.preds and not s.branches)]
+    if any(s.test == "." for s in steps):
+        raise reader.error("'.' after '//'", tok)
+    if path.terminal is not None:
+        target = "@" + path.terminal[1] if path.terminal[0] == "@" else P.TEXT
+        if not steps:
+            steps = [_Step("child", WILDCARD)] if path.absolute else []
+            if path.absolute:
+                raise reader.error("an attribute or text() step of the document node", tok)
+        if steps:
+            steps[-1].preds.append(P.exists(target))
+    if not path.absolute:
+        # relative paths are evaluated with the root element as context (as lxml does)
+        root_elem = _Step("child", WILDCARD)
+        if path.terminal is not None and not path.steps:
+            root_elem.preds.append(P.exists(target))
+        steps = [root_elem] + steps
+    if not steps:
+        raise reader.error("an empty path", tok)
+    return XPathFilter(minimize(make(ROOT, (), None, [_build(steps)])))
+
+
+_DECLARATION = re.compile(r'\s*xmlns:([A-Za-z_][\w.-]*)\s*=\s*"([^"]*)"')
+
+
+def parse_text(text: str) -> XPathFilter:
+    """The text form of a filter: optional ``xmlns:prefix="uri"`` declarations, then the
+    XPath expression (what :func:`format_text` writes)."""
+    if not isinstance(text, str):
+        raise FilterSyntaxError("an XPath filter must be a string", None, None)
+    namespaces: dict[str, str] = {}
+    offset = 0
+    while True:
+        m = _DECLARATION.match(text, offset)
+        if m is None:
+            break
+        namespaces[m.group(1)] = m.group(2)
+        offset = m.end()
+    if not namespaces:
+        return parse_xpath(text)
+    try:
+        return parse_xpath(text[offset:], namespaces)
+    except FilterSyntaxError as e:
+        pos = None if e.position is None else e.position + offset
+        raise FilterSyntaxError(e.message, text, pos) from None
+
+
+def format_text(f: XPathFilter) -> str:
+    """``f`` as text that :func:`parse_text` reads back (namespace bindings included)."""
+    decls = "".join(f'xmlns:{p}="{u}" ' for p, u in f.namespaces().items())
+    return decls + f.xpath()

@@ -1,0 +1,130 @@
+"""Hardened parsing of XML events: every refusal is an EventError naming its cause."""
+from __future__ import annotations
+
+import pytest
+from lxml import etree
+
+from pubsift.core.errors import EventError
+from pubsift.models.xml import ParseLimits, XmlEvent, XmlModel, parse_document
+
+XXE = b"""<?xml version="1.0"?>
+<!DOCTYPE r [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>
+<r>&xxe;</r>"""
+
+XXE_NETWORK = b"""<?xml version="1.0"?>
+<!DOCTYPE r [<!ENTITY xxe SYSTEM "http://127.0.0.1:1/secret">]>
+<r>&xxe;</r>"""
+
+LAUGHS = b"""<?xml version="1.0"?>
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+ <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+ <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+ <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+ <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+ <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+]>
+<lolz>&lol9;</lolz>"""
+
+EXTERNAL_DTD = b"""<?xml version="1.0"?>
+<!DOCTYPE r SYSTEM "http://127.0.0.1:1/evil.dtd">
+<r>ok</r>"""
+
+
+def test_xxe_is_refused():
+    with pytest.raises(EventError, match="XXE") as e:
+        parse_document(XXE)
+    assert "xxe" in str(e.value)
+
+
+def test_xxe_over_the_network_is_refused():
+    with pytest.raises(EventError, match="XXE"):
+        parse_document(XXE_NETWORK)
+
+
+def test_billion_laughs_is_refused():
+    with pytest.raises(EventError, match="billion laughs|entity expansion"):
+        parse_document(LAUGHS)
+
+
+def test_external_dtd_is_not_loaded():
+    e = parse_document(EXTERNAL_DTD)  # no network access: the DTD is simply not read
+    assert e.root.text == "ok"
+
+
+def test_undeclared_entity_is_malformed_with_line_and_column():
+    with pytest.raises(EventError) as e:
+        parse_document(b"<r>\n  <a>&nbsp;</a></r>")
+    assert e.value.where and "line 2" in e.value.where
+
+
+def test_malformed_names_line_and_column():
+    with pytest.raises(EventError, match="malformed XML") as e:
+        parse_document(b"<a>\n<b></a>")
+    assert e.value.where.startswith("line 2, column")
+
+
+def test_oversize_is_refused_and_limit_can_be_raised():
+    doc = b"<a>" + b"x" * 2000 + b"</a>"
+    with pytest.raises(EventError, match="too large"):
+        parse_document(doc, ParseLimits(max_bytes=1000))
+    assert parse_document(doc, ParseLimits(max_bytes=4000)).root.tag == "a"
+
+
+def test_too_deep_is_refused_and_limit_can_be_raised():
+    doc = b"<a>" * 50 + b"</a>" * 50
+    with pytest.raises(EventError, match="too deeply"):
+        parse_document(doc, ParseLimits(max_depth=20))
+    assert parse_document(doc, ParseLimits(max_depth=60)).root.tag == "a"
+    deep = b"<a>" * 400 + b"</a>" * 400
+    with pytest.raises(EventError, match="too deeply"):
+        parse_document(deep)
+    assert len(parse_document(deep, ParseLimits(max_depth=500)).document) == 401
+
+
+def test_not_bytes_or_str():
+    with pytest.raises(EventError, match="bytes or str"):
+        parse_document(42)
+
+
+def test_empty_document():
+    with pytest.raises(EventError):
+        parse_document(b"")
+
+
+def test_str_with_encoding_declaration():
+    e = parse_document('<?xml version="1.0" encoding="ISO-8859-1"?><a>é</a>')
+    assert e.root.text == "é"
+
+
+def test_namespaces_and_equality_and_wire_round_trip():
+    m = XmlModel()
+    raw = b'<feed xmlns="http://www.w3.org/2005/Atom"><entry><title>t</title></entry></feed>'
+    e = m.parse_event(raw)
+    assert e.root.tag == "{http://www.w3.org/2005/Atom}feed"
+    again = m.load_event(m.dump_event(e))
+    assert again == e and hash(again) == hash(e)
+    f = m.parse_filter({"xpath": "/a:feed/a:entry/a:title[. = 't']",
+                        "namespaces": {"a": "http://www.w3.org/2005/Atom"}})
+    assert m.matches(f, again)
+    assert not m.matches(m.parse_filter("/feed/entry"), e)  # no-namespace names differ
+
+
+def test_event_from_element_and_mapping():
+    m = XmlModel()
+    item = etree.fromstring(b"<rss><item><title>x</title></item></rss>")[0]
+    e = m.parse_event(item)
+    assert isinstance(e, XmlEvent) and e.root.tag == "item"
+    assert m.matches(m.parse_filter("/item/title"), e)
+    with pytest.raises(EventError):
+        m.parse_event({"json": 1})
+
+
+def test_nitf_wire_documents_parse(data_dir):
+    files = sorted((data_dir / "nitf" / "wire").glob("*.xml"))
+    assert files
+    for p in files:
+        assert parse_document(p.read_bytes()).root is not None

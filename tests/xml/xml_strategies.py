@@ -1,0 +1,104 @@
+"""Hypothesis strategies for the XML model's tests: random XPath filters of the supported
+subset (as text) over a small vocabulary, and random documents over the same vocabulary,
+so that filters and documents meet often."""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+from lxml import etree
+
+TAGS = ("a", "b", "c")
+ATTRS = ("x", "y")
+VALUES = ("1", "2", "a", " 2 ", "2.5", "-1", "", "ab")
+STRINGS = ('"1"', '"2"', '"a"', '"ab"', '"2.5"', '""', '"b"')
+NUMBERS = ("1", "2", "2.5", "-1", "0")
+OPS = ("=", "!=", "<", "<=", ">", ">=")
+
+
+@st.composite
+def _literal(draw) -> str:
+    return draw(st.sampled_from(STRINGS + NUMBERS))
+
+
+@st.composite
+def _predicate(draw, depth: int) -> str:
+    kinds = ["attr", "attrcmp", "text", "textcmp", "selfcmp", "childcmp", "func"]
+    if depth > 0:
+        kinds += ["path", "path", "and"]
+    k = draw(st.sampled_from(kinds))
+    attr = "@" + draw(st.sampled_from(ATTRS))
+    op = draw(st.sampled_from(OPS))
+    if k == "attr":
+        return attr
+    if k == "attrcmp":
+        lit = draw(_literal())
+        return f"{attr} {op} {lit}" if draw(st.booleans()) else f"{lit} {op} {attr}"
+    if k == "text":
+        return "text()"
+    if k == "textcmp":
+        return f"text() {op} {draw(_literal())}"
+    if k == "selfcmp":
+        return f". {op} {draw(_literal())}"
+    if k == "childcmp":
+        return f"{draw(st.sampled_from(TAGS + ('*',)))} {op} {draw(_literal())}"
+    if k == "func":
+        fn = draw(st.sampled_from(["starts-with", "contains"]))
+        tgt = draw(st.sampled_from([attr, "."]))
+        return f'{fn}({tgt}, {draw(st.sampled_from(STRINGS))})'
+    if k == "and":
+        return f"{draw(_predicate(depth - 1))} and {draw(_predicate(depth - 1))}"
+    rel = draw(_steps(depth - 1, relative=True))
+    return rel
+
+
+@st.composite
+def _step(draw, depth: int, allow_position: bool = True) -> str:
+    test = draw(st.sampled_from(TAGS + ("*",)))
+    preds = []
+    if allow_position and draw(st.integers(0, 9)) == 0:
+        preds.append(draw(st.sampled_from(["1", "2", "position() > 1", "position() != 1",
+                                           "position() <= 2"])))
+    for _ in range(draw(st.integers(0, 2 if depth > 0 else 1))):
+        preds.append(draw(_predicate(depth)))
+    return test + "".join(f"[{p}]" for p in preds)
+
+
+@st.composite
+def _steps(draw, depth: int, relative: bool = False) -> str:
+    n = draw(st.integers(1, 3))
+    out = ""
+    for i in range(n):
+        sep = draw(st.sampled_from(["/", "/", "//"]))
+        if i == 0 and relative:
+            sep = {"/": "", "//": ".//"}[sep]
+        out += sep + draw(_step(depth))
+    if draw(st.integers(0, 5)) == 0:
+        out += "/" + draw(st.sampled_from(["@x", "@y", "text()"]))
+    return out
+
+
+def xpaths(depth: int = 2) -> st.SearchStrategy[str]:
+    """XPath expressions of the supported subset (absolute, some relative)."""
+    return st.one_of(_steps(depth), _steps(depth, relative=True).map(
+        lambda s: s[2:] if s.startswith(".//") else s))
+
+
+@st.composite
+def _element(draw, depth: int) -> etree._Element:
+    el = etree.Element(draw(st.sampled_from(TAGS)))
+    for a in ATTRS:
+        if draw(st.booleans()):
+            el.set(a, draw(st.sampled_from(VALUES)))
+    if draw(st.booleans()):
+        el.text = draw(st.sampled_from(VALUES[:-2]))
+    if depth > 0:
+        for _ in range(draw(st.integers(0, 3))):
+            child = draw(_element(depth - 1))
+            if draw(st.integers(0, 4)) == 0:
+                child.tail = draw(st.sampled_from(VALUES[:-2]))
+            el.append(child)
+    return el
+
+
+def documents(depth: int = 3) -> st.SearchStrategy[bytes]:
+    """Serialized random documents over TAGS / ATTRS / VALUES."""
+    return _element(depth).map(etree.tostring)
