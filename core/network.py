@@ -138,8 +138,8 @@ class Network:
         c = Client(self, name, broker)
         self.clients[name] = c
         self.brokers[broker].attach(name)
-        if self.leasing is not None:
-            self._push(self.now + self.rng.uniform(0, self.leasing.refresh), "renew", name)
+        if self.leasing is not None:      # renewal rounds of all clients start together
+            self._push(self.now + self.rng.uniform(0, self.leasing.refresh / 10), "renew", name)
         return c
 
     def _op(self, kind: str, client: Client, model: str, f: Filter, msg: Message) -> None:

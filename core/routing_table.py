@@ -137,6 +137,17 @@ class RoutingTable:
         """D_B^RU(F) (3.18): real covers are covers that are not identical."""
         return self._free(self._index.covering(f) - self._index.identical(f), ignore)
 
+    def d_renewal(self, e: Entry, blocking: set[Entry]) -> set[str]:
+        """Where a renewal of entry ``e`` goes (§3.7.2): like D_B^U / D_B^I, but an entry
+        identical to ``e`` blocks only if it ranks before ``e``. Two identical entries from
+        different destinations would otherwise each count on the other to renew the
+        neighbours' leases, and those leases would expire; with a fixed rank exactly one
+        of them renews every neighbour that neither really covers."""
+        key = _rank(e)
+        real = {g for g in blocking
+                if g != e and (_rank(g) < key or not self.model.covers(e.filter, g.filter))}
+        return self._free(real, None)
+
     def _free(self, blocking: set[Entry], ignore: Entry | None) -> set[str]:
         """Neighbours H such that no entry of ``blocking`` has a destination other than H."""
         dests = {e.dest for e in blocking if e != ignore}
@@ -145,6 +156,10 @@ class RoutingTable:
         if len(dests) == 1:
             return dests & self.neighbours
         return set()
+
+
+def _rank(e: Entry) -> tuple[str, str]:
+    return (e.dest, repr(e.filter))
 
 
 def _at(entries: set[Entry], dest: str | None) -> set[Entry]:

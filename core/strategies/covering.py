@@ -30,10 +30,11 @@ class Covering(Strategy):
         unsub_fs = [f for f, _ in unsubs]
         neighbour = not self.is_local(sender)
         if not unsub_fs:                                           # Fig. 3.22, lines 7-16
+            renewed = {f for f in sub_fs if Entry(f, sender) in self.table}
             for f in sub_fs:
                 if neighbour:
                     self._remove(self.table.covered(f, sender))
-            return generate(self._forward_subs(sender, sub_fs), [])
+            return generate(self._forward_subs(sender, sub_fs, renewed), [])
         for f in unsub_fs:                                         # lines 19-24
             self._remove(self.table.covered(f, sender) if neighbour else [Entry(f, sender)])
         fs, fu = self._forward_unsubs(sender, unsub_fs, sub_fs)
@@ -43,12 +44,17 @@ class Covering(Strategy):
         for e in list(entries):
             self.table.remove(e)
 
-    def _forward_subs(self, sender: str, filters: Sequence[Filter]) -> Sends:
+    def _forward_subs(self, sender: str, filters: Sequence[Filter], renewed: set[Filter]) -> Sends:
         """For each F: forward to D_B^U(F) \\ {S} (computed without (F, S) itself), then
-        insert (F, S) (renewing its lease)."""
+        insert (F, S). A resubscription of a present entry renews its lease and is
+        forwarded as a renewal (:meth:`RoutingTable.d_renewal`)."""
         fs: Sends = []
         for f in filters:
-            targets = self.table.d_upper(f, ignore=Entry(f, sender)) - {sender}
+            e = Entry(f, sender)
+            if f in renewed:
+                targets = self.table.d_renewal(e, self.table.covering(f)) - {sender}
+            else:
+                targets = self.table.d_upper(f, ignore=e) - {sender}
             fs.extend(((f, None), h) for h in sorted(targets))
             self.table.add(f, sender)
         return fs

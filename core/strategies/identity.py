@@ -22,12 +22,17 @@ class Identity(Strategy):
         fu: list[tuple[Routed, str]] = []
         for items, is_sub in ((unsubs, False), (subs, True)):
             for f, _ in items:
+                renewal = is_sub and Entry(f, sender) in self.table
                 if neighbour:
                     for e in self.table.identical(f, sender):      # C_B^I(F, S)
                         self.table.remove(e)
                 else:
                     self.table.remove(Entry(f, sender))
-                targets = self.table.d_identity(f) - {sender}      # D_B^I(F) \ {S}
+                if renewal:                                        # §3.7.2
+                    targets = self.table.d_renewal(Entry(f, sender), self.table.identical(f))
+                else:
+                    targets = self.table.d_identity(f)             # D_B^I(F)
+                targets -= {sender}
                 (fs if is_sub else fu).extend(((f, None), h) for h in sorted(targets))
                 if is_sub:
                     self.table.add(f, sender)

@@ -89,7 +89,7 @@ class Merging(Covering):
                    if r is not None and r not in added]
         self._install(sender, old, new)
         if not unsub_fs and all(any(self.model.covers(a, r) for a in added) for r in removed):
-            return generate(self._forward_subs(sender, added + refresh), [])
+            return generate(self._forward_subs(sender, added + refresh, set(refresh)), [])
         unknown = [f for f in unsub_fs if f not in removed and self._holder(old, f) is None]
         fs, fu = self._forward_unsubs(sender, list(dict.fromkeys(removed + unknown)),
                                       added + refresh)
@@ -177,7 +177,9 @@ class Merging(Covering):
 
     def expire(self, now: float) -> None:
         """Leases belong to the raw subscriptions (§3.7.2: mergers are renewed through
-        their parts); expired parts leave their mergers, which are recomputed silently."""
+        their parts); expired parts leave their mergers, which are recomputed silently.
+        Table entries that stand for no raw subscription (garbage) expire with their own
+        lease."""
         for dest in list(self.raw):
             gone = [f for f, t in self.raw[dest].items() if t <= now]
             if not gone:
@@ -190,3 +192,4 @@ class Merging(Covering):
             for f in new:
                 if f not in old:
                     self.table.add(f, dest)
+        self.drop([e for e in self.table.expired(now) if e.filter not in self.view.get(e.dest, {})])

@@ -61,13 +61,14 @@ def _xml(model: FilterModel) -> Kit:
 
     @st.composite
     def texts(draw: st.DrawFn) -> str:
-        step = draw(st.sampled_from(["/quote/", "//", "/quote/*/..//"]))
+        step = draw(st.sampled_from(["/quote/", "//", "/*/", "/quote["]))
         tag = draw(tags)
+        end = "]" if step == "/quote[" else ""
         if tag == "price" and draw(st.booleans()):
-            return f"{step}price[. > {draw(st.integers(0, 6))}]"
+            return f"{step}price[. > {draw(st.integers(0, 6))}]{end}"
         if tag == "symbol" and draw(st.booleans()):
-            return f"{step}symbol[. = '{draw(st.sampled_from('AB'))}']"
-        return f"/quote[{tag}]" if step == "/quote/*/..//" else f"{step}{tag}"
+            return f"{step}symbol[. = '{draw(st.sampled_from('AB'))}']{end}"
+        return f"{step}{tag}{end}"
 
     @st.composite
     def docs(draw: st.DrawFn) -> Any:

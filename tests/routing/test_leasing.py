@@ -1,0 +1,151 @@
+"""Self-stabilization by leasing (Mühl 000, §3.7): from an arbitrary state — garbage routing
+entries (local and remote), missing entries, lost and spurious messages — the network
+delivers correctly again.
+
+Mühl's stabilization time ΔT = δmax + d(δmax − δmin) + π (3.22) bounds the return of
+*safety* (Def. 2.3, eventual safety): from t0 + ΔT on, nobody gets a notification it did
+not subscribe to, nor one twice. Entries that were lost are restored by the clients' next
+renewals, which (idempotent resubscriptions, §3.7.2) need one refresh period ρ and a trip
+across the network once the garbage that could suppress them (covering entries) has
+expired; the tests check exact delivery from t0 + ΔT + ρ + 2·d·δmax on.
+"""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pubsift.core import oracle
+from pubsift.core.leasing import LeaseTimingError, Leasing
+from pubsift.core.messages import Admin
+from pubsift.core.network import Network
+from pubsift.core.strategies import STRATEGIES
+from pubsift.core.topology import line, random_tree
+
+from .toy import DOMAIN, Iv, Pts, ToyModel
+
+M = ToyModel()
+DELAY = (1.0, 2.0)
+
+
+def _filter(rng: random.Random):
+    lo = rng.randrange(DOMAIN)
+    if rng.random() < 0.2:
+        return Pts(frozenset(rng.sample(range(DOMAIN), rng.randint(1, 4))))
+    return Iv(lo, min(DOMAIN - 1, lo + rng.choice([0, 1, 3, 7])))
+
+
+def _corrupt(net: Network, rng: random.Random) -> None:
+    """Arbitrary transient faults (§3.7.1) at the current time."""
+    for name, b in net.brokers.items():
+        r = b.routing["toy"]
+        tables = [(r.subs, r.sub_strategy)] + ([(r.advs, r.adv_strategy)] if r.advs else [])
+        for table, strategy in tables:
+            lost = [e for e in table if rng.random() < 0.5]              # missing entries
+            strategy.drop(lost)
+            for c in b.clients:                                          # garbage local entries
+                table.add(Iv(0, DOMAIN - 1) if rng.random() < 0.5 else _filter(rng), c)
+            for h in sorted(b.neighbours):                               # garbage remote entries
+                table.add(_filter(rng), h)
+                strategy.administer(h, [(_filter(rng), None)], [])       # ... and strategy state
+    net.lose(0.5)                                                        # lost messages
+    names = sorted(net.brokers)
+    for _ in range(5):                                                   # spurious messages
+        a = rng.choice(names)
+        nbs = sorted(net.brokers[a].neighbours)
+        if nbs:
+            level = "A" if net.advertisements and rng.random() < 0.3 else "S"
+            net.inject(a, rng.choice(nbs), Admin("toy", level, ((_filter(rng), None),), ()))
+
+
+def _run(strategy: str, adv: bool, seed: int) -> None:
+    rng = random.Random(seed)
+    topo = random_tree(rng.randint(2, 6), seed) if seed % 3 else line(5)
+    d = topo.diameter()
+    leasing = Leasing(period=30 + d * (DELAY[1] - DELAY[0]) + 1, refresh=30)
+    net = Network(topo, [M], strategy, advertisements=adv, seed=seed, delay=DELAY, leasing=leasing)
+    clients = [net.client(f"c{i}", rng.choice(topo.access)) for i in range(4)]
+    for c in clients:
+        if adv:
+            c.advertise("toy", Iv(0, DOMAIN - 1) if rng.random() < 0.6 else _filter(rng))
+        for _ in range(rng.randint(1, 3)):
+            c.subscribe("toy", _filter(rng))
+    net.run_until(100.0)
+    for c in clients[:2]:                       # changes in flight when the faults strike
+        c.subscribe("toy", _filter(rng))
+        c.unsubscribe("toy", next(iter(c.subscriptions))[1])
+    t0 = net.now
+    _corrupt(net, rng)
+    for c in clients:                           # the faults are visible ...
+        c.publish("toy", rng.randrange(DOMAIN))
+    dt = leasing.stabilization_time(d, *DELAY)
+    net.run_until(t0 + dt)
+    safe_from = net.now
+    for c in clients:                           # ... safety is back at t0 + ΔT (3.22)
+        for _ in range(3):
+            c.publish("toy", rng.randrange(DOMAIN))
+    net.run_until(t0 + dt + leasing.refresh + 2 * d * DELAY[1])
+    net.run_until_quiet()
+    live_from = net.now
+    for c in clients:                           # ... and delivery is exact after a renewal
+        for e in range(DOMAIN):
+            c.publish("toy", e)
+    net.run_until_quiet()
+    safety = oracle.check(net.trace, net.models, adv, since=safe_from)
+    assert not [v for v in safety.violations if v.kind != "missing"], str(safety)
+    exact = oracle.check(net.trace, net.models, adv, since=live_from)
+    assert exact.ok, str(exact)
+    assert exact.settled == len(clients) * DOMAIN
+
+
+@pytest.mark.parametrize("adv", [False, True], ids=["noadv", "adv"])
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+def test_network_recovers_from_arbitrary_state(strategy: str, adv: bool) -> None:
+    for seed in range(4):
+        _run(strategy, adv, seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("adv", [False, True], ids=["noadv", "adv"])
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+def test_network_recovers_from_arbitrary_state_many(strategy: str, adv: bool) -> None:
+    for seed in range(4, 60):
+        _run(strategy, adv, seed)
+
+
+def test_faults_are_visible_before_stabilization() -> None:
+    """The corruption is real: right after it, the oracle sees wrong deliveries."""
+    rng = random.Random(7)
+    topo = line(4)
+    leasing = Leasing(period=40, refresh=30)
+    net = Network(topo, [M], "covering", seed=7, delay=DELAY, leasing=leasing)
+    clients = [net.client(f"c{i}", b) for i, b in enumerate(topo.access)]
+    clients[0].subscribe("toy", Iv(0, 0))
+    net.run_until(50.0)
+    t0 = net.now
+    _corrupt(net, rng)
+    for c in clients:
+        for e in range(DOMAIN):
+            c.publish("toy", e)
+    net.run_until_quiet()
+    bad = oracle.check(net.trace, net.models, since=t0)
+    assert any(v.kind == "unsubscribed" for v in bad.violations)
+
+
+def test_expired_entries_are_dropped_without_renewal() -> None:
+    net = Network(line(3), [M], "simple", delay=DELAY, leasing=Leasing(period=40, refresh=30))
+    c = net.client("c", "b0")
+    c.subscribe("toy", Iv(1, 2))
+    net.run_until(5.0)
+    assert all(b.sizes() != (0, 0) for b in net.brokers.values())
+    c.subscriptions.clear()                     # the client stops renewing (e.g. crashed)
+    net.run_until(100.0)
+    assert all(b.sizes() == (0, 0) for b in net.brokers.values())
+
+
+def test_lease_timing_condition_is_checked_and_explained() -> None:
+    topo = line(6)                              # d = 5
+    with pytest.raises(LeaseTimingError, match=r"π=10.*ρ=8.*d=5.*ρ \+ d\(δmax − δmin\) = 13"):
+        Network(topo, [M], "covering", delay=(1.0, 2.0), leasing=Leasing(period=10, refresh=8))
+    Network(topo, [M], "covering", delay=(1.0, 2.0), leasing=Leasing(period=13.5, refresh=8))
+    assert Leasing(14, 8).stabilization_time(5, 1.0, 2.0) == 2.0 + 5 * 1.0 + 14
