@@ -129,6 +129,10 @@ def parse_document(raw: bytes | str, limits: ParseLimits = DEFAULT_LIMITS) -> Xm
     except etree.XMLSyntaxError as e:
         line, col = (e.position if e.position else (e.lineno, 0))
         msg = e.msg or str(e)
+        if "Excessive depth" in msg:
+            raise EventError(f"document nested too deeply: more than {limits.max_depth} "
+                             "levels (raise ParseLimits.max_depth to accept it)",
+                             f"line {line}, column {col}") from None
         if "Detected an entity reference loop" in msg or "amplification" in msg:
             raise EventError(f"entity expansion refused: {msg}", f"line {line}, column {col}")
         raise EventError(f"malformed XML: {msg}", f"line {line}, column {col}") from None
