@@ -1,0 +1,125 @@
+"""The factorization-tree index: XSEARCH (covered and cover mode) answers equal the pairwise
+``covers`` answers; shared matching equals lxml per subscription; add/remove scripts."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lxml import etree
+
+from pubsift.core.index import LinearIndex
+from pubsift.models.xml import XmlModel, parse_document
+from pubsift.models.xml.factorization import FactorizationTree
+from pubsift.models.xml.index import bits
+from xml_strategies import documents, xpaths
+
+M = XmlModel()
+F = M.parse_filter
+
+
+def _pool(qs):
+    return list(dict.fromkeys(F(q) for q in qs))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(xpaths(), min_size=1, max_size=25), st.lists(xpaths(), min_size=1, max_size=5))
+def test_xsearch_equals_pairwise_covers(stored, probes):
+    pool = _pool(stored)
+    ix = M.new_index()
+    for i, f in enumerate(pool):
+        ix.add(f, i)
+    for f in _pool(probes) + pool[:3]:
+        assert ix.covering(f) == {i for i, g in enumerate(pool) if M.covers(g, f)}, f.xpath()
+        assert ix.covered_by(f) == {i for i, g in enumerate(pool) if M.covers(f, g)}, f.xpath()
+        assert ix.identical(f) == {i for i, g in enumerate(pool) if M.identical(g, f)}
+        assert ix.overlapping(f) == {i for i, g in enumerate(pool) if M.overlaps(g, f)}
+        assert ix.merge_candidates(f) == {
+            i for i, g in enumerate(pool) if M.merge([g, f], perfect=True) is not None}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(xpaths(), min_size=1, max_size=25), st.lists(documents(), min_size=1,
+                                                             max_size=4))
+def test_shared_matching_equals_lxml_per_subscription(qs, raws):
+    ix = M.new_index()
+    for q in qs:
+        ix.add(F(q), q)
+    for raw in raws:
+        e = M.parse_event(raw)
+        expected = {q for q in qs if etree.XPath(q)(e.tree())}
+        assert ix.match(e) == expected
+        assert {k for _, k in ix.match_pairs(e)} == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), xpaths(depth=1), st.integers(0, 2)), max_size=30),
+       st.lists(xpaths(depth=1), min_size=1, max_size=4), documents())
+def test_add_remove_scripts_agree_with_linear_index(script, probes, raw):
+    ix, lin = M.new_index(), LinearIndex(M)
+    for add, q, key in script:
+        f = F(q)
+        if add:
+            ix.add(f, key)
+            lin.add(f, key)
+        elif (f, key) in lin:
+            ix.remove(f, key)
+            lin.remove(f, key)
+        else:
+            with pytest.raises(KeyError):
+                ix.remove(f, key)
+    assert sorted(map(repr, ix)) == sorted(map(repr, lin)) and len(ix) == len(lin)
+    e = M.parse_event(raw)
+    assert ix.match(e) == lin.match(e)
+    for q in probes:
+        f = F(q)
+        assert ix.covering(f) == lin.covering(f)
+        assert ix.covered_by(f) == lin.covered_by(f)
+        assert ix.identical(f) == lin.identical(f)
+    # the tree holds nothing of removed patterns
+    live = {f for f, _ in lin}
+    assert ix.tree.root.sub.bit_count() == len(live)
+    assert ix.tree.nodes == sum(1 for _ in ix.tree.walk())
+
+
+def test_factorization_tree_shares_prefixes_and_removes():
+    t = FactorizationTree()
+    pats = [F("/a/b/c"), F("/a/b/d"), F("/a/b[c]/d"), F("//a/b")]
+    for i, f in enumerate(pats):
+        t.add(i, f.root)
+    # /a (1) b (1) c,d (2) + second b for the branching pattern? no: b is shared
+    labels = sorted(n.label for n in t.walk())
+    assert labels.count("a") == 2 and labels.count("//") == 1
+    assert t.nodes == sum(1 for _ in t.walk())
+    size_before = t.nodes
+    t.remove(2)
+    assert t.nodes <= size_before
+    for i in (0, 1, 3):
+        t.remove(i)
+    assert t.nodes == 0 and t.root.sub == 0 and not t.root.children
+    with pytest.raises(KeyError):
+        t.remove(0)
+
+
+def test_same_label_twice_in_one_pattern_gets_two_tree_nodes():
+    t = FactorizationTree()
+    t.add(0, F("/a[b/c]/b/d").root)
+    a = t.root.children[0]
+    assert [n.label for n in a.children] == ["b", "b"]
+
+
+def test_bits():
+    assert bits(0) == [] and bits(0b1011) == [0, 1, 3]
+    big = (1 << 5000) | (1 << 3) | sum(1 << i for i in range(100, 200))
+    assert bits(big) == [3] + list(range(100, 200)) + [5000]
+
+
+def test_index_on_yfilter_queries_matches_lxml(data_dir):
+    qs = [q.strip() for q in (data_dir / "yfilter" / "queries" / "nested_paths.txt")
+          .read_text().splitlines() if q.strip()][:300]
+    ix = M.new_index()
+    for i, q in enumerate(qs):
+        ix.add(F(q), i)
+    compiled = [etree.XPath(q) for q in qs]
+    for p in sorted((data_dir / "yfilter" / "xmldocs").glob("*.xml"))[:30]:
+        e = parse_document(p.read_bytes())
+        assert ix.match(e) == {i for i, x in enumerate(compiled) if x(e.tree())}
