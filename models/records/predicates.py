@@ -1,0 +1,93 @@
+"""Compiled attribute tests: one constraint as a small closure ``test(v) -> bool``.
+
+:meth:`Constraint.matches` is the reference semantics (Mühl 000, §4.3.3); it dispatches on
+the operator for every call. The index verifies candidate filters millions of times, so the
+common operators are compiled once into closures that give exactly the same answer for every
+value (``ABSENT``, other kinds and multi values included: the kind checks come first, as in
+``constraints``). Operators without a specialised form fall back to ``Constraint.matches``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pubsift.models.records.constraints import Constraint, Interval, Op
+from pubsift.models.records.values import NUM, STR
+
+Test = Callable[[Any], bool]
+
+
+def _is_num(v: Any) -> bool:
+    c = v.__class__
+    return c is int or c is float or (c is not bool and isinstance(v, (int, float)))
+
+
+def _cmp_num(op: Op, x: Any) -> Test:
+    if op is Op.LT:
+        return lambda v: _is_num(v) and v < x
+    if op is Op.LE:
+        return lambda v: _is_num(v) and v <= x
+    if op is Op.GT:
+        return lambda v: _is_num(v) and v > x
+    return lambda v: _is_num(v) and v >= x
+
+
+def _cmp_str(op: Op, x: str) -> Test:
+    if op is Op.LT:
+        return lambda v: isinstance(v, str) and v < x
+    if op is Op.LE:
+        return lambda v: isinstance(v, str) and v <= x
+    if op is Op.GT:
+        return lambda v: isinstance(v, str) and v > x
+    return lambda v: isinstance(v, str) and v >= x
+
+
+def _range(i: Interval) -> Test:
+    lo, hi = i.lo, i.hi
+    if i.kind == STR:
+        return lambda v: isinstance(v, str) and i.contains(v)
+    if i.lo_closed and i.hi_closed:
+        return lambda v: _is_num(v) and lo <= v <= hi
+    if i.lo_closed:
+        return lambda v: _is_num(v) and lo <= v < hi
+    if i.hi_closed:
+        return lambda v: _is_num(v) and lo < v <= hi
+    return lambda v: _is_num(v) and lo < v < hi
+
+
+def _in_set(c: Constraint) -> Test:
+    strs = frozenset(x for k, x in c.operand if k == STR)
+    nums = frozenset(x for k, x in c.operand if k == NUM)
+    slow = c.matches
+
+    def test(v: Any) -> bool:
+        t = v.__class__
+        if t is str:
+            return v in strs
+        if t is int or t is float:
+            return v in nums
+        return slow(v)
+    return test
+
+
+def compile_test(c: Constraint) -> Test:
+    """A closure equal to ``c.matches`` on every value, faster for the common operators."""
+    op, x = c.op, c.operand
+    if op is Op.EQ:
+        if isinstance(x, str):
+            return lambda v: v == x and isinstance(v, str)
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            return lambda v: v == x and _is_num(v)
+    elif op in (Op.LT, Op.LE, Op.GT, Op.GE):
+        if isinstance(x, str):
+            return _cmp_str(op, x)
+        return _cmp_num(op, x)
+    elif op is Op.IN_RANGE:
+        return _range(x)
+    elif op is Op.IN_SET:
+        return _in_set(c)
+    elif op is Op.PREFIX:
+        return lambda v: isinstance(v, str) and v.startswith(x)
+    elif op is Op.SUFFIX:
+        return lambda v: isinstance(v, str) and v.endswith(x)
+    return c.matches
