@@ -81,12 +81,15 @@ class Broker:
         self._inbox: deque[tuple[Message, str]] = deque()
         self._busy = False
         #: admin messages sent / processed; notifications forwarded per neighbour;
-        #: notifications delivered; publications dropped for matching no advertisement
+        #: notifications delivered; publications dropped for matching no advertisement;
+        #: notifications received from a neighbour that went nowhere (§3.5: perfect
+        #: routing never forwards those)
         self.admin_sent = 0
         self.admin_processed = 0
         self.forwarded: Counter[str] = Counter()
         self.notified = 0
         self.dropped_publications = 0
+        self.useless_forwards = 0
 
     def __repr__(self) -> str:
         return f"<Broker {self.name} {self.strategy_name}>"
@@ -183,7 +186,10 @@ class Broker:
             raise BrokerError(f"broker {self.name}: forward from {sender!r}, not a neighbour")
         fwd = Forward(msg.model, msg.event, msg.pub_id)
         exclude = sender if isinstance(msg, Forward) else None
-        for d in sorted(r.sub_strategy.destinations(msg.event, exclude)):
+        dests = sorted(r.sub_strategy.destinations(msg.event, exclude))
+        if exclude is not None and not dests:
+            self.useless_forwards += 1          # forwarded here for nothing: not perfect
+        for d in dests:
             if d in self.neighbours:
                 self.forwarded[d] += 1
                 self.port.send(self.name, d, fwd)

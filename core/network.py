@@ -251,3 +251,7 @@ class Network:
 
     def total_forwards(self) -> int:
         return sum(self.forwards.values())
+
+    def useless_forwards(self) -> int:
+        """Notifications a broker received and neither delivered nor forwarded."""
+        return sum(b.useless_forwards for b in self.brokers.values())

@@ -84,7 +84,8 @@ def _run(strategy: str, adv: bool, seed: int) -> None:
     for c in clients:                           # ... safety is back at t0 + ΔT (3.22)
         for _ in range(3):
             c.publish("toy", rng.randrange(DOMAIN))
-    net.run_until(t0 + dt + leasing.refresh + 2 * d * DELAY[1])
+    relay = leasing.period if adv else 0.0
+    net.run_until(t0 + dt + relay + leasing.refresh + 2 * d * DELAY[1])
     net.run_until_quiet()
     live_from = net.now
     for c in clients:                           # ... and delivery is exact after a renewal
