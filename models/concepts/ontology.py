@@ -48,7 +48,7 @@ def term_key(term: str) -> str:
 
 
 def local_name(iri: str) -> str:
-    return re.split(r"[#/]", iri.rstrip("#/"))[-1]
+    return re.split(r"[#/:]", iri.rstrip("#/:"))[-1]
 
 
 class UnknownConcept(LookupError):
@@ -209,7 +209,9 @@ class Ontology:
                 for o in g.objects(URIRef(c), PS.contextProperty)}
 
     def _inherit(self, own: dict[str, set[str]]) -> dict[str, frozenset[str]]:
-        return {c: frozenset().union(*(own.get(a, set()) for a in self._ancestors[c]))
+        carriers = {a: v for a, v in own.items() if v}
+        return {c: frozenset().union(*(v for a, v in carriers.items()
+                                       if a in self._ancestors[c]))
                 for c in self.concepts}
 
     def _inherit_one(self, prop: URIRef) -> dict[str, str]:
@@ -218,7 +220,7 @@ class Ontology:
         out = {}
         for c in self.concepts:
             # the nearest generalization that declares it: fewest ancestors of its own
-            carriers = [a for a in self._ancestors[c] if a in own]
+            carriers = [a for a in own if a in self._ancestors[c]]
             if carriers:
                 best = max(carriers, key=lambda a: (len(self._ancestors[a]), a))
                 out[c] = own[best]
@@ -255,17 +257,58 @@ class Ontology:
 
 
 def _closure(nodes: Iterable[str], edges: dict[str, set[str]]) -> dict[str, frozenset[str]]:
-    """Reflexive-transitive closure of ``edges`` for every node, by iterative search."""
+    """Reflexive-transitive closure of ``edges`` for every node, without recursion: the
+    strongly connected components (Tarjan, iteratively) come out in reverse topological
+    order, so each component's closure is itself plus the closures of its successors, and
+    the nodes of one component (a cycle of subclasses) share one frozenset."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
     out: dict[str, frozenset[str]] = {}
-    for n in nodes:
-        seen = {n}
-        stack = [n]
-        while stack:
-            for m in edges.get(stack.pop(), ()):
-                if m not in seen:
-                    seen.add(m)
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, iter(edges.get(root, ())))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, succ = work[-1]
+            for m in succ:
+                if m not in index:
+                    index[m] = low[m] = counter
+                    counter += 1
                     stack.append(m)
-        out[n] = frozenset(seen)
+                    on_stack.add(m)
+                    work.append((m, iter(edges.get(m, ()))))
+                    break
+                if m in on_stack:
+                    low[node] = min(low[node], index[m])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        m = stack.pop()
+                        on_stack.discard(m)
+                        comp.append(m)
+                        if m == node:
+                            break
+                    members = set(comp)
+                    closure = set(members)
+                    for m in comp:
+                        for n in edges.get(m, ()):
+                            if n not in members:
+                                closure |= out[n]
+                    frozen = frozenset(closure)
+                    for m in comp:
+                        out[m] = frozen
     return out
 
 

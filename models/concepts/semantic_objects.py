@@ -138,7 +138,9 @@ def _member(obj: Any, onto: Ontology, contexts: ContextRegistry, parent: Context
             m = {k: v for k, v in m.items() if k != "concept"}
             members.append(_member(m, onto, contexts, ctx, sub, None, concept=c))
         return complex_object(concept, members, ctx, time)
-    _check_value(onto, concept, value, ctx, where)
+    shared = own is not None and not isinstance(obj["context"], Mapping) or (
+        isinstance(obj.get("context"), Mapping) and set(obj["context"]) == {"ref"})
+    _check_value(onto, concept, value, ctx, where, shared)
     return SemanticObject(concept, value, ctx, time)
 
 
@@ -163,7 +165,10 @@ def _restrict(ctx: Context, onto: Ontology, concept: str) -> Context:
                    extra=tuple((k, v) for k, v in ctx.extra if k in props))
 
 
-def _check_value(onto: Ontology, concept: str, value: Any, ctx: Context, where: str) -> None:
+def _check_value(onto: Ontology, concept: str, value: Any, ctx: Context, where: str,
+                 shared: bool = False) -> None:
+    """Validate a scalar value against its concept; a shared (named) context may carry
+    properties for other kinds of values, an inline one may not."""
     kind, name = onto.kind(concept), onto.name(concept)
     if kind in (QUANTITY, MONEY):
         if isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -188,7 +193,8 @@ def _check_value(onto: Ontology, concept: str, value: Any, ctx: Context, where: 
             isinstance(value, float) and not math.isfinite(value)):
         raise EventError(f"{name} holds {value!r}; plain values are strings, finite numbers, "
                          "booleans or null", where)
-    if ctx.unit is not None and kind != QUANTITY or ctx.currency is not None and kind != MONEY:
+    if not shared and (ctx.unit is not None and kind != QUANTITY
+                       or ctx.currency is not None and kind != MONEY):
         raise EventError(f"{name} is a {kind} value; its context {ctx} does not fit", where)
 
 

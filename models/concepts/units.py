@@ -17,6 +17,7 @@ from pubsift.core.errors import ConversionError
 
 UREG = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
 """The shared unit registry (pint quantities from different registries cannot be mixed)."""
+UREG.define("dozen = 12 * count = dz")
 
 #: UN/ECE Rec. 20 common codes (and the informal codes found in UBL 1.0 samples) -> pint.
 #: :func:`unece_units_from_qudt` derives the full table from QUDT's ``qudt:uneceCommonCode``.
@@ -49,9 +50,9 @@ def _canonical(text: str) -> str:
         text = UNECE[text]
     try:
         unit = UREG.parse_units(text)
-    except (pint.errors.UndefinedUnitError, pint.errors.DefinitionSyntaxError, ValueError,
-            AttributeError, TypeError, AssertionError) as exc:
-        raise ConversionError(f"unknown unit {text!r} ({exc})") from None
+    except Exception as exc:  # noqa: BLE001 - pint's parser raises many kinds of errors
+        raise ConversionError(f"unknown unit {text!r} ({type(exc).__name__}: {exc})") \
+            from None
     return str(unit)
 
 
@@ -98,8 +99,8 @@ def _identity(v: float) -> float:
 
 def unece_units_from_qudt(graph) -> dict[str, str]:
     """UN/ECE code -> canonical pint unit for every QUDT unit (``qudt:uneceCommonCode``)
-    whose UCUM code or symbol pint understands and whose ``qudt:conversionMultiplier``
-    agrees with pint's factor to the SI base unit (relative 1e-6). ``graph`` is an rdflib
+    for which :data:`UNECE`'s entry, the UCUM code or the symbol is a pint unit whose factor
+    to the SI base unit agrees with ``qudt:conversionMultiplier`` (relative 1e-6). ``graph`` is an rdflib
     graph holding QUDT's VOCAB_QUDT-UNITS-ALL.ttl."""
     from rdflib import Namespace
 
@@ -110,7 +111,8 @@ def unece_units_from_qudt(graph) -> dict[str, str]:
         offset = graph.value(unit, qudt.conversionOffset)
         if mult is None or (offset is not None and float(offset) != 0.0):
             continue
-        for cand in (graph.value(unit, qudt.ucumCode), graph.value(unit, qudt.symbol)):
+        for cand in (UNECE.get(str(code)), graph.value(unit, qudt.ucumCode),
+                     graph.value(unit, qudt.symbol)):
             if cand is None:
                 continue
             try:
@@ -121,4 +123,29 @@ def unece_units_from_qudt(graph) -> dict[str, str]:
             if abs(base - float(mult)) <= 1e-6 * max(abs(base), abs(float(mult))):
                 out[str(code)] = name
                 break
+    return out
+
+
+def units_from_om(graph) -> dict[str, str]:
+    """OM 2 unit IRI -> canonical pint unit, for every OM unit whose ``om:symbol`` pint
+    understands and whose definition ``om:hasFactor`` × ``om:hasUnit`` agrees with pint
+    (relative 1e-6). ``graph`` is an rdflib graph holding OM 2 (om-2.0.rdf)."""
+    from rdflib import Namespace
+
+    om = Namespace("http://www.ontology-of-units-of-measure.org/resource/om-2/")
+    out: dict[str, str] = {}
+    for unit, factor in graph.subject_objects(om.hasFactor):
+        ref, sym = graph.value(unit, om.hasUnit), graph.value(unit, om.symbol)
+        ref_sym = graph.value(ref, om.symbol) if ref is not None else None
+        if sym is None or ref_sym is None:
+            continue
+        try:
+            name, ref_name = canonical_unit(str(sym)), canonical_unit(str(ref_sym))
+            got = UREG.Quantity(1.0, name).to(ref_name).magnitude
+        except (ConversionError, pint.errors.PintError, ValueError, TypeError):
+            continue
+        want = float(factor)
+        if abs(got - want) <= 1e-6 * max(abs(got), abs(want)):
+            out[str(unit)] = name
+            out.setdefault(str(ref), ref_name)
     return out
