@@ -18,13 +18,14 @@ Kinds matter: a value of another kind never matches, so ``x = 5 ∪ x ≠ 5`` is
 (``x ∈ (-∞, ∞)``), which is ``∃x`` only for an attribute whose values are numbers.
 ``integer=True`` says the attribute's numbers are integers (from the model's schema).
 
-Reading a value set back as one constraint (:func:`_represent`) is exact by construction for
-numbers, lexical string sets (comparisons, ranges, prefixes, sets), booleans, null, finite
-and co-finite sets of any kinds and single multi-value cubes; for the other string sets
-(suffix, substring, equals-ignore-case, instanceof) and unions of several multi-value
-cubes it tries the inputs and a few derived candidates and verifies each exactly, so a
-result is always right but may be missed (``conjoin`` then raises ``NotRepresentable`` and
-``merge`` returns None).
+No pair of operators is left undecided: ``covers``, ``identical`` and ``overlaps`` are exact
+for all of them (the one idealization: numbers are reals, so an open interval between two
+adjacent floats counts as non-empty). ``conjoin`` and ``merge`` read the resulting value set
+back with :func:`.representation.represent`, which is complete for the lexical, numeric,
+boolean, null, set and single multi-value cases and otherwise verifies candidates exactly:
+a result is always right, but for suffix / substring / equals-ignore-case / instanceof
+combinations and unions of several multi-value cubes a representation may be missed
+(``conjoin`` then raises ``NotRepresentable`` and ``merge`` returns None).
 """
 from __future__ import annotations
 
@@ -33,13 +34,14 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache, reduce
 from typing import Any
 
-from pubsift.models.records.constraints import ABSENT, Constraint, Interval, Op
+from pubsift.models.records.constraints import ABSENT, Constraint, Op
+from pubsift.models.records.representation import (
+    canonical_hint, lex_span_constraint, part_keys, represent, span_constraint,
+)
 from pubsift.models.records.values import BOOL, MULTI, NULL, NUM, STR, skey
 from pubsift.models.records.valuesets import (
-    ALL_ELEMS, INF, INTEGER, LEX, REAL, TOP, Spans, ValueSet, everything, prefix_span, value_set,
+    INF, INTEGER, LEX, REAL, TOP, Spans, ValueSet, prefix_span, value_set,
 )
-
-_LIMIT = 4096  # the largest finite set read back as IN_SET / NOT_IN_SET
 
 
 class Unsatisfiable(ValueError):
@@ -102,7 +104,8 @@ def _finite(c: Constraint, integer: bool) -> tuple | None:
         return tuple(sorted(x.members))
     else:
         return None
-    return tuple(v for k, v in keys if not (integer and k == NUM and v != int(v)))
+    return tuple(v for k, v in keys
+                 if not (integer and k == NUM and isinstance(v, float) and not v.is_integer()))
 
 
 def _same_scalar(x: Any, y: Any) -> bool:
@@ -232,202 +235,6 @@ def witness_of(vs: ValueSet, avoid: Iterable[Any] = (), what: Any = None) -> Any
     return first
 
 
-# ---------------------------------------------------------------------------------------
-# Reading a value set back as one constraint
-# ---------------------------------------------------------------------------------------
-def _num_value(v: Any) -> Any:
-    return int(v) if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53 else v
-
-
-def _span_constraint(s: tuple, integer: bool, negate: bool) -> Constraint:
-    """One numeric span (or its complement, when ``negate``) as a constraint."""
-    lo, lc, hi, hc = s
-    if integer and hi != INF:
-        hi, hc = hi - 1, True
-    if lo == hi and lc and hc:
-        return Constraint(Op.NE if negate else Op.EQ, _num_value(lo))
-    if negate:
-        return Constraint(Op.NOT_IN_RANGE, Interval(lo, hi, lc, hc))
-    if lo == -INF and hi == INF:
-        return Constraint(Op.IN_RANGE, Interval(-INF, INF, False, False))
-    if lo == -INF:
-        return Constraint(Op.LE if hc else Op.LT, hi)
-    if hi == INF:
-        return Constraint(Op.GE if lc else Op.GT, lo)
-    return Constraint(Op.IN_RANGE, Interval(lo, hi, lc, hc))
-
-
-def _num_constraint(spans: Spans, integer: bool) -> Constraint | None:
-    if len(spans.items) == 1:
-        return _span_constraint(spans.items[0], integer, False)
-    comp = ~spans
-    if len(comp.items) == 1:
-        return _span_constraint(comp.items[0], integer, True)
-    pts = spans.points(_LIMIT)
-    if pts is not None:
-        return Constraint(Op.IN_SET, frozenset(skey(_num_value(v)) for v in pts))
-    pts = comp.points(_LIMIT)
-    if pts is not None:
-        return Constraint(Op.NOT_IN_SET, frozenset(skey(_num_value(v)) for v in pts))
-    return None
-
-
-def _lex_span_constraint(s: tuple, negate: bool) -> Constraint:
-    lo, _, hi, _ = s
-    if hi is not TOP and hi == lo + "\0":
-        return Constraint(Op.NE if negate else Op.EQ, lo)
-    if lo and hi == prefix_span(lo)[2]:
-        return Constraint(Op.NOT_PREFIX if negate else Op.PREFIX, lo)
-    lo_open = lo.endswith("\0")
-    lo2 = lo[:-1] if lo_open else lo
-    hi_closed = hi is not TOP and hi.endswith("\0")
-    hi2 = None if hi is TOP else hi[:-1] if hi_closed else hi
-    if negate:
-        return Constraint(Op.NOT_IN_RANGE, Interval(lo2, hi2, not lo_open, hi_closed))
-    if lo == "" and hi is TOP:
-        return Constraint(Op.PREFIX, "")
-    if lo == "":
-        return Constraint(Op.LE if hi_closed else Op.LT, hi2)
-    if hi is TOP:
-        return Constraint(Op.GT if lo_open else Op.GE, lo2)
-    return Constraint(Op.IN_RANGE, Interval(lo2, hi2, not lo_open, hi_closed))
-
-
-def _lex_constraint(spans: Spans) -> Constraint | None:
-    if len(spans.items) == 1:
-        return _lex_span_constraint(spans.items[0], False)
-    comp = ~spans
-    if len(comp.items) == 1:
-        return _lex_span_constraint(comp.items[0], True)
-    pts = spans.points(_LIMIT)
-    if pts is not None:
-        return Constraint(Op.IN_SET, frozenset(skey(v) for v in pts))
-    pts = comp.points(_LIMIT)
-    if pts is not None:
-        return Constraint(Op.NOT_IN_SET, frozenset(skey(v) for v in pts))
-    return None
-
-
-def _canonical_hint(c: Constraint) -> Constraint:
-    if c.op is Op.EQ_IGNORE_CASE:
-        return Constraint(Op.EQ_IGNORE_CASE, c.operand.casefold())
-    return c
-
-
-def _from_hints(vs: ValueSet, hints: Sequence[Constraint], integer: bool) -> Constraint | None:
-    for h in hints:
-        if value_set(h, integer) == vs:
-            return _canonical_hint(h)
-    return None
-
-
-def _str_constraint(vs: ValueSet, hints: Sequence[Constraint], integer: bool
-                    ) -> Constraint | None:
-    s = vs.str
-    if s.lex is not None:
-        return _lex_constraint(s.lex)
-    for h in hints:  # instanceof keeps its type name
-        if h.op is Op.INSTANCEOF and value_set(h, integer) == vs:
-            return h
-    one = s.dfa.strings(1)
-    if one is not None and len(one) == 1:
-        return Constraint(Op.EQ, one[0])
-    if s.dfa.is_universal():
-        return Constraint(Op.PREFIX, "")
-    comp = s.dfa.complement()
-    one = comp.strings(1)
-    if one is not None and len(one) == 1:
-        return Constraint(Op.NE, one[0])
-    found = _from_hints(vs, hints, integer)
-    if found is not None:
-        return found
-    words = s.dfa.strings(_LIMIT)
-    if words is not None:
-        return Constraint(Op.IN_SET, frozenset(skey(w) for w in words))
-    words = comp.strings(_LIMIT)
-    if words is not None:
-        return Constraint(Op.NOT_IN_SET, frozenset(skey(w) for w in words))
-    return None
-
-
-def _multi_constraint(vs: ValueSet, hints: Sequence[Constraint], integer: bool
-                      ) -> Constraint | None:
-    cubes = vs.multi.cubes
-    if len(cubes) == 1:
-        (c,) = cubes
-        up, low, hits = c.upper, c.lower, c.hits
-        if not low and not hits:
-            if up == ALL_ELEMS:
-                return Constraint(Op.SUPERSET, frozenset())
-            if not up[0]:
-                return Constraint(Op.SUBSET, up[1])
-            if len(up[1]) == 1:
-                return Constraint(Op.NOT_CONTAINS, next(iter(up[1])))
-            return Constraint(Op.DISJOINT, up[1])
-        if up == ALL_ELEMS and not hits:
-            if len(low) == 1:
-                return Constraint(Op.CONTAINS, next(iter(low)))
-            return Constraint(Op.SUPERSET, low)
-        if up == ALL_ELEMS and not low and len(hits) == 1:
-            (neg, elems), = hits
-            if not neg:
-                if len(elems) == 1:
-                    return Constraint(Op.CONTAINS, next(iter(elems)))
-                return Constraint(Op.OVERLAPS, elems)
-    return _from_hints(vs, hints, integer)
-
-
-def _part_keys(vs: ValueSet, k: str, negate: bool) -> list | None:
-    """The members of kind k of vs (or of its complement within kind k), if finite."""
-    if k == NUM:
-        pts = (~vs.num if negate else vs.num).points(_LIMIT)
-        return None if pts is None else [skey(_num_value(v)) for v in pts]
-    if k == STR:
-        pts = (~vs.str if negate else vs.str).strings(_LIMIT)
-        return None if pts is None else [skey(v) for v in pts]
-    if k == BOOL:
-        return [skey(b) for b in (frozenset({True, False}) - vs.bools if negate else vs.bools)]
-    return [] if negate else [skey(None)]
-
-
-def _represent(vs: ValueSet, integer: bool, hints: Sequence[Constraint] = ()
-               ) -> Constraint | None:
-    """One constraint whose L_A is exactly vs, or None. Raises Unsatisfiable if empty."""
-    kinds = vs.kinds()
-    if not kinds:
-        raise Unsatisfiable("no value satisfies the constraint")
-    if kinds == {"absent"}:
-        return Constraint(Op.NOT_EXISTS)
-    if "absent" in kinds:
-        return None
-    if len(kinds) == 1:
-        (k,) = kinds
-        if k == NUM:
-            return _num_constraint(vs.num, integer)
-        if k == STR:
-            return _str_constraint(vs, hints, integer)
-        if k == MULTI:
-            return _multi_constraint(vs, hints, integer)
-        if k == BOOL and len(vs.bools) == 1:
-            return Constraint(Op.EQ, next(iter(vs.bools)))
-        if k == NULL:
-            return Constraint(Op.EQ, None)
-    if vs == everything(integer):
-        return Constraint(Op.EXISTS)
-    if MULTI in kinds:
-        return None
-    for negate in (False, True):
-        keys: list = []
-        for k in kinds:
-            part = _part_keys(vs, k, negate)
-            if part is None or (negate and not part):
-                break
-            keys += part
-        else:
-            return Constraint(Op.NOT_IN_SET if negate else Op.IN_SET, frozenset(keys))
-    return None
-
-
 def normalize(c: Constraint, integer: bool = False) -> Constraint:
     """A canonical form of ``c`` with the same L_A (idempotent): e.g. IN_SET of one value ->
     EQ, IN_RANGE [a, a] -> EQ, x ≥ a ∧ unbounded -> GE, prefix intervals -> PREFIX; with
@@ -445,8 +252,8 @@ def _normalize(c: Constraint, integer: bool) -> Constraint:
         raise Unsatisfiable(f"no value satisfies {c.op.value} {c.operand!r}")
     if c.op is Op.INSTANCEOF:
         return c
-    found = _represent(vs, integer, [c])
-    return found if found is not None else _canonical_hint(c)
+    found = represent(vs, integer, [c])
+    return found if found is not None else canonical_hint(c)
 
 
 def conjoin(a: Constraint, b: Constraint, integer: bool = False) -> Constraint:
@@ -461,7 +268,7 @@ def conjoin(a: Constraint, b: Constraint, integer: bool = False) -> Constraint:
     for c in (a, b):
         if value_set(c, integer) == vs:
             return normalize(c, integer)
-    found = _represent(vs, integer, [a, b])
+    found = represent(vs, integer, [a, b])
     if found is None:
         raise NotRepresentable(f"{_show(a)} and {_show(b)} cannot be expressed as one "
                                "constraint on the attribute")
@@ -503,7 +310,7 @@ def merge(cs: Iterable[Constraint], integer: bool = False) -> Constraint | None:
     for c in cs:
         if value_set(c, integer) == vs:
             return normalize(c, integer)
-    return _represent(vs, integer, cs + _multi_candidates(cs))
+    return represent(vs, integer, cs + _multi_candidates(cs))
 
 
 def _common_prefix(words: Sequence[str]) -> str:
@@ -514,9 +321,9 @@ def _str_candidates(vs: ValueSet, cs: Sequence[Constraint]) -> list[Constraint]:
     out = [Constraint(Op.PREFIX, "")]
     if vs.str.lex is not None and vs.str.lex.items:
         items = vs.str.lex.items
-        out.append(_lex_span_constraint((items[0][0], True, items[-1][2], False), False))
+        out.append(lex_span_constraint((items[0][0], True, items[-1][2], False), False))
         gaps = [(a[2], True, b[0], False) for a, b in zip(items, items[1:])]
-        out += [_lex_span_constraint(g, True) for g in gaps]
+        out += [lex_span_constraint(g, True) for g in gaps]
     lits = {STR: [], Op.SUFFIX: []}
     for c in cs:
         if c.op in (Op.EQ, Op.PREFIX) and isinstance(c.operand, str):
@@ -549,10 +356,10 @@ def _str_candidates(vs: ValueSet, cs: Sequence[Constraint]) -> list[Constraint]:
 def _num_candidates(vs: ValueSet, integer: bool) -> list[Constraint]:
     items = vs.num.items
     hull_span = (items[0][0], items[0][1], items[-1][2], items[-1][3])
-    out = [_span_constraint(hull_span, integer, False)]
+    out = [span_constraint(hull_span, integer, False)]
     gaps = (~vs.num & Spans.of(vs.num.line, [hull_span])).items
     size = (lambda g: g[2] - g[0])
-    out += [_span_constraint(g, integer, True) for g in sorted(gaps, key=size, reverse=True)]
+    out += [span_constraint(g, integer, True) for g in sorted(gaps, key=size, reverse=True)]
     return out
 
 
@@ -579,12 +386,12 @@ def hull(cs: Iterable[Constraint], integer: bool = False) -> Constraint:
         cands += _multi_candidates(cs) + [Constraint(Op.SUPERSET, frozenset())]
     elif kinds <= {NUM, STR, BOOL, NULL}:
         for k in kinds:
-            if k == NUM and _part_keys(vs, k, False) is None:
+            if k == NUM and part_keys(vs, k, False) is None:
                 break
-            if k == STR and _part_keys(vs, k, False) is None:
+            if k == STR and part_keys(vs, k, False) is None:
                 break
         else:
-            keys = [key for k in kinds for key in _part_keys(vs, k, False)]
+            keys = [key for k in kinds for key in part_keys(vs, k, False)]
             cands.append(Constraint(Op.IN_SET, frozenset(keys)))
     cands.append(Constraint(Op.EXISTS))
     best = None

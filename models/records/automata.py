@@ -1,0 +1,406 @@
+"""String value sets as minimal DFAs over code points (Mühl 000, §4.3.3: constraints on
+strings).
+
+Every string operator denotes a regular language: lexical comparisons, ranges and prefixes
+(unions of lexical spans, :mod:`.intervals`), suffix and substring (KMP automata), equality
+ignoring case (the finite ``str.casefold`` preimage), sets and ``instanceof`` (tries). A
+:class:`Dfa` is complete, minimal and canonically numbered, so equal languages give equal
+objects; symbols are classes of code-point ranges. :class:`StrSet` keeps the lexical spans
+too when it has them, so that lexical sets can be read back as one constraint.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterator
+from functools import lru_cache
+from typing import Any
+
+from pubsift.models.records.intervals import LEX, MAXCP, TOP, Spans
+
+class Dfa:
+    """A complete, minimal, canonically numbered DFA; start state 0. Symbol classes are
+    the code-point ranges ``[cuts[k], cuts[k+1])``. Equal languages give equal objects."""
+
+    __slots__ = ("cuts", "delta", "accept")
+
+    def __init__(self, cuts: tuple, delta: tuple, accept: tuple) -> None:
+        self.cuts, self.delta, self.accept = cuts, delta, accept
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Dfa) and self.accept == other.accept
+                and self.cuts == other.cuts and self.delta == other.delta)
+
+    def __hash__(self) -> int:
+        return hash((self.cuts, self.delta, self.accept))
+
+    @staticmethod
+    def build(edges: list[list[tuple[int, int, int]]], default: list[int],
+              accept: list[bool]) -> "Dfa":
+        """From per-state edges ``(lo, hi_excl, target)`` and a default target."""
+        cutset = {0}
+        for es in edges:
+            for lo, hi, _ in es:
+                cutset.add(lo)
+                if hi < MAXCP:
+                    cutset.add(hi)
+        cuts = sorted(cutset)
+        delta = []
+        for s, es in enumerate(edges):
+            row = [default[s]] * len(cuts)
+            for lo, hi, t in es:
+                k = bisect_right(cuts, lo) - 1
+                while k < len(cuts) and cuts[k] < hi:
+                    row[k] = t
+                    k += 1
+            delta.append(row)
+        return _minimize(cuts, delta, accept)
+
+    def complement(self) -> "Dfa":
+        return Dfa(self.cuts, self.delta, tuple(not a for a in self.accept))
+
+    def product(self, other: "Dfa", fn) -> "Dfa":
+        cuts = sorted(set(self.cuts) | set(other.cuts))
+        ia = [bisect_right(self.cuts, c) - 1 for c in cuts]
+        ib = [bisect_right(other.cuts, c) - 1 for c in cuts]
+        index = {(0, 0): 0}
+        pairs = [(0, 0)]
+        delta, accept = [], []
+        for p, q in pairs:
+            rp, rq = self.delta[p], other.delta[q]
+            row = []
+            for k in range(len(cuts)):
+                t = (rp[ia[k]], rq[ib[k]])
+                n = index.get(t)
+                if n is None:
+                    n = index[t] = len(pairs)
+                    pairs.append(t)
+                row.append(n)
+            delta.append(row)
+            accept.append(fn(self.accept[p], other.accept[q]))
+        return _minimize(cuts, delta, accept)
+
+    def is_empty(self) -> bool:
+        return not any(self.accept)
+
+    def is_universal(self) -> bool:
+        return all(self.accept)
+
+    def contains(self, s: str) -> bool:
+        q = 0
+        for ch in s:
+            q = self.delta[q][bisect_right(self.cuts, ord(ch)) - 1]
+        return self.accept[q]
+
+    def _live(self) -> set[int]:
+        live = {q for q, a in enumerate(self.accept) if a}
+        changed = True
+        while changed:
+            changed = False
+            for q, row in enumerate(self.delta):
+                if q not in live and any(t in live for t in row):
+                    live.add(q)
+                    changed = True
+        return live
+
+    def strings(self, limit: int = 4096) -> list[str] | None:
+        """The language if finite with at most ``limit`` strings, else None."""
+        live = self._live()
+        if 0 not in live:
+            return []
+        colour: dict[int, int] = {}
+
+        def cyclic(q: int) -> bool:  # DFS over live states (minimal DFA: few states)
+            colour[q] = 1
+            for t in set(self.delta[q]):
+                if t in live and (colour.get(t) == 1 or (t not in colour and cyclic(t))):
+                    return True
+            colour[q] = 2
+            return False
+
+        if cyclic(0):
+            return None
+        out: list[str] = []
+        stack = [(0, "")]
+        ends = self.cuts[1:] + (MAXCP,)
+        while stack:
+            q, s = stack.pop()
+            if self.accept[q]:
+                out.append(s)
+                if len(out) > limit:
+                    return None
+            for k, t in enumerate(self.delta[q]):
+                if t in live:
+                    if ends[k] - self.cuts[k] > limit:
+                        return None
+                    stack.extend((t, s + chr(c)) for c in range(self.cuts[k], ends[k]))
+                    if len(stack) > 4 * limit:
+                        return None
+        return sorted(out)
+
+    def samples(self, count: int = 8) -> Iterator[str]:
+        """Accepted strings, shortest first, built from readable characters."""
+        live = self._live()
+        if 0 not in live:
+            return
+        ends = self.cuts[1:] + (MAXCP,)
+        frontier: dict[int, list[str]] = {0: [""]}  # a few strings per state and length
+        seen = 0
+        for _ in range(len(self.accept) + count):
+            nxt: dict[int, list[str]] = {}
+            for q, strs in frontier.items():
+                for s in strs:
+                    if self.accept[q]:
+                        yield s
+                        seen += 1
+                        if seen >= count:
+                            return
+                    for k, t in enumerate(self.delta[q]):
+                        if t in live:
+                            bucket = nxt.setdefault(t, [])
+                            for c in _nice(self.cuts[k], ends[k]):
+                                if len(bucket) < 3:
+                                    bucket.append(s + c)
+            frontier = nxt
+            if not frontier:
+                return
+
+
+def _nice(lo: int, hi: int) -> list[str]:
+    """One or two readable characters of the code-point range [lo, hi)."""
+    out = []
+    for a, b in ((97, 123), (65, 91), (48, 58), (32, 127)):
+        x = max(lo, a)
+        if x < min(hi, b):
+            out.append(chr(x))
+            if x + 1 < min(hi, b):
+                out.append(chr(x + 1))
+            return out
+    return [chr(lo)] if hi - lo == 1 else [chr(lo), chr(lo + 1)]
+
+
+def _minimize(cuts: list[int], delta: list[list[int]], accept: list[bool]) -> Dfa:
+    order, seen = [0], {0}
+    for q in order:
+        for t in delta[q]:
+            if t not in seen:
+                seen.add(t)
+                order.append(t)
+    block = {q: int(bool(accept[q])) for q in order}
+    count = len(set(block.values()))
+    while True:
+        sigs: dict[tuple, int] = {}
+        new = {q: sigs.setdefault((block[q], tuple(block[t] for t in delta[q])), len(sigs))
+               for q in order}
+        block = new
+        if len(sigs) == count:
+            break
+        count = len(sigs)
+    rep: dict[int, int] = {}
+    for q in order:
+        rep.setdefault(block[q], q)
+    num = {block[0]: 0}
+    queue = [block[0]]
+    for b in queue:
+        for t in delta[rep[b]]:
+            bt = block[t]
+            if bt not in num:
+                num[bt] = len(num)
+                queue.append(bt)
+    rows = [[num[block[t]] for t in delta[rep[b]]] for b in queue]
+    keep = [0] + [k for k in range(1, len(cuts)) if any(r[k] != r[k - 1] for r in rows)]
+    return Dfa(tuple(cuts[k] for k in keep), tuple(tuple(r[k] for k in keep) for r in rows),
+               tuple(bool(accept[rep[b]]) for b in queue))
+
+
+def _dfa_all(accepting: bool) -> Dfa:
+    return Dfa((0,), ((0,),), (accepting,))
+
+
+def dfa_words(words) -> Dfa:
+    """A finite set of strings (a trie)."""
+    edges: list[dict[int, int]] = [{}]
+    accept = [False]
+    for w in words:
+        q = 0
+        for ch in w:
+            c = ord(ch)
+            if c not in edges[q]:
+                edges[q][c] = len(edges)
+                edges.append({})
+                accept.append(False)
+            q = edges[q][c]
+        accept[q] = True
+    dead = len(edges)
+    return Dfa.build([[(c, c + 1, t) for c, t in e.items()] for e in edges] + [[]],
+                     [dead] * (dead + 1), accept + [False])
+
+
+def _dfa_below(c: str, inclusive: bool) -> Dfa:
+    """Strings ``< c`` (or ``<= c``) in code-point order."""
+    n = len(c)
+    every, dead = n + 1, n + 2
+    edges, default, accept = [], [], []
+    for i in range(n):
+        o = ord(c[i])
+        edges.append([(0, o, every), (o, o + 1, i + 1)])
+        default.append(dead)
+        accept.append(True)
+    edges += [[], [], []]
+    default += [dead, every, dead]
+    accept += [inclusive, True, False]
+    return Dfa.build(edges, default, accept)
+
+
+def dfa_span(lo: str, hi: Any) -> Dfa:
+    """The lexical span ``[lo, hi)`` (``hi`` may be TOP)."""
+    d = _dfa_below(lo, False).complement()
+    if hi is not TOP:
+        d = d.product(_dfa_below(hi, False), lambda x, y: x and y)
+    return d
+
+
+def dfa_of_spans(spans: Spans) -> Dfa:
+    points, d = [], _dfa_all(False)
+    for s in spans.items:
+        is_point, v = LEX.point(s)
+        if is_point:
+            points.append(v)
+        else:
+            d = d.product(dfa_span(s[0], s[2]), lambda x, y: x or y)
+    if points:
+        d = d.product(dfa_words(points), lambda x, y: x or y)
+    return d
+
+
+def dfa_kmp(s: str, absorbing: bool) -> Dfa:
+    """Strings ending with ``s`` (``absorbing``: containing ``s``) — a KMP automaton."""
+    n = len(s)
+    if n == 0:
+        return _dfa_all(True)
+    fail = [0] * (n + 1)
+    k = 0
+    for i in range(1, n):
+        while k and s[i] != s[k]:
+            k = fail[k]
+        if s[i] == s[k]:
+            k += 1
+        fail[i + 1] = k
+
+    def step(i: int, ch: str) -> int:
+        while True:
+            if i < n and s[i] == ch:
+                return i + 1
+            if i == 0:
+                return 0
+            i = fail[i]
+
+    alphabet = sorted(set(s))
+    edges, default = [], []
+    for i in range(n + 1):
+        if i == n and absorbing:
+            edges.append([])
+            default.append(n)
+        else:
+            edges.append([(ord(ch), ord(ch) + 1, step(i, ch)) for ch in alphabet])
+            default.append(0)
+    return Dfa.build(edges, default, [i == n for i in range(n + 1)])
+
+
+@lru_cache(maxsize=1)
+def _casefold_inverse() -> dict[str, tuple[int, ...]]:
+    inv: dict[str, list[int]] = {}
+    for cp in range(MAXCP):
+        ch = chr(cp)
+        f = ch.casefold()
+        if f != ch:
+            inv.setdefault(f, []).append(cp)
+    return {k: tuple(v) for k, v in inv.items()}
+
+
+def dfa_caseless(c: str) -> Dfa:
+    """``{v | v.casefold() == c.casefold()}``: the (finite) casefold preimage of ``c``;
+    ``str.casefold`` folds character by character, each to 1-3 characters."""
+    t = c.casefold()
+    n = len(t)
+    inv = _casefold_inverse()
+    edges: list[list[tuple[int, int, int]]] = []
+    for i in range(n):
+        es = []
+        for length in (1, 2, 3):
+            if i + length <= n:
+                s = t[i:i + length]
+                cps = list(inv.get(s, ()))
+                if length == 1 and s.casefold() == s:
+                    cps.append(ord(s))
+                es += [(cp, cp + 1, i + length) for cp in cps]
+        edges.append(es)
+    edges += [[], []]
+    return Dfa.build(edges, [n + 1] * (n + 2), [i == n for i in range(n + 2)])
+
+
+class StrSet:
+    """A set of strings: a :class:`Dfa`, and its lexical spans when known."""
+
+    __slots__ = ("lex", "_dfa")
+
+    def __init__(self, lex: Spans | None = None, dfa: Dfa | None = None) -> None:
+        self.lex, self._dfa = lex, dfa
+
+    @property
+    def dfa(self) -> Dfa:
+        if self._dfa is None:
+            self._dfa = dfa_of_spans(self.lex)
+        return self._dfa
+
+    def is_empty(self) -> bool:
+        return not self.lex.items if self.lex is not None else self._dfa.is_empty()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StrSet):
+            return NotImplemented
+        if self.lex is not None and other.lex is not None:
+            return self.lex == other.lex
+        return self.dfa == other.dfa
+
+    def __hash__(self) -> int:
+        return hash(self.dfa)
+
+    def _op(self, other: "StrSet", spans_op, fn) -> "StrSet":
+        if self.lex is not None and other.lex is not None:
+            return StrSet(spans_op(self.lex, other.lex))
+        return StrSet(None, self.dfa.product(other.dfa, fn))
+
+    def __and__(self, other: "StrSet") -> "StrSet":
+        return self._op(other, Spans.__and__, lambda x, y: x and y)
+
+    def __or__(self, other: "StrSet") -> "StrSet":
+        return self._op(other, Spans.__or__, lambda x, y: x or y)
+
+    def __sub__(self, other: "StrSet") -> "StrSet":
+        return self._op(other, Spans.__sub__, lambda x, y: x and not y)
+
+    def __invert__(self) -> "StrSet":
+        if self.lex is not None:
+            return StrSet(~self.lex)
+        return StrSet(None, self.dfa.complement())
+
+    def issubset(self, other: "StrSet") -> bool:
+        if self.lex is not None and other.lex is not None:
+            return self.lex.issubset(other.lex)
+        return (self - other).is_empty()
+
+    def contains(self, v: str) -> bool:
+        return self.lex.contains(v) if self.lex is not None else self._dfa.contains(v)
+
+    def strings(self, limit: int = 4096) -> list[str] | None:
+        if self.lex is not None:
+            return self.lex.points(limit)
+        return self._dfa.strings(limit)
+
+    def samples(self) -> Iterator[str]:
+        if self.lex is not None:
+            yield from self.lex.samples()
+        yield from self.dfa.samples()
+
+
+__all__ = ["Dfa", "StrSet", "dfa_caseless", "dfa_kmp", "dfa_of_spans", "dfa_span", "dfa_words"]

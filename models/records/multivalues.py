@@ -1,0 +1,163 @@
+"""Sets of multi values (lists taken as sets) for the operators of Mühl 000, §4.3.3 and
+Table 4.7: subset, superset, contains, not-contains, disjoint, overlaps.
+
+Each operator denotes a *cube* ``{X | X ⊆ U, L ⊆ X, X ∩ O_i ≠ ∅ for all i}`` with U finite
+or co-finite, L finite and each O_i finite or co-finite; intersections of cubes are cubes,
+the complement of a cube is a union of cubes, and a cube is non-empty iff ``L ⊆ U`` and
+every ``O_i ∩ U`` is non-empty (then ``L`` plus one element of each ``O_i ∩ U`` is a
+member). A :class:`MultiSet` is a finite union of cubes: closed under union, intersection
+and complement, with emptiness decidable, so every relation is exact.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pubsift.models.records.values import skey
+
+# An element set is (neg, elems): elems (neg False) or everything but elems (neg True);
+# elements are skey pairs.
+ALL_ELEMS = (True, frozenset())
+
+
+def _fc_and(a: tuple, b: tuple) -> tuple:
+    (na, ea), (nb, eb) = a, b
+    if na and nb:
+        return (True, ea | eb)
+    if na:
+        return (False, eb - ea)
+    if nb:
+        return (False, ea - eb)
+    return (False, ea & eb)
+
+
+def _fc_not(a: tuple) -> tuple:
+    return (not a[0], a[1])
+
+
+def _fc_has(a: tuple, e: Any) -> bool:
+    return (e in a[1]) != a[0]
+
+
+def _fresh(avoid: frozenset) -> tuple:
+    i = 0
+    while ("str", f"x{i}") in avoid:
+        i += 1
+    return ("str", f"x{i}")
+
+
+@dataclass(frozen=True, slots=True)
+class Cube:
+    """``{X | X ⊆ upper, lower ⊆ X, X ∩ o ≠ ∅ for o in hits}`` (non-empty when built
+    by :func:`cube`)."""
+
+    upper: tuple
+    lower: frozenset
+    hits: frozenset
+
+    def contains(self, x: frozenset) -> bool:
+        return (all(_fc_has(self.upper, e) for e in x) and self.lower <= x
+                and all(any(_fc_has(o, e) for e in x) for o in self.hits))
+
+    def samples(self) -> Iterator[frozenset]:
+        """The least member, then members with one more element."""
+        x = set(self.lower)
+        for neg, elems in sorted(self.hits, key=repr):
+            if any(_fc_has((neg, elems), e) for e in x):
+                continue
+            x.add(_fresh(elems | frozenset(x)) if neg else min(elems, key=repr))
+        yield frozenset(x)
+        neg, elems = self.upper
+        extra = [_fresh(elems | frozenset(x))] if neg else sorted(elems - x, key=repr)
+        for e in extra[:4]:
+            yield frozenset(x | {e})
+
+
+def cube(upper: tuple, lower: frozenset, hits) -> Cube | None:
+    """The normalized cube, or None if it is empty."""
+    if not all(_fc_has(upper, e) for e in lower):
+        return None
+    kept: list[tuple] = []
+    for o in hits:
+        o = _fc_and(o, upper)
+        if any(_fc_has(o, e) for e in lower):
+            continue
+        if not o[0] and not o[1]:
+            return None
+        kept.append(o)
+    minimal = set()
+    for o in kept:  # X ∩ o ≠ ∅ implies X ∩ o' ≠ ∅ for o ⊆ o'
+        if not any(p != o and _fc_and(p, _fc_not(o)) == (False, frozenset()) for p in kept):
+            minimal.add(o)
+    return Cube(upper, lower, frozenset(minimal))
+
+
+ALL_CUBE = Cube(ALL_ELEMS, frozenset(), frozenset())
+
+
+def _cube_and(a: Cube, b: Cube) -> Cube | None:
+    return cube(_fc_and(a.upper, b.upper), a.lower | b.lower, a.hits | b.hits)
+
+
+def _cube_not(c: Cube) -> list[Cube]:
+    out = []
+    if c.upper != ALL_ELEMS:
+        out.append(cube(ALL_ELEMS, frozenset(), [_fc_not(c.upper)]))
+    out += [cube((True, frozenset([e])), frozenset(), ()) for e in c.lower]
+    out += [cube(_fc_not(o), frozenset(), ()) for o in c.hits]
+    return [x for x in out if x is not None]
+
+
+class MultiSet:
+    """A set of multi values: a union of :class:`Cube`."""
+
+    __slots__ = ("cubes",)
+
+    def __init__(self, cubes) -> None:
+        self.cubes = frozenset(c for c in cubes if c is not None)
+
+    def is_empty(self) -> bool:
+        return not self.cubes
+
+    def __and__(self, other: "MultiSet") -> "MultiSet":
+        return MultiSet(_cube_and(a, b) for a in self.cubes for b in other.cubes)
+
+    def __or__(self, other: "MultiSet") -> "MultiSet":
+        return MultiSet(self.cubes | other.cubes)
+
+    def __invert__(self) -> "MultiSet":
+        out = MultiSet([ALL_CUBE])
+        for c in self.cubes:
+            out = out & MultiSet(_cube_not(c))
+        return out
+
+    def __sub__(self, other: "MultiSet") -> "MultiSet":
+        out = self
+        for c in other.cubes:
+            if out.is_empty():
+                break
+            out = out & MultiSet(_cube_not(c))
+        return out
+
+    def issubset(self, other: "MultiSet") -> bool:
+        return self.cubes <= other.cubes or (self - other).is_empty()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MultiSet):
+            return NotImplemented
+        return self.cubes == other.cubes or (self.issubset(other) and other.issubset(self))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def contains(self, v: tuple) -> bool:
+        x = frozenset(skey(e) for e in v)
+        return any(c.contains(x) for c in self.cubes)
+
+    def samples(self) -> Iterator[tuple]:
+        for c in sorted(self.cubes, key=repr):
+            for x in c.samples():
+                yield tuple(e[1] for e in sorted(x, key=repr))
+
+
+__all__ = ["ALL_CUBE", "ALL_ELEMS", "Cube", "MultiSet", "cube"]
