@@ -1,0 +1,60 @@
+"""The records strategies the conformance kit runs on: they reach every operator, produce
+canonical filters and events the model accepts, and ``matching_event`` really matches."""
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from pubsift.models.records import Op, RecordsModel, Schema, strategies
+from pubsift.models.records.relations import normalize
+
+SETTINGS = settings(max_examples=300, deadline=None, database=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow])
+MODEL = RecordsModel(strategies.SCHEMA)
+
+
+def _ops_seen(strategy) -> set[Op]:
+    seen: set[Op] = set()
+
+    @SETTINGS
+    @given(strategy)
+    def collect(c):
+        seen.add(c.op)
+
+    collect()
+    return seen
+
+
+def test_raw_constraints_reach_every_operator():
+    assert _ops_seen(strategies.raw_constraints(strategies.SCHEMA)) == set(Op)
+
+
+def test_canonical_constraints_reach_every_operator():
+    assert _ops_seen(strategies.constraints(strategies.SCHEMA)) == set(Op)
+
+
+def test_no_instanceof_without_declared_types():
+    assert Op.INSTANCEOF not in _ops_seen(strategies.raw_constraints(Schema()))
+
+
+@SETTINGS
+@given(strategies.filters(strategies.SCHEMA))
+def test_filters_are_canonical(f):
+    for name, c in f:
+        assert normalize(c, integer=strategies.SCHEMA.is_integer(name)) == c
+    assert set(f.names) <= set(strategies.NAMES)
+
+
+@SETTINGS
+@given(st.data())
+def test_matching_event_matches_and_model_accepts_it(data):
+    f = data.draw(strategies.filters(strategies.SCHEMA), label="f")
+    e = data.draw(strategies.matching_event(f, strategies.SCHEMA), label="e")
+    assert MODEL.matches(f, e)
+    assert MODEL.parse_event(e.raw) == e  # e.g. integer attributes hold integers
+
+
+@SETTINGS
+@given(strategies.events(strategies.SCHEMA))
+def test_events_mix_kinds_and_model_accepts_them(e):
+    assert MODEL.parse_event(e.raw) == e
+    assert len(e) >= 1
