@@ -162,7 +162,8 @@ class FilterBuilder:
             try:
                 src = base.with_(unit=canonical_unit(lit.unit), currency=None)
             except ConversionError as exc:
-                raise err(str(exc), lit.pos, where) from None
+                raise err(str(exc), lit.unit_pos if lit.unit_pos is not None else lit.pos,
+                          where) from None
         return src
 
     @staticmethod
@@ -366,13 +367,13 @@ _TEXT_OPS = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "=", Op.NE
 def format_filter(f: ConceptFilter, onto: Ontology) -> str:
     """The text form (parsed back to the same filter); filters the text cannot express
     (e.g. infinite bounds) are written in their JSON wire form, which parse_filter reads."""
-    parts = []
+    own, parts = [], []
     for c in f.clauses:
         text = _format_clause(c, onto)
         if text is None:
             return json.dumps(dump_filter(f, onto), sort_keys=True)
-        parts.append(text)
-    head = _term(onto.name(f.concept))
+        (parts if c.path else own).append(text)
+    head = " ".join([_term(onto.name(f.concept))] + ([" and ".join(own)] if own else []))
     return head + (" where " + " and ".join(parts) if parts else "")
 
 
@@ -402,28 +403,26 @@ def _lit(v: Any, c: Clause) -> str | None:
 def _format_clause(c: Clause, onto: Ontology) -> str | None:
     if c.target.extra or (c.kind == QUANTITY and c.target.unit is None):
         return None
-    path = ".".join(_term(onto.name(p)) for p in c.path) if c.path else None
-    if path is None:
-        return None  # the object's own value: written through the JSON form
+    path = ".".join(_term(onto.name(p)) for p in c.path)
     op, x = c.constraint.op, c.constraint.operand
     if op is Op.EXISTS:
-        return f"{path} exists"
+        return f"{path} exists".lstrip()
     if op is Op.NOT_EXISTS:
-        return f"{path} not exists"
+        return f"{path} not exists".lstrip()
     if op in _TEXT_OPS:
         lit = _lit(x, c)
-        return None if lit is None else f"{path} {_TEXT_OPS[op]} {lit}"
+        return None if lit is None else f"{path} {_TEXT_OPS[op]} {lit}".lstrip()
     if op in (Op.IN_RANGE, Op.NOT_IN_RANGE):
         lo, hi = _lit(x.lo, c), _lit(x.hi, c)
         if lo is None or hi is None:
             return None
         neg = "not " if op is Op.NOT_IN_RANGE else ""
         return (f"{path} {neg}in {'[' if x.lo_closed else '('}{lo}, {hi}"
-                f"{']' if x.hi_closed else ')'}")
+                f"{']' if x.hi_closed else ')'}").lstrip()
     if op in (Op.IN_SET, Op.NOT_IN_SET):
         lits = [_lit(v, c) for _, v in sorted(x, key=lambda kv: sort_key(kv[1]))]
         if any(v is None for v in lits):
             return None
         neg = "not " if op is Op.NOT_IN_SET else ""
-        return f"{path} {neg}in {{{', '.join(lits)}}}"
+        return f"{path} {neg}in {{{', '.join(lits)}}}".lstrip()
     return None

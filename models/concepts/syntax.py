@@ -53,6 +53,7 @@ class Literal:
     unit: str | None = None
     is_date: bool = False
     pos: int | None = None
+    unit_pos: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +255,8 @@ class _Parser:
         if t.kind == "number":
             self.take()
             v = float(t.text) if any(c in t.text for c in ".eE") else int(t.text)
-            return Literal(v, self.unit(), pos=t.pos)
+            unit_pos = self.tok.pos
+            return Literal(v, self.unit(), pos=t.pos, unit_pos=unit_pos)
         if t.kind == "string":
             self.take()
             return Literal(json.loads(t.text), pos=t.pos)
@@ -267,7 +269,8 @@ class _Parser:
                            pos=t.pos)
         if t.kind == "word" and t.text.lower() in ("inf", "infinity"):
             self.take()
-            return Literal(float("inf"), self.unit(), pos=t.pos)
+            unit_pos = self.tok.pos
+            return Literal(float("inf"), self.unit(), pos=t.pos, unit_pos=unit_pos)
         raise self.error(f"expected a value, found {t.text or 'end of filter'!r}")
 
     def unit(self) -> str | None:
@@ -289,7 +292,7 @@ def _with_unit(lit: Literal, unit: str | None) -> Literal:
     if unit is None or lit.unit is not None or not isinstance(lit.value, (int, float)) \
             or isinstance(lit.value, bool):
         return lit
-    return Literal(lit.value, unit, lit.is_date, lit.pos)
+    return Literal(lit.value, unit, lit.is_date, lit.pos, lit.unit_pos)
 
 
 def parse_text(text: str) -> FilterSpec:
