@@ -63,6 +63,7 @@ def dimensionality(unit: str) -> str:
     return str(dim) if dim else "[]"
 
 
+@lru_cache(maxsize=4096)
 def same_dimension(dim: str, unit: str) -> bool:
     if dim == "[]":
         return not UREG.parse_units(unit).dimensionality

@@ -1,0 +1,109 @@
+"""The edges on real data: S&P 500 quotes (prices in USD) and UBL business documents
+(amounts in GBP/USD with currencyID, quantities with unit codes), enriched with the
+publisher's context, matched for subscribers in other currencies and units, and delivered
+in the subscriber's context and vocabulary."""
+from __future__ import annotations
+
+import csv
+import itertools
+from datetime import datetime
+
+import pytest
+
+from pubsift.adapters.concepts import Publisher, Subscriber, read_csv, ubl_events
+from pubsift.core.errors import EventError
+from pubsift.models.concepts.units import UREG
+
+QUOTES = "all_stocks_1yr_2017-02-08_2018-02-07.csv"
+QUOTE_VOCABULARY = {"close": "FinalPrice", "open": "OpenPrice", "high": "HighPrice",
+                    "low": "LowPrice", "volume": "TradedVolume", "Name": "Symbol",
+                    "date": "DateOfIssue"}
+
+
+def quote_publisher(model):
+    return Publisher(model, "StockQuote", QUOTE_VOCABULARY,
+                     {"currency": "USD", "units": {"[]": "count"}}, time_field="date")
+
+
+def test_quotes_in_usd_matched_and_delivered_in_eur(model, rates, shared_data):
+    path = shared_data("quotes") / QUOTES
+    rows = list(itertools.islice(csv.DictReader(open(path, newline="")), 600))
+    events = list(read_csv(path, quote_publisher(model), limit=600))
+    assert len(events) == len(rows)
+    eu = Subscriber(model, {"Kurs": "StockQuote", "Schluss": "FinalPrice", "Titel": "Symbol"},
+                    {"currency": "EUR", "date_format": "%d.%m.%Y"})
+    f = eu.subscribe("Kurs where Schluss < 40")
+    got = 0
+    for row, e in zip(rows, events):
+        at = datetime.fromisoformat(row["date"])
+        eur = float(row["close"]) * rates.factor("USD", "EUR", at)       # the oracle
+        deliveries = eu.receive(e)
+        assert bool(deliveries) == (eur < 40), row
+        if deliveries:
+            got += 1
+            rec = deliveries[0].record
+            assert rec["concept"] == "Kurs" and rec["value"]["Titel"] == row["Name"]
+            assert rec["value"]["Schluss"] == pytest.approx(eur)
+            d, m, y = rec["value"]["DateOfIssue"].split(".")
+            assert f"{y}-{m}-{d}" == row["date"]
+    assert 0 < got < len(rows)
+
+
+def test_ubl_amounts_and_quantities_for_subscribers_in_other_units(model, shared_data):
+    ubl = shared_data("business", "ubl")
+    reports = {p.name: ubl_events(p, model) for p in sorted(ubl.glob("*.xml"))}
+    events = [e for r in reports.values() for e in r.events]
+    assert len(events) >= 60
+    # packages and cartons are not units of measure: reported, not lost
+    assert any("PKG" in s for r in reports.values() for s in r.skipped)
+    us = Subscriber(model, {"Shipment": "BusinessDocument", "Weight": "NetWeight",
+                            "Total": "TotalAmount"},
+                    {"currency": "USD", "units": {"[mass]": "lb", "[length]": "ft"}})
+    heavy = us.subscribe("Shipment where Weight > 200")
+    onto = model.ontology
+    nw = (onto.resolve("NetWeight"),)
+    matched = 0
+    for e in events:
+        w = e.find(nw)
+        expected = w is not None and UREG.Quantity(w.value, w.context.unit).to("lb").magnitude > 200
+        assert model.matches(heavy, e) == expected
+        if expected:
+            matched += 1
+            rec = us.receive(e)[0].record
+            assert rec["concept"] == "Shipment"
+            assert rec["value"]["Weight"] == pytest.approx(w.value * 2.2046226218)
+            if "Total" in rec["value"]:
+                obj = us.receive(e)[0].obj
+                assert obj.find((onto.resolve("TotalAmount"),)).context.currency == "USD"
+    assert 0 < matched < len(events)
+    lengths = [e for e in events if e.find((onto.resolve("Distance"),)) is not None]
+    assert lengths, "the joinery documents give lengths in feet and inches"
+    long_ = us.subscribe("Shipment where Distance >= 2.5 m")
+    for e in lengths:
+        d = e.find((onto.resolve("Distance"),))
+        assert model.matches(long_, e) == (
+            UREG.Quantity(d.value, d.context.unit).to("m").magnitude >= 2.5)
+
+
+def test_bad_input_is_named(model, tmp_path):
+    pub = quote_publisher(model)
+    with pytest.raises(EventError, match=r"q.csv:3.*close"):
+        list(read_csv(_csv(tmp_path, "date,close,Name\n2017-01-02,1.5,A\n2017-01-03,abc,B\n"),
+                      pub))
+    with pytest.raises(EventError, match="'bid' is not in the publisher's vocabulary"):
+        list(read_csv(_csv(tmp_path, "date,bid\n2017-01-02,1\n"), pub))
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<Order><unclosed></Order>")
+    with pytest.raises(EventError, match="not well-formed"):
+        ubl_events(bad, model)
+    bomb = tmp_path / "bomb.xml"
+    bomb.write_text('<?xml version="1.0"?><!DOCTYPE Order [<!ENTITY a "aaaaaaaaaa">'
+                    '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><Order><ID>&b;</ID></Order>')
+    r = ubl_events(bomb, model)       # entities are not expanded
+    assert "aaaa" not in str(model.dump_event(r.events[0]))
+
+
+def _csv(tmp_path, text):
+    p = tmp_path / "q.csv"
+    p.write_text(text)
+    return p
