@@ -83,8 +83,10 @@ def cube(upper: tuple, lower: frozenset, hits) -> Cube | None:
         o = _fc_and(o, upper)
         if any(_fc_has(o, e) for e in lower):
             continue
-        if not o[0] and not o[1]:
-            return None
+        if not o[0] and len(o[1]) <= 1:
+            if not o[1]:
+                return None
+            return cube(upper, lower | o[1], hits)  # X ∩ {e} ≠ ∅ iff e ∈ X
         kept.append(o)
     minimal = set()
     for o in kept:  # X ∩ o ≠ ∅ implies X ∩ o' ≠ ∅ for o ⊆ o'

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pubsift.models.records import relations as rel
-from pubsift.models.records.constraints import ABSENT, Constraint, Op
+from pubsift.models.records.constraints import ABSENT, Constraint, Interval, Op
 from pubsift.models.records.valuesets import value_set
 
 from relations_universe import any_constraint, constraints_of, key, matching, universe
@@ -145,3 +145,36 @@ def test_not_exists_is_only_absent():
     assert rel.witness(ne) is ABSENT
     assert not rel.overlaps(ne, Constraint(Op.EXISTS))
     assert rel.merge([ne, Constraint(Op.EXISTS)]) is None
+
+
+# operators whose value sets are read back completely (lexical, numeric, sets, multi cubes)
+CANONICAL = [op for op in OPS if op not in (Op.SUFFIX, Op.NOT_SUFFIX, Op.SUBSTRING,
+                                            Op.EQ_IGNORE_CASE, Op.INSTANCEOF)]
+small_canonical = st.sampled_from(CANONICAL).flatmap(constraints_of)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(a=small_canonical, b=small_canonical, integer=st.booleans())
+def test_identical_constraints_normalize_to_equal_objects(a, b, integer):
+    if not rel.identical(a, b, integer):
+        return
+    try:
+        na = rel.normalize(a, integer)
+    except rel.Unsatisfiable:
+        with pytest.raises(rel.Unsatisfiable):
+            rel.normalize(b, integer)
+        return
+    assert na == rel.normalize(b, integer), (a, b)
+
+
+@pytest.mark.parametrize("a,b", [
+    (Constraint(Op.IN_SET, frozenset({("num", 3)})), Constraint(Op.EQ, 3.0)),
+    (Constraint(Op.OVERLAPS, frozenset({("num", 1)})), Constraint(Op.CONTAINS, ("num", 1))),
+    (Constraint(Op.DISJOINT, frozenset({("str", "a")})), Constraint(Op.NOT_CONTAINS, ("str", "a"))),
+    (Constraint(Op.LT, "b"), Constraint(Op.NOT_IN_RANGE, Interval("b", None, True, True))),
+    (Constraint(Op.GT, 3), Constraint(Op.GE, 4)),
+])
+def test_identical_forms_normalize_alike(a, b):
+    integer = a.op is Op.GT
+    assert rel.identical(a, b, integer)
+    assert rel.normalize(a, integer) == rel.normalize(b, integer)
