@@ -33,8 +33,9 @@ model's own hooks, so answers equal :class:`~pubsift.core.index.LinearIndex`'s:
   selective attribute of f is accepted (hash lookups for ``=``/``in``);
 * ``merge_candidates(f)``: a perfect merger of two conjunctions exists only if one covers
   the other or they are identical in all but one attribute (the union of two boxes is a box
-  only then); Mühl's count of identical attribute filters becomes a count of attribute
-  filters accepting e_f's values: filters with f's names accepting all but at most one;
+  only then). Mühl's count of identical attribute filters: per attribute of f, the held
+  attribute filters accepting e_f's value (a probe) that agree with f's on the sample
+  values of both (identical ones must); filters with f's names counting all but one;
 * ``overlapping(f)``: the relations are exact (Cor. 4.3), so for ``a = x`` in f an
   overlapping g leaves a unconstrained or accepts x.
 
@@ -100,17 +101,15 @@ class _Entry:
 
 
 class _Group:
-    """The entries sharing one attribute filter (name, constraint), and a value the
-    attribute filter accepts (``ABSENT`` for not-exists; ``_NONE`` if none is known)."""
+    """The entries sharing one attribute filter (name, constraint), with values the
+    attribute filter accepts (``_samples``) and its compiled test."""
 
-    __slots__ = ("entries", "witness")
+    __slots__ = ("entries", "samples", "test")
 
-    def __init__(self, witness: Any) -> None:
+    def __init__(self, c: Constraint, samples: tuple) -> None:
         self.entries: dict[_Entry, None] = {}
-        self.witness = witness
-
-
-_NONE: Any = object()  # no witness value
+        self.samples = samples
+        self.test = compile_test(c)
 
 
 class RecordsIndex(FilterIndex[Hashable]):
@@ -169,7 +168,7 @@ class RecordsIndex(FilterIndex[Hashable]):
             groups = self._groups.setdefault(n, {})
             g = groups.get(c)
             if g is None:
-                g = groups[c] = _Group(self._value_witness(n, c))
+                g = groups[c] = _Group(c, self._samples(n, c))
                 _attr_index(self._cindex, n).add(c, g)
             g.entries[e] = None
             self._by_attr.setdefault(n, {})[e] = None
@@ -214,35 +213,37 @@ class RecordsIndex(FilterIndex[Hashable]):
                     if not by_value:
                         del self._witness_eq[n]
 
-    def _value_witness(self, n: str, c: Constraint) -> Any:
-        """A value of attribute n that c accepts (integers for integer attributes, numbers
-        being reals in ``valuesets``), ``ABSENT`` for not-exists, or ``_NONE``."""
+    def _samples(self, n: str, c: Constraint) -> tuple:
+        """Values of attribute n that c accepts, the first one its witness (integers for
+        integer attributes, where ``valuesets`` works over the integers; ``ABSENT`` for
+        not-exists); empty if none is known. The constants of the common operators are
+        tried before :func:`relations.witness`."""
         g = self._groups.get(n, {}).get(c)
         if g is not None:
-            return g.witness
+            return g.samples
         integer = n in self.integer_attrs
 
         def accepted(v: Any) -> bool:
             return c.matches(v) and not (integer and v is not ABSENT and kind(v) == NUM
                                          and not float(v).is_integer())
-        for v in _obvious(c):  # the constants of the common operators, before value sets
-            if accepted(v):
-                return v
+        found = tuple(v for v in _obvious(c) if accepted(v))
+        if found:
+            return found
         try:
             v = witness(c, integer=integer)
         except Unsatisfiable:
-            return _NONE
-        return v if accepted(v) else _NONE
+            return ()
+        return (v,) if accepted(v) else ()
 
     def _witness(self, f: RecordFilter) -> dict[str, Any] | None:
         """A flat event in N(f), or None if none is known (f may be unsatisfiable)."""
         out: dict[str, Any] = {}
         for n, c in f.constraints:
-            v = self._value_witness(n, c)
-            if v is _NONE:
+            samples = self._samples(n, c)
+            if not samples:
                 return None
-            if v is not ABSENT:
-                out[n] = v
+            if samples[0] is not ABSENT:
+                out[n] = samples[0]
         return out
 
     # -- contents ---------------------------------------------------------------------
@@ -400,8 +401,9 @@ class RecordsIndex(FilterIndex[Hashable]):
         return self._keys_where(cands, lambda g: merge([g, f], perfect=True) is not None)
 
     def _nearly_identical(self, f: RecordFilter, w: dict[str, Any]) -> list[_Entry]:
-        """Entries with f's attribute names whose attribute filters accept f's witness
-        values on all but at most one attribute (Mühl Fig. 4.9, counting)."""
+        """Entries with f's attribute names whose attribute filters may be identical to
+        f's on all but at most one attribute (Mühl Fig. 4.9, counting identical attribute
+        filters; "may be identical": accepts f's samples, and f accepts theirs)."""
         same = self._by_names.get(f.names)
         if not same:
             return []
@@ -409,14 +411,17 @@ class RecordsIndex(FilterIndex[Hashable]):
         if k <= 1:
             return list(same)
         counts: dict[_Entry, int] = {}
-        for n, _ in f.constraints:
+        for n, c in f.constraints:
             ci = self._cindex.get(n)
             if ci is None:
                 continue
+            mine, test = self._samples(n, c), compile_test(c)
             for bucket in ci.probe(w.get(n, ABSENT)):
                 for group in bucket:
-                    for e in group.entries:
-                        counts[e] = counts.get(e, 0) + 1
+                    # identical attribute filters agree on every sample of either
+                    if all(map(group.test, mine)) and all(map(test, group.samples)):
+                        for e in group.entries:
+                            counts[e] = counts.get(e, 0) + 1
         return [e for e, m in counts.items() if m >= k - 1 and e in same]
 
 
@@ -425,7 +430,7 @@ def _obvious(c: Constraint) -> tuple:
     if c.op in (Op.EQ, Op.PREFIX, Op.SUFFIX, Op.SUBSTRING, Op.LE, Op.GE):
         return (x,)
     if c.op is Op.IN_SET:
-        return (next(iter(x))[1],)
+        return tuple(v for _, v in sorted(x, key=repr))
     if c.op is Op.IN_RANGE:
         return (x.lo, x.hi)
     return ()
