@@ -37,3 +37,12 @@ class TestRecordsWithSchema(RecordsFixtures, ModelConformance):
     @pytest.fixture
     def model(self):
         return RecordsModel(strategies.SCHEMA)
+
+
+@pytest.mark.slow
+class TestRecordsThorough(TestRecordsWithSchema):
+    """The same with ten times the examples (``make test`` runs it; ``test-fast`` skips)."""
+
+    @pytest.fixture
+    def max_examples(self):
+        return 400

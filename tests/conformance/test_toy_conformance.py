@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 import toy_intervals as toy
 from pubsift.core.conformance import ModelConformance
@@ -49,7 +49,9 @@ def _kit(model) -> Kit:
     return Kit(model, toy.filters, toy.events, toy.matching_event, model.capabilities)
 
 
-DETERMINISTIC = settings(max_examples=200, deadline=None, database=None, derandomize=True,
+# derandomized, so a catch is no fluke; no shrinking, which only costs time here
+DETERMINISTIC = settings(max_examples=120, deadline=None, database=None, derandomize=True,
+                         phases=[Phase.explicit, Phase.generate],
                          suppress_health_check=[HealthCheck.too_slow])
 
 CAUGHT = [
@@ -96,13 +98,14 @@ def test_builder_that_lies_is_reported():
 
 RUN = textwrap.dedent('''
     import pytest
-    from hypothesis import settings
+    from hypothesis import Phase, settings
     import toy_intervals as toy
     from pubsift.core.conformance import ModelConformance
 
     @pytest.fixture
     def conformance_settings():
-        return settings(max_examples=100, deadline=None, database=None, derandomize=True)
+        return settings(max_examples=60, deadline=None, database=None, derandomize=True,
+                        phases=[Phase.explicit, Phase.generate])
 
     class Fixtures:
         @pytest.fixture
