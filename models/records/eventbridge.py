@@ -1,0 +1,422 @@
+"""EventBridge / aws event-ruler JSON patterns as records filters.
+
+A pattern is a JSON object whose nested objects address dotted attribute names
+(``{"detail": {"state": [...]}}`` -> ``detail.state``) and whose leaf arrays list what a field
+may match: literals (one -> ``=``, several -> ``in {...}``) and matcher objects:
+
+=====================================  =============================================
+pattern                                records constraint
+=====================================  =============================================
+``"s"``, ``5``, ``true``, ``null``     ``= v`` (several literals: ``in {...}``)
+``{"exactly": "s"}``                   ``= "s"``
+``{"prefix": "s"}``                    ``prefix "s"``
+``{"suffix": "s"}``                    ``suffix "s"``
+``{"equals-ignore-case": "s"}``        ``equals-ignore-case "s"``
+``{"anything-but": v}`` / ``[v, ..]``  ``!= v`` / ``not in {...}`` (all strings or all numbers)
+``{"anything-but": {"prefix": "s"}}``  ``not prefix "s"`` (likewise ``suffix``)
+``{"numeric": [">", a, "<=", b]}``     ``in (a, b]``; one comparison: ``> a`` etc.; ``"="``
+``{"exists": true}`` / ``false``       ``exists`` / ``not exists``
+``{"wildcard": "s*"}``                 ``prefix``; ``"*s"`` suffix; ``"*s*"`` substring;
+                                       no ``*``: ``=``
+=====================================  =============================================
+
+Disjunctions become several conjunctive filters (Mühl 000, §4.3.2: a compound filter is a
+set of conjunctive filters interpreted disjunctively): ``"$or": [{...}, {...}]`` (at least
+two objects, as in event-ruler), and a leaf array mixing several matchers
+(``["a", {"prefix": "b"}]`` is ``= "a"`` or ``prefix "b"``). :func:`parse_pattern` returns the
+list; a branch that can match nothing is dropped. Several patterns on one attribute in one
+branch are combined with :func:`relations.conjoin`.
+
+Rejected with a :class:`FilterSyntaxError` naming the JSON path: ``cidr`` (no IP-address
+type), ``wildcard`` with a ``*`` inside the value, case-insensitive prefix/suffix and
+``anything-but`` + ``equals-ignore-case`` (no such operators), empty objects/arrays, ``$or``
+used as a plain field name (event-ruler's legacy reading), unknown matchers, and patterns that
+expand into more than :data:`MAX_FILTERS` conjunctive filters.
+
+Semantic differences to event-ruler (documented in docs/records-syntax.md):
+
+* **Arrays in events.** event-ruler matches a scalar pattern against *every element* of an
+  array-valued field (``["admin"]`` matches ``{"tags": ["user", "admin"]}``). The records
+  model treats a list as one multi value that only the multi-value operators (subset,
+  superset, contains, not contains, disjoint, overlaps) test; scalar constraints never match
+  it. Arrays of objects are not records events at all.
+* **Kinds.** ``anything-but`` here excludes values among values of the same kind (strings or
+  numbers); event-ruler compares JSON text, so a string exclusion also accepts numbers.
+* **Numbers** compare exactly here; event-ruler's ``numeric`` works in -5e9..5e9 with six
+  decimal places.
+* **Repeated attributes.** When ``$or`` branches and the enclosing object constrain the same
+  field, event-ruler keeps only the last pattern; here both must hold (conjunction).
+* **IP addresses** in literals are compared as strings (event-ruler also matches other
+  spellings of the same address).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from pubsift.core.errors import FilterSyntaxError
+from pubsift.models.records.constraints import Constraint, Interval, Op
+from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.relations import NotRepresentable, Unsatisfiable, conjoin, normalize
+from pubsift.models.records.syntax import clause_text, unsatisfiable_message
+from pubsift.models.records.typesystem import Schema
+from pubsift.models.records.values import skey
+
+#: The largest number of conjunctive filters one pattern may expand into.
+MAX_FILTERS = 256
+
+OR = "$or"
+_MATCHERS = ("exactly", "prefix", "suffix", "equals-ignore-case", "anything-but", "numeric",
+             "exists", "wildcard", "cidr")
+_PLAIN_KEY = re.compile(r"[A-Za-z_$][\w$-]*")
+
+
+class _DeadBranch(Exception):
+    """A conjunctive branch that can match nothing (it is dropped from the disjunction)."""
+
+    def __init__(self, reason: str, path: str) -> None:
+        super().__init__(reason, path)
+        self.reason, self.path = reason, path
+
+
+class _Clause(NamedTuple):
+    name: str
+    constraint: Constraint
+    path: str
+
+
+def parse_pattern(spec: str | Mapping[str, Any], schema: Schema | None = None
+                  ) -> list[RecordFilter]:
+    """The conjunctive filters (at least one) whose union an EventBridge pattern denotes.
+
+    ``spec`` is the parsed JSON object or its text. Raises :class:`FilterSyntaxError` with
+    the JSON path (or, for malformed JSON text, the position) of the problem."""
+    schema = schema or Schema()
+    text = None
+    if isinstance(spec, str):
+        text = spec
+        spec = _load_json(spec)
+    if not isinstance(spec, Mapping):
+        raise FilterSyntaxError(f"an EventBridge pattern is a JSON object, not "
+                                f"{_json_type(spec)}", text, None, "$")
+    branches = _object(spec, "", "$", in_or=False)
+    filters: list[RecordFilter] = []
+    dead: FilterSyntaxError | None = None
+    for branch in branches:
+        try:
+            f = _conjoin(branch, schema)
+        except _DeadBranch as e:
+            dead = dead or FilterSyntaxError(f"{e.reason}; the pattern would match nothing",
+                                             None, None, e.path)
+            continue
+        if f not in filters:
+            filters.append(f)
+    if not filters:
+        assert dead is not None
+        raise dead
+    return filters
+
+
+def _conjoin(branch: tuple[_Clause, ...], schema: Schema) -> RecordFilter:
+    acc: dict[str, Constraint] = {}
+    for name, c, path in branch:
+        integer = schema.is_integer(name)
+        prev = acc.get(name)
+        try:
+            acc[name] = (normalize(c, integer=integer) if prev is None
+                         else conjoin(prev, c, integer=integer))
+        except Unsatisfiable:
+            raise _DeadBranch(unsatisfiable_message(name, prev, c), path) from None
+        except NotRepresentable:
+            raise FilterSyntaxError(
+                f"the patterns on attribute {name!r} cannot be combined into one attribute "
+                f"filter ({clause_text(name, prev)} and {clause_text(name, c)})", None, None,
+                path) from None
+    return RecordFilter.of(acc)
+
+
+# --------------------------------------------------------------------------------------
+# structure: objects, $or, leaf arrays -> disjunctive normal form
+
+
+def _object(obj: Mapping[str, Any], prefix: str, path: str, in_or: bool
+            ) -> list[tuple[_Clause, ...]]:
+    if not obj:
+        raise _err("empty objects are not allowed in a pattern", path)
+    dnf: list[tuple[_Clause, ...]] = [()]
+    for key, val in obj.items():
+        if not isinstance(key, str) or not key:
+            raise _err(f"field names are non-empty strings, got {key!r}", path)
+        kpath = path + _seg(key)
+        if key == OR:
+            alts = _or(val, prefix, kpath)
+        elif in_or and key in _MATCHERS:
+            raise _err(f"{key!r} is a matcher, not a field name: the objects of {OR} hold "
+                       "fields, e.g. {\"$or\": [{\"a\": [{\"prefix\": \"x\"}]}, {\"b\": [1]}]}",
+                       kpath)
+        elif isinstance(val, Mapping):
+            alts = _object(val, f"{prefix}{key}.", kpath, in_or)
+        elif isinstance(val, (list, tuple)):
+            alts = [(c,) for c in _leaf(val, prefix + key, kpath)]
+        else:
+            raise _err(f"field {key!r} must be an object or an array of values/matchers, "
+                       f"not {_json_type(val)} (write [{_show(val)}])", kpath)
+        if len(dnf) * len(alts) > MAX_FILTERS:
+            raise _err(f"the pattern expands into more than {MAX_FILTERS} conjunctive "
+                       "filters ($or branches and multi-matcher arrays multiply)", kpath)
+        dnf = [d + a for d in dnf for a in alts]
+    return dnf
+
+
+def _or(val: Any, prefix: str, path: str) -> list[tuple[_Clause, ...]]:
+    if not isinstance(val, (list, tuple)):
+        raise _err(f"{OR} must be followed by an array of at least two objects (using "
+                   f"{OR!r} as a plain field name is not supported)", path)
+    if len(val) < 2:
+        raise _err(f"{OR} needs at least two objects (found {len(val)})", path)
+    alts: list[tuple[_Clause, ...]] = []
+    for i, item in enumerate(val):
+        if not isinstance(item, Mapping):
+            raise _err(f"only JSON objects are allowed in the array of {OR}, not "
+                       f"{_json_type(item)}", f"{path}[{i}]")
+        alts.extend(_object(item, prefix, f"{path}[{i}]", in_or=True))
+    return alts
+
+
+def _leaf(arr: list | tuple, name: str, path: str) -> list[_Clause]:
+    """The alternatives of one field: the literals as one clause, each matcher as one."""
+    if not arr:
+        raise _err("empty arrays are not allowed: a field's array lists the values or "
+                   "matchers it may match", path)
+    literals: list[Any] = []
+    matchers: list[_Clause] = []
+    for i, v in enumerate(arr):
+        ipath = f"{path}[{i}]"
+        if isinstance(v, Mapping):
+            matchers.append(_Clause(name, _matcher(v, ipath), ipath))
+        elif isinstance(v, (list, tuple)):
+            raise _err("nested arrays are not allowed; a field's array holds values and "
+                       "matcher objects", ipath)
+        else:
+            literals.append(_scalar(v, ipath))
+    out: list[_Clause] = []
+    if literals:
+        keys = frozenset(skey(v) for v in literals)
+        c = (Constraint(Op.EQ, literals[0]) if len(keys) == 1
+             else Constraint(Op.IN_SET, keys))
+        out.append(_Clause(name, c, path))
+    return out + matchers
+
+
+# --------------------------------------------------------------------------------------
+# matchers
+
+
+def _matcher(m: Mapping[str, Any], path: str) -> Constraint:
+    if len(m) != 1:
+        raise _err(f"a matcher object has exactly one key (one of {', '.join(_MATCHERS)}), "
+                   f"found {len(m)}", path)
+    (key, v), = m.items()
+    kpath = path + _seg(key)
+    if key == "exactly":
+        return Constraint(Op.EQ, _string(v, key, kpath))
+    if key in ("prefix", "suffix"):
+        if isinstance(v, Mapping) and "equals-ignore-case" in v:
+            raise _err(f"a case-insensitive {key} cannot be represented: the records model "
+                       f"has {key} and equals-ignore-case, but not both at once", kpath)
+        return Constraint(Op.PREFIX if key == "prefix" else Op.SUFFIX, _string(v, key, kpath))
+    if key == "equals-ignore-case":
+        return Constraint(Op.EQ_IGNORE_CASE, _string(v, key, kpath))
+    if key == "anything-but":
+        return _anything_but(v, kpath)
+    if key == "numeric":
+        return _numeric(v, kpath)
+    if key == "exists":
+        if not isinstance(v, bool):
+            raise _err(f"exists takes true or false, not {_show(v)}", kpath)
+        return Constraint(Op.EXISTS if v else Op.NOT_EXISTS)
+    if key == "wildcard":
+        return _wildcard(_string(v, key, kpath), kpath)
+    if key == "cidr":
+        raise _err("cidr (IP address ranges) cannot be represented: the records model "
+                   "has no IP-address type", kpath)
+    raise _err(f"unknown matcher {key!r} (known: {', '.join(_MATCHERS)})", kpath)
+
+
+def _anything_but(v: Any, path: str) -> Constraint:
+    if isinstance(v, Mapping):
+        if len(v) != 1:
+            raise _err("anything-but takes one of {\"prefix\": s} or {\"suffix\": s}", path)
+        (k, s), = v.items()
+        kpath = path + _seg(k)
+        if k in ("prefix", "suffix"):
+            s = _string(s, f"anything-but {k}", kpath)
+            if not s:
+                raise _err(f"anything-but {k} must not be empty", kpath)
+            return Constraint(Op.NOT_PREFIX if k == "prefix" else Op.NOT_SUFFIX, s)
+        if k in ("equals-ignore-case", "wildcard"):
+            raise _err(f"anything-but {k} cannot be represented: the records model has no "
+                       f"negated {k} operator", kpath)
+        raise _err(f"unsupported anything-but matcher {k!r} (use prefix or suffix)", kpath)
+    if isinstance(v, (list, tuple)):
+        if not v:
+            raise _err("anything-but needs at least one value", path)
+        vals = [_excluded(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        if len({isinstance(x, str) for x in vals}) > 1:
+            raise _err("the values of anything-but are all strings or all numbers, "
+                       "not mixed", path)
+        return Constraint(Op.NOT_IN_SET, frozenset(skey(x) for x in vals))
+    return Constraint(Op.NE, _excluded(v, path))
+
+
+def _excluded(x: Any, path: str) -> str | int | float:
+    if isinstance(x, str) or _is_number(x):
+        return _scalar(x, path)
+    raise _err(f"anything-but excludes strings or numbers, not {_show(x)}", path)
+
+
+_CMP = {"=": Op.EQ, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE}
+
+
+def _numeric(v: Any, path: str) -> Constraint:
+    if not isinstance(v, (list, tuple)) or len(v) not in (2, 4):
+        raise _err("numeric takes [op, number] or [\">\"|\">=\", low, \"<\"|\"<=\", high]",
+                   path)
+    op = v[0]
+    if op not in _CMP:
+        raise _err(f"unknown numeric operator {_show(op)} (use =, <, <=, >, >=)",
+                   f"{path}[0]")
+    a = _number(v[1], f"{path}[1]")
+    if len(v) == 2:
+        return Constraint(_CMP[op], a)
+    if op not in (">", ">="):
+        raise _err(f"a numeric range starts with > or >=, not {op}", f"{path}[0]")
+    op2 = v[2]
+    if op2 not in ("<", "<="):
+        raise _err(f"the upper end of a numeric range is < or <=, not {_show(op2)}",
+                   f"{path}[2]")
+    b = _number(v[3], f"{path}[3]")
+    return Constraint(Op.IN_RANGE, Interval(a, b, op == ">=", op2 == "<="))
+
+
+def _wildcard(s: str, path: str) -> Constraint:
+    """event-ruler wildcards: ``*`` matches any run of characters; ``\\*`` and ``\\\\`` are
+    escapes. Representable: no star (=), a trailing star (prefix), a leading star (suffix),
+    both (substring)."""
+    parts: list[str] = []
+    cur: list[str] = []
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\":
+            if i + 1 < len(s) and s[i + 1] in "*\\":
+                cur.append(s[i + 1])
+                i += 2
+                continue
+            raise _err("in a wildcard, a backslash escapes only '*' or '\\'", path)
+        if c == "*":
+            if i + 1 < len(s) and s[i + 1] == "*":
+                raise _err("consecutive '*' are not allowed in a wildcard", path)
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    parts.append("".join(cur))
+    if len(parts) == 1:
+        return Constraint(Op.EQ, parts[0])
+    if len(parts) == 2 and parts[1] == "":
+        return Constraint(Op.PREFIX, parts[0])
+    if len(parts) == 2 and parts[0] == "":
+        return Constraint(Op.SUFFIX, parts[1])
+    if len(parts) == 3 and parts[0] == parts[2] == "":
+        return Constraint(Op.SUBSTRING, parts[1])
+    raise _err(f"wildcard {s!r} cannot be represented: only a leading and/or trailing '*' "
+               "map onto prefix, suffix and substring", path)
+
+
+# --------------------------------------------------------------------------------------
+# values, paths, JSON text
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _scalar(v: Any, path: str) -> Any:
+    if v is None or isinstance(v, (str, bool, int)):
+        return v
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise _err(f"numbers in patterns are finite, not {v!r}", path)
+        return v
+    raise _err(f"a pattern value is a string, number, true, false or null, not "
+               f"{_json_type(v)}", path)
+
+
+def _number(v: Any, path: str) -> int | float:
+    if not _is_number(v):
+        raise _err(f"expected a number, found {_show(v)}", path)
+    return _scalar(v, path)
+
+
+def _string(v: Any, what: str, path: str) -> str:
+    if not isinstance(v, str):
+        raise _err(f"{what} takes a string, not {_show(v)}", path)
+    return v
+
+
+def _seg(key: str) -> str:
+    return f".{key}" if _PLAIN_KEY.fullmatch(key) else f"[{json.dumps(key)}]"
+
+
+def _err(msg: str, path: str) -> FilterSyntaxError:
+    return FilterSyntaxError(msg, None, None, path)
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if _is_number(v):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, (list, tuple)):
+        return "an array"
+    if isinstance(v, Mapping):
+        return "an object"
+    return f"a {type(v).__name__}"
+
+
+def _show(v: Any) -> str:
+    try:
+        return json.dumps(v, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(v)
+
+
+def _load_json(text: str) -> Any:
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        d: dict[str, Any] = {}
+        for k, v in items:
+            if k in d:
+                raise FilterSyntaxError(f"duplicate key {k!r} in a JSON object of the "
+                                        "pattern")
+            d[k] = v
+        return d
+
+    def constant(name: str) -> Any:
+        raise FilterSyntaxError(f"{name} is not JSON; numbers in patterns are finite")
+
+    try:
+        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+    except json.JSONDecodeError as e:
+        raise FilterSyntaxError(f"malformed JSON: {e.msg}", text, e.pos) from None
+
+
+__all__ = ["MAX_FILTERS", "parse_pattern"]

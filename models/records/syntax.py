@@ -1,0 +1,552 @@
+"""The readable text form of records filters: tokenizer, recursive-descent parser, formatter.
+
+A filter is a conjunction of attribute filters (Mühl 000, §4.3.2), written
+
+    symbol = "IBM" and price > 45.5 and exchange in {"NYSE", "NASDAQ"} and name prefix "Inter"
+
+The grammar (EBNF, with every operator and the error messages) is in ``docs/records-syntax.md``.
+Several clauses on one attribute are combined into one attribute filter with
+:func:`relations.conjoin` (``x >= 3 and x <= 5`` -> ``x in [3, 5]``, Mühl's
+conjunction-completeness); a contradiction or a combination that is not one attribute filter
+is a :class:`FilterSyntaxError` pointing at the clause that broke it. Every clause is brought
+into canonical form with :func:`relations.normalize`, so ``parse_text(format_filter(f)) == f``
+for every canonical filter ``f`` (and is identical to ``f`` for any filter).
+
+:func:`parse_filter` / :func:`parse_filters` also accept EventBridge JSON patterns (a mapping,
+or text starting with ``{``), see :mod:`pubsift.models.records.eventbridge`.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pubsift.core.errors import FilterSyntaxError
+from pubsift.models.records.constraints import Constraint, Interval, Op, TypeSet
+from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.relations import NotRepresentable, Unsatisfiable, conjoin, normalize
+from pubsift.models.records.typesystem import Schema, UnknownTypeError
+from pubsift.models.records.values import Scalar, skey, sort_key
+
+# --------------------------------------------------------------------------------------
+# tokens
+
+_WORD = r"(?:[^\W\d]|\$)[\w$-]*(?:\.[\w$-]+)*"
+_WORD_RE = re.compile(_WORD)
+_NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_NEG_INF_RE = re.compile(r"-inf(?![\w$.-])", re.IGNORECASE)
+_PUNCT = ("<=", ">=", "!=", "<", ">", "=", "[", "]", "(", ")", "{", "}", ",")
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
+            "t": "\t"}
+
+WORD, STRING, NUMBER, PUNCT, END = "word", "string", "number", "punct", "end"
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    kind: str
+    text: str
+    value: Any
+    pos: int
+
+    def describe(self) -> str:
+        if self.kind == END:
+            return "the end of the filter"
+        if self.kind == STRING:
+            return f"string {self.text}"
+        return f"{self.kind} {self.text!r}" if self.kind != PUNCT else repr(self.text)
+
+
+def tokenize(text: str) -> list[Token]:
+    """Split ``text`` into tokens; raises :class:`FilterSyntaxError` at the first bad one."""
+    toks: list[Token] = []
+    i, n = 0, len(text)
+    while True:
+        while i < n and text[i].isspace():
+            i += 1
+        if i >= n:
+            toks.append(Token(END, "", None, n))
+            return toks
+        c = text[i]
+        if c == '"':
+            s, j = _read_string(text, i)
+            toks.append(Token(STRING, text[i:j], s, i))
+            i = j
+            continue
+        if c == "-" and (m := _NEG_INF_RE.match(text, i)):
+            toks.append(Token(NUMBER, m.group(), -math.inf, i))
+            i = m.end()
+            continue
+        if c in "0123456789-":
+            m = _NUMBER_RE.match(text, i)
+            if m is None:
+                raise FilterSyntaxError("malformed number: a '-' must be followed by digits "
+                                        "or inf", text, i)
+            j = m.end()
+            if j < n and (text[j].isalnum() or text[j] in "._$"):
+                raise FilterSyntaxError("malformed number (JSON style: no leading zeros, "
+                                        "digits after '.', e.g. 0.5, -3, 1e-9)", text, i)
+            toks.append(Token(NUMBER, m.group(), _number(m.group(), text, i), i))
+            i = j
+            continue
+        for p in _PUNCT:
+            if text.startswith(p, i):
+                toks.append(Token(PUNCT, p, p, i))
+                i += len(p)
+                break
+        else:
+            m = _WORD_RE.match(text, i)
+            if m is None:
+                if c == "." and toks and toks[-1].kind == WORD and toks[-1].pos + len(
+                        toks[-1].text) == i:
+                    raise FilterSyntaxError("a '.' in an attribute name must be followed by "
+                                            "the next part of the name", text, i)
+                raise FilterSyntaxError(f"unexpected character {c!r}", text, i)
+            toks.append(Token(WORD, m.group(), m.group(), i))
+            i = m.end()
+
+
+def _number(lexeme: str, text: str, pos: int) -> int | float:
+    if re.fullmatch(r"-?[0-9]+", lexeme):
+        return int(lexeme)
+    v = float(lexeme)
+    if math.isinf(v):
+        raise FilterSyntaxError(f"number {lexeme} is too large for a 64-bit float "
+                                "(write inf or -inf for an unbounded end)", text, pos)
+    return v
+
+
+def _read_string(text: str, start: int) -> tuple[str, int]:
+    """A JSON string literal starting at ``text[start] == '"'``; returns (value, end)."""
+    out: list[str] = []
+    i, n = start + 1, len(text)
+    while True:
+        if i >= n:
+            raise FilterSyntaxError("unterminated string: missing closing '\"'", text, start)
+        c = text[i]
+        if c == '"':
+            return "".join(out), i + 1
+        if c == "\\":
+            if i + 1 >= n:
+                raise FilterSyntaxError("unterminated string: missing closing '\"'", text,
+                                        start)
+            e = text[i + 1]
+            if e in _ESCAPES:
+                out.append(_ESCAPES[e])
+                i += 2
+            elif e == "u":
+                cp = _hex4(text, i)
+                i += 6
+                if 0xD800 <= cp < 0xDC00 and text.startswith("\\u", i):
+                    lo = _hex4(text, i)
+                    if 0xDC00 <= lo < 0xE000:
+                        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)
+                        i += 6
+                out.append(chr(cp))
+            else:
+                raise FilterSyntaxError(f"invalid escape '\\{e}' in a string (valid: \\\" \\\\ "
+                                        "\\/ \\b \\f \\n \\r \\t \\uXXXX)", text, i)
+        elif ord(c) < 0x20:
+            raise FilterSyntaxError(f"control character U+{ord(c):04X} inside a string; "
+                                    "write it as an escape such as \\n or \\u0000", text, i)
+        else:
+            out.append(c)
+            i += 1
+
+
+def _hex4(text: str, i: int) -> int:
+    h = text[i + 2:i + 6]
+    if len(h) < 4 or not all(ch in "0123456789abcdefABCDEF" for ch in h):
+        raise FilterSyntaxError("\\u must be followed by four hex digits", text, i)
+    return int(h, 16)
+
+
+# --------------------------------------------------------------------------------------
+# parser
+
+_CMP = {"=": Op.EQ, "!=": Op.NE, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE}
+_STR_OPS = {"prefix": Op.PREFIX, "suffix": Op.SUFFIX, "postfix": Op.SUFFIX,
+            "substring": Op.SUBSTRING, "equals-ignore-case": Op.EQ_IGNORE_CASE,
+            "ieq": Op.EQ_IGNORE_CASE}
+_NOT_STR_OPS = {"prefix": Op.NOT_PREFIX, "suffix": Op.NOT_SUFFIX, "postfix": Op.NOT_SUFFIX}
+_SET_OPS = {"subset": Op.SUBSET, "superset": Op.SUPERSET, "disjoint": Op.DISJOINT,
+            "disjunct": Op.DISJOINT, "overlaps": Op.OVERLAPS}
+_OPERATORS = ("exists, not exists, instanceof, = != < <= > >=, in, not in, prefix, "
+              "not prefix, suffix, not suffix, substring, equals-ignore-case, subset, "
+              "superset, contains, not contains, disjoint, overlaps")
+
+
+class _Parser:
+    def __init__(self, text: str, schema: Schema) -> None:
+        self.text = text
+        self.schema = schema
+        self.toks = tokenize(text)
+        self.i = 0
+
+    # -- helpers ------------------------------------------------------------------
+    @property
+    def tok(self) -> Token:
+        return self.toks[self.i]
+
+    def advance(self) -> Token:
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def error(self, msg: str, pos: int | None = None) -> FilterSyntaxError:
+        return FilterSyntaxError(msg, self.text, self.tok.pos if pos is None else pos)
+
+    def is_word(self, *words: str) -> bool:
+        t = self.tok
+        return t.kind == WORD and t.text.casefold() in words
+
+    def is_punct(self, *ps: str) -> bool:
+        return self.tok.kind == PUNCT and self.tok.text in ps
+
+    def expect_punct(self, p: str, what: str) -> Token:
+        if not self.is_punct(p):
+            raise self.error(f"expected {p!r} {what}, found {self.tok.describe()}")
+        return self.advance()
+
+    # -- grammar ------------------------------------------------------------------
+    def filter(self) -> RecordFilter:
+        if self.tok.kind == END:
+            return RecordFilter()
+        if self.is_word("true") and self.toks[self.i + 1].kind == END:
+            return RecordFilter()
+        acc: dict[str, Constraint] = {}
+        while True:
+            pos = self.tok.pos
+            name = self.name()
+            c = self.predicate(name)
+            integer = self.schema.is_integer(name)
+            prev = acc.get(name)
+            try:
+                acc[name] = (normalize(c, integer=integer) if prev is None
+                             else conjoin(prev, c, integer=integer))
+            except Unsatisfiable:
+                raise FilterSyntaxError(unsatisfiable_message(name, prev, c), self.text, pos) from None
+            except NotRepresentable:
+                raise FilterSyntaxError(
+                    f"the clauses on attribute {name!r} cannot be combined into one attribute "
+                    f"filter ({clause_text(name, prev)} and {clause_text(name, c)}); a filter holds at "
+                    "most one attribute filter per attribute", self.text, pos) from None
+            if self.tok.kind == END:
+                return RecordFilter.of(acc)
+            if not self.is_word("and"):
+                raise self.error(f"expected 'and' or the end of the filter, found "
+                                 f"{self.tok.describe()}")
+            self.advance()
+
+    def name(self) -> str:
+        t = self.tok
+        if t.kind == WORD:
+            self.advance()
+            return t.value
+        if t.kind == STRING:
+            if not t.value:
+                raise self.error("attribute names are non-empty")
+            self.advance()
+            return t.value
+        raise self.error(f"expected an attribute name, found {t.describe()}")
+
+    def predicate(self, name: str) -> Constraint:
+        t = self.tok
+        if t.kind == PUNCT and t.text in _CMP:
+            self.advance()
+            op = _CMP[t.text]
+            lit_tok = self.tok
+            v = self.literal()
+            if op not in (Op.EQ, Op.NE) and (isinstance(v, bool) or v is None):
+                raise self.error(f"{t.text} compares numbers or strings, not {lit_tok.text}",
+                                 lit_tok.pos)
+            return Constraint(op, v)
+        if t.kind != WORD:
+            raise self.error(f"expected an operator after attribute {name!r} "
+                             f"({_OPERATORS}), found {t.describe()}")
+        w = t.text.casefold()
+        self.advance()
+        if w == "exists":
+            return Constraint(Op.EXISTS)
+        if w == "instanceof":
+            return Constraint(Op.INSTANCEOF, self.type_name())
+        if w == "in":
+            return self.membership(negated=False)
+        if w in _STR_OPS:
+            return Constraint(_STR_OPS[w], self.string(w))
+        if w in _SET_OPS:
+            return Constraint(_SET_OPS[w], self.set_literal(allow_empty=True))
+        if w == "contains":
+            return Constraint(Op.CONTAINS, skey(self.literal()))
+        if w == "not":
+            if self.is_word("exists"):
+                self.advance()
+                return Constraint(Op.NOT_EXISTS)
+            if self.is_word("in"):
+                self.advance()
+                return self.membership(negated=True)
+            if self.is_word("contains"):
+                self.advance()
+                return Constraint(Op.NOT_CONTAINS, skey(self.literal()))
+            if self.is_word(*_NOT_STR_OPS):
+                w2 = self.advance().text.casefold()
+                return Constraint(_NOT_STR_OPS[w2], self.string("not " + w2))
+            raise self.error("after 'not' comes exists, in, prefix, suffix or contains; "
+                             f"found {self.tok.describe()}")
+        raise self.error(f"unknown operator {t.text!r} after attribute {name!r} "
+                         f"(operators: {_OPERATORS})", t.pos)
+
+    def type_name(self) -> TypeSet:
+        t = self.tok
+        if t.kind not in (WORD, STRING):
+            raise self.error(f"expected a type name after instanceof, found {t.describe()}")
+        self.advance()
+        try:
+            return self.schema.types.typeset(t.value)
+        except UnknownTypeError as e:
+            raise self.error(str(e), t.pos) from None
+
+    def membership(self, negated: bool) -> Constraint:
+        if self.is_punct("[", "("):
+            iv = self.interval()
+            return Constraint(Op.NOT_IN_RANGE if negated else Op.IN_RANGE, iv)
+        if self.is_punct("{"):
+            pos = self.tok.pos
+            s = self.set_literal(allow_empty=False)
+            if not s:
+                raise self.error("the set after 'in' must not be empty", pos)
+            return Constraint(Op.NOT_IN_SET if negated else Op.IN_SET, s)
+        raise self.error("expected an interval [a, b] / (a, b) or a set {a, b} after "
+                         f"{'not in' if negated else 'in'}, found {self.tok.describe()}")
+
+    def interval(self) -> Interval:
+        lo_closed = self.advance().text == "["
+        lo_tok = self.tok
+        lo = self.bound()
+        self.expect_punct(",", "between the ends of the interval")
+        hi_tok = self.tok
+        hi = self.bound()
+        if not self.is_punct("]", ")"):
+            raise self.error(f"expected ']' or ')' closing the interval, found "
+                             f"{self.tok.describe()}")
+        hi_closed = self.advance().text == "]"
+        if isinstance(lo, str) or isinstance(hi, str):
+            if isinstance(lo, float) and lo == -math.inf:
+                lo, lo_closed = "", True
+            elif not isinstance(lo, str):
+                raise self.error("a string interval starts at a string or -inf", lo_tok.pos)
+            if isinstance(hi, float) and hi == math.inf:
+                hi = None
+            elif not isinstance(hi, str):
+                raise self.error("a string interval ends at a string or inf", hi_tok.pos)
+        return Interval(lo, hi, lo_closed, hi_closed)
+
+    def bound(self) -> Any:
+        t = self.tok
+        v = self.literal()
+        if isinstance(v, bool) or v is None:
+            raise self.error(f"interval ends are numbers or strings, not {t.text}", t.pos)
+        return v
+
+    def set_literal(self, allow_empty: bool) -> frozenset:
+        if not self.is_punct("{"):
+            raise self.error(f"expected a set {{a, b, ...}}, found {self.tok.describe()}")
+        self.advance()
+        items: list[Scalar] = []
+        if not self.is_punct("}"):
+            items.append(self.literal())
+            while self.is_punct(","):
+                self.advance()
+                items.append(self.literal())
+        self.expect_punct("}", "closing the set")
+        return frozenset(skey(v) for v in items)
+
+    def string(self, op: str) -> str:
+        t = self.tok
+        if t.kind != STRING:
+            raise self.error(f"{op} expects a string in double quotes, found {t.describe()}")
+        self.advance()
+        return t.value
+
+    def literal(self) -> Scalar:
+        t = self.tok
+        if t.kind in (STRING, NUMBER):
+            self.advance()
+            return t.value
+        if t.kind == WORD:
+            w = t.text.casefold()
+            if w in _WORD_LITERALS:
+                self.advance()
+                return _WORD_LITERALS[w]
+            raise self.error(f"expected a value, found the bare word {t.text!r}; strings "
+                             f"are written in double quotes: {_quote(t.text)}")
+        raise self.error("expected a value (a \"string\", a number, true, false, null), "
+                         f"found {t.describe()}")
+
+
+def clause_text(name: str, c: Constraint) -> str:
+    return f"{format_name(name)} {format_constraint(c)}"
+
+
+def unsatisfiable_message(name: str, prev: Constraint | None, c: Constraint) -> str:
+    """The message for a clause that leaves no value for ``name`` (also used by
+    :mod:`eventbridge`)."""
+    if prev is None:
+        return f"{clause_text(name, c)} can never hold: no value satisfies it"
+    return (f"this clause contradicts the earlier clauses on attribute {name!r}: no value "
+            f"satisfies both {clause_text(name, prev)} and {clause_text(name, c)}")
+
+
+_WORD_LITERALS: dict[str, Scalar] = {"true": True, "false": False, "null": None,
+                                     "inf": math.inf}
+
+
+def parse_text(text: str, schema: Schema | None = None) -> RecordFilter:
+    """Parse the text form; ``""`` and ``"true"`` are the empty filter (matches every
+    notification). Raises :class:`FilterSyntaxError` with the position of the problem."""
+    if not isinstance(text, str):
+        raise TypeError(f"parse_text expects a str, not {type(text).__name__}")
+    return _Parser(text, schema or Schema()).filter()
+
+
+def parse_filters(spec: str | Mapping[str, Any], schema: Schema | None = None
+                  ) -> list[RecordFilter]:
+    """The conjunctive filters a specification denotes (their union is meant): one for the
+    text form; one or more for an EventBridge pattern (``$or``, several matchers for a
+    field). A mapping, or text whose first non-blank character is ``{``, is an EventBridge
+    pattern."""
+    from pubsift.models.records import eventbridge
+
+    if isinstance(spec, Mapping) or (isinstance(spec, str) and spec.lstrip().startswith("{")):
+        return eventbridge.parse_pattern(spec, schema)
+    if isinstance(spec, str):
+        return [parse_text(spec, schema)]
+    raise FilterSyntaxError(f"a records filter is text or a JSON object (EventBridge "
+                            f"pattern), not {type(spec).__name__}")
+
+
+def parse_filter(spec: str | Mapping[str, Any], schema: Schema | None = None) -> RecordFilter:
+    """Exactly one conjunctive filter from the text form or an EventBridge pattern; a
+    pattern that denotes several (``$or``) is an error pointing to :func:`parse_filters`."""
+    fs = parse_filters(spec, schema)
+    if len(fs) != 1:
+        raise FilterSyntaxError(f"this pattern denotes a disjunction of {len(fs)} conjunctive "
+                                "filters ($or or several matchers for one field); use "
+                                "parse_filters to get all of them")
+    return fs[0]
+
+
+# --------------------------------------------------------------------------------------
+# formatter
+
+_KEYWORDS = frozenset({"and", "true", "false", "null", "inf"})
+
+
+def format_filter(f: RecordFilter) -> str:
+    """The text form of ``f``; ``parse_text(format_filter(f))`` equals ``f`` when ``f`` is
+    canonical (as every parsed filter is). The empty filter is ``true``."""
+    if not f.constraints:
+        return "true"
+    return " and ".join(f"{format_name(n)} {format_constraint(c)}" for n, c in f.constraints)
+
+
+def format_name(name: str) -> str:
+    bare = _WORD_RE.fullmatch(name) and name.casefold() not in _KEYWORDS
+    return name if bare else _quote(name)
+
+
+def format_constraint(c: Constraint) -> str:
+    """The predicate part of a clause, e.g. ``in [3, 5)``."""
+    op, x = c.op, c.operand
+    if op is Op.EXISTS:
+        return "exists"
+    if op is Op.NOT_EXISTS:
+        return "not exists"
+    if op is Op.INSTANCEOF:
+        return f"instanceof {_format_type(x)}"
+    if op in _CMP_TEXT:
+        return f"{_CMP_TEXT[op]} {format_literal(x)}"
+    if op in (Op.IN_RANGE, Op.NOT_IN_RANGE):
+        return f"{'not in' if op is Op.NOT_IN_RANGE else 'in'} {_format_interval(x)}"
+    if op in (Op.IN_SET, Op.NOT_IN_SET):
+        return f"{'not in' if op is Op.NOT_IN_SET else 'in'} {_format_set(x)}"
+    if op in _STRING_TEXT:
+        return f"{_STRING_TEXT[op]} {_quote(x)}"
+    if op in _MULTI_TEXT:
+        return f"{_MULTI_TEXT[op]} {_format_set(x)}"
+    if op in (Op.CONTAINS, Op.NOT_CONTAINS):
+        return f"{'not contains' if op is Op.NOT_CONTAINS else 'contains'} {format_literal(x[1])}"
+    raise ValueError(f"no text form for operator {op!r}")
+
+
+_CMP_TEXT = {v: k for k, v in _CMP.items()}
+_STRING_TEXT = {Op.PREFIX: "prefix", Op.NOT_PREFIX: "not prefix", Op.SUFFIX: "suffix",
+                Op.NOT_SUFFIX: "not suffix", Op.SUBSTRING: "substring",
+                Op.EQ_IGNORE_CASE: "equals-ignore-case"}
+_MULTI_TEXT = {Op.SUBSET: "subset", Op.SUPERSET: "superset", Op.DISJOINT: "disjoint",
+               Op.OVERLAPS: "overlaps"}
+
+
+def _format_type(t: TypeSet) -> str:
+    return t.name if _WORD_RE.fullmatch(t.name) else _quote(t.name)
+
+
+def _format_interval(i: Interval) -> str:
+    lo = format_literal(i.lo)
+    hi = "inf" if i.hi is None else format_literal(i.hi)
+    return f"{'[' if i.lo_closed else '('}{lo}, {hi}{']' if i.hi_closed else ')'}"
+
+
+def _format_set(s: frozenset) -> str:
+    vals = sorted((v for _, v in s), key=sort_key)
+    return "{" + ", ".join(format_literal(v) for v in vals) + "}"
+
+
+def format_literal(v: Scalar) -> str:
+    """A literal that the parser reads back as exactly ``v`` (kind, sign and float bits)."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            raise ValueError("NaN has no text form (it never matches anything)")
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    if isinstance(v, str):
+        return _quote(v)
+    raise TypeError(f"not a records scalar: {v!r}")
+
+
+def _quote(s: str) -> str:
+    """JSON-style string literal; non-printable characters become escapes."""
+    out = ['"']
+    for ch in s:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch.isprintable():
+            out.append(ch)
+        elif ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
+        else:
+            cp = ord(ch)
+            if cp > 0xFFFF:
+                cp -= 0x10000
+                out.append(f"\\u{0xD800 + (cp >> 10):04x}\\u{0xDC00 + (cp & 0x3FF):04x}")
+            else:
+                out.append(f"\\u{cp:04x}")
+    out.append('"')
+    return "".join(out)
+
+
+_SHORT_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+__all__ = ["format_constraint", "format_filter", "format_literal", "format_name",
+           "parse_filter", "parse_filters", "parse_text", "tokenize"]
