@@ -92,50 +92,72 @@ class Dfa:
         return self.accept[q]
 
     def _live(self) -> set[int]:
-        live = {q for q, a in enumerate(self.accept) if a}
-        changed = True
-        while changed:
-            changed = False
-            for q, row in enumerate(self.delta):
-                if q not in live and any(t in live for t in row):
-                    live.add(q)
-                    changed = True
-        return live
+        """The states from which an accepting state is reachable."""
+        preds: dict[int, list[int]] = {}
+        for q, row in enumerate(self.delta):
+            for t in set(row):
+                preds.setdefault(t, []).append(q)
+        live = [q for q, a in enumerate(self.accept) if a]
+        seen = set(live)
+        for q in live:
+            for p in preds.get(q, ()):
+                if p not in seen:
+                    seen.add(p)
+                    live.append(p)
+        return seen
 
     def strings(self, limit: int = 4096) -> list[str] | None:
         """The language if finite with at most ``limit`` strings, else None."""
         live = self._live()
         if 0 not in live:
             return []
-        colour: dict[int, int] = {}
-
-        def cyclic(q: int) -> bool:  # DFS over live states (minimal DFA: few states)
-            colour[q] = 1
-            for t in set(self.delta[q]):
-                if t in live and (colour.get(t) == 1 or (t not in colour and cyclic(t))):
-                    return True
-            colour[q] = 2
-            return False
-
-        if cyclic(0):
+        order = self._postorder(live)
+        if order is None:
+            return None
+        ends = self.cuts[1:] + (MAXCP,)
+        count: dict[int, int] = {}
+        for q in order:  # successors first: count the strings each state accepts
+            n = int(self.accept[q])
+            for k, t in enumerate(self.delta[q]):
+                if t in live:
+                    n += (ends[k] - self.cuts[k]) * count[t]
+            count[q] = min(n, limit + 1)
+        if count[0] > limit:
             return None
         out: list[str] = []
         stack = [(0, "")]
-        ends = self.cuts[1:] + (MAXCP,)
         while stack:
             q, s = stack.pop()
             if self.accept[q]:
                 out.append(s)
-                if len(out) > limit:
-                    return None
             for k, t in enumerate(self.delta[q]):
                 if t in live:
-                    if ends[k] - self.cuts[k] > limit:
-                        return None
                     stack.extend((t, s + chr(c)) for c in range(self.cuts[k], ends[k]))
-                    if len(stack) > 4 * limit:
-                        return None
         return sorted(out)
+
+    def _postorder(self, live: set[int]) -> list[int] | None:
+        """The live states reachable from the start, successors first; None if they form a
+        cycle (an infinite language). Iterative: strings may be long."""
+        colour = {0: 1}
+        order: list[int] = []
+        stack = [(0, iter(set(self.delta[0])))]
+        while stack:
+            q, successors = stack[-1]
+            for t in successors:
+                if t not in live:
+                    continue
+                c = colour.get(t)
+                if c == 1:
+                    return None
+                if c is None:
+                    colour[t] = 1
+                    stack.append((t, iter(set(self.delta[t]))))
+                    break
+            else:
+                stack.pop()
+                colour[q] = 2
+                order.append(q)
+        return order
 
     def samples(self, count: int = 8) -> Iterator[str]:
         """Accepted strings, shortest first, built from readable characters."""
@@ -179,22 +201,15 @@ def _nice(lo: int, hi: int) -> list[str]:
 
 
 def _minimize(cuts: list[int], delta: list[list[int]], accept: list[bool]) -> Dfa:
+    """Hopcroft's partition refinement over the reachable states, then a canonical
+    numbering (breadth-first by symbol class) and maximal symbol classes."""
     order, seen = [0], {0}
     for q in order:
         for t in delta[q]:
             if t not in seen:
                 seen.add(t)
                 order.append(t)
-    block = {q: int(bool(accept[q])) for q in order}
-    count = len(set(block.values()))
-    while True:
-        sigs: dict[tuple, int] = {}
-        new = {q: sigs.setdefault((block[q], tuple(block[t] for t in delta[q])), len(sigs))
-               for q in order}
-        block = new
-        if len(sigs) == count:
-            break
-        count = len(sigs)
+    block = _hopcroft(order, delta, accept, len(cuts))
     rep: dict[int, int] = {}
     for q in order:
         rep.setdefault(block[q], q)
@@ -210,6 +225,47 @@ def _minimize(cuts: list[int], delta: list[list[int]], accept: list[bool]) -> Df
     keep = [0] + [k for k in range(1, len(cuts)) if any(r[k] != r[k - 1] for r in rows)]
     return Dfa(tuple(cuts[k] for k in keep), tuple(tuple(r[k] for k in keep) for r in rows),
                tuple(bool(accept[rep[b]]) for b in queue))
+
+
+def _hopcroft(states: list[int], delta: list[list[int]], accept: list[bool], k: int
+              ) -> dict[int, int]:
+    """The coarsest partition of ``states`` compatible with ``accept`` and ``delta``:
+    state -> block number (Hopcroft, O(k n log n))."""
+    inverse: list[dict[int, list[int]]] = [{} for _ in range(k)]
+    for q in states:
+        for c, t in enumerate(delta[q]):
+            inverse[c].setdefault(t, []).append(q)
+    blocks = [b for b in ({q for q in states if accept[q]}, {q for q in states if not accept[q]})
+              if b]
+    block = {q: i for i, b in enumerate(blocks) for q in b}
+    work = [min(range(len(blocks)), key=lambda i: len(blocks[i]))] if len(blocks) == 2 else []
+    pending = set(work)
+    while work:
+        a = work.pop()
+        pending.discard(a)
+        splitter = list(blocks[a])
+        for c in range(k):
+            inv = inverse[c]
+            touched: dict[int, set[int]] = {}
+            for q in splitter:
+                for p in inv.get(q, ()):
+                    touched.setdefault(block[p], set()).add(p)
+            for b, part in touched.items():
+                if len(part) == len(blocks[b]):
+                    continue
+                new = len(blocks)
+                blocks[b] -= part
+                blocks.append(part)
+                for p in part:
+                    block[p] = new
+                if b in pending:
+                    pending.add(new)
+                    work.append(new)
+                else:
+                    smaller = new if len(part) <= len(blocks[b]) else b
+                    pending.add(smaller)
+                    work.append(smaller)
+    return block
 
 
 def _dfa_all(accepting: bool) -> Dfa:
