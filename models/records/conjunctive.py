@@ -15,6 +15,7 @@ attribute filters (:mod:`.relations`). Two refinements make the corollaries exac
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache, reduce
 from typing import Any
@@ -22,7 +23,8 @@ from typing import Any
 from pubsift.models.records import relations as rel
 from pubsift.models.records.constraints import ABSENT, Constraint
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.valuesets import ValueSet, everything, value_set
+from pubsift.models.records.multivalues import TooComplex
+from pubsift.models.records.valuesets import ValueSet, everything, surely_equal, value_set
 
 _NO_INTS: frozenset[str] = frozenset()
 
@@ -186,7 +188,7 @@ def merge(fs: Iterable[RecordFilter], perfect: bool = True,
             del out[name]
             return RecordFilter.of(out)
         union = reduce(lambda a, b: a | b, (value_set(c, name in ints) for c in cs))
-        if union == everything(name in ints, absent=True):
+        if surely_equal(union, everything(name in ints, absent=True)):
             del out[name]
             return RecordFilter.of(out)
         m = rel.merge(cs, name in ints)
@@ -219,25 +221,34 @@ def imperfection(merger: RecordFilter, fs: Iterable[RecordFilter],
     admits): e.g. merging ``x ∈ [0,1]`` and ``x ∈ [3,4]`` into ``x ∈ [0,4]`` adds one cell
     ``(1,3)`` to two: 0.5; merging ``{x=1 ∧ y=1}`` and ``{x=2 ∧ y=2}`` into
     ``{x∈{1,2} ∧ y∈{1,2}}`` adds the cells (1,2) and (2,1): 1.0. ``inf`` when the filters
-    admit nothing but the merger does."""
-    fs = list(fs)
+    admit nothing but the merger does, or when the partition is too costly to compute
+    (unions of many multi-value constraints, :class:`~.multivalues.TooComplex`)."""
+    try:
+        return _imperfection(merger, list(fs), integer_attrs)
+    except TooComplex:
+        return math.inf
+
+
+def _imperfection(merger: RecordFilter, fs: list[RecordFilter], integer_attrs: frozenset[str]
+                  ) -> float:
     names = sorted(set(merger.names).union(*(f.names for f in fs)))
     per_name = []  # for each attribute: list of (in merger, frozenset of filters containing)
     for name in names:
         sets = [_attr_set(merger, name, integer_attrs)]
         sets += [_attr_set(f, name, integer_attrs) for f in fs]
         atoms = [everything(name in integer_attrs, absent=True)]
-        for s in sets:
+        distinct = {merger.get(name)} | {f.get(name) for f in fs}
+        for c in distinct:
+            s = _attr_set(RecordFilter.of({} if c is None else {name: c}), name, integer_attrs)
             atoms = [p for a in atoms for p in (a & s, a - s) if not p.is_empty()]
         per_name.append([(a.issubset(sets[0]),
                           frozenset(i for i, s in enumerate(sets[1:]) if a.issubset(s)))
                          for a in atoms])
     merger_atoms = [[m for m in atoms if m[0]] for atoms in per_name]
-    all_atoms = per_name
-    union_cells = _union_cells(all_atoms, len(fs))
+    union_cells = _union_cells(per_name, len(fs))
     excess = _count(merger_atoms) - _union_cells(merger_atoms, len(fs))
     if union_cells == 0:
-        return float("inf") if excess else 0.0
+        return math.inf if excess else 0.0
     return excess / union_cells
 
 

@@ -111,8 +111,17 @@ def _cube_not(c: Cube) -> list[Cube]:
     return [x for x in out if x is not None]
 
 
+MAX_CUBES = 4096
+
+
+class TooComplex(OverflowError):
+    """A set operation on multi values would need more than :data:`MAX_CUBES` cubes (the
+    difference of unions of cubes grows exponentially with the number of cubes)."""
+
+
 class MultiSet:
-    """A set of multi values: a union of :class:`Cube`."""
+    """A set of multi values: a union of :class:`Cube`. Operations on single constraints
+    stay small; on unions of many cubes an operation may raise :class:`TooComplex`."""
 
     __slots__ = ("cubes",)
 
@@ -123,6 +132,8 @@ class MultiSet:
         return not self.cubes
 
     def __and__(self, other: "MultiSet") -> "MultiSet":
+        if len(self.cubes) * len(other.cubes) > MAX_CUBES:
+            raise TooComplex(f"intersecting {len(self.cubes)} by {len(other.cubes)} cubes")
         return MultiSet(_cube_and(a, b) for a in self.cubes for b in other.cubes)
 
     def __or__(self, other: "MultiSet") -> "MultiSet":
@@ -143,7 +154,11 @@ class MultiSet:
         return out
 
     def issubset(self, other: "MultiSet") -> bool:
-        return self.cubes <= other.cubes or (self - other).is_empty()
+        if self.cubes <= other.cubes or all(
+                any((MultiSet([a]) - MultiSet([b])).is_empty() for b in other.cubes)
+                for a in self.cubes):
+            return True
+        return (self - other).is_empty()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MultiSet):
@@ -162,4 +177,4 @@ class MultiSet:
                 yield tuple(e[1] for e in sorted(x, key=repr))
 
 
-__all__ = ["ALL_CUBE", "ALL_ELEMS", "Cube", "MultiSet", "cube"]
+__all__ = ["ALL_CUBE", "ALL_ELEMS", "MAX_CUBES", "Cube", "MultiSet", "TooComplex", "cube"]

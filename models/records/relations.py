@@ -35,6 +35,7 @@ from functools import lru_cache, reduce
 from typing import Any
 
 from pubsift.models.records.constraints import ABSENT, Constraint, Op
+from pubsift.models.records.multivalues import TooComplex
 from pubsift.models.records.representation import (
     canonical_hint, lex_span_constraint, part_keys, represent, span_constraint,
 )
@@ -266,7 +267,7 @@ def conjoin(a: Constraint, b: Constraint, integer: bool = False) -> Constraint:
     if vs.is_empty():
         raise Unsatisfiable(f"no value satisfies both {_show(a)} and {_show(b)}")
     for c in (a, b):
-        if value_set(c, integer) == vs:
+        if value_set(c, integer).issubset(vs):  # c is covered by the other one
             return normalize(c, integer)
     found = represent(vs, integer, [a, b])
     if found is None:
@@ -288,7 +289,7 @@ def _multi_candidates(cs: Sequence[Constraint]) -> list[Constraint]:
         return frozenset([c.operand]) if c.op in (Op.CONTAINS, Op.NOT_CONTAINS) else c.operand
 
     out = []
-    for ops, new, join in (((Op.OVERLAPS, Op.CONTAINS), Op.OVERLAPS, frozenset.union),
+    for ops, new, join in (((Op.OVERLAPS, Op.CONTAINS, Op.SUPERSET), Op.OVERLAPS, frozenset.union),
                            ((Op.DISJOINT, Op.NOT_CONTAINS), Op.DISJOINT, frozenset.intersection),
                            ((Op.SUBSET,), Op.SUBSET, frozenset.union),
                            ((Op.SUPERSET, Op.CONTAINS), Op.SUPERSET, frozenset.intersection)):
@@ -308,7 +309,7 @@ def merge(cs: Iterable[Constraint], integer: bool = False) -> Constraint | None:
     if vs.is_empty():
         return cs[0]
     for c in cs:
-        if value_set(c, integer) == vs:
+        if vs.issubset(value_set(c, integer)):  # c covers the others
             return normalize(c, integer)
     return represent(vs, integer, cs + _multi_candidates(cs))
 
@@ -399,7 +400,7 @@ def hull(cs: Iterable[Constraint], integer: bool = False) -> Constraint:
         try:
             if not vs.issubset(value_set(c, integer)):
                 continue
-        except (TypeError, ValueError):
+        except TooComplex:
             continue
         if best is None or (covers(best, c, integer) and not covers(c, best, integer)):
             best = c

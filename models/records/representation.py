@@ -19,7 +19,7 @@ from pubsift.models.records.constraints import Constraint, Interval, Op
 from pubsift.models.records.multivalues import ALL_ELEMS
 from pubsift.models.records.values import BOOL, MULTI, NULL, NUM, STR, skey
 from pubsift.models.records.valuesets import (
-    INF, TOP, Spans, ValueSet, everything, prefix_span, value_set,
+    INF, TOP, Spans, ValueSet, everything, prefix_span, surely_equal, value_set,
 )
 
 LIMIT = 4096  # the largest finite set read back as IN_SET / NOT_IN_SET
@@ -106,7 +106,7 @@ def canonical_hint(c: Constraint) -> Constraint:
 
 def _from_hints(vs: ValueSet, hints: Sequence[Constraint], integer: bool) -> Constraint | None:
     for h in hints:
-        if value_set(h, integer) == vs:
+        if surely_equal(value_set(h, integer), vs):
             return canonical_hint(h)
     return None
 
@@ -117,7 +117,7 @@ def _str_constraint(vs: ValueSet, hints: Sequence[Constraint], integer: bool
     if s.lex is not None:
         return _lex_constraint(s.lex)
     for h in hints:  # instanceof keeps its type name
-        if h.op is Op.INSTANCEOF and value_set(h, integer) == vs:
+        if h.op is Op.INSTANCEOF and surely_equal(value_set(h, integer), vs):
             return h
     one = s.dfa.strings(1)
     if one is not None and len(one) == 1:
@@ -202,7 +202,7 @@ def represent(vs: ValueSet, integer: bool, hints: Sequence[Constraint] = ()
             return Constraint(Op.EQ, next(iter(vs.bools)))
         if k == NULL:
             return Constraint(Op.EQ, None)
-    if vs == everything(integer):
+    if surely_equal(vs, everything(integer)):
         return Constraint(Op.EXISTS)
     if MULTI in kinds:
         return None

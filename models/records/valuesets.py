@@ -33,7 +33,7 @@ from typing import Any
 from pubsift.models.records.automata import StrSet, dfa_caseless, dfa_kmp, dfa_words
 from pubsift.models.records.constraints import ABSENT, Constraint, Op
 from pubsift.models.records.intervals import INF, INTEGER, LEX, REAL, TOP, Line, Spans, prefix_span
-from pubsift.models.records.multivalues import ALL_CUBE, ALL_ELEMS, MultiSet, cube
+from pubsift.models.records.multivalues import ALL_CUBE, ALL_ELEMS, MultiSet, TooComplex, cube
 from pubsift.models.records.values import BOOL, MULTI, NULL, NUM, STR, kind, skey
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -150,6 +150,15 @@ class ValueSet:
                     yield v
 
 
+def surely_equal(a: ValueSet, b: ValueSet) -> bool:
+    """a = b, or False when that is too costly to decide (:class:`TooComplex` unions of
+    multi-value cubes): the sound answer for identity."""
+    try:
+        return a == b
+    except TooComplex:
+        return False
+
+
 def _line(integer: bool) -> Line:
     return INTEGER if integer else REAL
 
@@ -251,4 +260,4 @@ def value_set(c: Constraint, integer: bool = False) -> ValueSet:
 
 
 __all__ = ["INF", "INTEGER", "LEX", "REAL", "TOP", "Spans", "ValueSet", "empty", "everything",
-           "prefix_span", "value_set"]
+           "prefix_span", "surely_equal", "value_set"]
