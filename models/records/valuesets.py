@@ -20,8 +20,18 @@ are all *decided exactly*, for every pair of operators, across kinds:
   (U finite or co-finite, L finite, each O_i finite or co-finite); each multi-value
   operator of Table 4.7 is one cube and the complement of a cube is a union of cubes.
 
-Numbers are reals: an open interval between two adjacent floats is treated as non-empty.
-Nothing is approximated otherwise, so no pair of constraints is left undecided.
+(:mod:`.intervals`, :mod:`.automata`, :mod:`.multivalues` hold the three representations.)
+
+What is not decided exactly:
+
+* no *pair* of constraints: every covering / identity / overlap question between two
+  constraints is decided exactly, for all operator pairs (numbers are taken as reals: an
+  open interval between two adjacent floats counts as non-empty);
+* the difference of *unions* of many multi-value cubes (merging many superset / contains /
+  not-contains / disjoint constraints) can need exponentially many cubes; past
+  :data:`~.multivalues.MAX_CUBES` it raises :class:`~.multivalues.TooComplex`, and its
+  callers answer soundly (:func:`surely_equal` says False, a perfect merge is not found,
+  an imperfection is ``inf``).
 """
 from __future__ import annotations
 
