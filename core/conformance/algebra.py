@@ -15,6 +15,8 @@ import pytest
 
 from pubsift.core.conformance.kit import Kit, run
 
+CHAIN = "covers(f, g) and covers(g, h) for distinct f, g, h"
+
 
 def covers_reflexive(kit: Kit, data: Any) -> None:
     """covers(f, f) for every f."""
@@ -35,6 +37,8 @@ def covers_transitive(kit: Kit, data: Any) -> None:
            for a, b in product(range(len(pool)), repeat=2)}
     for a, b, c in product(range(len(pool)), repeat=3):
         if cov[a, b] and cov[b, c]:
+            if len({pool[a], pool[b], pool[c]}) == 3:
+                kit.hit(CHAIN)
             assert cov[a, c], (
                 f"covers(f, g) and covers(g, h) but not covers(f, h)\n  f = {pool[a]!r}\n"
                 f"  g = {pool[b]!r}\n  h = {pool[c]!r}")
@@ -88,6 +92,7 @@ class AlgebraTests:
     def test_covers_transitive(self, conformance_kit: Kit, conformance_settings: Any) -> None:
         conformance_kit.require("covers")
         run(conformance_kit, covers_transitive, conformance_settings)
+        conformance_kit.expect_hit(CHAIN, "covers")
 
     def test_identical_is_mutual_covering(self, conformance_kit: Kit,
                                           conformance_settings: Any) -> None:

@@ -4,15 +4,21 @@ helpers that draw filters and events inside a hypothesis ``st.data()`` test (DES
 Checks are plain functions ``check(kit, data)``; :func:`run` runs one under hypothesis.
 The base test classes call them, and so can anyone who wants to run a single check (for
 example against a deliberately broken model, to see the kit catch it).
+
+A check passes vacuously if the relation it tests never holds on the generated filters.
+Checks therefore count *hits* (``kit.hit``: a covering pair of distinct filters, a merger,
+an event in two filters), shown by ``pytest --hypothesis-show-statistics``, and the base
+classes fail a run of a claimed capability that had none, asking for better strategies.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from hypothesis import given, settings as Settings, strategies as st
+from hypothesis import event, given, settings as Settings, strategies as st
 
 from pubsift.core.model import Event, Filter, FilterModel
 
@@ -28,6 +34,19 @@ class Kit:
     events: st.SearchStrategy
     matching_event: MatchingEvent
     capabilities: frozenset[str]
+    hits: Counter = field(default_factory=Counter, compare=False)
+
+    def hit(self, what: str) -> None:
+        """Count that the situation ``what`` a check looks for occurred."""
+        self.hits[what] += 1
+        event(what)
+
+    def expect_hit(self, what: str, capability: str) -> None:
+        """Fail unless ``what`` occurred at least once, when ``capability`` is claimed."""
+        if capability in self.capabilities and not self.hits[what]:
+            pytest.fail(f"vacuous check: {what} never occurred, so nothing was tested; make "
+                        "filter_strategy produce related filters (shared attributes, small "
+                        "constants) or raise max_examples", pytrace=False)
 
     def require(self, *names: str) -> None:
         """Skip the calling test unless the model claims every capability in ``names``."""

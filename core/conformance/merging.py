@@ -14,6 +14,9 @@ import pytest
 
 from pubsift.core.conformance.kit import Kit, run
 
+PERFECT = "a perfect merger of distinct filters"
+IMPERFECT = "an imperfect merger of distinct filters"
+
 
 def _inputs(kit: Kit, data: Any) -> list[list[Any]]:
     pool = kit.pool(data, "filters", min_size=2, max_size=4)
@@ -35,6 +38,8 @@ def perfect_merge(kit: Kit, data: Any) -> None:
         m = kit.model.merge(fs, perfect=True)
         if m is None:
             continue
+        if len(set(fs)) > 1:
+            kit.hit(PERFECT)
         hash(m)
         _covers_inputs(kit, data, m, fs, "perfect")
         for e in [kit.matching(data, m, "e in N(merger)"), kit.event(data, "e")]:
@@ -53,6 +58,8 @@ def imperfect_merge(kit: Kit, data: Any) -> None:
         m = kit.model.merge(fs, perfect=False)
         if m is None:
             continue
+        if len(set(fs)) > 1:
+            kit.hit(IMPERFECT)
         hash(m)
         _covers_inputs(kit, data, m, fs, "imperfect")
         e = kit.event(data, "e")
@@ -70,7 +77,9 @@ class MergeTests:
     def test_perfect_merge(self, conformance_kit: Kit, conformance_settings: Any) -> None:
         conformance_kit.require("merge")
         run(conformance_kit, perfect_merge, conformance_settings)
+        conformance_kit.expect_hit(PERFECT, "merge")
 
     def test_imperfect_merge(self, conformance_kit: Kit, conformance_settings: Any) -> None:
         conformance_kit.require("imperfect_merge")
         run(conformance_kit, imperfect_merge, conformance_settings)
+        conformance_kit.expect_hit(IMPERFECT, "imperfect_merge")

@@ -15,6 +15,9 @@ import pytest
 
 from pubsift.core.conformance.kit import Kit, run
 
+COVERING_PAIR = "covers(f, g) for distinct filters"
+SHARED_EVENT = "an event matching two distinct filters"
+
 
 def matches_total(kit: Kit, data: Any) -> None:
     """matches(f, e) is a bool for every filter and event, and never raises."""
@@ -28,6 +31,8 @@ def covers_sound(kit: Kit, data: Any) -> None:
     pool = kit.pool(data, "filters")
     for f, g in permutations(pool, 2):
         if kit.model.covers(f, g):
+            if f != g:
+                kit.hit(COVERING_PAIR)
             e = kit.matching(data, g, "e in N(g)")
             if e is not None:
                 assert kit.matches(f, e), (
@@ -55,6 +60,8 @@ def overlaps_sound(kit: Kit, data: Any) -> None:
     for f, g in permutations(pool, 2):
         for e in events:
             if kit.matches(f, e) and kit.matches(g, e):
+                if f != g:
+                    kit.hit(SHARED_EVENT)
                 assert kit.model.overlaps(f, g), (
                     f"overlaps(f, g) is False but {e!r} matches both\n  f = {f!r}\n"
                     f"  g = {g!r}")
@@ -71,9 +78,11 @@ class SoundnessTests:
 
     def test_covers_sound(self, conformance_kit: Kit, conformance_settings: Any) -> None:
         run(conformance_kit, covers_sound, conformance_settings)
+        conformance_kit.expect_hit(COVERING_PAIR, "covers")
 
     def test_identical_sound(self, conformance_kit: Kit, conformance_settings: Any) -> None:
         run(conformance_kit, identical_sound, conformance_settings)
 
     def test_overlaps_sound(self, conformance_kit: Kit, conformance_settings: Any) -> None:
         run(conformance_kit, overlaps_sound, conformance_settings)
+        conformance_kit.expect_hit(SHARED_EVENT, "overlaps")

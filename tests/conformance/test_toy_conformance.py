@@ -173,3 +173,22 @@ def test_plugin_skips_what_is_not_claimed(plugin_run):
 def test_plugin_says_which_fixture_to_provide(plugin_run):
     assert re.search(r"^ERROR .*TestNoFixtures::test_covers_sound", plugin_run, re.M)
     assert "provide a `model` fixture" in plugin_run
+
+
+
+@pytest.mark.parametrize("test, capability", [
+    ("test_covers_sound", "covers"), ("test_overlaps_sound", "overlaps"),
+    ("test_covers_transitive", "covers"), ("test_perfect_merge", "merge")])
+def test_vacuous_run_of_a_claimed_capability_fails(test, capability):
+    """With filters that are never related, the check would pass without testing anything:
+    the kit says so instead."""
+    far_apart = toy.filters.map(lambda f: (10 * f[0], 10 * f[0]))
+    kit = Kit(toy.IntervalModel(), far_apart, toy.events, toy.matching_event,
+              toy.IntervalModel.capabilities)
+    with pytest.raises(pytest.fail.Exception, match="vacuous check"):
+        getattr(ModelConformance(), test)(kit, DETERMINISTIC)
+
+
+def test_no_demand_for_what_is_not_claimed():
+    kit = Kit(toy.IntervalModel(), toy.filters, toy.events, toy.matching_event, frozenset())
+    kit.expect_hit("something that never happened", "covers")
