@@ -9,6 +9,7 @@ from pubsift.models.records.relations import normalize
 
 SETTINGS = settings(max_examples=300, deadline=None, database=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
+QUICK = settings(SETTINGS, max_examples=120)
 MODEL = RecordsModel(strategies.SCHEMA)
 
 
@@ -36,7 +37,7 @@ def test_no_instanceof_without_declared_types():
     assert Op.INSTANCEOF not in _ops_seen(strategies.raw_constraints(Schema()))
 
 
-@SETTINGS
+@QUICK
 @given(strategies.filters(strategies.SCHEMA))
 def test_filters_are_canonical(f):
     for name, c in f:
@@ -44,7 +45,7 @@ def test_filters_are_canonical(f):
     assert set(f.names) <= set(strategies.NAMES)
 
 
-@SETTINGS
+@QUICK
 @given(st.data())
 def test_matching_event_matches_and_model_accepts_it(data):
     f = data.draw(strategies.filters(strategies.SCHEMA), label="f")
@@ -53,7 +54,7 @@ def test_matching_event_matches_and_model_accepts_it(data):
     assert MODEL.parse_event(e.raw) == e  # e.g. integer attributes hold integers
 
 
-@SETTINGS
+@QUICK
 @given(strategies.events(strategies.SCHEMA))
 def test_events_mix_kinds_and_model_accepts_them(e):
     assert MODEL.parse_event(e.raw) == e
