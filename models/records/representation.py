@@ -34,6 +34,7 @@ def span_constraint(s: tuple, integer: bool, negate: bool) -> Constraint:
     lo, lc, hi, hc = s
     if integer and hi != INF:
         hi, hc = hi - 1, True
+    lo, hi = _num_value(lo), _num_value(hi)
     if lo == hi and lc and hc:
         return Constraint(Op.NE if negate else Op.EQ, _num_value(lo))
     if negate:
