@@ -7,10 +7,12 @@ configured with a schema that makes ``c`` integer-valued and declares the type h
 from __future__ import annotations
 
 import pytest
+from hypothesis import Phase, settings
 
 from pubsift.core import load_model
-from pubsift.core.conformance import ModelConformance
-from pubsift.models.records import RecordsModel, strategies
+from pubsift.core.conformance import ModelConformance, merging, soundness
+from pubsift.core.conformance.kit import Kit, run
+from pubsift.models.records import RecordsModel, relations, strategies
 
 
 class RecordsFixtures:
@@ -46,3 +48,42 @@ class TestRecordsThorough(TestRecordsWithSchema):
     @pytest.fixture
     def max_examples(self):
         return 400
+
+
+# -- the kit is sharp on records: classic mistakes in the conjunctive rules are caught ------
+
+class CoversIgnoringMissingAttributes(RecordsModel):
+    """Cor. 4.2 misread: only f's attributes that g also constrains are compared."""
+
+    def covers(self, f, g):
+        return all(relations.covers(c, g.get(n), n in self.schema.integer_attrs)
+                   for n, c in f if g.get(n) is not None)
+
+
+class OverlapsOnlyOnSameAttributes(RecordsModel):
+    """Says filters on different attributes never overlap."""
+
+    def overlaps(self, f, g):
+        return set(f.names) == set(g.names) and super().overlaps(f, g)
+
+
+class HullAsPerfectMerger(RecordsModel):
+    """Returns the imperfect covering hull where a perfect merger is asked for."""
+
+    def merge(self, fs, perfect=True):
+        return super().merge(fs, perfect=False)
+
+
+MUTANTS = [(CoversIgnoringMissingAttributes, soundness.covers_sound),
+           (OverlapsOnlyOnSameAttributes, soundness.overlaps_sound),
+           (HullAsPerfectMerger, merging.perfect_merge)]
+
+
+@pytest.mark.parametrize("mutant, check", MUTANTS, ids=[m.__name__ for m, _ in MUTANTS])
+def test_kit_catches_records_mutant(mutant, check):
+    model = mutant(strategies.SCHEMA)
+    kit = Kit(model, strategies.filters(model.schema), strategies.events(model.schema),
+              lambda f: strategies.matching_event(f, model.schema), model.capabilities)
+    with pytest.raises(AssertionError):
+        run(kit, check, settings(max_examples=100, deadline=None, database=None,
+                                 derandomize=True, phases=[Phase.explicit, Phase.generate]))
