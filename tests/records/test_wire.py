@@ -25,7 +25,7 @@ def through_json(obj):
     return json.loads(json.dumps(obj, allow_nan=False))
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(filters())
 def test_filter_round_trip_is_exact(f):
     wire = dump_filter(f)
@@ -70,7 +70,7 @@ def test_wire_examples_keep_kinds_and_infinities():
     assert back.get("t").operand == TypeSet("Quote", SCHEMA.types.subtypes("Quote"))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.recursive(
     st.dictionaries(st.text(min_size=1, max_size=4).filter(lambda k: "." not in k),
                     scalars | st.lists(scalars, max_size=3), min_size=1, max_size=4),
