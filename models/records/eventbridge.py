@@ -61,8 +61,7 @@ from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.records.constraints import Constraint, Interval, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.relations import NotRepresentable, Unsatisfiable, conjoin, normalize
-from pubsift.models.records.syntax import (canonical_numbers, clause_text,
-                                           unsatisfiable_message)
+from pubsift.models.records.syntax import clause_text, unsatisfiable_message
 from pubsift.models.records.typesystem import Schema
 from pubsift.models.records.values import skey
 
@@ -127,8 +126,8 @@ def _conjoin(branch: tuple[_Clause, ...], schema: Schema) -> RecordFilter:
         integer = schema.is_integer(name)
         prev = acc.get(name)
         try:
-            acc[name] = canonical_numbers(normalize(c, integer=integer) if prev is None
-                                          else conjoin(prev, c, integer=integer))
+            acc[name] = (normalize(c, integer=integer) if prev is None
+                         else conjoin(prev, c, integer=integer))
         except Unsatisfiable:
             raise _DeadBranch(unsatisfiable_message(name, prev, c), path) from None
         except NotRepresentable:

@@ -224,8 +224,8 @@ class _Parser:
             integer = self.schema.is_integer(name)
             prev = acc.get(name)
             try:
-                acc[name] = canonical_numbers(normalize(c, integer=integer) if prev is None
-                                              else conjoin(prev, c, integer=integer))
+                acc[name] = (normalize(c, integer=integer) if prev is None
+                             else conjoin(prev, c, integer=integer))
             except Unsatisfiable:
                 raise FilterSyntaxError(unsatisfiable_message(name, prev, c), self.text,
                                         pos) from None
@@ -385,28 +385,6 @@ class _Parser:
                              f"are written in double quotes: {_quote(t.text)}")
         raise self.error("expected a value (a \"string\", a number, true, false, null), "
                          f"found {t.describe()}")
-
-
-def canonical_numbers(c: Constraint) -> Constraint:
-    """``c`` with its numbers in one canonical kind: integral floats below 2**53 become
-    ints and ``-0.0`` becomes ``0`` (the same values, ``1 == 1.0``). Parsed filters are
-    thus deterministic, whatever spelling or cached form produced them."""
-    x = c.operand
-    if isinstance(x, Interval):
-        y = Interval(_num(x.lo), _num(x.hi), x.lo_closed, x.hi_closed)
-    elif isinstance(x, frozenset):
-        y = frozenset((k, _num(v)) for k, v in x)
-    elif c.op in (Op.CONTAINS, Op.NOT_CONTAINS):
-        y = (x[0], _num(x[1]))
-    else:
-        y = _num(x)
-    return Constraint(c.op, y)
-
-
-def _num(v: Any) -> Any:
-    if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53:
-        return int(v)
-    return v
 
 
 def clause_text(name: str, c: Constraint) -> str:

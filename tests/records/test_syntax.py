@@ -17,8 +17,8 @@ from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.records import relations
 from pubsift.models.records.constraints import Constraint, Interval, Op
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.syntax import (canonical_numbers, format_filter, format_literal,
-                                           parse_filter, parse_filters, parse_text, tokenize)
+from pubsift.models.records.syntax import (format_filter, format_literal, parse_filter,
+                                           parse_filters, parse_text, tokenize)
 from pubsift.models.records.typesystem import Schema
 from pubsift.models.records.values import Record, skey
 
@@ -181,11 +181,12 @@ def test_non_printable_characters_are_escaped():
 
 
 def _canonical(f: RecordFilter) -> RecordFilter:
-    """What parsing makes of f: each constraint normalized, numbers in canonical kinds."""
+    """What parsing makes of f: each constraint normalized (relations.normalize also gives
+    numbers one canonical kind: integral floats become ints, -0.0 becomes 0)."""
     out = {}
     for n, c in f.constraints:
         try:
-            out[n] = canonical_numbers(relations.normalize(c, integer=SCHEMA.is_integer(n)))
+            out[n] = relations.normalize(c, integer=SCHEMA.is_integer(n))
         except relations.Unsatisfiable:
             assume(False)
     return RecordFilter.of(out)
