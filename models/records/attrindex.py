@@ -240,10 +240,12 @@ class AttributeIndex:
         elif op in _RANGE_OPS:
             ranges = self.strings if c.value_kind == STR else self.numbers
             (ranges.add if add else ranges.remove)(c, item)
-        elif op is Op.EXISTS:
-            (self.present.append if add else lambda i: _remove_identity(self.present, i))(item)
-        elif op is Op.NOT_EXISTS:
-            (self.absent.append if add else lambda i: _remove_identity(self.absent, i))(item)
+        elif op is Op.EXISTS or op is Op.NOT_EXISTS:
+            bucket = self.present if op is Op.EXISTS else self.absent
+            if add:
+                bucket.append(item)
+            else:
+                _remove_identity(bucket, item)
         elif add:
             self.residual.append((compile_test(c), item))
         else:

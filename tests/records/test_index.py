@@ -31,13 +31,14 @@ filters = st.dictionaries(st.sampled_from(NAMES), any_constraint, max_size=3).ma
 # an equality-heavy mix too, so that probes hit shared buckets and merge candidates exist,
 # and unsatisfiable attribute filters (an empty interval; 2.5 on the integer attribute c)
 common = st.sampled_from([Constraint(Op.EQ, 1), Constraint(Op.EQ, "a"), Constraint(Op.EQ, 2.5),
+                          Constraint(Op.EQ, 2), Constraint(Op.IN_RANGE, Interval(1, 3)),
                           Constraint(Op.IN_SET, frozenset({skey(1), skey("a")})),
                           Constraint(Op.IN_RANGE, Interval(0, 2)),
                           Constraint(Op.IN_RANGE, Interval(2, 1)),
                           Constraint(Op.PREFIX, "a"), Constraint(Op.GE, 1),
                           Constraint(Op.NOT_EXISTS)])
 filters_common = st.dictionaries(st.sampled_from(NAMES), common, max_size=3).map(RecordFilter.of)
-any_filter = st.one_of(filters, filters_common)
+any_filter = st.one_of(filters, filters_common, filters_common)
 
 
 @st.composite
@@ -54,7 +55,7 @@ def pools(draw) -> list[RecordFilter]:
         if name in base and draw(st.booleans()):
             del base[name]
         else:
-            base[name] = draw(st.one_of(any_constraint, common))
+            base[name] = draw(st.one_of(any_constraint, common, common))
         pool.append(RecordFilter.of(base))
     return pool
 
