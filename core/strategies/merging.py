@@ -131,7 +131,7 @@ class Merging(Covering):
                     query: Callable[[Filter, str], Iterable[Entry]]) -> list[Filter]:
         """View filters to test against f: those the table's index proposes (entries of
         ``dest`` kept from the old view) and those formed during this recomputation."""
-        found = [e.filter for e in query(f, dest) if e.filter in view]
+        found = [e.filter for e in sorted(query(f, dest), key=repr) if e.filter in view]
         fresh = [g for g in view if Entry(g, dest) not in self.table]
         return list(dict.fromkeys(found + fresh))
 
