@@ -29,9 +29,13 @@ from pubsift.models.records.valuesets import ValueSet, everything, surely_equal,
 _NO_INTS: frozenset[str] = frozenset()
 
 
-@lru_cache(maxsize=65536)
 def satisfiable(f: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS) -> bool:
     """N(f) ≠ ∅: every attribute filter admits some value."""
+    return _satisfiable(f, frozenset(integer_attrs))
+
+
+@lru_cache(maxsize=65536)
+def _satisfiable(f: RecordFilter, integer_attrs: frozenset[str]) -> bool:
     return all(not value_set(c, n in integer_attrs).is_empty() for n, c in f)
 
 

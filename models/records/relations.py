@@ -219,6 +219,10 @@ def _key(v: Any) -> Any:
 def witness(c: Constraint, avoid: Iterable[Any] = (), integer: bool = False) -> Any:
     """A value in L_A(c) (``ABSENT`` for not-exists), preferring one not in ``avoid``.
     Raises :class:`Unsatisfiable` if L_A(c) is empty."""
+    if c.op is _EQ and not avoid:
+        x = c.operand
+        if not (type(x) is float and integer and not x.is_integer()):
+            return x
     return witness_of(value_set(c, integer), avoid, what=c)
 
 
