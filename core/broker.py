@@ -19,7 +19,7 @@ from typing import Protocol
 from pubsift.core.advertisements import readvertised, restrict
 from pubsift.core.errors import PubsiftError, UnknownModelError
 from pubsift.core.messages import (Admin, Adv, BrokerMessage, Forward, Level, Message, Notify,
-                                   Pub, Routed, Sub, Unadv, Unsub)
+                                   Pub, Routed, Sub, Unsub)
 from pubsift.core.model import FilterModel
 from pubsift.core.routing_table import RoutingTable
 from pubsift.core.strategies import Strategy, StrategyFactory, strategy_factory

@@ -25,7 +25,7 @@ import heapq
 import random
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any
 
 from pubsift.core.broker import Broker
@@ -48,6 +48,28 @@ class TraceOp:
     filter: Filter | None = None
     event: Event | None = None
     pub_id: Hashable | None = None
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Network-wide totals (see :meth:`Network.snapshot`)."""
+    admin_sent: int
+    admin_processed: int
+    forwards: int
+    delivered: int
+    local_entries: int
+    remote_entries: int
+    useless_forwards: int
+
+    def __sub__(self, other: "Counters") -> "Counters":
+        return Counters(*(a - b for a, b in zip(astuple(self), astuple(other))))
+
+
+class _Discard(list):
+    """A trace that keeps nothing."""
+
+    def append(self, item: object) -> None:
+        pass
 
 
 class Client:
@@ -97,7 +119,7 @@ class Network:
     def __init__(self, topology: Topology, models: Sequence[FilterModel] | Mapping[str, FilterModel],
                  strategy: str | StrategyFactory = "covering", advertisements: bool = False,
                  seed: int = 0, delay: tuple[float, float] = (1.0, 2.0),
-                 leasing: Leasing | None = None) -> None:
+                 leasing: Leasing | None = None, record: bool = True) -> None:
         self.topology = topology
         self.models = dict(models) if isinstance(models, Mapping) else {m.name: m for m in models}
         self.advertisements = advertisements
@@ -116,7 +138,9 @@ class Network:
             self.brokers[a].connect(b)
             self.brokers[b].connect(a)
         self.clients: dict[str, Client] = {}
-        self.trace: list[TraceOp] = []
+        #: the interface operations, for the oracle (``record=False``: not kept, for
+        #: long benchmark runs)
+        self.trace: list[TraceOp] = [] if record else _Discard()
         self.forwards: Counter[tuple[str, str]] = Counter()
         self.admin_messages: Counter[tuple[str, str]] = Counter()
         self._events: list[tuple[float, int, str, Any]] = []
@@ -124,6 +148,7 @@ class Network:
         self._link_last: dict[tuple[str, str], float] = {}
         self._in_flight = 0
         self._next_pub = 0
+        self.delivered = 0
 
     def _clock(self) -> float:
         return self.now
@@ -168,6 +193,7 @@ class Network:
         self.trace.append(TraceOp(self.now, "notify", msg.client, msg.model, event=msg.event,
                                   pub_id=msg.pub_id))
         self.clients[msg.client].received.append(msg.pub_id)
+        self.delivered += 1
 
     # -- scheduler ------------------------------------------------------------------------
     def _push(self, t: float, kind: str, data: Any) -> None:
@@ -251,6 +277,14 @@ class Network:
 
     def total_forwards(self) -> int:
         return sum(self.forwards.values())
+
+    def snapshot(self) -> "Counters":
+        """Totals of every counter now (subtract two snapshots to measure a phase)."""
+        sizes = self.table_sizes()
+        return Counters(self.total_admin(), sum(self.admin_processed().values()),
+                        self.total_forwards(), self.delivered,
+                        sum(lo for lo, _ in sizes.values()), sum(r for _, r in sizes.values()),
+                        self.useless_forwards())
 
     def useless_forwards(self) -> int:
         """Notifications a broker received and neither delivered nor forwarded."""

@@ -7,7 +7,6 @@ import dataclasses
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from pubsift.core import oracle
 from pubsift.core.strategies import STRATEGIES

@@ -131,3 +131,16 @@ def test_wire_round_trip(msg) -> None:
 def test_malformed_wire_message() -> None:
     with pytest.raises(ValueError, match="unknown or missing"):
         from_wire({"kind": "shout", "model": "toy"}, {"toy": M})
+
+
+def test_snapshots_and_unrecorded_runs() -> None:
+    net = Network(line(3), [M], "covering", seed=0, record=False)
+    x, y = net.client("x", "b0"), net.client("y", "b2")
+    before = net.snapshot()
+    y.subscribe("toy", Iv(0, 4))
+    net.run_until_quiet()
+    x.publish("toy", 1)
+    net.run_until_quiet()
+    delta = net.snapshot() - before
+    assert (delta.admin_sent, delta.forwards, delta.delivered, delta.remote_entries) == (2, 2, 1, 2)
+    assert net.trace == [] and y.received == [0]
