@@ -16,20 +16,26 @@ first events of the sample until ``--baseline-seconds`` have passed (at least 20
 their answers are checked against the index's on every event they see (the table shows
 the number of events each baseline saw in parentheses). "hits/ev" is the mean number of
 matching subscriptions per event; adding and removing all subscriptions is timed per
-subscription. Exit status 1 if any answer differs.
+subscription. A second table times the routing-table queries (covering, covered_by,
+identical, overlapping, merge_candidates) of the index against ``LinearIndex`` over the
+model's hooks, with a seeded sample of the subscriptions as queries, answers compared.
+Exit status 1 if any answer differs.
 """
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import time
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pubsift.core.index import LinearIndex
 from pubsift.models.records import RecordsModel
 from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.constraints import ABSENT, Constraint
@@ -82,11 +88,46 @@ def linear(pairs: Sequence[tuple[RecordFilter, Hashable]]) -> Callable[[Record],
     return match
 
 
+QUERIES = ("covering", "covered_by", "identical", "overlapping", "merge_candidates")
+
+
+def relations(index: Any, pairs: Sequence[tuple[RecordFilter, Hashable]], n_queries: int,
+              seed: int, budget: float, table: Table, console: Console) -> int:
+    """Times the routing-table queries of the index against LinearIndex on the same
+    subscriptions (queries: a seeded sample of them); returns the number of differences."""
+    linear_index = LinearIndex(index.model)
+    for f, k in pairs:
+        linear_index.add(f, k)
+    queries = random.Random(seed).sample([f for f, _ in pairs], min(n_queries, len(pairs)))
+    failures = 0
+    for name in QUERIES:
+        answers = []
+        t = time.process_time()
+        for f in queries:
+            answers.append(getattr(index, name)(f))
+        t_index = (time.process_time() - t) / len(queries)
+        seen, spent = 0, 0.0
+        while seen < len(queries) and (seen < 2 or spent < budget):
+            t = time.process_time()
+            want = getattr(linear_index, name)(queries[seen])
+            spent += time.process_time() - t
+            if want != answers[seen]:
+                failures += 1
+                console.print(f"[red]{name} differs from LinearIndex on {queries[seen]!r}[/red]")
+            seen += 1
+        t_linear = spent / seen
+        table.add_row(f"{len(pairs):,}", name, f"{sum(map(len, answers)) / len(answers):,.1f}",
+                      f"{t_index * 1e3:,.2f}", f"{t_linear * 1e3:,.1f} ({seen})",
+                      f"{t_linear / t_index:,.0f}×" if t_index else "-")
+    return failures
+
+
 def _rate(n: int, seconds: float) -> float:
     return n / seconds if seconds > 0 else float("inf")
 
 
-def run(sizes: list[int], n_events: int, seed: int, budget: float, console: Console) -> int:
+def run(sizes: list[int], n_events: int, seed: int, budget: float, n_queries: int,
+        console: Console) -> int:
     try:
         path = quotes_path(directory=DATA)
     except FileNotFoundError as err:
@@ -101,6 +142,9 @@ def run(sizes: list[int], n_events: int, seed: int, budget: float, console: Cons
     for col in ("subs", "filters", "hits/ev", "index ev/s", "counting ev/s", "linear ev/s",
                 "index/linear", "index/counting", "add µs", "remove µs"):
         table.add_column(col, justify="right", no_wrap=True)
+    rel_table = Table(title=f"routing-table queries, {n_queries} subscriptions as queries")
+    for col in ("subs", "query", "keys/query", "index ms", "linear ms", "linear/index"):
+        rel_table.add_column(col, justify="right", no_wrap=True)
     failures = 0
     model = RecordsModel()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -147,6 +191,13 @@ def run(sizes: list[int], n_events: int, seed: int, budget: float, console: Cons
                 progress.remove_task(task)
                 rates.append((_rate(seen, spent), seen))
 
+            if n_queries:
+                progress.add_task(f"{n:,} subs: routing-table queries", total=None)
+                failures += relations(index, pairs, n_queries, seed, budget, rel_table,
+                                      console)
+                for task_id in list(progress.task_ids):
+                    progress.remove_task(task_id)
+
             t = time.process_time()
             for f, k in pairs:
                 index.remove(f, k)
@@ -161,10 +212,12 @@ def run(sizes: list[int], n_events: int, seed: int, budget: float, console: Cons
                           f"{r_index / r_lin:,.0f}×", f"{r_index / r_count:,.1f}×",
                           f"{t_add / max(n, 1) * 1e6:.1f}", f"{t_remove / max(n, 1) * 1e6:.1f}")
     console.print(table)
+    if n_queries:
+        console.print(rel_table)
     if failures:
         console.print(f"[red]{failures} answers differ[/red]")
         return 1
-    console.print("all answers equal on every compared event")
+    console.print("all answers equal on every compared event and query")
     return 0
 
 
@@ -177,15 +230,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--baseline-seconds", type=float, default=2.0,
                     help="time spent per baseline and size (default: %(default)s)")
+    ap.add_argument("--queries", type=int, default=20,
+                    help="subscriptions used as covering/identity/overlap/merge queries "
+                         "(0: skip; default: %(default)s)")
     args = ap.parse_args(argv)
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     except ValueError:
         ap.error(f"--sizes takes numbers separated by commas, got {args.sizes!r}")
-    if not sizes or min(sizes) < 1 or args.events < 1:
-        ap.error("sizes and --events must be positive")
+    if not sizes or min(sizes) < 1 or args.events < 1 or args.queries < 0:
+        ap.error("sizes and --events must be positive, --queries not negative")
     console = Console(width=max(Console().width, 140))
-    return run(sizes, args.events, args.seed, args.baseline_seconds, console)
+    return run(sizes, args.events, args.seed, args.baseline_seconds, args.queries, console)
 
 
 if __name__ == "__main__":

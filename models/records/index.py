@@ -378,9 +378,10 @@ class RecordsIndex(FilterIndex[Hashable]):
             return self._entries.values()
         n, c = min(eqs, key=_order)
         cindex = self._cindex.get(n)
-        constrained = self._by_attr.get(n, {})
-        cands = self._with_no_witness(e for e in self._entries.values()
-                                      if e not in constrained)
+        cands = self._with_no_witness(())
+        for names, held in self._by_names.items():
+            if n not in names:
+                cands.update(held)
         values = [c.operand] if c.op is Op.EQ else [x for _, x in c.operand]
         for v in values:
             for bucket in (cindex.probe(v) if cindex is not None else ()):
