@@ -245,7 +245,7 @@ def normalize(c: Constraint, integer: bool = False) -> Constraint:
     EQ, IN_RANGE [a, a] -> EQ, x ≥ a ∧ unbounded -> GE, prefix intervals -> PREFIX; with
     ``integer``, x > 3 -> x ≥ 4 and {20..25} -> [20, 25]. Raises Unsatisfiable if L_A(c)
     is empty (e.g. ``x != null``)."""
-    if c.op in (Op.EXISTS, Op.NOT_EXISTS):
+    if c.op is _EXISTS or c.op is _NOT_EXISTS:
         return c
     return _normalize(c, integer)
 
@@ -289,6 +289,9 @@ def _union(cs: Sequence[Constraint], integer: bool) -> ValueSet:
 
 
 def _multi_candidates(cs: Sequence[Constraint]) -> list[Constraint]:
+    """Merger / hull candidates for multi values (Table 4.8: overlaps of the union,
+    disjoint from the intersection, and the subset / superset analogues)."""
+
     def elems(c: Constraint) -> frozenset:
         return frozenset([c.operand]) if c.op in (Op.CONTAINS, Op.NOT_CONTAINS) else c.operand
 
@@ -323,24 +326,28 @@ def _common_prefix(words: Sequence[str]) -> str:
 
 
 def _str_candidates(vs: ValueSet, cs: Sequence[Constraint]) -> list[Constraint]:
+    """Hull candidates for strings: every string, the lexical hull and the exclusion of
+    each gap, the common prefix / suffix / substring of the constants, equality ignoring
+    case (each is checked to cover the union before use)."""
     out = [Constraint(Op.PREFIX, "")]
     if vs.str.lex is not None and vs.str.lex.items:
         items = vs.str.lex.items
         out.append(lex_span_constraint((items[0][0], True, items[-1][2], False), False))
         gaps = [(a[2], True, b[0], False) for a, b in zip(items, items[1:])]
         out += [lex_span_constraint(g, True) for g in gaps]
-    lits = {STR: [], Op.SUFFIX: []}
+    heads: list[str] = []  # constants whose common prefix (suffix) all members share
+    tails: list[str] = []
     for c in cs:
         if c.op in (Op.EQ, Op.PREFIX) and isinstance(c.operand, str):
-            lits[STR].append(c.operand)
+            heads.append(c.operand)
         elif c.op is Op.IN_SET:
-            lits[STR] += [v for k, v in c.operand if k == STR]
+            heads += [v for k, v in c.operand if k == STR]
         if c.op in (Op.EQ, Op.SUFFIX) and isinstance(c.operand, str):
-            lits[Op.SUFFIX].append(c.operand)
-    if lits[STR]:
-        out.append(Constraint(Op.PREFIX, _common_prefix(lits[STR])))
-    if lits[Op.SUFFIX]:
-        out.append(Constraint(Op.SUFFIX, _common_prefix([w[::-1] for w in lits[Op.SUFFIX]])[::-1]))
+            tails.append(c.operand)
+    if heads:
+        out.append(Constraint(Op.PREFIX, _common_prefix(heads)))
+    if tails:
+        out.append(Constraint(Op.SUFFIX, _common_prefix([w[::-1] for w in tails])[::-1]))
     subs = [c.operand for c in cs if c.op in (Op.SUBSTRING, Op.SUFFIX, Op.PREFIX, Op.EQ)
             and isinstance(c.operand, str)]
     if subs:
@@ -359,6 +366,8 @@ def _str_candidates(vs: ValueSet, cs: Sequence[Constraint]) -> list[Constraint]:
 
 
 def _num_candidates(vs: ValueSet, integer: bool) -> list[Constraint]:
+    """Hull candidates for numbers: the interval hull, then the exclusion of each gap
+    (largest first)."""
     items = vs.num.items
     hull_span = (items[0][0], items[0][1], items[-1][2], items[-1][3])
     out = [span_constraint(hull_span, integer, False)]
