@@ -88,7 +88,8 @@ class Relations:
             by_path.setdefault(cg.path, []).append(cg)
         for cf in f.clauses:
             for cg in by_path.get(cf.path, ()):
-                if self.clauses_disjoint(cf, cg):
+                # both directions, so that the answer is symmetric
+                if self.clauses_disjoint(cf, cg) and self.clauses_disjoint(cg, cf):
                     return False
         return True
 

@@ -12,6 +12,7 @@ from pubsift.core.model import JSON, FilterModel
 from pubsift.models.concepts.context import ClientContext, ContextRegistry
 from pubsift.models.concepts.conversion import ConversionManager, PropertyConversion, RateTable
 from pubsift.models.concepts.covering import Relations
+from pubsift.models.concepts.index import ConceptsIndex
 from pubsift.models.concepts.filters import (ConceptFilter, FilterBuilder, Matcher, dump_filter,
                                              format_filter, load_filter)
 from pubsift.models.concepts.ontology import MONEY, Ontology
@@ -29,7 +30,8 @@ class ConceptsModel(FilterModel):
     ``pubsift.conversions``); ``contexts``: named, shared contexts."""
 
     name = "concepts"
-    capabilities = frozenset({"covers", "identical", "overlaps", "merge", "imperfect_merge"})
+    capabilities = frozenset({"covers", "identical", "overlaps", "merge", "imperfect_merge",
+                              "index"})
 
     def __init__(self, ontology: Ontology | None = None, rates: RateTable | None = None,
                  conversions: Mapping[str, PropertyConversion] | None = None,
@@ -111,3 +113,8 @@ class ConceptsModel(FilterModel):
 
     def load_event(self, obj: JSON) -> SemanticObject:
         return self.parse_event(obj)
+
+    # -- indexing ---------------------------------------------------------------------
+    def new_index(self) -> ConceptsIndex:
+        """Matching through the records index over lazily converted values."""
+        return ConceptsIndex(self)

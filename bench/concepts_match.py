@@ -1,0 +1,193 @@
+"""Matching throughput of the concepts model with subscriptions in mixed currencies and
+units, against the naive way, in the same run (issue 5, §4).
+
+    .venv/bin/python bench/concepts_match.py [--subscriptions 1000] [--events 2000]
+
+Events: the real S&P 500 daily quotes (``../shared/data/quotes``, prices in USD, volumes in
+shares), enriched by the publisher adapter with the publisher's context. Exchange rates:
+a synthetic monthly table (EUR, GBP, JPY per USD, drifting over the year; not market data),
+so prices are converted at each quote's date. Subscriptions: a random symbol for most, a
+price bound or range in USD, EUR, GBP or JPY (some in thousands: scale 1000), and for half
+a volume bound in shares, dozens or thousands of shares; each subscriber's context states
+its currency and volume unit.
+
+* concepts index: ``ConceptsModel.new_index().match`` — each event value is converted once
+  per target context the index knows (lazy conversion), then the records index is probed;
+* linear: ``LinearIndex`` over ``matches`` (lazy conversion cached per event, one filter
+  after another);
+* naive: for every subscription, every attribute of the event is converted into the
+  subscriber's context, then the subscription's constraints (constants in the
+  subscriber's own units and currency) are evaluated.
+
+Times are CPU times of this process (``time.process_time``). Every delivery set of the index
+is compared with the naive one (exit status 1 if any differs).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import random
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+from pubsift.adapters.concepts import Publisher
+from pubsift.core.errors import ConversionError
+from pubsift.core.index import LinearIndex
+from pubsift.models.concepts import ConceptsModel, RatePeriod, RateTable
+from pubsift.models.concepts.context import ClientContext
+from pubsift.models.concepts.filters import FilterBuilder
+from pubsift.models.concepts.syntax import parse_text
+from pubsift.models.records.constraints import ABSENT
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "quotes"
+QUOTES = DATA / "all_stocks_1yr_2017-02-08_2018-02-07.csv"
+VOCABULARY = {"close": "FinalPrice", "open": "OpenPrice", "high": "HighPrice",
+              "low": "LowPrice", "volume": "TradedVolume", "Name": "Symbol",
+              "date": "DateOfIssue"}
+START = {"EUR": 0.94, "GBP": 0.80, "JPY": 113.0}
+END = {"EUR": 0.81, "GBP": 0.71, "JPY": 109.0}
+
+
+def synthetic_rates() -> RateTable:
+    """Monthly rates per USD from 2017-01 to 2018-03, open-ended at both ends."""
+    months = [datetime(2017 + (m // 12), m % 12 + 1, 1) for m in range(15)]
+    rates = {}
+    for cur in START:
+        periods = []
+        for i, start in enumerate(months):
+            r = START[cur] + (END[cur] - START[cur]) * i / (len(months) - 1)
+            periods.append(RatePeriod(None if i == 0 else start,
+                                      months[i + 1] if i + 1 < len(months) else None, r))
+        rates[cur] = periods
+    return RateTable("USD", rates)
+
+
+class LocalBuilder(FilterBuilder):
+    """Keeps constants in the subscriber's own context (for the naive baseline)."""
+
+    def _target(self, c, kind, src):
+        return src
+
+
+def workload(n_subs: int, n_events: int, seed: int):
+    rnd = random.Random(seed)
+    rows = list(itertools.islice(csv.DictReader(open(QUOTES, newline="")), 60_000))
+    rnd.shuffle(rows)
+    rows = rows[:n_events]
+    symbols = sorted({r["Name"] for r in rows})
+    closes = {}
+    for r in rows:
+        closes.setdefault(r["Name"], []).append(float(r["close"]))
+    subs = []
+    for _ in range(n_subs):
+        cur = rnd.choice(["USD", "EUR", "GBP", "JPY"])
+        scale = rnd.choice([1, 1, 1000])
+        vol_unit = rnd.choice(["count", "dozen", "kilocount"])
+        ctx = ClientContext.of({"currency": cur, "scale": scale,
+                                "units": {"[]": vol_unit}})
+        rate = {"USD": 1.0, **START}[cur] / scale
+        sym = rnd.choice(symbols)
+        price = rnd.choice(closes[sym]) * rate
+        conds = []
+        if rnd.random() < 0.8:
+            conds.append(f'Symbol = "{sym}"')
+        kind = rnd.random()
+        if kind < 0.4:
+            conds.append(f"FinalPrice < {price * rnd.uniform(0.9, 1.1):.4g}")
+        elif kind < 0.8:
+            lo = price * rnd.uniform(0.8, 1.0)
+            conds.append(f"FinalPrice between {lo:.4g} and {lo * rnd.uniform(1.05, 1.3):.4g}")
+        else:
+            conds.append(f"HighPrice > {price:.4g}")
+        if rnd.random() < 0.5:
+            shares = rnd.choice([1e5, 1e6, 5e6]) / {"count": 1, "dozen": 12,
+                                                    "kilocount": 1000}[vol_unit]
+            conds.append(f"TradedVolume > {shares:.4g}")
+        text = "StockQuote where " + " and ".join(conds)
+        subs.append((text, ctx))
+    return rows, subs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--subscriptions", type=int, default=1000)
+    ap.add_argument("--events", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=5)
+    args = ap.parse_args()
+    if not QUOTES.exists():
+        print(f"real data absent: {QUOTES} (see ../shared/data/README.md)")
+        return 2
+    model = ConceptsModel(rates=synthetic_rates(), conversions={})
+    rows, subs = workload(args.subscriptions, args.events, args.seed)
+    pub = Publisher(model, "StockQuote", VOCABULARY, {"currency": "USD",
+                                                      "units": {"[]": "count"}},
+                    time_field="date")
+    events = [pub.enrich(r) for r in rows]
+    filters = [model.parse_filter(t, client=c) for t, c in subs]
+    local = LocalBuilder(model.ontology, model.manager)
+    naive_filters = [local.build(parse_text(t), c) for t, c in subs]
+    onto, manager = model.ontology, model.manager
+    sub_ctx = [{o.concept: c.context_for(onto, o.concept) for o in events[0]._flat.values()
+                if not o.is_complex} for _, c in subs]
+
+    def naive(e):
+        out = set()
+        for i, f in enumerate(naive_filters):
+            ctxs = sub_ctx[i]
+            vals = {}
+            for path, o in e._flat.items():       # every attribute, for every subscription
+                if o.is_complex:
+                    continue
+                try:
+                    vals[path] = manager.convert(onto.kind(o.concept), o.value, o.context,
+                                                 ctxs[o.concept], e.time)
+                except ConversionError:
+                    vals[path] = None
+            if onto.is_a(e.concept, f.concept) and all(
+                    c.constraint.matches(vals.get(c.path, ABSENT)) for c in f.clauses):
+                out.add(i)
+        return out
+
+    index = model.new_index()
+    t0 = time.process_time()
+    for i, f in enumerate(filters):
+        index.add(f, i)
+    t_add = time.process_time() - t0
+    linear = LinearIndex(model)
+    for i, f in enumerate(filters):
+        linear.add(f, i)
+
+    def run(match, evs):
+        for e in evs:
+            e._cache.clear()
+        t = time.process_time()
+        res = [match(e) for e in evs]
+        return time.process_time() - t, res
+
+    t_idx, r_idx = run(index.match, events)
+    n_base = min(len(events), max(50, len(events) // 10))
+    t_lin, r_lin = run(linear.match, events[:n_base])
+    t_nai, r_nai = run(naive, events[:n_base])
+    bad_lin = sum(a != b for a, b in zip(r_idx, r_lin))
+    bad_nai = sum(a != b for a, b in zip(r_idx, r_nai))
+    hits = sum(map(len, r_idx)) / len(events)
+    eps = {"concepts index": len(events) / t_idx, "linear (lazy)": n_base / t_lin,
+           "naive (convert all)": n_base / t_nai}
+    print(f"concepts matching: {len(filters)} subscriptions in USD/EUR/GBP/JPY (scale 1 or "
+          f"1000) and shares/dozens/thousands; {len(events)} real quotes "
+          f"(baselines on the first {n_base}); {hits:.2f} deliveries per event; "
+          f"index build {t_add / len(filters) * 1e6:.0f} µs per subscription; "
+          f"{len(index._names)} (path, context) pairs converted per event at most")
+    for name, v in eps.items():
+        print(f"  {name:22s} {v:12,.0f} events/s")
+    print(f"  ratio index / naive: {eps['concepts index'] / eps['naive (convert all)']:.1f}x   "
+          f"linear / naive: {eps['linear (lazy)'] / eps['naive (convert all)']:.1f}x")
+    print(f"  answers differing from the index: linear {bad_lin}, naive {bad_nai}")
+    return 1 if bad_lin or bad_nai else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""The concepts model's filter index: matching through the records index after lazy
+conversion (Cilia et al., 003 §4.3: Rebeca "specialized in order to delay the conversion as
+much as possible"; Mühl 000, §4.3.8 for the index underneath).
+
+A concept filter is a conjunction of records constraints on (path, matching context) pairs
+plus the concept test, so it is held as a :class:`~pubsift.models.records.filters.RecordFilter`
+over *virtual attributes*: one per (path, target context) that any held filter constrains,
+and ``@concept`` (the set of the filter concept's specializations). An event is matched by
+converting each of its values once into each target context the index knows for its path —
+a handful of conversions, however many subscriptions — and probing the records index.
+
+Exactness: a value that cannot be converted (no rate in force) or a complex member is
+given to the records index as ``null``, which no held constraint but ``exists`` accepts; the
+index then answers a superset, which is verified with the model's ``matches``. The other
+queries (covering, overlap, merging) scan with the model's hooks, like
+:class:`~pubsift.core.index.LinearIndex`.
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator
+from typing import Any
+
+from pubsift.core.index import LinearIndex
+from pubsift.core.model import FilterIndex
+from pubsift.models.concepts.filters import _FAIL, Clause, ConceptFilter
+from pubsift.models.concepts.semantic_objects import SemanticObject
+from pubsift.models.records.constraints import Constraint, Op
+from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.index import RecordsIndex
+from pubsift.models.records.model import RecordsModel
+from pubsift.models.records.values import skey
+
+_CONCEPT = "@concept"
+
+
+class ConceptsIndex(FilterIndex[Hashable]):
+    """(filter, key) pairs; ``match`` through a records index over converted values, the
+    relation queries by a linear scan over the model's hooks."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self._scan = LinearIndex(model)
+        self._records = RecordsIndex(RecordsModel())
+        self._names: dict[tuple, str] = {}           # (path, target) -> virtual attribute
+        self._by_path: dict[tuple, dict[str, Clause]] = {}
+        self._uses: dict[str, int] = {}
+
+    def _translate(self, f: ConceptFilter, register: bool) -> RecordFilter:
+        onto = self.model.ontology
+        attrs = {_CONCEPT: Constraint(Op.IN_SET, frozenset(
+            skey(c) for c in onto.descendants(f.concept)))}
+        for c in f.clauses:
+            key = (c.path, c.target)
+            name = self._names.get(key)
+            if name is None:
+                if not register:
+                    raise KeyError(key)
+                name = self._names[key] = f"v{len(self._names)}"
+                self._by_path.setdefault(c.path, {})[name] = c
+            if register:
+                self._uses[name] = self._uses.get(name, 0) + 1
+            attrs[name] = c.constraint
+        return RecordFilter.of(attrs)
+
+    def add(self, f: ConceptFilter, key: Hashable) -> None:
+        if (f, key) in self._scan:
+            return
+        self._scan.add(f, key)
+        self._records.add(self._translate(f, True), (f, key))
+
+    def remove(self, f: ConceptFilter, key: Hashable) -> None:
+        self._scan.remove(f, key)
+        rf = self._translate(f, False)
+        self._records.remove(rf, (f, key))
+        for name, _ in rf.constraints:
+            if name == _CONCEPT:
+                continue
+            self._uses[name] -= 1
+            if not self._uses[name]:
+                del self._uses[name]
+                c = next(c for cs in self._by_path.values() for n, c in cs.items() if n == name)
+                del self._by_path[c.path][name]
+                if not self._by_path[c.path]:
+                    del self._by_path[c.path]
+                del self._names[(c.path, c.target)]
+
+    def _flat(self, e: SemanticObject) -> tuple[dict[str, Any], bool]:
+        """The event's values in every target context the index knows, and whether a
+        stand-in ``null`` was used (then answers must be verified)."""
+        flat: dict[str, Any] = {_CONCEPT: e.concept}
+        verify = False
+        value = self.model.matcher.value
+        for path in e._flat:
+            clauses = self._by_path.get(path)
+            if clauses is None:
+                continue
+            for name, c in clauses.items():
+                v = value(e, c)
+                if v is _FAIL or v.__class__ is tuple:
+                    v, verify = None, True
+                flat[name] = v
+        return flat, verify
+
+    def match_pairs(self, event: SemanticObject) -> list[tuple[ConceptFilter, Hashable]]:
+        flat, verify = self._flat(event)
+        pairs = self._records.match(flat)
+        if verify:
+            matches = self.model.matches
+            return [p for p in pairs if matches(p[0], event)]
+        return list(pairs)
+
+    def match(self, event: SemanticObject) -> set[Hashable]:
+        return {k for _, k in self.match_pairs(event)}
+
+    # -- the rest: the linear scan over the model's hooks ----------------------------
+    def __iter__(self) -> Iterator[tuple[ConceptFilter, Hashable]]:
+        return iter(self._scan)
+
+    def __len__(self) -> int:
+        return len(self._scan)
+
+    def __contains__(self, pair: object) -> bool:
+        return pair in self._scan
+
+    def covering(self, f: ConceptFilter) -> set[Hashable]:
+        return self._scan.covering(f)
+
+    def covered_by(self, f: ConceptFilter) -> set[Hashable]:
+        return self._scan.covered_by(f)
+
+    def identical(self, f: ConceptFilter) -> set[Hashable]:
+        return self._scan.identical(f)
+
+    def overlapping(self, f: ConceptFilter) -> set[Hashable]:
+        return self._scan.overlapping(f)
+
+    def merge_candidates(self, f: ConceptFilter) -> set[Hashable]:
+        return self._scan.merge_candidates(f)
+
+    def filters(self, key: Hashable) -> list[ConceptFilter]:
+        return self._scan.filters(key)
