@@ -167,42 +167,26 @@ def merge(fs: Iterable[RecordFilter], perfect: bool = True,
 
     ``perfect=True``: a filter with N = ∪N(fs) exactly, or None. Found when (after dropping
     covered filters) the filters are identical but for one attribute whose attribute
-    filters merge perfectly (:func:`.relations.merge`); if their union admits any value or
-    absence the attribute is dropped (slides' vector 15 over a typed attribute).
+    filters merge perfectly (:func:`.relations.merge`; if their union admits any value or
+    absence the attribute is dropped), or, failing that, by merging such pairs repeatedly
+    until one filter is left (e.g. four quadrants into one box).
     ``perfect=False``: the perfect merger if any, else an imperfect one covering all of
     fs: the :func:`.relations.hull` on every attribute constrained in all of them; the
     others are dropped. None only for an empty ``fs``."""
     fs = list(fs)
     if not fs:
         return None
-    ints = integer_attrs
+    ints = frozenset(integer_attrs)
     live = _prune(fs, ints)
     if not live:
         return fs[0]
-    if len(live) == 1:
-        return live[0]
-    names = sorted(set().union(*(f.names for f in live)))
-    differing = [n for n in names
-                 if not all(_same(live[0].get(n), f.get(n), n in ints) for f in live[1:])]
-    if len(differing) == 1:
-        (name,) = differing
-        out = live[0].as_dict()
-        cs = [f.get(name) for f in live]
-        if None in cs:
-            del out[name]
-            return RecordFilter.of(out)
-        union = reduce(lambda a, b: a | b, (value_set(c, name in ints) for c in cs))
-        if surely_equal(union, everything(name in ints, absent=True)):
-            del out[name]
-            return RecordFilter.of(out)
-        m = rel.merge(cs, name in ints)
-        if m is not None:
-            out[name] = m
-            return RecordFilter.of(out)
-    if perfect:
-        return None
+    found = _merge_one_attribute(live, ints)
+    if found is None and len(live) > 2:
+        found = _merge_pairwise(live, ints)
+    if found is not None or perfect:
+        return found
     out = {}
-    for name in names:
+    for name in sorted(set().union(*(f.names for f in live))):
         cs = [f.get(name) for f in live]
         if None in cs:
             continue
@@ -211,6 +195,48 @@ def merge(fs: Iterable[RecordFilter], perfect: bool = True,
         except rel.NotRepresentable:
             continue
     return RecordFilter.of(out)
+
+
+def _merge_one_attribute(live: list[RecordFilter], ints: frozenset[str]
+                         ) -> RecordFilter | None:
+    """The perfect merger of satisfiable filters, none covering another, that are
+    identical but for one attribute (§4.3.7), or None."""
+    if len(live) == 1:
+        return live[0]
+    names = sorted(set().union(*(f.names for f in live)))
+    differing = [n for n in names
+                 if not all(_same(live[0].get(n), f.get(n), n in ints) for f in live[1:])]
+    if len(differing) != 1:
+        return None
+    (name,) = differing
+    out = live[0].as_dict()
+    cs = [f.get(name) for f in live]
+    if None not in cs:
+        union = reduce(lambda a, b: a | b, (value_set(c, name in ints) for c in cs))
+        if not surely_equal(union, everything(name in ints, absent=True)):
+            m = rel.merge(cs, name in ints)
+            if m is None:
+                return None
+            out[name] = m
+            return RecordFilter.of(out)
+    del out[name]  # any value or absent: no attribute filter
+    return RecordFilter.of(out)
+
+
+def _merge_pairwise(live: list[RecordFilter], ints: frozenset[str]) -> RecordFilter | None:
+    """Repeatedly replace two filters by their perfect merger; the result if one is left.
+    Every step keeps the union, so the last filter is a perfect merger."""
+    items = list(live)
+    while len(items) > 1:
+        for i, j in itertools.combinations(range(len(items)), 2):
+            pair = _prune([items[i], items[j]], ints)
+            m = _merge_one_attribute(pair, ints)
+            if m is not None:
+                items = [m] + [f for k, f in enumerate(items) if k not in (i, j)]
+                break
+        else:
+            return None
+    return items[0]
 
 
 def imperfection(merger: RecordFilter, fs: Iterable[RecordFilter],

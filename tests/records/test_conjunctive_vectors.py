@@ -130,3 +130,12 @@ def test_integer_attributes():
     f1, f2 = F(p=C(Op.IN_SET, S(*range(20, 26)))), F(p=C(Op.IN_RANGE, Interval(20, 25)))
     assert cj.identical(f1, f2, integer_attrs=frozenset({"p"}))
     assert not cj.identical(f1, f2)
+
+
+def test_four_quadrants_merge_into_one_box():
+    def box(x0, y0):
+        return F(x=C(Op.IN_RANGE, Interval(x0, x0 + 1)), y=C(Op.IN_RANGE, Interval(y0, y0 + 1)))
+    quadrants = [box(0, 0), box(1, 1), box(1, 0), box(0, 1)]
+    whole = F(x=C(Op.IN_RANGE, Interval(0, 2)), y=C(Op.IN_RANGE, Interval(0, 2)))
+    assert cj.merge(quadrants) == whole
+    assert cj.merge(quadrants[:3]) is None  # an L shape is no box
