@@ -60,9 +60,25 @@ class Kit:
 
     def pool(self, data: Any, label: str, min_size: int = 2, max_size: int = 5) -> list[Filter]:
         """A few filters; checks test every pair (triple) of a pool, which makes relations
-        that random pairs rarely satisfy (covering, merging) hit far more often."""
-        return data.draw(st.lists(self.filters, min_size=min_size, max_size=max_size),
+        that random pairs rarely satisfy (covering, merging) hit far more often. If the
+        model merges, the pool also holds the running mergers ``m1 = merge(f0, f1)``,
+        ``m2 = merge(m1, f2)``, ...: a chain of filters that should cover each other."""
+        pool = data.draw(st.lists(self.filters, min_size=min_size, max_size=max_size),
                          label=label)
+        if "imperfect_merge" in self.capabilities:
+            perfect = False
+        elif "merge" in self.capabilities:
+            perfect = True
+        else:
+            return pool
+        chain, acc = [], pool[0]
+        for f in pool[1:]:
+            merged = self.model.merge([acc, f], perfect=perfect)
+            if merged is None:
+                break
+            chain.append(merged)
+            acc = merged
+        return pool + chain
 
     def event(self, data: Any, label: str) -> Event:
         return data.draw(self.events, label=label)
