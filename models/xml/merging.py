@@ -28,7 +28,8 @@ _RENDERABLE = {STR: {Op.EQ, Op.NE, Op.PREFIX, Op.SUBSTRING},
 
 
 def _merge_preds(p: Pred, q: Pred) -> Pred | None:
-    if p.target != q.target or p.domain != q.domain or p.domain == ANY:
+    if p.target != q.target or p.domain != q.domain or p.domain == ANY or not (
+            p.satisfiable and q.satisfiable):
         return None
     try:
         c = relations.merge([p.constraint, q.constraint])
@@ -37,9 +38,6 @@ def _merge_preds(p: Pred, q: Pred) -> Pred | None:
     if c is None:
         return None
     if p.domain == NUM:
-        if any(isinstance(x.operand, float) and math.isnan(x.operand)
-               for x in (p.constraint, q.constraint)):
-            return None
         if c.matches(math.nan) != (p.constraint.matches(math.nan)
                                   or q.constraint.matches(math.nan)):
             return None

@@ -31,9 +31,9 @@ def _contradict(p: Pred, q: Pred) -> bool:
     if p.domain == ANY:
         return False
     a, b = p.constraint, q.constraint
+    if not p.satisfiable or not q.satisfiable:
+        return False
     if p.domain == NUM:
-        if any(isinstance(c.operand, float) and math.isnan(c.operand) for c in (a, b)):
-            return False
         if a.matches(math.nan) and b.matches(math.nan):
             return False
     return not relations.overlaps(a, b)

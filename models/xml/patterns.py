@@ -47,10 +47,19 @@ class Node:
     position: Position | None = None
     children: tuple["Node", ...] = ()
     _hash: int = field(default=0, compare=False, repr=False)
+    _skey: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_hash", hash((self.label, self.preds, self.position,
                                                 self.children)))
+        head = self.label
+        if self.position is not None:
+            head += f"[{self.position.render()}]"
+        for p in self.preds:
+            head += f"[{p.render(_clark)}]"
+        if self.children:
+            head += "(" + ",".join(c._skey for c in self.children) + ")"
+        object.__setattr__(self, "_skey", head)
 
     def __hash__(self) -> int:
         return self._hash
@@ -92,7 +101,8 @@ def make(label: str, preds=(), position: Position | None = None, children=()) ->
 
 
 def sort_key(n: Node) -> str:
-    return render_node(n, _clark)
+    """A canonical total order of sibling nodes (a Clark-name rendering, cached)."""
+    return n._skey
 
 
 def _clark(name: str) -> str:

@@ -57,11 +57,7 @@ def xpath_number(s: str) -> float:
 
 
 def format_number(x: float) -> str:
-    """An XPath 1.0 number literal (no exponent) denoting ``x``; NaN as ``"NaN"``."""
-    if math.isnan(x):
-        return '"NaN"'
-    if math.isinf(x):
-        return '"Infinity"' if x > 0 else '"-Infinity"'
+    """An XPath 1.0 number literal (no exponent) denoting ``x``."""
     if x == int(x) and abs(x) < 2 ** 53:
         return str(int(x))
     return format(Decimal(repr(x)), "f")
@@ -102,9 +98,8 @@ class Pred:
 
     @property
     def satisfiable(self) -> bool:
-        c = self.constraint
-        return not (self.domain == NUM and c.op is not Op.NE and isinstance(c.operand, float)
-                    and math.isnan(c.operand))
+        """False for a relational comparison with NaN, which no value satisfies."""
+        return not (self.domain == NUM and self.constraint.operand == NAN)
 
     # -- text form -----------------------------------------------------------------------
     @property
@@ -127,7 +122,7 @@ class Pred:
             return f"contains({t}, {format_string(c.operand)})"
         sym = _SYMBOL[c.op]
         if self.domain == NUM:
-            return f"{t} {sym} {format_number(c.operand)}"
+            return f"{t} {sym} " + ('"NaN"' if c.operand == NAN else format_number(c.operand))
         return f"{t} {sym} {format_string(c.operand)}"
 
     def sort_key(self) -> tuple:
@@ -139,24 +134,25 @@ def exists(target: str) -> Pred:
     return Pred(target, ANY, Constraint(Op.EXISTS))
 
 
+#: the operand of a relational comparison with a literal that is not a number: NaN, so the
+#: predicate never holds (kept as a string so that equal predicates compare equal)
+NAN = "NaN"
+
+
 def comparison(target: str, symbol: str, literal: str | float) -> Pred:
     """``target symbol literal`` with XPath 1.0's conversion rules."""
     op = COMPARISONS[symbol]
     if isinstance(literal, str):
         if op in (Op.EQ, Op.NE):
             return Pred(target, STR, Constraint(op, literal))
-        return Pred(target, NUM, Constraint(op, xpath_number(literal)))
+        n = xpath_number(literal)
+        return Pred(target, NUM, Constraint(op, NAN if math.isnan(n) else n))
     return Pred(target, NUM, Constraint(op, float(literal)))
 
 
 def string_function(target: str, op: Op, literal: str) -> Pred:
     """``starts-with(target, literal)`` (PREFIX) or ``contains(target, literal)``."""
     return Pred(target, STR, Constraint(op, literal))
-
-
-def _has_nan(c: Constraint) -> bool:
-    x = c.operand
-    return isinstance(x, float) and math.isnan(x)
 
 
 def pred_covers(a: Pred, b: Pred) -> bool:
@@ -172,9 +168,9 @@ def pred_covers(a: Pred, b: Pred) -> bool:
         return False
     if not b.satisfiable:
         return True
-    ca, cb = a.constraint, b.constraint
-    if _has_nan(ca) or _has_nan(cb):
+    if not a.satisfiable:
         return False
+    ca, cb = a.constraint, b.constraint
     if a.domain == b.domain:
         if not relations.covers(ca, cb):
             return False

@@ -21,42 +21,67 @@ def match_tree(tree: FactorizationTree, doc: Document, leaves: dict[int, int],
                pattern: Callable[[int], XPathFilter]) -> int:
     """Bitmask of the patterns of ``tree`` that match ``doc``. ``leaves[i]`` is the number
     of leaves of branching pattern i; ``pattern(i)`` gives it back for the exact check."""
-    result = 0
+    found: list[int] = []
     hits: dict[int, int] = {}
-    children, by_tag_children = doc.children, doc.by_tag_children
-    stack: list = [(tree.root, [0], False)]
+    children, by_tag_children, by_tag = doc.children, doc.by_tag_children, doc.by_tag
+    pos_any, pos_tag = doc.pos_any, doc.pos_tag
+    present = by_tag.keys() | {WILDCARD, DESCENDANT}
+    # a context is a tuple of element numbers; equal contexts are mostly the same object
+    # (candidates are memoised), so memo keys use the object's id, and every context is
+    # kept alive in `alive` so that ids stay unique
+    memo: dict[tuple, tuple] = {}
+    ordered_of: dict[int, tuple] = {}
+    root_ctx = (0,)
+    alive: list[tuple] = [root_ctx]
+    stack: list = [(tree.root, root_ctx, False)]
+    pop, push = stack.pop, stack.append
     while stack:
-        t, ctx, desc = stack.pop()
-        for label, group in t.by_label.items():
+        t, ctx, desc = pop()
+        by_label = t.by_label
+        for label in (by_label.keys() & present if len(by_label) > 2 else by_label):
+            group = by_label[label]
             if label == DESCENDANT:
-                ordered = sorted(ctx)
+                ordered = ordered_of.get(id(ctx))
+                if ordered is None:
+                    ordered = ordered_of[id(ctx)] = tuple(sorted(ctx))
+                    alive.append(ordered)
                 for t2 in group:
-                    stack.append((t2, ordered, True))
+                    push((t2, ordered, True))
                 continue
-            if desc:
-                cands = doc.descendants(ctx, None if label == WILDCARD else label)
-            elif label == WILDCARD:
-                cands = [y for x in ctx for y in children[x]]
-            else:
-                cands = []
-                for x in ctx:
-                    same = by_tag_children[x].get(label)
-                    if same:
-                        cands.extend(same)
+            key = (id(ctx), label, desc)
+            cands = memo.get(key)
+            if cands is None:
+                if label not in present:
+                    cands = ()
+                elif desc:
+                    cands = tuple(doc.descendants(ctx, None if label == WILDCARD else label))
+                elif label == WILDCARD:
+                    cands = tuple([y for x in ctx for y in children[x]])
+                else:
+                    out: list[int] = []
+                    for x in ctx:
+                        same = by_tag_children[x].get(label)
+                        if same:
+                            out.extend(same)
+                    cands = tuple(out)
+                memo[key] = cands
             if not cands:
                 continue
-            pos = doc.pos_any if label == WILDCARD else doc.pos_tag
             for t2 in group:
                 c = cands
                 if t2.position is not None:
                     holds = t2.position.holds
-                    c = [y for y in c if holds(pos[y])]
+                    pos = pos_any if label == WILDCARD else pos_tag
+                    c = tuple([y for y in c if holds(pos[y])])
+                    alive.append(c)
                 if t2.preds:
                     preds = t2.preds
-                    c = [y for y in c if doc.satisfies(y, preds)]
+                    c = tuple([y for y in c if doc.satisfies(y, preds)])
+                    alive.append(c)
                 if not c:
                     continue
-                result |= t2.ends
+                if t2.ends:
+                    found.append(t2.ends)
                 b = t2.bleaves
                 while b:
                     low = b & -b
@@ -64,7 +89,10 @@ def match_tree(tree: FactorizationTree, doc: Document, leaves: dict[int, int],
                     hits[i] = hits.get(i, 0) + 1
                     b ^= low
                 if t2.children:
-                    stack.append((t2, c, False))
+                    push((t2, c, False))
+    result = 0
+    for m in found:
+        result |= m
     if hits:
         m = Matcher(doc)
         for i, n in hits.items():

@@ -210,7 +210,10 @@ class _Reader:
         if tok.symbol == "(string)":
             return tok.value
         v = tok.value
-        return float(v) if isinstance(v, (int, Decimal, float)) else float(str(v))
+        x = float(v) if isinstance(v, (int, Decimal, float)) else float(str(v))
+        if x != x or x in (float("inf"), float("-inf")):
+            raise self.error(f"number literal {str(v)[:20]!r} out of range", tok)
+        return x
 
     def attach(self, tok, step: _Step, make_pred) -> None:
         """Attach path ``tok`` (relative to ``step``) as a branch or predicate of ``step``;

@@ -167,7 +167,7 @@ def _generalize(n: Node, rnd: random.Random) -> Node:
         if r < 0.3:
             continue
         c = p.constraint
-        if r < 0.5 and p.domain == NUM and c.op in (Op.GT, Op.GE):
+        if r < 0.5 and p.satisfiable and p.domain == NUM and c.op in (Op.GT, Op.GE):
             p = Pred(p.target, NUM, Constraint(c.op, c.operand - 1))
         preds.append(p)
     position = n.position if rnd.random() < 0.7 else None

@@ -76,6 +76,20 @@ def _steps(draw, depth: int, relative: bool = False) -> str:
     return out
 
 
+#: related filters (chains of generalizations), so pools hold covering pairs and triples
+FAMILY = ("/a/b[@x > 2]", "/a/b[@x > 1]", "/a/b[@x]", "/a/b", "/a/*", "/a//b", "//b",
+          "//*", "/a", "/a[b]", "/a[b/c]", "/a/b/c", "/a/b[c]", "//b[c]", "/a[@x = 1]/b",
+          '/a/b[@x = "1"]', "/a/b[@x = 1]", "/a/b[@x < 5]", "/a/b[@x != 3]",
+          '//c[text() = "a"]', "//c[text()]", '//c[starts-with(@y, "a")]',
+          '//c[@y = "ab"]', "/a/b[2]", "/a/b[2][@x]", "/a/*/c", "/a//c", "//c")
+
+
+def related_xpaths(depth: int = 1) -> st.SearchStrategy[str]:
+    """Mostly FAMILY members, sometimes random ones."""
+    family = st.sampled_from(FAMILY)
+    return st.one_of(family, family, family, family, xpaths(depth))
+
+
 def xpaths(depth: int = 2) -> st.SearchStrategy[str]:
     """XPath expressions of the supported subset (absolute, some relative)."""
     return st.one_of(_steps(depth), _steps(depth, relative=True).map(

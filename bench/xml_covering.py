@@ -1,0 +1,124 @@
+"""XSEARCH against the pairwise "Linear" scan, and the size of the factorization tree
+(Chand & Felber 003 §5, Tables 1 and 2; issue 4, §5).
+
+    .venv/bin/python bench/xml_covering.py [--sizes 1000,2000,5000,10000] [--queries 1000]
+                                           [--table2 1000,...,100000] [--seed 1]
+
+Workload: tree patterns generated over the NITF DTD (../shared/data/nitf/dtd-3.5.7) with
+h = 10, p* = 0.1, p// = 0.05, pλ = 0.1, θ = 1 (``pubsift.models.xml.generator``); search
+sets of distinct patterns, and ``--queries`` further distinct patterns as queries.
+
+Table 1: for each |R|, the mean time per query of XSEARCH in covered mode (the patterns of
+R a query covers, ``FactorizationTree.covered``) and cover mode (the patterns covering it,
+``FactorizationTree.covering``), and of Linear (``covers`` against every pattern of R, the
+pairwise homomorphism test of ``pubsift.models.xml.covering``) on the first
+``--linear-queries`` queries, all in this run. Times are CPU time of this process
+(``time.process_time``). Every Linear answer is compared with XSEARCH's; exit status 1 if
+one differs. Table 2: Σ|s| and |T(R)| (pattern nodes, the artificial roots excluded).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from pubsift.models.xml.covering import covers
+from pubsift.models.xml.factorization import FactorizationTree
+from pubsift.models.xml.generator import CHAND_FELBER, PatternGenerator
+from pubsift.models.xml.index import bits
+
+DTD = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "nitf" / "dtd-3.5.7"
+       / "kpp-nitf-3.5.7.dtd")
+PAPER_T1 = {1000: (0.23, 0.28), 2000: (0.45, 0.53), 5000: (1.17, 1.30), 10000: (2.41, 2.57)}
+PAPER_T2 = {1000: (7.6, 1.9), 2000: (15.8, 3.6), 5000: (42.1, 8.2), 10000: (88.1, 15.1),
+            20000: (183.3, 28.1), 50000: (481.8, 62.1), 100000: (998.6, 112.6)}
+
+
+def _ints(s: str) -> list[int]:
+    return [int(x) for x in s.split(",") if x]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=_ints, default=[1000, 2000, 5000, 10000])
+    ap.add_argument("--queries", type=int, default=1000)
+    ap.add_argument("--linear-queries", type=int, default=20)
+    ap.add_argument("--table2", type=_ints,
+                    default=[1000, 2000, 5000, 10000, 20000, 50000, 100000])
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args(argv)
+    console = Console()
+    if not DTD.is_file():
+        console.print(f"[red]NITF DTD not found at {DTD}[/red]")
+        return 2
+    gen = PatternGenerator(DTD, CHAND_FELBER, seed=args.seed)
+    biggest = max(args.sizes + args.table2)
+    t0 = time.process_time()
+    pool = gen.patterns(biggest + args.queries)
+    console.print(f"generated {len(pool):,} distinct patterns over the NITF DTD in "
+                  f"{time.process_time() - t0:.1f} s CPU (h=10, p*=0.1, p//=0.05, pλ=0.1, θ=1)")
+    queries, search = pool[:args.queries], pool[args.queries:]
+
+    t1 = Table(title="Table 1: mean time per query (ms); paper: C++ on a 1.5 GHz Pentium IV")
+    for col in ("|R|", "XSEARCH⊇ covered", "paper", "XSEARCH⊆ cover", "paper",
+                "Linear⊇", "Linear⊆", "Linear/XSEARCH ⊇", "⊆", "hits/query ⊇ | ⊆"):
+        t1.add_column(col, justify="right")
+    ok = True
+    for n in args.sizes:
+        R = search[:n]
+        tree = FactorizationTree()
+        for i, f in enumerate(R):
+            tree.add(i, f.root)
+        t = time.process_time()
+        covered = [tree.covered(q.root) for q in queries]
+        x_cd = (time.process_time() - t) / len(queries) * 1e3
+        t = time.process_time()
+        covering = [tree.covering(q.root) for q in queries]
+        x_cv = (time.process_time() - t) / len(queries) * 1e3
+        lq = queries[:args.linear_queries]
+        t = time.process_time()
+        lin_cd = [[i for i, g in enumerate(R) if covers(q, g)] for q in lq]
+        l_cd = (time.process_time() - t) / len(lq) * 1e3
+        t = time.process_time()
+        lin_cv = [[i for i, g in enumerate(R) if covers(g, q)] for q in lq]
+        l_cv = (time.process_time() - t) / len(lq) * 1e3
+        for k in range(len(lq)):
+            if bits(covered[k]) != lin_cd[k] or bits(covering[k]) != lin_cv[k]:
+                ok = False
+                console.print(f"[red]answers differ for {lq[k].xpath()}[/red]")
+        hits_cd = sum(m.bit_count() for m in covered) / len(queries)
+        hits_cv = sum(m.bit_count() for m in covering) / len(queries)
+        p_cd, p_cv = PAPER_T1.get(n, (None, None))
+        t1.add_row(f"{n:,}", f"{x_cd:.3f}", f"{p_cd}" if p_cd else "-", f"{x_cv:.3f}",
+                   f"{p_cv}" if p_cv else "-", f"{l_cd:.2f}", f"{l_cv:.2f}",
+                   f"{l_cd / x_cd:.0f}×", f"{l_cv / x_cv:.0f}×",
+                   f"{hits_cd:.1f} | {hits_cv:.1f}")
+    console.print(t1)
+
+    t2 = Table(title="Table 2: space, thousands of nodes")
+    for col in ("|R|", "Σ|s|", "|T(R)|", "ratio", "paper Σ|s|", "paper |T(R)|", "paper ratio"):
+        t2.add_column(col, justify="right")
+    tree = FactorizationTree()
+    total = 0
+    done = 0
+    for n in sorted(args.table2):
+        for i in range(done, n):
+            tree.add(i, search[i].root)
+            total += search[i].size
+        done = n
+        ps, pt = PAPER_T2.get(n, (None, None))
+        t2.add_row(f"{n:,}", f"{total / 1e3:.1f}", f"{tree.nodes / 1e3:.1f}",
+                   f"{total / tree.nodes:.1f}", f"{ps}" if ps else "-",
+                   f"{pt}" if pt else "-", f"{ps / pt:.1f}" if ps else "-")
+    console.print(t2)
+    if not ok:
+        console.print("[red]XSEARCH and Linear disagree[/red]")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
