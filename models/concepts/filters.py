@@ -211,8 +211,6 @@ class FilterBuilder:
             if math.isinf(v):
                 return v
             return self.manager.convert(kind, v, src, tgt, None)
-        if lit.is_date:
-            return v
         return v
 
 
@@ -354,7 +352,11 @@ def load_filter(obj: Any, onto: Ontology) -> ConceptFilter:
     except (UnknownConcept, ConversionError, TypeError) as exc:
         raise err(str(exc), "$") from None
     f = ConceptFilter(concept, tuple(clauses))
-    if f != make_filter(concept, clauses):
+    try:
+        canonical = make_filter(concept, clauses)
+    except (relations.Unsatisfiable, relations.NotRepresentable) as exc:
+        raise err(str(exc), "$.clauses") from None
+    if f != canonical:
         raise err("clauses must be sorted, one per path and context", "$.clauses")
     return f
 
