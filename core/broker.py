@@ -102,6 +102,7 @@ class Broker:
         self.clients.add(client)
 
     def table(self, model: str, level: Level = "S") -> RoutingTable:
+        """The routing table of ``model``: subscriptions (``"S"``) or advertisements."""
         r = self._routing(model)
         table = r.subs if level == "S" else r.advs
         if table is None:
@@ -206,7 +207,9 @@ class Broker:
                 out = restrict(out, r.advs)
             self._send(model, "S", sender, out)
             return
-        assert r.advs is not None and r.adv_strategy is not None
+        if r.advs is None or r.adv_strategy is None:
+            raise BrokerError(f"broker {self.name} routes without advertisements; "
+                              f"advertisement admin message from {sender!r} refused")
         before = r.advs.filters(sender)
         out = r.adv_strategy.administer(sender, subs, unsubs)
         activated = readvertised(r.sub_strategy, r.advs, sender, before, r.advs.filters(sender),

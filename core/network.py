@@ -82,20 +82,20 @@ class Client:
         self.received: list[Hashable] = []
 
     def subscribe(self, model: str, f: Filter) -> None:
-        self.subscriptions[(model, f)] = None
         self.net._op("sub", self, model, f, Sub(self.name, model, f))
+        self.subscriptions[(model, f)] = None
 
     def unsubscribe(self, model: str, f: Filter) -> None:
-        self.subscriptions.pop((model, f), None)
         self.net._op("unsub", self, model, f, Unsub(self.name, model, f))
+        self.subscriptions.pop((model, f), None)
 
     def advertise(self, model: str, f: Filter) -> None:
-        self.advertisements[(model, f)] = None
         self.net._op("adv", self, model, f, Adv(self.name, model, f))
+        self.advertisements[(model, f)] = None
 
     def unadvertise(self, model: str, f: Filter) -> None:
-        self.advertisements.pop((model, f), None)
         self.net._op("unadv", self, model, f, Unadv(self.name, model, f))
+        self.advertisements.pop((model, f), None)
 
     def publish(self, model: str, event: Event) -> int:
         """Publish ``event``; returns its unique publication id."""
@@ -168,8 +168,10 @@ class Network:
         return c
 
     def _op(self, kind: str, client: Client, model: str, f: Filter, msg: Message) -> None:
-        self.trace.append(TraceOp(self.now, kind, client.name, model, f))
+        """Hand a (un)subscription or (un)advertisement to the client's broker; it enters
+        the trace only if the broker accepts it (a refused one raises and changes nothing)."""
         self._to_broker(client, msg)
+        self.trace.append(TraceOp(self.now, kind, client.name, model, f))
 
     def _to_broker(self, client: Client, msg: Message) -> None:
         broker = self.brokers[client.broker]

@@ -144,3 +144,11 @@ def test_snapshots_and_unrecorded_runs() -> None:
     delta = net.snapshot() - before
     assert (delta.admin_sent, delta.forwards, delta.delivered, delta.remote_entries) == (2, 2, 1, 2)
     assert net.trace == [] and y.received == [0]
+
+
+def test_a_refused_subscription_changes_nothing() -> None:
+    net = Network(line(2), [M], "covering")
+    c = net.client("c", "b0")
+    with pytest.raises(UnknownModelError):
+        c.subscribe("nope", Iv(0, 1))
+    assert c.subscriptions == {} and net.trace == []
