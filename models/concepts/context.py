@@ -162,6 +162,7 @@ class ClientContext:
     scale: float = 1
     extra: Mapping[str, Any] = field(default_factory=dict)
     per_concept: Mapping[str, Context] = field(default_factory=dict)
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, obj: Mapping[str, Any] | "ClientContext" | None) -> "ClientContext":
@@ -179,6 +180,13 @@ class ClientContext:
         """The client's context for values of ``concept`` (an :class:`Ontology` concept):
         the defaults that apply to its kind, overlaid with a per-concept override declared
         for it or for its nearest generalization."""
+        key = (ontology, concept)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = self._context_for(ontology, concept)
+        return found
+
+    def _context_for(self, ontology: Any, concept: str) -> Context:
         from pubsift.models.concepts.ontology import QUANTITY
 
         props = ontology.context_properties(concept)

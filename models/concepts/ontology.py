@@ -76,6 +76,7 @@ class Ontology:
                 children[p].add(c)
         self._descendants = _closure(self.concepts, children)
         self._terms = self._index_terms(graph)
+        self._resolved: dict[str, str] = {}
         self._props = self._inherit({c: self._own_properties(graph, c) for c in self.concepts})
         self._dimension = self._inherit_one(PS.dimension)
         self._matching_unit = self._inherit_one(PS.matchingUnit)
@@ -177,6 +178,14 @@ class Ontology:
     def resolve(self, term: str) -> str:
         """The concept a term names: an IRI, a local name, or a label / synonym in any
         language. Raises :class:`UnknownConcept` when it names none or several."""
+        found = self._resolved.get(term)
+        if found is None:
+            found = self._resolved[term] = self._resolve(term)
+        return found
+
+    def _resolve(self, term: str) -> str:
+        if not isinstance(term, str):
+            raise UnknownConcept(f"a concept is named by a string, not {term!r}")
         if "://" in term or term.startswith("urn:"):
             c = self.canonical(term)
             if c in self.concepts:
