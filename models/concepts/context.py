@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pubsift.core.errors import ConversionError
-from pubsift.models.concepts.units import canonical_unit
+from pubsift.models.concepts.units import canonical_unit, dimensionality
 
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
 _BUILTIN = ("unit", "currency", "scale", "date_format")
@@ -152,7 +152,8 @@ class ClientContext:
     explicit specification of clients about their contextual information").
 
     ``currency`` applies to every monetary concept, ``units`` maps a dimensionality
-    (``"[mass]"``) to the client's unit for it, ``date_format`` applies to dates,
+    (``"[mass]"``) to the client's unit for it (the JSON form also takes ``"unit": "lb"`` or
+    a list of units, keyed by their dimensionality), ``date_format`` applies to dates,
     ``scale`` to numbers of every kind, and ``per_concept`` overrides all of these for
     one concept (keyed by canonical concept IRI or by term)."""
 
@@ -170,9 +171,15 @@ class ClientContext:
             return cls()
         if isinstance(obj, ClientContext):
             return obj
-        known = {"currency", "units", "date_format", "scale", "per_concept"}
+        known = {"currency", "unit", "units", "date_format", "scale", "per_concept"}
         per = {k: Context.of(v) for k, v in (obj.get("per_concept") or {}).items()}
-        return cls(currency=obj.get("currency"), units=dict(obj.get("units") or {}),
+        units = obj.get("units") or {}
+        if not isinstance(units, Mapping):  # a list of units: keyed by their dimension
+            units = {dimensionality(canonical_unit(u)): u for u in units}
+        units = dict(units)
+        if obj.get("unit"):
+            units[dimensionality(canonical_unit(obj["unit"]))] = obj["unit"]
+        return cls(currency=obj.get("currency"), units=units,
                    date_format=obj.get("date_format"), scale=obj.get("scale", 1),
                    extra={k: v for k, v in obj.items() if k not in known}, per_concept=per)
 

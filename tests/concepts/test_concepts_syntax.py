@@ -38,9 +38,10 @@ def test_constants_are_normalized_into_the_matching_context(model):
     dmy = ClientContext.of({"date_format": "%d.%m.%Y"})
     (d,) = model.parse_filter('Order where DateOfIssue after "01.06.2017"', client=dmy).clauses
     assert d.constraint.operand == "2017-06-01"
-    de = ClientContext.of({"units": {"[mass]": "lb"}})
-    (w,) = model.parse_filter("Order where NetWeight > 3", client=de).clauses
-    assert w.constraint.operand == pytest.approx(1.36077711)
+    for spec in ({"units": {"[mass]": "lb"}}, {"unit": "lb"}, {"units": ["km", "lb"]}):
+        (w,) = model.parse_filter("Order where NetWeight > 3",
+                                  client=ClientContext.of(spec)).clauses
+        assert w.constraint.operand == pytest.approx(1.36077711)
 
 
 @pytest.mark.parametrize("text, message, column", [
