@@ -16,7 +16,7 @@ from pubsift.models.xml.predicates import SELF, TEXT, Pred
 
 
 class Document:
-    __slots__ = ("elements", "tags", "end", "children", "by_tag_children", "pos_tag",
+    __slots__ = ("elements", "tags", "parent", "end", "children", "by_tag_children", "pos_tag",
                  "pos_any", "by_tag", "_values")
 
     def __init__(self, root: etree._Element) -> None:
@@ -56,6 +56,7 @@ class Document:
                 end[p] = end[i]
         self.elements = elements
         self.tags = tags
+        self.parent = parent_of
         self.end = end
         self.children = children
         self.by_tag_children = by_tag_children

@@ -4,7 +4,8 @@ Distinct patterns are numbered and inserted into one :class:`.factorization.Fact
 (Alg. 1-2); each number holds the keys the pattern was added under.
 
 * ``covering`` / ``covered_by``: XSEARCH in cover / covered mode; ``identical``: both.
-* ``match``: shared top-down evaluation over the tree (:mod:`.shared_matching`).
+* ``match``: shared evaluation over the tree (:mod:`.shared_matching`): a lazy DFA for
+  plain chains, a pruned top-down walk for the other patterns.
 * ``overlapping``: only patterns whose root element could agree are tested.
 * ``merge_candidates``: covering ∪ covered (a cover is a perfect merger) ∪ the patterns
   with the same predicate-free shape whose pairwise perfect merge exists.
@@ -19,7 +20,7 @@ from pubsift.models.xml.merging import _strip, merge_pair
 from pubsift.models.xml.overlap import overlaps
 from pubsift.models.xml.parsing import XmlEvent
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, XPathFilter
-from pubsift.models.xml.shared_matching import match_tree
+from pubsift.models.xml.shared_matching import PathAutomaton, match_tree
 
 
 def bits(m: int) -> list[int]:
@@ -39,6 +40,12 @@ def bits(m: int) -> list[int]:
     return out
 
 
+def _plain_chain(f: XPathFilter) -> bool:
+    """A linear path of tags, ``*`` and ``//`` without predicates."""
+    return f.root.is_chain() and all(not n.preds and n.position is None
+                                     for n in f.root.walk())
+
+
 def _root_tag(f: XPathFilter) -> str | None:
     (first,) = f.root.children
     return None if first.label in (DESCENDANT, WILDCARD) else first.label
@@ -56,6 +63,8 @@ class XmlIndex(FilterIndex[Hashable]):
         self._shapes: dict[XPathFilter, set[int]] = {}
         self._by_root: dict[str | None, set[int]] = {}
         self._pairs = 0
+        self._complex = 0          # patterns that are not plain chains
+        self._dfa: PathAutomaton | None = None
 
     # -- contents ------------------------------------------------------------------------
     def add(self, f: XPathFilter, key: Hashable) -> None:
@@ -68,6 +77,9 @@ class XmlIndex(FilterIndex[Hashable]):
             self._filters[i], self._keys[i] = f, {}
             self._number[f] = i
             self.tree.add(i, f.root)
+            self._dfa = None
+            if not _plain_chain(f):
+                self._complex |= 1 << i
             if not f.root.is_chain():
                 self._leaves[i] = sum(1 for n in f.root.walk() if not n.children)
             self._shapes.setdefault(XPathFilter(_strip(f.root)), set()).add(i)
@@ -86,6 +98,8 @@ class XmlIndex(FilterIndex[Hashable]):
         if self._keys[i]:
             return
         self.tree.remove(i)
+        self._dfa = None
+        self._complex &= ~(1 << i)
         del self._number[f]
         self._leaves.pop(i, None)
         shape = XPathFilter(_strip(f.root))
@@ -127,8 +141,14 @@ class XmlIndex(FilterIndex[Hashable]):
 
     # -- queries -------------------------------------------------------------------------
     def match_mask(self, event: XmlEvent) -> int:
-        return match_tree(self.tree, event.document, self._leaves,
-                          lambda i: self._filters[i])
+        if self._dfa is None:
+            self._dfa = PathAutomaton(self.tree)
+        doc = event.document
+        m = self._dfa.match(doc)
+        if self._complex:
+            m |= match_tree(self.tree, doc, self._leaves, lambda i: self._filters[i],
+                            self._complex)
+        return m
 
     def match(self, event: XmlEvent) -> set[Hashable]:
         return self._keys_of(self.match_mask(event))

@@ -1,11 +1,20 @@
 """Matching a document against every pattern of a factorization tree at once.
 
-YFilter-style sharing (Diao & Franklin): a prefix common to many patterns is evaluated once.
-Walking T(R) top-down, each tree node t gets the set C(t) of elements its root-to-t path
-(tag tests, positions, value predicates included) reaches in the document; a node whose set
-is empty prunes its whole subtree. A chain pattern (no branching) matches iff the node of
-its last step is reached. A branching pattern can match only if all of its leaves are
-reached; those candidates are then decided exactly by :class:`.matching.Matcher`.
+YFilter-style sharing (Diao & Franklin): a prefix common to many patterns is evaluated once,
+in two ways.
+
+* Plain chains (linear paths of tags, ``*`` and ``//`` without predicates) go through a lazy
+  DFA over the tree (Green, Miklau, Onizuka & Suciu, ICDT 2003): the tree nodes form an NFA
+  over the tag path from the root to each element; the set of NFA states reached by a tag
+  path, and the chains ending there, are computed once per distinct tag path and cached
+  across documents, so a document costs a dictionary step per element once its paths are
+  known. The cache is dropped when patterns are added or removed.
+* Every other pattern (predicates, positions, branches): walking T(R) top-down, each tree
+  node t gets the set C(t) of elements its root-to-t path (tag tests, positions, value
+  predicates included) reaches in the document; an empty set prunes the subtree. A chain
+  matches iff the node of its last step is reached; a branching pattern can match only if
+  all its leaves are reached, and those candidates are decided exactly by
+  :class:`.matching.Matcher`.
 """
 from __future__ import annotations
 
@@ -17,10 +26,64 @@ from pubsift.models.xml.matching import Matcher
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, XPathFilter
 
 
+class PathAutomaton:
+    """The lazy DFA of the plain chains of a factorization tree (see the module doc)."""
+
+    def __init__(self, tree: FactorizationTree) -> None:
+        self.tree = tree
+        # state: (A = plain non-'//' tree nodes mapped to the element, D = active '//'
+        # nodes, M = chains ending at the element); keyed by (parent state, tag)
+        self._start = self._state((tree.root,), ())
+        self._next: dict[tuple[int, str], tuple] = {}
+        self._kept: list[tuple] = [self._start]  # states stay alive: their ids stay unique
+
+    @staticmethod
+    def _state(at: tuple, active: tuple) -> tuple:
+        ends = 0
+        desc = list(active)
+        for t in at:
+            ends |= t.ends
+            d = t.by_label.get(DESCENDANT)
+            if d:
+                desc.extend(d)
+        return (at, tuple(dict.fromkeys(desc)), ends)
+
+    def _step(self, state: tuple, tag: str) -> tuple:
+        at, active, _ = state
+        nxt: list = []
+        for t in at + active:
+            for label in (tag, WILDCARD):
+                for c in t.by_label.get(label, ()):
+                    if c.position is None and not c.preds:
+                        nxt.append(c)
+        return self._state(tuple(dict.fromkeys(nxt)), active)
+
+    def match(self, doc: Document) -> int:
+        """Bitmask of the plain chains matching ``doc``."""
+        step, cache = self._step, self._next
+        tags, parent = doc.tags, doc.parent
+        states: list = [self._start] + [None] * (len(tags) - 1)
+        seen: dict[int, tuple] = {}
+        for i in range(1, len(tags)):
+            ps = states[parent[i]]
+            key = (id(ps), tags[i])
+            s = cache.get(key)
+            if s is None:
+                s = cache[key] = step(ps, tags[i])
+                self._kept.append(s)
+            states[i] = s
+            seen[id(s)] = s
+        result = 0
+        for s in seen.values():
+            result |= s[2]
+        return result
+
+
 def match_tree(tree: FactorizationTree, doc: Document, leaves: dict[int, int],
-               pattern: Callable[[int], XPathFilter]) -> int:
-    """Bitmask of the patterns of ``tree`` that match ``doc``. ``leaves[i]`` is the number
-    of leaves of branching pattern i; ``pattern(i)`` gives it back for the exact check."""
+               pattern: Callable[[int], XPathFilter], only: int = -1) -> int:
+    """Bitmask of the patterns of ``tree`` among ``only`` that match ``doc``. ``leaves[i]``
+    is the number of leaves of branching pattern i; ``pattern(i)`` gives it back for the
+    exact check."""
     found: list[int] = []
     hits: dict[int, int] = {}
     children, by_tag_children, by_tag = doc.children, doc.by_tag_children, doc.by_tag
@@ -68,6 +131,8 @@ def match_tree(tree: FactorizationTree, doc: Document, leaves: dict[int, int],
             if not cands:
                 continue
             for t2 in group:
+                if not t2.sub & only:
+                    continue
                 c = cands
                 if t2.position is not None:
                     holds = t2.position.holds
@@ -93,6 +158,7 @@ def match_tree(tree: FactorizationTree, doc: Document, leaves: dict[int, int],
     result = 0
     for m in found:
         result |= m
+    result &= only
     if hits:
         m = Matcher(doc)
         for i, n in hits.items():
