@@ -152,3 +152,23 @@ def test_a_refused_subscription_changes_nothing() -> None:
     with pytest.raises(UnknownModelError):
         c.subscribe("nope", Iv(0, 1))
     assert c.subscriptions == {} and net.trace == []
+
+
+@pytest.mark.parametrize("strategy", ["simple", "identity", "covering", "merging"])
+def test_resubscription_is_idempotent(strategy) -> None:
+    """Mühl §2.3/§3.7.2: subscribing twice changes no table but renews (admin messages go
+    out again); one unsubscription cancels the subscription everywhere."""
+    net = Network(line(3), [M], strategy, seed=0)
+    x, y = net.client("x", "b0"), net.client("y", "b2")
+    y.subscribe("toy", Iv(1, 3))
+    net.run_until_quiet()
+    tables, admin = net.table_sizes(), net.total_admin()
+    y.subscribe("toy", Iv(1, 3))
+    net.run_until_quiet()
+    assert net.table_sizes() == tables and net.total_admin() == 2 * admin
+    y.unsubscribe("toy", Iv(1, 3))
+    net.run_until_quiet()
+    assert all(s == (0, 0) for s in net.table_sizes().values())
+    x.publish("toy", 2)
+    net.run_until_quiet()
+    assert y.received == []
