@@ -34,8 +34,9 @@ from pubsift.models.records.values import NUM, STR, kind, skey
 _EMPTY: tuple = ()
 
 
-class _Sorted:
-    """Items sorted by a bound: parallel lists for :mod:`bisect`."""
+class SortedItems:
+    """Items sorted by a bound (equal bounds in insertion order): parallel lists for
+    :mod:`bisect`."""
 
     __slots__ = ("bounds", "items")
 
@@ -91,7 +92,7 @@ class _Ranges:
     __slots__ = ("ge", "gt", "le", "lt", "two", "all", "size")
 
     def __init__(self) -> None:
-        self.ge, self.gt, self.le, self.lt = _Sorted(), _Sorted(), _Sorted(), _Sorted()
+        self.ge, self.gt, self.le, self.lt = SortedItems(), SortedItems(), SortedItems(), SortedItems()
         self.two = _Intervals()
         self.all: list[Any] = []
         self.size = 0

@@ -30,7 +30,8 @@ model's own hooks, so answers equal :class:`~pubsift.core.index.LinearIndex`'s:
 * ``covering(f)``: g ⊒ f implies e_f ∈ N(g): the candidates are the filters matching e_f;
 * ``identical(f)``: those of them with the same attribute names;
 * ``covered_by(f)``: f ⊒ g implies e_g ∈ N(f): filters whose witness value on one
-  selective attribute of f is accepted (hash lookups for ``=``/``in``);
+  selective attribute of f is accepted (hashing and sorted witness values,
+  :mod:`~pubsift.models.records.witnesses`);
 * ``merge_candidates(f)``: a perfect merger of two conjunctions exists only if one covers
   the other or they are identical in all but one attribute (the union of two boxes is a box
   only then). Mühl's count of identical attribute filters: per attribute of f, the held
@@ -53,7 +54,8 @@ from pubsift.models.records.constraints import ABSENT, Constraint, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.predicates import compile_test
 from pubsift.models.records.relations import Unsatisfiable, witness
-from pubsift.models.records.values import NUM, Record, kind, skey
+from pubsift.models.records.values import NUM, Record, kind
+from pubsift.models.records.witnesses import WitnessValues
 
 #: Path order by operator (lower: more selective, probed first). ``not-exists`` comes last:
 #: it is the only attribute filter satisfied by an absent attribute.
@@ -126,10 +128,9 @@ class RecordsIndex(FilterIndex[Hashable]):
         # relations: every attribute filter, grouped by (name, constraint)
         self._groups: dict[str, dict[Constraint, _Group]] = {}
         self._cindex: dict[str, AttributeIndex] = {}
-        # entries (hashed by identity) by attribute names, attribute, witness value
+        # entries (hashed by identity) by attribute names and by witness values
         self._by_names: dict[tuple[str, ...], dict[_Entry, None]] = {}
-        self._by_attr: dict[str, dict[_Entry, None]] = {}
-        self._witness_eq: dict[str, dict[tuple, dict[_Entry, None]]] = {}
+        self._witnesses = WitnessValues()
         self._no_witness: dict[_Entry, None] = {}
 
     # -- maintenance ------------------------------------------------------------------
@@ -171,15 +172,12 @@ class RecordsIndex(FilterIndex[Hashable]):
                 g = groups[c] = _Group(c, self._samples(n, c))
                 _attr_index(self._cindex, n).add(c, g)
             g.entries[e] = None
-            self._by_attr.setdefault(n, {})[e] = None
         e.witness = self._witness(f)
         self._by_names.setdefault(f.names, {})[e] = None
         if e.witness is None:
             self._no_witness[e] = None
         else:
-            for n, v in e.witness.items():
-                if kind(v) != "multi":
-                    self._witness_eq.setdefault(n, {}).setdefault(skey(v), {})[e] = None
+            self._witnesses.add(e.witness, e)
         return e
 
     def _delete(self, e: _Entry) -> None:
@@ -201,17 +199,11 @@ class RecordsIndex(FilterIndex[Hashable]):
                 if not groups:
                     del self._groups[n]
                 _detach(self._cindex, n, c, g)
-            _discard(self._by_attr, n, e)
         _discard(self._by_names, f.names, e)
         if e.witness is None:
             del self._no_witness[e]
         else:
-            for n, v in e.witness.items():
-                if kind(v) != "multi":
-                    by_value = self._witness_eq[n]
-                    _discard(by_value, skey(v), e)
-                    if not by_value:
-                        del self._witness_eq[n]
+            self._witnesses.remove(e.witness, e)
 
     def _samples(self, n: str, c: Constraint) -> tuple:
         """Values of attribute n that c accepts, the first one its witness (integers for
@@ -343,8 +335,8 @@ class RecordsIndex(FilterIndex[Hashable]):
         return self._keys_where(cands, lambda g: same(g, f))
 
     def covered_by(self, f: RecordFilter) -> set[Hashable]:
-        """f ⊒ g (Mühl Fig. 4.8); candidates: filters whose witness value on one selective
-        attribute of f is accepted (hash lookups for ``=`` and ``in``)."""
+        """f ⊒ g (Mühl Fig. 4.8); candidates: filters whose witness value on f's most
+        selective attribute f accepts (:mod:`~pubsift.models.records.witnesses`)."""
         covers = self.model.covers
         return self._keys_where(self._covered_candidates(f), lambda g: covers(f, g))
 
@@ -352,18 +344,9 @@ class RecordsIndex(FilterIndex[Hashable]):
         usable = [(n, c) for n, c in f.constraints if c.op is not Op.NOT_EXISTS]
         if not usable:
             return self._entries.values()
-        n, c = min(usable, key=lambda nc: (_RANK.get(nc[1].op, _OTHER) > 1,
-                                           len(self._by_attr.get(nc[0], ()))))
-        if c.op is Op.EQ or c.op is Op.IN_SET:
-            by_value = self._witness_eq.get(n, {})
-            found: dict[_Entry, None] = {}
-            for m in ((skey(c.operand),) if c.op is Op.EQ else c.operand):
-                found.update(by_value.get(m, ()))
-            return self._with_no_witness(found)
-        test = compile_test(c)
-        return self._with_no_witness(
-            e for e in self._by_attr.get(n, ())
-            if e.witness is not None and test(e.witness.get(n, ABSENT)))
+        witnesses = self._witnesses
+        n, c = min(usable, key=lambda nc: witnesses.estimate(*nc))
+        return self._with_no_witness(witnesses.accepted(n, c))
 
     def overlapping(self, f: RecordFilter) -> set[Hashable]:
         """N(g) ∩ N(f) ≠ ∅. The records relations are exact (Cor. 4.3), so if f has

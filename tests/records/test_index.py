@@ -19,6 +19,7 @@ from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.index import RecordsIndex
 from pubsift.models.records.predicates import compile_test
 from pubsift.models.records.values import Record, skey
+from pubsift.models.records.witnesses import WitnessValues
 
 from relations_universe import UNIVERSE, any_constraint, constraints_of
 
@@ -187,6 +188,28 @@ def test_attribute_index_probe_is_exact(op, data):
     for c, it in zip(cs, items):
         ai.remove(c, it)
     assert ai.size == 0 and not any(ai.probe(v) for v in UNIVERSE if v is not ABSENT)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+@pytest.mark.parametrize("op", list(Op))
+def test_witness_values_select_exactly(op, data):
+    """WitnessValues.accepted(n, c) = the items whose value on n satisfies c."""
+    c = data.draw(constraints_of(op))
+    values = data.draw(st.lists(st.sampled_from(
+        [v for v in UNIVERSE if v is not ABSENT] + ["a\U0010ffff", "\U0010ffff", "b"])
+        | st.sampled_from(_near(c) or [0]), max_size=12))
+    table, items = WitnessValues(), []
+    for v in values:
+        items.append(object())
+        table.add({"n": v, "other": 0}, items[-1])
+    got = {id(x) for x in table.accepted("n", c)}
+    assert got == {id(it) for v, it in zip(values, items)
+                   if op is not Op.NOT_EXISTS and c.matches(v)}, (c, values)
+    assert table.estimate("n", c) >= len(got)
+    for v, it in zip(values, items):
+        table.remove({"n": v, "other": 0}, it)
+    assert not list(table.accepted("n", c)) and table.estimate("n", c) == 0
 
 
 # -- named cases ---------------------------------------------------------------------------
