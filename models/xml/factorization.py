@@ -25,14 +25,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pubsift.models.xml.covering import label_leq
-from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, Node
+from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node
 
 
 class TNode:
     """A factorization-tree node: extended label, children, sub(t) as a bitmask."""
 
     __slots__ = ("label", "preds", "position", "key", "parent", "children", "by_label",
-                 "sub", "ends", "bleaves")
+                 "sub", "ends", "bleaves", "csub", "multi", "depth", "size")
 
     def __init__(self, key: tuple | None, parent: "TNode | None") -> None:
         self.key = key
@@ -43,6 +43,10 @@ class TNode:
         self.sub = 0          # patterns with a node here
         self.ends = 0         # chain patterns whose last node is here
         self.bleaves = 0      # branching patterns with a leaf here
+        self.csub = 0         # patterns whose node here has children
+        self.multi = 0        # patterns whose node here has two children or more
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.size = 1         # nodes in the subtree rooted here
 
     def child(self, key: tuple, bit: int) -> "TNode":
         """Alg. 1 lines 1-5: a child with this label not yet holding the pattern, or a
@@ -53,6 +57,10 @@ class TNode:
         t = TNode(key, self)
         self.children.append(t)
         self.by_label.setdefault(key[0], []).append(t)
+        a = self
+        while a is not None:
+            a.size += 1
+            a = a.parent
         return t
 
     def drop(self, t: "TNode") -> None:
@@ -61,6 +69,20 @@ class TNode:
         same.remove(t)
         if not same:
             del self.by_label[t.label]
+        a = self
+        while a is not None:
+            a.size -= 1
+            a = a.parent
+
+    def under(self, t: "TNode") -> bool:
+        """t is a strict ancestor of this node."""
+        x, d = self, self.depth - t.depth
+        if d <= 0:
+            return False
+        while d:
+            x = x.parent
+            d -= 1
+        return x is t
 
 
 class FactorizationTree:
@@ -69,26 +91,40 @@ class FactorizationTree:
     def __init__(self) -> None:
         self.root = TNode(None, None)
         self.nodes = 0  # |T(R)| without the root
+        self.labelled: dict[str, set[TNode]] = {}  # tag label -> tree nodes carrying it
+        self.tagged: dict[str, int] = {}  # tag -> patterns with a node of that tag
 
     # -- Algorithms 1 and 2 -------------------------------------------------------------
     def add(self, i: int, pattern: Node) -> None:
         """Insert pattern number i (its root is the artificial ``/``)."""
         bit = 1 << i
-        self.root.sub |= bit
+        root = self.root
+        root.sub |= bit
+        root.csub |= bit
+        if len(pattern.children) > 1:
+            root.multi |= bit
         chain = pattern.is_chain()
         for u in pattern.children:
-            self._add(bit, self.root, u, chain)
+            self._add(bit, root, u, chain)
 
     def _add(self, bit: int, t: TNode, u: Node, chain: bool) -> None:
         t2 = t.child(u.key, bit)
         if not t2.sub:
             self.nodes += 1
+            if t2.label != DESCENDANT:
+                self.labelled.setdefault(t2.label, set()).add(t2)
         t2.sub |= bit
+        if u.label not in (DESCENDANT, WILDCARD):
+            self.tagged[u.label] = self.tagged.get(u.label, 0) | bit
         if not u.children:
             if chain:
                 t2.ends |= bit
             else:
                 t2.bleaves |= bit
+        else:
+            t2.csub |= bit
+            if len(u.children) > 1:
+                t2.multi |= bit
         for c in u.children:
             self._add(bit, t2, c, chain)
 
@@ -96,18 +132,35 @@ class FactorizationTree:
         bit = 1 << i
         if not self.root.sub & bit:
             raise KeyError(i)
-        self.root.sub &= ~bit
-        self._remove(bit, self.root)
+        root = self.root
+        root.sub &= ~bit
+        root.csub &= ~bit
+        root.multi &= ~bit
+        self._remove(bit, root)
 
     def _remove(self, bit: int, t: TNode) -> None:
+        keep = ~bit
         for t2 in [c for c in t.children if c.sub & bit]:
-            t2.sub &= ~bit
-            t2.ends &= ~bit
-            t2.bleaves &= ~bit
+            t2.sub &= keep
+            t2.ends &= keep
+            t2.bleaves &= keep
+            t2.csub &= keep
+            t2.multi &= keep
+            if t2.label in self.tagged:
+                rest = self.tagged[t2.label] & keep
+                if rest:
+                    self.tagged[t2.label] = rest
+                else:
+                    del self.tagged[t2.label]
             self._remove(bit, t2)
             if not t2.sub:
                 t.drop(t2)
                 self.nodes -= 1
+                if t2.label != DESCENDANT:
+                    same = self.labelled[t2.label]
+                    same.discard(t2)
+                    if not same:
+                        del self.labelled[t2.label]
 
     def walk(self) -> Iterator[TNode]:
         stack = list(self.root.children)
@@ -117,9 +170,20 @@ class FactorizationTree:
             stack.extend(t.children)
 
     # -- Algorithm 3: covered mode -------------------------------------------------------
+    def _tags(self, s: Node) -> set[str]:
+        return {n.label for n in s.walk() if n.label not in (ROOT, DESCENDANT, WILDCARD)}
+
     def covered(self, s: Node) -> int:
-        """Patterns of R covered by s (s ⊒ them): XSEARCH⊇(r_T, ·) over s's root children."""
+        """Patterns of R covered by s (s ⊒ them): XSEARCH⊇(r_T, ·) over s's root children.
+
+        A tag node of s maps onto a node with the same tag, so only patterns holding every
+        tag of s are searched for (the mask starts as their set)."""
         m = self.root.sub
+        tagged = self.tagged
+        for tag in self._tags(s):
+            m &= tagged.get(tag, 0)
+            if not m:
+                return 0
         memo: dict = {}
         for u in _ordered(s.children):
             if not m:
@@ -151,6 +215,21 @@ class FactorizationTree:
                     if not mm:
                         break
                 r |= mm
+        elif len(u.children) == 1 and u.children[0].label != WILDCARD and (
+                len(self.labelled.get(u.children[0].label, ())) * 4 < t.size):
+            # //c maps c onto any strict descendant of t labelled like c: found through
+            # the label index instead of a walk over t's whole subtree
+            (c,) = u.children
+            r = 0
+            for t2 in self.labelled.get(c.label, ()):
+                mm = m & t2.sub
+                if not mm or not t2.under(t) or not label_leq(t2, c):
+                    continue
+                for c2 in c.children if len(c.children) < 2 else _ordered(c.children):
+                    mm = self._covered(t2, c2, mm, memo)
+                    if not mm:
+                        break
+                r |= mm
         else:
             s0 = m
             for c in u.children:
@@ -170,12 +249,56 @@ class FactorizationTree:
 
     # -- Algorithms 4 and 5: cover mode --------------------------------------------------
     def covering(self, s: Node) -> int:
-        """Patterns of R covering s (Alg. 5): sub(r_T) minus the failures below r_T."""
-        fails = 0
+        """Patterns of R covering s (Alg. 5): sub(r_T) minus the failures below r_T.
+
+        A tag node of a covering pattern maps onto a node of s with the same tag, so
+        patterns holding a tag s lacks are left out before the search."""
+        tags = self._tags(s)
+        out = 0
+        for tag, m in self.tagged.items():
+            if tag not in tags:
+                out |= m
+        m = self.root.sub & ~out if out else self.root.sub
+        if not m:
+            return 0
         memo: dict = {}
-        for t2 in self.root.children:
-            fails |= self._failing(t2, s, t2.sub, memo)
-        return self.root.sub & ~fails
+        return m & ~self._failing_under(self.root, s, m, memo)
+
+    def _failing_under(self, t: TNode, u: Node, m: int, memo: dict) -> int:
+        """∪_{t' ∈ child(t)} XSEARCH⊆(t', u) ∩ m: the patterns with a branch at t that does
+        not map under s's node u. Children whose label no child of u can carry fail
+        without a visit: a pattern with a single branch at t fails exactly when that branch
+        is such a child (``t.csub``, ``t.multi`` and the compatible children's sub tell
+        which); patterns with several branches there are looked up child by child."""
+        compatible = memo.get(id(u))
+        if compatible is None:
+            labels = {c.label for c in u.children}
+            compatible = [DESCENDANT]
+            if labels - {DESCENDANT}:
+                compatible.append(WILDCARD)
+            compatible += [lab for lab in labels if lab not in (DESCENDANT, WILDCARD)]
+            memo[id(u)] = compatible
+        g = 0
+        single = m & t.csub
+        if single and t.multi:
+            single &= ~t.multi
+        by_label = t.by_label
+        for lab in compatible:
+            for t2 in by_label.get(lab, ()):
+                sub = t2.sub
+                mm = m & sub
+                if mm:
+                    g |= self._failing(t2, u, mm, memo)
+                    if single:
+                        single &= ~sub
+        if single:
+            g |= single
+        multi = m & t.multi
+        if multi:
+            for t2 in t.children:
+                if t2.label not in compatible:
+                    g |= multi & t2.sub
+        return g
 
     def _failing(self, t: TNode, u: Node, m: int, memo: dict) -> int:
         """XSEARCH⊆(t, u) ∩ m (Alg. 4): patterns whose subtree at t does not map under
@@ -195,21 +318,11 @@ class FactorizationTree:
             else:
                 r = m
                 for c in compatible:
-                    g = 0
-                    for t2 in t.children:
-                        mm = r & t2.sub
-                        if mm:
-                            g |= self._failing(t2, c, mm, memo)
-                    r = g
+                    r = self._failing_under(t, c, r, memo)
                     if not r:
                         break
         else:
-            s0 = 0
-            for t2 in t.children:
-                mm = m & t2.sub
-                if mm:
-                    s0 |= self._failing(t2, u, mm, memo)
-            r = s0
+            r = self._failing_under(t, u, m, memo)
             for c in u.children:
                 if not r:
                     break
