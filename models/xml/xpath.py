@@ -167,7 +167,11 @@ class _Reader:
                 return
             if self._is_literal(a) and not self._is_literal(b):
                 a, b, sym = b, a, P.FLIPPED[sym]
-            if not self._is_literal(b) or self._is_literal(a):
+            if self._is_literal(a):
+                raise self.error("a comparison of two literals", tok)
+            if not self._is_literal(b):
+                self.path(a)  # names an unsupported construct on either side
+                self.path(b)
                 raise self.error("a comparison must have a path on one side and a literal "
                                  "on the other", tok)
             lit = self.literal(b)
