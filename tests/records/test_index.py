@@ -325,8 +325,9 @@ def test_workload_is_deterministic_and_valid():
     for f in a:
         assert isinstance(f, RecordFilter) and f.constraints
         for n, c in f:
-            assert relations.normalize(c) is not None
+            assert relations.normalize(c) == c  # canonical, as the parsers build them
             ops.add((n, c.op))
+        assert PLAIN.parse_filter(PLAIN.format_filter(f)) == f
         assert PLAIN.load_filter(PLAIN.dump_filter(f)) == f
     assert {("symbol", Op.EQ), ("price", Op.IN_RANGE), ("symbol", Op.PREFIX),
             ("symbol", Op.IN_SET), ("volume", Op.GE)} <= ops
