@@ -157,10 +157,10 @@ class Constraint:
         """v ∈ L_A(self). ``ABSENT`` for a missing attribute. Never raises."""
         op = self.op
         if v is ABSENT:
-            return op is Op.NOT_EXISTS
-        if op is Op.EXISTS:
+            return op is _NOT_EXISTS
+        if op is _EXISTS:
             return True
-        if op is Op.NOT_EXISTS:
+        if op is _NOT_EXISTS:
             return False
         return _MATCH[op](self.operand, v)
 
@@ -181,6 +181,10 @@ class Constraint:
                   Op.SUBSTRING, Op.EQ_IGNORE_CASE):
             return STR
         return kind(x)
+
+
+# Module-level aliases: reading an Enum member off its class costs ~0.35 µs on Python 3.11.
+_EXISTS, _NOT_EXISTS = Op.EXISTS, Op.NOT_EXISTS
 
 
 def _okey(x: Any) -> Any:
