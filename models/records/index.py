@@ -163,6 +163,7 @@ class RecordsIndex(FilterIndex[Hashable]):
     def _insert(self, f: RecordFilter) -> _Entry:
         if not isinstance(f, RecordFilter):
             raise TypeError(f"RecordsIndex holds RecordFilter objects, not {type(f).__name__}")
+        samples = {nc: self._samples(*nc) for nc in f.constraints}  # before any change
         node = self._root
         for nc in sorted(f.constraints, key=_order):
             child = node.sub.get(nc)
@@ -175,7 +176,7 @@ class RecordsIndex(FilterIndex[Hashable]):
             groups = self._groups.setdefault(n, {})
             g = groups.get(c)
             if g is None:
-                g = groups[c] = _Group(c, self._samples(n, c))
+                g = groups[c] = _Group(c, samples[(n, c)])
                 _attr_index(self._cindex, n).add(c, g)
             g.entries[e] = None
         e.witness = self._witness(f)
