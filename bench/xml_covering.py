@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                     default=[1000, 2000, 5000, 10000, 20000, 50000, 100000])
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
-    console = Console()
+    console = Console(width=150)
     if not DTD.is_file():
         console.print(f"[red]NITF DTD not found at {DTD}[/red]")
         return 2

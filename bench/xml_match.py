@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", type=int, default=500)
     ap.add_argument("--baseline-seconds", type=float, default=20.0)
     args = ap.parse_args(argv)
-    console = Console()
+    console = Console(width=150)
     qfile = DATA / "queries" / "queries-153928-d.txt.gz"
     if not qfile.is_file():
         console.print(f"[red]YFilter data not found under {DATA}[/red]")

@@ -93,6 +93,8 @@ class FactorizationTree:
         self.nodes = 0  # |T(R)| without the root
         self.labelled: dict[str, set[TNode]] = {}  # tag label -> tree nodes carrying it
         self.tagged: dict[str, int] = {}  # tag -> patterns with a node of that tag
+        # (parent tag or '/', child tag) -> patterns with such a child edge
+        self.edged: dict[tuple[str, str], int] = {}
 
     # -- Algorithms 1 and 2 -------------------------------------------------------------
     def add(self, i: int, pattern: Node) -> None:
@@ -116,6 +118,9 @@ class FactorizationTree:
         t2.sub |= bit
         if u.label not in (DESCENDANT, WILDCARD):
             self.tagged[u.label] = self.tagged.get(u.label, 0) | bit
+            if t.label not in (DESCENDANT, WILDCARD):
+                e = (t.label or ROOT, u.label)
+                self.edged[e] = self.edged.get(e, 0) | bit
         if not u.children:
             if chain:
                 t2.ends |= bit
@@ -152,6 +157,13 @@ class FactorizationTree:
                     self.tagged[t2.label] = rest
                 else:
                     del self.tagged[t2.label]
+            e = (t.label or ROOT, t2.label)
+            if e in self.edged:
+                rest = self.edged[e] & keep
+                if rest:
+                    self.edged[e] = rest
+                else:
+                    del self.edged[e]
             self._remove(bit, t2)
             if not t2.sub:
                 t.drop(t2)
@@ -173,15 +185,31 @@ class FactorizationTree:
     def _tags(self, s: Node) -> set[str]:
         return {n.label for n in s.walk() if n.label not in (ROOT, DESCENDANT, WILDCARD)}
 
+    @staticmethod
+    def _edges(s: Node) -> set[tuple[str, str]]:
+        """Child edges between tags (or the root and a tag) of s."""
+        out = set()
+        for n in s.walk():
+            if n.label not in (DESCENDANT, WILDCARD):
+                for c in n.children:
+                    if c.label not in (DESCENDANT, WILDCARD):
+                        out.add((n.label, c.label))
+        return out
+
     def covered(self, s: Node) -> int:
         """Patterns of R covered by s (s ⊒ them): XSEARCH⊇(r_T, ·) over s's root children.
 
-        A tag node of s maps onto a node with the same tag, so only patterns holding every
-        tag of s are searched for (the mask starts as their set)."""
+        A tag node of s maps onto a node with the same tag, and a child edge between tags
+        onto a child edge between the same tags, so only patterns holding every tag and
+        every such edge of s are searched for (the mask starts as their set)."""
         m = self.root.sub
-        tagged = self.tagged
+        tagged, edged = self.tagged, self.edged
         for tag in self._tags(s):
             m &= tagged.get(tag, 0)
+            if not m:
+                return 0
+        for e in self._edges(s):
+            m &= edged.get(e, 0)
             if not m:
                 return 0
         memo: dict = {}
@@ -251,13 +279,21 @@ class FactorizationTree:
     def covering(self, s: Node) -> int:
         """Patterns of R covering s (Alg. 5): sub(r_T) minus the failures below r_T.
 
-        A tag node of a covering pattern maps onto a node of s with the same tag, so
-        patterns holding a tag s lacks are left out before the search."""
+        A tag node of a covering pattern maps onto a node of s with the same tag, and a
+        child edge between tags onto such an edge of s, so patterns holding a tag or an
+        edge s lacks are left out before the search."""
         tags = self._tags(s)
         out = 0
         for tag, m in self.tagged.items():
             if tag not in tags:
                 out |= m
+        edges, edged = self._edges(s), self.edged
+        for a in tags | {ROOT}:
+            for b in tags:
+                if (a, b) not in edges:
+                    m = edged.get((a, b))
+                    if m:
+                        out |= m
         m = self.root.sub & ~out if out else self.root.sub
         if not m:
             return 0
