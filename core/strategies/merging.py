@@ -53,7 +53,7 @@ class Merging(Covering):
     # -- raw filters of a destination ---------------------------------------------------
     def _raw_add(self, dest: str, f: Filter) -> None:
         raw = self.raw.setdefault(dest, {})
-        if f not in raw:
+        if f not in raw and not self.is_local(dest):    # only neighbours' are queried
             self._raw_index.add(f, (f, dest))
         raw[f] = self.table.clock() + self.table.lease if self.table.lease is not None else float("inf")
 
@@ -61,7 +61,8 @@ class Merging(Covering):
         raw = self.raw.get(dest, {})
         if f in raw:
             del raw[f]
-            self._raw_index.remove(f, (f, dest))
+            if not self.is_local(dest):
+                self._raw_index.remove(f, (f, dest))
             if not raw:
                 del self.raw[dest]
 
