@@ -4,6 +4,7 @@ algebra, perfect and imperfect merging, wire round-trips, and the factorization-
 against the linear scan."""
 from __future__ import annotations
 
+import functools
 import random
 
 import pytest
@@ -40,6 +41,7 @@ class TestXmlConformance(ModelConformance):
 
     @pytest.fixture
     def matching_event(self, model):
+        @functools.lru_cache(maxsize=None)
         def build(f):
             events = []
             for seed in range(6):
