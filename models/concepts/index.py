@@ -44,6 +44,7 @@ class ConceptsIndex(FilterIndex[Hashable]):
         self._names: dict[tuple, str] = {}           # (path, target) -> virtual attribute
         self._by_path: dict[tuple, dict[str, Clause]] = {}
         self._uses: dict[str, int] = {}
+        self._counter = 0
 
     def _translate(self, f: ConceptFilter, register: bool) -> RecordFilter:
         onto = self.model.ontology
@@ -55,7 +56,8 @@ class ConceptsIndex(FilterIndex[Hashable]):
             if name is None:
                 if not register:
                     raise KeyError(key)
-                name = self._names[key] = f"v{len(self._names)}"
+                self._counter += 1  # never reuse a name: held filters may still use it
+                name = self._names[key] = f"v{self._counter}"
                 self._by_path.setdefault(c.path, {})[name] = c
             if register:
                 self._uses[name] = self._uses.get(name, 0) + 1

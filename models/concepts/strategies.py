@@ -11,6 +11,8 @@ exactly the filters the model can be given.
 """
 from __future__ import annotations
 
+import math
+import re
 from datetime import datetime
 from typing import Any
 
@@ -170,7 +172,8 @@ def matching_event(model):
                 continue
             grid = {MONEY: PRICES + PRICE_CONSTS, QUANTITY: WEIGHTS + WEIGHT_CONSTS,
                     DATE: DATES, "plain": SYMBOLS}[c.kind]
-            ok = [v for v in grid + _operands(c.constraint) if c.constraint.matches(v)]
+            ok = [v for v in grid + _operands(c.constraint)
+                  if _valid(v, c.kind) and c.constraint.matches(v)]
             if not ok:
                 return None
             choices[member] = [(v, target) for v in ok]
@@ -189,3 +192,13 @@ def _operands(c) -> tuple:
     if x is None or isinstance(x, (int, float, str)) and not isinstance(x, bool):
         return () if x is None else (x,)
     return ()
+
+
+def _valid(v: Any, kind: str) -> bool:
+    """Whether ``v`` is a value an event of this kind may carry (operands of merged
+    filters can be bounds like ``""`` or infinities)."""
+    if kind in (MONEY, QUANTITY):
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if kind == DATE:
+        return isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", v) is not None
+    return v is None or isinstance(v, (str, int, float, bool))

@@ -82,3 +82,20 @@ def test_conversion_is_lazy_and_done_once_per_context(model):
     e2 = m.parse_event(m.dump_event(e))
     assert index.match(e2) == {i for i, f in enumerate(filters) if m.matches(f, e2)}
     assert m.matcher.conversions == 4
+
+
+def test_index_after_removals_keeps_contexts_apart(model):
+    """Regression: a virtual attribute freed by a removal must not be reused while another
+    one of the same name is held (found by the conformance kit's index scripts)."""
+    idx = model.new_index()
+    p = model.parse_filter
+    a, b, c = (p("Quote where FinalPrice < 1 USD"), p("Quote where FinalPrice < 0.9 EUR"),
+               p("Quote where FinalPrice < 1 GBP"))
+    idx.add(a, 0)
+    idx.add(b, 1)
+    idx.remove(a, 0)
+    idx.add(c, 2)
+    e = model.parse_event({"concept": "StockQuote", "time": "2017-06-01",
+                           "context": {"currency": "EUR"}, "value": {"FinalPrice": 0.95}})
+    # 0.95 EUR is not < 0.9 EUR, and is 0.82 GBP < 1 GBP
+    assert idx.match(e) == {k for f, k in idx if model.matches(f, e)} == {2}
