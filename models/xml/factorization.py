@@ -318,17 +318,20 @@ class FactorizationTree:
         single = m & t.csub
         if single and t.multi:
             single &= ~t.multi
+        seen = 0
         by_label = t.by_label
+        failing = self._failing
         for lab in compatible:
-            for t2 in by_label.get(lab, ()):
-                sub = t2.sub
-                mm = m & sub
+            kids = by_label.get(lab)
+            if kids is None:
+                continue
+            for t2 in kids:
+                mm = m & t2.sub
                 if mm:
-                    g |= self._failing(t2, u, mm, memo)
-                    if single:
-                        single &= ~sub
+                    g |= failing(t2, u, mm, memo)
+                    seen |= mm
         if single:
-            g |= single
+            g |= single & ~seen
         multi = m & t.multi
         if multi:
             for t2 in t.children:
@@ -346,7 +349,11 @@ class FactorizationTree:
         if not u.children:
             r = m
         elif t.label != DESCENDANT:
-            compatible = [c for c in u.children if label_leq(c, t)]
+            kids = u.children
+            if len(kids) == 1:
+                compatible = kids if label_leq(kids[0], t) else ()
+            else:
+                compatible = [c for c in kids if label_leq(c, t)]
             if not compatible:
                 r = m
             elif not t.children:
