@@ -16,7 +16,7 @@ from collections.abc import Hashable, Iterator
 
 from pubsift.core.model import FilterIndex, FilterModel
 from pubsift.models.xml.factorization import FactorizationTree
-from pubsift.models.xml.merging import _strip, merge_pair
+from pubsift.models.xml.merging import skeleton, merge_pair
 from pubsift.models.xml.overlap import overlaps
 from pubsift.models.xml.parsing import XmlEvent
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, XPathFilter
@@ -82,7 +82,7 @@ class XmlIndex(FilterIndex[Hashable]):
                 self._complex |= 1 << i
             if not f.root.is_chain():
                 self._leaves[i] = sum(1 for n in f.root.walk() if not n.children)
-            self._shapes.setdefault(XPathFilter(_strip(f.root)), set()).add(i)
+            self._shapes.setdefault(XPathFilter(skeleton(f.root)), set()).add(i)
             self._by_root.setdefault(_root_tag(f), set()).add(i)
         keys = self._keys[i]
         if key not in keys:
@@ -102,7 +102,7 @@ class XmlIndex(FilterIndex[Hashable]):
         self._complex &= ~(1 << i)
         del self._number[f]
         self._leaves.pop(i, None)
-        shape = XPathFilter(_strip(f.root))
+        shape = XPathFilter(skeleton(f.root))
         self._shapes[shape].discard(i)
         if not self._shapes[shape]:
             del self._shapes[shape]
@@ -179,7 +179,7 @@ class XmlIndex(FilterIndex[Hashable]):
 
     def merge_candidates(self, f: XPathFilter) -> set[Hashable]:
         m = self.tree.covering(f.root) | self.tree.covered(f.root)
-        for i in self._shapes.get(XPathFilter(_strip(f.root)), ()):
+        for i in self._shapes.get(XPathFilter(skeleton(f.root)), ()):
             if not (m >> i) & 1 and merge_pair(self._filters[i], f) is not None:
                 m |= 1 << i
         return self._keys_of(m)

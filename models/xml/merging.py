@@ -96,8 +96,9 @@ def merge_perfect(fs: Sequence[XPathFilter]) -> XPathFilter | None:
     return m
 
 
-def _strip(n: Node) -> Node:
-    return make(n.label, (), None, [_strip(c) for c in n.children])
+def skeleton(n: Node) -> Node:
+    """n without value and positional predicates (its shape)."""
+    return make(n.label, (), None, [skeleton(c) for c in n.children])
 
 
 def _main_path(n: Node) -> list[str]:
@@ -118,7 +119,7 @@ def _suffix_pattern(labels: list[str]) -> XPathFilter:
 
 def generalizations(f: XPathFilter) -> list[XPathFilter]:
     """Ever more general patterns covering f, ending with ``//*``."""
-    out = [XPathFilter(minimize(_strip(f.root)))]
+    out = [XPathFilter(minimize(skeleton(f.root)))]
     path = [lab for lab in _main_path(f.root)]
     # cut at the last '//' so the suffix is a plain child path
     if DESCENDANT in path:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from pubsift.models.xml.predicates import SELF, Pred, format_number
+from pubsift.models.xml.predicates import SELF, Pred
 
 ROOT, WILDCARD, DESCENDANT = "/", "*", "//"
 
@@ -200,5 +200,4 @@ def render_node(n: Node, name: Callable[[str], str]) -> str:
     return _cont(n.children[0], name)
 
 
-__all__ = ["DESCENDANT", "Node", "Position", "ROOT", "WILDCARD", "XPathFilter", "make",
-           "format_number"]
+__all__ = ["DESCENDANT", "Node", "Position", "ROOT", "WILDCARD", "XPathFilter", "make"]

@@ -53,7 +53,6 @@ class _Path:
     absolute: bool
     steps: list[_Step]
     terminal: tuple[str, object] | None = None  # ('@', clark) | ('text', None)
-    tok: object = None
 
 
 class _Reader:
@@ -109,7 +108,7 @@ class _Reader:
                     raise self.error("'//' before an attribute or text() step", tok)
             else:
                 right.steps[0].axis = "desc" if sym == "//" else "child"
-            return _Path(left.absolute, left.steps + right.steps, right.terminal, tok)
+            return _Path(left.absolute, left.steps + right.steps, right.terminal)
         if sym == "/" and len(tok) == 0:
             raise self.error("the root node alone ('/') matches every document", tok)
         if sym == "[":
@@ -123,20 +122,20 @@ class _Reader:
             self.predicate(tok[1], step)
             return inner
         if sym in ("(name)", ":"):
-            return _Path(False, [_Step("child", self.name(tok))], tok=tok)
+            return _Path(False, [_Step("child", self.name(tok))])
         if sym == "*" and len(tok) == 0:
-            return _Path(False, [_Step("child", WILDCARD)], tok=tok)
-        if sym == "." :
-            return _Path(False, [_Step("child", ".")], tok=tok)
+            return _Path(False, [_Step("child", WILDCARD)])
+        if sym == ".":
+            return _Path(False, [_Step("child", ".")])
         if sym == "@" or (sym == "attribute" and len(tok) == 1):
             target = tok[0]
             if target.symbol == "*":
                 raise self.error("attribute wildcard '@*'", tok)
-            return _Path(False, [], ("@", self.name(target)), tok)
+            return _Path(False, [], ("@", self.name(target)))
         if sym == "child" and len(tok) == 1:
             return self.path(tok[0])
         if sym == "text" and len(tok) == 0:
-            return _Path(False, [], ("text", None), tok)
+            return _Path(False, [], ("text", None))
         raise self.error(self.describe(tok), tok)
 
     # -- predicates ----------------------------------------------------------------------
