@@ -1,0 +1,389 @@
+"""Mühl's REBECA experiments reproduced (000, ch. 6): ``pubsift experiment rebeca``.
+
+Setup (§6.2, Table 6.1): the 107-broker hierarchy (:func:`~pubsift.core.topology.hierarchy`:
+40 routers, 67 local brokers), one source at the root router that advertises everything
+(with advertisements), m = 1000 stocks, consumers with 10 random distinct subscriptions
+spread evenly over the local brokers, 1..200 consumers per local broker.
+
+For each strategy, with and without advertisements, and each number n of consumers per
+local broker, with x = 10 · 67 · n active subscriptions:
+
+* Σ|R| — the remote routing entries of all brokers (§6.3; local entries are left out);
+* the filter-forwarding overhead (§6.4) — admin messages per subscription change,
+  measured by toggling random consumers off and on again (each of their unsubscriptions
+  and subscriptions settled before the next), so the network stays at x;
+* the exact Σ|R| a perfect algorithm must reach for these consumers where the seed gives
+  one (:mod:`pubsift.core.experiments.analytic`), to compare against.
+
+The locality experiment (§6.5.1, Table 6.3) draws the stocks of the three subnets below
+the root from ranges that overlap by the parameter d, leaves the root's local broker
+without consumers, and also measures the payload traffic saved against flooding (one quote
+of every stock published at the source).
+
+The brokers, strategies and network are the routing core's; routing tables use
+:class:`~pubsift.core.experiments.partitioned.SymbolIndex` unless ``--index records``
+asks for the records model's own index (same answers, slower on these workloads).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import random
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, fields
+from fractions import Fraction
+from pathlib import Path
+
+from pubsift.core.experiments import analytic
+from pubsift.core.experiments.consumers import KINDS, TABLE_6_3, interests, subnet_range
+from pubsift.core.experiments.partitioned import PartitionedModel
+from pubsift.core.network import Client, Network
+from pubsift.core.registry import load_model
+from pubsift.core.topology import Topology, hierarchy
+from pubsift.models.records.filters import RecordFilter
+
+MODEL = "records"
+STRATEGIES = ("simple", "identity", "covering", "merging")
+#: Mühl's pairing (Fig. 6.2/6.3): quote subscriptions for simple and identity-based
+#: routing, quote-interval subscriptions for covering- and merging-based routing.
+AUTO_KIND = {"simple": "quote", "identity": "quote", "covering": "quote-interval",
+             "merging": "quote-interval"}
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One curve: a strategy with or without advertisements on one workload."""
+    strategy: str
+    advertisements: bool
+    kind: str = "quote"
+    locality: float | None = None
+    stocks: int = 1000
+    per_consumer: int = 10
+    seed: int = 0
+    index: str = "partitioned"
+
+    @property
+    def label(self) -> str:
+        adv = " + adv" if self.advertisements else ""
+        loc = f", d={_fmt_d(self.locality)}" if self.locality is not None else ""
+        return f"{self.strategy}{adv} ({self.kind}{loc})"
+
+
+@dataclass
+class Point:
+    """One measurement (a CSV row)."""
+    experiment: str
+    strategy: str
+    advertisements: bool
+    kind: str
+    locality: str
+    consumers_per_broker: int
+    active_subscriptions: int
+    remote_entries: int
+    expected_entries: int | None
+    admin_per_change: float
+    changes: int
+    root_entries: int
+    level2_entries: float
+    level3_entries: float
+    level4_entries: float
+    local_broker_entries: int
+    saved_traffic: float | None
+    seconds: float
+
+
+class Experiment:
+    """A network of one :class:`Setup`, grown consumer by consumer and measured."""
+
+    def __init__(self, setup: Setup, topology: Topology | None = None) -> None:
+        if setup.strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {setup.strategy!r}; known: {', '.join(STRATEGIES)}")
+        if setup.kind not in KINDS:
+            raise ValueError(f"unknown subscription kind {setup.kind!r}; known: {', '.join(KINDS)}")
+        if setup.index not in ("partitioned", "records"):
+            raise ValueError(f"unknown index {setup.index!r}; known: partitioned, records")
+        self.setup = setup
+        self.topology = topo = topology or hierarchy()
+        assert topo.root is not None
+        model = load_model(MODEL)
+        self.model = PartitionedModel(model) if setup.index == "partitioned" else model
+        self.net = Network(topo, [self.model], setup.strategy, setup.advertisements,
+                           seed=setup.seed)
+        self.source = self.net.client("source", topo.root)
+        if setup.advertisements:                          # §6.2.3: overlaps every subscription
+            self.source.advertise(MODEL, RecordFilter())
+            self.net.run_until_quiet()
+        self._workload = random.Random(setup.seed)
+        self._prices = random.Random(setup.seed + 1)
+        self._toggling = random.Random(setup.seed + 2)
+        self.brokers, self.stocks = self._interest_ranges()
+        self.consumers: list[tuple[Client, tuple[RecordFilter, ...]]] = []
+
+    def _interest_ranges(self) -> tuple[list[str], dict[str, range]]:
+        """Local brokers that get consumers, and the stocks each draws from."""
+        s, topo = self.setup, self.topology
+        if s.locality is None:
+            return list(topo.access), {b: range(s.stocks) for b in topo.access}
+        parent = analytic.parents(topo, topo.root)  # type: ignore[arg-type]
+        subnets = [h for h in topo.neighbours(topo.root) if h in topo.level]  # type: ignore[arg-type]
+        brokers, stocks = [], {}
+        for b in topo.access:
+            top = b
+            while parent[top] != topo.root:
+                top = parent[top]  # type: ignore[assignment]
+            if top in subnets:                            # §6.5.1: root's local broker idle
+                brokers.append(b)
+                stocks[b] = range(*subnet_range(subnets.index(top), s.locality, s.stocks))
+        return brokers, stocks
+
+    @property
+    def active(self) -> int:
+        return len(self.consumers) * self.setup.per_consumer
+
+    def grow(self, per_broker: int) -> None:
+        """Add consumers, all active, until every broker has ``per_broker`` of them."""
+        s = self.setup
+        while len(self.consumers) < per_broker * len(self.brokers):
+            b = self.brokers[len(self.consumers) % len(self.brokers)]
+            fs = interests(self._workload, s.kind, self.stocks[b], s.per_consumer, self._prices)
+            c = self.net.client(f"c{len(self.consumers)}", b)
+            for f in fs:
+                c.subscribe(MODEL, f)
+            self.net.run_until_quiet()
+            self.consumers.append((c, fs))
+
+    def overhead(self, toggles: int) -> tuple[float, int]:
+        """Admin messages per subscription change over ``toggles`` random consumers (all of
+        them if there are fewer) switched off and on again; and the number of changes."""
+        picked = (list(range(len(self.consumers))) if toggles >= len(self.consumers)
+                  else self._toggling.sample(range(len(self.consumers)), toggles))
+        before, changes = self.net.total_admin(), 0
+        for i in picked:
+            c, fs = self.consumers[i]
+            for op in (c.unsubscribe, c.subscribe):
+                for f in fs:
+                    op(MODEL, f)
+                    self.net.run_until_quiet()
+                    changes += 1
+        return ((self.net.total_admin() - before) / changes if changes else 0.0), changes
+
+    def saved_traffic(self) -> float:
+        """Share of the notification messages flooding would send (|V|-1 per quote) that
+        the routing tables save, over one quote of every stock (§6.5.1, Fig. 6.12)."""
+        before = self.net.total_forwards()
+        for i in range(self.setup.stocks):
+            self.source.publish(MODEL, self.model.parse_event(
+                {"symbol": f"S{i:03d}", "price": 50.0}))
+            self.net.run_until_quiet()
+        sent = self.net.total_forwards() - before
+        return 1 - sent / ((len(self.topology.brokers) - 1) * self.setup.stocks)
+
+    def expected_entries(self) -> int | None:
+        """Σ|R| a perfect algorithm holds for these consumers, where the seed says (see
+        :mod:`~pubsift.core.experiments.analytic`); None for covering with intervals."""
+        s = self.setup
+        if s.strategy == "simple":
+            key, measure = (lambda f: f), analytic.every
+        elif s.strategy == "merging":
+            key = lambda f: f.get("symbol")                       # noqa: E731
+            measure = analytic.nonempty if s.kind == "quote" else analytic.distinct
+        elif s.kind == "quote":                           # identity, or covering = identity
+            key, measure = (lambda f: f), analytic.distinct
+        else:
+            return None
+        behind: dict[str, list] = {}
+        for c, fs in self.consumers:
+            behind.setdefault(c.broker, []).extend(key(f) for f in fs)
+        return analytic.remote_entries(self.topology, self.topology.root,  # type: ignore[arg-type]
+                                       behind, measure, s.advertisements)
+
+    def measure(self, toggles: int, traffic: bool = False, experiment: str = "tables") -> Point:
+        t0 = time.perf_counter()
+        s, topo = self.setup, self.topology
+        sizes = self.net.table_sizes()
+        remote = sum(r for _, r in sizes.values())
+        expected = self.expected_entries()
+        per_change, changes = self.overhead(toggles)
+        saved = self.saved_traffic() if traffic else None
+
+        def level(k: int) -> float:
+            rs = [sizes[b][1] for b, lv in topo.level.items() if lv == k]
+            return sum(rs) / len(rs) if rs else 0.0
+
+        return Point(experiment, s.strategy, s.advertisements, s.kind,
+                     "" if s.locality is None else _fmt_d(s.locality),
+                     len(self.consumers) // len(self.brokers), self.active, remote, expected,
+                     round(per_change, 4), changes, sizes[topo.root][1],  # type: ignore[index]
+                     level(2), level(3), level(4), sum(sizes[b][1] for b in topo.access),
+                     None if saved is None else round(saved, 6),
+                     round(time.perf_counter() - t0, 3))
+
+
+def sweep(setup: Setup, points: Sequence[int], toggles: int, traffic: bool = False,
+          experiment: str = "tables") -> Iterator[Point]:
+    """Grow one network through ``points`` (consumers per local broker), measuring at each."""
+    exp = Experiment(setup)
+    for n in points:
+        t0 = time.perf_counter()
+        exp.grow(n)
+        p = exp.measure(toggles, traffic, experiment)
+        p.seconds = round(time.perf_counter() - t0, 3)
+        yield p
+
+
+def axis(maximum: int, step: int) -> list[int]:
+    """Consumers per local broker: 1, step, 2·step, ..., maximum."""
+    if maximum < 1 or step < 1:
+        raise ValueError("the number of consumers and the step must be at least 1")
+    return sorted({1, maximum, *range(step, maximum + 1, step)})
+
+
+def parse_locality(text: str) -> list[float]:
+    """``table`` (Table 6.3's values) or one value: ``1/3``, ``0.5``."""
+    if text == "table":
+        return [float(d) for d in TABLE_6_3]
+    try:
+        d = float(Fraction(text))
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"locality must be a number like 0.5 or 1/3, or "
+                                         f"'table', not {text!r}") from None
+    if not 1 / 3 - 1e-9 <= d <= 1:
+        raise argparse.ArgumentTypeError(f"locality d must lie in [1/3, 1], got {text}")
+    return [d]
+
+
+def _fmt_d(d: float) -> str:
+    return "1/3" if abs(d - 1 / 3) < 1e-9 else f"{d:g}"
+
+
+# -- command line ---------------------------------------------------------------------------
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``rebeca`` (under ``pubsift experiment``)."""
+    p = subparsers.add_parser(
+        "rebeca", help="reproduce Mühl's routing experiments (routing-table sizes, "
+                       "filter-forwarding overhead, locality)",
+        description=__doc__.split("\n\n")[0] + " Writes a CSV and PNG plots (Fig. 6.2-6.7, "
+                    "or 6.8-6.12 with --locality).")
+    p.add_argument("--strategies", type=lambda s: [x.strip() for x in s.split(",") if x.strip()],
+                   default=None, metavar="LIST",
+                   help=f"comma-separated, from {','.join(STRATEGIES)} (default: all; "
+                        f"identity with --locality)")
+    p.add_argument("--advertisements", choices=("both", "on", "off"), default="both",
+                   help="run with advertisements, without, or both (default)")
+    p.add_argument("--consumers", type=int, default=200, metavar="N",
+                   help="max consumers per local broker (default 200)")
+    p.add_argument("--step", type=int, default=20, metavar="K",
+                   help="measure at 1, K, 2K, ... consumers per local broker (default 20)")
+    p.add_argument("--kind", choices=("auto", *KINDS), default="auto",
+                   help="subscription kind; auto (default): quote for simple and identity, "
+                        "quote-interval for covering and merging, as in Fig. 6.2/6.3")
+    p.add_argument("--locality", type=parse_locality, default=None, metavar="D",
+                   help="run the locality experiment (Table 6.3) for d in [1/3, 1], or "
+                        "'table' for all of Table 6.3's values")
+    p.add_argument("--subscriptions", type=int, default=10, metavar="K",
+                   help="distinct subscriptions per consumer (default 10)")
+    p.add_argument("--stocks", type=int, default=1000, metavar="M",
+                   help="number of stocks m (default 1000)")
+    p.add_argument("--toggles", type=int, default=20, metavar="T",
+                   help="consumers switched off and on per point to measure the overhead "
+                        "(default 20, i.e. 400 subscription changes)")
+    p.add_argument("--simple-cap", type=int, default=10, metavar="N",
+                   help="max consumers per local broker for simple routing without "
+                        "advertisements, whose tables hold 106 entries per subscription "
+                        "(default 10; its Σ|R| is 106·x exactly)")
+    p.add_argument("--index", choices=("partitioned", "records"), default="partitioned",
+                   help="routing-table index: per-symbol buckets (default) or the records "
+                        "model's own")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=Path("rebeca-out"), metavar="DIR",
+                   help="where the CSV and PNG files go (default ./rebeca-out)")
+    p.add_argument("--quick", action="store_true",
+                   help="a small run: up to 3 consumers per local broker, 5 toggles")
+    p.set_defaults(func=run)
+    return p
+
+
+def setups(args: argparse.Namespace) -> list[tuple[Setup, list[int]]]:
+    """The curves to run and their x axes, from the command line."""
+    strategies = args.strategies or (["identity"] if args.locality else list(STRATEGIES))
+    for s in strategies:
+        if s not in STRATEGIES:
+            raise ValueError(f"unknown strategy {s!r}; known: {', '.join(STRATEGIES)} "
+                             f"(flooding has no routing tables)")
+    advs = {"both": (False, True), "on": (True,), "off": (False,)}[args.advertisements]
+    maximum, step = (3, 1) if args.quick else (args.consumers, args.step)
+    points = axis(maximum, step)
+    out = []
+    for d in (args.locality or [None]):
+        for s in strategies:
+            for adv in advs:
+                kind = AUTO_KIND[s] if args.kind == "auto" else args.kind
+                pts = points
+                if s == "simple" and not adv:
+                    pts = [n for n in points if n <= args.simple_cap] or [1]
+                out.append((Setup(s, adv, kind, d, args.stocks, args.subscriptions, args.seed,
+                                  args.index), pts))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the experiment the arguments describe; write CSV and plots; print a summary."""
+    from rich.console import Console
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn)
+    from rich.table import Table
+
+    from pubsift.core.experiments import figures
+
+    console = Console(stderr=True)
+    try:
+        plan = setups(args)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    toggles = 5 if args.quick else args.toggles
+    locality = args.locality is not None
+    experiment = "locality" if locality else "tables"
+    rows: list[Point] = []
+    t0 = time.perf_counter()
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task("rebeca", total=sum(len(p) for _, p in plan))
+        for setup, pts in plan:
+            progress.update(task, description=f"{setup.label:<40}")
+            for point in sweep(setup, pts, toggles, traffic=locality, experiment=experiment):
+                rows.append(point)
+                progress.advance(task)
+    args.out.mkdir(parents=True, exist_ok=True)
+    csv_path = args.out / f"rebeca-{experiment}.csv"
+    write_csv(rows, csv_path)
+    pngs = figures.plot(rows, args.out, locality)
+    table = Table(title=f"Mühl ch. 6 reproduced ({experiment}, {time.perf_counter() - t0:.0f} s)")
+    for col in ("curve", "x", "Σ|R|", "expected", "admin/change", "saved traffic"):
+        table.add_column(col, justify="left" if col == "curve" else "right")
+    last: dict[str, Point] = {}
+    for p in rows:
+        last[_label(p)] = p
+    for label, p in last.items():
+        table.add_row(label, f"{p.active_subscriptions:,}", f"{p.remote_entries:,}",
+                      "" if p.expected_entries is None else f"{p.expected_entries:,}",
+                      f"{p.admin_per_change:.2f}",
+                      "" if p.saved_traffic is None else f"{p.saved_traffic:.3f}")
+    Console().print(table)
+    console.print(f"wrote {csv_path} and {', '.join(str(p) for p in pngs)}")
+    return 0
+
+
+def _label(p: Point) -> str:
+    adv = " + adv" if p.advertisements else ""
+    loc = f", d={p.locality}" if p.locality else ""
+    return f"{p.strategy}{adv} ({p.kind}{loc})"
+
+
+def write_csv(rows: Sequence[Point], path: Path) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, [f.name for f in fields(Point)])
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if v is None else v) for k, v in asdict(r).items()})
