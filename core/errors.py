@@ -79,10 +79,11 @@ class PluginError(PubsiftError, ImportError):
     """A registered filter-model plug-in is broken (cannot be imported or is not a model)."""
 
     def __init__(self, name: str, target: str, reason: str) -> None:
+        # ImportError.__init__ resets ``name``, so set the attributes after it.
+        super().__init__(f"filter model plug-in {name!r} ({target}) is broken: {reason}")
         self.name = name
         self.target = target
         self.reason = reason
-        super().__init__(f"filter model plug-in {name!r} ({target}) is broken: {reason}")
 
 
 class ConversionError(PubsiftError, ValueError):

@@ -18,8 +18,9 @@ from pubsift.models.records import workload
 
 
 def _data_dir(explicit: str | None) -> Path | None:
-    candidates = [explicit, os.environ.get("PUBSIFT_DATA"), Path.cwd() / ".." / "shared" / "data",
-                  workload.QUOTES_DIR.parent]
+    candidates = ([explicit] if explicit else
+                  [os.environ.get("PUBSIFT_DATA"), Path.cwd() / ".." / "shared" / "data",
+                   workload.QUOTES_DIR.parent])
     for c in candidates:
         if c and (Path(c) / "quotes").is_dir():
             return Path(c).resolve()
