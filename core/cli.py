@@ -2,7 +2,8 @@
 
 ``pubsift models``   lists the installed filter models and what they provide;
 ``pubsift match``    matches events (JSON lines) against filters;
-``pubsift run``      the main job on the embedded default (see README).
+``pubsift run``      the main job on the embedded default (see README);
+``pubsift experiment rebeca``  Mühl's routing experiments (ch. 6) reproduced.
 """
 from __future__ import annotations
 
@@ -152,6 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
     mt.add_argument("-f", "--filter", action="append", help="a filter (text or JSON form)")
     mt.add_argument("--filters", action="append", help="a file of filters, one per line")
     mt.add_argument("--all", action="store_true", help="also print events with no match")
+    ex = sub.add_parser("experiment", help="reproduce the seeds' experiments")
+    ex_sub = ex.add_subparsers(dest="experiment", required=True)
+    from pubsift.core.experiments import rebeca
+
+    rebeca.add_parser(ex_sub)
     r = sub.add_parser("run", help="the main job on the embedded default")
     r.add_argument("--data", default=None, help="the shared data folder (default: ../shared/data)")
     return p
@@ -166,6 +172,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_match(args, sys.stdout, sys.stderr)
         if args.command == "run":
             return cmd_run(args, sys.stdout)
+        if args.command == "experiment":
+            from pubsift.core.experiments import rebeca
+
+            return rebeca.run(args)
     except PubsiftError as exc:
         sys.stderr.write(f"pubsift {args.command}: {exc}\n")
         return 2
