@@ -110,3 +110,11 @@ def test_run_demo_on_a_small_quotes_file(tmp_path):
 def test_run_says_so_when_the_shared_data_is_absent(tmp_path):
     code, out, _ = run(["run", "--data", str(tmp_path / "nowhere")])
     assert code == 1 and "absent" in out
+
+
+def test_readme_routing_example_delivers_only_the_matching_quote(capsys):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Routing through a network of brokers.*?```python\n(.*?)```", readme,
+                      re.S).group(1)
+    exec(compile(block, "README.md", "exec"), {})
+    assert capsys.readouterr().out.split() == ["1"]
