@@ -64,10 +64,14 @@ def _xmax(curves: Curves) -> int:
     return max((p.active_subscriptions for pts in curves.values() for p in pts), default=1)
 
 
+def _xmin(curves: Curves) -> int:
+    return min((p.active_subscriptions for pts in curves.values() for p in pts), default=1)
+
+
 def _guide(ax: "Axes", text: str, y: float | None = None, slope: float | None = None,
-           xmax: int = 1) -> None:
+           xmax: int = 1, xmin: int = 1) -> None:
     if slope is not None:
-        ax.plot([0, xmax], [0, slope * xmax], ls="--", lw=0.8, color="grey")
+        ax.plot([xmin, xmax], [slope * xmin, slope * xmax], ls="--", lw=0.8, color="grey")
         ax.annotate(text, (xmax, slope * xmax), fontsize=6, color="grey", ha="right")
     else:
         ax.axhline(y, ls="--", lw=0.8, color="grey")
@@ -92,9 +96,9 @@ def _ratio(curves: Curves, value: Callable[["Point"], float]) -> Series:
 def fig6_2(ax: "Axes", c: Curves) -> None:
     ax.set_title("Fig. 6.2 simple vs. identity (routing table size)", fontsize=8)
     _draw(ax, c, lambda k: k[0] in ("simple", "identity"), lambda p: p.remote_entries)
-    xm = _xmax(c)
-    _guide(ax, "106·x", slope=V - 1, xmax=xm)
-    _guide(ax, "3.73·x", slope=P_AVG, xmax=xm)
+    lo, hi = _xmin(c), _xmax(c)
+    _guide(ax, "106·x", slope=V - 1, xmax=hi, xmin=lo)
+    _guide(ax, "3.73·x", slope=P_AVG, xmax=hi, xmin=lo)
     _guide(ax, "2·m·(|V|-1)", y=2 * M * (V - 1))
     _guide(ax, "m·(|V|-1)", y=M * (V - 1))
     ax.set_yscale("log")

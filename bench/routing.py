@@ -1,0 +1,166 @@
+"""Routing throughput of the strategies on Mühl's 107-broker network (issue 3, §7).
+
+    .venv/bin/python bench/routing.py [--consumers 1] [--churn 100] [--pubs 1000]
+                                      [--advertisements] [--index records|partitioned]
+
+Setup (Mühl 000, §6.2): the 107-broker hierarchy (40 routers, 67 local brokers), the records
+model, a source at the root router, ``--consumers`` consumers per local broker with 10
+quote-interval subscriptions each (``symbol = S and price in [50 - t1, 50 + t2]``, 1000
+stocks). Every strategy gets the same consumers, operations and quotes, in this run:
+
+* **churn** — on the settled network, ``--churn`` operations, alternately unsubscribing a
+  random active subscription and subscribing a fresh one, each settled
+  (``run_until_quiet``) before the next: operations per second and admin messages per
+  operation;
+* **publications** — ``--pubs`` quotes of random stocks with prices uniform in [0, 100]
+  published at the source and routed end to end: notifications delivered per second, and
+  the messages crossing links per publication.
+
+Flooding is the baseline: its ratios are 1. Times are the CPU time of this process
+(``time.process_time``), so the figures hold on a busy machine. Every strategy must deliver
+exactly the notifications flooding delivers; exit status 1 if one does not.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from pubsift.core.experiments.consumers import interests
+from pubsift.core.experiments.partitioned import PartitionedModel
+from pubsift.core.model import FilterModel
+from pubsift.core.network import Client, Network
+from pubsift.core.registry import load_model
+from pubsift.core.topology import hierarchy
+from pubsift.models.records.filters import RecordFilter
+
+STRATEGIES = ("flooding", "simple", "identity", "covering", "merging")
+MODEL = "records"
+STOCKS = 1000
+
+
+@dataclass
+class Result:
+    strategy: str
+    settle_s: float
+    churn_ops_s: float
+    admin_per_op: float
+    notifications_s: float
+    delivered: int
+    links_per_pub: float
+    deliveries: list
+
+
+def workload(consumers: int, churn: int, pubs: int, seed: int) -> tuple[list, list, list]:
+    """Consumers' subscriptions per local broker, churn operations, quotes: identical for
+    every strategy."""
+    rng, prices = random.Random(seed), random.Random(seed + 1)
+    access = hierarchy().access
+    people = [(b, interests(rng, "quote-interval", range(STOCKS), 10, prices))
+              for _ in range(consumers) for b in access]
+    ops = [(rng.randrange(len(people)), rng.randrange(10),
+            interests(rng, "quote-interval", range(STOCKS), 1, prices)[0])
+           for _ in range(churn // 2)]
+    quotes = [{"symbol": f"S{rng.randrange(STOCKS):03d}", "price": round(rng.uniform(0, 100), 2)}
+              for _ in range(pubs)]
+    return people, ops, quotes
+
+
+def run(strategy: str, model: FilterModel, advertisements: bool, people: list, ops: list,
+        quotes: list) -> Result:
+    net = Network(hierarchy(), [model], strategy, advertisements, seed=0)
+    source = net.client("source", "r0")
+    if advertisements:
+        source.advertise(MODEL, RecordFilter())
+    t0 = time.process_time()
+    clients: list[tuple[Client, list]] = []
+    for i, (b, fs) in enumerate(people):
+        c = net.client(f"c{i}", b)
+        for f in fs:
+            c.subscribe(MODEL, f)
+        clients.append((c, list(fs)))
+    net.run_until_quiet()
+    settle = time.process_time() - t0
+    admin0, t0 = net.total_admin(), time.process_time()
+    for who, slot, fresh in ops:
+        c, fs = clients[who]
+        c.unsubscribe(MODEL, fs[slot])
+        net.run_until_quiet()
+        if fresh not in fs:
+            fs[slot] = fresh
+        c.subscribe(MODEL, fs[slot])
+        net.run_until_quiet()
+    churn_t = time.process_time() - t0
+    n_ops = 2 * len(ops)
+    admin = net.total_admin() - admin0
+    events = [model.parse_event(q) for q in quotes]
+    fwd0, mark, t0 = net.total_forwards(), len(net.trace), time.process_time()
+    for e in events:
+        source.publish(MODEL, e)
+        net.run_until_quiet()
+    pub_t = time.process_time() - t0
+    deliveries = sorted((op.client, op.pub_id) for op in net.trace[mark:] if op.kind == "notify")
+    return Result(strategy, settle, n_ops / churn_t if churn_t else float("inf"),
+                  admin / n_ops if n_ops else 0.0,
+                  len(deliveries) / pub_t if pub_t else float("inf"), len(deliveries),
+                  (net.total_forwards() - fwd0) / len(events), deliveries)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--consumers", type=int, default=1, help="consumers per local broker")
+    ap.add_argument("--churn", type=int, default=100, help="subscription changes")
+    ap.add_argument("--pubs", type=int, default=1000, help="quotes published")
+    ap.add_argument("--advertisements", action="store_true",
+                    help="route with advertisements (the source advertises everything)")
+    ap.add_argument("--index", choices=("records", "partitioned"), default="records",
+                    help="routing-table index: the records model's (default) or per-symbol "
+                         "buckets (pubsift.core.experiments.partitioned)")
+    ap.add_argument("--strategies", default=",".join(STRATEGIES))
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    strategies = [s for s in args.strategies.split(",") if s]
+    if "flooding" not in strategies:
+        strategies.insert(0, "flooding")
+    records = load_model(MODEL)
+    model = PartitionedModel(records) if args.index == "partitioned" else records
+    people, ops, quotes = workload(args.consumers, args.churn, args.pubs, args.seed)
+    console = Console(width=max(Console().width, 150))
+    results: list[Result] = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task("routing", total=len(strategies))
+        for s in strategies:
+            progress.update(task, description=f"{s:<10}")
+            results.append(run(s, model, args.advertisements, people, ops, quotes))
+            progress.advance(task)
+    base = results[0]
+    table = Table(title=f"bench/routing.py: 107 brokers, {len(people) * 10:,} subscriptions, "
+                        f"{2 * len(ops)} changes, {len(quotes)} quotes, index={args.index}, "
+                        f"advertisements={'on' if args.advertisements else 'off'} (CPU time)")
+    for col in ("strategy", "settle s", "changes/s", "× flooding", "admin/change",
+                "notifications/s", "× flooding", "link msgs/pub", "delivered", "= flooding"):
+        table.add_column(col, justify="left" if col == "strategy" else "right")
+    ok = True
+    for r in results:
+        same = r.deliveries == base.deliveries
+        ok &= same
+        table.add_row(r.strategy, f"{r.settle_s:.1f}", f"{r.churn_ops_s:,.0f}",
+                      f"{r.churn_ops_s / base.churn_ops_s:.3f}", f"{r.admin_per_op:.2f}",
+                      f"{r.notifications_s:,.0f}", f"{r.notifications_s / base.notifications_s:.2f}",
+                      f"{r.links_per_pub:.1f}", f"{r.delivered:,}", "yes" if same else "NO")
+    console.print(table)
+    if not ok:
+        console.print("[red]a strategy delivered other notifications than flooding[/red]")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
