@@ -320,8 +320,9 @@ def setups(args: argparse.Namespace) -> list[tuple[Setup, list[int]]]:
             for adv in advs:
                 kind = AUTO_KIND[s] if args.kind == "auto" else args.kind
                 pts = points
-                if s == "simple" and not adv:
-                    pts = [n for n in points if n <= args.simple_cap] or [1]
+                if s == "simple" and not adv:       # its own, denser axis up to the cap
+                    cap = min(args.simple_cap, maximum)
+                    pts = sorted({n for n in points if n <= cap} | set(axis(cap, max(1, cap // 5))))
                 out.append((Setup(s, adv, kind, d, args.stocks, args.subscriptions, args.seed,
                                   args.index), pts))
     return out

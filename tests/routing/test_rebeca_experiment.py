@@ -237,7 +237,9 @@ def test_command_refuses_an_unknown_strategy(tmp_path, capsys):
 # -- convergence (slow) ---------------------------------------------------------------------------
 @pytest.mark.slow
 def test_identity_based_routing_converges_to_212_000():
-    """§6.3.3: Σ|R| converges to 2·m·(|V|-1) = 212,000 (m·(|V|-1) with advertisements)."""
+    """§6.3.3: Σ|R| converges to 2·m·(|V|-1) = 212,000 (m·(|V|-1) with advertisements).
+    At 200 consumers per local broker (x = 134,000) a local broker's consumers name 1000 ·
+    (1 - 0.99^200) ≈ 866 stocks, so Σ|R| is about 95 % (91 % with advertisements) of it."""
     for adv in (False, True):
         limit = analytic.identity_limit(V, 1000, adv)
         exp = Experiment(Setup("identity", adv))
@@ -247,4 +249,4 @@ def test_identity_based_routing_converges_to_212_000():
             p = exp.measure(toggles=5)
             assert p.remote_entries == p.expected_entries <= limit
             seen.append(p.remote_entries)
-        assert seen == sorted(seen) and seen[-1] > 0.95 * limit
+        assert seen == sorted(seen) and seen[-1] > 0.9 * limit
