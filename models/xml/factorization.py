@@ -32,7 +32,8 @@ class TNode:
     """A factorization-tree node: extended label, children, sub(t) as a bitmask."""
 
     __slots__ = ("label", "preds", "position", "key", "parent", "children", "by_label",
-                 "sub", "ends", "bleaves", "csub", "multi", "depth", "size")
+                 "sub", "ends", "bleaves", "csub", "multi", "depth", "size", "plain",
+                 "fixed")
 
     def __init__(self, key: tuple | None, parent: "TNode | None") -> None:
         self.key = key
@@ -47,6 +48,9 @@ class TNode:
         self.multi = 0        # patterns whose node here has two children or more
         self.depth = 0 if parent is None else parent.depth + 1
         self.size = 1         # nodes in the subtree rooted here
+        self.plain = not self.preds and self.position is None  # a bare tag test, * or //
+        # no ``//`` on the path from the root to here (this node included)
+        self.fixed = parent is None or (parent.fixed and self.label != DESCENDANT)
 
     def child(self, key: tuple, bit: int) -> "TNode":
         """Alg. 1 lines 1-5: a child with this label not yet holding the pattern, or a
@@ -294,84 +298,187 @@ class FactorizationTree:
                     m = edged.get((a, b))
                     if m:
                         out |= m
-        m = self.root.sub & ~out if out else self.root.sub
+        m = self.root.sub
+        if out:
+            m ^= m & out
         if not m:
             return 0
-        memo: dict = {}
-        return m & ~self._failing_under(self.root, s, m, memo)
+        return m ^ _failing_under(self.root, s, m, {})
 
-    def _failing_under(self, t: TNode, u: Node, m: int, memo: dict) -> int:
-        """∪_{t' ∈ child(t)} XSEARCH⊆(t', u) ∩ m: the patterns with a branch at t that does
-        not map under s's node u. Children whose label no child of u can carry fail
-        without a visit: a pattern with a single branch at t fails exactly when that branch
-        is such a child (``t.csub``, ``t.multi`` and the compatible children's sub tell
-        which); patterns with several branches there are looked up child by child."""
-        compatible = memo.get(id(u))
-        if compatible is None:
-            labels = {c.label for c in u.children}
-            compatible = [DESCENDANT]
-            if labels - {DESCENDANT}:
-                compatible.append(WILDCARD)
-            compatible += [lab for lab in labels if lab not in (DESCENDANT, WILDCARD)]
-            memo[id(u)] = compatible
-        g = 0
-        single = m & t.csub
-        if single and t.multi:
-            single &= ~t.multi
-        seen = 0
+
+class _SNode:
+    """Per-search facts about a node u of s, built on first use: the labels of T(R)
+    children that can map under u (:func:`_kids_by_label`), u's strict descendants by
+    label (:func:`_below`) and all of them, and the memos of (tree node, u) pairs, keyed by tree node."""
+
+    __slots__ = ("kids", "below", "anywhere", "under", "desc")
+
+    def __init__(self, u: Node) -> None:
+        self.kids = _kids_by_label(u)
+        self.below: dict[str, list[Node]] | None = None
+        self.anywhere: list[Node] | None = None  # all of below's nodes
+        self.under: dict[TNode, tuple[int, int]] = {}  # _failing_under
+        self.desc: dict[TNode, tuple[int, int]] = {}   # _failing
+
+
+def _snode(u: Node, memo: dict[int, _SNode]) -> _SNode:
+    x = memo.get(id(u))
+    if x is None:
+        x = memo[id(u)] = _SNode(u)
+    return x
+
+
+def _failing_under(t: TNode, u: Node, m: int, memo: dict[int, _SNode]) -> int:
+    """∪_{t' ∈ child(t)} XSEARCH⊆(t', u) ∩ m: the patterns with a branch at t that does
+    not map under s's node u. Children whose label no child of u can carry fail without
+    a visit: a pattern with a single branch at t fails exactly when that branch is such a
+    child (``t.csub``, ``t.multi`` and the compatible children's sub tell which); patterns
+    with several branches there are looked up child by child.
+
+    Alg. 4 for a non-``//`` child t' is done in place: t' maps onto a child c of u with
+    label(c) ⪯ label(t'), and fails unless some such c takes all of t''s branches. Below
+    a ``//``-free path of T(R) a pair (t, u) is reached at most once (from its parents'
+    pair), so only the other pairs are memoised."""
+    x = memo.get(id(u))
+    if x is None:
+        x = memo[id(u)] = _SNode(u)
+    if not t.fixed:
+        hit = x.under.get(t)
+        if hit is not None and hit[0] & m == m:
+            return hit[1] & m
+    g = 0
+    multi = m & t.multi
+    single = m & t.csub
+    if multi:
+        single ^= multi  # multi ⊆ csub; a ^ (a & b) beats a & ~b on long masks
+    seen = 0
+    by_label = t.by_label
+    info = x.kids
+    for lab, cands in info.items():
+        kids = by_label.get(lab)
+        if kids is None:
+            continue
+        for t2 in kids:
+            mm = m & t2.sub
+            if not mm:
+                continue
+            seen |= mm
+            if cands is None:  # t2 is a ``//`` node
+                g |= _failing(t2, u, mm, memo)
+                continue
+            onto = cands if t2.plain else [c for c in cands if label_leq(c, t2)]
+            if not onto:
+                g |= mm
+            elif t2.children:
+                for c in onto:
+                    # under a leaf of s, every pattern with a branch at t2 fails
+                    mm = _failing_under(t2, c, mm, memo) if c.children else mm & t2.csub
+                    if not mm:
+                        break
+                g |= mm
+    if single:
+        g |= single ^ (single & seen)
+    if multi:
+        for t2 in t.children:
+            if t2.label not in info:
+                g |= multi & t2.sub
+    if not t.fixed:
+        x.under[t] = (m, g)
+    return g
+
+
+def _failing(t: TNode, u: Node, m: int, memo: dict[int, _SNode]) -> int:
+    """XSEARCH⊆(t, u) ∩ m (Alg. 4) for a ``//`` node t: patterns whose subtree at t does
+    not map under s's node u (t's branches map under u itself, path length 0, or t maps
+    under one of u's children).
+
+    A pattern's ``//`` node has a single child, so a pattern whose child t' at t is a tag
+    or ``*`` maps under u iff t' maps onto a strict descendant of u (with t''s tag): those
+    are looked up by tag (:func:`_below`) instead of recursing over u's subtree. The
+    patterns whose child is ``//`` follow Alg. 4."""
+    x = _snode(u, memo)
+    hit = x.desc.get(t)
+    if hit is not None and hit[0] & m == m:
+        return hit[1] & m
+    if not u.children:
+        r = m
+    else:
         by_label = t.by_label
-        failing = self._failing
-        for lab in compatible:
-            kids = by_label.get(lab)
-            if kids is None:
+        below = _below(u, memo)
+        ok = 0
+        if len(by_label) <= len(below) + 1:
+            pairs = [(kids, below.get(lab)) for lab, kids in by_label.items()
+                     if lab != WILDCARD and lab != DESCENDANT]
+        else:  # the fewer labels are looked up in the longer dict
+            pairs = [(by_label.get(lab), vs) for lab, vs in below.items() if lab != WILDCARD]
+        kids = by_label.get(WILDCARD)
+        if kids is not None:
+            vs = x.anywhere
+            if vs is None:
+                vs = x.anywhere = [v for vs in below.values() for v in vs]
+            pairs.append((kids, vs))
+        for kids, vs in pairs:
+            if kids is None or vs is None:
                 continue
             for t2 in kids:
                 mm = m & t2.sub
-                if mm:
-                    g |= failing(t2, u, mm, memo)
-                    seen |= mm
-        if single:
-            g |= single & ~seen
-        multi = m & t.multi
-        if multi:
-            for t2 in t.children:
-                if t2.label not in compatible:
-                    g |= multi & t2.sub
-        return g
-
-    def _failing(self, t: TNode, u: Node, m: int, memo: dict) -> int:
-        """XSEARCH⊆(t, u) ∩ m (Alg. 4): patterns whose subtree at t does not map under
-        s's node u."""
-        key = (id(t), id(u))
-        hit = memo.get(key)
-        if hit is not None and not m & ~hit[0]:
-            return hit[1] & m
-        if not u.children:
-            r = m
-        elif t.label != DESCENDANT:
-            kids = u.children
-            if len(kids) == 1:
-                compatible = kids if label_leq(kids[0], t) else ()
-            else:
-                compatible = [c for c in kids if label_leq(c, t)]
-            if not compatible:
-                r = m
-            elif not t.children:
-                r = 0
-            else:
-                r = m
-                for c in compatible:
-                    r = self._failing_under(t, c, r, memo)
-                    if not r:
+                if not mm:
+                    continue
+                f = mm
+                for v in vs:
+                    if not t2.plain and not label_leq(v, t2):
+                        continue
+                    if not t2.children:
+                        f = 0
                         break
-        else:
-            r = self._failing_under(t, u, m, memo)
+                    f = _failing_under(t2, v, f, memo) if v.children else f & t2.csub
+                    if not f:
+                        break
+                ok |= mm ^ f
+        r = m & t.csub
+        r ^= ok
+        other = 0
+        for t2 in by_label.get(DESCENDANT, ()):
+            other |= t2.sub
+        if other:
+            other &= m
+        if other:
+            r ^= other
+            o = _failing_under(t, u, other, memo)
             for c in u.children:
-                if not r:
+                if not o:
                     break
-                r = self._failing(t, c, r, memo)
-        memo[key] = (m, r)
-        return r
+                o = _failing(t, c, o, memo)
+            r |= o
+    x.desc[t] = (m, r)
+    return r
+
+
+def _below(u: Node, memo: dict[int, _SNode]) -> dict[str, list[Node]]:
+    """The strict descendants of s's node u that are not ``//`` nodes, by label."""
+    x = _snode(u, memo)
+    out = x.below
+    if out is None:
+        out = x.below = {}
+        for c in u.children:
+            if c.label != DESCENDANT:
+                out.setdefault(c.label, []).append(c)
+            for lab, vs in _below(c, memo).items():
+                out.setdefault(lab, []).extend(vs)
+    return out
+
+
+def _kids_by_label(u: Node) -> dict[str, tuple[Node, ...] | None]:
+    """The child labels of T(R) that can map under s's node u, each with the children of
+    u it can map onto (those with label ⪯ it; None for ``//``, which maps anywhere below)."""
+    out: dict[str, tuple[Node, ...] | None] = {DESCENDANT: None}
+    kids = tuple(c for c in u.children if c.label != DESCENDANT)
+    if kids:
+        out[WILDCARD] = kids
+    for c in kids:
+        if c.label not in out:
+            out[c.label] = tuple(k for k in kids if k.label == c.label)
+    return out
 
 
 def _ordered(nodes: tuple[Node, ...]) -> list[Node]:
