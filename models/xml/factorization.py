@@ -286,12 +286,14 @@ class FactorizationTree:
         A tag node of a covering pattern maps onto a node of s with the same tag, and a
         child edge between tags onto such an edge of s, so patterns holding a tag or an
         edge s lacks are left out before the search."""
-        tags = self._tags(s)
+        tags: set[str] = set()
+        edges: set[tuple[str, str]] = set()
+        x = _SNode(s, tags, edges)
         out = 0
         for tag, m in self.tagged.items():
             if tag not in tags:
                 out |= m
-        edges, edged = self._edges(s), self.edged
+        edged = self.edged
         for a in tags | {ROOT}:
             for b in tags:
                 if (a, b) not in edges:
@@ -303,46 +305,56 @@ class FactorizationTree:
             m ^= m & out
         if not m:
             return 0
-        return m ^ _failing_under(self.root, s, m, {})
+        return m ^ _failing_under(self.root, x, m)
 
 
 class _SNode:
-    """Per-search facts about a node u of s, built on first use: the labels of T(R)
-    children that can map under u (:func:`_kids_by_label`), u's strict descendants by
-    label (:func:`_below`) and all of them, and the memos of (tree node, u) pairs, keyed by tree node."""
+    """A node u of s during one cover-mode search: its children, the labels of T(R)
+    children that can map under it (each with the children of u it can map onto, those
+    with label ⪯ it; None for ``//``, which maps anywhere below), its strict descendants
+    by label (:func:`_below`, built on first use) and all of them, and the memos of
+    (tree node, u) pairs, keyed by tree node. Building it collects the tags of s and its
+    child edges between tags (or the root and a tag)."""
 
-    __slots__ = ("kids", "below", "anywhere", "under", "desc")
+    __slots__ = ("node", "children", "kids", "below", "anywhere", "under", "desc")
 
-    def __init__(self, u: Node) -> None:
-        self.kids = _kids_by_label(u)
-        self.below: dict[str, list[Node]] | None = None
-        self.anywhere: list[Node] | None = None  # all of below's nodes
+    def __init__(self, u: Node, tags: set[str], edges: set[tuple[str, str]]) -> None:
+        self.node = u
+        self.children = tuple(_SNode(c, tags, edges) for c in u.children)
+        lab = u.label
+        if lab not in (ROOT, DESCENDANT, WILDCARD):
+            tags.add(lab)
+        kids: dict[str, tuple[_SNode, ...] | None] = {DESCENDANT: None}
+        steps = tuple(c for c in self.children if c.node.label != DESCENDANT)
+        if steps:
+            kids[WILDCARD] = steps
+            for c in steps:
+                cl = c.node.label
+                if cl not in kids:
+                    kids[cl] = tuple(k for k in steps if k.node.label == cl)
+                    if cl != WILDCARD and lab not in (DESCENDANT, WILDCARD):
+                        edges.add((lab, cl))
+        self.kids = kids
+        self.below: dict[str, list[_SNode]] | None = None
+        self.anywhere: list[_SNode] | None = None  # all of below's nodes
         self.under: dict[TNode, tuple[int, int]] = {}  # _failing_under
         self.desc: dict[TNode, tuple[int, int]] = {}   # _failing
 
 
-def _snode(u: Node, memo: dict[int, _SNode]) -> _SNode:
-    x = memo.get(id(u))
-    if x is None:
-        x = memo[id(u)] = _SNode(u)
-    return x
-
-
-def _failing_under(t: TNode, u: Node, m: int, memo: dict[int, _SNode]) -> int:
+def _failing_under(t: TNode, x: _SNode, m: int) -> int:
     """∪_{t' ∈ child(t)} XSEARCH⊆(t', u) ∩ m: the patterns with a branch at t that does
-    not map under s's node u. Children whose label no child of u can carry fail without
-    a visit: a pattern with a single branch at t fails exactly when that branch is such a
-    child (``t.csub``, ``t.multi`` and the compatible children's sub tell which); patterns
-    with several branches there are looked up child by child.
+    not map under s's node u (x). Children whose label no child of u can carry fail
+    without a visit: a pattern with a single branch at t fails exactly when that branch
+    is such a child (``t.csub``, ``t.multi`` and the compatible children's sub tell
+    which); patterns with several branches there are looked up child by child.
 
     Alg. 4 for a non-``//`` child t' is done in place: t' maps onto a child c of u with
-    label(c) ⪯ label(t'), and fails unless some such c takes all of t''s branches. Below
-    a ``//``-free path of T(R) a pair (t, u) is reached at most once (from its parents'
-    pair), so only the other pairs are memoised."""
-    x = memo.get(id(u))
-    if x is None:
-        x = memo[id(u)] = _SNode(u)
-    if not t.fixed:
+    label(c) ⪯ label(t'), and fails unless some such c takes all of t''s branches (under
+    a leaf c, every pattern with a branch at t' fails). Below a ``//``-free path of T(R)
+    a pair (t, u) is reached at most once (from its parents' pair), so only the other
+    pairs are memoised."""
+    fixed = t.fixed
+    if not fixed:
         hit = x.under.get(t)
         if hit is not None and hit[0] & m == m:
             return hit[1] & m
@@ -362,17 +374,17 @@ def _failing_under(t: TNode, u: Node, m: int, memo: dict[int, _SNode]) -> int:
             mm = m & t2.sub
             if not mm:
                 continue
-            seen |= mm
+            if single:
+                seen |= mm
             if cands is None:  # t2 is a ``//`` node
-                g |= _failing(t2, u, mm, memo)
+                g |= _failing(t2, x, mm)
                 continue
-            onto = cands if t2.plain else [c for c in cands if label_leq(c, t2)]
+            onto = cands if t2.plain else [c for c in cands if label_leq(c.node, t2)]
             if not onto:
                 g |= mm
             elif t2.children:
                 for c in onto:
-                    # under a leaf of s, every pattern with a branch at t2 fails
-                    mm = _failing_under(t2, c, mm, memo) if c.children else mm & t2.csub
+                    mm = _failing_under(t2, c, mm) if c.children else mm & t2.csub
                     if not mm:
                         break
                 g |= mm
@@ -382,29 +394,28 @@ def _failing_under(t: TNode, u: Node, m: int, memo: dict[int, _SNode]) -> int:
         for t2 in t.children:
             if t2.label not in info:
                 g |= multi & t2.sub
-    if not t.fixed:
+    if not fixed:
         x.under[t] = (m, g)
     return g
 
 
-def _failing(t: TNode, u: Node, m: int, memo: dict[int, _SNode]) -> int:
+def _failing(t: TNode, x: _SNode, m: int) -> int:
     """XSEARCH⊆(t, u) ∩ m (Alg. 4) for a ``//`` node t: patterns whose subtree at t does
-    not map under s's node u (t's branches map under u itself, path length 0, or t maps
-    under one of u's children).
+    not map under s's node u (x): t's branches map under u itself (path length 0), or t
+    maps under one of u's children.
 
     A pattern's ``//`` node has a single child, so a pattern whose child t' at t is a tag
     or ``*`` maps under u iff t' maps onto a strict descendant of u (with t''s tag): those
     are looked up by tag (:func:`_below`) instead of recursing over u's subtree. The
     patterns whose child is ``//`` follow Alg. 4."""
-    x = _snode(u, memo)
     hit = x.desc.get(t)
     if hit is not None and hit[0] & m == m:
         return hit[1] & m
-    if not u.children:
+    if not x.children:
         r = m
     else:
         by_label = t.by_label
-        below = _below(u, memo)
+        below = _below(x)
         ok = 0
         if len(by_label) <= len(below) + 1:
             pairs = [(kids, below.get(lab)) for lab, kids in by_label.items()
@@ -426,12 +437,12 @@ def _failing(t: TNode, u: Node, m: int, memo: dict[int, _SNode]) -> int:
                     continue
                 f = mm
                 for v in vs:
-                    if not t2.plain and not label_leq(v, t2):
+                    if not t2.plain and not label_leq(v.node, t2):
                         continue
                     if not t2.children:
                         f = 0
                         break
-                    f = _failing_under(t2, v, f, memo) if v.children else f & t2.csub
+                    f = _failing_under(t2, v, f) if v.children else f & t2.csub
                     if not f:
                         break
                 ok |= mm ^ f
@@ -444,40 +455,26 @@ def _failing(t: TNode, u: Node, m: int, memo: dict[int, _SNode]) -> int:
             other &= m
         if other:
             r ^= other
-            o = _failing_under(t, u, other, memo)
-            for c in u.children:
+            o = _failing_under(t, x, other)
+            for c in x.children:
                 if not o:
                     break
-                o = _failing(t, c, o, memo)
+                o = _failing(t, c, o)
             r |= o
     x.desc[t] = (m, r)
     return r
 
 
-def _below(u: Node, memo: dict[int, _SNode]) -> dict[str, list[Node]]:
-    """The strict descendants of s's node u that are not ``//`` nodes, by label."""
-    x = _snode(u, memo)
+def _below(x: _SNode) -> dict[str, list[_SNode]]:
+    """The strict descendants of s's node x that are not ``//`` nodes, by label."""
     out = x.below
     if out is None:
         out = x.below = {}
-        for c in u.children:
-            if c.label != DESCENDANT:
-                out.setdefault(c.label, []).append(c)
-            for lab, vs in _below(c, memo).items():
+        for c in x.children:
+            if c.node.label != DESCENDANT:
+                out.setdefault(c.node.label, []).append(c)
+            for lab, vs in _below(c).items():
                 out.setdefault(lab, []).extend(vs)
-    return out
-
-
-def _kids_by_label(u: Node) -> dict[str, tuple[Node, ...] | None]:
-    """The child labels of T(R) that can map under s's node u, each with the children of
-    u it can map onto (those with label ⪯ it; None for ``//``, which maps anywhere below)."""
-    out: dict[str, tuple[Node, ...] | None] = {DESCENDANT: None}
-    kids = tuple(c for c in u.children if c.label != DESCENDANT)
-    if kids:
-        out[WILDCARD] = kids
-    for c in kids:
-        if c.label not in out:
-            out[c.label] = tuple(k for k in kids if k.label == c.label)
     return out
 
 
