@@ -324,6 +324,12 @@ class _SNode:
         lab = u.label
         if lab not in (ROOT, DESCENDANT, WILDCARD):
             tags.add(lab)
+        if not u.children:
+            self.kids = _LEAF
+            self.below = self.anywhere = None
+            self.under = {}
+            self.desc = {}
+            return
         kids: dict[str, tuple[_SNode, ...] | None] = {DESCENDANT: None}
         steps = tuple(c for c in self.children if c.node.label != DESCENDANT)
         if steps:
@@ -339,6 +345,9 @@ class _SNode:
         self.anywhere: list[_SNode] | None = None  # all of below's nodes
         self.under: dict[TNode, tuple[int, int]] = {}  # _failing_under
         self.desc: dict[TNode, tuple[int, int]] = {}   # _failing
+
+
+_LEAF: dict[str, tuple[_SNode, ...] | None] = {DESCENDANT: None}  # a leaf's kids, shared
 
 
 def _failing_under(t: TNode, x: _SNode, m: int) -> int:
