@@ -15,7 +15,8 @@ intersections cost a few machine words per 64 patterns.
   artificial root r_s above s's first step): the patterns of R that cover s.
 
 Both are memoised on (tree node, pattern node) so each pair is decided once per search,
-the O(|T(R)|·|s|) bound of the paper, and both carry a mask of the patterns still in
+the O(|T(R)|·|s|) bound of the paper (cover mode memoises only the pairs below a ``//``
+of T(R): the others are reached once), and both carry a mask of the patterns still in
 question, so subtrees holding none of them are not visited. The node order ⪯ is
 :func:`.covering.label_leq`, which makes both modes agree with the pairwise
 :func:`.covering.covers`.
