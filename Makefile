@@ -27,13 +27,14 @@ install-dev: $(VENV)/.stamp-dev
 run: $(VENV)/.stamp-run
 	$(VENV)/bin/pubsift run
 
-## The whole suite (Spark and slow tests included), as CI runs it.
+## The whole suite (Spark and slow tests included), as CI runs it: hypothesis derandomized
+## (tests/conftest.py, profile "ci"); run pytest directly to explore new random examples.
 test: $(VENV)/.stamp-dev
-	$(PY) -m pytest -q -n 2 --dist loadgroup
+	PUBSIFT_HYPOTHESIS_PROFILE=ci PYTHONHASHSEED=0 $(PY) -m pytest -q -n 2 --dist loadgroup
 
 ## The quick set: skips tests marked spark or slow.
 test-fast: $(VENV)/.stamp-dev
-	$(PY) -m pytest -q -n 2 -m "not spark and not slow"
+	PUBSIFT_HYPOTHESIS_PROFILE=ci PYTHONHASHSEED=0 $(PY) -m pytest -q -n 2 -m "not spark and not slow"
 
 ## Benchmarks (figures and ratios against a baseline measured in the same run).
 bench: $(VENV)/.stamp-dev

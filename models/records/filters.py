@@ -7,7 +7,7 @@ to the attribute filters). The empty filter matches every notification.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pubsift.models.records.constraints import ABSENT, Constraint
 
@@ -17,6 +17,19 @@ class RecordFilter:
     """Immutable, hashable conjunction; ``constraints`` is sorted by attribute name."""
 
     constraints: tuple[tuple[str, Constraint], ...] = ()
+    # The hash is cached: routing tables hash filters on every insert and lookup. It is
+    # not pickled (string hashes differ between processes), see __reduce__.
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if not h:
+            h = hash(self.constraints) or 1
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __reduce__(self):
+        return (RecordFilter, (self.constraints,))
 
     @classmethod
     def of(cls, constraints: Mapping[str, Constraint]) -> "RecordFilter":
