@@ -51,6 +51,8 @@ witness verifies every held filter.
 """
 from __future__ import annotations
 
+import math
+
 from collections.abc import Hashable, Iterator
 from typing import Any
 
@@ -223,6 +225,10 @@ class RecordsIndex(FilterIndex[Hashable]):
         integer = n in self.integer_attrs
 
         def accepted(v: Any) -> bool:
+            # events hold finite numbers only (values.Record rejects ±inf and NaN), so a
+            # constant like -inf is no witness: [-inf, -inf] is unsatisfiable
+            if v is not ABSENT and kind(v) == NUM and not math.isfinite(v):
+                return False
             return c.matches(v) and not (integer and v is not ABSENT and kind(v) == NUM
                                          and not float(v).is_integer())
         found = tuple(v for v in _obvious(c) if accepted(v))

@@ -344,3 +344,19 @@ def test_workload_reports_a_missing_file(tmp_path):
     from pubsift.models.records.workload import quotes_path
     with pytest.raises(FileNotFoundError, match="quotes not found"):
         quotes_path(directory=tmp_path)
+
+
+def test_infinite_constants_are_no_witness_for_unsatisfiable_filters():
+    """[-inf, -inf] matches no event (events hold finite numbers): it is covered by every
+    filter, and the index must say so (found by the derandomized long script test)."""
+    from pubsift.core.index import LinearIndex
+    from pubsift.models.records import Interval, Op
+
+    model = RecordsModel()
+    g = RecordFilter.of({"a": Constraint(Op.IN_RANGE, Interval(float("-inf"), float("-inf")))})
+    index, oracle = model.new_index(), LinearIndex(model)
+    for x in (index, oracle):
+        x.add(RecordFilter(), 0)
+        x.add(g, 1)
+    f = model.parse_filter("a = 1")
+    assert index.covered_by(f) == oracle.covered_by(f) == {1}
