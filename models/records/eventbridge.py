@@ -64,6 +64,7 @@ from pubsift.models.records.relations import NotRepresentable, Unsatisfiable, co
 from pubsift.models.records.syntax import clause_text, unsatisfiable_message
 from pubsift.models.records.typesystem import Schema
 from pubsift.models.records.values import skey
+from pubsift.models.records.wire import json_type as _json_type
 
 #: The largest number of conjunctive filters one pattern may expand into.
 MAX_FILTERS = 256
@@ -377,20 +378,6 @@ def _err(msg: str, path: str) -> FilterSyntaxError:
     return FilterSyntaxError(msg, None, None, path)
 
 
-def _json_type(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    if _is_number(v):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, (list, tuple)):
-        return "an array"
-    if isinstance(v, Mapping):
-        return "an object"
-    return f"a {type(v).__name__}"
 
 
 def _show(v: Any) -> str:

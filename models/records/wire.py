@@ -104,7 +104,7 @@ def load_filter(obj: JSON) -> RecordFilter:
     """Inverse of :func:`dump_filter`; malformed input is a :class:`FilterSyntaxError`
     naming the JSON path."""
     if not isinstance(obj, Mapping):
-        raise _ferr(f"a records filter's wire form is a JSON object, not {_kind(obj)}", "$")
+        raise _ferr(f"a records filter's wire form is a JSON object, not {json_type(obj)}", "$")
     out: dict[str, Constraint] = {}
     for name, c in obj.items():
         path = "$" + _seg(name)
@@ -116,7 +116,7 @@ def load_filter(obj: JSON) -> RecordFilter:
 
 def load_constraint(obj: JSON, path: str = "$") -> Constraint:
     if not isinstance(obj, Mapping):
-        raise _ferr(f"a constraint is a JSON object with \"op\", not {_kind(obj)}", path)
+        raise _ferr(f"a constraint is a JSON object with \"op\", not {json_type(obj)}", path)
     try:
         op = Op(obj.get("op"))
     except ValueError:
@@ -191,12 +191,12 @@ def _load_scalar(v: JSON, path: str) -> Any:
         if not math.isfinite(v):
             raise _ferr(f"{v!r} is not JSON; write {{\"float\": \"inf\"}}", path)
         return v
-    raise _ferr(f"expected a string, number, boolean or null, not {_kind(v)}", path)
+    raise _ferr(f"expected a string, number, boolean or null, not {json_type(v)}", path)
 
 
 def _string(v: JSON, path: str) -> str:
     if not isinstance(v, str):
-        raise _ferr(f"expected a string, not {_kind(v)}", path)
+        raise _ferr(f"expected a string, not {json_type(v)}", path)
     return v
 
 
@@ -204,7 +204,8 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _kind(v: Any) -> str:
+def json_type(v: Any) -> str:
+    """How an error message names the JSON type of ``v`` ("a number", "an array", ...)."""
     if v is None:
         return "null"
     if isinstance(v, bool):
