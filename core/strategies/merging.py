@@ -21,10 +21,17 @@ entries must stay exact, or clients would get notifications they did not ask for
 perfect merger exists, an imperfect one (``model.merge(..., perfect=False)``) of at most
 ``bound`` subscriptions is used. Imperfect mergers are counted in ``imperfect_mergers``;
 the extra notifications they attract are filtered by the next broker.
+
+The view is maintained incrementally: a change touches only the mergers that hold a removed
+part (they are cancelled and their remaining parts placed again) and the new raw filters.
+Each placement asks the table's index for the candidates (covering, merge candidates,
+covered) among the entries of the destination, plus the mergers formed during this change,
+so a change costs what it touches, not the size of the destination's view.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 from pubsift.core.messages import Routed
 from pubsift.core.model import Filter
@@ -33,6 +40,24 @@ from pubsift.core.strategies.base import Outbox, generate
 from pubsift.core.strategies.covering import Covering
 
 Parts = frozenset
+
+
+@dataclass
+class _Destination:
+    """What merging-based routing keeps for one destination."""
+    #: raw filter -> lease expiry
+    raw: dict[Filter, float] = field(default_factory=dict)
+    #: view filter (a routing entry) -> (raw filters it stands for, imperfect?)
+    view: dict[Filter, tuple[Parts, bool]] = field(default_factory=dict)
+    #: raw filter -> the view filter holding it
+    holder: dict[Filter, Filter] = field(default_factory=dict)
+
+
+@dataclass
+class _Change:
+    """The view filters one recomputation cancelled and formed, in order."""
+    cancelled: dict[Filter, None] = field(default_factory=dict)
+    formed: dict[Filter, None] = field(default_factory=dict)
 
 
 class Merging(Covering):
@@ -44,27 +69,32 @@ class Merging(Covering):
         self.imperfect = imperfect
         self.bound = bound
         self.imperfect_mergers = 0
-        #: per destination: raw filter -> lease expiry
-        self.raw: dict[str, dict[Filter, float]] = {}
+        self.dests: dict[str, _Destination] = {}
         self._raw_index = self.model.new_index()
-        #: per destination: view filter -> (raw filters it stands for, imperfect?)
-        self.view: dict[str, dict[Filter, tuple[Parts, bool]]] = {}
 
     # -- raw filters of a destination ---------------------------------------------------
-    def _raw_add(self, dest: str, f: Filter) -> None:
-        raw = self.raw.setdefault(dest, {})
-        if f not in raw and not self.is_local(dest):    # only neighbours' are queried
-            self._raw_index.add(f, (f, dest))
-        raw[f] = self.table.clock() + self.table.lease if self.table.lease is not None else float("inf")
+    def _state(self, dest: str) -> _Destination:
+        st = self.dests.get(dest)
+        if st is None:
+            st = self.dests[dest] = _Destination()
+        return st
 
-    def _raw_remove(self, dest: str, f: Filter) -> None:
-        raw = self.raw.get(dest, {})
-        if f in raw:
-            del raw[f]
-            if not self.is_local(dest):
-                self._raw_index.remove(f, (f, dest))
-            if not raw:
-                del self.raw[dest]
+    def _raw_add(self, st: _Destination, dest: str, f: Filter) -> bool:
+        """Insert (or renew) raw filter f of ``dest``; True if it is new."""
+        new = f not in st.raw
+        if new and not self.is_local(dest):                # only neighbours' are queried
+            self._raw_index.add(f, (f, dest))
+        st.raw[f] = (self.table.clock() + self.table.lease if self.table.lease is not None
+                     else float("inf"))
+        return new
+
+    def _raw_remove(self, st: _Destination, dest: str, f: Filter) -> bool:
+        if f not in st.raw:
+            return False
+        del st.raw[f]
+        if not self.is_local(dest):
+            self._raw_index.remove(f, (f, dest))
+        return True
 
     def _raw_covered(self, dest: str, f: Filter) -> list[Filter]:
         return [g for g, d in self._raw_index.covered_by(f) if d == dest]
@@ -74,81 +104,102 @@ class Merging(Covering):
         sub_fs = [f for f, _ in subs]
         unsub_fs = [f for f, _ in unsubs]
         neighbour = not self.is_local(sender)
+        st = self._state(sender)
+        unknown = [f for f in unsub_fs if f not in st.holder]
+        gone: dict[Filter, None] = {}
+        fresh: dict[Filter, None] = {}
         for f in unsub_fs:
             for g in (self._raw_covered(sender, f) if neighbour else [f]):
-                self._raw_remove(sender, g)
+                if self._raw_remove(st, sender, g):
+                    gone[g] = None
+                    fresh.pop(g, None)
         for f in sub_fs:
             if neighbour:
                 for g in self._raw_covered(sender, f):
-                    self._raw_remove(sender, g)
-            self._raw_add(sender, f)
-        old = self.view.get(sender, {})
-        new = self._remerge(sender)
-        removed = [f for f in old if f not in new]
-        added = [f for f in new if f not in old]
-        refresh = [r for r in dict.fromkeys(self._holder(new, f) for f in sub_fs)
+                    if g != f and self._raw_remove(st, sender, g):
+                        gone[g] = None
+                        fresh.pop(g, None)
+            if self._raw_add(st, sender, f):
+                fresh[f] = None
+        change = self._update(sender, st, gone, fresh)
+        removed = [g for g in change.cancelled if g not in st.view]
+        added = [g for g in change.formed if g in st.view and g not in change.cancelled]
+        refresh = [r for r in dict.fromkeys(st.holder.get(f) for f in sub_fs)
                    if r is not None and r not in added]
-        self._install(sender, old, new)
+        self._uninstall(sender, removed)
         if not unsub_fs and all(any(self.model.covers(a, r) for a in added) for r in removed):
             return generate(self._forward_subs(sender, added + refresh, set(refresh)), [])
-        unknown = [f for f in unsub_fs if f not in removed and self._holder(old, f) is None]
+        unknown = [f for f in unknown if f not in removed]
         fs, fu = self._forward_unsubs(sender, list(dict.fromkeys(removed + unknown)),
                                       added + refresh)
         return generate(fs, fu)
 
-    @staticmethod
-    def _holder(view: dict[Filter, tuple[Parts, bool]], f: Filter) -> Filter | None:
-        for g, (parts, _) in view.items():
-            if f in parts:
-                return g
-        return None
+    def _uninstall(self, dest: str, removed: Iterable[Filter]) -> None:
+        """Remove the table entries of cancelled view filters (new entries are inserted
+        by the forwarding step, which computes D^U without them)."""
+        for f in removed:
+            self.table.remove(Entry(f, dest))
+        if not self.dests[dest].raw and not self.dests[dest].view:
+            del self.dests[dest]
 
-    def _install(self, dest: str, old: dict, new: dict) -> None:
-        """Make the table's entries for ``dest`` the filters of the new view (new entries
-        are inserted by the forwarding step, which computes D^U without them)."""
-        for f in old:
-            if f not in new:
-                self.table.remove(Entry(f, dest))
-        if new:
-            self.view[dest] = new
-        else:
-            self.view.pop(dest, None)
+    def _update(self, dest: str, st: _Destination, gone: Iterable[Filter],
+                new: Iterable[Filter]) -> _Change:
+        """Cancel the mergers holding a part that is ``gone``, then place their remaining
+        parts and the ``new`` raw filters (cancellation cases 1-3 and re-merging)."""
+        change = _Change()
+        loose: dict[Filter, None] = {}
+        for p in gone:
+            g = st.holder.pop(p, None)
+            if g is None or g not in st.view:
+                continue
+            parts, _ = st.view.pop(g)
+            change.cancelled[g] = None
+            for q in sorted(parts - {p}, key=repr):
+                st.holder.pop(q, None)
+                if q in st.raw:
+                    loose[q] = None
+        for f in new:
+            if f not in st.holder:
+                loose[f] = None
+        for f in loose:
+            if f in st.raw and f not in st.holder:
+                self._place(dest, st, change, f, Parts([f]), False)
+        return change
 
-    def _remerge(self, dest: str) -> dict[Filter, tuple[Parts, bool]]:
-        """Keep the mergers whose parts all remain; merge every other raw filter in."""
-        raw = self.raw.get(dest, {})
-        view: dict[Filter, tuple[Parts, bool]] = {}
-        placed: set[Filter] = set()
-        for g, (parts, imperfect) in self.view.get(dest, {}).items():
-            if all(p in raw for p in parts):
-                view[g] = (parts, imperfect)
-                placed |= parts
-        for f in raw:
-            if f not in placed:
-                self._place(dest, view, f, Parts([f]), False)
-        return view
-
-    def _candidates(self, dest: str, view: dict, f: Filter,
+    def _candidates(self, dest: str, st: _Destination, change: _Change, f: Filter,
                     query: Callable[[Filter, str], Iterable[Entry]]) -> list[Filter]:
         """View filters to test against f: those the table's index proposes (entries of
-        ``dest`` kept from the old view) and those formed during this recomputation."""
-        found = [e.filter for e in sorted(query(f, dest), key=repr) if e.filter in view]
-        fresh = [g for g in view if Entry(g, dest) not in self.table]
-        return list(dict.fromkeys(found + fresh))
+        ``dest`` kept from the old view) and those formed during this change."""
+        found = [e.filter for e in sorted(query(f, dest), key=repr) if e.filter in st.view]
+        formed = [g for g in change.formed if g in st.view]
+        return list(dict.fromkeys(found + formed))
 
-    def _place(self, dest: str, view: dict, f: Filter, parts: Parts, imperfect: bool) -> None:
-        for g in self._candidates(dest, view, f, self.table.covering):
+    def _take(self, st: _Destination, change: _Change, g: Filter) -> tuple[Parts, bool]:
+        """Remove view filter g to merge it into something else."""
+        gp, gi = st.view.pop(g)
+        if g in change.formed:
+            del change.formed[g]
+        else:
+            change.cancelled[g] = None
+        return gp, gi
+
+    def _place(self, dest: str, st: _Destination, change: _Change, f: Filter, parts: Parts,
+               imperfect: bool) -> None:
+        view = st.view
+        for g in self._candidates(dest, st, change, f, self.table.covering):
             if g in view and self.model.covers(g, f):              # absorbed by a cover
                 gp, gi = view[g]
                 view[g] = (gp | parts, gi or imperfect)
+                for p in parts:
+                    st.holder[p] = g
                 return
-        for g in self._candidates(dest, view, f, self.table.merge_candidates):
+        for g in self._candidates(dest, st, change, f, self.table.merge_candidates):
             if g not in view:
                 continue
             m = self.model.merge([g, f], perfect=True)
             if m is not None:
-                gp, gi = view.pop(g)
-                self._place(dest, view, m, gp | parts, gi or imperfect)
+                gp, gi = self._take(st, change, g)
+                self._place(dest, st, change, m, gp | parts, gi or imperfect)
                 return
         if self.imperfect and not self.is_local(dest):
             for g in list(view):
@@ -157,23 +208,29 @@ class Merging(Covering):
                     m = self.model.merge([g, f], perfect=False)
                     if m is not None:
                         self.imperfect_mergers += 1
-                        del view[g]
-                        self._place(dest, view, m, gp | parts, True)
+                        self._take(st, change, g)
+                        self._place(dest, st, change, m, gp | parts, True)
                         return
-        for g in self._candidates(dest, view, f, self.table.covered):
+        for g in self._candidates(dest, st, change, f, self.table.covered):
             if g in view and g != f and self.model.covers(f, g):  # f absorbs what it covers
-                gp, gi = view.pop(g)
+                gp, gi = self._take(st, change, g)
                 parts, imperfect = parts | gp, imperfect or gi
         view[f] = (parts, imperfect)
+        change.formed[f] = None
+        for p in parts:
+            st.holder[p] = f
 
     # -- silent removals ----------------------------------------------------------------
     def drop(self, entries: Iterable[Entry]) -> None:
         for e in entries:
-            parts, _ = self.view.get(e.dest, {}).pop(e.filter, (Parts(), False))
-            for p in parts:
-                self._raw_remove(e.dest, p)
-            if e.dest in self.view and not self.view[e.dest]:
-                del self.view[e.dest]
+            st = self.dests.get(e.dest)
+            if st is not None and e.filter in st.view:
+                parts, _ = st.view.pop(e.filter)
+                for p in parts:
+                    st.holder.pop(p, None)
+                    self._raw_remove(st, e.dest, p)
+                if not st.raw and not st.view:
+                    del self.dests[e.dest]
             self.table.remove(e)
 
     def expire(self, now: float) -> None:
@@ -181,16 +238,20 @@ class Merging(Covering):
         their parts); expired parts leave their mergers, which are recomputed silently.
         Table entries that stand for no raw subscription (garbage) expire with their own
         lease."""
-        for dest in list(self.raw):
-            gone = [f for f, t in self.raw[dest].items() if t <= now]
+        for dest, st in list(self.dests.items()):
+            gone = [f for f, t in st.raw.items() if t <= now]
             if not gone:
                 continue
             for f in gone:
-                self._raw_remove(dest, f)
-            old = self.view.get(dest, {})
-            new = self._remerge(dest)
-            self._install(dest, old, new)
-            for f in new:
-                if f not in old:
+                self._raw_remove(st, dest, f)
+            change = self._update(dest, st, gone, ())
+            removed = [g for g in change.cancelled if g not in st.view]
+            self._uninstall(dest, removed)
+            for f in change.formed:
+                if f in st.view and f not in change.cancelled:
                     self.table.add(f, dest)
-        self.drop([e for e in self.table.expired(now) if e.filter not in self.view.get(e.dest, {})])
+        self.drop([e for e in self.table.expired(now)
+                   if e.filter not in self.dests.get(e.dest, _EMPTY).view])
+
+
+_EMPTY = _Destination()
