@@ -177,6 +177,18 @@ def merge(fs: Iterable[RecordFilter], perfect: bool = True,
     if not fs:
         return None
     ints = frozenset(integer_attrs)
+    if len(fs) == 2:                    # routing merges pairs, the same ones at many brokers
+        return _merge_two(fs[0], fs[1], perfect, ints)
+    return _merge(fs, perfect, ints)
+
+
+@lru_cache(maxsize=65536)
+def _merge_two(f: RecordFilter, g: RecordFilter, perfect: bool, ints: frozenset[str]
+               ) -> RecordFilter | None:
+    return _merge([f, g], perfect, ints)
+
+
+def _merge(fs: list[RecordFilter], perfect: bool, ints: frozenset[str]) -> RecordFilter | None:
     live = _prune(fs, ints)
     if not live:
         return fs[0]
