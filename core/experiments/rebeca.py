@@ -30,7 +30,7 @@ import argparse
 import csv
 import random
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from fractions import Fraction
 from pathlib import Path
@@ -300,6 +300,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="where the CSV and PNG files go (default ./rebeca-out)")
     p.add_argument("--quick", action="store_true",
                    help="a small run: up to 3 consumers per local broker, 5 toggles")
+    p.add_argument("--jobs", type=int, default=1, metavar="J",
+                   help="run up to J curves at once, each in its own process (default 1)")
+    p.add_argument("--from-csv", type=Path, nargs="+", default=None, metavar="CSV",
+                   help="run nothing: read the points of earlier runs from these CSV files "
+                        "(e.g. curves run separately) and write one CSV and the plots of "
+                        "them all to --out")
     p.set_defaults(func=run)
     return p
 
@@ -329,38 +335,112 @@ def setups(args: argparse.Namespace) -> list[tuple[Setup, list[int]]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the experiment the arguments describe; write CSV and plots; print a summary."""
+    """Run the experiment the arguments describe (or read it with ``--from-csv``); write
+    the CSV and plots; print a summary."""
     from rich.console import Console
+
+    console = Console(stderr=True)
+    t0 = time.perf_counter()
+    try:
+        if args.from_csv:
+            rows = [p for path in args.from_csv for p in read_csv(path)]
+            kinds = {p.experiment for p in rows}
+            if len(kinds) > 1:
+                raise ValueError(f"the CSV files mix experiments ({', '.join(sorted(kinds))}); "
+                                 f"plot tables and locality runs separately")
+            experiment = kinds.pop() if kinds else "tables"
+        else:
+            if args.jobs < 1:
+                raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
+            plan = setups(args)
+            experiment = "locality" if args.locality is not None else "tables"
+            rows = _execute(plan, 5 if args.quick else args.toggles, experiment, args.jobs,
+                            console)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return 2
+    report(rows, args.out, experiment, time.perf_counter() - t0, console)
+    return 0
+
+
+def _execute(plan: Sequence[tuple[Setup, list[int]]], toggles: int, experiment: str,
+             jobs: int, console) -> list[Point]:
+    """Run every curve of ``plan`` with a progress bar; one process per curve if jobs > 1.
+    The points come back in the order of the plan."""
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                TimeElapsedColumn)
+
+    traffic = experiment == "locality"
+    results: list[list[Point]] = [[] for _ in plan]
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task("rebeca", total=sum(len(p) for _, p in plan))
+        if jobs == 1 or len(plan) == 1:
+            for i, (setup, pts) in enumerate(plan):
+                progress.update(task, description=f"{setup.label:<40}")
+                for point in sweep(setup, pts, toggles, traffic, experiment):
+                    results[i].append(point)
+                    progress.advance(task)
+        else:
+            _execute_parallel(plan, toggles, traffic, experiment, jobs, results,
+                              lambda: progress.advance(task),
+                              lambda text: progress.update(task, description=text))
+    return [p for curve in results for p in curve]
+
+
+def _execute_parallel(plan: Sequence[tuple[Setup, list[int]]], toggles: int, traffic: bool,
+                      experiment: str, jobs: int, results: list[list[Point]],
+                      advance: Callable[[], None], describe: Callable[[str], None]) -> None:
+    """Curves in a process pool; each worker reports its points through a queue as it
+    measures them, so the progress bar moves point by point."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("spawn")     # no forked copies of the parent's state
+    with ctx.Manager() as manager, ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+        queue = manager.Queue()
+        futures = [pool.submit(_curve, i, setup, pts, toggles, traffic, experiment, queue)
+                   for i, (setup, pts) in enumerate(plan)]
+        pending = sum(len(p) for _, p in plan)
+        describe(f"{len(plan)} curves, {jobs} at a time")
+        while pending:
+            item = queue.get()
+            if isinstance(item, BaseException):
+                for f in futures:
+                    f.cancel()
+                raise item
+            i, point = item
+            results[i].append(point)
+            pending -= 1
+            advance()
+        for f in futures:
+            f.result()
+
+
+def _curve(i: int, setup: Setup, points: list[int], toggles: int, traffic: bool,
+           experiment: str, queue) -> None:
+    """One curve, in a worker process: every point goes to ``queue`` as (i, point); an
+    error goes there too, so the parent stops waiting."""
+    try:
+        for point in sweep(setup, points, toggles, traffic, experiment):
+            queue.put((i, point))
+    except BaseException as exc:                   # reported by the parent
+        queue.put(RuntimeError(f"{setup.label}: {type(exc).__name__}: {exc}"))
+        raise
+
+
+def report(rows: Sequence[Point], out: Path, experiment: str, seconds: float, console) -> None:
+    """Write the CSV and plots of ``rows`` into ``out`` and print the summary table."""
+    from rich.console import Console
     from rich.table import Table
 
     from pubsift.core.experiments import figures
 
-    console = Console(stderr=True)
-    try:
-        plan = setups(args)
-    except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        return 2
-    toggles = 5 if args.quick else args.toggles
-    locality = args.locality is not None
-    experiment = "locality" if locality else "tables"
-    rows: list[Point] = []
-    t0 = time.perf_counter()
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console) as progress:
-        task = progress.add_task("rebeca", total=sum(len(p) for _, p in plan))
-        for setup, pts in plan:
-            progress.update(task, description=f"{setup.label:<40}")
-            for point in sweep(setup, pts, toggles, traffic=locality, experiment=experiment):
-                rows.append(point)
-                progress.advance(task)
-    args.out.mkdir(parents=True, exist_ok=True)
-    csv_path = args.out / f"rebeca-{experiment}.csv"
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = out / f"rebeca-{experiment}.csv"
     write_csv(rows, csv_path)
-    pngs = figures.plot(rows, args.out, locality)
-    table = Table(title=f"Mühl ch. 6 reproduced ({experiment}, {time.perf_counter() - t0:.0f} s)")
+    pngs = figures.plot(rows, out, experiment == "locality")
+    table = Table(title=f"Mühl ch. 6 reproduced ({experiment}, {seconds:.0f} s)")
     for col in ("curve", "x", "Σ|R|", "expected", "admin/change", "saved traffic"):
         table.add_column(col, justify="left" if col == "curve" else "right")
     last: dict[str, Point] = {}
@@ -373,7 +453,6 @@ def run(args: argparse.Namespace) -> int:
                       "" if p.saved_traffic is None else f"{p.saved_traffic:.3f}")
     Console().print(table)
     console.print(f"wrote {csv_path} and {', '.join(str(p) for p in pngs)}")
-    return 0
 
 
 def _label(p: Point) -> str:
@@ -388,3 +467,46 @@ def write_csv(rows: Sequence[Point], path: Path) -> None:
         w.writeheader()
         for r in rows:
             w.writerow({k: ("" if v is None else v) for k, v in asdict(r).items()})
+
+
+def read_csv(path: Path) -> list[Point]:
+    """The points of a CSV written by :func:`write_csv`. A missing file or column, or a
+    value of the wrong type, is a ``ValueError`` naming the file and line."""
+    try:
+        fh = open(path, newline="", encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    with fh:
+        reader = csv.DictReader(fh)
+        names = [f.name for f in fields(Point)]
+        missing = [n for n in names if n not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: not a rebeca CSV (missing columns: {', '.join(missing)})")
+        rows = []
+        for row in reader:
+            try:
+                rows.append(Point(**{f.name: _cell(f.type, row[f.name]) for f in fields(Point)}))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{path}, line {reader.line_num}: {exc}") from None
+        return rows
+
+
+def _cell(kind: str, text: str | None):
+    """A CSV cell as the type a :class:`Point` field is declared with."""
+    if text is None:
+        raise ValueError("the row has too few cells")
+    optional = kind.endswith("| None")
+    if optional and text == "":
+        return None
+    base = kind.removesuffix(" | None")
+    if base == "str":
+        return text
+    if base == "bool":
+        if text not in ("True", "False"):
+            raise ValueError(f"expected True or False, got {text!r}")
+        return text == "True"
+    try:
+        return int(text) if base == "int" else float(text)
+    except ValueError:
+        raise ValueError(f"expected {'an integer' if base == 'int' else 'a number'}, "
+                         f"got {text!r}") from None

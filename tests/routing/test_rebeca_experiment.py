@@ -234,6 +234,72 @@ def test_command_refuses_an_unknown_strategy(tmp_path, capsys):
     assert "flooding has no routing tables" in capsys.readouterr().err
 
 
+def _command(tmp_path, *argv):
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    args = parser.parse_args(["rebeca", *argv])
+    return args.func(args)
+
+
+def _rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+SMALL = ("--consumers", "2", "--step", "1", "--toggles", "2", "--subscriptions", "2",
+         "--stocks", "60")
+
+
+def test_parallel_curves_give_the_points_of_the_sequential_run(tmp_path):
+    """--jobs runs curves in worker processes; the exact figures are those of one process
+    (the overhead may differ only where set order differs between processes)."""
+    argv = ("--strategies", "identity,merging", "--advertisements", "on", *SMALL)
+    assert _command(tmp_path, *argv, "--out", str(tmp_path / "one")) == 0
+    assert _command(tmp_path, *argv, "--jobs", "2", "--out", str(tmp_path / "two")) == 0
+    one, two = (_rows(tmp_path / d / "rebeca-tables.csv") for d in ("one", "two"))
+    key = ("strategy", "advertisements", "consumers_per_broker", "active_subscriptions",
+           "remote_entries", "expected_entries", "changes")
+    assert [tuple(r[k] for k in key) for r in one] == [tuple(r[k] for k in key) for r in two]
+    assert [r["strategy"] for r in two] == ["identity"] * 2 + ["merging"] * 2
+
+
+def test_from_csv_combines_runs_into_one_csv_and_plots(tmp_path):
+    assert _command(tmp_path, "--strategies", "identity", *SMALL, "--out", str(tmp_path / "a")) == 0
+    assert _command(tmp_path, "--strategies", "merging", "--advertisements", "on", *SMALL,
+                    "--out", str(tmp_path / "b")) == 0
+    a, b = tmp_path / "a" / "rebeca-tables.csv", tmp_path / "b" / "rebeca-tables.csv"
+    assert _command(tmp_path, "--from-csv", str(a), str(b), "--out", str(tmp_path / "c")) == 0
+    combined = _rows(tmp_path / "c" / "rebeca-tables.csv")
+    assert combined == _rows(a) + _rows(b)                  # read_csv round-trips every cell
+    assert (tmp_path / "c" / "fig6_3.png").stat().st_size > 1000
+
+
+def test_from_csv_reports_a_bad_file_with_its_line(tmp_path, capsys):
+    good = tmp_path / "good.csv"
+    assert _command(tmp_path, "--strategies", "identity", "--advertisements", "on", *SMALL,
+                    "--out", str(tmp_path)) == 0
+    text = (tmp_path / "rebeca-tables.csv").read_text().splitlines()
+    head, first = text[0], text[1].split(",")
+    first[7] = "many"                                        # remote_entries
+    good.write_text("\n".join([head, ",".join(first)]) + "\n")
+    assert _command(tmp_path, "--from-csv", str(good), "--out", str(tmp_path / "o")) == 2
+    err = " ".join(capsys.readouterr().err.split())          # rich wraps long lines
+    assert "good.csv, line 2" in err and "expected an integer, got 'many'" in err
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    assert _command(tmp_path, "--from-csv", str(tmp_path / "other.csv"), "--out",
+                    str(tmp_path / "o")) == 2
+    assert "not a rebeca CSV (missing columns: experiment" in " ".join(
+        capsys.readouterr().err.split())
+    assert _command(tmp_path, "--from-csv", str(tmp_path / "absent.csv"), "--out",
+                    str(tmp_path / "o")) == 2
+    assert "cannot read" in " ".join(capsys.readouterr().err.split())
+
+
+def test_jobs_must_be_positive(tmp_path, capsys):
+    assert _command(tmp_path, "--jobs", "0", "--out", str(tmp_path)) == 2
+    assert "--jobs must be at least 1" in " ".join(capsys.readouterr().err.split())
+
+
 # -- convergence (slow) ---------------------------------------------------------------------------
 @pytest.mark.slow
 def test_identity_based_routing_converges_to_212_000():
