@@ -41,8 +41,10 @@ model's own hooks, so answers equal :class:`~pubsift.core.index.LinearIndex`'s:
 * ``merge_candidates(f)``: a perfect merger of two conjunctions exists only if one covers
   the other or they are identical in all but one attribute (the union of two boxes is a box
   only then). Mühl's count of identical attribute filters: per attribute of f, the held
-  attribute filters accepting e_f's value (a probe) that agree with f's on the sample
-  values of both (identical ones must); filters with f's names counting all but one;
+  attribute filters identical to f's (one hash lookup by span when f's is one interval:
+  ranges, comparisons, equality, prefixes) or that may be (a probe with e_f's value, then
+  agreement on the sample values of both, as identical ones must); filters with f's
+  names counting all but one;
 * ``overlapping(f)``: the relations are exact (Cor. 4.3), so for ``a = x`` in f an
   overlapping g leaves a unconstrained or accepts x.
 
@@ -61,7 +63,7 @@ from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.constraints import ABSENT, Constraint, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.predicates import compile_test
-from pubsift.models.records.relations import Unsatisfiable, witness
+from pubsift.models.records.relations import Unsatisfiable, span_key, witness
 from pubsift.models.records.values import NUM, Record, kind
 from pubsift.models.records.witnesses import WitnessValues
 
@@ -136,6 +138,10 @@ class RecordsIndex(FilterIndex[Hashable]):
         # relations: every attribute filter, grouped by (name, constraint)
         self._groups: dict[str, dict[Constraint, _Group]] = {}
         self._cindex: dict[str, AttributeIndex] = {}
+        # the same groups for identity lookups: one-interval attribute filters by their
+        # span (identical iff equal spans), the others in attribute indexes of their own
+        self._by_span: dict[str, dict[tuple, dict[_Group, None]]] = {}
+        self._odd: dict[str, AttributeIndex] = {}
         # entries (hashed by identity) by attribute names and by witness values
         self._by_names: dict[tuple[str, ...], dict[_Entry, None]] = {}
         self._witnesses = WitnessValues()
@@ -180,6 +186,11 @@ class RecordsIndex(FilterIndex[Hashable]):
             if g is None:
                 g = groups[c] = _Group(c, samples[(n, c)])
                 _attr_index(self._cindex, n).add(c, g)
+                key = span_key(c, n in self.integer_attrs)
+                if key is None:
+                    _attr_index(self._odd, n).add(c, g)
+                else:
+                    self._by_span.setdefault(n, {}).setdefault(key, {})[g] = None
             g.entries[e] = None
         e.witness = self._witness(f)
         self._by_names.setdefault(f.names, {})[e] = None
@@ -208,6 +219,14 @@ class RecordsIndex(FilterIndex[Hashable]):
                 if not groups:
                     del self._groups[n]
                 _detach(self._cindex, n, c, g)
+                key = span_key(c, n in self.integer_attrs)
+                if key is None:
+                    _detach(self._odd, n, c, g)
+                else:
+                    spans = self._by_span[n]
+                    _discard(spans, key, g)
+                    if not spans:
+                        del self._by_span[n]
         _discard(self._by_names, f.names, e)
         if e.witness is None:
             del self._no_witness[e]
@@ -409,17 +428,28 @@ class RecordsIndex(FilterIndex[Hashable]):
             return list(same)
         counts: dict[_Entry, int] = {}
         for n, c in f.constraints:
-            ci = self._cindex.get(n)
-            if ci is None:
-                continue
-            mine, test = self._samples(n, c), compile_test(c)
-            for bucket in ci.probe(w.get(n, ABSENT)):
-                for group in bucket:
-                    # identical attribute filters agree on every sample of either
-                    if all(map(group.test, mine)) and all(map(test, group.samples)):
-                        for e in group.entries:
-                            counts[e] = counts.get(e, 0) + 1
+            for group in self._identical_groups(n, c, w):
+                for e in group.entries:
+                    counts[e] = counts.get(e, 0) + 1
         return [e for e, m in counts.items() if m >= k - 1 and e in same]
+
+    def _identical_groups(self, n: str, c: Constraint, w: dict[str, Any]) -> Iterator[_Group]:
+        """Groups of attribute n whose attribute filter may be identical to c (c accepts
+        w's value): those with c's span, found by hashing, when c is one interval, and
+        the others that agree with c on the sample values of both (identical ones must)."""
+        key = span_key(c, n in self.integer_attrs)
+        if key is not None:
+            yield from self._by_span.get(n, {}).get(key, ())
+            ci = self._odd.get(n)
+        else:
+            ci = self._cindex.get(n)
+        if ci is None:
+            return
+        mine, test = self._samples(n, c), compile_test(c)
+        for bucket in ci.probe(w.get(n, ABSENT)):
+            for group in bucket:
+                if all(map(group.test, mine)) and all(map(test, group.samples)):
+                    yield group
 
 
 def _obvious(c: Constraint) -> tuple:

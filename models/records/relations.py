@@ -150,6 +150,17 @@ def covers(a: Constraint, b: Constraint, integer: bool = False) -> bool:
     return value_set(b, integer).issubset(value_set(a, integer))
 
 
+def span_key(c: Constraint, integer: bool = False) -> tuple | None:
+    """For a constraint whose L_A is one interval of numbers or of strings (ranges,
+    comparisons, equality, prefixes), a hashable key such that two such constraints are
+    :func:`identical` exactly when their keys are equal; None for other constraints (which
+    may still be identical to one of these, e.g. a one-value set)."""
+    line, span = _span_of(c, integer)
+    if line is None:
+        return None
+    return ("empty",) if span is None else (line is LEX, span)
+
+
 def identical(a: Constraint, b: Constraint, integer: bool = False) -> bool:
     """L_A(a) = L_A(b), exactly."""
     if a is b:

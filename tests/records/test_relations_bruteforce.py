@@ -37,6 +37,9 @@ def check_pair(a: Constraint, b: Constraint, integer: bool) -> None:
         assert _is_int_ok(w, integer)
     ident = rel.identical(a, b, integer)
     assert ident == (cov and rel.covers(b, a, integer))
+    ka, kb = rel.span_key(a, integer), rel.span_key(b, integer)
+    if ka is not None and kb is not None:             # the index's identity lookup
+        assert (ka == kb) == ident, (a, b, ka, kb)
     if ident:
         assert la == lb
     ov = rel.overlaps(a, b, integer)
