@@ -23,6 +23,7 @@ exactly the notifications flooding delivers; exit status 1 if one does not.
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import sys
 import time
@@ -74,6 +75,7 @@ def workload(consumers: int, churn: int, pubs: int, seed: int) -> tuple[list, li
 
 def run(strategy: str, model: FilterModel, advertisements: bool, people: list, ops: list,
         quotes: list) -> Result:
+    gc.collect()                     # the previous strategy's network must not slow this one
     net = Network(hierarchy(), [model], strategy, advertisements, seed=0)
     source = net.client("source", "r0")
     if advertisements:
