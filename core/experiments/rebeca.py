@@ -357,7 +357,7 @@ def run(args: argparse.Namespace) -> int:
             rows = _execute(plan, 5 if args.quick else args.toggles, experiment, args.jobs,
                             console)
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        console.print(f"[red]error:[/red] {exc}", soft_wrap=True, highlight=False)  # paths whole
         return 2
     report(rows, args.out, experiment, time.perf_counter() - t0, console)
     return 0
