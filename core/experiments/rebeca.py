@@ -359,8 +359,15 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}", soft_wrap=True, highlight=False)  # paths whole
         return 2
+    except CurveFailed as exc:
+        console.print(f"[red]error:[/red] curve {exc}", soft_wrap=True, highlight=False)
+        return 1
     report(rows, args.out, experiment, time.perf_counter() - t0, console)
     return 0
+
+
+class CurveFailed(Exception):
+    """A curve run in a worker process failed (the message names the curve and error)."""
 
 
 def _execute(plan: Sequence[tuple[Setup, list[int]]], toggles: int, experiment: str,
@@ -404,12 +411,11 @@ def _execute_parallel(plan: Sequence[tuple[Setup, list[int]]], toggles: int, tra
         pending = sum(len(p) for _, p in plan)
         describe(f"{len(plan)} curves, {jobs} at a time")
         while pending:
-            item = queue.get()
-            if isinstance(item, BaseException):
+            i, point, error = queue.get()
+            if error is not None:
                 for f in futures:
                     f.cancel()
-                raise item
-            i, point = item
+                raise CurveFailed(f"{plan[i][0].label}: {error}")
             results[i].append(point)
             pending -= 1
             advance()
@@ -419,14 +425,13 @@ def _execute_parallel(plan: Sequence[tuple[Setup, list[int]]], toggles: int, tra
 
 def _curve(i: int, setup: Setup, points: list[int], toggles: int, traffic: bool,
            experiment: str, queue) -> None:
-    """One curve, in a worker process: every point goes to ``queue`` as (i, point); an
-    error goes there too, so the parent stops waiting."""
+    """One curve, in a worker process: every point goes to ``queue`` as (i, point, None);
+    an error as (i, None, message), so the parent stops waiting and reports it."""
     try:
         for point in sweep(setup, points, toggles, traffic, experiment):
-            queue.put((i, point))
-    except BaseException as exc:                   # reported by the parent
-        queue.put(RuntimeError(f"{setup.label}: {type(exc).__name__}: {exc}"))
-        raise
+            queue.put((i, point, None))
+    except Exception as exc:
+        queue.put((i, None, f"{type(exc).__name__}: {exc}"))
 
 
 def report(rows: Sequence[Point], out: Path, experiment: str, seconds: float, console) -> None:

@@ -295,6 +295,16 @@ def test_from_csv_reports_a_bad_file_with_its_line(tmp_path, capsys):
     assert "cannot read" in " ".join(capsys.readouterr().err.split())
 
 
+def test_a_failing_curve_in_a_worker_is_reported_with_its_name(tmp_path, capsys):
+    """Too few stocks for the subscriptions: the worker's error reaches the command line."""
+    argv = ("--strategies", "identity", "--consumers", "1", "--subscriptions", "5",
+            "--stocks", "3", "--jobs", "2", "--out", str(tmp_path))
+    assert _command(tmp_path, *argv) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "error: curve identity (quote): ValueError: 5 distinct subscriptions need at least " \
+           "5 stocks, got 3" in err
+
+
 def test_jobs_must_be_positive(tmp_path, capsys):
     assert _command(tmp_path, "--jobs", "0", "--out", str(tmp_path)) == 2
     assert "--jobs must be at least 1" in " ".join(capsys.readouterr().err.split())
