@@ -138,6 +138,7 @@ def run_script(model: RecordsModel, pool: list[RecordFilter], script, evs) -> No
         index.remove(f, key)
     assert len(index) == 0 and all(not index.match(e) for e in evs)
     assert index._root.sub == {} and index._cindex == {} and index._by_names == {}
+    assert index._by_span == {} and index._odd == {}
 
 
 SCRIPT = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
