@@ -401,26 +401,31 @@ def _execute_parallel(plan: Sequence[tuple[Setup, list[int]]], toggles: int, tra
     """Curves in a process pool; each worker reports its points through a queue as it
     measures them, so the progress bar moves point by point."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from queue import Empty
 
     ctx = multiprocessing.get_context("spawn")     # no forked copies of the parent's state
-    with ctx.Manager() as manager, ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+    # leaving the block terminates the pool: a failed curve does not wait for the others
+    with ctx.Manager() as manager, ctx.Pool(jobs) as pool:
         queue = manager.Queue()
-        futures = [pool.submit(_curve, i, setup, pts, toggles, traffic, experiment, queue)
-                   for i, (setup, pts) in enumerate(plan)]
+        runs = [pool.apply_async(_curve, (i, setup, pts, toggles, traffic, experiment, queue))
+                for i, (setup, pts) in enumerate(plan)]
         pending = sum(len(p) for _, p in plan)
         describe(f"{len(plan)} curves, {jobs} at a time")
         while pending:
-            i, point, error = queue.get()
+            try:
+                i, point, error = queue.get(timeout=1.0)
+            except Empty:
+                for r in runs:
+                    if r.ready() and not r.successful():
+                        r.get()                        # raises what ended the worker
+                continue
             if error is not None:
-                for f in futures:
-                    f.cancel()
                 raise CurveFailed(f"{plan[i][0].label}: {error}")
             results[i].append(point)
             pending -= 1
             advance()
-        for f in futures:
-            f.result()
+        for r in runs:
+            r.get()
 
 
 def _curve(i: int, setup: Setup, points: list[int], toggles: int, traffic: bool,

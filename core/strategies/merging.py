@@ -59,6 +59,14 @@ class _Change:
     cancelled: dict[Filter, None] = field(default_factory=dict)
     formed: dict[Filter, None] = field(default_factory=dict)
 
+    def removed(self, view: dict[Filter, tuple[Parts, bool]]) -> list[Filter]:
+        """Old entries that are gone (cancelled and not formed again)."""
+        return [g for g in self.cancelled if g not in view]
+
+    def added(self, view: dict[Filter, tuple[Parts, bool]]) -> list[Filter]:
+        """New entries (formed, and not an old entry formed again)."""
+        return [g for g in self.formed if g in view and g not in self.cancelled]
+
 
 class Merging(Covering):
     name = "merging"
@@ -122,8 +130,7 @@ class Merging(Covering):
             if self._raw_add(st, sender, f):
                 fresh[f] = None
         change = self._update(sender, st, gone, fresh)
-        removed = [g for g in change.cancelled if g not in st.view]
-        added = [g for g in change.formed if g in st.view and g not in change.cancelled]
+        removed, added = change.removed(st.view), change.added(st.view)
         refresh = [r for r in dict.fromkeys(st.holder.get(f) for f in sub_fs)
                    if r is not None and r not in added]
         self._uninstall(sender, removed)
@@ -245,11 +252,9 @@ class Merging(Covering):
             for f in gone:
                 self._raw_remove(st, dest, f)
             change = self._update(dest, st, gone, ())
-            removed = [g for g in change.cancelled if g not in st.view]
-            self._uninstall(dest, removed)
-            for f in change.formed:
-                if f in st.view and f not in change.cancelled:
-                    self.table.add(f, dest)
+            self._uninstall(dest, change.removed(st.view))
+            for f in change.added(st.view):
+                self.table.add(f, dest)
         self.drop([e for e in self.table.expired(now)
                    if e.filter not in self.dests.get(e.dest, _EMPTY).view])
 
