@@ -58,6 +58,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from pubsift.core.errors import FilterSyntaxError
+from pubsift.models.records import limits
 from pubsift.models.records.constraints import Constraint, Interval, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.relations import NotRepresentable, Unsatisfiable, conjoin, normalize
@@ -103,7 +104,12 @@ def parse_pattern(spec: str | Mapping[str, Any], schema: Schema | None = None
     if not isinstance(spec, Mapping):
         raise FilterSyntaxError(f"an EventBridge pattern is a JSON object, not "
                                 f"{_json_type(spec)}", text, None, "$")
-    branches = _object(spec, "", "$", in_or=False)
+    if text is None:
+        try:
+            limits.check_depth(spec)
+        except limits.InputLimit as e:
+            raise _err(e.message, str(e.where)) from None
+    branches = _object(spec, "", "$", in_or=False, seen={})
     filters: list[RecordFilter] = []
     dead: FilterSyntaxError | None = None
     for branch in branches:
@@ -143,14 +149,19 @@ def _conjoin(branch: tuple[_Clause, ...], schema: Schema) -> RecordFilter:
 # structure: objects, $or, leaf arrays -> disjunctive normal form
 
 
-def _object(obj: Mapping[str, Any], prefix: str, path: str, in_or: bool
-            ) -> list[tuple[_Clause, ...]]:
+def _object(obj: Mapping[str, Any], prefix: str, path: str, in_or: bool,
+            seen: dict[str, str]) -> list[tuple[_Clause, ...]]:
+    """``seen``: the attributes constrained so far in this object and the objects nested
+    in it (not through ``$or``), with their paths: a dotted field name and a nested object
+    that address the same attribute are refused, in either order."""
     if not obj:
         raise _err("empty objects are not allowed in a pattern", path)
     dnf: list[tuple[_Clause, ...]] = [()]
     for key, val in obj.items():
         if not isinstance(key, str) or not key:
-            raise _err(f"field names are non-empty strings, got {key!r}", path)
+            raise _err(f"field names are non-empty strings, got {_show(key)}", path)
+        if limits.has_surrogate(key):
+            raise _err(f"field name {_show(key)}: {limits.surrogate_message(key)}", path)
         kpath = path + _seg(key)
         if key == OR:
             alts = _or(val, prefix, kpath)
@@ -159,9 +170,15 @@ def _object(obj: Mapping[str, Any], prefix: str, path: str, in_or: bool
                        "fields, e.g. {\"$or\": [{\"a\": [{\"prefix\": \"x\"}]}, {\"b\": [1]}]}",
                        kpath)
         elif isinstance(val, Mapping):
-            alts = _object(val, f"{prefix}{key}.", kpath, in_or)
+            alts = _object(val, f"{prefix}{key}.", kpath, in_or, seen)
         elif isinstance(val, (list, tuple)):
-            alts = [(c,) for c in _leaf(val, prefix + key, kpath)]
+            name = prefix + key
+            if name in seen:
+                first, second = sorted((seen[name], kpath))
+                raise _err(f"field {_show(name)} is given twice (a dotted name and a nested "
+                           f"object address the same attribute; also at {second})", first)
+            seen[name] = kpath
+            alts = [(c,) for c in _leaf(val, name, kpath)]
         else:
             raise _err(f"field {key!r} must be an object or an array of values/matchers, "
                        f"not {_json_type(val)} (write [{_show(val)}])", kpath)
@@ -183,7 +200,7 @@ def _or(val: Any, prefix: str, path: str) -> list[tuple[_Clause, ...]]:
         if not isinstance(item, Mapping):
             raise _err(f"only JSON objects are allowed in the array of {OR}, not "
                        f"{_json_type(item)}", f"{path}[{i}]")
-        alts.extend(_object(item, prefix, f"{path}[{i}]", in_or=True))
+        alts.extend(_object(item, prefix, f"{path}[{i}]", in_or=True, seen={}))
     return alts
 
 
@@ -221,6 +238,9 @@ def _matcher(m: Mapping[str, Any], path: str) -> Constraint:
         raise _err(f"a matcher object has exactly one key (one of {', '.join(_MATCHERS)}), "
                    f"found {len(m)}", path)
     (key, v), = m.items()
+    if not isinstance(key, str):
+        raise _err(f"a matcher's key is a string (one of {', '.join(_MATCHERS)}), not "
+                   f"{_json_type(key)}", path)
     kpath = path + _seg(key)
     if key == "exactly":
         return Constraint(Op.EQ, _string(v, key, kpath))
@@ -252,6 +272,9 @@ def _anything_but(v: Any, path: str) -> Constraint:
         if len(v) != 1:
             raise _err("anything-but takes one of {\"prefix\": s} or {\"suffix\": s}", path)
         (k, s), = v.items()
+        if not isinstance(k, str):
+            raise _err(f"anything-but takes {{\"prefix\": s}} or {{\"suffix\": s}}, not a "
+                       f"key that is {_json_type(k)}", path)
         kpath = path + _seg(k)
         if k in ("prefix", "suffix"):
             s = _string(s, f"anything-but {k}", kpath)
@@ -287,7 +310,7 @@ def _numeric(v: Any, path: str) -> Constraint:
         raise _err("numeric takes [op, number] or [\">\"|\">=\", low, \"<\"|\"<=\", high]",
                    path)
     op = v[0]
-    if op not in _CMP:
+    if not isinstance(op, str) or op not in _CMP:
         raise _err(f"unknown numeric operator {_show(op)} (use =, <, <=, >, >=)",
                    f"{path}[0]")
     a = _number(v[1], f"{path}[1]")
@@ -296,7 +319,7 @@ def _numeric(v: Any, path: str) -> Constraint:
     if op not in (">", ">="):
         raise _err(f"a numeric range starts with > or >=, not {op}", f"{path}[0]")
     op2 = v[2]
-    if op2 not in ("<", "<="):
+    if not isinstance(op2, str) or op2 not in ("<", "<="):
         raise _err(f"the upper end of a numeric range is < or <=, not {_show(op2)}",
                    f"{path}[2]")
     b = _number(v[3], f"{path}[3]")
@@ -348,7 +371,13 @@ def _is_number(x: Any) -> bool:
 
 
 def _scalar(v: Any, path: str) -> Any:
-    if v is None or isinstance(v, (str, bool, int)):
+    if v is None or isinstance(v, bool):
+        return v
+    if isinstance(v, str):
+        return _checked_string(v, path)
+    if isinstance(v, int):
+        if limits.int_too_large(v):
+            raise _err(limits.int_message(), path)
         return v
     if isinstance(v, float):
         if not math.isfinite(v):
@@ -367,6 +396,12 @@ def _number(v: Any, path: str) -> int | float:
 def _string(v: Any, what: str, path: str) -> str:
     if not isinstance(v, str):
         raise _err(f"{what} takes a string, not {_show(v)}", path)
+    return _checked_string(v, path)
+
+
+def _checked_string(v: str, path: str) -> str:
+    if limits.has_surrogate(v):
+        raise _err(limits.surrogate_message(v), path)
     return v
 
 
@@ -381,10 +416,12 @@ def _err(msg: str, path: str) -> FilterSyntaxError:
 
 
 def _show(v: Any) -> str:
+    """A short JSON rendering of ``v`` for messages (inputs are depth-checked first)."""
     try:
-        return json.dumps(v, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(v)
+        s = json.dumps(v, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        s = repr(v) if isinstance(v, (int, float, str)) else _json_type(v)
+    return s if len(s) <= 80 else s[:60] + "..." + s[-10:]
 
 
 def _load_json(text: str) -> Any:
@@ -397,13 +434,15 @@ def _load_json(text: str) -> Any:
             d[k] = v
         return d
 
-    def constant(name: str) -> Any:
-        raise FilterSyntaxError(f"{name} is not JSON; numbers in patterns are finite")
-
     try:
-        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+        return limits.loads(text, pairs)
     except json.JSONDecodeError as e:
-        raise FilterSyntaxError(f"malformed JSON: {e.msg}", text, e.pos) from None
+        raise FilterSyntaxError(f"malformed JSON: {e.msg}", limits.printable(text),
+                                e.pos) from None
+    except limits.InputLimit as e:
+        pos = e.where if isinstance(e.where, int) else None
+        raise FilterSyntaxError(e.message, limits.printable(text) if pos is not None else None,
+                                pos) from None
 
 
 __all__ = ["MAX_FILTERS", "parse_pattern"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from pubsift.core.errors import EventError
 from pubsift.core.model import FilterIndex, FilterModel, JSON
-from pubsift.models.records import conjunctive, syntax, wire
+from pubsift.models.records import conjunctive, limits, syntax, wire
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.typesystem import Schema
 from pubsift.models.records.values import Record
@@ -55,11 +55,7 @@ class RecordsModel(FilterModel):
             except UnicodeDecodeError as exc:
                 raise EventError(f"event is not UTF-8: {exc.reason}", f"byte {exc.start}") from None
         if isinstance(raw, str):
-            try:
-                raw = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise EventError(f"invalid JSON: {exc.msg}",
-                                 f"line {exc.lineno}, column {exc.colno}") from None
+            raw = _load_json(raw)
         record = Record.of(raw)
         for name in self._ints:
             v = record.get(name)
@@ -102,6 +98,27 @@ class RecordsModel(FilterModel):
         from pubsift.models.records.index import RecordsIndex
 
         return RecordsIndex(self)
+
+
+def _load_json(text: str) -> Any:
+    """The JSON text of an event, under :mod:`.limits` and without duplicate keys."""
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        d: dict[str, Any] = {}
+        for k, v in items:
+            if k in d:
+                raise EventError(f"duplicate key {k!r} in a JSON object of the event")
+            d[k] = v
+        return d
+
+    try:
+        return limits.loads(text, pairs)
+    except json.JSONDecodeError as exc:
+        raise EventError(f"invalid JSON: {exc.msg}",
+                         f"line {exc.lineno}, column {exc.colno}") from None
+    except limits.InputLimit as exc:
+        where = exc.where
+        raise EventError(exc.message, None if where is None else
+                         f"character {where}" if isinstance(where, int) else where) from None
 
 
 def _not_integer(v: Any) -> bool:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
+from pubsift.models.records import limits
 from pubsift.models.records.constraints import Constraint, Interval, Op, TypeSet
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.relations import NotRepresentable, Unsatisfiable, conjoin, normalize
@@ -110,6 +111,9 @@ def tokenize(text: str) -> list[Token]:
 
 def _number(lexeme: str, text: str, pos: int) -> int | float:
     if re.fullmatch(r"-?[0-9]+", lexeme):
+        digits = len(lexeme) - lexeme.startswith("-")
+        if digits > limits.MAX_INT_DIGITS:
+            raise FilterSyntaxError(limits.int_message(digits), text, pos)
         return int(lexeme)
     v = float(lexeme)
     if math.isinf(v):
@@ -138,12 +142,17 @@ def _read_string(text: str, start: int) -> tuple[str, int]:
                 i += 2
             elif e == "u":
                 cp = _hex4(text, i)
-                i += 6
-                if 0xD800 <= cp < 0xDC00 and text.startswith("\\u", i):
-                    lo = _hex4(text, i)
+                if 0xD800 <= cp < 0xDC00 and text.startswith("\\u", i + 6):
+                    lo = _hex4(text, i + 6)
                     if 0xDC00 <= lo < 0xE000:
                         cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)
                         i += 6
+                if 0xD800 <= cp < 0xE000:
+                    raise FilterSyntaxError(f"\\u{cp:04x} is a lone surrogate; strings hold "
+                                            "Unicode characters (a surrogate escape pairs a "
+                                            "high \\uD800-\\uDBFF with a low \\uDC00-\\uDFFF)",
+                                            text, i)
+                i += 6
                 out.append(chr(cp))
             else:
                 raise FilterSyntaxError(f"invalid escape '\\{e}' in a string (valid: \\\" \\\\ "
@@ -409,6 +418,11 @@ def parse_text(text: str, schema: Schema | None = None) -> RecordFilter:
     notification). Raises :class:`FilterSyntaxError` with the position of the problem."""
     if not isinstance(text, str):
         raise TypeError(f"parse_text expects a str, not {type(text).__name__}")
+    if limits.has_surrogate(text):
+        # shown with U+FFFD in its place: the message must be printable as UTF-8
+        pos = limits.first_surrogate(text)
+        raise FilterSyntaxError(f"lone surrogate U+{ord(text[pos]):04X}: a filter holds Unicode "
+                                "characters that UTF-8 can encode", limits.printable(text), pos)
     return _Parser(text, schema or Schema()).filter()
 
 

@@ -16,6 +16,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Union
 
 from pubsift.core.errors import EventError
+from pubsift.models.records.limits import (
+    MAX_DEPTH, has_surrogate, int_message, int_too_large, surrogate_message,
+)
 
 Scalar = Union[str, int, float, bool, None]
 Value = Union[Scalar, tuple]  # a tuple is a multi value (list of scalars)
@@ -69,11 +72,11 @@ class Record(Mapping[str, Value]):
             raise EventError(f"a records event is a JSON object, not {type(mapping).__name__}",
                              where)
         attrs: dict[str, Value] = {}
-        _flatten(mapping, "", attrs, where)
+        raw = _flatten(mapping, attrs, where)
         if not attrs:
             raise EventError("a records event needs at least one attribute (Mühl §4.3.1)",
                              where)
-        return cls(attrs, _thaw(mapping))
+        return cls(attrs, raw)
 
     def __getitem__(self, name: str) -> Value:
         return self._attrs[name]
@@ -110,37 +113,68 @@ def _canon(attrs: Mapping[str, Value]) -> dict:
 
 
 def _check_scalar(v: Any, name: str, where: str | None) -> Scalar:
-    if v is None or isinstance(v, (str, bool, int)):
+    if v is None or isinstance(v, bool):
+        return v
+    if isinstance(v, str):
+        if has_surrogate(v):
+            raise EventError(f"attribute {name!r}: {surrogate_message(v)}", where)
+        return v
+    if isinstance(v, int):
+        if int_too_large(v):
+            raise EventError(f"attribute {name!r}: {int_message()}", where)
         return v
     if isinstance(v, float):
         if math.isnan(v) or math.isinf(v):
             raise EventError(f"attribute {name!r} holds {v!r}; numbers must be finite", where)
         return v
-    raise EventError(f"attribute {name!r} holds a {type(v).__name__}; values are strings, "
-                     "numbers, booleans, null or lists of those", where)
+    raise EventError(f"attribute {_short(name)!r} holds a {type(v).__name__}; values are "
+                     "strings, numbers, booleans, null or lists of those", where)
 
 
-def _flatten(m: Mapping[str, Any], prefix: str, out: dict[str, Value], where: str | None) -> None:
-    for k, v in m.items():
-        if not isinstance(k, str) or not k:
-            raise EventError(f"attribute names are non-empty strings, got {k!r}", where)
-        name = prefix + k
-        if isinstance(v, Mapping):
-            _flatten(v, name + ".", out, where)
-        elif isinstance(v, (list, tuple)):
-            items = []
-            for x in v:
-                if isinstance(x, (Mapping, list, tuple)):
-                    raise EventError(f"attribute {name!r}: a multi value holds only scalars",
-                                     where)
-                items.append(_check_scalar(x, name, where))
-            out[name] = tuple(items)
-        else:
+def _flatten(m: Mapping[str, Any], out: dict[str, Value], where: str | None
+             ) -> dict[str, Any]:
+    """Fill ``out`` with the dotted attributes of ``m`` and return a plain copy of ``m``
+    (the event's ``raw``). Iterative; nesting is limited to :data:`limits.MAX_DEPTH`, which
+    also refuses a mapping that contains itself. An attribute reached twice (``{"a": {"b":
+    1}, "a.b": 2}``) is an error whatever the order of the keys."""
+    raw: dict[str, Any] = {}
+    stack: list[tuple[Mapping, str, dict, int]] = [(m, "", raw, 1)]
+    while stack:
+        mapping, prefix, copy, depth = stack.pop()
+        for k, v in mapping.items():
+            if not isinstance(k, str) or not k:
+                raise EventError("attribute names are non-empty strings, got "
+                                 f"{_short(k) if isinstance(k, str) else type(k).__name__}",
+                                 where)
+            if has_surrogate(k):
+                raise EventError(f"attribute name {_short(k)!r}: {surrogate_message(k)}",
+                                 where)
+            name = prefix + k
+            if isinstance(v, Mapping):
+                if depth >= MAX_DEPTH:
+                    raise EventError(f"the event nests objects deeper than {MAX_DEPTH} "
+                                     f"levels (at {_short(name)!r})", where)
+                sub: dict[str, Any] = {}
+                copy[k] = sub
+                stack.append((v, name + ".", sub, depth + 1))
+                continue
             if name in out:
-                raise EventError(f"attribute {name!r} is given twice", where)
-            out[name] = _check_scalar(v, name, where)
+                raise EventError(f"attribute {_short(name)!r} is given twice (a dotted name "
+                                 "and a nested object address the same attribute)", where)
+            if isinstance(v, (list, tuple)):
+                items = []
+                for x in v:
+                    if isinstance(x, (Mapping, list, tuple)):
+                        raise EventError(f"attribute {_short(name)!r}: a multi value holds "
+                                         "only scalars", where)
+                    items.append(_check_scalar(x, name, where))
+                out[name] = tuple(items)
+                copy[k] = items
+            else:
+                out[name] = copy[k] = _check_scalar(v, name, where)
+    return raw
 
 
-def _thaw(m: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: (_thaw(v) if isinstance(v, Mapping) else list(v) if isinstance(v, tuple) else v)
-            for k, v in m.items()}
+def _short(s: Any) -> str:
+    s = str(s) if not isinstance(s, str) else s
+    return s if len(s) <= 80 else s[:60] + "..." + s[-10:]

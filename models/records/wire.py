@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
+from pubsift.models.records import limits
 from pubsift.models.records.constraints import Constraint, Interval, Op, TypeSet
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.values import Record, skey, sort_key
@@ -56,6 +57,7 @@ _SETS = frozenset({Op.IN_SET, Op.NOT_IN_SET, Op.SUBSET, Op.SUPERSET, Op.DISJOINT
                    Op.OVERLAPS})
 _STRINGS = frozenset({Op.PREFIX, Op.NOT_PREFIX, Op.SUFFIX, Op.NOT_SUFFIX, Op.SUBSTRING,
                       Op.EQ_IGNORE_CASE})
+_OPS = {o.value: o for o in Op}
 _MEMBERS = {
     **{op: ("op",) for op in _NONE},
     Op.INSTANCEOF: ("op", "type", "members"),
@@ -105,11 +107,16 @@ def load_filter(obj: JSON) -> RecordFilter:
     naming the JSON path."""
     if not isinstance(obj, Mapping):
         raise _ferr(f"a records filter's wire form is a JSON object, not {json_type(obj)}", "$")
+    try:
+        limits.check_depth(obj)
+    except limits.InputLimit as e:
+        raise _ferr(e.message, str(e.where)) from None
     out: dict[str, Constraint] = {}
     for name, c in obj.items():
-        path = "$" + _seg(name)
         if not isinstance(name, str) or not name:
-            raise _ferr(f"attribute names are non-empty strings, got {name!r}", "$")
+            raise _ferr(f"attribute names are non-empty strings, got {_show(name)}", "$")
+        path = "$" + _seg(name)
+        _string(name, path)
         out[name] = load_constraint(c, path)
     return RecordFilter.of(out)
 
@@ -117,11 +124,11 @@ def load_filter(obj: JSON) -> RecordFilter:
 def load_constraint(obj: JSON, path: str = "$") -> Constraint:
     if not isinstance(obj, Mapping):
         raise _ferr(f"a constraint is a JSON object with \"op\", not {json_type(obj)}", path)
-    try:
-        op = Op(obj.get("op"))
-    except ValueError:
+    op = obj.get("op")
+    if not isinstance(op, str) or op not in _OPS:
         known = ", ".join(o.value for o in Op)
-        raise _ferr(f"unknown op {obj.get('op')!r} (known: {known})", path + ".op") from None
+        raise _ferr(f"unknown op {_show(op)} (known: {known})", path + ".op")
+    op = _OPS[op]
     expected = _MEMBERS[op]
     extra = sorted(set(obj) - set(expected), key=str)
     if extra:
@@ -185,7 +192,13 @@ def _load_scalar(v: JSON, path: str) -> Any:
         if set(v) == {"float"} and v["float"] in ("inf", "-inf"):
             return math.inf if v["float"] == "inf" else -math.inf
         raise _ferr("a scalar object is {\"float\": \"inf\"} or {\"float\": \"-inf\"}", path)
-    if v is None or isinstance(v, (str, bool, int)):
+    if v is None or isinstance(v, bool):
+        return v
+    if isinstance(v, str):
+        return _string(v, path)
+    if isinstance(v, int):
+        if limits.int_too_large(v):
+            raise _ferr(limits.int_message(), path)
         return v
     if isinstance(v, float):
         if not math.isfinite(v):
@@ -197,7 +210,15 @@ def _load_scalar(v: JSON, path: str) -> Any:
 def _string(v: JSON, path: str) -> str:
     if not isinstance(v, str):
         raise _ferr(f"expected a string, not {json_type(v)}", path)
+    if limits.has_surrogate(v):
+        raise _ferr(limits.surrogate_message(v), path)
     return v
+
+
+def _show(v: Any) -> str:
+    """A short rendering of a (depth-checked) input value for messages."""
+    s = repr(v) if isinstance(v, (str, int, float, bool)) or v is None else json_type(v)
+    return s if len(s) <= 80 else s[:60] + "..." + s[-10:]
 
 
 def _is_number(v: Any) -> bool:
