@@ -61,7 +61,7 @@ from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.records import limits
 from pubsift.models.records.constraints import Constraint, Interval, Op
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.relations import NotRepresentable, Unsatisfiable, conjoin, normalize
+from pubsift.models.records.relations import Conjunction, NotRepresentable, Unsatisfiable
 from pubsift.models.records.syntax import clause_text, unsatisfiable_message
 from pubsift.models.records.typesystem import Schema
 from pubsift.models.records.values import skey
@@ -128,21 +128,22 @@ def parse_pattern(spec: str | Mapping[str, Any], schema: Schema | None = None
 
 
 def _conjoin(branch: tuple[_Clause, ...], schema: Schema) -> RecordFilter:
-    acc: dict[str, Constraint] = {}
+    acc: dict[str, Conjunction] = {}
     for name, c, path in branch:
-        integer = schema.is_integer(name)
-        prev = acc.get(name)
+        conj = acc.get(name)
+        if conj is None:
+            conj = acc[name] = Conjunction(schema.is_integer(name))
         try:
-            acc[name] = (normalize(c, integer=integer) if prev is None
-                         else conjoin(prev, c, integer=integer))
+            conj.add(c)
         except Unsatisfiable:
+            prev = conj.value if conj else None
             raise _DeadBranch(unsatisfiable_message(name, prev, c), path) from None
         except NotRepresentable:
             raise FilterSyntaxError(
                 f"the patterns on attribute {name!r} cannot be combined into one attribute "
-                f"filter ({clause_text(name, prev)} and {clause_text(name, c)})", None, None,
-                path) from None
-    return RecordFilter.of(acc)
+                f"filter ({clause_text(name, conj.value)} and {clause_text(name, c)})", None,
+                None, path) from None
+    return RecordFilter.of({n: k.value for n, k in acc.items()})
 
 
 # --------------------------------------------------------------------------------------
@@ -421,6 +422,7 @@ def _show(v: Any) -> str:
         s = json.dumps(v, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
         s = repr(v) if isinstance(v, (int, float, str)) else _json_type(v)
+    s = limits.printable(s)
     return s if len(s) <= 80 else s[:60] + "..." + s[-10:]
 
 

@@ -64,7 +64,7 @@ from pubsift.models.records.constraints import ABSENT, Constraint, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.predicates import compile_test
 from pubsift.models.records.relations import Unsatisfiable, span_key, witness
-from pubsift.models.records.values import NUM, Record, kind
+from pubsift.models.records.values import Record
 from pubsift.models.records.witnesses import WitnessValues
 
 #: Path order by operator (lower: more selective, probed first). ``not-exists`` comes last:
@@ -169,11 +169,18 @@ class RecordsIndex(FilterIndex[Hashable]):
             self._delete(e)
 
     def _insert(self, f: RecordFilter) -> _Entry:
+        """Everything that can fail (samples, witness, compiled tests, span keys) is
+        computed before the first change, so a failing insertion leaves the index as it
+        was; the changes themselves are dictionary and sorted-list insertions."""
         if not isinstance(f, RecordFilter):
             raise TypeError(f"RecordsIndex holds RecordFilter objects, not {type(f).__name__}")
-        samples = {nc: self._samples(*nc) for nc in f.constraints}  # before any change
+        samples = {nc: self._samples(*nc) for nc in f.constraints}
+        witness = self._witness_of(samples)
+        fresh = {(n, c): (_Group(c, samples[(n, c)]), span_key(c, n in self.integer_attrs))
+                 for n, c in f.constraints if c not in self._groups.get(n, {})}
+        path = sorted(f.constraints, key=_order)
         node = self._root
-        for nc in sorted(f.constraints, key=_order):
+        for nc in path:
             child = node.sub.get(nc)
             if child is None:
                 child = node.sub[nc] = _Node(node, nc)
@@ -184,15 +191,15 @@ class RecordsIndex(FilterIndex[Hashable]):
             groups = self._groups.setdefault(n, {})
             g = groups.get(c)
             if g is None:
-                g = groups[c] = _Group(c, samples[(n, c)])
+                g, key = fresh[(n, c)]
+                groups[c] = g
                 _attr_index(self._cindex, n).add(c, g)
-                key = span_key(c, n in self.integer_attrs)
                 if key is None:
                     _attr_index(self._odd, n).add(c, g)
                 else:
                     self._by_span.setdefault(n, {}).setdefault(key, {})[g] = None
             g.entries[e] = None
-        e.witness = self._witness(f)
+        e.witness = witness
         self._by_names.setdefault(f.names, {})[e] = None
         if e.witness is None:
             self._no_witness[e] = None
@@ -246,10 +253,10 @@ class RecordsIndex(FilterIndex[Hashable]):
         def accepted(v: Any) -> bool:
             # events hold finite numbers only (values.Record rejects ±inf and NaN), so a
             # constant like -inf is no witness: [-inf, -inf] is unsatisfiable
-            if v is not ABSENT and kind(v) == NUM and not math.isfinite(v):
+            if isinstance(v, float) and not math.isfinite(v):
                 return False
-            return c.matches(v) and not (integer and v is not ABSENT and kind(v) == NUM
-                                         and not float(v).is_integer())
+            return c.matches(v) and not (integer and isinstance(v, float)
+                                         and not v.is_integer())
         found = tuple(v for v in _obvious(c) if accepted(v))
         if found:
             return found
@@ -261,13 +268,16 @@ class RecordsIndex(FilterIndex[Hashable]):
 
     def _witness(self, f: RecordFilter) -> dict[str, Any] | None:
         """A flat event in N(f), or None if none is known (f may be unsatisfiable)."""
+        return self._witness_of({nc: self._samples(*nc) for nc in f.constraints})
+
+    @staticmethod
+    def _witness_of(samples: dict[tuple[str, Constraint], tuple]) -> dict[str, Any] | None:
         out: dict[str, Any] = {}
-        for n, c in f.constraints:
-            samples = self._samples(n, c)
-            if not samples:
+        for (n, _), found in samples.items():
+            if not found:
                 return None
-            if samples[0] is not ABSENT:
-                out[n] = samples[0]
+            if found[0] is not ABSENT:
+                out[n] = found[0]
         return out
 
     # -- contents ---------------------------------------------------------------------

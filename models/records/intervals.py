@@ -237,12 +237,14 @@ class Spans:
             if lo == -INF and hi == INF:
                 cands += [0, 1, -1, 2]
             elif lo == -INF:
-                cands += [math.floor(hi) - 1, math.floor(hi) - 2, hi - 0.5, hi - 10]
+                cands += [math.floor(hi) - 1, math.floor(hi) - 2, *_safe(lambda: hi - 0.5),
+                          hi - 10]
             elif hi == INF:
-                cands += [math.floor(lo) + 1, math.floor(lo) + 2, lo + 0.5, lo + 10]
+                cands += [math.floor(lo) + 1, math.floor(lo) + 2, *_safe(lambda: lo + 0.5),
+                          lo + 10]
             else:
-                cands += [math.floor(lo) + 1, math.floor(lo) + 2, (lo + hi) / 2,
-                          lo + (hi - lo) / 4]
+                cands += [math.floor(lo) + 1, math.floor(lo) + 2,
+                          *_safe(lambda: (lo + hi) / 2), *_safe(lambda: lo + (hi - lo) / 4)]
             seen = set()
             for v in cands:
                 if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53:
@@ -250,6 +252,15 @@ class Spans:
                 if v not in seen and self.contains(v):
                     seen.add(v)
                     yield v
+
+
+def _safe(candidate: Any) -> list:
+    """``[candidate()]``, or ``[]`` when the float arithmetic overflows (integer ends of
+    hundreds of digits: such a span has integer samples)."""
+    try:
+        return [candidate()]
+    except OverflowError:
+        return []
 
 
 def _inc(p: str) -> Any:

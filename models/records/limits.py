@@ -114,8 +114,16 @@ def check_depth(obj: Any, path: str = "$") -> None:
                 stack.append((x, depth + 1, p if depth > 8 else f"{p}{_seg(k)}"))
 
 
+_PLAIN = re.compile(r"[A-Za-z_$][\w$-]*")
+
+
 def _seg(k: Any) -> str:
-    return f"[{k}]" if isinstance(k, int) else f"[{json.dumps(str(k))}]"
+    """A JSON path step as the records error messages write them: ``.name``, ``["a b"]``,
+    ``[0]``."""
+    if isinstance(k, int):
+        return f"[{k}]"
+    k = str(k)
+    return f".{k}" if _PLAIN.fullmatch(k) else f"[{json.dumps(k)}]"
 
 
 def _parse_int(lexeme: str) -> int:

@@ -27,7 +27,7 @@ from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.records import limits
 from pubsift.models.records.constraints import Constraint, Interval, Op, TypeSet
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.relations import NotRepresentable, Unsatisfiable, conjoin, normalize
+from pubsift.models.records.relations import Conjunction, NotRepresentable, Unsatisfiable
 from pubsift.models.records.typesystem import Schema, UnknownTypeError
 from pubsift.models.records.values import Scalar, skey, sort_key
 
@@ -225,26 +225,28 @@ class _Parser:
             return RecordFilter()
         if self.is_word("true") and self.toks[self.i + 1].kind == END:
             return RecordFilter()
-        acc: dict[str, Constraint] = {}
+        acc: dict[str, Conjunction] = {}
         while True:
             pos = self.tok.pos
             name = self.name()
             c = self.predicate(name)
-            integer = self.schema.is_integer(name)
-            prev = acc.get(name)
+            conj = acc.get(name)
+            if conj is None:
+                conj = acc[name] = Conjunction(self.schema.is_integer(name))
             try:
-                acc[name] = (normalize(c, integer=integer) if prev is None
-                             else conjoin(prev, c, integer=integer))
+                conj.add(c)
             except Unsatisfiable:
+                prev = conj.value if conj else None
                 raise FilterSyntaxError(unsatisfiable_message(name, prev, c), self.text,
                                         pos) from None
             except NotRepresentable:
                 raise FilterSyntaxError(
                     f"the clauses on attribute {name!r} cannot be combined into one attribute "
-                    f"filter ({clause_text(name, prev)} and {clause_text(name, c)}); a filter "
-                    "holds at most one attribute filter per attribute", self.text, pos) from None
+                    f"filter ({clause_text(name, conj.value)} and {clause_text(name, c)}); a "
+                    "filter holds at most one attribute filter per attribute", self.text,
+                    pos) from None
             if self.tok.kind == END:
-                return RecordFilter.of(acc)
+                return RecordFilter.of({n: k.value for n, k in acc.items()})
             if not self.is_word("and"):
                 raise self.error(f"expected 'and' or the end of the filter, found "
                                  f"{self.tok.describe()}")

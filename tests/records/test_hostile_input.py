@@ -1,0 +1,347 @@
+"""Hostile and extreme input (issue 10): every hook of the records model answers or raises a
+``PubsiftError`` naming what and where — repeated attributes, huge numbers, deep nesting,
+wrong JSON types, lone surrogates — and a failing index ``add`` changes nothing."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pubsift.core.errors import EventError, FilterSyntaxError
+from pubsift.models.records import limits
+from pubsift.models.records.constraints import Constraint, Op
+from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.model import RecordsModel
+
+M = RecordsModel()
+BIG = int("9" * 400)                        # beyond every float
+HUGE = "9" * (limits.MAX_INT_DIGITS + 1)    # beyond the digit limit
+
+
+def nested(depth: int, leaf: object) -> dict:
+    d = leaf
+    for _ in range(depth):
+        d = {"a": d}
+    return d
+
+
+# -- 1. repeated attribute: a dotted name and a nested object -----------------------------
+
+@pytest.mark.parametrize("event", [
+    {"a": {"b": 2}, "a.b": [1]},
+    {"a.b": [1], "a": {"b": 2}},
+    {"a": {"b": 2}, "a.b": 1},
+    {"a.b": 1, "a": {"b": [2]}},
+    {"a": {"b.c": 1}, "a.b": {"c": 2}},
+])
+def test_repeated_attribute_in_an_event_is_refused_in_either_order(event):
+    with pytest.raises(EventError) as exc:
+        M.parse_event(event)
+    assert "is given twice" in str(exc.value) and ("'a.b'" in str(exc.value)
+                                                   or "'a.b.c'" in str(exc.value))
+    with pytest.raises(EventError, match="is given twice"):
+        M.parse_event(json.dumps(event))
+    with pytest.raises(EventError, match="is given twice"):
+        M.load_event(event)
+
+
+def test_repeated_attribute_in_a_pattern_gives_the_same_error_in_either_order():
+    one = {"a": {"b": [2]}, "a.b": [1]}
+    other = {"a.b": [1], "a": {"b": [2]}}
+    errors = []
+    for p in (one, other, json.dumps(one), json.dumps(other)):
+        with pytest.raises(FilterSyntaxError) as exc:
+            M.parse_filters(p)
+        errors.append((exc.value.message, exc.value.path))
+    assert len(set(errors)) == 1
+    message, path = errors[0]
+    assert 'field "a.b" is given twice' in message and '$["a.b"]' in message
+    assert path == "$.a.b"
+
+
+def test_repeated_attribute_through_or_is_still_a_conjunction():
+    # $or branches and the enclosing object may constrain one field (documented)
+    fs = M.parse_filters({"a": [{"numeric": [">", 1]}],
+                          "$or": [{"a": [{"numeric": ["<", 5]}]}, {"b": ["x"]}]})
+    assert M.format_filter(fs[0]) == "a in (1, 5)"
+
+
+def test_event_json_text_with_a_duplicate_key_is_refused():
+    with pytest.raises(EventError, match="duplicate key 'a'"):
+        M.parse_event('{"a": 1, "a": 2}')
+
+
+# -- 2. numbers ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [f"x > {BIG}", f"x = {BIG}", f"x in [1, {BIG}]",
+                                  f"x in [-{BIG}, 0.5)", f"x != {BIG}", f"x < -{BIG}",
+                                  f"x in {{1, {BIG}}}"])
+def test_a_400_digit_literal_is_indexed_and_matched_exactly(text):
+    f = M.parse_filter(text)
+    idx = M.new_index()
+    idx.add(f, "k")
+    for v in (0, 0.5, 1, BIG, BIG - 1, -BIG, 1e308, -1e308):
+        e = M.parse_event({"x": v})
+        assert (idx.match(e) == {"k"}) == M.matches(f, e) == f.matches(e), (text, v)
+    for q in ("covering", "covered_by", "identical", "overlapping", "merge_candidates"):
+        assert getattr(idx, q)(f) == {"k"}, q
+    assert M.parse_filter(M.format_filter(f)) == f
+    assert M.load_filter(json.loads(json.dumps(M.dump_filter(f)))) == f
+
+
+def test_large_integers_compare_exactly_with_floats():
+    f = M.parse_filter(f"x > {2 ** 53}")
+    assert not M.matches(f, M.parse_event({"x": float(2 ** 53)}))
+    assert M.matches(f, M.parse_event({"x": 2 ** 53 + 1}))
+    g = M.parse_filter(f"x < {BIG}")
+    assert M.matches(g, M.parse_event({"x": 1.7e308}))
+    assert M.covers(M.parse_filter("x < inf"), g) and not M.covers(g, M.parse_filter("x > 0"))
+
+
+@pytest.mark.parametrize("spec", [f"x > {HUGE}", f"x in {{{HUGE}}}", '{"x": [%s]}' % HUGE,
+                                  '{"x": [{"numeric": [">", -%s]}]}' % HUGE])
+def test_integers_over_the_digit_limit_in_filters_are_refused(spec):
+    with pytest.raises(FilterSyntaxError, match=f"at most {limits.MAX_INT_DIGITS} digits"):
+        M.parse_filter(spec)
+
+
+def test_integers_over_the_digit_limit_in_python_patterns_and_wire_forms_are_refused():
+    n = 10 ** limits.MAX_INT_DIGITS
+    with pytest.raises(FilterSyntaxError, match="digits") as exc:
+        M.parse_filter({"x": [n]})
+    assert exc.value.path == "$.x[0]"
+    with pytest.raises(FilterSyntaxError, match="digits") as exc:
+        M.load_filter({"x": {"op": "=", "value": -n}})
+    assert exc.value.path == "$.x.value"
+    assert M.load_filter({"x": {"op": "=", "value": n - 1}}) == M.parse_filter(f"x = {n - 1}")
+
+
+def test_integers_over_the_digit_limit_in_events_are_refused():
+    with pytest.raises(EventError, match="digits"):
+        M.parse_event('{"x": %s}' % HUGE)
+    with pytest.raises(EventError, match="attribute 'x'.*digits"):
+        M.parse_event({"x": [1, -10 ** limits.MAX_INT_DIGITS]})
+    with pytest.raises(EventError, match="digits"):
+        M.load_event({"x": 10 ** limits.MAX_INT_DIGITS})
+
+
+@pytest.mark.parametrize("spec", ["x > 1e309", "x in [1, -1e400)", '{"x": [1e309]}',
+                                  '{"x": [{"numeric": ["<", -1e999]}]}', '{"x": [NaN]}',
+                                  '{"x": [Infinity]}'])
+def test_non_finite_numbers_in_filters_are_refused(spec):
+    with pytest.raises(FilterSyntaxError, match="too large for a 64-bit float|not JSON"):
+        M.parse_filter(spec)
+
+
+@pytest.mark.parametrize("raw", ['{"x": 1e309}', '{"x": -Infinity}', '{"x": [NaN]}',
+                                 {"x": float("nan")}, {"x": [float("inf")]}])
+def test_non_finite_numbers_in_events_are_refused(raw):
+    with pytest.raises(EventError, match="finite|too large"):
+        M.parse_event(raw)
+
+
+# -- 3. depth -----------------------------------------------------------------------------
+
+def test_an_event_nested_500_levels_is_refused_at_parse_time():
+    for raw in (nested(500, 1), '{"a": ' * 500 + "1" + "}" * 500, "[" * 5000 + "]" * 5000):
+        with pytest.raises(EventError, match=f"deeper than {limits.MAX_DEPTH} levels"):
+            M.parse_event(raw)
+    with pytest.raises(EventError, match="deeper than"):
+        M.load_event(nested(500, 1))
+
+
+def test_events_nested_up_to_the_limit_are_accepted():
+    e = M.parse_event(json.dumps(nested(limits.MAX_DEPTH - 1, [1])))
+    name = ".".join(["a"] * (limits.MAX_DEPTH - 1))
+    assert e[name] == (1,)
+    assert M.load_event(M.dump_event(e)) == e
+
+
+def test_an_event_that_contains_itself_is_refused():
+    d: dict = {"x": 1}
+    d["self"] = d
+    with pytest.raises(EventError, match="deeper than"):
+        M.parse_event(d)
+
+
+def deep_or(n: int) -> dict:
+    d: dict = {"x": [1]}
+    for _ in range(n):
+        d = {"$or": [d, {"y": [2]}]}
+    return d
+
+
+def test_an_eventbridge_or_nested_2000_levels_is_refused_at_parse_time():
+    with pytest.raises(FilterSyntaxError, match="deeper than") as exc:
+        M.parse_filters(deep_or(2000))
+    assert exc.value.path.startswith("$.$or[0].$or[0]")
+    with pytest.raises(FilterSyntaxError, match="deeper than") as exc:
+        M.parse_filters('{"$or": [' * 2000 + '{"x": [1]}' + ', {"y": [2]}]}' * 2000)
+    assert exc.value.position is not None
+
+
+def test_deep_json_in_patterns_and_wire_forms_is_refused():
+    with pytest.raises(FilterSyntaxError, match="deeper than"):
+        M.parse_filter('{"a":' * 3000 + "[1]" + "}" * 3000)
+    with pytest.raises(FilterSyntaxError, match="deeper than"):
+        M.load_filter({"x": {"op": "=", "value": nested(3000, 1)}})
+    cyclic: dict = {"op": "exists"}
+    cyclic["op2"] = cyclic
+    with pytest.raises(FilterSyntaxError, match="deeper than"):
+        M.load_filter({"x": cyclic})
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting():
+    text = json.dumps({"x": ["[" * 1000 + "{" * 1000]})
+    assert M.parse_filter(text) == M.parse_filter({"x": ["[" * 1000 + "{" * 1000]})
+    assert M.parse_event(text)["x"] == ("[" * 1000 + "{" * 1000,)
+
+
+# -- 4. wrong JSON types ------------------------------------------------------------------
+
+@pytest.mark.parametrize("pattern, path", [
+    ({"a": [{"numeric": [[">"], 1]}]}, "$.a[0].numeric[0]"),
+    ({"a": [{"numeric": [">", 1, {"<": 1}, 2]}]}, "$.a[0].numeric[2]"),
+    ({"a": [{1: "x"}]}, "$.a[0]"),
+    ({"a": [{"anything-but": {1: "x"}}]}, "$.a[0].anything-but"),
+    ({"a": [{"anything-but": [[1]]}]}, "$.a[0].anything-but[0]"),
+    ({"a": [{"prefix": ["x"]}]}, "$.a[0].prefix"),
+    ({"a": [{"exists": "true"}]}, "$.a[0].exists"),
+    ({"a": [{"numeric": {">": 1}}]}, "$.a[0].numeric"),
+    ({"a": [[1]]}, "$.a[0]"),
+    ({"a": "x"}, "$.a"),
+    ({"$or": {"a": [1]}}, "$.$or"),
+    ({"$or": [[1], {"a": [1]}]}, "$.$or[0]"),
+    ({(1, 2): [1]}, "$"),
+    ({"a": [{"wildcard": None}]}, "$.a[0].wildcard"),
+    ({"a": [object()]}, "$.a[0]"),
+])
+def test_wrong_json_types_in_patterns_name_the_path(pattern, path):
+    with pytest.raises(FilterSyntaxError) as exc:
+        M.parse_filters(pattern)
+    assert exc.value.path == path, exc.value
+
+
+@pytest.mark.parametrize("obj, path", [
+    ({"x": {"op": [">"]}}, "$.x.op"),
+    ({"x": {"op": {"=": 1}}}, "$.x.op"),
+    ({"x": {"op": "=", "value": [1]}}, "$.x.value"),
+    ({"x": {"op": "in", "values": [[1]]}}, "$.x.values[0]"),
+    ({"x": {"op": "in", "values": {"a": 1}}}, "$.x.values"),
+    ({"x": {"op": "instanceof", "type": "T", "members": [["T"]]}}, "$.x.members[0]"),
+    ({"x": {"op": "in-range", "lo": [1], "hi": 2, "lo_closed": True, "hi_closed": True}},
+     "$.x.lo"),
+    ({"x": {"op": "prefix", "value": 1}}, "$.x.value"),
+    ({"x": [1]}, "$.x"),
+    ({1: {"op": "exists"}}, "$"),
+])
+def test_wrong_json_types_in_wire_filters_name_the_path(obj, path):
+    with pytest.raises(FilterSyntaxError) as exc:
+        M.load_filter(obj)
+    assert exc.value.path == path, exc.value
+
+
+@pytest.mark.parametrize("raw", [[1], "[1]", 5, "5", None, {1: 2}, {"a": {2: 3}},
+                                 {"a": [[1]]}, {"a": [{"b": 1}]}, {"a": object()},
+                                 {"a": {1, 2}}, b"\xff", "{", {"": 1}])
+def test_wrong_json_types_in_events_are_event_errors(raw):
+    with pytest.raises(EventError):
+        M.parse_event(raw)
+
+
+# -- 6. lone surrogates and round trips ---------------------------------------------------
+
+@pytest.mark.parametrize("spec", ['x = "\\ud800"', 'x = "\\udc00\\ud800"', 'x = "\ud800"',
+                                  '"\ud800" exists', 'x prefix "a\\udfff"',
+                                  '{"x": ["\\ud800"]}', {"x": ["\ud800"]},
+                                  {"x": [{"prefix": "\udc00"}]}, {"\ud800": [1]},
+                                  {"a": {"b\ud800": [1]}}])
+def test_lone_surrogates_in_filters_are_refused(spec):
+    with pytest.raises(FilterSyntaxError, match="surrogate") as exc:
+        M.parse_filter(spec)
+    str(exc.value).encode("utf-8")  # the message itself is printable
+
+
+def test_two_lone_surrogates_do_not_become_one_character():
+    # they used to be accepted and to come back from the text form as U+10000
+    with pytest.raises(FilterSyntaxError, match="surrogate"):
+        M.parse_filter({"x": ["\ud800\udc00"]})
+    f = M.parse_filter('x = "\\ud800\\udc00"')  # an escaped pair is one character
+    assert f.get("x").operand == "\U00010000"
+    assert M.parse_filter(M.format_filter(f)) == f
+
+
+@pytest.mark.parametrize("obj", [{"x": {"op": "=", "value": "\ud800"}},
+                                 {"\udc00": {"op": "exists"}},
+                                 {"x": {"op": "in", "values": ["a", "\ud800"]}}])
+def test_lone_surrogates_in_wire_filters_are_refused(obj):
+    with pytest.raises(FilterSyntaxError, match="surrogate"):
+        M.load_filter(obj)
+
+
+@pytest.mark.parametrize("raw", ['{"x": "\\ud800"}', {"x": "\ud800"}, {"x": ["a", "\udc00"]},
+                                 {"\ud800": 1}, '{"\\udc00": 1}'])
+def test_lone_surrogates_in_events_are_refused(raw):
+    with pytest.raises(EventError, match="surrogate"):
+        M.parse_event(raw)
+    if not isinstance(raw, str):
+        with pytest.raises(EventError, match="surrogate"):
+            M.load_event(raw)
+
+
+@pytest.mark.parametrize("text", ['x = "\\u0000"', '"\\u0000" = 1', 'x = -0.0',
+                                  'x in {-0.0, 1}', '"a..b" = 1', '".a" = "b."',
+                                  'x = "\\ud83d\\ude00"', 'x prefix "\U0010ffff"',
+                                  'x in ["\U0010ffff", inf)', 'x not prefix "\U0010ffff"',
+                                  f'x = {-BIG}', 'x > 1.7976931348623157e+308'])
+def test_odd_values_round_trip_through_text_and_wire(text):
+    f = M.parse_filter(text)
+    assert M.parse_filter(M.format_filter(f)) == f
+    assert M.load_filter(json.loads(json.dumps(M.dump_filter(f)))) == f
+
+
+# -- index: a failing add changes nothing ------------------------------------------------
+
+def _state(idx) -> tuple:
+    probes = [M.parse_event(e) for e in ({"x": 1}, {"x": 5, "y": "a"}, {"y": "b"}, {"z": 0})]
+    return (len(idx), sorted(map(repr, idx)), [sorted(idx.match(e)) for e in probes],
+            sorted(idx.keys()))
+
+
+def test_a_failing_index_add_leaves_the_index_exactly_as_it_was(monkeypatch):
+    from pubsift.models.records import index as index_module
+
+    idx = M.new_index()
+    for i, text in enumerate(["x = 1", "x > 3 and y = \"a\"", "y prefix \"b\""]):
+        idx.add(M.parse_filter(text), i)
+    before = _state(idx)
+    bad = M.parse_filter("x in [2, 9] and z exists")
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("injected failure")
+
+    # every step that can fail runs before the first change
+    for name in ("witness", "span_key", "compile_test"):
+        with monkeypatch.context() as mp:
+            mp.setattr(index_module, name, boom)
+            with pytest.raises(RuntimeError):
+                idx.add(bad, "bad")
+        assert _state(idx) == before, name
+    with pytest.raises(TypeError):
+        idx.add("x = 1", "bad")
+    assert _state(idx) == before
+    idx.add(bad, "bad")  # and the index still works
+    assert idx.match(M.parse_event({"x": 5, "z": 1})) == {"bad"}
+    idx.remove(bad, "bad")
+    assert _state(idx) == before
+
+
+def test_remove_of_an_absent_pair_is_a_key_error_and_changes_nothing():
+    idx = M.new_index()
+    idx.add(M.parse_filter("x = 1"), 1)
+    before = _state(idx)
+    with pytest.raises(KeyError):
+        idx.remove(M.parse_filter("x = 1"), 2)
+    with pytest.raises(KeyError):
+        idx.remove(RecordFilter.of({"x": Constraint(Op.EQ, 2)}), 1)
+    assert _state(idx) == before
