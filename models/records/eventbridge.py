@@ -167,7 +167,7 @@ def _object(obj: Mapping[str, Any], prefix: str, path: str, in_or: bool,
         if key == OR:
             alts = _or(val, prefix, kpath)
         elif in_or and key in _MATCHERS:
-            raise _err(f"{key!r} is a matcher, not a field name: the objects of {OR} hold "
+            raise _err(f"{_show(key)} is a matcher, not a field name: the objects of {OR} hold "
                        "fields, e.g. {\"$or\": [{\"a\": [{\"prefix\": \"x\"}]}, {\"b\": [1]}]}",
                        kpath)
         elif isinstance(val, Mapping):
@@ -181,7 +181,7 @@ def _object(obj: Mapping[str, Any], prefix: str, path: str, in_or: bool,
             seen[name] = kpath
             alts = [(c,) for c in _leaf(val, name, kpath)]
         else:
-            raise _err(f"field {key!r} must be an object or an array of values/matchers, "
+            raise _err(f"field {_show(key)} must be an object or an array of values/matchers, "
                        f"not {_json_type(val)} (write [{_show(val)}])", kpath)
         if len(dnf) * len(alts) > MAX_FILTERS:
             raise _err(f"the pattern expands into more than {MAX_FILTERS} conjunctive "
@@ -265,7 +265,7 @@ def _matcher(m: Mapping[str, Any], path: str) -> Constraint:
     if key == "cidr":
         raise _err("cidr (IP address ranges) cannot be represented: the records model "
                    "has no IP-address type", kpath)
-    raise _err(f"unknown matcher {key!r} (known: {', '.join(_MATCHERS)})", kpath)
+    raise _err(f"unknown matcher {_show(key)} (known: {', '.join(_MATCHERS)})", kpath)
 
 
 def _anything_but(v: Any, path: str) -> Constraint:
@@ -285,7 +285,7 @@ def _anything_but(v: Any, path: str) -> Constraint:
         if k in ("equals-ignore-case", "wildcard"):
             raise _err(f"anything-but {k} cannot be represented: the records model has no "
                        f"negated {k} operator", kpath)
-        raise _err(f"unsupported anything-but matcher {k!r} (use prefix or suffix)", kpath)
+        raise _err(f"unsupported anything-but matcher {_show(k)} (use prefix or suffix)", kpath)
     if isinstance(v, (list, tuple)):
         if not v:
             raise _err("anything-but needs at least one value", path)
@@ -359,7 +359,7 @@ def _wildcard(s: str, path: str) -> Constraint:
         return Constraint(Op.SUFFIX, parts[1])
     if len(parts) == 3 and parts[0] == parts[2] == "":
         return Constraint(Op.SUBSTRING, parts[1])
-    raise _err(f"wildcard {s!r} cannot be represented: only a leading and/or trailing '*' "
+    raise _err(f"wildcard {_show(s)} cannot be represented: only a leading and/or trailing '*' "
                "map onto prefix, suffix and substring", path)
 
 
@@ -417,13 +417,8 @@ def _err(msg: str, path: str) -> FilterSyntaxError:
 
 
 def _show(v: Any) -> str:
-    """A short JSON rendering of ``v`` for messages (inputs are depth-checked first)."""
-    try:
-        s = json.dumps(v, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        s = repr(v) if isinstance(v, (int, float, str)) else _json_type(v)
-    s = limits.printable(s)
-    return s if len(s) <= 80 else s[:60] + "..." + s[-10:]
+    """A short JSON rendering of ``v`` for messages."""
+    return limits.show(v, lambda x: json.dumps(x, ensure_ascii=False))
 
 
 def _load_json(text: str) -> Any:

@@ -74,6 +74,24 @@ def surrogate_message(s: str) -> str:
             "strings hold Unicode characters that UTF-8 can encode")
 
 
+def show(v: Any, json_text: Callable[[Any], str] = repr) -> str:
+    """A short, printable rendering of an input value for an error message: ``json_text``
+    (e.g. ``json.dumps``) for scalars, the JSON type for containers, never a failure
+    (integers beyond the digit limit, lone surrogates, huge strings)."""
+    if isinstance(v, int) and not isinstance(v, bool) and int_too_large(v):
+        return f"an integer of more than {MAX_INT_DIGITS} digits"
+    if v is None or isinstance(v, (str, int, float)):
+        try:
+            s = json_text(v)
+        except (TypeError, ValueError):
+            s = repr(v)
+    else:
+        s = ("an object" if isinstance(v, Mapping) else "an array"
+             if isinstance(v, (list, tuple)) else f"a {type(v).__name__}")
+    s = printable(s)
+    return s if len(s) <= 80 else s[:60] + "..." + s[-10:]
+
+
 def check_text_depth(text: str) -> None:
     """Raise :class:`InputLimit` (``where``: the offset) if the JSON text nests objects and
     arrays deeper than :data:`MAX_DEPTH`. Linear; brackets inside strings do not count."""
@@ -160,4 +178,4 @@ def loads(text: str, pairs_hook: Callable[[list[tuple[str, Any]]], Any]) -> Any:
 
 
 __all__ = ["InputLimit", "MAX_DEPTH", "MAX_INT_DIGITS", "check_depth", "check_text_depth",
-           "first_surrogate", "has_surrogate", "printable", "int_message", "int_too_large", "loads", "surrogate_message"]
+           "first_surrogate", "has_surrogate", "printable", "show", "int_message", "int_too_large", "loads", "surrogate_message"]

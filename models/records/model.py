@@ -13,10 +13,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pubsift.core.errors import EventError
+from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import FilterIndex, FilterModel, JSON
 from pubsift.models.records import conjunctive, limits, syntax, wire
 from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.relations import Unsatisfiable, normalize
 from pubsift.models.records.typesystem import Schema
 from pubsift.models.records.values import Record
 
@@ -85,7 +86,22 @@ class RecordsModel(FilterModel):
         return wire.dump_filter(f)
 
     def load_filter(self, obj: JSON) -> RecordFilter:
-        return wire.load_filter(obj)
+        """The wire form, brought into canonical form as the text and EventBridge parsers
+        bring clauses (``relations.normalize``), so that every loaded filter's text form
+        parses back to it; an attribute filter that no value satisfies is refused, as
+        those parsers refuse it. ``load_filter(dump_filter(f)) == f`` for every filter the
+        hooks return (they are canonical)."""
+        return self._canonical(wire.load_filter(obj))
+
+    def _canonical(self, f: RecordFilter) -> RecordFilter:
+        out = {}
+        for name, c in f.constraints:
+            try:
+                out[name] = normalize(c, self.schema.is_integer(name))
+            except Unsatisfiable:
+                raise FilterSyntaxError(syntax.unsatisfiable_message(name, None, c), None,
+                                        None, "$" + wire.path_step(name)) from None
+        return RecordFilter.of(out)
 
     def dump_event(self, e: Record) -> JSON:
         return wire.dump_event(e)

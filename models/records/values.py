@@ -117,15 +117,16 @@ def _check_scalar(v: Any, name: str, where: str | None) -> Scalar:
         return v
     if isinstance(v, str):
         if has_surrogate(v):
-            raise EventError(f"attribute {name!r}: {surrogate_message(v)}", where)
+            raise EventError(f"attribute {_short(name)!r}: {surrogate_message(v)}", where)
         return v
     if isinstance(v, int):
         if int_too_large(v):
-            raise EventError(f"attribute {name!r}: {int_message()}", where)
+            raise EventError(f"attribute {_short(name)!r}: {int_message()}", where)
         return v
     if isinstance(v, float):
         if math.isnan(v) or math.isinf(v):
-            raise EventError(f"attribute {name!r} holds {v!r}; numbers must be finite", where)
+            raise EventError(f"attribute {_short(name)!r} holds {v!r}; numbers must be finite",
+                             where)
         return v
     raise EventError(f"attribute {_short(name)!r} holds a {type(v).__name__}; values are "
                      "strings, numbers, booleans, null or lists of those", where)

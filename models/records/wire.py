@@ -115,7 +115,7 @@ def load_filter(obj: JSON) -> RecordFilter:
     for name, c in obj.items():
         if not isinstance(name, str) or not name:
             raise _ferr(f"attribute names are non-empty strings, got {_show(name)}", "$")
-        path = "$" + _seg(name)
+        path = "$" + path_step(name)
         _string(name, path)
         out[name] = load_constraint(c, path)
     return RecordFilter.of(out)
@@ -132,7 +132,7 @@ def load_constraint(obj: JSON, path: str = "$") -> Constraint:
     expected = _MEMBERS[op]
     extra = sorted(set(obj) - set(expected), key=str)
     if extra:
-        raise _ferr(f"unexpected member {extra[0]!r} for op {op.value!r} (members: "
+        raise _ferr(f"unexpected member {_show(extra[0])} for op {op.value!r} (members: "
                     f"{', '.join(expected)})", path)
     missing = [m for m in expected if m not in obj]
     if missing:
@@ -216,9 +216,7 @@ def _string(v: JSON, path: str) -> str:
 
 
 def _show(v: Any) -> str:
-    """A short rendering of a (depth-checked) input value for messages."""
-    s = repr(v) if isinstance(v, (str, int, float, bool)) or v is None else json_type(v)
-    return s if len(s) <= 80 else s[:60] + "..." + s[-10:]
+    return limits.show(v)
 
 
 def _is_number(v: Any) -> bool:
@@ -245,7 +243,8 @@ def json_type(v: Any) -> str:
 _PLAIN = re.compile(r"[A-Za-z_$][\w$-]*")
 
 
-def _seg(key: Any) -> str:
+def path_step(key: Any) -> str:
+    """The JSON path step of a member name in messages: ``.name`` or ``["a b"]``."""
     key = str(key)
     return f".{key}" if _PLAIN.fullmatch(key) else f"[{json.dumps(key)}]"
 
