@@ -16,6 +16,18 @@ from functools import lru_cache
 from typing import Any
 
 from pubsift.models.records.intervals import LEX, MAXCP, TOP, Spans
+from pubsift.models.records.multivalues import TooComplex
+
+#: The most transitions (states × symbol classes) of an automaton built for a string
+#: constraint or a combination of two; beyond it :class:`TooComplex` is raised and the
+#: callers answer soundly or refuse the filter (a suffix of a few hundred characters
+#: against a case-insensitive equality of as many would otherwise take minutes).
+MAX_CELLS = 100_000
+
+
+def _budget(states: int, classes: int) -> None:
+    if states * classes > MAX_CELLS:
+        raise TooComplex(f"a string automaton would need more than {MAX_CELLS} transitions")
 
 class Dfa:
     """A complete, minimal, canonically numbered DFA; start state 0. Symbol classes are
@@ -44,6 +56,7 @@ class Dfa:
                 if hi < MAXCP:
                     cutset.add(hi)
         cuts = sorted(cutset)
+        _budget(len(edges), len(cuts))
         delta = []
         for s, es in enumerate(edges):
             row = [default[s]] * len(cuts)
@@ -65,7 +78,10 @@ class Dfa:
         index = {(0, 0): 0}
         pairs = [(0, 0)]
         delta, accept = [], []
+        limit = MAX_CELLS // len(cuts)
         for p, q in pairs:
+            if len(pairs) > limit:
+                _budget(len(pairs), len(cuts))
             rp, rq = self.delta[p], other.delta[q]
             row = []
             for k in range(len(cuts)):

@@ -231,7 +231,10 @@ def _merge_one_attribute(live: list[RecordFilter], ints: frozenset[str]
     out = live[0].as_dict()
     cs = [f.get(name) for f in live]
     if None not in cs:
-        union = reduce(lambda a, b: a | b, (value_set(c, name in ints) for c in cs))
+        try:
+            union = reduce(lambda a, b: a | b, (value_set(c, name in ints) for c in cs))
+        except TooComplex:  # too costly to decide: no perfect merger found (sound)
+            return None
         if not surely_equal(union, everything(name in ints, absent=True)):
             m = rel.merge(cs, name in ints)
             if m is None:

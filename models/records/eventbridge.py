@@ -62,7 +62,8 @@ from pubsift.models.records import limits
 from pubsift.models.records.constraints import Constraint, Interval, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.relations import Conjunction, NotRepresentable, Unsatisfiable
-from pubsift.models.records.syntax import clause_text, unsatisfiable_message
+from pubsift.models.records.multivalues import TooComplex
+from pubsift.models.records.syntax import clause_text, too_complex_message, unsatisfiable_message
 from pubsift.models.records.typesystem import Schema
 from pubsift.models.records.values import skey
 from pubsift.models.records.wire import json_type as _json_type
@@ -138,6 +139,8 @@ def _conjoin(branch: tuple[_Clause, ...], schema: Schema) -> RecordFilter:
         except Unsatisfiable:
             prev = conj.value if conj else None
             raise _DeadBranch(unsatisfiable_message(name, prev, c), path) from None
+        except TooComplex:
+            raise _err(too_complex_message(name, c), path) from None
         except NotRepresentable:
             raise FilterSyntaxError(
                 f"the patterns on attribute {name!r} cannot be combined into one attribute "

@@ -17,6 +17,7 @@ from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import FilterIndex, FilterModel, JSON
 from pubsift.models.records import conjunctive, limits, syntax, wire
 from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.multivalues import TooComplex
 from pubsift.models.records.relations import Unsatisfiable, normalize
 from pubsift.models.records.typesystem import Schema
 from pubsift.models.records.values import Record
@@ -66,20 +67,35 @@ class RecordsModel(FilterModel):
         return record
 
     # -- semantics --------------------------------------------------------------------
+    # The relations are exact; where deciding one exactly is too costly (string automata
+    # past automata.MAX_CELLS, unions of many multi-value cubes: TooComplex) they give the
+    # sound answer of DESIGN.md §2.1: covers/identical False, overlaps True, merge None.
     def matches(self, f: RecordFilter, e: Record) -> bool:
         return f.matches(e)
 
     def covers(self, f: RecordFilter, g: RecordFilter) -> bool:
-        return conjunctive.covers(f, g, integer_attrs=self._ints)
+        try:
+            return conjunctive.covers(f, g, integer_attrs=self._ints)
+        except TooComplex:
+            return False
 
     def identical(self, f: RecordFilter, g: RecordFilter) -> bool:
-        return f == g or conjunctive.identical(f, g, integer_attrs=self._ints)
+        try:
+            return f == g or conjunctive.identical(f, g, integer_attrs=self._ints)
+        except TooComplex:
+            return False
 
     def overlaps(self, f: RecordFilter, g: RecordFilter) -> bool:
-        return conjunctive.overlaps(f, g, integer_attrs=self._ints)
+        try:
+            return conjunctive.overlaps(f, g, integer_attrs=self._ints)
+        except TooComplex:
+            return True
 
     def merge(self, fs: Sequence[RecordFilter], perfect: bool = True) -> RecordFilter | None:
-        return conjunctive.merge(fs, perfect=perfect, integer_attrs=self._ints)
+        try:
+            return conjunctive.merge(fs, perfect=perfect, integer_attrs=self._ints)
+        except TooComplex:
+            return None
 
     # -- wire forms -------------------------------------------------------------------
     def dump_filter(self, f: RecordFilter) -> JSON:
@@ -101,6 +117,9 @@ class RecordsModel(FilterModel):
             except Unsatisfiable:
                 raise FilterSyntaxError(syntax.unsatisfiable_message(name, None, c), None,
                                         None, "$" + wire.path_step(name)) from None
+            except TooComplex:
+                raise FilterSyntaxError(syntax.too_complex_message(name, c), None, None,
+                                        "$" + wire.path_step(name)) from None
         return RecordFilter.of(out)
 
     def dump_event(self, e: Record) -> JSON:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from functools import lru_cache, reduce
+from functools import lru_cache, reduce, wraps
 from typing import Any
 
 from pubsift.models.records.constraints import ABSENT, Constraint, Op
@@ -117,8 +117,31 @@ def _same_scalar(x: Any, y: Any) -> bool:
     return False
 
 
+def _sound(answer: Any):
+    """Answer ``answer`` (the sound one: covers/identical False, overlaps True, merge None;
+    a callable is called with the arguments) when deciding exactly would be
+    :class:`~.multivalues.TooComplex` (string automata past ``automata.MAX_CELLS``,
+    unions of many multi-value cubes)."""
+    def wrap(fn):
+        @wraps(fn)
+        def sound(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except TooComplex:
+                return answer(*args, **kwargs) if callable(answer) else answer
+        return sound
+    return wrap
+
+
+def _not_representable(*args: Any, **kwargs: Any) -> Constraint:
+    raise NotRepresentable("deciding this conjunction exactly is too costly (string "
+                           "automata too large)")
+
+
+@_sound(False)
 def covers(a: Constraint, b: Constraint, integer: bool = False) -> bool:
-    """L_A(a) ⊇ L_A(b), exactly (Mühl §4.3.2, Tables 4.1-4.7)."""
+    """L_A(a) ⊇ L_A(b), exactly (Mühl §4.3.2, Tables 4.1-4.7); False when too costly to
+    decide (:func:`_sound`)."""
     if a is b:
         return True
     if a.op is _EQ and b.op is _EQ and not integer:
@@ -161,8 +184,9 @@ def span_key(c: Constraint, integer: bool = False) -> tuple | None:
     return ("empty",) if span is None else (line is LEX, span)
 
 
+@_sound(False)
 def identical(a: Constraint, b: Constraint, integer: bool = False) -> bool:
-    """L_A(a) = L_A(b), exactly."""
+    """L_A(a) = L_A(b), exactly (False when too costly to decide)."""
     if a is b:
         return True
     if a.op is _EQ and b.op is _EQ and not integer:
@@ -179,8 +203,9 @@ def identical(a: Constraint, b: Constraint, integer: bool = False) -> bool:
     return value_set(a, integer) == value_set(b, integer)
 
 
+@_sound(True)
 def overlaps(a: Constraint, b: Constraint, integer: bool = False) -> bool:
-    """L_A(a) ∩ L_A(b) ≠ ∅, exactly."""
+    """L_A(a) ∩ L_A(b) ≠ ∅, exactly (True when too costly to decide)."""
     if a.op is _EQ and b.op is _EQ and not integer:
         return _same_scalar(a.operand, b.operand)
     la, sa = _span_of(a, integer)
@@ -272,6 +297,7 @@ def _normalize(c: Constraint, integer: bool) -> Constraint:
     return found if found is not None else canonical_hint(c)
 
 
+@_sound(_not_representable)
 def conjoin(a: Constraint, b: Constraint, integer: bool = False) -> Constraint:
     """One constraint equivalent to ``a ∧ b`` (Mühl §4.3.2: conjunction-complete classes,
     ``{x ∈ [3,7] ∧ x ∈ [5,8]}`` -> ``{x ∈ [5,7]}``, ``{x ≥ 3 ∧ x ≤ 5}`` -> ``{x ∈ [3,5]}``).
@@ -393,6 +419,7 @@ def _multi_candidates(cs: Sequence[Constraint]) -> list[Constraint]:
     return out
 
 
+@_sound(None)
 def merge(cs: Iterable[Constraint], integer: bool = False) -> Constraint | None:
     """A perfect merger: one constraint with L_A = ∪ L_A(cs) exactly (Mühl §4.3.7, Table
     4.8), or None when no single constraint is one."""
@@ -438,18 +465,33 @@ def _str_candidates(vs: ValueSet, cs: Sequence[Constraint]) -> list[Constraint]:
     subs = [c.operand for c in cs if c.op in (Op.SUBSTRING, Op.SUFFIX, Op.PREFIX, Op.EQ)
             and isinstance(c.operand, str)]
     if subs:
-        shortest = min(subs, key=len)
-        for n in range(len(shortest), 0, -1):
-            common = [shortest[i:i + n] for i in range(len(shortest) - n + 1)
-                      if all(shortest[i:i + n] in s for s in subs)]
-            if common:
-                out += [Constraint(Op.SUBSTRING, w) for w in common]
-                break
+        out += [Constraint(Op.SUBSTRING, w) for w in _longest_common_substrings(subs)]
     folded = {c.operand.casefold() for c in cs if c.op in (Op.EQ, Op.EQ_IGNORE_CASE)
               and isinstance(c.operand, str)}
     if len(folded) == 1:
         out.append(Constraint(Op.EQ_IGNORE_CASE, folded.pop()))
     return out
+
+
+def _longest_common_substrings(words: Sequence[str]) -> list[str]:
+    """The longest substrings of the shortest word that every word contains (none if
+    they share no character), found by binary search on the length (a common substring
+    of length n has common substrings of every shorter length): O(log n) rounds."""
+    shortest = min(words, key=len)
+
+    def common(n: int) -> list[str]:
+        found = dict.fromkeys(shortest[i:i + n] for i in range(len(shortest) - n + 1))
+        return [w for w in found if all(w in s for s in words)]
+
+    lo, hi, best = 1, len(shortest), []
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        found = common(mid)
+        if found:
+            best, lo = found, mid + 1
+        else:
+            hi = mid - 1
+    return best
 
 
 def _num_candidates(vs: ValueSet, integer: bool) -> list[Constraint]:
@@ -464,12 +506,23 @@ def _num_candidates(vs: ValueSet, integer: bool) -> list[Constraint]:
     return out
 
 
+def _any_value(cs: Iterable[Constraint], integer: bool = False) -> Constraint:
+    if any(c.op is _NOT_EXISTS for c in cs):
+        raise NotRepresentable("no single constraint admits both a missing attribute and "
+                               "a value; drop the attribute filter instead")
+    return Constraint(Op.EXISTS)
+
+
 def hull(cs: Iterable[Constraint], integer: bool = False) -> Constraint:
     """The tightest single constraint found that covers every constraint of ``cs``
     (imperfect merging, Mühl §4.3.7); the perfect merger when there is one. Raises
     :class:`NotRepresentable` when ``cs`` admits both ABSENT and values (no single
     constraint does: drop the attribute instead)."""
-    cs = list(cs)
+    return _hull(list(cs), integer)
+
+
+@_sound(_any_value)
+def _hull(cs: list[Constraint], integer: bool) -> Constraint:
     found = merge(cs, integer)
     if found is not None:
         return found

@@ -25,6 +25,8 @@ from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.records import limits
+from pubsift.models.records.automata import MAX_CELLS
+from pubsift.models.records.multivalues import TooComplex
 from pubsift.models.records.constraints import Constraint, Interval, Op, TypeSet
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.relations import Conjunction, NotRepresentable, Unsatisfiable
@@ -239,6 +241,8 @@ class _Parser:
                 prev = conj.value if conj else None
                 raise FilterSyntaxError(unsatisfiable_message(name, prev, c), self.text,
                                         pos) from None
+            except TooComplex:
+                raise FilterSyntaxError(too_complex_message(name, c), self.text, pos) from None
             except NotRepresentable:
                 raise FilterSyntaxError(
                     f"the clauses on attribute {name!r} cannot be combined into one attribute "
@@ -400,6 +404,16 @@ class _Parser:
 
 def clause_text(name: str, c: Constraint) -> str:
     return f"{format_name(name)} {format_constraint(c)}"
+
+
+def too_complex_message(name: str, c: Constraint) -> str:
+    """The message for a clause whose string automaton exceeds ``automata.MAX_CELLS``."""
+    return (f"{_short(clause_text(name, c))} is too complex: its string automaton would "
+            f"need more than {MAX_CELLS} transitions (shorten the string)")
+
+
+def _short(s: str) -> str:
+    return s if len(s) <= 80 else s[:60] + "..." + s[-10:]
 
 
 def unsatisfiable_message(name: str, prev: Constraint | None, c: Constraint) -> str:

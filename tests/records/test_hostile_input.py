@@ -4,6 +4,7 @@ wrong JSON types, lone surrogates — and a failing index ``add`` changes nothin
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -12,6 +13,7 @@ from pubsift.models.records import limits
 from pubsift.models.records.constraints import Constraint, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.model import RecordsModel
+from pubsift.models.records.typesystem import Schema
 
 M = RecordsModel()
 BIG = int("9" * 400)                        # beyond every float
@@ -345,3 +347,64 @@ def test_remove_of_an_absent_pair_is_a_key_error_and_changes_nothing():
     with pytest.raises(KeyError):
         idx.remove(RecordFilter.of({"x": Constraint(Op.EQ, 2)}), 1)
     assert _state(idx) == before
+
+
+# -- string automata: bounded work, sound answers ----------------------------------------
+
+def test_long_affix_constraints_relate_in_bounded_time_with_sound_answers():
+    s = "ab" * 1000  # a product of these automata has ~4 million states
+    suffix = M.parse_filter(f'x suffix "{s}"')
+    caseless = M.parse_filter(f'x equals-ignore-case "{s}"')
+    substring = M.parse_filter(f'x substring "{s}"')
+    t = time.perf_counter()
+    for f, g in ((suffix, caseless), (caseless, suffix), (substring, caseless)):
+        assert M.covers(f, g) in (False, True)
+        assert M.overlaps(f, g) is True          # they do overlap (s itself)
+        assert not M.identical(f, g)
+        m = M.merge([f, g])
+        assert m is None or (M.covers(m, f) and M.covers(m, g))
+        h = M.merge([f, g], perfect=False)
+        assert h is not None and M.matches(h, M.parse_event({"x": s}))
+    assert time.perf_counter() - t < 15  # was minutes per pair
+    idx = M.new_index()
+    for i, f in enumerate((suffix, caseless, substring)):
+        idx.add(f, i)
+    assert idx.match(M.parse_event({"x": "Ab" + s})) == {0, 2}
+    assert idx.covering(suffix) >= {0} and idx.overlapping(caseless) >= {1}
+
+
+def test_a_string_constraint_whose_automaton_is_too_large_is_refused():
+    import pubsift.models.records.automata as automata
+
+    s = "".join(chr(0x4E00 + i) for i in range(400))  # 401 states x 801 classes
+    for spec in (f'x suffix "{s}"', {"x": [{"suffix": s}]},):
+        with pytest.raises(FilterSyntaxError, match="too complex") as exc:
+            M.parse_filter(spec)
+        assert str(automata.MAX_CELLS) in str(exc.value)
+    with pytest.raises(FilterSyntaxError, match="too complex") as exc:
+        M.load_filter({"x": {"op": "substring", "value": s}})
+    assert exc.value.path == "$.x"
+    assert M.parse_filter(f'x prefix "{s}"')  # lexical: no automaton
+
+
+def test_hull_of_long_common_substrings_is_found_quickly():
+    from pubsift.models.records import relations as rel
+
+    a, b = "x" * 3000 + "core" + "y" * 3000, "z" * 3000 + "core" + "w" * 3000
+    t = time.perf_counter()
+    assert rel._longest_common_substrings([a, b]) == ["core"]
+    assert time.perf_counter() - t < 2
+
+
+def test_loaded_wire_filters_are_canonical_and_round_trip_through_text():
+    f = M.load_filter({"x": {"op": "equals-ignore-case", "value": "\\"},
+                       "y": {"op": "in", "values": [1]}})
+    assert f == M.parse_filter('x = "\\\\" and y = 1')
+    assert M.parse_filter(M.format_filter(f)) == f
+    with pytest.raises(FilterSyntaxError, match="can never hold") as exc:
+        M.load_filter({"x": {"op": "not-prefix", "value": ""}})
+    assert exc.value.path == "$.x"
+    ints = RecordsModel(Schema.of(integer_attrs=["n"]))
+    with pytest.raises(FilterSyntaxError, match="can never hold"):
+        ints.load_filter({"n": {"op": "in-range", "lo": 1, "hi": 2, "lo_closed": False,
+                               "hi_closed": False}})
