@@ -30,8 +30,10 @@ branch are combined with :func:`relations.conjoin`.
 Rejected with a :class:`FilterSyntaxError` naming the JSON path: ``cidr`` (no IP-address
 type), ``wildcard`` with a ``*`` inside the value, case-insensitive prefix/suffix and
 ``anything-but`` + ``equals-ignore-case`` (no such operators), empty objects/arrays, ``$or``
-used as a plain field name (event-ruler's legacy reading), unknown matchers, and patterns that
-expand into more than :data:`MAX_FILTERS` conjunctive filters.
+used as a plain field name (event-ruler's legacy reading), unknown matchers, patterns that
+expand into more than :data:`MAX_FILTERS` conjunctive filters, a field addressed twice in one
+object (a dotted name and a nested object, in either order), and input beyond the limits
+of :mod:`.limits` (nesting, integer digits, non-finite numbers, lone surrogates).
 
 Semantic differences to event-ruler (documented in docs/records-syntax.md):
 
