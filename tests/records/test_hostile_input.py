@@ -408,3 +408,17 @@ def test_loaded_wire_filters_are_canonical_and_round_trip_through_text():
     with pytest.raises(FilterSyntaxError, match="can never hold"):
         ints.load_filter({"n": {"op": "in-range", "lo": 1, "hi": 2, "lo_closed": False,
                                "hi_closed": False}})
+
+
+def test_a_failing_bulk_add_leaves_the_index_exactly_as_it_was():
+    idx = M.new_index()
+    held = M.parse_filter("x = 1")
+    idx.add(held, 0)
+    before = _state(idx)
+    pairs = [(M.parse_filter("x > 3"), 1), (held, 0), (M.parse_filter("y exists"), 2),
+             ("not a filter", 3), (M.parse_filter("z = 1"), 4)]
+    with pytest.raises(TypeError):
+        idx.bulk_add(pairs)
+    assert _state(idx) == before and (held, 0) in idx
+    idx.bulk_add(pairs[:3])
+    assert len(idx) == 3
