@@ -422,3 +422,13 @@ def test_a_failing_bulk_add_leaves_the_index_exactly_as_it_was():
     assert _state(idx) == before and (held, 0) in idx
     idx.bulk_add(pairs[:3])
     assert len(idx) == 3
+
+
+def test_a_large_string_exclusion_relates_to_an_automaton_in_linear_time():
+    # the lexical spans of 5,000 excluded strings became an automaton one span at a time
+    many = M.parse_filter(" and ".join(f'x != "s{i}"' for i in range(5000)))
+    suffix = M.parse_filter('x suffix "a"')
+    t = time.perf_counter()
+    assert M.covers(many, suffix) and not M.covers(suffix, many)
+    assert M.overlaps(many, suffix)
+    assert time.perf_counter() - t < 10  # quadratic: about a minute
