@@ -24,21 +24,33 @@ from pubsift.models.records.intervals import INF, LEX, REAL, TOP, Spans
 from pubsift.models.records.values import BOOL, NULL, NUM, STR, kind
 
 _BOOLS = frozenset({True, False})
+#: finite (co-finite) sets up to this size are kept in the finite form
+LIMIT = 4096
 
 
 class Elems:
     """A set of scalars (see the module docstring); immutable."""
 
-    __slots__ = ("fin", "_gen")
+    __slots__ = ("fin", "_gen", "_hash")
 
     def __init__(self, fin: tuple | None = None, gen: tuple | None = None) -> None:
         self.fin = fin  # (neg, frozenset of skeys) or None
         self._gen = gen  # (num Spans, StrSet, bools, null) or None
+        self._hash: int | None = None
 
     @classmethod
     def of(cls, num: Spans, strs: StrSet, bools: frozenset, null: bool) -> "Elems":
-        """The general form (numbers on the real line)."""
-        return cls(None, (num, strs, frozenset(bools), bool(null)))
+        """The set with these parts (numbers on the real line), in the finite form when it
+        is finite or co-finite with at most :data:`LIMIT` exceptions (so that equal sets
+        hash alike)."""
+        e = cls(None, (num, strs, frozenset(bools), bool(null)))
+        keys = e.members(LIMIT)
+        if keys is not None:
+            return cls((False, frozenset(keys)), e._gen)
+        keys = (~e).members(LIMIT)
+        if keys is not None:
+            return cls((True, frozenset(keys)), e._gen)
+        return e
 
     @property
     def gen(self) -> tuple:
@@ -75,7 +87,7 @@ class Elems:
         if self.fin is not None:
             return Elems((not self.fin[0], self.fin[1]))
         n, s, b, z = self.gen
-        return Elems.of(~n, ~s, _BOOLS - b, not z)
+        return Elems(None, (~n, ~s, _BOOLS - b, not z))  # neither finite nor co-finite
 
     def is_empty(self) -> bool:
         if self.fin is not None:
@@ -133,6 +145,8 @@ class Elems:
 
     # -- identity ---------------------------------------------------------------------
     def __eq__(self, o: object) -> bool:
+        if self is o:
+            return True
         if not isinstance(o, Elems):
             return NotImplemented
         if self.fin is not None and o.fin is not None:
@@ -141,15 +155,18 @@ class Elems:
         return n1 == n2 and b1 == b2 and z1 == z2 and s1 == s2
 
     def __hash__(self) -> int:
-        # consistent across both forms: the booleans, null and whether numbers are members
-        if self.fin is not None:
-            neg, keys = self.fin
-            b = frozenset(v for k, v in keys if k == BOOL)
-            z = any(k == NULL for k, _ in keys)
-            n = any(k == NUM for k, _ in keys)
-            return hash((_BOOLS - b, not z, True) if neg else (b, z, n))
-        n, _, b, z = self.gen
-        return hash((b, z, bool(n)))
+        # equal sets hash alike: a set with at most LIMIT members or exceptions always has
+        # the finite form (Elems.of); the others hash by their booleans and null only
+        h = self._hash
+        if h is None:
+            fin = self.fin
+            if fin is not None and len(fin[1]) <= LIMIT:
+                h = hash(fin)
+            else:
+                _, _, b, z = self.gen
+                h = hash((b, z))
+            self._hash = h
+        return h
 
     def __repr__(self) -> str:
         if self.fin is not None:
@@ -161,4 +178,4 @@ class Elems:
 NO_ELEMS = Elems((False, frozenset()))
 ALL_ELEMS = Elems((True, frozenset()))
 
-__all__ = ["ALL_ELEMS", "NO_ELEMS", "Elems"]
+__all__ = ["ALL_ELEMS", "LIMIT", "NO_ELEMS", "Elems"]
