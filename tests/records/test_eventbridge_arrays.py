@@ -199,3 +199,16 @@ def test_index_answers_array_patterns_as_the_linear_scan():
     for e in events:
         r = Record.of(e)
         assert idx.match(r) == {k for f, k in held if f.matches(r)}, e
+
+
+def test_covered_by_finds_held_filters_without_the_attribute_any_not_exists_admits():
+    """``a any not exists`` admits the absent attribute, so a held filter's witness may
+    lack ``a`` and still lie in it: the index must not search the witnesses by ``a``."""
+    model = RecordsModel()
+    idx = model.new_index()
+    g = parse_text("a not exists and b = 1")
+    idx.add(g, "g")
+    idx.add(parse_text("a = 1 and b = 1"), "other")
+    f = parse_text("a any not exists and b = 1")
+    assert model.covers(f, g)
+    assert idx.covered_by(f) == {"g"}
