@@ -316,5 +316,5 @@ _MATCH = {
     Op.OVERLAPS: _multi(lambda x, m: bool(x & m)),
 }
 
-__all__ = ["ABSENT", "ELEMENT_OPS", "Constraint", "Interval", "Op", "TypeSet", "BOOL", "MULTI", "NULL",
-           "NUM", "STR"]
+__all__ = ["ABSENT", "ELEMENT_OPS", "Constraint", "Interval", "Op", "TypeSet", "BOOL", "MULTI",
+           "NULL", "NUM", "STR"]

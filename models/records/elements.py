@@ -17,7 +17,6 @@ answer over the reals holds over the integers).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from pubsift.models.records.automata import StrSet
 from pubsift.models.records.intervals import INF, LEX, REAL, TOP, Spans

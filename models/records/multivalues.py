@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from pubsift.models.records.elements import ALL_ELEMS, Elems
 from pubsift.models.records.values import skey
