@@ -15,6 +15,10 @@ the items whose constraint accepts a value, exactly (``Constraint.matches``):
   with :mod:`bisect` (one-sided bounds give a contiguous run of accepting items; two-sided
   intervals are searched by lower bound and their upper bound is checked);
 * ``exists`` / ``not-exists``: a list for any present value / for the absent value;
+* ``any c`` (EventBridge's "some element"): the inner constraints in an attribute index of
+  their own, probed with a scalar value itself and with each element of a list (items
+  found through several elements are returned once); ``any not exists`` in the absent
+  list and in a list for the empty multi value;
 * everything else (≠, not-in, not-prefix, substring, multi-value operators, ...): a residual
   list evaluated with the compiled test of :mod:`pubsift.models.records.predicates`.
 
@@ -183,7 +187,8 @@ class AttributeIndex:
     """(constraint, item) pairs of one attribute; :meth:`probe` finds the accepting items."""
 
     __slots__ = ("eq_str", "eq_num", "eq_other", "ieq", "inst", "pre", "pre_lens", "suf",
-                 "suf_lens", "numbers", "strings", "present", "absent", "residual", "size")
+                 "suf_lens", "numbers", "strings", "present", "absent", "residual", "size",
+                 "elements", "no_leaf")
 
     def __init__(self) -> None:
         self.eq_str: dict[str, list] = {}
@@ -201,6 +206,8 @@ class AttributeIndex:
         self.absent: list = []
         self.residual: list[tuple[Any, Any]] = []  # (test, item)
         self.size = 0
+        self.elements: AttributeIndex | None = None  # inner constraints of ``any``
+        self.no_leaf: list = []  # ``any not exists``: absent (in self.absent too) or []
 
     # -- maintenance ------------------------------------------------------------------
     def add(self, c: Constraint, item: Any) -> None:
@@ -241,6 +248,8 @@ class AttributeIndex:
         elif op in _RANGE_OPS:
             ranges = self.strings if c.value_kind == STR else self.numbers
             (ranges.add if add else ranges.remove)(c, item)
+        elif op is Op.ANY:
+            self._apply_any(x, item, add)
         elif op is Op.EXISTS or op is Op.NOT_EXISTS:
             bucket = self.present if op is Op.EXISTS else self.absent
             if add:
@@ -257,6 +266,27 @@ class AttributeIndex:
             else:
                 raise KeyError(item)
 
+    def _apply_any(self, inner: Constraint, item: Any, add: bool) -> None:
+        if inner.op is Op.NOT_EXISTS:
+            if add:
+                self.absent.append(item)
+                self.no_leaf.append(item)
+            else:
+                _remove_identity(self.no_leaf, item)
+                _remove_identity(self.absent, item)
+            return
+        sub = self.elements
+        if add:
+            if sub is None:
+                sub = self.elements = AttributeIndex()
+            sub.add(inner, item)
+        else:
+            if sub is None:
+                raise KeyError(item)
+            sub.remove(inner, item)
+            if not sub.size:
+                self.elements = None
+
     # -- queries ----------------------------------------------------------------------
     def probe(self, v: Any) -> list:
         """Buckets (iterables) of the items whose constraint accepts ``v`` (``ABSENT`` for
@@ -265,6 +295,8 @@ class AttributeIndex:
             return [self.absent] if self.absent else []
         out: list = []
         t = v.__class__
+        if self.elements is not None or self.no_leaf:
+            self._probe_any(v, t, out)
         if t is str:
             k = STR
         elif t is int or t is float:
@@ -314,6 +346,31 @@ class AttributeIndex:
         if self.residual:
             out.append([item for test, item in self.residual if test(v)])
         return out
+
+
+    def _probe_any(self, v: Any, t: type, out: list) -> None:
+        """The ``any`` items accepting v: probes with v, or with each element of a list."""
+        if t is not tuple:
+            if self.elements is not None:
+                out.extend(self.elements.probe(v))
+            return
+        if not v:
+            if self.no_leaf:
+                out.append(self.no_leaf)
+            return
+        sub = self.elements
+        if sub is None:
+            return
+        if len(v) == 1:
+            out.extend(sub.probe(v[0]))
+            return
+        seen: dict[int, Any] = {}
+        for e in v:
+            for bucket in sub.probe(e):
+                for item in bucket:
+                    seen[id(item)] = item
+        if seen:
+            out.append(list(seen.values()))
 
 
 def _count(lens: dict[int, int], n: int, add: bool) -> None:

@@ -2,30 +2,39 @@
 
 A pattern is a JSON object whose nested objects address dotted attribute names
 (``{"detail": {"state": [...]}}`` -> ``detail.state``) and whose leaf arrays list what a field
-may match: literals (one -> ``=``, several -> ``in {...}``) and matcher objects:
+may match: literals (one -> ``=``, several -> ``in {...}``) and matcher objects. Every matcher
+tests the *leaves* of the field (Amazon EventBridge user guide, "Arrays in Amazon EventBridge
+event patterns"; event-ruler README, "JSON Array Matching"): the value itself, or each
+element when the event holds an array there, and holds when some leaf matches. So each
+becomes an "any element" constraint (:data:`Op.ANY <.constraints.Op>`, text form ``any``):
 
 =====================================  =============================================
 pattern                                records constraint
 =====================================  =============================================
-``"s"``, ``5``, ``true``, ``null``     ``= v`` (several literals: ``in {...}``)
-``{"exactly": "s"}``                   ``= "s"``
-``{"prefix": "s"}``                    ``prefix "s"``
-``{"suffix": "s"}``                    ``suffix "s"``
-``{"equals-ignore-case": "s"}``        ``equals-ignore-case "s"``
-``{"anything-but": v}`` / ``[v, ..]``  ``!= v`` / ``not in {...}`` (all strings or all numbers)
-``{"anything-but": {"prefix": "s"}}``  ``not prefix "s"`` (likewise ``suffix``)
-``{"numeric": [">", a, "<=", b]}``     ``in (a, b]``; one comparison: ``> a`` etc.; ``"="``
-``{"exists": true}`` / ``false``       ``exists`` / ``not exists``
-``{"wildcard": "s*"}``                 ``prefix``; ``"*s"`` suffix; ``"*s*"`` substring;
-                                       no ``*``: ``=``
+``"s"``, ``5``, ``true``, ``null``     ``any = v`` (several literals: ``any in {...}``)
+``{"exactly": "s"}``                   ``any = "s"``
+``{"prefix": "s"}``                    ``any prefix "s"``
+``{"suffix": "s"}``                    ``any suffix "s"``
+``{"equals-ignore-case": "s"}``        ``any equals-ignore-case "s"``
+``{"anything-but": v}`` / ``[v, ..]``  ``any != v`` / ``any not in {...}`` (all strings or all
+                                       numbers; an array matches when some element is
+                                       not excluded, as event-ruler matches per leaf)
+``{"anything-but": {"prefix": "s"}}``  ``any not prefix "s"`` (likewise ``suffix``)
+``{"numeric": [">", a, "<=", b]}``     ``any in (a, b]``; one comparison: ``any > a``;
+                                       ``"="``
+``{"exists": true}`` / ``false``       ``any exists`` (a scalar or a non-empty array) /
+                                       ``any not exists`` (absent, or ``[]``: no leaf)
+``{"wildcard": "s*"}``                 ``any prefix``; ``"*s"`` suffix; ``"*s*"``
+                                       substring; no ``*``: ``any =``
 =====================================  =============================================
 
 Disjunctions become several conjunctive filters (Mühl 000, §4.3.2: a compound filter is a
 set of conjunctive filters interpreted disjunctively): ``"$or": [{...}, {...}]`` (at least
 two objects, as in event-ruler), and a leaf array mixing several matchers
-(``["a", {"prefix": "b"}]`` is ``= "a"`` or ``prefix "b"``). :func:`parse_pattern` returns the
-list; a branch that can match nothing is dropped. Several patterns on one attribute in one
-branch are combined with :func:`relations.conjoin`.
+(``["a", {"prefix": "b"}]`` is ``any = "a"`` or ``any prefix "b"``). :func:`parse_pattern`
+returns the list; a branch that can match nothing is dropped. Several patterns on one
+attribute in one branch are combined with :func:`relations.conjoin` (``any = 1`` and
+``any = 2``: an array holding both, ``superset {1, 2}``).
 
 Rejected with a :class:`FilterSyntaxError` naming the JSON path: ``cidr`` (no IP-address
 type), ``wildcard`` with a ``*`` inside the value, case-insensitive prefix/suffix and
@@ -37,11 +46,9 @@ of :mod:`.limits` (nesting, integer digits, non-finite numbers, lone surrogates)
 
 Semantic differences to event-ruler (documented in docs/records-syntax.md):
 
-* **Arrays in events.** event-ruler matches a scalar pattern against *every element* of an
-  array-valued field (``["admin"]`` matches ``{"tags": ["user", "admin"]}``). The records
-  model treats a list as one multi value that only the multi-value operators (subset,
-  superset, contains, not contains, disjoint, overlaps) test; scalar constraints never match
-  it. Arrays of objects are not records events at all.
+* **Arrays of objects** in events (``{"a": [{"b": 1}, {"b": 2}]}``, which event-ruler
+  flattens into the leaves ``a.b`` = 1, 2 with array-consistent matching across fields) are
+  not records events: :class:`~.values.Record` refuses them with an ``EventError``.
 * **Kinds.** ``anything-but`` here excludes values among values of the same kind (strings or
   numbers); event-ruler compares JSON text, so a string exclusion also accepts numbers.
 * **Numbers** compare exactly here; event-ruler's ``numeric`` works in -5e9..5e9 with six
@@ -220,7 +227,7 @@ def _leaf(arr: list | tuple, name: str, path: str) -> list[_Clause]:
     for i, v in enumerate(arr):
         ipath = f"{path}[{i}]"
         if isinstance(v, Mapping):
-            matchers.append(_Clause(name, _matcher(v, ipath), ipath))
+            matchers.append(_Clause(name, _leaves(_matcher(v, ipath)), ipath))
         elif isinstance(v, (list, tuple)):
             raise _err("nested arrays are not allowed; a field's array holds values and "
                        "matcher objects", ipath)
@@ -231,8 +238,14 @@ def _leaf(arr: list | tuple, name: str, path: str) -> list[_Clause]:
         keys = frozenset(skey(v) for v in literals)
         c = (Constraint(Op.EQ, literals[0]) if len(keys) == 1
              else Constraint(Op.IN_SET, keys))
-        out.append(_Clause(name, c, path))
+        out.append(_Clause(name, _leaves(c), path))
     return out + matchers
+
+
+def _leaves(c: Constraint) -> Constraint:
+    """A pattern tests the leaves of a field: the value, or each element of an array
+    ("Arrays in Amazon EventBridge event patterns")."""
+    return Constraint(Op.ANY, c)
 
 
 # --------------------------------------------------------------------------------------

@@ -78,6 +78,8 @@ _OTHER = 7  # ≠, not-in, not-prefix, substring, multi-value operators, exists,
 
 def _order(nc: tuple[str, Constraint]) -> tuple:
     name, c = nc
+    if c.op is Op.ANY:  # "any element": as selective as its inner constraint
+        c = c.operand
     if c.op is Op.IN_SET:
         sub = len(c.operand)
     elif c.op is Op.PREFIX or c.op is Op.SUFFIX:
@@ -398,7 +400,8 @@ class RecordsIndex(FilterIndex[Hashable]):
         return self._keys_where(self._covered_candidates(f), lambda g: covers(f, g))
 
     def _covered_candidates(self, f: RecordFilter) -> Any:
-        usable = [(n, c) for n, c in f.constraints if c.op is not Op.NOT_EXISTS]
+        # a witness leaves out absent attributes: filters accepting ABSENT cannot search
+        usable = [(n, c) for n, c in f.constraints if not c.matches(ABSENT)]
         if not usable:
             return self._entries.values()
         witnesses = self._witnesses

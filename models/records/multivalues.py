@@ -1,8 +1,10 @@
 """Sets of multi values (lists taken as sets) for the operators of Mühl 000, §4.3.3 and
 Table 4.7: subset, superset, contains, not-contains, disjoint, overlaps.
 
-Each operator denotes a *cube* ``{X | X ⊆ U, L ⊆ X, X ∩ O_i ≠ ∅ for all i}`` with U finite
-or co-finite, L finite and each O_i finite or co-finite; intersections of cubes are cubes,
+Each operator denotes a *cube* ``{X | X ⊆ U, L ⊆ X, X ∩ O_i ≠ ∅ for all i}`` with U and
+each O_i a set of scalars (:class:`~.elements.Elems`: finite or co-finite for the operators
+of Table 4.7; the value set of a scalar constraint for the "any element" constraints of
+EventBridge patterns, ``X ∩ L_A(c) ≠ ∅``) and L finite; intersections of cubes are cubes,
 the complement of a cube is a union of cubes, and a cube is non-empty iff ``L ⊆ U`` and
 every ``O_i ∩ U`` is non-empty (then ``L`` plus one element of each ``O_i ∩ U`` is a
 member). A :class:`MultiSet` is a finite union of cubes: closed under union, intersection
@@ -12,32 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
+from pubsift.models.records.elements import ALL_ELEMS, Elems
 from pubsift.models.records.values import skey
-
-# An element set is (neg, elems): elems (neg False) or everything but elems (neg True);
-# elements are skey pairs.
-ALL_ELEMS = (True, frozenset())
-
-
-def _fc_and(a: tuple, b: tuple) -> tuple:
-    (na, ea), (nb, eb) = a, b
-    if na and nb:
-        return (True, ea | eb)
-    if na:
-        return (False, eb - ea)
-    if nb:
-        return (False, ea - eb)
-    return (False, ea & eb)
-
-
-def _fc_not(a: tuple) -> tuple:
-    return (not a[0], a[1])
-
-
-def _fc_has(a: tuple, e: Any) -> bool:
-    return (e in a[1]) != a[0]
 
 
 def _fresh(avoid: frozenset) -> tuple:
@@ -47,50 +26,72 @@ def _fresh(avoid: frozenset) -> tuple:
     return ("str", f"x{i}")
 
 
+def _member(o: Elems, avoid: frozenset, count: int) -> list[tuple]:
+    """Up to ``count`` members of o not in ``avoid`` (skeys)."""
+    if o.fin is not None:
+        neg, elems = o.fin
+        if neg:
+            out: list[tuple] = []
+            while len(out) < count:
+                out.append(_fresh(elems | avoid | frozenset(out)))
+            return out
+        return sorted(elems - avoid, key=repr)[:count]
+    out = []
+    for e in o.samples():
+        if e not in avoid and e not in out:
+            out.append(e)
+            if len(out) == count:
+                break
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class Cube:
     """``{X | X ⊆ upper, lower ⊆ X, X ∩ o ≠ ∅ for o in hits}`` (non-empty when built
-    by :func:`cube`)."""
+    by :func:`cube`); ``upper`` and each hit are :class:`~.elements.Elems`, ``lower`` a
+    frozenset of skeys."""
 
-    upper: tuple
+    upper: Elems
     lower: frozenset
     hits: frozenset
 
     def contains(self, x: frozenset) -> bool:
-        return (all(_fc_has(self.upper, e) for e in x) and self.lower <= x
-                and all(any(_fc_has(o, e) for e in x) for o in self.hits))
+        up = self.upper
+        return (all(up.has(e) for e in x) and self.lower <= x
+                and all(any(o.has(e) for e in x) for o in self.hits))
 
     def samples(self) -> Iterator[frozenset]:
         """The least member, then members with one more element."""
         x = set(self.lower)
-        for neg, elems in sorted(self.hits, key=repr):
-            if any(_fc_has((neg, elems), e) for e in x):
+        for o in sorted(self.hits, key=repr):
+            if any(o.has(e) for e in x):
                 continue
-            x.add(_fresh(elems | frozenset(x)) if neg else min(elems, key=repr))
+            x.update(_member(o, frozenset(x), 1))
         yield frozenset(x)
-        neg, elems = self.upper
-        extra = [_fresh(elems | frozenset(x))] if neg else sorted(elems - x, key=repr)
-        for e in extra[:4]:
+        for e in _member(self.upper, frozenset(x), 4):
             yield frozenset(x | {e})
 
 
-def cube(upper: tuple, lower: frozenset, hits) -> Cube | None:
-    """The normalized cube, or None if it is empty."""
-    if not all(_fc_has(upper, e) for e in lower):
+def cube(upper: Elems, lower: frozenset, hits) -> Cube | None:
+    """The normalized cube, or None if it is empty (exact: a finite X in the cube exists
+    iff ``lower ⊆ upper`` and every hit meets ``upper``)."""
+    if not all(upper.has(e) for e in lower):
         return None
-    kept: list[tuple] = []
+    kept: list[Elems] = []
     for o in hits:
-        o = _fc_and(o, upper)
-        if any(_fc_has(o, e) for e in lower):
+        o = o & upper
+        if any(o.has(e) for e in lower):
             continue
-        if not o[0] and len(o[1]) <= 1:
-            if not o[1]:
+        one = o.members(1)
+        if one is not None:
+            if not one:
                 return None
-            return cube(upper, lower | o[1], hits)  # X ∩ {e} ≠ ∅ iff e ∈ X
-        kept.append(o)
+            return cube(upper, lower | frozenset(one), hits)  # X ∩ {e} ≠ ∅ iff e ∈ X
+        if o not in kept:
+            kept.append(o)
     minimal = set()
     for o in kept:  # X ∩ o ≠ ∅ implies X ∩ o' ≠ ∅ for o ⊆ o'
-        if not any(p != o and _fc_and(p, _fc_not(o)) == (False, frozenset()) for p in kept):
+        if not any(p != o and p.issubset(o) for p in kept):
             minimal.add(o)
     return Cube(upper, lower, frozenset(minimal))
 
@@ -99,15 +100,15 @@ ALL_CUBE = Cube(ALL_ELEMS, frozenset(), frozenset())
 
 
 def _cube_and(a: Cube, b: Cube) -> Cube | None:
-    return cube(_fc_and(a.upper, b.upper), a.lower | b.lower, a.hits | b.hits)
+    return cube(a.upper & b.upper, a.lower | b.lower, a.hits | b.hits)
 
 
 def _cube_not(c: Cube) -> list[Cube]:
     out = []
     if c.upper != ALL_ELEMS:
-        out.append(cube(ALL_ELEMS, frozenset(), [_fc_not(c.upper)]))
-    out += [cube((True, frozenset([e])), frozenset(), ()) for e in c.lower]
-    out += [cube(_fc_not(o), frozenset(), ()) for o in c.hits]
+        out.append(cube(ALL_ELEMS, frozenset(), [~c.upper]))
+    out += [cube(Elems((True, frozenset([e]))), frozenset(), ()) for e in c.lower]
+    out += [cube(~o, frozenset(), ()) for o in c.hits]
     return [x for x in out if x is not None]
 
 

@@ -56,7 +56,7 @@ class NotRepresentable(ValueError):
 _EXISTS, _NOT_EXISTS, _EQ, _IN_SET, _INSTANCEOF = (Op.EXISTS, Op.NOT_EXISTS, Op.EQ, Op.IN_SET,
                                                    Op.INSTANCEOF)
 _LT, _LE, _GT, _GE, _IN_RANGE, _PREFIX = Op.LT, Op.LE, Op.GT, Op.GE, Op.IN_RANGE, Op.PREFIX
-_SUFFIX, _SUBSTRING = Op.SUFFIX, Op.SUBSTRING
+_SUFFIX, _SUBSTRING, _ANY = Op.SUFFIX, Op.SUBSTRING, Op.ANY
 _NOT_APPLICABLE = (None, None)
 # affix constraints: "b's constant satisfies a's test" decides a ⊒ b (Table 4.5)
 _AFFIX = {_PREFIX: str.startswith, _SUFFIX: str.endswith,
@@ -157,8 +157,8 @@ def covers(a: Constraint, b: Constraint, integer: bool = False) -> bool:
             return ((sa[0], not sa[1]) <= (sb[0], not sb[1])
                     and (sb[2], sb[3]) <= (sa[2], sa[3]))
     opa, opb = a.op, b.op
-    if opa is _EXISTS:
-        return opb is not _NOT_EXISTS
+    if opa is _EXISTS:  # every present value: all but ABSENT
+        return opb is not _NOT_EXISTS and not (opb is _ANY and b.operand.op is _NOT_EXISTS)
     if opa in _AFFIX and opb in _AFFIX and (opa is opb or opa is _SUBSTRING):
         return _AFFIX[opa](b.operand, a.operand)  # Table 4.5
     if opa is _IN_SET and opb is _IN_SET and not integer:
@@ -283,6 +283,13 @@ def normalize(c: Constraint, integer: bool = False) -> Constraint:
     is empty (e.g. ``x != null``)."""
     if c.op is _EXISTS or c.op is _NOT_EXISTS:
         return c
+    if c.op is _ANY:
+        inner = c.operand
+        if inner.op is _EXISTS or inner.op is _NOT_EXISTS:
+            return c
+        # the inner constraint also tests list elements, which are taken as reals
+        n = _normalize(inner, False)
+        return c if n == inner else Constraint(_ANY, n)
     return _normalize(c, integer)
 
 
@@ -432,7 +439,22 @@ def merge(cs: Iterable[Constraint], integer: bool = False) -> Constraint | None:
     for c in cs:
         if vs.issubset(value_set(c, integer)):  # c covers the others
             return normalize(c, integer)
-    return represent(vs, integer, cs + _multi_candidates(cs))
+    return represent(vs, integer, cs + _multi_candidates(cs) + _any_candidates(cs, merge))
+
+
+def _any_candidates(cs: Sequence[Constraint], join: Any) -> list[Constraint]:
+    """``any m`` for ``m`` the merger (hull) of the inner constraints when every one of cs
+    is an "any element" constraint: ∪ any c_i = any ∪ c_i."""
+    if not all(c.op is _ANY for c in cs):
+        return []
+    inner = [c.operand for c in cs]
+    if any(c.op is _NOT_EXISTS for c in inner):
+        return []
+    try:
+        m = join(inner, False)
+    except NotRepresentable:
+        return []
+    return [] if m is None or m.op is _NOT_EXISTS else [Constraint(_ANY, m)]
 
 
 def _common_prefix(words: Sequence[str]) -> str:
@@ -547,6 +569,7 @@ def _hull(cs: list[Constraint], integer: bool) -> Constraint:
         else:
             keys = [key for k in kinds for key in part_keys(vs, k, False)]
             cands.append(Constraint(Op.IN_SET, frozenset(keys)))
+    cands += _any_candidates(cs, hull)
     cands.append(Constraint(Op.EXISTS))
     best = None
     for c in cands:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pubsift.models.records.constraints import Constraint, Interval, Op
-from pubsift.models.records.multivalues import ALL_ELEMS
+from pubsift.models.records.elements import ALL_ELEMS
 from pubsift.models.records.values import BOOL, MULTI, NULL, NUM, STR, skey
 from pubsift.models.records.valuesets import (
     INF, TOP, Spans, ValueSet, everything, prefix_span, surely_equal, value_set,
@@ -146,22 +146,23 @@ def _multi_constraint(vs: ValueSet, hints: Sequence[Constraint], integer: bool
     cubes = vs.multi.cubes
     if len(cubes) == 1:
         (c,) = cubes
-        up, low, hits = c.upper, c.lower, c.hits
-        if not low and not hits:
-            if up == ALL_ELEMS:
+        up, low, hits = c.upper.fin, c.lower, c.hits
+        if up is not None and not low and not hits:
+            if c.upper == ALL_ELEMS:
                 return Constraint(Op.SUPERSET, frozenset())
             if not up[0]:
                 return Constraint(Op.SUBSET, up[1])
             if len(up[1]) == 1:
                 return Constraint(Op.NOT_CONTAINS, next(iter(up[1])))
             return Constraint(Op.DISJOINT, up[1])
-        if up == ALL_ELEMS and not hits:
+        if c.upper == ALL_ELEMS and not hits:
             if len(low) == 1:
                 return Constraint(Op.CONTAINS, next(iter(low)))
             return Constraint(Op.SUPERSET, low)
-        if up == ALL_ELEMS and not low and len(hits) == 1:
-            (neg, elems), = hits
-            if not neg:
+        if c.upper == ALL_ELEMS and not low and len(hits) == 1:
+            (o,) = hits
+            if o.fin is not None and not o.fin[0]:
+                elems = o.fin[1]
                 if len(elems) == 1:
                     return Constraint(Op.CONTAINS, next(iter(elems)))
                 return Constraint(Op.OVERLAPS, elems)
@@ -190,7 +191,7 @@ def represent(vs: ValueSet, integer: bool, hints: Sequence[Constraint] = ()
     if kinds == {"absent"}:
         return Constraint(Op.NOT_EXISTS)
     if "absent" in kinds:
-        return None
+        return _from_hints(vs, [h for h in hints if h.op is Op.ANY], integer)
     if len(kinds) == 1:
         (k,) = kinds
         if k == NUM:
@@ -206,7 +207,7 @@ def represent(vs: ValueSet, integer: bool, hints: Sequence[Constraint] = ()
     if surely_equal(vs, everything(integer)):
         return Constraint(Op.EXISTS)
     if MULTI in kinds:
-        return None
+        return _from_hints(vs, hints, integer)
     for negate in (False, True):
         keys: list = []
         for k in kinds:

@@ -96,17 +96,19 @@ def raw_constraints(schema: Schema = SCHEMA, integer: bool = False
         return operand.map(lambda x: Constraint(op, x))
 
     if integer:  # values are integers, null or lists of integers (the model checks)
-        return st.one_of(
+        scalar = [
             c(Op.EXISTS), c(Op.NOT_EXISTS), c(Op.EQ, scalars(True)), c(Op.NE, scalars(True)),
             *(c(op, numbers(True)) for op in (Op.LT, Op.LE, Op.GT, Op.GE)),
             *(c(op, _num_interval(True)) for op in (Op.IN_RANGE, Op.NOT_IN_RANGE)),
-            *(c(op, _skeys(True, 1)) for op in (Op.IN_SET, Op.NOT_IN_SET)),
+            *(c(op, _skeys(True, 1)) for op in (Op.IN_SET, Op.NOT_IN_SET))]
+        return st.one_of(
+            *scalar, c(Op.ANY, st.one_of(scalar)),
             *(c(op, st.frozensets(numbers(True).map(skey), max_size=3))
               for op in (Op.SUBSET, Op.SUPERSET, Op.DISJOINT, Op.OVERLAPS)),
             *(c(op, numbers(True).map(skey)) for op in (Op.CONTAINS, Op.NOT_CONTAINS)))
     ordered = st.one_of(numbers(), strings())
     types = sorted(schema.types.types)
-    options = [
+    scalar = [
         c(Op.EXISTS), c(Op.NOT_EXISTS), c(Op.EQ, scalars()), c(Op.NE, scalars()),
         *(c(op, ordered) for op in (Op.LT, Op.LE, Op.GT, Op.GE)),
         *(c(op, st.one_of(_num_interval(False), _str_interval()))
@@ -114,12 +116,15 @@ def raw_constraints(schema: Schema = SCHEMA, integer: bool = False
         *(c(op, _skeys(False, 1)) for op in (Op.IN_SET, Op.NOT_IN_SET)),
         *(c(op, strings()) for op in (Op.PREFIX, Op.NOT_PREFIX, Op.SUFFIX, Op.NOT_SUFFIX,
                                       Op.SUBSTRING, Op.EQ_IGNORE_CASE)),
+    ]
+    if types:
+        scalar.append(c(Op.INSTANCEOF, st.sampled_from(types).map(schema.types.typeset)))
+    options = [
+        *scalar, c(Op.ANY, st.one_of(scalar)),  # EventBridge: some leaf satisfies it
         *(c(op, _skeys(False, 0)) for op in (Op.SUBSET, Op.SUPERSET, Op.DISJOINT,
                                              Op.OVERLAPS)),
         *(c(op, scalars().map(skey)) for op in (Op.CONTAINS, Op.NOT_CONTAINS)),
     ]
-    if types:
-        options.append(c(Op.INSTANCEOF, st.sampled_from(types).map(schema.types.typeset)))
     return st.one_of(options)
 
 
@@ -168,6 +173,9 @@ def _natural(c: Constraint, integer: bool) -> list[Any]:
     members, a range's ends, the string of ``prefix``, ...): candidates independent of
     :mod:`relations`, tried before its witness."""
     x = c.operand
+    if c.op is Op.ANY:  # the inner constraint's values, alone and in lists
+        inner = _natural(x, integer)
+        return inner + [tuple(v for v in inner[:2] if not isinstance(v, tuple))]
     if isinstance(x, Interval):
         ends = [e for e in (x.lo, x.hi)
                 if isinstance(e, str) or (e is not None and math.isfinite(e))]
@@ -205,7 +213,7 @@ def matching_event(f: RecordFilter, schema: Schema = SCHEMA) -> st.SearchStrateg
     def build(draw: st.DrawFn) -> Record:
         attrs: dict[str, Any] = {}
         for name, c in f:
-            if c.op is Op.NOT_EXISTS:
+            if c.op is Op.NOT_EXISTS or (c.op is Op.ANY and c.operand.op is Op.NOT_EXISTS):
                 continue
             integer = schema.is_integer(name)
             tried = draw(st.lists(values(integer), max_size=4), label=name)

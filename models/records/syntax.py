@@ -27,7 +27,7 @@ from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.records import limits
 from pubsift.models.records.automata import MAX_CELLS
 from pubsift.models.records.multivalues import TooComplex
-from pubsift.models.records.constraints import Constraint, Interval, Op, TypeSet
+from pubsift.models.records.constraints import ELEMENT_OPS, Constraint, Interval, Op, TypeSet
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.relations import Conjunction, NotRepresentable, Unsatisfiable
 from pubsift.models.records.typesystem import Schema, UnknownTypeError
@@ -186,7 +186,7 @@ _SET_OPS = {"subset": Op.SUBSET, "superset": Op.SUPERSET, "disjoint": Op.DISJOIN
             "disjunct": Op.DISJOINT, "overlaps": Op.OVERLAPS}
 _OPERATORS = ("exists, not exists, instanceof, = != < <= > >=, in, not in, prefix, "
               "not prefix, suffix, not suffix, substring, equals-ignore-case, subset, "
-              "superset, contains, not contains, disjoint, overlaps")
+              "superset, contains, not contains, disjoint, overlaps, any")
 
 
 class _Parser:
@@ -284,6 +284,8 @@ class _Parser:
                              f"({_OPERATORS}), found {t.describe()}")
         w = t.text.casefold()
         self.advance()
+        if w == "any":
+            return self.any_element(name)
         if w == "exists":
             return Constraint(Op.EXISTS)
         if w == "instanceof":
@@ -313,6 +315,18 @@ class _Parser:
                              f"found {self.tok.describe()}")
         raise self.error(f"unknown operator {t.text!r} after attribute {name!r} "
                          f"(operators: {_OPERATORS})", t.pos)
+
+    def any_element(self, name: str) -> Constraint:
+        """``any`` + a scalar predicate: some leaf of the value (the value itself, or an
+        element of a list) satisfies it (EventBridge's reading of a pattern)."""
+        t = self.tok
+        if t.kind == WORD and t.text.casefold() == "any":
+            raise self.error("'any' applies to a scalar predicate, not to another 'any'")
+        c = self.predicate(name)
+        if c.op not in ELEMENT_OPS:
+            raise self.error(f"after 'any' comes a predicate on one value (=, <, in, prefix, "
+                             f"exists, ...), not {c.op.value!r}", t.pos)
+        return Constraint(Op.ANY, c)
 
     def type_name(self) -> TypeSet:
         t = self.tok
@@ -509,6 +523,8 @@ def format_constraint(c: Constraint) -> str:
         return f"{_MULTI_TEXT[op]} {_format_set(x)}"
     if op in (Op.CONTAINS, Op.NOT_CONTAINS):
         return f"{'not contains' if op is Op.NOT_CONTAINS else 'contains'} {format_literal(x[1])}"
+    if op is Op.ANY:
+        return f"any {format_constraint(x)}"
     raise ValueError(f"no text form for operator {op!r}")
 
 

@@ -17,8 +17,10 @@ are all *decided exactly*, for every pair of operators, across kinds:
   ``casefold`` preimage), sets and ``instanceof`` (tries);
 * booleans and null — finite sets;
 * multi values (lists as sets) — a union of *cubes* ``{X | X ⊆ U, L ⊆ X, X ∩ O_i ≠ ∅}``
-  (U finite or co-finite, L finite, each O_i finite or co-finite); each multi-value
-  operator of Table 4.7 is one cube and the complement of a cube is a union of cubes.
+  (L finite, U and each O_i sets of scalars); each multi-value operator of Table 4.7 is
+  one cube (U and O_i finite or co-finite), and so is the list part of an "any element"
+  constraint ``any c`` (O = the scalars of L_A(c)); the complement of a cube is a union of
+  cubes.
 
 (:mod:`.intervals`, :mod:`.automata`, :mod:`.multivalues` hold the three representations.)
 
@@ -43,7 +45,8 @@ from typing import Any
 from pubsift.models.records.automata import StrSet, dfa_caseless, dfa_kmp, dfa_words
 from pubsift.models.records.constraints import ABSENT, Constraint, Op
 from pubsift.models.records.intervals import INF, INTEGER, LEX, REAL, TOP, Line, Spans, prefix_span
-from pubsift.models.records.multivalues import ALL_CUBE, ALL_ELEMS, MultiSet, TooComplex, cube
+from pubsift.models.records.elements import ALL_ELEMS, NO_ELEMS, Elems
+from pubsift.models.records.multivalues import ALL_CUBE, MultiSet, TooComplex, cube
 from pubsift.models.records.values import BOOL, MULTI, NULL, NUM, STR, kind, skey
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -257,17 +260,36 @@ def value_set(c: Constraint, integer: bool = False) -> ValueSet:
         return _with(integer, str=StrSet(None, d.complement() if op is Op.NOT_SUFFIX else d))
     if op is Op.EQ_IGNORE_CASE:
         return _with(integer, str=StrSet(None, dfa_caseless(x)))
+    if op is Op.ANY:
+        return _any_element(x, integer)
     none = frozenset()
     cubes = {
-        Op.SUBSET: lambda: cube((False, x), none, ()),
+        Op.SUBSET: lambda: cube(Elems((False, x)), none, ()),
         Op.SUPERSET: lambda: cube(ALL_ELEMS, x, ()),
         Op.CONTAINS: lambda: cube(ALL_ELEMS, frozenset([x]), ()),
-        Op.NOT_CONTAINS: lambda: cube((True, frozenset([x])), none, ()),
-        Op.DISJOINT: lambda: cube((True, x), none, ()),
-        Op.OVERLAPS: lambda: cube(ALL_ELEMS, none, [(False, x)]),
+        Op.NOT_CONTAINS: lambda: cube(Elems((True, frozenset([x]))), none, ()),
+        Op.DISJOINT: lambda: cube(Elems((True, x)), none, ()),
+        Op.OVERLAPS: lambda: cube(ALL_ELEMS, none, [Elems((False, x))]),
     }
     return _with(integer, multi=MultiSet([cubes[op]()]))
 
 
-__all__ = ["INF", "INTEGER", "LEX", "REAL", "TOP", "Spans", "ValueSet", "empty", "everything",
-           "prefix_span", "surely_equal", "value_set"]
+def elements_of(c: Constraint) -> Elems:
+    """L_A(c) ∩ scalars as an element set (numbers over the reals), for a scalar
+    constraint c (the operand of ``any``)."""
+    vs = value_set(c, False)
+    return Elems.of(vs.num, vs.str, vs.bools, vs.null)
+
+
+def _any_element(c: Constraint, integer: bool) -> ValueSet:
+    """``any c``: a scalar in L_A(c), or a list with an element in it; ``any not exists``:
+    absent or the empty list (EventBridge sees no value in either)."""
+    if c.op is Op.NOT_EXISTS:
+        return _with(integer, absent=True, multi=MultiSet([cube(NO_ELEMS, frozenset(), ())]))
+    vs = value_set(c, integer)
+    return ValueSet(False, vs.num, vs.str, vs.bools, vs.null,
+                    MultiSet([cube(ALL_ELEMS, frozenset(), [elements_of(c)])]))
+
+
+__all__ = ["INF", "INTEGER", "LEX", "REAL", "TOP", "Spans", "ValueSet", "elements_of", "empty",
+           "everything", "prefix_span", "surely_equal", "value_set"]

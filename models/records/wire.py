@@ -24,6 +24,9 @@ prefix, not-prefix,     ``value``: string
 suffix, not-suffix,
 substring,
 equals-ignore-case
+any                     ``of``: the inner constraint (a scalar one, ``exists`` or
+                        ``not-exists``), e.g. ``{"op": "any", "of": {"op": "=",
+                        "value": "admin"}}``
 ======================  ===========================================================
 
 Scalars keep their kind exactly: ``true`` is not ``1``, ``1.0`` stays a float and ``-0.0``
@@ -43,7 +46,7 @@ from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.records import limits
-from pubsift.models.records.constraints import Constraint, Interval, Op, TypeSet
+from pubsift.models.records.constraints import ELEMENT_OPS, Constraint, Interval, Op, TypeSet
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.values import Record, skey, sort_key
 
@@ -64,6 +67,7 @@ _MEMBERS = {
     **{op: ("op", "value") for op in _VALUE | _ELEMENT | _STRINGS},
     **{op: ("op", "lo", "hi", "lo_closed", "hi_closed") for op in _RANGE},
     **{op: ("op", "values") for op in _SETS},
+    Op.ANY: ("op", "of"),
 }
 
 
@@ -91,6 +95,8 @@ def dump_constraint(c: Constraint) -> JSON:
                    lo_closed=x.lo_closed, hi_closed=x.hi_closed)
     elif op in _SETS:
         out["values"] = [_dump_scalar(v) for v in sorted((v for _, v in x), key=sort_key)]
+    elif op is Op.ANY:
+        out["of"] = dump_constraint(x)
     return out
 
 
@@ -139,6 +145,16 @@ def load_constraint(obj: JSON, path: str = "$") -> Constraint:
         raise _ferr(f"op {op.value!r} needs member {missing[0]!r}", path)
     if op in _NONE:
         return Constraint(op)
+    if op is Op.ANY:
+        inner = obj["of"]
+        if isinstance(inner, Mapping) and inner.get("op") == Op.ANY.value:
+            raise _ferr("\"any\" applies to a scalar constraint, not to another \"any\"",
+                        path + ".of.op")
+        c = load_constraint(inner, path + ".of")
+        if c.op not in ELEMENT_OPS:
+            raise _ferr(f"\"any\" applies to a scalar constraint, exists or not-exists, not "
+                        f"to {c.op.value!r}", path + ".of.op")
+        return Constraint(op, c)
     if op is Op.INSTANCEOF:
         name = _string(obj["type"], path + ".type")
         members = obj["members"]

@@ -16,7 +16,7 @@ MODEL = RecordsModel(strategies.SCHEMA)
 def _ops_seen(strategy) -> set[Op]:
     seen: set[Op] = set()
 
-    @SETTINGS
+    @settings(SETTINGS, max_examples=1000)  # every operator, and "any" over each of them
     @given(strategy)
     def collect(c):
         seen.add(c.op)

@@ -8,7 +8,9 @@ import math
 
 from hypothesis import strategies as st
 
-from pubsift.models.records.constraints import ABSENT, Constraint, Interval, Op, TypeSet
+from pubsift.models.records.constraints import (
+    ABSENT, ELEMENT_OPS, Constraint, Interval, Op, TypeSet,
+)
 from pubsift.models.records.values import skey
 
 ALPHABET = "ab"
@@ -18,6 +20,9 @@ CASE_VARIANTS = ["A", "B", "aB", "Ab", "AB", "BA", "bA", "ß", "ss", "SS", "ẞ"
                  "c", "\x00", "a\x00", "b\U0010ffff", "\U0010ffff"]
 ELEMENTS = [1, 2, 3, "a", "b", True, None]
 LISTS = [tuple(c) for n in range(4) for c in itertools.combinations(ELEMENTS + ["z"], n)]
+# lists whose elements tell the constants of "any element" constraints apart
+ANY_ELEMENTS = [-1, 0.5, 2.5, 1e9, False, "", "ab", "ba", "A", "aB", "ß", "b\U0010ffff"]
+LISTS += [tuple(c) for n in (1, 2) for c in itertools.combinations(ANY_ELEMENTS, n)]
 UNIVERSE = ([ABSENT, None, True, False] + NUMS + [int(x) for x in NUMS if x == int(x)]
             + WORDS + CASE_VARIANTS + LISTS)
 
@@ -83,6 +88,9 @@ def operands(op: Op) -> st.SearchStrategy:
         return words
     if op in (Op.CONTAINS, Op.NOT_CONTAINS):
         return elements
+    if op is Op.ANY:  # "any element" of a scalar constraint
+        return st.sampled_from(sorted(ELEMENT_OPS, key=lambda o: o.value)).flatmap(
+            constraints_of)
     return element_sets
 
 

@@ -42,8 +42,9 @@ def intervals(draw) -> Interval:
 
 
 def constraints() -> st.SearchStrategy[Constraint]:
-    """Every operator with a well-formed operand (not necessarily canonical)."""
-    ops = [
+    """Every operator with a well-formed operand (not necessarily canonical); ``any`` over
+    every scalar operator."""
+    scalar = [
         st.just(Constraint(Op.EXISTS)),
         st.just(Constraint(Op.NOT_EXISTS)),
         st.sampled_from(sorted(SCHEMA.types.types)).map(
@@ -56,6 +57,9 @@ def constraints() -> st.SearchStrategy[Constraint]:
         st.builds(Constraint, st.sampled_from([Op.PREFIX, Op.NOT_PREFIX, Op.SUFFIX,
                                                Op.NOT_SUFFIX, Op.SUBSTRING,
                                                Op.EQ_IGNORE_CASE]), strings),
+    ]
+    ops = scalar + [
+        st.one_of(scalar).map(lambda c: Constraint(Op.ANY, c)),
         st.builds(Constraint, st.sampled_from([Op.SUBSET, Op.SUPERSET, Op.DISJOINT,
                                                Op.OVERLAPS]), scalar_sets),
         st.builds(Constraint, st.sampled_from([Op.CONTAINS, Op.NOT_CONTAINS]),

@@ -321,8 +321,8 @@ def test_error_rendering_has_line_and_caret():
 
 
 def test_parse_filter_dispatches_text_and_eventbridge_patterns():
-    assert parse_filter('source = "aws.ec2"') == parse_filter({"source": ["aws.ec2"]})
-    assert parse_filter(' {"source": ["aws.ec2"]}') == parse_filter('source = "aws.ec2"')
+    assert parse_filter('source any = "aws.ec2"') == parse_filter({"source": ["aws.ec2"]})
+    assert parse_filter(' {"source": ["aws.ec2"]}') == parse_filter('source any = "aws.ec2"')
     assert parse_filters('x = 1') == [parse_filter('x = 1')]
     assert len(parse_filters({"$or": [{"a": [1]}, {"b": [2]}]})) == 2
     with pytest.raises(FilterSyntaxError, match="use parse_filters"):
