@@ -34,6 +34,13 @@ _STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKETS = re.compile(r"[\[\]{}]")
 
 
+class TooComplex(OverflowError):
+    """Deciding a relation exactly would cost too much: a set operation on multi values
+    would need more than ``multivalues.MAX_CUBES`` cubes (the difference of unions of cubes
+    grows exponentially with their number), or a string automaton more than
+    ``automata.MAX_CELLS`` transitions. Callers give the sound answer instead."""
+
+
 class InputLimit(ValueError):
     """An input exceeds one of the limits; ``where`` names the place (a JSON path or a
     character offset), ``message`` what. Callers turn it into their own ``PubsiftError``."""

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pubsift.models.records.elements import ALL_ELEMS, Elems
+from pubsift.models.records.limits import TooComplex
 from pubsift.models.records.values import skey
 
 
@@ -113,11 +114,6 @@ def _cube_not(c: Cube) -> list[Cube]:
 
 
 MAX_CUBES = 4096
-
-
-class TooComplex(OverflowError):
-    """A set operation on multi values would need more than :data:`MAX_CUBES` cubes (the
-    difference of unions of cubes grows exponentially with the number of cubes)."""
 
 
 class MultiSet:
