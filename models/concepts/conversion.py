@@ -36,6 +36,9 @@ from pubsift.models.concepts.units import same_dimension, unit_converter
 
 GROUP = "pubsift.conversions"
 
+CACHE_SIZE = 4096
+"""Converters a :class:`ConversionManager` keeps (oldest dropped first)."""
+
 
 class NotConvertible(ConversionError):
     """A value cannot be converted at match time (e.g. no exchange rate in force)."""
@@ -49,11 +52,17 @@ def parse_time(text: Any) -> datetime:
     elif isinstance(text, date):
         t = datetime(text.year, text.month, text.day)
     elif isinstance(text, str):
+        if len(text) > 64:
+            raise ValueError(f"a time is an ISO 8601 string, not {len(text)} characters")
         t = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     else:
         raise ValueError(f"a time is an ISO 8601 string, not {type(text).__name__}")
     if t.tzinfo is not None:
-        t = t.astimezone(timezone.utc).replace(tzinfo=None)
+        try:
+            t = t.astimezone(timezone.utc).replace(tzinfo=None)
+        except OverflowError:
+            raise ValueError(f"{t.isoformat()} is out of range in UTC (years 1-9999)") \
+                from None
     return t
 
 
@@ -263,7 +272,10 @@ class ConversionManager:
         key = (kind, src, dst)
         fn = self._cache.get(key)
         if fn is None:
-            fn = self._cache[key] = self._build(kind, src, dst)
+            fn = self._build(kind, src, dst)
+            if len(self._cache) >= CACHE_SIZE:  # events bring fresh contexts: stay bounded
+                del self._cache[next(iter(self._cache))]
+            self._cache[key] = fn
         return fn
 
     def convert(self, kind: str, value: Any, src: Context, dst: Context,
@@ -273,13 +285,13 @@ class ConversionManager:
     def _build(self, kind: str, src: Context, dst: Context) -> Converter:
         steps: list[Converter] = []
         if kind in (QUANTITY, MONEY) and src.scale != 1:
-            s = src.scale
-            steps.append(lambda v, at: v * s)
+            s = float(src.scale)
+            steps.append(lambda v, at: float(v) * s)
         if kind == QUANTITY and dst.unit is not None and src.unit != dst.unit:
             if src.unit is None:
                 raise NotConvertible(f"value has no unit; {dst.unit} expected")
             f = unit_converter(src.unit, dst.unit)
-            steps.append(lambda v, at: f(v))
+            steps.append(lambda v, at: f(float(v)))
         if kind == MONEY and dst.currency is not None and src.currency != dst.currency:
             steps.append(self._currency_step(src.currency, dst.currency))
         for prop, b in dst.extra:
@@ -288,8 +300,8 @@ class ConversionManager:
                 conv = self._property(prop)
                 steps.append(lambda v, at, conv=conv, a=a, b=b: conv.convert(v, a, b, at))
         if kind in (QUANTITY, MONEY) and dst.scale != 1:
-            d = dst.scale
-            steps.append(lambda v, at: v / d)
+            d = float(dst.scale)
+            steps.append(lambda v, at: float(v) / d)
         if kind == DATE:
             steps.insert(0, _date_step(src.date_format, dst.date_format))
         if not steps:
@@ -316,7 +328,7 @@ class ConversionManager:
             f = rates.factor(src, dst, at)
             if f is None:
                 raise NotConvertible(f"no {src}/{dst} rate in force at {at.isoformat()}")
-            return v * f
+            return float(v) * f
         return step
 
     def rates_in_force(self, src: str, dst: str) -> tuple[frozenset[float], bool]:
@@ -348,9 +360,11 @@ def parse_date(v: Any, fmt: str | None) -> datetime:
     """A date value written in ``fmt`` (None: ISO 8601) as a datetime."""
     if not isinstance(v, str):
         raise NotConvertible(f"a date is a string, not {type(v).__name__}")
+    if len(v) > 64:
+        raise NotConvertible(f"a date is a short string, not {len(v)} characters")
     try:
         return parse_time(v) if fmt is None else datetime.strptime(v, fmt)
-    except ValueError as exc:
+    except (ValueError, UnicodeError, OverflowError) as exc:
         raise NotConvertible(f"{v!r} is not a date in format {fmt or 'ISO 8601'}: "
                              f"{exc}") from None
 
@@ -358,7 +372,11 @@ def parse_date(v: Any, fmt: str | None) -> datetime:
 def format_date(d: datetime, fmt: str | None) -> str:
     """ISO 8601 (``YYYY-MM-DD`` when there is no time of day) or ``strftime(fmt)``."""
     if fmt is not None:
-        return d.strftime(fmt)
+        try:
+            return d.strftime(fmt)
+        except (ValueError, UnicodeError) as exc:
+            raise NotConvertible(f"cannot write {d.isoformat()} in format {fmt!r}: "
+                                 f"{exc}") from None
     if d.hour == d.minute == d.second == d.microsecond == 0:
         return d.date().isoformat()
     return d.isoformat()

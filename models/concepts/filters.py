@@ -290,7 +290,7 @@ class Matcher:
             return cache[key]
         except KeyError:
             pass
-        m = e._flat.get(clause.path)
+        m = e.find(clause.path)
         if m is None:
             v = ABSENT
         elif m.is_complex:

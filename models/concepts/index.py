@@ -92,9 +92,8 @@ class ConceptsIndex(FilterIndex[Hashable]):
         flat: dict[str, Any] = {_CONCEPT: e.concept}
         verify = False
         value = self.model.matcher.value
-        for path in e._flat:
-            clauses = self._by_path.get(path)
-            if clauses is None:
+        for path, clauses in self._by_path.items():
+            if e.find(path) is None:
                 continue
             for name, c in clauses.items():
                 v = value(e, c)
