@@ -139,7 +139,7 @@ class FilterBuilder:
         try:
             return make_filter(concept, clauses)
         except (relations.Unsatisfiable, relations.NotRepresentable) as exc:
-            raise err(str(exc), None, "$.where") from None
+            raise err(_cut(str(exc)), None, "$.where") from None
 
     def _concept(self, term: str, terms, err, pos, where) -> str:
         if terms and term in terms:
@@ -180,7 +180,7 @@ class FilterBuilder:
         try:
             constraint = relations.normalize(constraint)
         except relations.Unsatisfiable as exc:
-            raise err(str(exc), cond.pos, where) from None
+            raise err(_cut(str(exc)), cond.pos, where) from None
         return Clause(path, constraint, target, kind)
 
     def _source(self, lit: Literal, kind: str, name: str, base: Context, err,
@@ -409,7 +409,7 @@ def load_filter(obj: Any, onto: Ontology) -> ConceptFilter:
     try:
         canonical = make_filter(concept, clauses)
     except (relations.Unsatisfiable, relations.NotRepresentable) as exc:
-        raise err(str(exc), "$.clauses") from None
+        raise err(_cut(str(exc)), "$.clauses") from None
     if f != canonical:
         raise err("clauses must be sorted, one per path and context", "$.clauses")
     return f
@@ -497,6 +497,11 @@ def _constant_problem(v: Any, kind: str) -> str | None:
     if kind == DATE and not isinstance(v, str):
         return f"dates are compared as ISO 8601 strings (2017-06-01), not {_shown(v)}"
     return None
+
+
+def _cut(message: str) -> str:
+    """A message of the records algebra, cut short (it shows whole constants)."""
+    return message if len(message) <= 300 else message[:297] + "..."
 
 
 def _shown(v: Any) -> str:
