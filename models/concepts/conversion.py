@@ -85,6 +85,7 @@ class RateTable:
     model, and routing tables are rebuilt from the subscriptions."""
 
     def __init__(self, base: str, rates: Mapping[str, Iterable[RatePeriod]]) -> None:
+        Context(currency=base)  # validates the code
         self.base = base
         self._periods: dict[str, tuple[RatePeriod, ...]] = {}
         for cur, periods in rates.items():
@@ -105,17 +106,25 @@ class RateTable:
     def from_csv(cls, source: str | Path, base: str) -> "RateTable":
         """Rows ``currency,rate,valid_from,valid_to`` (ISO dates; empty = unbounded; the
         period is [valid_from, valid_to)); ``rate`` units of the currency per one ``base``."""
-        text = Path(source).read_text(encoding="utf-8") if isinstance(source, Path) or (
-            isinstance(source, str) and "\n" not in source and Path(source).exists()) else source
+        try:
+            text = Path(source).read_text(encoding="utf-8") if isinstance(source, Path) or (
+                isinstance(source, str) and "\n" not in source and "\0" not in source
+                and Path(source).exists()) else source
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConversionError(f"cannot read rate table {source}: {exc}") from None
         rates: dict[str, list[RatePeriod]] = {}
-        for i, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
-            try:
+        reader = csv.DictReader(io.StringIO(text))
+        try:
+            for i, row in enumerate(reader, start=2):
+                cur, rate = row.get("currency"), row.get("rate")
+                if not isinstance(cur, str) or not isinstance(rate, str):
+                    raise ValueError("a row has currency and rate")
                 p = RatePeriod(parse_time(row["valid_from"]) if row.get("valid_from") else None,
                                parse_time(row["valid_to"]) if row.get("valid_to") else None,
-                               float(row["rate"]))
-                rates.setdefault(row["currency"].strip(), []).append(p)
-            except (KeyError, ValueError, TypeError) as exc:
-                raise ConversionError(f"rate table line {i}: {exc}") from None
+                               float(rate))
+                rates.setdefault(cur.strip(), []).append(p)
+        except (KeyError, ValueError, TypeError, csv.Error) as exc:
+            raise ConversionError(f"rate table line {reader.line_num}: {exc}") from None
         return cls(base, rates)
 
     @property

@@ -48,6 +48,8 @@ def canonical_unit(text: str) -> str:
     if not isinstance(text, str):
         raise ConversionError(f"a unit is a string, not {type(text).__name__}")
     text = text.strip()
+    if not text:
+        raise ConversionError("a unit is a non-empty string (e.g. kg)")
     if len(text) > MAX_UNIT_LENGTH:
         raise ConversionError(f"unit expression of {len(text)} characters (at most "
                               f"{MAX_UNIT_LENGTH})")

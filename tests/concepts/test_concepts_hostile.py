@@ -458,3 +458,25 @@ def test_read_csv_errors_name_the_file(model, tmp_path):
     with pytest.raises(EventError, match="cannot read"):
         ubl_events(tmp_path / "absent.xml", model)
 
+
+
+@pytest.mark.parametrize("text, message", [
+    ("currency,rate\nEUR\n", "line 2"), ("currency,rate\nEUR,nan\n", "finite"),
+    ("currency,rate\nEUR,1e999\n", "finite"),
+    ("currency,rate,valid_from\nEUR,1,0001-01-01T00:00+01:00\n", "out of range"),
+])
+def test_malformed_rate_tables_are_conversion_errors(text, message):
+    from pubsift.models.concepts import RateTable
+
+    with pytest.raises(ConversionError, match=message):
+        RateTable.from_csv(text, base="USD")
+    with pytest.raises(ConversionError, match="ISO 4217"):
+        RateTable("usd", {})
+
+
+def test_an_empty_unit_is_refused(model):
+    with pytest.raises(EventError, match="non-empty"):
+        _order(model, {"NetWeight": {"value": 1, "context": {"unit": " "}}})
+    with pytest.raises(FilterSyntaxError, match="non-empty"):
+        model.parse_filter({"concept": "Order", "context": {"unit": ""},
+                            "where": [{"attr": "NetWeight", "op": ">", "value": 1}]})
