@@ -114,9 +114,12 @@ class ConceptsIndex(FilterIndex[Hashable]):
         flat: dict[str, Any] = {_CONCEPT: e.concept}
         verify = False
         value = self.model.matcher.value
-        for path, clauses in self._by_path.items():
-            if e.find(path) is None:
-                continue
+        if e.size < len(self._by_path):  # the event's paths or the index's: the fewer
+            known = self._by_path.get
+            found = [(p, cs) for p, cs in ((p, known(p)) for p, _ in e.walk()) if cs]
+        else:
+            found = [(p, cs) for p, cs in self._by_path.items() if e.find(p) is not None]
+        for path, clauses in found:
             for name, c in clauses.items():
                 v = value(e, c)
                 if v is _FAIL or v.__class__ is tuple:

@@ -52,11 +52,14 @@ class SemanticObject:
     time: datetime | None = None
     _members: dict = field(default=None, compare=False, hash=False, repr=False)
     _cache: dict = field(default=None, compare=False, hash=False, repr=False)
+    size: int = field(default=1, init=False, compare=False, hash=False, repr=False)
+    """The number of objects: this one and its members at any depth."""
 
     def __post_init__(self) -> None:
         members = {m.concept: m for m in self.value} if isinstance(self.value, tuple) else {}
         object.__setattr__(self, "_members", members)
         object.__setattr__(self, "_cache", {})
+        object.__setattr__(self, "size", 1 + sum(m.size for m in members.values()))
 
     @property
     def is_complex(self) -> bool:

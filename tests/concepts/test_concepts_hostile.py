@@ -480,3 +480,20 @@ def test_an_empty_unit_is_refused(model):
     with pytest.raises(FilterSyntaxError, match="non-empty"):
         model.parse_filter({"concept": "Order", "context": {"unit": ""},
                             "where": [{"attr": "NetWeight", "op": ">", "value": 1}]})
+
+
+def test_index_answers_equal_matches_whether_the_event_or_the_index_has_fewer_paths(model):
+    index = model.new_index()
+    filters = [model.parse_filter("Order where " + ".".join(["Order"] * i) + "."[:i]
+                                  + 'Symbol = "A"') for i in range(12)]
+    for i, f in enumerate(filters):
+        index.add(f, i)
+    small = _order(model, {"Symbol": "A"})
+    value: dict = {"Symbol": "A"}
+    for _ in range(11):
+        value = {"Order": {"value": value}, "Symbol": "A"}
+    big = _order(model, value)
+    assert small.size < len(index._by_path) < big.size
+    for e in (small, big):
+        assert index.match(e) == {i for i, f in enumerate(filters) if model.matches(f, e)}
+    assert index.match(small) == {0} and index.match(big) == set(range(12))
