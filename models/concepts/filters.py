@@ -34,9 +34,9 @@ from pubsift.models.concepts.conversion import (ConversionManager, NotConvertibl
 from pubsift.models.concepts.ontology import (DATE, MONEY, PLAIN, QUANTITY, Ontology,
                                               UnknownConcept)
 from pubsift.models.concepts.semantic_objects import Path, SemanticObject
-from pubsift.models.concepts.syntax import Condition, FilterSpec, Literal
+from pubsift.models.concepts.syntax import _UNIT, Condition, FilterSpec, Literal
 from pubsift.models.concepts.limits import number_problem, text_problem
-from pubsift.models.concepts.units import base_unit, canonical_unit
+from pubsift.models.concepts.units import UREG, base_unit, canonical_unit
 from pubsift.models.records import relations
 from pubsift.models.records.constraints import ABSENT, Constraint, Interval, Op
 from pubsift.models.records.values import NUM, skey, sort_key
@@ -546,10 +546,30 @@ def _lit(v: Any, c: Clause) -> str | None:
     if isinstance(v, bool) or v is None:
         return json.dumps(v)
     if isinstance(v, (int, float)):
-        unit = c.target.currency or c.target.unit
+        unit = c.target.currency or _unit_text(c.target.unit)
+        if c.target.unit is not None and unit is None:
+            return None
         num = repr(int(v) if isinstance(v, int) else float(v))  # plain literals, not numpy's
         return num + (f" {unit}" if unit else "")
     return json.dumps(v, ensure_ascii=False)
+
+
+def _unit_text(unit: str | None) -> str | None:
+    """A unit as the text grammar writes it (``1 / second`` as ``second ** -1``), or None
+    when it cannot (fractional exponents: the filter is then written in its wire form)."""
+    if unit is None or _UNIT.fullmatch(unit):
+        return unit
+    try:
+        items = UREG.parse_units(unit)._units.items()
+    except Exception:  # noqa: BLE001 - pint raises many kinds of errors
+        return None
+    if not all(float(e).is_integer() for _, e in items):
+        return None
+    text = " * ".join(n if e == 1 else f"{n} ** {int(e)}" for n, e in items)
+    try:
+        return text if _UNIT.fullmatch(text) and canonical_unit(text) == unit else None
+    except ConversionError:
+        return None
 
 
 def _format_clause(c: Clause, onto: Ontology) -> str | None:

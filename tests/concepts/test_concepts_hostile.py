@@ -391,6 +391,7 @@ def test_format_filter_writes_plain_literals_that_parse_back(model):
     "Quantity > 3 dBm", "Order where Distance > 1e300 mm", "Order where NetWeight > 5e-324 t",
     "Order where NetWeight in [1, inf) kg", 'Order where Symbol = "a\\u0000b\\u2028"',
     "Order where FinalPrice != -0.0 USD", "Quantity > 3 degC",
+    "Quantity > 3 Hz", "Quantity in [1, 2) m ** -1", "Quantity > 3 gauss",
     "Order where " + " and ".join(f"NetWeight != {i} lb" for i in range(50)),
     'Order where Symbol not in {"A", "\\"", "\\\\"}',
 ])
