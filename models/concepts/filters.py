@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,9 @@ from pubsift.models.records.values import NUM, skey, sort_key
 from pubsift.models.records.wire import dump_constraint, load_constraint
 
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
+_MAX = sys.float_info.max
+"""Event values that overflow in a conversion are clamped to ±_MAX; constants stay below
+it, so every comparison gives the exact answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,8 +249,8 @@ class FilterBuilder:
                 out = self.manager.convert(kind, v, src, tgt, None)
             except ConversionError as exc:
                 raise err(f"{name}: {exc}", lit.pos, where) from None
-            if number_problem(out):
-                raise err(f"{name}: {v!r} is out of range in {tgt} (at most ±1.8e308)",
+            if not -_MAX < out < _MAX:
+                raise err(f"{name}: {v!r} is out of range in {tgt} (below ±1.8e308)",
                           lit.pos, where)
             return out
         return v
@@ -340,6 +344,9 @@ class Matcher:
                 v = self.manager.converter(kind, m.context, clause.target)(m.value, e.time)
             except ConversionError:
                 v = _FAIL
+            else:
+                if v.__class__ is float and not -_MAX < v < _MAX:
+                    v = math.copysign(_MAX, v)  # overflowed: beyond every constant
         cache[key] = v
         return v
 

@@ -200,10 +200,47 @@ def test_a_constant_out_of_range_after_conversion_is_refused(model):
         model.parse_filter("Order where Distance > 1e308 km")
 
 
-def test_overflowing_scaled_event_values_compare_as_infinite(model):
-    f = model.parse_filter("Order where NetWeight > 1 kg")
-    e = _order(model, {"NetWeight": {"value": 1e308, "context": {"unit": "t", "scale": 1e300}}})
-    assert model.matches(f, e)
+def test_event_values_overflowing_in_a_conversion_match_beyond_every_constant(model):
+    heavy = _order(model, {"NetWeight": {"value": 1e308, "context": {"unit": "t",
+                                                                    "scale": 1e300}}})
+    debt = _order(model, {"FinalPrice": {"value": -1e308, "context": {"currency": "USD"}}},
+                  time="2017-06-30")  # -1.12e310 JPY
+    cases = [("Order where NetWeight > 1e300 kg", heavy, True),
+             ("Order where NetWeight < inf kg", heavy, True),   # any number
+             ("Order where NetWeight in (1, 1e308) kg", heavy, False),
+             ("Order where FinalPrice < inf JPY", debt, True),
+             ("Order where FinalPrice < -1.7e308 JPY", debt, True)]
+    index = model.new_index()
+    for i, (text, e, want) in enumerate(cases):
+        f = model.parse_filter(text)
+        assert model.matches(f, e) is want, text
+        index.add(f, i)
+    for e in (heavy, debt):
+        assert index.match(e) == {i for i, (t, _, _) in enumerate(cases)
+                                  if model.matches(model.parse_filter(t), e)}
+    with pytest.raises(FilterSyntaxError, match="out of range"):
+        model.parse_filter("Order where NetWeight > 1.7976931348623157e308 kg")
+
+
+def test_covering_across_currencies_is_not_claimed_when_a_scaled_bound_overflows(model):
+    f = model.parse_filter("Order where FinalPrice > 1.7e308 JPY")
+    g = model.parse_filter("Order where FinalPrice < -1e308 USD")
+    assert not model.covers(f, g)
+    e = _order(model, {"FinalPrice": {"value": -1.5e308, "context": {"currency": "USD"}}},
+               time="2017-06-30")
+    assert model.matches(g, e) and not model.matches(f, e)
+
+
+def test_covering_across_currencies_is_sound_for_amounts_that_underflow(model):
+    f = model.parse_filter("Order where FinalPrice <= 0 JPY")
+    g = model.parse_filter("Order where FinalPrice = 0 EUR")
+    tiny = _order(model, {"FinalPrice": {"value": 5e-324, "context": {"currency": "JPY"}}},
+                  time="2017-06-30")  # 0 EUR after underflow, but more than 0 JPY
+    assert model.matches(g, tiny) and not model.matches(f, tiny)
+    assert not model.covers(f, g)
+    assert model.merge([f, g]) != f
+    assert model.covers(model.parse_filter("Order where FinalPrice < 95 EUR"),
+                        model.parse_filter("Order where FinalPrice < 105 USD"))
 
 
 @pytest.mark.parametrize("unit, message", [
