@@ -109,3 +109,71 @@ def test_hostile_filters_and_events_keep_the_contract(model, data):
 @given(data=st.data())
 def test_hostile_filters_and_events_keep_the_contract_deeply(model, data):
     _check(model, data)
+
+
+_NUMS = ("0", "-0.0", "1", "3", "2.5", "1e308", "-1e308", "5e-324", "1e-300", "1.7e308", "inf")
+_VALUES = (0, -0.0, 1, 3, 2.5, 1e308, -1e308, 5e-324, 1e-300, 0.45359237, 1000, 1e-6, 112.0)
+
+
+def _extreme_filters(model, rnd, n):
+    out = []
+    while len(out) < n:
+        conds = []
+        for _ in range(rnd.randint(1, 2)):
+            member = rnd.choice(["NetWeight", "FinalPrice"])
+            u = rnd.choice(strategies.UNITS if member == "NetWeight" else strategies.CURRENCIES)
+            a, b = rnd.choice(_NUMS), rnd.choice(_NUMS)
+            conds.append(rnd.choice([f"{member} {op} {a} {u}" for op in
+                                     ("<", "<=", ">", ">=", "=", "!=")]
+                                    + [f"{member} between {a} {u} and {b} {u}",
+                                       f"{member} not in {{{a}, {b}}} {u}",
+                                       f"{member} in [{a}, {b}) {u}"]))
+        try:
+            out.append(model.parse_filter("Order where " + " and ".join(conds)))
+        except PubsiftError:
+            pass
+    return out
+
+
+def _extreme_events(model, rnd, n):
+    return [model.parse_event({"concept": "Order", "time": rnd.choice(strategies.TIMES),
+                               "value": {"NetWeight": {"value": rnd.choice(_VALUES), "context": {
+                                   "unit": rnd.choice(strategies.UNITS),
+                                   "scale": rnd.choice([1, 1000, 1e-300, 1e300])}},
+                                         "FinalPrice": {"value": rnd.choice(_VALUES), "context": {
+                                             "currency": rnd.choice(strategies.CURRENCIES),
+                                             "scale": rnd.choice([1, 1e300, 1e-300])}}}})
+            for _ in range(n)]
+
+
+def _check_relations_at_the_ends_of_the_double_range(model, seed, nf, ne):
+    import itertools
+    import random
+
+    rnd = random.Random(seed)
+    fs, es = _extreme_filters(model, rnd, nf), _extreme_events(model, rnd, ne)
+    hits = {f: frozenset(i for i, e in enumerate(es) if model.matches(f, e)) for f in fs}
+    for f, g in itertools.product(fs, fs):
+        if model.covers(f, g):
+            assert hits[g] <= hits[f], (model.format_filter(f), model.format_filter(g))
+        if not model.overlaps(f, g):
+            assert not hits[f] & hits[g], (model.format_filter(f), model.format_filter(g))
+        merged = model.merge([f, g])
+        if merged is not None:
+            assert frozenset(i for i, e in enumerate(es) if model.matches(merged, e)) \
+                == hits[f] | hits[g]
+    index = model.new_index()
+    for i, f in enumerate(fs):
+        index.add(f, i)
+    for j, e in enumerate(es):
+        assert index.match(e) == {i for i, f in enumerate(fs) if j in hits[f]}
+
+
+def test_relations_and_index_are_sound_at_the_ends_of_the_double_range(model):
+    _check_relations_at_the_ends_of_the_double_range(model, 1, 30, 250)
+
+
+@pytest.mark.slow
+def test_relations_and_index_are_sound_at_the_ends_of_the_double_range_deeply(model):
+    for seed in range(2, 6):
+        _check_relations_at_the_ends_of_the_double_range(model, seed, 120, 1500)
