@@ -22,7 +22,8 @@ from typing import Any
 
 from pubsift.core.index import LinearIndex
 from pubsift.core.model import FilterIndex
-from pubsift.models.concepts.filters import _FAIL, Clause, ConceptFilter, check_filter
+from pubsift.models.concepts.filters import _FAIL, Clause, ConceptFilter
+from pubsift.models.concepts.forms import check_filter
 from pubsift.models.concepts.semantic_objects import SemanticObject
 from pubsift.models.records.constraints import Constraint, Op
 from pubsift.models.records.filters import RecordFilter

@@ -13,8 +13,8 @@ from pubsift.models.concepts.context import ClientContext, ContextRegistry
 from pubsift.models.concepts.conversion import ConversionManager, PropertyConversion, RateTable
 from pubsift.models.concepts.covering import Relations
 from pubsift.models.concepts.index import ConceptsIndex
-from pubsift.models.concepts.filters import (ConceptFilter, FilterBuilder, Matcher, dump_filter,
-                                             format_filter, load_filter)
+from pubsift.models.concepts.filters import ConceptFilter, FilterBuilder, Matcher
+from pubsift.models.concepts.forms import dump_filter, format_filter, load_filter
 from pubsift.models.concepts.ontology import MONEY, Ontology
 from pubsift.models.concepts.semantic_objects import SemanticObject, from_json, to_json
 from pubsift.models.concepts.syntax import parse_json, parse_text
