@@ -58,8 +58,10 @@ class Context:
                 or number_problem(self.scale) or not self.scale > 0:
             raise ConversionError(f"scale factor must be a positive finite number, "
                                   f"not {_short(self.scale)}")
-        if self.date_format is not None and "%" not in self.date_format:
-            raise ConversionError(f"date format {self.date_format!r} is not a strftime pattern")
+        if self.date_format is not None and ("%" not in self.date_format
+                                             or len(self.date_format) > 100):
+            raise ConversionError(f"date format {_short(self.date_format)} is not a strftime "
+                                  "pattern (of at most 100 characters)")
         try:
             extra = tuple(sorted(dict(self.extra).items()))
         except (TypeError, ValueError):

@@ -343,7 +343,8 @@ def test_wrong_json_types_in_a_filter_context_are_syntax_errors(model, context, 
 
 
 @pytest.mark.parametrize("context", [[1], {"unit": 5}, {"currency": 5}, {"scale": None},
-                                     {"date_format": 5}, {5: 1}, {"x": [1]}])
+                                     {"date_format": 5}, {"date_format": "%Y" * 100}, {5: 1},
+                                     {"x": [1]}, {"scale": True}, {"unit": ""}])
 def test_wrong_json_types_in_an_event_context_are_event_errors(model, context):
     with pytest.raises(EventError) as exc:
         _order(model, {"Symbol": {"value": "A", "context": context}})
