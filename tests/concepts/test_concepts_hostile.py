@@ -536,3 +536,17 @@ def test_index_answers_equal_matches_whether_the_event_or_the_index_has_fewer_pa
     for e in (small, big):
         assert index.match(e) == {i for i, f in enumerate(filters) if model.matches(f, e)}
     assert index.match(small) == {0} and index.match(big) == set(range(12))
+
+
+def test_decimal_values_are_refused_clearly(model):
+    from decimal import Decimal
+
+    with pytest.raises(EventError, match="Decimal"):
+        _order(model, {"NetWeight": {"value": Decimal("1e999999"), "context": {"unit": "kg"}}})
+    with pytest.raises(EventError, match="scale factor"):
+        _order(model, {"NetWeight": {"value": 1, "context": {"unit": "kg",
+                                                             "scale": Decimal(2)}}})
+    with pytest.raises(FilterSyntaxError) as exc:
+        model.parse_filter({"concept": "Order", "where": [
+            {"attr": "NetWeight", "op": ">", "value": Decimal(1), "unit": "kg"}]})
+    assert exc.value.path == "$.where[0].value"
