@@ -344,7 +344,9 @@ class Matcher:
                 v = _FAIL
             else:
                 if v.__class__ is float and not -_MAX < v < _MAX:
-                    v = math.copysign(_MAX, v)  # overflowed: beyond every constant
+                    # overflowed: beyond every constant; NaN (a logarithm of a negative
+                    # power) cannot be compared at all
+                    v = _FAIL if v != v else math.copysign(_MAX, v)
         cache[key] = v
         return v
 

@@ -550,3 +550,23 @@ def test_decimal_values_are_refused_clearly(model):
         model.parse_filter({"concept": "Order", "where": [
             {"attr": "NetWeight", "op": ">", "value": Decimal(1), "unit": "kg"}]})
     assert exc.value.path == "$.where[0].value"
+
+
+def test_a_conversion_giving_nan_makes_the_clause_false(recwarn):
+    import rdflib
+
+    from pubsift.models.concepts import ConceptsModel
+
+    g = rdflib.Graph()
+    g.parse(data="@prefix ps: <https://pubsift.org/ontology#> . "
+                 "@prefix owl: <http://www.w3.org/2002/07/owl#> . "
+                 'ps:Power a owl:Class ; ps:contextProperty ps:unit ; ps:matchingUnit "dBm" .',
+            format="turtle")
+    model = ConceptsModel(ontology=Ontology(g), conversions={})
+    negative = model.parse_event({"concept": "Power", "value": -5, "context": {"unit": "W"}})
+    for text in ("Power > -1000 dBm", "Power not in {1, 2} dBm", "Power < 1000 dBm"):
+        f = model.parse_filter(text)  # a logarithm of -5 W is NaN: no dBm value
+        assert not model.matches(f, negative)
+        index = model.new_index()
+        index.add(f, 1)
+        assert index.match(negative) == set()
