@@ -115,6 +115,13 @@ class RateTable:
         rates: dict[str, list[RatePeriod]] = {}
         reader = csv.DictReader(io.StringIO(text))
         try:
+            header = set(reader.fieldnames or ())
+        except csv.Error as exc:
+            raise ConversionError(f"rate table line 1: {exc}") from None
+        if not {"currency", "rate"} <= header:
+            raise ConversionError(f"{_shown(source)} is neither a readable file nor CSV "
+                                  "text with the columns currency,rate")
+        try:
             for i, row in enumerate(reader, start=2):
                 cur, rate = row.get("currency"), row.get("rate")
                 if not isinstance(cur, str) or not isinstance(rate, str):
@@ -176,6 +183,11 @@ class RateTable:
             else:
                 found.add(f)
         return frozenset(found), total and bool(found)
+
+
+def _shown(source: Any) -> str:
+    r = repr(str(source))
+    return r if len(r) <= 60 else r[:57] + "..."
 
 
 # -- user-defined conversions -------------------------------------------------------------

@@ -570,3 +570,12 @@ def test_a_conversion_giving_nan_makes_the_clause_false(recwarn):
         index = model.new_index()
         index.add(f, 1)
         assert index.match(negative) == set()
+
+
+def test_a_rate_table_source_that_is_neither_a_file_nor_csv_is_refused():
+    from pubsift.models.concepts import RateTable
+
+    for source in ("/nonexistent/rates.csv", "x\0y", "currency;rate\nEUR;1\n"):
+        with pytest.raises(ConversionError, match="neither a readable file nor CSV"):
+            RateTable.from_csv(source, base="USD")
+    assert RateTable.from_csv("currency,rate\n", base="USD").currencies == {"USD"}
