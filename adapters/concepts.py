@@ -51,6 +51,9 @@ class Publisher:
 
     def __post_init__(self) -> None:
         self.context = ClientContext.of(self.context)
+        if not isinstance(self.vocabulary, Mapping):
+            raise ConversionError(f"a vocabulary maps local terms to concepts (a JSON "
+                                  f"object), not {type(self.vocabulary).__name__}")
         self._terms = Vocabulary(dict(self.vocabulary)).resolved(self.model.ontology)
         self._concept = self._resolve(self.concept, "concept")
 
@@ -66,6 +69,8 @@ class Publisher:
     def enrich(self, record: Mapping[str, Any], where: str = "record") -> SemanticObject:
         """A plain record -> a semantic object in the publisher's context (EventError says
         which field is wrong)."""
+        if not isinstance(record, Mapping):
+            raise EventError(f"a record is a JSON object, not {type(record).__name__}", where)
         onto = self.model.ontology
         value: dict[str, Any] = {}
         time = None
@@ -101,11 +106,23 @@ def _typed(raw: Any, kind: str, where: str) -> Any:
 def read_csv(path: str | Path, publisher: Publisher, limit: int | None = None
              ) -> Iterator[SemanticObject]:
     """The rows of a CSV file enriched by ``publisher``; an error names the line."""
-    with open(path, newline="", encoding="utf-8") as fh:
-        for i, row in enumerate(csv.DictReader(fh), start=2):
-            if limit is not None and i - 2 >= limit:
-                return
-            yield publisher.enrich(row, where=f"{Path(path).name}:{i}")
+    name = Path(path).name
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = csv.DictReader(fh)
+            count = 0
+            while limit is None or count < limit:
+                try:
+                    row = next(rows)
+                except StopIteration:
+                    return
+                except (csv.Error, UnicodeDecodeError) as exc:
+                    raise EventError(f"unreadable CSV: {exc}", f"{name}:{rows.line_num + 1}") \
+                        from None
+                count += 1
+                yield publisher.enrich(row, where=f"{name}:{rows.line_num}")
+    except OSError as exc:
+        raise EventError(f"cannot read {path}: {exc.strerror or exc}", str(path)) from None
 
 
 # -- UBL ----------------------------------------------------------------------------------
@@ -151,6 +168,8 @@ def ubl_events(path: str | Path, model: ConceptsModel) -> UBLReport:
         root = etree.parse(str(path), _parser()).getroot()
     except etree.XMLSyntaxError as exc:
         raise EventError(f"not well-formed XML: {exc}", str(path)) from None
+    except OSError as exc:
+        raise EventError(f"cannot read {path}: {exc}", str(path)) from None
     onto = model.ontology
     doc_type = _local(root)
     try:

@@ -130,7 +130,7 @@ def main() -> int:
     local = LocalBuilder(model.ontology, model.manager)
     naive_filters = [local.build(parse_text(t), c) for t, c in subs]
     onto, manager = model.ontology, model.manager
-    sub_ctx = [{o.concept: c.context_for(onto, o.concept) for o in events[0]._flat.values()
+    sub_ctx = [{o.concept: c.context_for(onto, o.concept) for _, o in events[0].walk()
                 if not o.is_complex} for _, c in subs]
 
     def naive(e):
@@ -138,7 +138,7 @@ def main() -> int:
         for i, f in enumerate(naive_filters):
             ctxs = sub_ctx[i]
             vals = {}
-            for path, o in e._flat.items():       # every attribute, for every subscription
+            for path, o in e.walk():       # every attribute, for every subscription
                 if o.is_complex:
                     continue
                 try:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pubsift.core.errors import ConversionError
+from pubsift.models.concepts.limits import number_problem, text_problem
 from pubsift.models.concepts.units import canonical_unit, dimensionality
 
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
@@ -27,38 +28,70 @@ _BUILTIN = ("unit", "currency", "scale", "date_format")
 @dataclass(frozen=True, slots=True)
 class Context:
     """Immutable, hashable context of one value; ``extra`` holds user-defined properties
-    as sorted (name, value) pairs."""
+    as sorted (name, value) pairs.
+
+    ``explicit`` names the built-in properties that were *given*, as opposed to left unset:
+    a member's context overrides its parent's exactly in those (an explicit ``scale: 1``
+    or ``date_format: null``, meaning ISO 8601, overrides an inherited scale or format).
+    A property with a value other than its default is always explicit."""
 
     unit: str | None = None
     currency: str | None = None
-    scale: float = 1
+    scale: int | float = 1
     date_format: str | None = None
     extra: tuple[tuple[str, Any], ...] = ()
+    explicit: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
+        for prop in ("unit", "currency", "date_format"):
+            v = getattr(self, prop)
+            if v is not None and not isinstance(v, str):
+                raise ConversionError(f"context property {prop!r} is a string, not "
+                                      f"{type(v).__name__} {_short(v)}")
+            if v is not None and text_problem(v):
+                raise ConversionError(f"context property {prop!r}: {text_problem(v)}")
         if self.unit is not None:
             object.__setattr__(self, "unit", canonical_unit(self.unit))
         if self.currency is not None and not _CURRENCY.match(self.currency):
             raise ConversionError(f"{self.currency!r} is not an ISO 4217 currency code")
         if isinstance(self.scale, bool) or not isinstance(self.scale, (int, float)) \
-                or not self.scale > 0 or self.scale == float("inf"):
+                or number_problem(self.scale) or not self.scale > 0:
             raise ConversionError(f"scale factor must be a positive finite number, "
-                                  f"not {self.scale!r}")
-        if self.date_format is not None and "%" not in self.date_format:
-            raise ConversionError(f"date format {self.date_format!r} is not a strftime pattern")
-        extra = tuple(sorted(dict(self.extra).items()))
+                                  f"not {_short(self.scale)}")
+        if self.date_format is not None and ("%" not in self.date_format
+                                             or len(self.date_format) > 100):
+            raise ConversionError(f"date format {_short(self.date_format)} is not a strftime "
+                                  "pattern (of at most 100 characters)")
+        try:
+            extra = tuple(sorted(dict(self.extra).items()))
+        except (TypeError, ValueError):
+            raise ConversionError("user-defined context properties are (name, value) "
+                                  "pairs with string names") from None
         for k, v in extra:
-            if k in _BUILTIN or not isinstance(k, str) or not k:
-                raise ConversionError(f"bad user-defined context property {k!r}")
-            if not isinstance(v, (str, int, float, bool)):
-                raise ConversionError(f"context property {k!r} holds a "
-                                      f"{type(v).__name__}; use a string or number")
+            if not isinstance(k, str) or k in _BUILTIN or not k \
+                    or text_problem(k):
+                raise ConversionError(f"bad user-defined context property {_short(k)}")
+            if isinstance(v, bool) or isinstance(v, str) and not text_problem(v):
+                continue
+            if not isinstance(v, (int, float)) or number_problem(v):
+                raise ConversionError(f"context property {k!r} holds {_short(v)}; use a "
+                                      "string, a finite number or a boolean")
         object.__setattr__(self, "extra", extra)
+        explicit = frozenset(self.explicit)
+        if not explicit <= set(_BUILTIN):
+            raise ConversionError(f"explicit names built-in properties, not "
+                                  f"{sorted(map(str, explicit - set(_BUILTIN)))}")
+        explicit |= {p for p in ("unit", "currency", "date_format")
+                     if getattr(self, p) is not None}
+        if self.scale != 1:
+            explicit |= {"scale"}
+        object.__setattr__(self, "explicit", explicit)
 
     @classmethod
     def of(cls, obj: Mapping[str, Any] | "Context" | None) -> "Context":
         """From the JSON form ``{"unit": "kg", "currency": "EUR", "scale": 1000,
-        "date_format": "%d.%m.%Y", "anything": "else"}``."""
+        "date_format": "%d.%m.%Y", "anything": "else"}``; a built-in property given (even
+        as its default: ``"scale": 1``, ``"date_format": null`` for ISO 8601) is explicit."""
         if obj is None:
             return EMPTY
         if isinstance(obj, Context):
@@ -66,19 +99,15 @@ class Context:
         if not isinstance(obj, Mapping):
             raise ConversionError(f"a context is a JSON object, not {type(obj).__name__}")
         known = {k: obj[k] for k in _BUILTIN if k in obj}
+        if "scale" in known and known["scale"] is None:
+            raise ConversionError("scale factor must be a positive finite number, not null")
         extra = tuple((k, v) for k, v in obj.items() if k not in _BUILTIN)
-        return cls(**known, extra=extra)
+        return cls(**known, extra=extra, explicit=frozenset(known))
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.unit is not None:
-            out["unit"] = self.unit
-        if self.currency is not None:
-            out["currency"] = self.currency
-        if self.scale != 1:
-            out["scale"] = self.scale
-        if self.date_format is not None:
-            out["date_format"] = self.date_format
+        """The JSON form: every explicit built-in property (``null``: explicitly none),
+        then the user-defined ones."""
+        out: dict[str, Any] = {p: getattr(self, p) for p in _BUILTIN if p in self.explicit}
         out.update(self.extra)
         return out
 
@@ -95,17 +124,33 @@ class Context:
         return replace(self, **builtin, extra=tuple(extra.items()))
 
     def overlay(self, other: "Context") -> "Context":
-        """``other``'s properties where it sets them, ours elsewhere."""
-        return Context(unit=other.unit or self.unit, currency=other.currency or self.currency,
-                       scale=other.scale if other.scale != 1 else self.scale,
-                       date_format=other.date_format or self.date_format,
-                       extra=tuple({**dict(self.extra), **dict(other.extra)}.items()))
+        """``other``'s properties where it gives them (explicitly), ours elsewhere."""
+        def pick(p: str) -> Any:
+            return getattr(other if p in other.explicit else self, p)
+        return Context(unit=pick("unit"), currency=pick("currency"), scale=pick("scale"),
+                       date_format=pick("date_format"),
+                       extra=tuple({**dict(self.extra), **dict(other.extra)}.items()),
+                       explicit=self.explicit | other.explicit)
 
     def __str__(self) -> str:
         return "{" + ", ".join(f"{k}={v}" for k, v in self.to_json().items()) + "}"
 
 
+def _short(v: Any) -> str:
+    """``repr`` of a value, cut short (hostile values can be huge)."""
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 64:
+        return f"an integer of {v.bit_length()} bits"
+    r = repr(v) if not isinstance(v, (dict, list, tuple)) else type(v).__name__
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
 EMPTY = Context()
+
+
+def _unit(u: Any) -> str:
+    if not isinstance(u, str):
+        raise ConversionError(f"a unit is a string, not {_short(u)}")
+    return canonical_unit(u)
 
 
 @dataclass
@@ -167,21 +212,48 @@ class ClientContext:
 
     @classmethod
     def of(cls, obj: Mapping[str, Any] | "ClientContext" | None) -> "ClientContext":
+        """From the JSON form; malformed declarations raise :class:`ConversionError`
+        naming the property."""
         if obj is None:
             return cls()
         if isinstance(obj, ClientContext):
             return obj
+        if not isinstance(obj, Mapping):
+            raise ConversionError(f"a client context is a JSON object, not "
+                                  f"{type(obj).__name__}")
         known = {"currency", "unit", "units", "date_format", "scale", "per_concept"}
-        per = {k: Context.of(v) for k, v in (obj.get("per_concept") or {}).items()}
+        per_raw = obj.get("per_concept") or {}
+        if not isinstance(per_raw, Mapping):
+            raise ConversionError("per_concept maps concepts to contexts (a JSON object)")
+        per = {}
+        for k, v in per_raw.items():
+            if not isinstance(k, str) or text_problem(k):
+                raise ConversionError(f"per_concept is keyed by concept names, not {_short(k)}")
+            try:
+                per[k] = Context.of(v)
+            except ConversionError as exc:
+                raise ConversionError(f"per_concept {k!r}: {exc}") from None
         units = obj.get("units") or {}
+        if isinstance(units, str) or not isinstance(units, (Mapping, list, tuple)):
+            raise ConversionError("units is a list of units or an object keyed by "
+                                  "dimensionality")
         if not isinstance(units, Mapping):  # a list of units: keyed by their dimension
-            units = {dimensionality(canonical_unit(u)): u for u in units}
+            units = {dimensionality(_unit(u)): u for u in units}
         units = dict(units)
-        if obj.get("unit"):
-            units[dimensionality(canonical_unit(obj["unit"]))] = obj["unit"]
+        for k, u in units.items():
+            if not isinstance(k, str):
+                raise ConversionError(f"units is keyed by dimensionality, not {_short(k)}")
+            _unit(u)
+        if obj.get("unit") is not None:
+            units[dimensionality(_unit(obj["unit"]))] = obj["unit"]
+        scale = obj.get("scale", 1)
+        extra = {k: v for k, v in obj.items() if k not in known}
+        # validates currency, date format, scale and user-defined properties
+        Context(currency=obj.get("currency"), date_format=obj.get("date_format"),
+                scale=scale, extra=tuple(extra.items()))
         return cls(currency=obj.get("currency"), units=units,
-                   date_format=obj.get("date_format"), scale=obj.get("scale", 1),
-                   extra={k: v for k, v in obj.items() if k not in known}, per_concept=per)
+                   date_format=obj.get("date_format"), scale=scale,
+                   extra=extra, per_concept=per)
 
     def context_for(self, ontology: Any, concept: str) -> Context:
         """The client's context for values of ``concept`` (an :class:`Ontology` concept):
@@ -194,7 +266,7 @@ class ClientContext:
         return found
 
     def _context_for(self, ontology: Any, concept: str) -> Context:
-        from pubsift.models.concepts.ontology import QUANTITY
+        from pubsift.models.concepts.ontology import QUANTITY, UnknownConcept
 
         props = ontology.context_properties(concept)
         unit = None
@@ -207,7 +279,10 @@ class ClientContext:
                        extra=tuple((k, v) for k, v in self.extra.items() if k in props))
         best = None
         for key, ctx in self.per_concept.items():
-            target = ontology.resolve(key)
+            try:
+                target = ontology.resolve(key)
+            except UnknownConcept as exc:
+                raise ConversionError(f"per_concept {key!r}: {exc}") from None
             if ontology.is_a(concept, target):
                 depth = len(ontology.ancestors(target))
                 if best is None or depth > best[0]:

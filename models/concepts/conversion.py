@@ -36,6 +36,9 @@ from pubsift.models.concepts.units import same_dimension, unit_converter
 
 GROUP = "pubsift.conversions"
 
+CACHE_SIZE = 4096
+"""Converters a :class:`ConversionManager` keeps (oldest dropped first)."""
+
 
 class NotConvertible(ConversionError):
     """A value cannot be converted at match time (e.g. no exchange rate in force)."""
@@ -49,11 +52,17 @@ def parse_time(text: Any) -> datetime:
     elif isinstance(text, date):
         t = datetime(text.year, text.month, text.day)
     elif isinstance(text, str):
+        if len(text) > 64:
+            raise ValueError(f"a time is an ISO 8601 string, not {len(text)} characters")
         t = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     else:
         raise ValueError(f"a time is an ISO 8601 string, not {type(text).__name__}")
     if t.tzinfo is not None:
-        t = t.astimezone(timezone.utc).replace(tzinfo=None)
+        try:
+            t = t.astimezone(timezone.utc).replace(tzinfo=None)
+        except OverflowError:
+            raise ValueError(f"{t.isoformat()} is out of range in UTC (years 1-9999)") \
+                from None
     return t
 
 
@@ -76,6 +85,7 @@ class RateTable:
     model, and routing tables are rebuilt from the subscriptions."""
 
     def __init__(self, base: str, rates: Mapping[str, Iterable[RatePeriod]]) -> None:
+        Context(currency=base)  # validates the code
         self.base = base
         self._periods: dict[str, tuple[RatePeriod, ...]] = {}
         for cur, periods in rates.items():
@@ -96,17 +106,32 @@ class RateTable:
     def from_csv(cls, source: str | Path, base: str) -> "RateTable":
         """Rows ``currency,rate,valid_from,valid_to`` (ISO dates; empty = unbounded; the
         period is [valid_from, valid_to)); ``rate`` units of the currency per one ``base``."""
-        text = Path(source).read_text(encoding="utf-8") if isinstance(source, Path) or (
-            isinstance(source, str) and "\n" not in source and Path(source).exists()) else source
+        try:
+            text = Path(source).read_text(encoding="utf-8") if isinstance(source, Path) or (
+                isinstance(source, str) and "\n" not in source and "\0" not in source
+                and Path(source).exists()) else source
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConversionError(f"cannot read rate table {source}: {exc}") from None
         rates: dict[str, list[RatePeriod]] = {}
-        for i, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
-            try:
+        reader = csv.DictReader(io.StringIO(text))
+        try:
+            header = set(reader.fieldnames or ())
+        except csv.Error as exc:
+            raise ConversionError(f"rate table line 1: {exc}") from None
+        if not {"currency", "rate"} <= header:
+            raise ConversionError(f"{_shown(source)} is neither a readable file nor CSV "
+                                  "text with the columns currency,rate")
+        try:
+            for i, row in enumerate(reader, start=2):
+                cur, rate = row.get("currency"), row.get("rate")
+                if not isinstance(cur, str) or not isinstance(rate, str):
+                    raise ValueError("a row has currency and rate")
                 p = RatePeriod(parse_time(row["valid_from"]) if row.get("valid_from") else None,
                                parse_time(row["valid_to"]) if row.get("valid_to") else None,
-                               float(row["rate"]))
-                rates.setdefault(row["currency"].strip(), []).append(p)
-            except (KeyError, ValueError, TypeError) as exc:
-                raise ConversionError(f"rate table line {i}: {exc}") from None
+                               float(rate))
+                rates.setdefault(cur.strip(), []).append(p)
+        except (KeyError, ValueError, TypeError, csv.Error) as exc:
+            raise ConversionError(f"rate table line {reader.line_num}: {exc}") from None
         return cls(base, rates)
 
     @property
@@ -158,6 +183,11 @@ class RateTable:
             else:
                 found.add(f)
         return frozenset(found), total and bool(found)
+
+
+def _shown(source: Any) -> str:
+    r = repr(str(source))
+    return r if len(r) <= 60 else r[:57] + "..."
 
 
 # -- user-defined conversions -------------------------------------------------------------
@@ -263,7 +293,10 @@ class ConversionManager:
         key = (kind, src, dst)
         fn = self._cache.get(key)
         if fn is None:
-            fn = self._cache[key] = self._build(kind, src, dst)
+            fn = self._build(kind, src, dst)
+            if len(self._cache) >= CACHE_SIZE:  # events bring fresh contexts: stay bounded
+                del self._cache[next(iter(self._cache))]
+            self._cache[key] = fn
         return fn
 
     def convert(self, kind: str, value: Any, src: Context, dst: Context,
@@ -273,13 +306,13 @@ class ConversionManager:
     def _build(self, kind: str, src: Context, dst: Context) -> Converter:
         steps: list[Converter] = []
         if kind in (QUANTITY, MONEY) and src.scale != 1:
-            s = src.scale
-            steps.append(lambda v, at: v * s)
+            s = float(src.scale)
+            steps.append(lambda v, at: float(v) * s)
         if kind == QUANTITY and dst.unit is not None and src.unit != dst.unit:
             if src.unit is None:
                 raise NotConvertible(f"value has no unit; {dst.unit} expected")
             f = unit_converter(src.unit, dst.unit)
-            steps.append(lambda v, at: f(v))
+            steps.append(lambda v, at: f(float(v)))
         if kind == MONEY and dst.currency is not None and src.currency != dst.currency:
             steps.append(self._currency_step(src.currency, dst.currency))
         for prop, b in dst.extra:
@@ -288,8 +321,8 @@ class ConversionManager:
                 conv = self._property(prop)
                 steps.append(lambda v, at, conv=conv, a=a, b=b: conv.convert(v, a, b, at))
         if kind in (QUANTITY, MONEY) and dst.scale != 1:
-            d = dst.scale
-            steps.append(lambda v, at: v / d)
+            d = float(dst.scale)
+            steps.append(lambda v, at: float(v) / d)
         if kind == DATE:
             steps.insert(0, _date_step(src.date_format, dst.date_format))
         if not steps:
@@ -316,7 +349,7 @@ class ConversionManager:
             f = rates.factor(src, dst, at)
             if f is None:
                 raise NotConvertible(f"no {src}/{dst} rate in force at {at.isoformat()}")
-            return v * f
+            return float(v) * f
         return step
 
     def rates_in_force(self, src: str, dst: str) -> tuple[frozenset[float], bool]:
@@ -348,9 +381,11 @@ def parse_date(v: Any, fmt: str | None) -> datetime:
     """A date value written in ``fmt`` (None: ISO 8601) as a datetime."""
     if not isinstance(v, str):
         raise NotConvertible(f"a date is a string, not {type(v).__name__}")
+    if len(v) > 64:
+        raise NotConvertible(f"a date is a short string, not {len(v)} characters")
     try:
         return parse_time(v) if fmt is None else datetime.strptime(v, fmt)
-    except ValueError as exc:
+    except (ValueError, UnicodeError, OverflowError) as exc:
         raise NotConvertible(f"{v!r} is not a date in format {fmt or 'ISO 8601'}: "
                              f"{exc}") from None
 
@@ -358,7 +393,11 @@ def parse_date(v: Any, fmt: str | None) -> datetime:
 def format_date(d: datetime, fmt: str | None) -> str:
     """ISO 8601 (``YYYY-MM-DD`` when there is no time of day) or ``strftime(fmt)``."""
     if fmt is not None:
-        return d.strftime(fmt)
+        try:
+            return d.strftime(fmt)
+        except (ValueError, UnicodeError) as exc:
+            raise NotConvertible(f"cannot write {d.isoformat()} in format {fmt!r}: "
+                                 f"{exc}") from None
     if d.hour == d.minute == d.second == d.microsecond == 0:
         return d.date().isoformat()
     return d.isoformat()

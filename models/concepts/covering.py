@@ -14,13 +14,15 @@ normalized into the same matching context, and concept subsumption decides the c
   make the model claim covering or disjointness unless it holds *for every rate in force*:
   two clauses in currencies A and B are compared for every factor B→A of the
   :class:`~pubsift.models.concepts.conversion.RateTable`, with the B clause widened by a
-  relative 1e-9 (so floating-point rounding in the two conversions cannot break the claim);
+  relative 1e-9 and an absolute 1e-300 (so floating-point rounding and underflow in the two
+  conversions cannot break the claim; a scaled constant that overflows makes no claim);
   covering also needs both currencies quoted at every time (otherwise an event could be
   convertible into B and not into A). Time-varying user conversions: never claimed.
 """
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 
 from pubsift.models.concepts.conversion import ConversionManager
@@ -31,6 +33,9 @@ from pubsift.models.records.constraints import Constraint, Interval, Op
 
 EPS = 1e-9
 """Relative widening of constants compared across exchange rates."""
+
+TINY = 1e-300
+"""Absolute widening of constants compared across exchange rates (underflow)."""
 
 _ANY_NUMBER = Constraint(Op.IN_RANGE, Interval(float("-inf"), float("inf")))
 
@@ -172,11 +177,28 @@ class Relations:
 
 
 def _widen(b: float) -> float:
-    return 0.0 if math.isinf(b) else abs(b) * EPS
+    """How far a scaled constant is widened: relatively by EPS, and absolutely by TINY,
+    since conversions of tiny amounts underflow (1e-320 JPY is 0 EUR but not 0 USD)."""
+    return 0.0 if math.isinf(b) else abs(b) * EPS + TINY
 
 
 def _scaled(c: Constraint, r: float) -> Constraint | None:
-    """A constraint containing r·L_A(c), enlarged by a relative EPS (None: not numeric)."""
+    """A constraint containing r·L_A(c), enlarged by a relative EPS (None: not numeric, or
+    a scaled bound overflows: no claim is made)."""
+    out = _scaled_bounds(c, r)
+    if out is None or out is _ANY_NUMBER or out.op is Op.EXISTS:
+        return out
+    x = out.operand
+    bounds = (x.lo, x.hi) if isinstance(x, Interval) else (x,)
+    if not all(-_MAX < b < _MAX for b in bounds):
+        return None
+    return out
+
+
+_MAX = sys.float_info.max
+
+
+def _scaled_bounds(c: Constraint, r: float) -> Constraint | None:
     op, x = c.op, c.operand
     if op is Op.EXISTS:
         return c

@@ -17,12 +17,13 @@ queries (covering, overlap, merging) scan with the model's hooks, like
 """
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from typing import Any
 
 from pubsift.core.index import LinearIndex
 from pubsift.core.model import FilterIndex
 from pubsift.models.concepts.filters import _FAIL, Clause, ConceptFilter
+from pubsift.models.concepts.forms import check_filter
 from pubsift.models.concepts.semantic_objects import SemanticObject
 from pubsift.models.records.constraints import Constraint, Op
 from pubsift.models.records.filters import RecordFilter
@@ -46,33 +47,55 @@ class ConceptsIndex(FilterIndex[Hashable]):
         self._uses: dict[str, int] = {}
         self._counter = 0
 
-    def _translate(self, f: ConceptFilter, register: bool) -> RecordFilter:
+    def _translate(self, f: ConceptFilter) -> tuple[RecordFilter, list[tuple[tuple, str]]]:
+        """The records filter of ``f`` and the virtual attributes it would create (nothing
+        is changed: a failed :meth:`add` must leave the index as it was)."""
         onto = self.model.ontology
         attrs = {_CONCEPT: Constraint(Op.IN_SET, frozenset(
             skey(c) for c in onto.descendants(f.concept)))}
+        fresh: list[tuple[tuple, str]] = []
         for c in f.clauses:
             key = (c.path, c.target)
             name = self._names.get(key)
-            if name is None:
-                if not register:
-                    raise KeyError(key)
-                self._counter += 1  # never reuse a name: held filters may still use it
-                name = self._names[key] = f"v{self._counter}"
-                self._by_path.setdefault(c.path, {})[name] = c
-            if register:
-                self._uses[name] = self._uses.get(name, 0) + 1
+            if name is None:  # never reuse a name: held filters may still use it
+                name = f"v{self._counter + len(fresh) + 1}"
+                fresh.append((key, name))
             attrs[name] = c.constraint
-        return RecordFilter.of(attrs)
+        return RecordFilter.of(attrs), fresh
 
     def add(self, f: ConceptFilter, key: Hashable) -> None:
+        """Hold (f, key); when it raises, the index is exactly as it was."""
+        check_filter(f, self.model.ontology)  # hand-made filters: refused before any change
         if (f, key) in self._scan:
             return
+        rf, fresh = self._translate(f)
+        self._records.add(rf, (f, key))  # the one step that may fail: before any change
+        clauses = {(c.path, c.target): c for c in f.clauses}
+        for k, name in fresh:
+            self._names[k] = name
+            self._by_path.setdefault(k[0], {})[name] = clauses[k]
+        self._counter += len(fresh)
+        for name, _ in rf.constraints:
+            if name != _CONCEPT:
+                self._uses[name] = self._uses.get(name, 0) + 1
         self._scan.add(f, key)
-        self._records.add(self._translate(f, True), (f, key))
+
+    def bulk_add(self, pairs: Iterable[tuple[ConceptFilter, Hashable]]) -> None:
+        """Hold every pair, or (when one raises) none of those not held before."""
+        added: list[tuple[ConceptFilter, Hashable]] = []
+        try:
+            for f, key in pairs:
+                if (f, key) not in self:
+                    self.add(f, key)
+                    added.append((f, key))
+        except BaseException:
+            for f, key in reversed(added):
+                self.remove(f, key)
+            raise
 
     def remove(self, f: ConceptFilter, key: Hashable) -> None:
         self._scan.remove(f, key)
-        rf = self._translate(f, False)
+        rf, _ = self._translate(f)  # a held filter: its virtual attributes exist
         self._records.remove(rf, (f, key))
         for name, _ in rf.constraints:
             if name == _CONCEPT:
@@ -92,10 +115,12 @@ class ConceptsIndex(FilterIndex[Hashable]):
         flat: dict[str, Any] = {_CONCEPT: e.concept}
         verify = False
         value = self.model.matcher.value
-        for path in e._flat:
-            clauses = self._by_path.get(path)
-            if clauses is None:
-                continue
+        if e.size < len(self._by_path):  # the event's paths or the index's: the fewer
+            known = self._by_path.get
+            found = [(p, cs) for p, cs in ((p, known(p)) for p, _ in e.walk()) if cs]
+        else:
+            found = [(p, cs) for p, cs in self._by_path.items() if e.find(p) is not None]
+        for path, clauses in found:
             for name, c in clauses.items():
                 v = value(e, c)
                 if v is _FAIL or v.__class__ is tuple:

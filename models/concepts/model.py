@@ -13,11 +13,21 @@ from pubsift.models.concepts.context import ClientContext, ContextRegistry
 from pubsift.models.concepts.conversion import ConversionManager, PropertyConversion, RateTable
 from pubsift.models.concepts.covering import Relations
 from pubsift.models.concepts.index import ConceptsIndex
-from pubsift.models.concepts.filters import (ConceptFilter, FilterBuilder, Matcher, dump_filter,
-                                             format_filter, load_filter)
+from pubsift.models.concepts.filters import ConceptFilter, FilterBuilder, Matcher
+from pubsift.models.concepts.forms import dump_filter, format_filter, load_filter
 from pubsift.models.concepts.ontology import MONEY, Ontology
 from pubsift.models.concepts.semantic_objects import SemanticObject, from_json, to_json
 from pubsift.models.concepts.syntax import parse_json, parse_text
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (numbers are finite)")
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc).split(";")[0]
 
 
 class ConceptsModel(FilterModel):
@@ -51,9 +61,11 @@ class ConceptsModel(FilterModel):
         Raises FilterSyntaxError, or ConversionError for impossible conversions."""
         if isinstance(spec, str) and spec.lstrip().startswith("{"):
             try:
-                spec = json.loads(spec)
+                spec = json.loads(spec, parse_constant=_refuse_constant)
             except json.JSONDecodeError as exc:
                 raise FilterSyntaxError(f"bad JSON: {exc.msg}", spec, exc.pos) from None
+            except (ValueError, RecursionError) as exc:
+                raise FilterSyntaxError(f"bad JSON: {_reason(exc)}", path="$") from None
         if isinstance(spec, Mapping):
             if "clauses" in spec:
                 return load_filter(spec, self.ontology)
@@ -71,13 +83,15 @@ class ConceptsModel(FilterModel):
                 raise EventError(f"not UTF-8: {exc}") from None
         if isinstance(raw, str):
             try:
-                raw = json.loads(raw)
+                raw = json.loads(raw, parse_constant=_refuse_constant)
             except json.JSONDecodeError as exc:
                 raise EventError(f"bad JSON: {exc.msg}", f"line {exc.lineno}, column "
                                                           f"{exc.colno}") from None
+            except (ValueError, RecursionError) as exc:
+                raise EventError(f"bad JSON: {_reason(exc)}", "event") from None
         e = from_json(raw, self.ontology, self.contexts)
         if e.time is None and any(self.ontology.kind(o.concept) == MONEY
-                                  for o in e._flat.values()):
+                                  for _, o in e.walk()):
             raise EventError("an event with amounts of money needs a time: exchange rates "
                              "are applied at the event's time", "event.time")
         return e

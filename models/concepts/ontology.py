@@ -29,6 +29,8 @@ from pathlib import Path
 import rdflib
 from rdflib import OWL, RDF, RDFS, SKOS, URIRef
 
+from pubsift.core.errors import PubsiftError
+
 PS = rdflib.Namespace("https://pubsift.org/ontology#")
 
 QUANTITY, MONEY, DATE, PLAIN = "quantity", "money", "date", "plain"
@@ -51,8 +53,16 @@ def local_name(iri: str) -> str:
     return re.split(r"[#/:]", iri.rstrip("#/:"))[-1]
 
 
-class UnknownConcept(LookupError):
+class UnknownConcept(PubsiftError, LookupError):
     """A term names no concept of the ontology (or several)."""
+
+
+class OntologyError(PubsiftError, ValueError):
+    """An ontology file cannot be read (rdflib's parsers raise many kinds of errors)."""
+
+
+_RESOLVED_SIZE = 65536
+"""Resolved terms an :class:`Ontology` remembers."""
 
 
 class Ontology:
@@ -89,7 +99,11 @@ class Ontology:
         .jsonld/.json, .nt)."""
         g = rdflib.Graph()
         for src in sources:
-            g.parse(str(src), format=format or _guess_format(str(src)))
+            try:
+                g.parse(str(src), format=format or _guess_format(str(src)))
+            except Exception as exc:  # noqa: BLE001 - rdflib's parsers raise many kinds
+                raise OntologyError(f"cannot read ontology {src}: {type(exc).__name__}: "
+                                    f"{str(exc)[:200]}") from None
         return cls(g, namespace)
 
     @classmethod
@@ -178,14 +192,18 @@ class Ontology:
     def resolve(self, term: str) -> str:
         """The concept a term names: an IRI, a local name, or a label / synonym in any
         language. Raises :class:`UnknownConcept` when it names none or several."""
-        found = self._resolved.get(term)
+        found = self._resolved.get(term) if isinstance(term, str) else None
         if found is None:
-            found = self._resolved[term] = self._resolve(term)
+            found = self._resolve(term)
+            if len(self._resolved) < _RESOLVED_SIZE:  # spellings are endless: stay bounded
+                self._resolved[term] = found
         return found
 
     def _resolve(self, term: str) -> str:
         if not isinstance(term, str):
-            raise UnknownConcept(f"a concept is named by a string, not {term!r}")
+            raise UnknownConcept(f"a concept is named by a string, not {type(term).__name__}")
+        if len(term) > 1000:
+            raise UnknownConcept(f"unknown concept (a term of {len(term)} characters)")
         if "://" in term or term.startswith("urn:"):
             c = self.canonical(term)
             if c in self.concepts:

@@ -21,13 +21,14 @@ carries, overlaid with its own.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from pubsift.core.errors import ConversionError, EventError
 from pubsift.models.concepts.context import EMPTY, Context, ContextRegistry
+from pubsift.models.concepts.limits import MAX_DEPTH, number_problem, text_problem
 from pubsift.models.concepts.conversion import (ConversionManager, NotConvertible, format_date,
                                                 parse_date, parse_time)
 from pubsift.models.concepts.ontology import (DATE, MONEY, PLAIN, QUANTITY, Ontology,
@@ -40,36 +41,52 @@ Path = tuple[str, ...]
 @dataclass(frozen=True, slots=True)
 class SemanticObject:
     """⟨concept, value, context⟩. ``value`` is a scalar or, for complex objects, a tuple of
-    member objects sorted by concept. ``time`` is set on top-level events only."""
+    member objects sorted by concept. ``time`` is set on top-level events only.
+
+    Memory is linear in the number of members: each object indexes its own members by
+    concept, and a path is looked up member by member."""
 
     concept: str
     value: Any
     context: Context = EMPTY
     time: datetime | None = None
-    _flat: dict = field(default=None, compare=False, hash=False, repr=False)
+    _members: dict = field(default=None, compare=False, hash=False, repr=False)
     _cache: dict = field(default=None, compare=False, hash=False, repr=False)
+    size: int = field(default=1, init=False, compare=False, hash=False, repr=False)
+    """The number of objects: this one and its members at any depth."""
 
     def __post_init__(self) -> None:
-        flat: dict[Path, SemanticObject] = {(): self}
-        if isinstance(self.value, tuple):
-            for m in self.value:
-                for p, o in m._flat.items():
-                    flat[(m.concept,) + p] = o
-        object.__setattr__(self, "_flat", flat)
+        members = {m.concept: m for m in self.value} if isinstance(self.value, tuple) else {}
+        object.__setattr__(self, "_members", members)
         object.__setattr__(self, "_cache", {})
+        object.__setattr__(self, "size", 1 + sum(m.size for m in members.values()))
 
     @property
     def is_complex(self) -> bool:
         return isinstance(self.value, tuple)
 
     def find(self, path: Path) -> "SemanticObject | None":
-        return self._flat.get(path)
+        o = self
+        for c in path:
+            o = o._members.get(c)
+            if o is None:
+                return None
+        return o
 
     def members(self) -> dict[str, "SemanticObject"]:
-        return {m.concept: m for m in self.value} if self.is_complex else {}
+        return dict(self._members)
+
+    def walk(self) -> Iterator[tuple[Path, "SemanticObject"]]:
+        """(path, object) for the object and every member at any depth (iteratively)."""
+        stack: list[tuple[Path, SemanticObject]] = [((), self)]
+        while stack:
+            path, o = stack.pop()
+            yield path, o
+            if o.is_complex:
+                stack.extend((path + (m.concept,), m) for m in reversed(o.value))
 
     def paths(self) -> list[Path]:
-        return list(self._flat)
+        return [p for p, _ in self.walk()]
 
 
 def complex_object(concept: str, members: list[SemanticObject], context: Context = EMPTY,
@@ -86,26 +103,32 @@ def complex_object(concept: str, members: list[SemanticObject], context: Context
 # -- JSON ---------------------------------------------------------------------------------
 def from_json(obj: Any, ontology: Ontology, contexts: ContextRegistry,
               where: str = "event") -> SemanticObject:
-    """Parse the JSON form; raises :class:`EventError` saying what and where."""
+    """Parse the JSON form; raises :class:`EventError` saying what and where. Members nest
+    at most :data:`~pubsift.models.concepts.limits.MAX_DEPTH` levels."""
     if not isinstance(obj, Mapping):
         raise EventError(f"a semantic object is a JSON object, not {type(obj).__name__}", where)
     unknown = set(obj) - {"concept", "value", "context", "time"}
     if unknown:
-        raise EventError(f"unknown member(s) {sorted(unknown)}; a semantic object has "
-                         "concept, value, context, time", where)
+        raise EventError(f"unknown member(s) {sorted(map(str, unknown))}; a semantic object "
+                         "has concept, value, context, time", where)
     if "time" in obj and obj["time"] is not None:
         try:
             time = parse_time(obj["time"])
         except (ValueError, TypeError) as exc:
-            raise EventError(f"bad time {obj['time']!r}: {exc}", where) from None
+            raise EventError(f"bad time {_short(obj['time'])}: {exc}", where) from None
     else:
         time = None
-    return _member(obj, ontology, contexts, EMPTY, where, time, top=True)
+    return _member(obj, ontology, contexts, EMPTY, where, time, top=True, ancestors=())
 
 
 def _member(obj: Any, onto: Ontology, contexts: ContextRegistry, parent: Context, where: str,
-            time: datetime | None, top: bool = False, concept: str | None = None
-            ) -> SemanticObject:
+            time: datetime | None, top: bool = False, concept: str | None = None,
+            ancestors: tuple[int, ...] = ()) -> SemanticObject:
+    if id(obj) in ancestors:
+        raise EventError("a semantic object contains itself (a cyclic mapping)", where)
+    if len(ancestors) > MAX_DEPTH:
+        raise EventError(f"members nest deeper than {MAX_DEPTH} levels", where)
+    ancestors += (id(obj),)
     if concept is None:
         if "concept" not in obj:
             raise EventError("a semantic object needs a concept", where)
@@ -130,13 +153,21 @@ def _member(obj: Any, onto: Ontology, contexts: ContextRegistry, parent: Context
                              "complex object", where)
         members = []
         for key, m in value.items():
-            sub = f"{where}.{key}"
+            sub = f"{where}.{_key(key)}"
             c = _concept(onto, key, sub)
+            if id(m) in ancestors:
+                raise EventError("a semantic object contains itself (a cyclic mapping)", sub)
             m = m if isinstance(m, Mapping) else {"value": m}
+            bad = set(m) - {"concept", "value", "context"}
+            if bad:
+                raise EventError(f"unknown member(s) {sorted(map(str, bad))}; a member has "
+                                 "value, context (and concept)", sub)
             if "concept" in m and _concept(onto, m["concept"], sub) != c:
-                raise EventError(f"member {key!r} names another concept {m['concept']!r}", sub)
-            m = {k: v for k, v in m.items() if k != "concept"}
-            members.append(_member(m, onto, contexts, ctx, sub, None, concept=c))
+                raise EventError(f"member {key!r} names another concept "
+                                 f"{_short(m['concept'])}", sub)
+            m_obj = m if "concept" not in m else {k: v for k, v in m.items() if k != "concept"}
+            members.append(_member(m_obj, onto, contexts, ctx, sub, None, concept=c,
+                                   ancestors=ancestors))
         return complex_object(concept, members, ctx, time)
     shared = own is not None and not isinstance(obj["context"], Mapping) or (
         isinstance(obj.get("context"), Mapping) and set(obj["context"]) == {"ref"})
@@ -144,9 +175,24 @@ def _member(obj: Any, onto: Ontology, contexts: ContextRegistry, parent: Context
     return SemanticObject(concept, value, ctx, time)
 
 
+def _key(key: Any) -> str:
+    """A member key as shown in an error's place: printable and short."""
+    if isinstance(key, str) and len(key) <= 60 and not text_problem(key):
+        return key
+    return _short(key)
+
+
+def _short(v: Any) -> str:
+    """``repr`` of a value, cut short (hostile values can be huge)."""
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 64:
+        return f"an integer of {v.bit_length()} bits"
+    r = repr(v) if not isinstance(v, (Mapping, list, tuple)) else type(v).__name__
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
 def _concept(onto: Ontology, term: Any, where: str) -> str:
     if not isinstance(term, str):
-        raise EventError(f"a concept is named by a string, not {term!r}", where)
+        raise EventError(f"a concept is named by a string, not {_short(term)}", where)
     try:
         return onto.resolve(term)
     except UnknownConcept as exc:
@@ -158,11 +204,17 @@ def _restrict(ctx: Context, onto: Ontology, concept: str) -> Context:
     if ctx is EMPTY:
         return EMPTY
     kind, props = onto.kind(concept), onto.context_properties(concept)
+    kept = _KEPT[kind]
     return Context(unit=ctx.unit if kind == QUANTITY else None,
                    currency=ctx.currency if kind == MONEY else None,
                    scale=ctx.scale if kind in (QUANTITY, MONEY) else 1,
                    date_format=ctx.date_format if kind == DATE else None,
-                   extra=tuple((k, v) for k, v in ctx.extra if k in props))
+                   extra=tuple((k, v) for k, v in ctx.extra if k in props),
+                   explicit=ctx.explicit & kept)
+
+
+_KEPT = {QUANTITY: frozenset({"unit", "scale"}), MONEY: frozenset({"currency", "scale"}),
+         DATE: frozenset({"date_format"}), PLAIN: frozenset()}
 
 
 def _check_value(onto: Ontology, concept: str, value: Any, ctx: Context, where: str,
@@ -170,10 +222,15 @@ def _check_value(onto: Ontology, concept: str, value: Any, ctx: Context, where: 
     """Validate a scalar value against its concept; a shared (named) context may carry
     properties for other kinds of values, an inline one may not."""
     kind, name = onto.kind(concept), onto.name(concept)
+    if isinstance(value, str) and text_problem(value):
+        raise EventError(f"{name}: {text_problem(value)}", where)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and number_problem(value):
+        raise EventError(f"{name}: {number_problem(value)}", where)
     if kind in (QUANTITY, MONEY):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value):
-            raise EventError(f"{name} is a {kind} value: a finite number, not {value!r}", where)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise EventError(f"{name} is a {kind} value: a finite number, not "
+                             f"{_short(value)}", where)
         if kind == MONEY and ctx.currency is None:
             raise EventError(f"{name} is an amount of money: its context needs a currency",
                              where)
@@ -189,10 +246,9 @@ def _check_value(onto: Ontology, concept: str, value: Any, ctx: Context, where: 
             parse_date(value, ctx.date_format)
         except NotConvertible as exc:
             raise EventError(f"{name}: {exc}", where) from None
-    elif not (value is None or isinstance(value, (str, int, float, bool))) or (
-            isinstance(value, float) and not math.isfinite(value)):
-        raise EventError(f"{name} holds {value!r}; plain values are strings, finite numbers, "
-                         "booleans or null", where)
+    elif not (value is None or isinstance(value, (str, int, float, bool))):
+        raise EventError(f"{name} holds {_short(value)}; plain values are strings, finite "
+                         "numbers, booleans or null", where)
     if not shared and (ctx.unit is not None and kind != QUANTITY
                        or ctx.currency is not None and kind != MONEY):
         raise EventError(f"{name} is a {kind} value; its context {ctx} does not fit", where)

@@ -36,12 +36,16 @@ JSON form::
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
+from pubsift.models.concepts.limits import MAX_NUMBER_TEXT, number_problem, text_problem
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +108,10 @@ class _Tok:
 
 
 def _tokenize(text: str) -> list[_Tok]:
+    bad = _SURROGATE.search(text)
+    if bad is not None:  # shown with U+FFFD in their place: messages must be printable
+        raise FilterSyntaxError(text_problem(text), _SURROGATE.sub("\ufffd", text),
+                                bad.start())
     out, i = [], 0
     while i < len(text):
         m = _TOKEN.match(text, i)
@@ -166,11 +174,22 @@ class _Parser:
             raise self.error(f"unexpected {self.tok.text!r}: expected 'and' or the end")
         return FilterSpec(concept, tuple(conds), None, self.text, pos)
 
+    def string(self, t: _Tok) -> str:
+        """The value of a quoted string token (JSON escapes)."""
+        try:
+            v = json.loads(t.text)
+        except json.JSONDecodeError as exc:
+            raise self.error(f"bad string: {exc.msg}", t.pos + exc.pos) from None
+        problem = text_problem(v)
+        if problem:
+            raise self.error(f"bad string: {problem}", t.pos)
+        return v
+
     def term(self) -> str:
         t = self.tok
         if t.kind == "string":
             self.take()
-            return json.loads(t.text)
+            return self.string(t)
         if t.kind == "word" and t.text.lower() not in _KEYWORDS:
             self.take()
             return t.text
@@ -254,12 +273,18 @@ class _Parser:
         t = self.tok
         if t.kind == "number":
             self.take()
+            if len(t.text) > MAX_NUMBER_TEXT:
+                raise self.error(f"number of {len(t.text)} characters: out of range "
+                                 f"(at most ±1.8e308)", t.pos)
             v = float(t.text) if any(c in t.text for c in ".eE") else int(t.text)
+            if number_problem(v) or isinstance(v, float) and math.isinf(v):
+                raise self.error(f"number {t.text[:40]} is out of range (at most ±1.8e308)",
+                                 t.pos)
             unit_pos = self.tok.pos
             return Literal(v, self.unit(), pos=t.pos, unit_pos=unit_pos)
         if t.kind == "string":
             self.take()
-            return Literal(json.loads(t.text), pos=t.pos)
+            return Literal(self.string(t), pos=t.pos)
         if t.kind == "date":
             self.take()
             return Literal(t.text, is_date=True, pos=t.pos)
@@ -313,55 +338,78 @@ def parse_json(obj: Mapping[str, Any]) -> FilterSpec:
 
     unknown = set(obj) - {"concept", "where", "context"}
     if unknown:
-        raise err(f"unknown member(s) {sorted(unknown)}; a filter has concept, where, "
-                  "context", "$")
+        raise err(f"unknown member(s) {sorted(map(str, unknown))}; a filter has concept, "
+                  "where, context", "$")
     concept = obj.get("concept")
-    if not isinstance(concept, str) or not concept:
+    if not isinstance(concept, str) or not concept or text_problem(concept):
         raise err("a filter needs a concept (a non-empty string)", "$.concept")
     where = obj.get("where", [])
     if not isinstance(where, list):
         raise err("'where' is a list of conditions", "$.where")
-    conds = []
-    for i, c in enumerate(where):
-        p = f"$.where[{i}]"
-        if not isinstance(c, Mapping):
-            raise err("a condition is a JSON object", p)
-        bad = set(c) - {"attr", "op", "value", "unit", "currency", "closed"}
-        if bad:
-            raise err(f"unknown member(s) {sorted(bad)} in a condition", p)
-        attr = c.get("attr", [])
-        path = tuple([attr] if isinstance(attr, str) else attr)
-        if not all(isinstance(a, str) and a for a in path):
-            raise err("'attr' is a concept name or a list of them", p + ".attr")
-        op = c.get("op")
-        if op not in _JSON_OPS:
-            raise err(f"unknown op {op!r} (known: {', '.join(sorted(_JSON_OPS))})", p + ".op")
-        unit = c.get("unit") or c.get("currency")
-        if unit is not None and not isinstance(unit, str):
-            raise err("'unit' / 'currency' is a string", p)
-
-        def lit(v: Any) -> Literal:
-            if isinstance(v, (dict, list)):
-                raise err(f"a value is a scalar, not {type(v).__name__}", p + ".value")
-            is_date = isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}.*", v) is not None
-            num = isinstance(v, (int, float)) and not isinstance(v, bool)
-            return Literal(v, unit if num else None, is_date)
-
-        value = c.get("value")
-        if op in ("exists", "not-exists"):
-            conds.append(Condition(path, op))
-        elif op in ("between", "in-range", "not-in-range", "in", "not-in"):
-            if not isinstance(value, list) or not value or \
-                    (op not in ("in", "not-in") and len(value) != 2):
-                raise err(f"op {op!r} needs a list value"
-                          + ("" if op in ("in", "not-in") else " [lo, hi]"), p + ".value")
-            closed = tuple(c.get("closed", [True, True]))
-            name = "in-range" if op == "between" else op
-            conds.append(Condition(path, name, tuple(lit(v) for v in value), closed))
-        else:
-            if "value" not in c:
-                raise err(f"op {op!r} needs a value", p)
-            name = _DATE_OPS.get(op, op)
-            name = "substring" if name == "contains" else name
-            conds.append(Condition(path, name, (lit(value),)))
+    conds = [_json_condition(c, f"$.where[{i}]", err) for i, c in enumerate(where)]
     return FilterSpec(concept, tuple(conds), obj.get("context"))
+
+
+_RANGE_OPS = ("between", "in-range", "not-in-range")
+
+
+def _json_condition(c: Any, p: str, err) -> Condition:
+    if not isinstance(c, Mapping):
+        raise err("a condition is a JSON object", p)
+    bad = set(c) - {"attr", "op", "value", "unit", "currency", "closed"}
+    if bad:
+        raise err(f"unknown member(s) {sorted(map(str, bad))} in a condition", p)
+    attr = c.get("attr", [])
+    path = (attr,) if isinstance(attr, str) else tuple(attr) if isinstance(attr, list) else None
+    if path is None or not all(isinstance(a, str) and a and not text_problem(a)
+                               for a in path):
+        raise err("'attr' is a concept name or a list of them", p + ".attr")
+    op = c.get("op")
+    if not isinstance(op, str) or op not in _JSON_OPS:
+        shown = repr(op) if isinstance(op, str) and len(op) < 40 else type(op).__name__
+        raise err(f"unknown op {shown} (known: {', '.join(sorted(_JSON_OPS))})", p + ".op")
+    if "unit" in c and "currency" in c:
+        raise err("give 'unit' or 'currency', not both", p)
+    key = "unit" if "unit" in c else "currency"
+    unit = c.get(key)
+    if key in c and (not isinstance(unit, str) or not unit.strip() or text_problem(unit)):
+        raise err(f"'{key}' is a non-empty string", f"{p}.{key}")
+    if "closed" in c and op not in _RANGE_OPS:
+        raise err(f"'closed' belongs to a range (between, in-range), not to {op!r}",
+                  p + ".closed")
+    closed = c.get("closed", [True, True])
+    if not (isinstance(closed, list) and len(closed) == 2
+            and all(isinstance(b, bool) for b in closed)):
+        raise err("'closed' is two booleans [lo_closed, hi_closed]", p + ".closed")
+
+    def lit(v: Any, where: str) -> Literal:
+        if isinstance(v, (dict, list)) or not (v is None or isinstance(v, (str, int, float))):
+            raise err(f"a value is a scalar, not {type(v).__name__}", where)
+        if isinstance(v, str) and text_problem(v):
+            raise err(text_problem(v), where)
+        num = isinstance(v, (int, float)) and not isinstance(v, bool)
+        if num and number_problem(v):
+            raise err(number_problem(v), where)
+        if unit is not None and not num:
+            raise err(f"'{key}' belongs to a number, not to {type(v).__name__} values", where)
+        is_date = isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}.*", v) is not None
+        return Literal(v, unit if num else None, is_date)
+
+    value = c.get("value")
+    if op in ("exists", "not-exists"):
+        if "value" in c or key in c:
+            raise err(f"op {op!r} takes no value nor unit", p)
+        return Condition(path, op)
+    if op in _RANGE_OPS or op in ("in", "not-in"):
+        if not isinstance(value, list) or not value or \
+                (op not in ("in", "not-in") and len(value) != 2):
+            raise err(f"op {op!r} needs a list value"
+                      + ("" if op in ("in", "not-in") else " [lo, hi]"), p + ".value")
+        name = "in-range" if op == "between" else op
+        args = tuple(lit(v, f"{p}.value[{j}]") for j, v in enumerate(value))
+        return Condition(path, name, args, (closed[0], closed[1]))
+    if "value" not in c:
+        raise err(f"op {op!r} needs a value", p)
+    name = _DATE_OPS.get(op, op)
+    name = "substring" if name == "contains" else name
+    return Condition(path, name, (lit(value, p + ".value"),))

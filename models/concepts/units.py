@@ -8,12 +8,15 @@ in covering (see :mod:`pubsift.models.concepts.covering`).
 """
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from functools import lru_cache
 
 import pint
 
 from pubsift.core.errors import ConversionError
+from pubsift.models.concepts.limits import MAX_EXPONENT, MAX_UNIT_LENGTH, text_problem
 
 UREG = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
 """The shared unit registry (pint quantities from different registries cannot be mixed)."""
@@ -40,8 +43,29 @@ UNECE: dict[str, str] = {
 def canonical_unit(text: str) -> str:
     """The canonical pint name of a unit given as a pint expression or a UN/ECE code.
 
-    Raises :class:`ConversionError` for an unknown unit."""
-    return _canonical(text.strip())
+    Raises :class:`ConversionError` for an unknown unit or an expression beyond the limits
+    of :mod:`~pubsift.models.concepts.limits` (checked before pint evaluates it)."""
+    if not isinstance(text, str):
+        raise ConversionError(f"a unit is a string, not {type(text).__name__}")
+    text = text.strip()
+    if not text:
+        raise ConversionError("a unit is a non-empty string (e.g. kg)")
+    if len(text) > MAX_UNIT_LENGTH:
+        raise ConversionError(f"unit expression of {len(text)} characters (at most "
+                              f"{MAX_UNIT_LENGTH})")
+    problem = text_problem(text)
+    if problem:
+        raise ConversionError(f"bad unit: {problem}")
+    for m in _NUMBER.finditer(text):
+        exponent = m.group(1) is not None
+        if not _SMALL.fullmatch(m.group(2)) or exponent and abs(float(m.group(2))) > MAX_EXPONENT:
+            raise ConversionError(f"unit {text!r}: numbers in a unit expression are small "
+                                  f"(exponents up to {MAX_EXPONENT}), not {m.group(2)!r}")
+    return _canonical(text)
+
+
+_NUMBER = re.compile(r"(\*\*|\^)?\s*[-+]?\s*(\d[\d.]*(?:[eE][-+]?\d*)?)")
+_SMALL = re.compile(r"\d{1,3}(?:\.\d{1,6})?")
 
 
 @lru_cache(maxsize=4096)
@@ -53,7 +77,30 @@ def _canonical(text: str) -> str:
     except Exception as exc:  # noqa: BLE001 - pint's parser raises many kinds of errors
         raise ConversionError(f"unknown unit {text!r} ({type(exc).__name__}: {exc})") \
             from None
+    try:
+        _factor_to_base(unit)
+    except ConversionError as exc:
+        raise ConversionError(f"unit {text!r}: {exc}") from None
     return str(unit)
+
+
+def _factor_to_base(unit) -> float:
+    """The finite, non-zero factor of a unit to its SI base unit (ConversionError: none)."""
+    try:
+        factor = float(UREG.Quantity(1.0, unit).to_base_units().magnitude)
+    except Exception as exc:  # noqa: BLE001 - pint raises many kinds of errors
+        raise ConversionError(f"no conversion to base units ({type(exc).__name__})") from None
+    if not (math.isfinite(factor) and factor != 0):
+        raise ConversionError(f"its factor to base units ({factor!r}) is out of range")
+    return factor
+
+
+def base_unit(unit: str) -> str:
+    """The SI base unit of a canonical unit (``pound`` -> ``kilogram``)."""
+    try:
+        return str(UREG.Quantity(1.0, unit).to_base_units().units)
+    except Exception as exc:  # noqa: BLE001 - pint raises many kinds of errors
+        raise ConversionError(f"{unit} has no base unit ({type(exc).__name__})") from None
 
 
 @lru_cache(maxsize=4096)
@@ -65,9 +112,14 @@ def dimensionality(unit: str) -> str:
 
 @lru_cache(maxsize=4096)
 def same_dimension(dim: str, unit: str) -> bool:
-    if dim == "[]":
-        return not UREG.parse_units(unit).dimensionality
-    return UREG.parse_units(unit).dimensionality == UREG.get_dimensionality(dim)
+    """Whether ``unit`` measures dimensionality ``dim`` (False for a malformed ``dim``,
+    e.g. from an ontology)."""
+    try:
+        if dim == "[]":
+            return not UREG.parse_units(unit).dimensionality
+        return UREG.parse_units(unit).dimensionality == UREG.get_dimensionality(dim)
+    except Exception:  # noqa: BLE001 - pint raises many kinds of errors
+        return False
 
 
 @lru_cache(maxsize=4096)
@@ -85,13 +137,31 @@ def unit_converter(src: str, dst: str) -> Callable[[float], float]:
                               f"({dimensionality(dst)})")
     q = UREG.Quantity
     if _multiplicative(src) and _multiplicative(dst):
-        factor = q(1.0, s).to(d).magnitude
+        try:
+            factor = float(q(1.0, s).to(d).magnitude)
+        except Exception as exc:  # noqa: BLE001 - pint raises many kinds of errors
+            raise ConversionError(f"cannot convert {src} to {dst} ({type(exc).__name__})") \
+                from None
+        if not (math.isfinite(factor) and factor != 0):
+            raise ConversionError(f"the factor from {src} to {dst} ({factor!r}) is out of "
+                                  "range")
         return lambda v: v * factor
-    return lambda v: q(v, s).to(d).magnitude
+
+    def offset(v: float) -> float:
+        try:
+            return float(q(v, s).to(d).magnitude)
+        except Exception as exc:  # noqa: BLE001 - pint raises many kinds of errors
+            raise ConversionError(f"cannot convert {v!r} {src} to {dst} "
+                                  f"({type(exc).__name__})") from None
+    offset(1.0)
+    return offset
 
 
 def _multiplicative(unit: str) -> bool:
-    return UREG.Quantity(1, unit)._is_multiplicative
+    try:
+        return UREG.Quantity(1, unit)._is_multiplicative
+    except Exception:  # noqa: BLE001 - pint raises many kinds of errors
+        return False
 
 
 def _identity(v: float) -> float:

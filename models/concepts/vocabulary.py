@@ -32,6 +32,9 @@ class Vocabulary:
         """local term -> canonical concept; an unknown shared term is a ConversionError."""
         out = {}
         for local, shared in self.terms.items():
+            if not isinstance(local, str):
+                raise ConversionError(f"a vocabulary's local terms are strings, not "
+                                      f"{type(local).__name__}")
             try:
                 out[local] = ontology.resolve(shared)
             except UnknownConcept as exc:
@@ -78,6 +81,9 @@ class VocabularyAgreement:
                  context: ClientContext | Mapping[str, Any] | None = None) -> None:
         self.model = model
         self.ontology: Ontology = model.ontology
+        if vocabulary is not None and not isinstance(vocabulary, (Vocabulary, Mapping)):
+            raise ConversionError(f"a vocabulary maps local terms to concepts (a JSON "
+                                  f"object), not {type(vocabulary).__name__}")
         self.vocabulary = vocabulary if isinstance(vocabulary, Vocabulary) else \
             Vocabulary(dict(vocabulary or {}))
         self.context = ClientContext.of(context)
@@ -152,6 +158,7 @@ class VocabularyAgreement:
 def _after(src: Context, dst: Context) -> Context:
     """The context of a value converted from ``src`` into ``dst`` (properties ``dst`` leaves
     unset keep their value; the scale is ``dst``'s; dates are ISO unless ``dst`` says)."""
-    return Context(unit=dst.unit or src.unit, currency=dst.currency or src.currency,
+    return Context(unit=dst.unit if dst.unit is not None else src.unit,
+                   currency=dst.currency if dst.currency is not None else src.currency,
                    scale=dst.scale, date_format=dst.date_format,
                    extra=tuple({**dict(src.extra), **dict(dst.extra)}.items()))
