@@ -42,6 +42,17 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "conformance: a check of pubsift's filter-model conformance kit")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test class may list checks its model is known to fail today in
+    ``known_failures = {"test_name": "reason (issue, item)"}``: they are marked
+    ``xfail(strict=False)``, so the suite stays green and reports XPASS once fixed."""
+    for item in items:
+        known = getattr(getattr(item, "cls", None), "known_failures", None)
+        name = getattr(item, "originalname", item.name)
+        if known and name in known:
+            item.add_marker(pytest.mark.xfail(reason=known[name], strict=False))
+
+
 def _missing(name: str) -> Any:
     pytest.fail(
         f"pubsift conformance kit: provide a `{name}` fixture ({_REQUIRED[name]}) in your "

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 import toy_intervals as toy
-from pubsift.core.conformance import ModelConformance
+from pubsift.core.conformance import HostileInputTests, ModelConformance
 from pubsift.core.conformance import algebra, hostile, index, merging, soundness, wire
 from pubsift.core.conformance.kit import Kit, run
 from pubsift.core.conformance.sandbox import Limits, run_isolated
@@ -44,6 +44,15 @@ def matching_event():
 
 class TestIntervalModel(ModelConformance):
     """The exact toy model passes the whole kit (nothing skipped: it claims everything)."""
+
+
+@pytest.mark.slow
+class TestIntervalModelHostileThorough(HostileInputTests):
+    """The hostile-input suite with ten times the batches."""
+
+    @pytest.fixture
+    def hostile_batches(self):
+        return 20
 
 
 def _kit(model) -> Kit:
@@ -156,7 +165,7 @@ RUN = textwrap.dedent('''
     import pytest
     from hypothesis import Phase, settings
     import toy_intervals as toy
-    from pubsift.core.conformance import ModelConformance
+    from pubsift.core.conformance import HostileInputTests, ModelConformance
 
     @pytest.fixture
     def conformance_settings():

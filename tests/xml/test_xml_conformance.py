@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from pubsift.core import load_model
-from pubsift.core.conformance import ModelConformance
+from pubsift.core.conformance import HostileInputTests, ModelConformance
 from pubsift.models.xml.witness import witness
 from xml_strategies import documents, related_xpaths
 
 
-class TestXmlConformance(ModelConformance):
+class XmlFixtures:
     @pytest.fixture
     def conformance_settings(self):
         # derandomized: the vacuity checks (a covering chain, a perfect merge must occur)
@@ -52,3 +52,27 @@ class TestXmlConformance(ModelConformance):
                         events.append(e)
             return st.sampled_from(events) if events else None
         return build
+
+
+class TestXmlConformance(XmlFixtures, ModelConformance):
+    #: what the hostile-input suite finds in the xml model today (xfail, not strict: XPASS
+    #: once the xml fixes of issue 10 land; then delete the entry)
+    known_failures = {
+        "test_hostile_filter_texts": "issue 10 §2: 4300+-digit numbers raise ValueError, "
+                                     "deep or long XPath raises RecursionError",
+        "test_hostile_filter_json": "issue 10 §2: the XPath of a JSON form, mutated as "
+                                    "text (numbers, depth)",
+        "test_hostile_events": "issue 10 §2: a str event with a lone surrogate raises "
+                               "UnicodeEncodeError",
+    }
+
+
+@pytest.mark.slow
+class TestXmlHostileThorough(XmlFixtures, HostileInputTests):
+    """The hostile-input suite with ten times the batches."""
+
+    known_failures = TestXmlConformance.known_failures
+
+    @pytest.fixture
+    def hostile_batches(self):
+        return 20
