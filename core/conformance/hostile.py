@@ -203,7 +203,7 @@ def filter_jsons(kit: Kit) -> st.SearchStrategy[Case]:
     return mutations.filter_jsons(kit.model, kit.filters)
 
 
-def events(kit: Kit) -> st.SearchStrategy[Case]:
+def raw_events(kit: Kit) -> st.SearchStrategy[Case]:
     return mutations.event_inputs(kit.model, kit.events)
 
 
@@ -229,7 +229,7 @@ class HostileInputTests:
 
     def test_hostile_events(self, conformance_kit: Kit, hostile_settings: Any,
                             hostile_batch_size: int, hostile_limits: Limits) -> None:
-        self._run(conformance_kit, events, hostile_settings, hostile_batch_size,
+        self._run(conformance_kit, raw_events, hostile_settings, hostile_batch_size,
                   hostile_limits)
 
     def test_model_hostile_inputs(self, conformance_kit: Kit, hostile_inputs: Any,

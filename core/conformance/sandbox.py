@@ -103,7 +103,7 @@ def run_isolated(cases: Sequence[T], work: Callable[[T], list[str]],
     os.close(write_fd)
     problems: list[str] = []
     current: int | None = None
-    done = False
+    done = killed = False
     buffer = b""
     deadline = time.monotonic() + limits.case_timeout
     try:
@@ -111,6 +111,7 @@ def run_isolated(cases: Sequence[T], work: Callable[[T], list[str]],
             left = deadline - time.monotonic()
             if left <= 0:
                 os.kill(pid, signal.SIGKILL)
+                killed = True
                 problems.append(_about(cases, current, describe,
                                        f"did not finish within {limits.case_timeout:g} s "
                                        "(a hang, or super-linear time); killed"))
@@ -138,7 +139,7 @@ def run_isolated(cases: Sequence[T], work: Callable[[T], list[str]],
     finally:
         os.close(read_fd)
         _, status = os.waitpid(pid, 0)
-    if not done and not any("killed" in p for p in problems[-1:]):
+    if not done and not killed:
         if os.WIFSIGNALED(status):
             sig = signal.Signals(os.WTERMSIG(status)).name
             why = f"crashed the process with {sig} (a C stack overflow or memory error?)"

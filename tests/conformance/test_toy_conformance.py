@@ -128,7 +128,7 @@ def test_kit_catches_a_failed_add_that_changes_the_index():
 
 
 def test_same_hostile_checks_pass_exact_model():
-    for cases in (hostile.filter_texts, hostile.filter_jsons, hostile.events):
+    for cases in (hostile.filter_texts, hostile.filter_jsons, hostile.raw_events):
         run(_kit(toy.IntervalModel()), hostile.hostile_batch(cases, 12, SHORT),
             settings(DETERMINISTIC, max_examples=8))
     run(_kit(toy.IntervalModel()),
