@@ -19,11 +19,12 @@ reported with its input instead of killing the test run.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import strategies as st
+from hypothesis import settings, strategies as st
 
 from pubsift.core.conformance import mutations
 from pubsift.core.conformance.index import index_problems
@@ -96,7 +97,7 @@ def _filter_problems(model: FilterModel, f: Filter, pool: list[Filter], events: 
             call.fail(f"dump_filter(f) is not JSON ({type(exc).__name__}: {exc})")
         else:
             back = call("load_filter(dump_filter(f))", model.load_filter, loaded)
-            if back is _REFUSED or back != f:
+            if back is _REFUSED or not call("back == f", operator.eq, back, f):
                 call.fail(f"an accepted filter does not round-trip through its wire form: "
                           f"f = {describe(f)}, wire = {describe(wire)}, back = "
                           f"{'refused' if back is _REFUSED else describe(back)}")
@@ -108,7 +109,7 @@ def _filter_problems(model: FilterModel, f: Filter, pool: list[Filter], events: 
             call.fail(f"format_filter refused or did not return text for {describe(f)}")
         else:
             back = call("parse_filter(format_filter(f))", model.parse_filter, text)
-            if back is _REFUSED or back != f:
+            if back is _REFUSED or not call("back == f", operator.eq, back, f):
                 call.fail(f"an accepted filter does not round-trip through its text form: "
                           f"f = {describe(f)}, text = {describe(text)}, back = "
                           f"{'refused' if back is _REFUSED else describe(back)}")
@@ -125,7 +126,9 @@ def _filter_problems(model: FilterModel, f: Filter, pool: list[Filter], events: 
             m = call(f"merge([f, g], perfect={perfect})", model.merge, [f, g], perfect)
             if m is not _REFUSED and m is not None:
                 call.bool("covers(merge([f, g]), f)", model.covers, m, f)
-    call.problems.extend(index_problems(model, f, pool, events))
+    found = call("the index checks", index_problems, model, f, pool, events)
+    if isinstance(found, list):
+        call.problems.extend(found)
 
 
 def _event_problems(model: FilterModel, e: Event, pool: list[Filter], call: _Calls) -> None:
@@ -140,7 +143,7 @@ def _event_problems(model: FilterModel, e: Event, pool: list[Filter], call: _Cal
             call.fail(f"dump_event(e) is not JSON ({type(exc).__name__}: {exc})")
         else:
             back = call("load_event(dump_event(e))", model.load_event, loaded)
-            if back is _REFUSED or back != e:
+            if back is _REFUSED or not call("back == e", operator.eq, back, e):
                 call.fail(f"an accepted event does not round-trip through its wire form: "
                           f"e = {describe(e)}, back = "
                           f"{'refused' if back is _REFUSED else describe(back)}")
@@ -195,6 +198,19 @@ def hostile_batch(cases: Callable[[Kit], st.SearchStrategy[Case]], batch: int,
     return check
 
 
+def fixed_batch(cases: list[Case], limits: Limits) -> Callable[[Kit, Any], None]:
+    """A check running every case of ``cases`` once (in one sandboxed child)."""
+
+    def check(kit: Kit, data: Any) -> None:
+        pool = kit.pool(data, "valid filters", min_size=1, max_size=3)[:4]
+        events = kit.candidates(data, pool[:2], "valid events")
+        problems = run_isolated(cases, lambda c: case_problems(kit.model, c, pool, events),
+                                lambda c: f"{c.kind} {c.recipe}", limits)
+        assert not problems, report(problems)
+
+    return check
+
+
 def filter_texts(kit: Kit) -> st.SearchStrategy[Case]:
     return mutations.filter_texts(kit.model, kit.filters)
 
@@ -236,6 +252,10 @@ class HostileInputTests:
                                   hostile_settings: Any, hostile_batch_size: int,
                                   hostile_limits: Limits) -> None:
         if hostile_inputs is None:
-            pytest.skip("the model provides no hostile_inputs strategy of its own")
-        self._run(conformance_kit, lambda kit: hostile_inputs, hostile_settings,
-                  hostile_batch_size, hostile_limits)
+            pytest.skip("the model provides no hostile_inputs of its own")
+        if isinstance(hostile_inputs, st.SearchStrategy):
+            self._run(conformance_kit, lambda kit: hostile_inputs, hostile_settings,
+                      hostile_batch_size, hostile_limits)
+        else:  # a list of cases: each runs once, in one batch
+            run(conformance_kit, fixed_batch(list(hostile_inputs), hostile_limits),
+                settings(hostile_settings, max_examples=1))

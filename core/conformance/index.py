@@ -121,7 +121,11 @@ def index_problems(model: FilterModel, f: Filter, pool: list[Filter],
         try:
             attempt()
         except PubsiftError:
-            changed = _changes(before, snapshot(index, events, probes))
+            try:
+                changed = _changes(before, snapshot(index, events, probes))
+            except Exception as exc:
+                return [f"after index.{what} raised a PubsiftError, a query of the index "
+                        f"raised {type(exc).__name__}: {str(exc)[:200]}"]
             if changed:
                 problems.append(f"index.{what} raised a PubsiftError but changed the index: "
                                 + "; ".join(changed[:4]))
@@ -148,7 +152,11 @@ def index_problems(model: FilterModel, f: Filter, pool: list[Filter],
             problems.append(f"after index.{what} succeeded, a query or remove raised "
                             f"{type(exc).__name__}: {str(exc)[:200]}")
             return problems
-        changed = _changes(before, snapshot(index, events, probes))
+        try:
+            changed = _changes(before, snapshot(index, events, probes))
+        except Exception as exc:
+            return problems + [f"after index.{what} and remove, a query of the index raised "
+                               f"{type(exc).__name__}: {str(exc)[:200]}"]
         if changed:
             problems.append(f"index.{what} then remove does not restore the index: "
                             + "; ".join(changed[:4]))

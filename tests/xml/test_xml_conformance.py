@@ -12,12 +12,38 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from pubsift.core import load_model
+from lxml import etree
+
 from pubsift.core.conformance import HostileInputTests, ModelConformance
+from pubsift.core.conformance.mutations import Case
 from pubsift.models.xml.witness import witness
 from xml_strategies import documents, related_xpaths
 
 
+#: issue 10's own examples for xml (§2, §4), run by the hostile-input suite
+ISSUE_10_INPUTS = [
+    Case("filter", "/a" * 300, "§2 /a repeated 300 times"),
+    Case("filter", "/a" * 250, "§2 a 250-step path (covering, index insertion)"),
+    Case("filter", "//a" + "[b" * 330 + "]" * 330, "§2 330 nested predicates"),
+    Case("filter", "//a[" + " and ".join(["@x"] * 2000) + "]", "§2 a 2000-term and"),
+    Case("filter", "//a[position() > b]", "§2 position() compared with a path"),
+    Case("filter", "//a[position() = -1]", "§4 position() = -1 (round trip)"),
+    Case("filter", "//a[@x > " + "9" * 5000 + "]", "§2 a 5000-digit number"),
+    Case("filter", {"xpath": "//p:a", "namespaces": {"p": 'urn:x}y"z'}},
+         "§4 a namespace URI with } and \" (round trip)"),
+    Case("event", '<a x="1e309"/>', "§2 an attribute of 1e309"),
+    Case("event", "<a>\ud800</a>", "§2 a str event with a lone surrogate"),
+    Case("event", etree.Comment("c"), "§2 an lxml comment node as the event"),
+    Case("event", etree.ProcessingInstruction("p", "x"), "§2 an lxml PI node as the event"),
+    Case("event", "<a>" * 3000 + "</a>" * 3000, "§3 a document 3000 levels deep"),
+]
+
+
 class XmlFixtures:
+    @pytest.fixture
+    def hostile_inputs(self):
+        return ISSUE_10_INPUTS
+
     @pytest.fixture
     def conformance_settings(self):
         # derandomized: the vacuity checks (a covering chain, a perfect merge must occur)
@@ -64,6 +90,7 @@ class TestXmlConformance(XmlFixtures, ModelConformance):
                                     "text (numbers, depth)",
         "test_hostile_events": "issue 10 §2: a str event with a lone surrogate raises "
                                "UnicodeEncodeError",
+        "test_model_hostile_inputs": "issue 10 §2-§4: the issue's own xml examples",
     }
 
 
