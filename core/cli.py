@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
-from pubsift.core.errors import EventError, FilterSyntaxError, PluginError, PubsiftError
+from pubsift.core.cli_input import InputError, one_line, read_lines, strict_json
+from pubsift.core.errors import FilterSyntaxError, PluginError, PubsiftError
 from pubsift.core.model import FilterModel
 from pubsift.core.registry import installed_models, load_model
 
@@ -58,88 +59,129 @@ def cmd_models(args: argparse.Namespace, out: TextIO) -> int:
     return status
 
 
-def _read_filters(model: FilterModel, specs: Sequence[str], files: Sequence[str],
-                  err: TextIO) -> list[tuple[str, Any]]:
-    """(label, filter) pairs from command-line specs and filter files (one per line;
-    ``#`` comments; a line starting with ``{`` is a JSON form)."""
-    out: list[tuple[str, Any]] = []
-    sources: list[tuple[str, str]] = [(f"arg{i + 1}", s) for i, s in enumerate(specs)]
+class _BadFilters(Exception):
+    """The filters cannot be used (a usage error, exit 2); the message names file and line."""
+
+
+def _filter_sources(specs: Sequence[str], files: Sequence[str]) -> Iterator[tuple[str, str]]:
+    """(label, spec) of command-line specs and filter files (one per line; ``#`` comments)."""
+    for i, s in enumerate(specs):
+        yield f"arg{i + 1}", s
     for path in files:
-        text = Path(path).read_text(encoding="utf-8")
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip() and not line.lstrip().startswith("#"):
-                sources.append((f"{path}:{n}", line.strip()))
-    for label, spec in sources:
+        try:
+            for line in read_lines(path, "filters"):
+                if line.text is None:
+                    raise _BadFilters(f"{line.where}: {line.problem}")
+                if not line.text.lstrip().startswith("#"):
+                    yield line.where, line.text.strip()
+        except InputError as exc:
+            raise _BadFilters(str(exc)) from None
+
+
+def _show_spec(exc: FilterSyntaxError, label: str) -> str:
+    """A filter error with its label; the caret excerpt only when the text is printable."""
+    again = FilterSyntaxError(f"{label}: {exc.message}", exc.text, exc.position, exc.path)
+    text = str(again)
+    if exc.text is not None and not exc.text.isprintable():
+        text = text.splitlines()[0]
+    return text
+
+
+def _read_filters(model: FilterModel, specs: Sequence[str], files: Sequence[str]
+                  ) -> list[tuple[str, Any]]:
+    """(label, filter) pairs; a line starting with ``{`` is a JSON form, parsed strictly
+    (duplicate keys refused, as the models refuse them). Raises _BadFilters."""
+    out: list[tuple[str, Any]] = []
+    for label, spec in _filter_sources(specs, files):
         parsed: Any = spec
         if spec.startswith("{"):
             try:
-                parsed = json.loads(spec)
-            except json.JSONDecodeError as exc:
-                raise FilterSyntaxError(f"{label}: invalid JSON filter: {exc.msg}", spec,
-                                        exc.pos) from None
+                parsed = strict_json(spec)
+            except ValueError as exc:
+                raise _BadFilters(f"{label}: {exc}") from None
         try:
             fs = model.parse_filters(parsed)
         except FilterSyntaxError as exc:
-            raise FilterSyntaxError(f"{label}: {exc.message}", exc.text, exc.position,
-                                    exc.path) from None
+            raise _BadFilters(_show_spec(exc, label)) from None
+        except PubsiftError as exc:
+            raise _BadFilters(f"{label}: {one_line(exc)}") from None
+        except Exception as exc:
+            raise _BadFilters(f"{label}: {_internal(model, 'parse_filters', exc)}") from None
         for j, f in enumerate(fs):
             out.append((label if len(fs) == 1 else f"{label}#{j + 1}", f))
     return out
 
 
-def _event_lines(path: str | None) -> Iterator[tuple[str, str]]:
-    stream = sys.stdin if path in (None, "-") else open(path, encoding="utf-8")
-    name = "stdin" if path in (None, "-") else path
-    try:
-        for n, line in enumerate(stream, 1):
-            if line.strip():
-                yield f"{name}:{n}", line
-    finally:
-        if stream is not sys.stdin:
-            stream.close()
+def _internal(model: FilterModel, hook: str, exc: BaseException) -> str:
+    """A model hook broke the contract (raised something other than a PubsiftError)."""
+    return (f"internal error in model {model.name!r} ({hook} raised "
+            f"{type(exc).__name__}: {one_line(exc)[:300]}); this is a bug in the model")
 
 
 def cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Exit 0; 1 when event lines were skipped (each reported with file and line); 2 when
+    the filters or the events file cannot be used."""
     model = load_model(args.model)
     try:
-        filters = _read_filters(model, args.filter or [], args.filters or [], err)
-    except (FilterSyntaxError, OSError) as exc:
+        filters = _read_filters(model, args.filter or [], args.filters or [])
+        if not filters:
+            raise _BadFilters("no filters given (use -f FILTER or --filters FILE)")
+        index = model.new_index()
+        for label, f in filters:
+            try:
+                index.add(f, label)
+            except PubsiftError as exc:
+                raise _BadFilters(f"{label}: {one_line(exc)}") from None
+            except Exception as exc:
+                raise _BadFilters(f"{label}: {_internal(model, 'index.add', exc)}") from None
+    except _BadFilters as exc:
         err.write(f"pubsift match: {exc}\n")
         return 2
-    if not filters:
-        err.write("pubsift match: no filters given (use -f FILTER or --filters FILE)\n")
-        return 2
-    index = model.new_index()
-    for label, f in filters:
-        index.add(f, label)
     order = {label: i for i, (label, _) in enumerate(filters)}
     n_events = n_bad = n_deliveries = 0
-    for where, line in _event_lines(args.events):
-        try:
-            raw = json.loads(line)
-            event = model.parse_event(raw)
-        except json.JSONDecodeError as exc:
-            err.write(f"{where}: invalid JSON: {exc.msg} at column {exc.colno}; skipped\n")
-            n_bad += 1
-            continue
-        except EventError as exc:
-            err.write(f"{where}: {exc}; skipped\n")
-            n_bad += 1
-            continue
-        n_events += 1
-        hits = sorted(index.match(event), key=order.__getitem__)
-        n_deliveries += len(hits)
-        if hits or args.all:
-            out.write(json.dumps({"event": where, "matches": hits}) + "\n")
+
+    def skip(where: str, why: str) -> None:
+        nonlocal n_bad
+        err.write(f"{where}: {why}; skipped\n")
+        n_bad += 1
+
+    try:
+        for line in read_lines(args.events, "events"):
+            if line.text is None:
+                skip(line.where, line.problem)
+                continue
+            try:
+                raw = strict_json(line.text)
+            except ValueError as exc:
+                skip(line.where, str(exc))
+                continue
+            hook = "parse_event"
+            try:
+                event = model.parse_event(raw)
+                hook = "index.match"
+                hits = sorted(index.match(event), key=order.__getitem__)
+            except PubsiftError as exc:
+                skip(line.where, one_line(exc))
+                continue
+            except Exception as exc:
+                skip(line.where, _internal(model, hook, exc))
+                continue
+            n_events += 1
+            n_deliveries += len(hits)
+            if hits or args.all:
+                out.write(json.dumps({"event": line.where, "matches": hits}) + "\n")
+    except InputError as exc:
+        err.write(f"pubsift match: {exc}\n")
+        return 2
     err.write(f"{n_events} events, {len(filters)} filters, {n_deliveries} matches"
               + (f", {n_bad} bad lines skipped" if n_bad else "") + "\n")
     return 1 if n_bad else 0
 
 
-def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
+def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from pubsift.models.records.demo import run_demo
 
-    return run_demo(out, data_dir=args.data)
+    return run_demo(out, data_dir=args.data, err=err)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -171,14 +213,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "match":
             return cmd_match(args, sys.stdout, sys.stderr)
         if args.command == "run":
-            return cmd_run(args, sys.stdout)
+            return cmd_run(args, sys.stdout, sys.stderr)
         if args.command == "experiment":
             from pubsift.core.experiments import rebeca
 
             return rebeca.run(args)
-    except PubsiftError as exc:
-        sys.stderr.write(f"pubsift {args.command}: {exc}\n")
+    except (PubsiftError, OSError) as exc:
+        if isinstance(exc, BrokenPipeError):  # the reader went away (| head): stop quietly
+            sys.stdout = open(os.devnull, "w")
+            return 1
+        sys.stderr.write(f"pubsift {args.command}: {one_line(exc)}\n")
         return 2
+    except KeyboardInterrupt:
+        sys.stderr.write(f"pubsift {args.command}: interrupted\n")
+        return 130
     return 2
 
 

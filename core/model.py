@@ -192,5 +192,17 @@ class FilterIndex(ABC, Generic[K]):
         return {k for _, k in self}
 
     def bulk_add(self, pairs: Iterable[tuple[Filter, K]]) -> None:
-        for f, k in pairs:
-            self.add(f, k)
+        """Add every pair, all or nothing: if one ``add`` raises, the pairs this call added
+        are removed again before the exception propagates (a failed index operation
+        changes nothing; ``add`` itself must be atomic)."""
+        added: list[tuple[Filter, K]] = []
+        try:
+            for f, k in pairs:
+                before = len(self)
+                self.add(f, k)
+                if len(self) != before:
+                    added.append((f, k))
+        except BaseException:
+            for f, k in reversed(added):
+                self.remove(f, k)
+            raise

@@ -3,7 +3,7 @@ filter model against the plug-in contract of §2.1.
 
 A model package subclasses :class:`ModelConformance` (or the parts it wants:
 :class:`SoundnessTests`, :class:`AlgebraTests`, :class:`MergeTests`, :class:`WireTests`,
-:class:`IndexTests`) in a test module and provides the fixtures ``model``,
+:class:`IndexTests`, :class:`HostileInputTests`) in a test module and provides the fixtures ``model``,
 ``filter_strategy``, ``event_strategy`` and ``matching_event`` (see ``docs/conformance.md``).
 The pytest plugin :mod:`pubsift.core.conformance.plugin` supplies the defaults.
 
@@ -21,6 +21,7 @@ _LAZY = {
     "MergeTests": "pubsift.core.conformance.merging",
     "WireTests": "pubsift.core.conformance.wire",
     "IndexTests": "pubsift.core.conformance.index",
+    "HostileInputTests": "pubsift.core.conformance.hostile",
 }
 
 __all__ = sorted(_LAZY)

@@ -8,11 +8,13 @@ extension-array base tests: a model's test module subclasses it and provides the
 from __future__ import annotations
 
 from pubsift.core.conformance.algebra import AlgebraTests
+from pubsift.core.conformance.hostile import HostileInputTests
 from pubsift.core.conformance.index import IndexTests
 from pubsift.core.conformance.merging import MergeTests
 from pubsift.core.conformance.soundness import SoundnessTests
 from pubsift.core.conformance.wire import WireTests
 
 
-class ModelConformance(SoundnessTests, AlgebraTests, MergeTests, WireTests, IndexTests):
+class ModelConformance(SoundnessTests, AlgebraTests, MergeTests, WireTests, IndexTests,
+                       HostileInputTests):
     """Every check of the kit; checks of capabilities the model does not claim are skipped."""

@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 
 ENV_EXAMPLES = "PUBSIFT_CONFORMANCE_EXAMPLES"
+ENV_HOSTILE = "PUBSIFT_HOSTILE_BATCHES"
+DEFAULT_HOSTILE_BATCHES = 2
+DEFAULT_HOSTILE_BATCH_SIZE = 12
 INI_EXAMPLES = "pubsift_conformance_examples"
 DEFAULT_EXAMPLES = 40
 
@@ -37,6 +40,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "conformance: a check of pubsift's filter-model conformance kit")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test class may list checks its model is known to fail today in
+    ``known_failures = {"test_name": "reason (issue, item)"}``: they are marked
+    ``xfail(strict=False)``, so the suite stays green and reports XPASS once fixed."""
+    for item in items:
+        known = getattr(getattr(item, "cls", None), "known_failures", None)
+        name = getattr(item, "originalname", item.name)
+        if known and name in known:
+            item.add_marker(pytest.mark.xfail(reason=known[name], strict=False))
 
 
 def _missing(name: str) -> Any:
@@ -109,3 +123,49 @@ def conformance_kit(model: Any, filter_strategy: Any, event_strategy: Any, match
     from pubsift.core.conformance.kit import Kit
 
     return Kit(model, filter_strategy, event_strategy, matching_event, frozenset(capabilities))
+
+
+@pytest.fixture
+def hostile_inputs() -> Any:
+    """Optional: a hypothesis strategy of the model's own hostile inputs, as
+    :class:`pubsift.core.conformance.mutations.Case` values, run by the hostile-input suite
+    besides the generic ones. Default: None (that test is skipped)."""
+    return None
+
+
+@pytest.fixture
+def hostile_batches() -> int:
+    """Batches of hostile cases per hostile-input test (hypothesis examples):
+    ``$PUBSIFT_HOSTILE_BATCHES``, else 2. Raise it in a slow-marked class for a deeper run."""
+    raw = os.environ.get(ENV_HOSTILE) or str(DEFAULT_HOSTILE_BATCHES)
+    if not raw.isdigit() or int(raw) < 1:
+        pytest.fail(f"pubsift conformance kit: {ENV_HOSTILE}={raw!r} is not a positive integer",
+                    pytrace=False)
+    return int(raw)
+
+
+@pytest.fixture
+def hostile_batch_size() -> int:
+    """Hostile cases run together in one sandboxed child process (default 12)."""
+    return DEFAULT_HOSTILE_BATCH_SIZE
+
+
+@pytest.fixture
+def hostile_limits() -> Any:
+    """Per-case bounds of the hostile-input suite: a
+    :class:`pubsift.core.conformance.sandbox.Limits` (default: 10 s, 1 GiB of address space
+    beyond what the test process already uses)."""
+    from pubsift.core.conformance.sandbox import Limits
+
+    return Limits()
+
+
+@pytest.fixture
+def hostile_settings(conformance_settings: Any, hostile_batches: int) -> Any:
+    """The hypothesis settings of the hostile-input suite: ``conformance_settings`` with
+    ``hostile_batches`` examples and no shrinking (a failure already names its input and
+    how it was made; shrinking would re-run sandboxed batches for minutes)."""
+    from hypothesis import Phase, settings
+
+    return settings(conformance_settings, max_examples=hostile_batches,
+                    phases=[Phase.explicit, Phase.reuse, Phase.generate])

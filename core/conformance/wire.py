@@ -1,7 +1,8 @@
 """Wire forms (DESIGN.md §2.1): ``dump_filter``/``dump_event`` give JSON-safe values that
 survive ``json.dumps``/``json.loads`` and load back to an equal (and equally hashed) object;
 an event that comes back matches the same filters. If the model has its own
-``format_filter``, ``parse_filter`` reads its output back to the same filter.
+``format_filter``, ``parse_filter`` reads its output back to the same filter. A filter that
+comes back is also ``identical`` to the original when the model claims ``identical``.
 """
 from __future__ import annotations
 
@@ -22,8 +23,15 @@ def _through_json(obj: Any, what: str) -> Any:
     return json.loads(text)
 
 
+def _identical(kit: Kit, f: Any, back: Any, how: str) -> None:
+    if "identical" in kit.capabilities:
+        assert kit.model.identical(f, back) and kit.model.identical(back, f), (
+            f"{how} gives an equal filter that the model does not call identical:\n"
+            f"  f    = {f!r}\n  back = {back!r}")
+
+
 def filter_roundtrip(kit: Kit, data: Any) -> None:
-    """load_filter(json(dump_filter(f))) == f, with equal hashes."""
+    """load_filter(json(dump_filter(f))) == f, with equal hashes, and identical."""
     f = kit.filter(data, "f")
     wire = kit.model.dump_filter(f)
     loaded = _through_json(wire, f"dump_filter({f!r})")
@@ -31,6 +39,7 @@ def filter_roundtrip(kit: Kit, data: Any) -> None:
         assert back == f, f"filter does not round-trip:\n  f    = {f!r}\n  wire = {wire!r}\n" \
                           f"  back = {back!r}"
         assert hash(back) == hash(f), f"round-tripped filter hashes differently: {f!r}"
+        _identical(kit, f, back, "load_filter(dump_filter(f))")
 
 
 def event_roundtrip(kit: Kit, data: Any) -> None:
@@ -46,13 +55,15 @@ def event_roundtrip(kit: Kit, data: Any) -> None:
 
 
 def format_roundtrip(kit: Kit, data: Any) -> None:
-    """parse_filter(format_filter(f)) == f."""
+    """parse_filter(format_filter(f)) == f, with equal hashes, and identical."""
     f = kit.filter(data, "f")
     text = kit.model.format_filter(f)
     assert isinstance(text, str), f"format_filter({f!r}) returned {text!r}, not a str"
     back = kit.model.parse_filter(text)
     assert back == f, f"text form does not round-trip:\n  f    = {f!r}\n  text = {text}\n" \
                       f"  back = {back!r}"
+    assert hash(back) == hash(f), f"filter read back from its text hashes differently: {f!r}"
+    _identical(kit, f, back, "parse_filter(format_filter(f))")
 
 
 class WireTests:

@@ -12,10 +12,36 @@ from hypothesis import Phase, settings
 from pubsift.core import load_model
 from pubsift.core.conformance import ModelConformance, merging, soundness
 from pubsift.core.conformance.kit import Kit, run
+from pubsift.core.conformance.mutations import Case, nested_dict
 from pubsift.models.records import RecordsModel, relations, strategies
 
 
+def _nested_or(depth: int) -> dict:
+    pattern: dict = {"a": [1]}
+    for _ in range(depth):
+        pattern = {"$or": [pattern, {"b": [2]}]}
+    return pattern
+
+
+#: issue 10's own examples for records (§2, §3, §4), run by the hostile-input suite
+ISSUE_10_INPUTS = [
+    Case("filter", {"a": [{"numeric": [[">"], 1]}]}, "§2 numeric with a list operator"),
+    Case("filter", {"a": [{1: "x"}]}, "§2 a non-string key in a pattern"),
+    Case("filter", "a > " + "1" * 400, "§2 a 400-digit literal (then added to an index)"),
+    Case("filter", "a = " + "9" * 5000, "§2 a 5000-digit literal"),
+    Case("filter", _nested_or(2000), "§2 an EventBridge $or nested 2000 levels"),
+    Case("event", nested_dict(500), "§2 an event nested 500 levels"),
+    Case("event", '{"a": "\ud800"}', "§2 a str event with a lone surrogate"),
+    Case("event", {"a": "\ud83d\ude00"}, "§4 two lone surrogates (round trip)"),
+    Case("event", {"a": 10 ** 4400}, "§2 a 4401-digit integer in an event"),
+]
+
+
 class RecordsFixtures:
+    @pytest.fixture
+    def hostile_inputs(self):
+        return ISSUE_10_INPUTS
+
     @pytest.fixture
     def filter_strategy(self, model):
         return strategies.filters(model.schema)
@@ -29,13 +55,33 @@ class RecordsFixtures:
         return lambda f: strategies.matching_event(f, model.schema)
 
 
+#: What the hostile-input suite finds in the records model today (xfail, not strict: they
+#: pass, XPASS, once the records fixes of issue 10 land; then delete the entry).
+KNOWN_HOSTILE_FAILURES = {
+    "test_hostile_filter_texts": "issue 10 §2: integers over the 4300-digit limit in the text "
+                                 "form raise ValueError",
+    "test_hostile_filter_json": "issue 10 §2: deep JSON forms (load_filter, EventBridge "
+                                "patterns) raise RecursionError",
+    "test_hostile_events": "issue 10 §2/§4: deep events raise RecursionError, 4300+-digit "
+                           "integers ValueError (parse_event, dump_event); two lone "
+                           "surrogates do not round-trip",
+    "test_failed_add_changes_nothing": "issue 10 §2: a 4401-digit literal raises "
+                                       "OverflowError in index.add",
+    "test_model_hostile_inputs": "issue 10 §2-§4: the issue's own records examples",
+}
+
+
 class TestInstalledRecords(RecordsFixtures, ModelConformance):
+    known_failures = KNOWN_HOSTILE_FAILURES
+
     @pytest.fixture
     def model(self):
         return load_model("records")
 
 
 class TestRecordsWithSchema(RecordsFixtures, ModelConformance):
+    known_failures = KNOWN_HOSTILE_FAILURES
+
     @pytest.fixture
     def model(self):
         return RecordsModel(strategies.SCHEMA)
@@ -43,11 +89,16 @@ class TestRecordsWithSchema(RecordsFixtures, ModelConformance):
 
 @pytest.mark.slow
 class TestRecordsThorough(TestRecordsWithSchema):
-    """The same with ten times the examples (``make test`` runs it; ``test-fast`` skips)."""
+    """The same with ten times the examples and hostile batches (``make test`` runs it;
+    ``test-fast`` skips)."""
 
     @pytest.fixture
     def max_examples(self):
         return 400
+
+    @pytest.fixture
+    def hostile_batches(self):
+        return 20
 
 
 # -- the kit is sharp on records: classic mistakes in the conjunctive rules are caught ------

@@ -16,9 +16,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 import toy_intervals as toy
-from pubsift.core.conformance import ModelConformance
-from pubsift.core.conformance import algebra, index, merging, soundness, wire
+from pubsift.core.conformance import HostileInputTests, ModelConformance
+from pubsift.core.conformance import algebra, hostile, index, merging, soundness, wire
 from pubsift.core.conformance.kit import Kit, run
+from pubsift.core.conformance.sandbox import Limits, run_isolated
 
 
 @pytest.fixture
@@ -43,6 +44,15 @@ def matching_event():
 
 class TestIntervalModel(ModelConformance):
     """The exact toy model passes the whole kit (nothing skipped: it claims everything)."""
+
+
+@pytest.mark.slow
+class TestIntervalModelHostileThorough(HostileInputTests):
+    """The hostile-input suite with ten times the batches."""
+
+    @pytest.fixture
+    def hostile_batches(self):
+        return 20
 
 
 def _kit(model) -> Kit:
@@ -87,6 +97,61 @@ def test_same_check_passes_exact_model(variant, check):
     run(_kit(toy.IntervalModel()), check, DETERMINISTIC)
 
 
+# -- the hostile-input suite: raw exceptions, crashes, hangs and blow-ups are caught ---------
+
+SHORT = Limits(case_timeout=1.0, memory=1 << 30)
+
+HOSTILE_CAUGHT = [
+    (toy.RawHugeInt, hostile.filter_texts, "ValueError: Exceeds the limit (4300 digits)"),
+    (toy.RecursiveParser, hostile.filter_texts, "raised RecursionError"),
+    (toy.CrashingParser, hostile.filter_texts, "crashed the process with SIGSEGV"),
+    (toy.HangingParser, hostile.filter_texts, "did not finish within 1 s"),
+    (toy.GreedyParser, hostile.filter_jsons, "raised MemoryError"),
+]
+
+
+@pytest.mark.parametrize("variant, cases, message", HOSTILE_CAUGHT,
+                         ids=[v.__name__ for v, _, _ in HOSTILE_CAUGHT])
+def test_hostile_suite_catches_and_names_the_input(variant, cases, message):
+    check = hostile.hostile_batch(cases, 12, SHORT)
+    with pytest.raises(AssertionError, match=re.escape(message)) as caught:
+        run(_kit(variant()), check, settings(DETERMINISTIC, max_examples=60))
+    assert "input: filter" in str(caught.value)
+
+
+def test_kit_catches_a_failed_add_that_changes_the_index():
+    with pytest.raises(AssertionError, match=r"index.add\(f\) raised a PubsiftError but "
+                                             r"changed the index"):
+        run(_kit(toy.BrokenFailedAdd()),
+            lambda kit, data: index.failed_add_changes_nothing(kit, data, 12, SHORT),
+            settings(DETERMINISTIC, max_examples=60))
+
+
+def test_same_hostile_checks_pass_exact_model():
+    for cases in (hostile.filter_texts, hostile.filter_jsons, hostile.raw_events):
+        run(_kit(toy.IntervalModel()), hostile.hostile_batch(cases, 12, SHORT),
+            settings(DETERMINISTIC, max_examples=8))
+    run(_kit(toy.IntervalModel()),
+        lambda kit, data: index.failed_add_changes_nothing(kit, data, 12, SHORT),
+        settings(DETERMINISTIC, max_examples=8))
+
+
+def test_sandbox_names_the_case_that_crashed_and_runs_the_ones_before():
+    seen = []
+
+    def work(case):
+        seen.append(case)  # in the child: the parent's list stays empty
+        if case == "boom":
+            os.kill(os.getpid(), 11)
+        return [f"problem with {case}"] if case == "bad" else []
+
+    problems = run_isolated(["ok", "bad", "boom", "never"], work, lambda c: f"<{c}>", SHORT)
+    assert problems == ["problem with bad\n    input: <bad>",
+                        "crashed the process with SIGSEGV (a C stack overflow or memory "
+                        "error?)\n    input: <boom>"]
+    assert seen == []
+
+
 def test_builder_that_lies_is_reported():
     kit = Kit(toy.IntervalModel(), toy.filters, toy.events,
               lambda f: toy.events.filter(lambda e: e == f[1] + 1), frozenset())
@@ -100,7 +165,7 @@ RUN = textwrap.dedent('''
     import pytest
     from hypothesis import Phase, settings
     import toy_intervals as toy
-    from pubsift.core.conformance import ModelConformance
+    from pubsift.core.conformance import HostileInputTests, ModelConformance
 
     @pytest.fixture
     def conformance_settings():

@@ -5,7 +5,10 @@ the ``Broken*`` variants each break one rule of DESIGN.md §2.1, and the kit mus
 from __future__ import annotations
 
 import bisect
+import os
 import re
+import signal
+import time
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -16,7 +19,20 @@ from pubsift.core.model import FilterIndex, FilterModel
 
 Span = tuple[int, int]  # a filter: (lo, hi), lo <= hi
 
-_TEXT = re.compile(r"\s*\[\s*(-?\d+)\s*,\s*(-?\d+)\s*\]\s*$")
+_TEXT = re.compile(r"\s*\[\s*(-?[0-9]+)\s*,\s*(-?[0-9]+)\s*\]\s*$")
+_EVENT = re.compile(r"-?[0-9]+$")
+MAX_DIGITS = 18
+#: the sorted index holds bounds of at most this size (a documented index limit, so that the
+#: kit sees an add that fails and can check it changes nothing)
+INDEX_LIMIT = 10_000
+
+
+def _span(lo: Any, hi: Any, spec: Any) -> Span:
+    if not (type(lo) is int and type(hi) is int and lo <= hi):
+        raise FilterSyntaxError(f"not an interval of integers lo <= hi: {type(spec).__name__}")
+    if max(abs(lo), abs(hi)) >= 10 ** MAX_DIGITS:
+        raise FilterSyntaxError(f"a bound has more than {MAX_DIGITS} digits")
+    return (lo, hi)
 
 
 class IntervalModel(FilterModel):
@@ -26,21 +42,25 @@ class IntervalModel(FilterModel):
 
     def parse_filter(self, spec: str | Mapping[str, Any]) -> Span:
         if isinstance(spec, Mapping):
-            lo, hi = spec.get("lo"), spec.get("hi")
-        else:
-            m = _TEXT.match(spec)
-            if not m:
-                raise FilterSyntaxError("expected [lo, hi]", spec, 0)
-            lo, hi = int(m[1]), int(m[2])
-        if not (isinstance(lo, int) and isinstance(hi, int) and lo <= hi):
-            raise FilterSyntaxError(f"not an interval: {spec!r}")
-        return (lo, hi)
+            return _span(spec.get("lo"), spec.get("hi"), spec)
+        if not isinstance(spec, str):
+            raise FilterSyntaxError(f"a filter is text or an object, not {type(spec).__name__}")
+        m = _TEXT.match(spec)
+        if not m:
+            raise FilterSyntaxError("expected [lo, hi]", spec, 0)
+        if len(m[1]) > MAX_DIGITS or len(m[2]) > MAX_DIGITS:
+            raise FilterSyntaxError(f"a bound has more than {MAX_DIGITS} digits", spec, 0)
+        return _span(int(m[1]), int(m[2]), spec)
 
     def parse_event(self, raw: bytes | str | Mapping[str, Any]) -> int:
-        try:
-            return int(raw)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise EventError(f"not an integer event: {raw!r}") from None
+        if isinstance(raw, (bytes, bytearray)):
+            raw = raw.decode("ascii", "replace")
+        if isinstance(raw, str) and _EVENT.match(raw) and len(raw) <= MAX_DIGITS + 1:
+            return int(raw)
+        if type(raw) is int and abs(raw) < 10 ** MAX_DIGITS:
+            return raw
+        raise EventError(f"not an integer event of at most {MAX_DIGITS} digits: "
+                         f"{type(raw).__name__}")
 
     def format_filter(self, f: Span) -> str:
         return f"[{f[0]}, {f[1]}]"
@@ -72,13 +92,16 @@ class IntervalModel(FilterModel):
         return [f[0], f[1]]
 
     def load_filter(self, obj: Any) -> Span:
-        return (obj[0], obj[1])
+        if not (isinstance(obj, list) and len(obj) == 2):
+            raise FilterSyntaxError(f"a filter's wire form is [lo, hi], not a "
+                                    f"{type(obj).__name__}")
+        return _span(obj[0], obj[1], obj)
 
     def dump_event(self, e: int) -> Any:
         return e
 
     def load_event(self, obj: Any) -> int:
-        return obj
+        return self.parse_event(obj if type(obj) is int else None)
 
     def new_index(self) -> "SortedIntervalIndex":
         return SortedIntervalIndex(self)
@@ -93,6 +116,8 @@ class SortedIntervalIndex(FilterIndex[Hashable]):
         self._sorted: list[Span] = []
 
     def add(self, f: Span, key: Hashable) -> None:
+        if max(map(abs, f)) > INDEX_LIMIT:
+            raise FilterSyntaxError(f"the sorted index holds bounds up to {INDEX_LIMIT}")
         if f not in self._keys:
             self._keys[f] = set()
             bisect.insort(self._sorted, f)
@@ -226,6 +251,72 @@ class BrokenIndex(IntervalModel):
 
     def new_index(self) -> OffByOneIndex:
         return OffByOneIndex(self)
+
+
+class HalfAddIndex(SortedIntervalIndex):
+    """Checks the index limit only after registering the pair: a failed add is counted by
+    ``len`` (issue 10 §1, the concepts index)."""
+
+    def add(self, f: Span, key: Hashable) -> None:
+        if f not in self._keys:
+            self._keys[f] = set()
+            bisect.insort(self._sorted, f)
+        self._keys[f].add(key)
+        if max(map(abs, f)) > INDEX_LIMIT:
+            raise FilterSyntaxError(f"the sorted index holds bounds up to {INDEX_LIMIT}")
+
+
+class BrokenFailedAdd(IntervalModel):
+    """An index whose failed add leaves a half-inserted pair."""
+
+    def new_index(self) -> HalfAddIndex:
+        return HalfAddIndex(self)
+
+
+class RawHugeInt(IntervalModel):
+    """Lets int() raise its ValueError on more than 4,300 digits."""
+
+    def parse_filter(self, spec: str | Mapping[str, Any]) -> Span:
+        if isinstance(spec, str) and (m := _TEXT.match(spec)):
+            return _span(int(m[1]), int(m[2]), spec)
+        return super().parse_filter(spec)
+
+
+class RecursiveParser(IntervalModel):
+    """Strips parentheses recursively: RecursionError on deep nesting."""
+
+    def parse_filter(self, spec: str | Mapping[str, Any]) -> Span:
+        if isinstance(spec, str) and spec.startswith("(") and spec.endswith(")"):
+            return self.parse_filter(spec[1:-1])
+        return super().parse_filter(spec)
+
+
+class CrashingParser(IntervalModel):
+    """Dies of a segmentation fault on a NUL character (as a C extension might)."""
+
+    def parse_filter(self, spec: str | Mapping[str, Any]) -> Span:
+        if isinstance(spec, str) and "\x00" in spec:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return super().parse_filter(spec)
+
+
+class HangingParser(IntervalModel):
+    """Never returns on a lone surrogate."""
+
+    def parse_filter(self, spec: str | Mapping[str, Any]) -> Span:
+        if isinstance(spec, str) and "\ud800" in spec:
+            while True:
+                time.sleep(1)
+        return super().parse_filter(spec)
+
+
+class GreedyParser(IntervalModel):
+    """Allocates 8 GiB on a wrong JSON type (MemoryError under the kit's limit)."""
+
+    def load_filter(self, obj: Any) -> Span:
+        if not isinstance(obj, list):
+            bytearray(8 << 30)
+        return super().load_filter(obj)
 
 
 # -- strategies -----------------------------------------------------------------------------

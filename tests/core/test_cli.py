@@ -1,10 +1,14 @@
-"""The pubsift command line: models, match, and the README's library example."""
+"""The pubsift command line: models, match, run, and the README's library example; hostile
+input through the installed console script."""
 from __future__ import annotations
 
 import contextlib
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -118,3 +122,188 @@ def test_readme_routing_example_delivers_only_the_matching_quote(capsys):
                       re.S).group(1)
     exec(compile(block, "README.md", "exec"), {})
     assert capsys.readouterr().out.split() == ["1"]
+
+
+# -- hostile input through the installed console script (issue 10 §5) ----------------------
+# Real subprocesses of the venv's `pubsift`: what a user sees, tracebacks included.
+
+PUBSIFT = Path(sys.executable).with_name("pubsift")
+
+BROKEN_MODEL = '''
+from pubsift.core.errors import EventError
+from pubsift.models.records import RecordsModel
+
+
+class BrokenModel(RecordsModel):
+    """records, with hooks that break the contract on chosen events."""
+
+    name = "broken"
+
+    def parse_event(self, raw):
+        if isinstance(raw, dict) and "boom" in raw:
+            raise RuntimeError("parse_event exploded")
+        return super().parse_event(raw)
+
+    def matches(self, f, e):
+        if "crash" in e:
+            raise ZeroDivisionError("matches divided by zero")
+        return super().matches(f, e)
+
+    def new_index(self):
+        from pubsift.core.index import LinearIndex
+
+        return LinearIndex(self)
+'''
+
+
+def pubsift(*args: str, stdin: bytes = b"", cwd: Path | None = None,
+            env: dict | None = None) -> tuple[int, str, str]:
+    done = subprocess.run([str(PUBSIFT), *args], input=stdin, capture_output=True,
+                          timeout=120, cwd=cwd, env=env)
+    out, err = done.stdout.decode(), done.stderr.decode()
+    assert "Traceback" not in err, err
+    return done.returncode, out, err
+
+
+def test_console_script_is_the_installed_one():
+    assert PUBSIFT.is_file(), f"{PUBSIFT} missing: run `make install-dev`"
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_match_events_file_missing_or_a_directory_is_a_one_line_usage_error(tmp_path, kind):
+    events = tmp_path / "events.jsonl"
+    if kind == "directory":
+        events.mkdir()
+    code, out, err = pubsift("match", "-f", "a = 1", str(events))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and f"{events}: cannot read the events file" in err
+    assert ("No such file" if kind == "missing" else "Is a directory") in err
+
+
+def test_match_skips_an_event_line_that_is_not_utf8_and_processes_the_rest(tmp_path):
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b'{"a": 1}\n{"a": "\xff\xfe"}\n{"a": 1}\n')
+    code, out, err = pubsift("match", "-f", "a = 1", str(events))
+    assert code == 1
+    assert [json.loads(x)["event"] for x in out.splitlines()] == [f"{events}:1", f"{events}:3"]
+    assert f"{events}:2: not UTF-8 text (invalid byte 0xff at column 8); skipped" in err
+    assert "2 events, 1 filters, 2 matches, 1 bad lines skipped" in err
+
+
+def test_match_refuses_a_binary_filters_file_naming_file_and_line(tmp_path):
+    filters = tmp_path / "filters.bin"
+    filters.write_bytes(b"a = 1\n\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\n")
+    code, out, err = pubsift("match", "--filters", str(filters), stdin=b'{"a": 1}\n')
+    assert code == 2 and out == ""
+    assert err == f"pubsift match: {filters}:2: not UTF-8 text (invalid byte 0x89 at column 1)\n"
+
+
+def test_match_refuses_a_filters_file_with_a_nul_byte(tmp_path):
+    filters = tmp_path / "filters.txt"
+    filters.write_bytes(b"a = 1\nb = \x00\n")
+    code, _, err = pubsift("match", "--filters", str(filters), stdin=b"")
+    assert code == 2 and err == f"pubsift match: {filters}:2: binary data (a NUL byte at column 5)\n"
+
+
+def test_match_refuses_a_json_pattern_with_a_duplicate_key(tmp_path):
+    filters = tmp_path / "filters.txt"
+    filters.write_text('a = 1\n{"a": [1], "a": [2]}\n')
+    code, _, err = pubsift("match", "--filters", str(filters), stdin=b'{"a": 1}\n')
+    assert code == 2
+    assert err == (f'pubsift match: {filters}:2: invalid JSON: duplicate key "a" in a JSON '
+                   "object\n")
+    code, _, err = pubsift("match", "-f", '{"a": {"b": [1], "b": [2]}}', stdin=b"")
+    assert code == 2 and 'arg1: invalid JSON: duplicate key "b"' in err
+
+
+def test_match_skips_event_lines_the_library_would_refuse(tmp_path):
+    lines = [b'{"a": 1, "a": 2}', b'{"a": NaN}', b'{"a": ' + b"9" * 5000 + b"}",
+             b"[" * 100_000, b'{"a": 1}']
+    code, out, err = pubsift("match", "-f", "a = 1", stdin=b"\n".join(lines) + b"\n")
+    assert code == 1
+    assert [json.loads(x)["event"] for x in out.splitlines()] == ["stdin:5"]
+    got = err.splitlines()
+    assert got[0] == 'stdin:1: invalid JSON: duplicate key "a" in a JSON object; skipped'
+    assert got[1] == "stdin:2: invalid JSON: NaN is not JSON; skipped"
+    assert got[2].startswith("stdin:3: invalid JSON: Exceeds the limit (4300 digits)")
+    assert got[3] == "stdin:4: invalid JSON: nested too deeply; skipped"
+    assert got[4] == "1 events, 1 filters, 1 matches, 4 bad lines skipped"
+
+
+def test_match_reports_a_model_hook_that_breaks_the_contract_and_carries_on(tmp_path):
+    """A third-party model (registered through a dist-info on PYTHONPATH) whose hooks raise
+    RuntimeError / ZeroDivisionError: each line is an internal error naming the line."""
+    (tmp_path / "brokenmodel.py").write_text(BROKEN_MODEL)
+    info = tmp_path / "brokenmodel-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: brokenmodel\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[pubsift.models]\nbroken = brokenmodel:BrokenModel\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    events = b'{"a": 1}\n{"boom": 1}\n{"a": 1, "crash": 1}\n{"a": 1}\n'
+    code, out, err = pubsift("match", "-m", "broken", "-f", "a = 1", stdin=events, env=env)
+    assert code == 1
+    assert [json.loads(x)["event"] for x in out.splitlines()] == ["stdin:1", "stdin:4"]
+    got = err.splitlines()
+    assert got[0] == ("stdin:2: internal error in model 'broken' (parse_event raised "
+                      "RuntimeError: parse_event exploded); this is a bug in the model; skipped")
+    assert got[1] == ("stdin:3: internal error in model 'broken' (index.match raised "
+                      "ZeroDivisionError: matches divided by zero); this is a bug in the model;"
+                      " skipped")
+    assert got[2] == "2 events, 1 filters, 2 matches, 2 bad lines skipped"
+
+
+def _quotes_dir(tmp_path: Path, body: bytes | None) -> Path:
+    quotes = tmp_path / "quotes"
+    quotes.mkdir()
+    if body is not None:
+        (quotes / "all_stocks_1yr_2017-02-08_2018-02-07.csv").write_bytes(body)
+    return quotes / "all_stocks_1yr_2017-02-08_2018-02-07.csv"
+
+
+HEADER = b"date,open,high,low,close,volume,Name\n"
+
+
+def test_run_refuses_a_header_only_csv_with_one_line(tmp_path):
+    csv_path = _quotes_dir(tmp_path, HEADER)
+    code, _, err = pubsift("run", "--data", str(tmp_path))
+    assert code == 2
+    assert err == (f"pubsift run: {csv_path}: no quotes to route (the file holds no rows "
+                   "after the header)\n")
+
+
+@pytest.mark.parametrize("body, problem", [
+    (b"", "the file is empty"),
+    (b"Date;Price\n", "expected the header date,open,high,low,close,volume,Name"),
+    (b"\xff\xfe\x00d\x00a\n", "expected the header"),
+])
+def test_run_refuses_an_empty_or_foreign_csv(tmp_path, body, problem):
+    csv_path = _quotes_dir(tmp_path, body)
+    code, _, err = pubsift("run", "--data", str(tmp_path))
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"pubsift run: {csv_path}") and problem in err
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_run_quotes_file_missing_or_a_directory_is_a_one_line_error(tmp_path, kind):
+    csv_path = _quotes_dir(tmp_path, None)
+    if kind == "directory":
+        csv_path.mkdir()
+    code, _, err = pubsift("run", "--data", str(tmp_path))
+    assert code == 2 and err.count("\n") == 1 and str(csv_path) in err
+
+
+def test_run_skips_bad_quote_lines_naming_them_and_routes_the_rest(tmp_path):
+    rows = [f"2017-02-{d:02d},1.0,2.0,0.5,1.5,{1000 * d},AAA".encode() for d in range(1, 11)]
+    rows[2] = b"2017-02-03,1.0,2.0,0.5,\xff,3000,AAA"
+    rows[4] = b"2017-02-05,1.0,2.0,0.5,cheap,5000,AAA"
+    rows[6] = b"2017-02-07,1.0"
+    csv_path = _quotes_dir(tmp_path, HEADER + b"\n".join(rows) + b"\n")
+    code, out, err = pubsift("run", "--data", str(tmp_path))
+    assert code == 1
+    assert re.search(r"events \(daily quotes\)\s*│\s*7\b", out)
+    assert err.splitlines() == [
+        f"{csv_path}:4: not UTF-8 text (invalid byte 0xff); skipped",
+        f"{csv_path}:6: not a number: could not convert string to float: 'cheap'; skipped",
+        f"{csv_path}:8: expected 7 fields, got 2; skipped",
+        "pubsift run: 3 bad quote lines skipped"]

@@ -12,12 +12,38 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from pubsift.core import load_model
-from pubsift.core.conformance import ModelConformance
+from lxml import etree
+
+from pubsift.core.conformance import HostileInputTests, ModelConformance
+from pubsift.core.conformance.mutations import Case
 from pubsift.models.xml.witness import witness
 from xml_strategies import documents, related_xpaths
 
 
-class TestXmlConformance(ModelConformance):
+#: issue 10's own examples for xml (§2, §4), run by the hostile-input suite
+ISSUE_10_INPUTS = [
+    Case("filter", "/a" * 300, "§2 /a repeated 300 times"),
+    Case("filter", "/a" * 250, "§2 a 250-step path (covering, index insertion)"),
+    Case("filter", "//a" + "[b" * 330 + "]" * 330, "§2 330 nested predicates"),
+    Case("filter", "//a[" + " and ".join(["@x"] * 2000) + "]", "§2 a 2000-term and"),
+    Case("filter", "//a[position() > b]", "§2 position() compared with a path"),
+    Case("filter", "//a[position() = -1]", "§4 position() = -1 (round trip)"),
+    Case("filter", "//a[@x > " + "9" * 5000 + "]", "§2 a 5000-digit number"),
+    Case("filter", {"xpath": "//p:a", "namespaces": {"p": 'urn:x}y"z'}},
+         "§4 a namespace URI with } and \" (round trip)"),
+    Case("event", '<a x="1e309"/>', "§2 an attribute of 1e309"),
+    Case("event", "<a>\ud800</a>", "§2 a str event with a lone surrogate"),
+    Case("event", etree.Comment("c"), "§2 an lxml comment node as the event"),
+    Case("event", etree.ProcessingInstruction("p", "x"), "§2 an lxml PI node as the event"),
+    Case("event", "<a>" * 3000 + "</a>" * 3000, "§3 a document 3000 levels deep"),
+]
+
+
+class XmlFixtures:
+    @pytest.fixture
+    def hostile_inputs(self):
+        return ISSUE_10_INPUTS
+
     @pytest.fixture
     def conformance_settings(self):
         # derandomized: the vacuity checks (a covering chain, a perfect merge must occur)
@@ -52,3 +78,28 @@ class TestXmlConformance(ModelConformance):
                         events.append(e)
             return st.sampled_from(events) if events else None
         return build
+
+
+class TestXmlConformance(XmlFixtures, ModelConformance):
+    #: what the hostile-input suite finds in the xml model today (xfail, not strict: XPASS
+    #: once the xml fixes of issue 10 land; then delete the entry)
+    known_failures = {
+        "test_hostile_filter_texts": "issue 10 §2: 4300+-digit numbers raise ValueError, "
+                                     "deep or long XPath raises RecursionError",
+        "test_hostile_filter_json": "issue 10 §2: the XPath of a JSON form, mutated as "
+                                    "text (numbers, depth)",
+        "test_hostile_events": "issue 10 §2: a str event with a lone surrogate raises "
+                               "UnicodeEncodeError",
+        "test_model_hostile_inputs": "issue 10 §2-§4: the issue's own xml examples",
+    }
+
+
+@pytest.mark.slow
+class TestXmlHostileThorough(XmlFixtures, HostileInputTests):
+    """The hostile-input suite with ten times the batches."""
+
+    known_failures = TestXmlConformance.known_failures
+
+    @pytest.fixture
+    def hostile_batches(self):
+        return 20
