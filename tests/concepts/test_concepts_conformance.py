@@ -71,28 +71,11 @@ class ConceptsFixtures:
 
 
 class TestConceptsModel(ConceptsFixtures, ModelConformance):
-    #: what the hostile-input suite finds in the concepts model today (xfail, not strict:
-    #: XPASS once the concepts fixes of issue 10 land; then delete the entry)
-    known_failures = {
-        "test_hostile_filter_texts": "issue 10 §2: huge numbers and deep nesting in the "
-                                     "text form",
-        "test_hostile_filter_json": "issue 10 §2/§4: wrong JSON types (a unit or currency "
-                                    "that is not a string: AttributeError), deep members "
-                                    "(RecursionError); a float unit factor does not "
-                                    "round-trip through the text form",
-        "test_hostile_events": "issue 10 §2: wrong JSON types in contexts (AttributeError, "
-                               "TypeError), deep events (RecursionError)",
-        "test_failed_add_changes_nothing": "issue 10 §1: a failed add leaves the concepts "
-                                           "index half-updated",
-        "test_model_hostile_inputs": "issue 10 §2-§4: the issue's own concepts examples",
-    }
-
+    """The whole conformance kit, hostile-input suite included."""
 
 @pytest.mark.slow
 class TestConceptsHostileThorough(ConceptsFixtures, HostileInputTests):
     """The hostile-input suite with ten times the batches."""
-
-    known_failures = TestConceptsModel.known_failures
 
     @pytest.fixture
     def hostile_batches(self):

@@ -55,33 +55,13 @@ class RecordsFixtures:
         return lambda f: strategies.matching_event(f, model.schema)
 
 
-#: What the hostile-input suite finds in the records model today (xfail, not strict: they
-#: pass, XPASS, once the records fixes of issue 10 land; then delete the entry).
-KNOWN_HOSTILE_FAILURES = {
-    "test_hostile_filter_texts": "issue 10 §2: integers over the 4300-digit limit in the text "
-                                 "form raise ValueError",
-    "test_hostile_filter_json": "issue 10 §2: deep JSON forms (load_filter, EventBridge "
-                                "patterns) raise RecursionError",
-    "test_hostile_events": "issue 10 §2/§4: deep events raise RecursionError, 4300+-digit "
-                           "integers ValueError (parse_event, dump_event); two lone "
-                           "surrogates do not round-trip",
-    "test_failed_add_changes_nothing": "issue 10 §2: a 4401-digit literal raises "
-                                       "OverflowError in index.add",
-    "test_model_hostile_inputs": "issue 10 §2-§4: the issue's own records examples",
-}
-
-
 class TestInstalledRecords(RecordsFixtures, ModelConformance):
-    known_failures = KNOWN_HOSTILE_FAILURES
-
     @pytest.fixture
     def model(self):
         return load_model("records")
 
 
 class TestRecordsWithSchema(RecordsFixtures, ModelConformance):
-    known_failures = KNOWN_HOSTILE_FAILURES
-
     @pytest.fixture
     def model(self):
         return RecordsModel(strategies.SCHEMA)
