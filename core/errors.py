@@ -5,6 +5,19 @@ with the rest of its work (DESIGN.md §3: bad input gets a clear error and loses
 """
 from __future__ import annotations
 
+import re
+
+#: How many characters of the offending line an error shows on each side of the caret; a
+#: megabyte-long filter gives a short message, not a copy of itself.
+EXCERPT_CONTEXT = 60
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD, so that a message about a
+    hostile input can always be printed and encoded as UTF-8."""
+    return _SURROGATE.sub("\ufffd", text)
+
 
 class PubsiftError(Exception):
     """Base class of all pubsift errors."""
@@ -49,9 +62,14 @@ class FilterSyntaxError(PubsiftError, ValueError):
         if self.position is not None and self.text is not None:
             line_start = self.text.rfind("\n", 0, self.position) + 1
             line_end = self.text.find("\n", self.position)
-            line_text = self.text[line_start: None if line_end < 0 else line_end]
-            head += f"\n  {line_text}\n  {' ' * (self.position - line_start)}^"
-        return head
+            line_end = len(self.text) if line_end < 0 else line_end
+            start = max(line_start, self.position - EXCERPT_CONTEXT)
+            end = min(line_end, self.position + EXCERPT_CONTEXT)
+            before = "…" if start > line_start else ""
+            after = "…" if end < line_end else ""
+            excerpt = printable(self.text[start:end])
+            head += f"\n  {before}{excerpt}{after}\n  {' ' * (len(before) + self.position - start)}^"
+        return printable(head)
 
 
 class EventError(PubsiftError, ValueError):
@@ -61,7 +79,7 @@ class EventError(PubsiftError, ValueError):
     def __init__(self, message: str, where: str | None = None) -> None:
         self.message = message
         self.where = where
-        super().__init__(message if not where else f"{message} (at {where})")
+        super().__init__(printable(message if not where else f"{message} (at {where})"))
 
 
 class UnknownModelError(PubsiftError, LookupError):
