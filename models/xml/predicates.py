@@ -108,6 +108,13 @@ class Pred:
         """False for a relational comparison with NaN, which no value satisfies."""
         return not (self.domain == NUM and self.constraint.operand == NAN)
 
+    @property
+    def infinite(self) -> bool:
+        """A numeric comparison with ±Infinity (``@x < "1e999"``). The records algebra
+        reads numbers as finite, while number() of a document value may be Infinity, so
+        such a predicate is compared only with itself (covering, overlap, merging)."""
+        return self.domain == NUM and self.constraint.operand in _INFINITE
+
     # -- text form -----------------------------------------------------------------------
     @property
     def comparison(self) -> bool:
@@ -225,7 +232,7 @@ def pred_covers(a: Pred, b: Pred) -> bool:
         return False
     if not b.satisfiable:
         return True
-    if not a.satisfiable:
+    if not a.satisfiable or a.infinite or b.infinite:
         return False
     ca, cb = a.constraint, b.constraint
     if a.domain == b.domain:

@@ -16,6 +16,12 @@ Accepted (Chand & Felber's language plus what the YFilter query sets use):
   ``<``, ``<=``, ``>``, ``>=``, either side); ``starts-with(t, "s")`` and
   ``contains(t, "s")`` where ``t`` is ``@name`` or ``.``; ``and``; a positional predicate
   (``[2]``, ``[position() op n]``) as the first predicate of a step.
+
+Before elementpath sees the text, :mod:`.lexical` checks its characters and sizes; an
+expression lxml cannot compile is refused too (``matches`` agrees with lxml's answer, so
+there must be one). Number literals are read as libxml2 reads them (:mod:`.numbers`).
+Patterns deeper than :data:`MAX_DEPTH` or larger than :data:`MAX_SIZE` are refused before
+any recursive work on them.
 """
 from __future__ import annotations
 
@@ -26,6 +32,7 @@ from dataclasses import dataclass, field
 
 import elementpath
 from elementpath import XPath1Parser
+from lxml import etree
 
 from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.records.constraints import Op
@@ -329,6 +336,12 @@ def parse_xpath(text: str, namespaces: Mapping[str, str] | None = None) -> XPath
             pos = min(starts[line - 1] + col - 1, len(text))
         msg = str(e).split(": ", 1)[-1] if "] " not in str(e) else str(e).split("] ", 1)[-1]
         raise FilterSyntaxError(f"XPath syntax error: {msg}", text, pos) from None
+    try:  # what lxml cannot compile has no answer to agree with (e.g. names that
+        # libxml2's XPath, on XML 1.0 4th edition's name characters, refuses)
+        etree.XPath(text, namespaces=namespaces or None)
+    except (etree.XPathError, ValueError) as e:
+        raise FilterSyntaxError(f"XPath not accepted by lxml (libxml2): {e}", text,
+                                None) from None
     reader = _Reader(text, namespaces, scanned.numbers)
     path = reader.path(tok)
     steps = [s for s in path.steps if not (s.test == "." and s.axis == "child"
@@ -398,7 +411,7 @@ def check_namespaces(namespaces: Mapping[str, str]) -> None:
             raise FilterSyntaxError(e.message, path=f"namespaces.{prefix}") from None
 
 
-_DECLARATION = re.compile(r'\s*xmlns:([A-Za-z_][\w.-]*)\s*=\s*"([^"]*)"')
+_DECLARATION = re.compile(r"""\s*xmlns:([A-Za-z_][\w.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 
 
 def parse_text(text: str) -> XPathFilter:
@@ -412,7 +425,7 @@ def parse_text(text: str) -> XPathFilter:
         m = _DECLARATION.match(text, offset)
         if m is None:
             break
-        namespaces[m.group(1)] = m.group(2)
+        namespaces[m.group(1)] = m.group(2) if m.group(2) is not None else m.group(3)
         offset = m.end()
     if not namespaces:
         return parse_xpath(text)
