@@ -104,9 +104,20 @@ def _plain(d: Decimal) -> str:
     return t.rstrip("0").rstrip(".") if "." in t else t
 
 
+def _forms(t: str):
+    """Decimal text ``t`` (as ``repr`` or ``%e`` write it) without an exponent, then as
+    integer digits times a power of ten."""
+    yield _plain(Decimal(t))
+    mant, _, e = t.partition("e")
+    whole, _, frac = mant.partition(".")
+    digits = (whole + frac).lstrip("0").rstrip("0") or "0"
+    exp = (int(e) if e else 0) + len(whole + frac) - len((whole + frac).rstrip("0")) - len(frac)
+    yield f"{digits}e{exp}" if exp else digits
+
+
 def _candidates(x: float):
     """Decimal texts near x (x > 0, finite), the likeliest first."""
-    yield _plain(Decimal(repr(x)))
+    yield from _forms(repr(x))
     if x == int(x):
         digits = _integer_digits(x)
         if digits is not None:
@@ -115,12 +126,7 @@ def _candidates(x: float):
         ys = [x] if k == 0 else [x + math.ulp(x) * k, x - math.ulp(x) * k]
         for y in ys:
             for p in (15, 16, 17, 18, 19, 20):
-                t = f"{y:.{p - 1}e}"
-                yield _plain(Decimal(t))
-                mant, e = t.split("e")
-                digits = mant.replace(".", "").rstrip("0") or "0"
-                exp = int(e) - (len(digits) - 1)
-                yield f"{digits}e{exp}" if exp else digits
+                yield from _forms(f"{y:.{p - 1}e}")
     # an integer read digit by digit, times a power of ten
     top = math.floor(math.log10(x))
     for exp in range(top - 40, top + 1):

@@ -37,9 +37,9 @@ DFA_CACHE_SIZE = 65_536
 class PathAutomaton:
     """The lazy DFA of the plain chains of a factorization tree (see the module doc)."""
 
-    def __init__(self, tree: FactorizationTree, cache_size: int = DFA_CACHE_SIZE) -> None:
+    def __init__(self, tree: FactorizationTree, cache_size: int | None = None) -> None:
         self.tree = tree
-        self.cache_size = cache_size
+        self.cache_size = DFA_CACHE_SIZE if cache_size is None else cache_size
         # state: (A = plain non-'//' tree nodes mapped to the element, D = active '//'
         # nodes, M = chains ending at the element, a serial number never reused);
         # transitions keyed by (serial of the parent state, tag)

@@ -66,7 +66,7 @@ class _Path:
 
 #: the deepest pattern accepted: nodes from the root element to the deepest leaf, a
 #: ``//`` counting as a node of its own (``//a/b`` has depth 3)
-MAX_DEPTH = 128
+MAX_DEPTH = 64
 #: the largest pattern accepted: its nodes plus its value predicates (minimizing a
 #: pattern compares its branches pairwise)
 MAX_SIZE = 256
@@ -359,7 +359,7 @@ def parse_xpath(text: str, namespaces: Mapping[str, str] | None = None) -> XPath
     if not path.absolute:
         # relative paths are evaluated with the root element as context (as lxml does)
         root_elem = _Step("child", WILDCARD)
-        if path.terminal is not None and not path.steps:
+        if path.terminal is not None and not steps:  # './@x': '.' steps dropped
             root_elem.preds.append(P.exists(target))
         steps = [root_elem] + steps
     if not steps:
