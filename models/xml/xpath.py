@@ -43,7 +43,7 @@ from pubsift.models.xml.numbers import format_number, xpath_number
 from pubsift.models.xml.patterns import (DESCENDANT, ROOT, WILDCARD, Node, Position,
                                          XPathFilter, make)
 
-_COLUMN = re.compile(r"line (\d+), column (\d+)")
+_COLUMN = re.compile(r"line ([0-9]+), column ([0-9]+)", re.ASCII)
 
 
 @dataclass
@@ -323,19 +323,20 @@ def parse_xpath(text: str, namespaces: Mapping[str, str] | None = None) -> XPath
     scanned = lexical.scan(text)
     try:
         tok = XPath1Parser(namespaces=namespaces).parse(scanned.text)
-    except (RecursionError, MemoryError, ValueError, TypeError, ArithmeticError) as e:
-        # last resort: the lexical limits keep elementpath within its means
-        raise FilterSyntaxError(f"XPath not accepted by elementpath: {type(e).__name__}",
-                                text, None) from None
     except elementpath.ElementPathError as e:
         m = _COLUMN.search(str(e))
         pos = None
         if m:
             line, col = int(m.group(1)), int(m.group(2))
             starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
-            pos = min(starts[line - 1] + col - 1, len(text))
+            if 1 <= line <= len(starts) and col >= 1:
+                pos = min(starts[line - 1] + col - 1, len(text))
         msg = str(e).split(": ", 1)[-1] if "] " not in str(e) else str(e).split("] ", 1)[-1]
         raise FilterSyntaxError(f"XPath syntax error: {msg}", text, pos) from None
+    except (RecursionError, MemoryError, ValueError, TypeError, ArithmeticError) as e:
+        # last resort: the lexical limits keep elementpath within its means
+        raise FilterSyntaxError(f"XPath not accepted by elementpath: {type(e).__name__}",
+                                text, None) from None
     try:  # what lxml cannot compile has no answer to agree with (e.g. names that
         # libxml2's XPath, on XML 1.0 4th edition's name characters, refuses)
         etree.XPath(text, namespaces=namespaces or None)
