@@ -25,8 +25,9 @@ _BLANKS = " \t\r\n"
 _MAX_FRAC = 20          # libxml2's MAX_FRAC: significant fraction digits read
 _MAX_EXPONENT = 1_000_000  # libxml2 stops accumulating exponent digits here
 # the shape libxml2 accepts (ASCII only: re.ASCII keeps [0-9] and the blanks exact)
-_SHAPE = re.compile(r"[ \t\r\n]*(-?)([0-9]*)(?:(\.)([0-9]*))?(?:[eE]([+-]?)([0-9]*))?"
-                    r"[ \t\r\n]*\Z", re.ASCII)
+# (surrounding blanks are stripped first: two blank runs in the pattern would backtrack
+# quadratically on a long run of blanks)
+_SHAPE = re.compile(r"(-?)([0-9]*)(?:(\.)([0-9]*))?(?:[eE]([+-]?)([0-9]*))?\Z", re.ASCII)
 # characters a number's text can hold: a string value with any other one is NaN
 NUMBER_CHARS = frozenset("0123456789.-+eE" + _BLANKS)
 
@@ -53,7 +54,7 @@ def _accumulate(digits: str) -> float:
 
 def xpath_number(s: str) -> float:
     """``number(s)`` as lxml (libxml2) computes it; NaN when ``s`` is not a number."""
-    m = _SHAPE.match(s)
+    m = _SHAPE.match(s.strip(_BLANKS))
     if m is None:
         return math.nan
     sign, whole, dot, frac, esign, edigits = m.groups()

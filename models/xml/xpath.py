@@ -420,6 +420,9 @@ def parse_text(text: str) -> XPathFilter:
     XPath expression (what :func:`format_text` writes)."""
     if not isinstance(text, str):
         raise FilterSyntaxError("an XPath filter must be a string", None, None)
+    if len(text) > lexical.MAX_LENGTH:
+        raise FilterSyntaxError(f"XPath filter too long: {len(text)} characters > "
+                                f"{lexical.MAX_LENGTH}", text, lexical.MAX_LENGTH)
     namespaces: dict[str, str] = {}
     offset = 0
     while True:

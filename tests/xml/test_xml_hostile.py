@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import sys
+import time
 import tracemalloc
 
 import pytest
@@ -89,6 +90,22 @@ def test_overflowing_document_values_answer_as_lxml(value):
     for q in ("//a[@x > 1]", "//a[@x != 1]", "//a[@x <= 0]", "//a[. >= 2]", '//a[@x = "1e309"]',
               '//a[@x < "1e999"]', '//a[@x >= "1e999"]', "//a[. = 0]"):
         agree(q, doc)
+
+
+def test_long_runs_of_blanks_are_read_in_linear_time():
+    for s in (" " * 200_000 + "x", " " * 100_000 + "5" + "\t" * 100_000, "1" * 200_000 + " x"):
+        start = time.perf_counter()
+        assert same_number(xpath_number(s), NUMBER(EMPTY, s=s))
+        assert time.perf_counter() - start < 0.5
+    agree("//a[@x > 1]", f'<r><a x="{" " * 300_000}y"/></r>')
+
+
+def test_syntax_error_positions_survive_hostile_literals():
+    with pytest.raises(FilterSyntaxError) as e:
+        M.parse_filter('//a["line 99, column 3" = ]')
+    assert e.value.column == 27
+    with pytest.raises(FilterSyntaxError, match="too long"):
+        M.parse_filter('xmlns:p="urn:x" ' * 10_000 + "//p:a")
 
 
 def test_non_ascii_digits_in_a_filter_are_refused_with_the_position():
