@@ -210,6 +210,19 @@ def test_largest_accepted_patterns_work_in_every_hook_from_a_deep_stack():
     assert got == {i for i, ok in enumerate(each) if ok}
 
 
+def test_descendant_chains_on_the_deepest_document_take_linear_time():
+    model = XmlModel(ParseLimits(max_depth=MAX_DEPTH_CEILING))
+    e = model.parse_event("<a>" * 2047 + "<b x='1'/>" + "</a>" * 2047)
+    # expected answers by hand: lxml itself takes seconds to minutes on these
+    for q, want in (("//a" * 31 + "[@x]", False), ("//*" * 31 + "[@x]", True),
+                    ("//a[1]//a[1]//a[2]", False), ("//a[.//a//b[@x = 1]]", True),
+                    ("//a" * 30 + "//b[@x]", True), ("//a[b]//a[b/@x]", False)):
+        f = model.parse_filter(q)
+        start = time.perf_counter()
+        assert model.matches(f, e) == want, q
+        assert time.perf_counter() - start < 1.0, q      # 12 s with nested lazy searches
+
+
 # -- 4. text: quotes, position(), surrogates, lxml nodes, control characters ------------------
 
 def test_literals_with_one_kind_of_quote_round_trip_and_doubled_quotes_are_refused():
