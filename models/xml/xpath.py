@@ -389,6 +389,7 @@ def _measure(n: Node) -> tuple[int, int]:
     return deepest, size
 
 
+_XML_NAMESPACE = "http://www.w3.org/XML/1998/namespace"
 _PREFIX = re.compile(r"[^\W\d][\w.-]*\Z")
 
 
@@ -402,6 +403,9 @@ def check_namespaces(namespaces: Mapping[str, str]) -> None:
         if not isinstance(uri, str) or not uri:
             raise FilterSyntaxError(f"namespace URI of prefix {prefix!r} must be a "
                                     "non-empty string", path=f"namespaces.{prefix}")
+        if prefix == "xml" and uri != _XML_NAMESPACE:  # lxml keeps xml's own binding
+            raise FilterSyntaxError(f"prefix 'xml' is bound to {_XML_NAMESPACE} and "
+                                    "cannot be rebound", path="namespaces.xml")
         bad = next((ch for ch in '"{}' if ch in uri), None)
         if bad is not None:
             raise FilterSyntaxError(f"namespace URI {uri[:60]!r} holds {bad!r} (percent-"

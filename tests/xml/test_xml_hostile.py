@@ -375,6 +375,17 @@ def test_namespace_uris_that_cannot_be_written_back_are_refused():
         'xmlns:q="urn:x" //q:a')
 
 
+def test_the_xml_prefix_cannot_be_rebound():
+    with pytest.raises(FilterSyntaxError, match="cannot be rebound") as e:
+        M.parse_filter({"xpath": "//xml:a", "namespaces": {"xml": "urn:x"}})
+    assert e.value.path == "namespaces.xml"
+    xml_ns = {"xml": "http://www.w3.org/XML/1998/namespace"}
+    f = M.parse_filter({"xpath": '//a[@xml:lang = "en"]', "namespaces": xml_ns})
+    raw = '<r><a xml:lang="en"/></r>'
+    assert M.matches(f, M.parse_event(raw)) == lxml_says('//a[@xml:lang = "en"]', raw)
+    assert M.load_filter(M.dump_filter(f)) == f
+
+
 @pytest.mark.parametrize("qs", [
     ("//a[@x < 5][@x != 'z']", "//a[@x = 5][@x != 'z']"),
     ("//a[@x < 5][@y = 1]", "//a[@x = 5][@y = 1]"),
