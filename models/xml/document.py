@@ -4,7 +4,10 @@ Nodes are numbered in document order: 0 is the document node, 1.. the elements. 
 node the index keeps its parent, the last number of its subtree (so descendants of n are
 the numbers in (n, end[n]]), its element children grouped by tag, and its position among
 the siblings with the same tag and among all element siblings (XPath ``position()`` for a
-name test and for ``*``). Attributes, text nodes and string values are read on demand.
+name test and for ``*``). Attributes and text nodes are read on demand and kept; string
+values (``.``) are never built nor kept: in a document of nested elements they add up to
+depth x size, so a predicate on one is decided over the element's text pieces
+(:meth:`.predicates.Pred.holds_on_chunks`) and only its answer is kept.
 """
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from bisect import bisect_right
 
 from lxml import etree
 
-from pubsift.models.xml.predicates import SELF, TEXT, Pred
+from pubsift.models.xml.predicates import SELF, Pred
 
 
 class Document:
@@ -69,7 +72,7 @@ class Document:
         return len(self.elements)
 
     def values(self, i: int, target: str) -> list[str]:
-        """The string values of ``target`` (``@name``, ``text()``, ``.``) of node i."""
+        """The string values of ``target`` (``@name`` or ``text()``) of node i."""
         key = (i, target)
         v = self._values.get(key)
         if v is None:
@@ -77,18 +80,21 @@ class Document:
             if target.startswith("@"):
                 a = el.get(target[1:])
                 v = [] if a is None else [a]
-            elif target == TEXT:
-                v = [t for t in [el.text] + [c.tail for c in el] if t]
-            elif target == SELF:
-                v = ["".join(el.itertext())]
             else:
-                raise ValueError(f"unknown predicate target {target!r}")
+                v = [t for t in [el.text] + [c.tail for c in el] if t]
             self._values[key] = v
         return v
 
     def satisfies(self, i: int, preds: tuple[Pred, ...]) -> bool:
         for p in preds:
-            if not p.holds(self.values(i, p.target)):
+            if p.target == SELF:
+                key = (i, p)
+                r = self._values.get(key)
+                if r is None:
+                    r = self._values[key] = p.holds_on_chunks(self.elements[i].itertext())
+                if not r:
+                    return False
+            elif not p.holds(self.values(i, p.target)):
                 return False
         return True
 

@@ -68,28 +68,45 @@ class XmlIndex(FilterIndex[Hashable]):
 
     # -- contents ------------------------------------------------------------------------
     def add(self, f: XPathFilter, key: Hashable) -> None:
+        """Insert (f, key); if it fails (an unhashable key, no memory left), the index is
+        left exactly as it was."""
+        f = self.model.parse_filter(f)
+        hash(key)
         i = self._number.get(f)
         if i is None:
-            i = self._free.pop() if self._free else len(self._filters)
-            if i == len(self._filters):
+            # everything that can fail on f is computed before anything changes
+            shape = XPathFilter(skeleton(f.root))
+            plain, chain = _plain_chain(f), f.root.is_chain()
+            leaves = 0 if chain else sum(1 for n in f.root.walk() if not n.children)
+            tag = _root_tag(f)
+            i = self._free[-1] if self._free else len(self._filters)
+            try:
+                self.tree.add(i, f.root)
+            except BaseException:
+                if self.tree.root.sub >> i & 1:
+                    self.tree.remove(i)  # undoes the part inserted
+                raise
+            if self._free:
+                self._free.pop()
+            else:
                 self._filters.append(None)
                 self._keys.append(None)
             self._filters[i], self._keys[i] = f, {}
             self._number[f] = i
-            self.tree.add(i, f.root)
             self._dfa = None
-            if not _plain_chain(f):
+            if not plain:
                 self._complex |= 1 << i
-            if not f.root.is_chain():
-                self._leaves[i] = sum(1 for n in f.root.walk() if not n.children)
-            self._shapes.setdefault(XPathFilter(skeleton(f.root)), set()).add(i)
-            self._by_root.setdefault(_root_tag(f), set()).add(i)
+            if not chain:
+                self._leaves[i] = leaves
+            self._shapes.setdefault(shape, set()).add(i)
+            self._by_root.setdefault(tag, set()).add(i)
         keys = self._keys[i]
         if key not in keys:
             keys[key] = None
             self._pairs += 1
 
     def remove(self, f: XPathFilter, key: Hashable) -> None:
+        f = self.model.parse_filter(f)
         i = self._number.get(f)
         if i is None or key not in self._keys[i]:
             raise KeyError(f"({f!r}, {key!r}) is not in the index")
@@ -141,6 +158,7 @@ class XmlIndex(FilterIndex[Hashable]):
 
     # -- queries -------------------------------------------------------------------------
     def match_mask(self, event: XmlEvent) -> int:
+        event = self.model.parse_event(event)
         if self._dfa is None:
             self._dfa = PathAutomaton(self.tree)
         doc = event.document
@@ -158,15 +176,19 @@ class XmlIndex(FilterIndex[Hashable]):
                 for k in self._keys[i]]
 
     def covering(self, f: XPathFilter) -> set[Hashable]:
+        f = self.model.parse_filter(f)
         return self._keys_of(self.tree.covering(f.root))
 
     def covered_by(self, f: XPathFilter) -> set[Hashable]:
+        f = self.model.parse_filter(f)
         return self._keys_of(self.tree.covered(f.root))
 
     def identical(self, f: XPathFilter) -> set[Hashable]:
+        f = self.model.parse_filter(f)
         return self._keys_of(self.tree.covering(f.root) & self.tree.covered(f.root))
 
     def overlapping(self, f: XPathFilter) -> set[Hashable]:
+        f = self.model.parse_filter(f)
         tag = _root_tag(f)
         groups = self._by_root.items() if tag is None else [
             (t, s) for t, s in self._by_root.items() if t is None or t == tag]
@@ -178,6 +200,7 @@ class XmlIndex(FilterIndex[Hashable]):
         return out
 
     def merge_candidates(self, f: XPathFilter) -> set[Hashable]:
+        f = self.model.parse_filter(f)
         m = self.tree.covering(f.root) | self.tree.covered(f.root)
         for i in self._shapes.get(XPathFilter(skeleton(f.root)), ()):
             if not (m >> i) & 1 and merge_pair(self._filters[i], f) is not None:

@@ -17,11 +17,11 @@ from collections import Counter
 from collections.abc import Sequence
 
 from pubsift.models.records import relations
-from pubsift.models.records.constraints import Op
+from pubsift.models.records.constraints import Constraint, Op
 from pubsift.models.xml.covering import covers
 from pubsift.models.xml.minimize import minimize
 from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node, XPathFilter, make
-from pubsift.models.xml.predicates import ANY, NUM, STR, Pred, exists
+from pubsift.models.xml.predicates import ANY, NUM, SELF, STR, Pred, exists
 
 _RENDERABLE = {STR: {Op.EQ, Op.NE, Op.PREFIX, Op.SUBSTRING},
                NUM: {Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE}}
@@ -29,7 +29,7 @@ _RENDERABLE = {STR: {Op.EQ, Op.NE, Op.PREFIX, Op.SUBSTRING},
 
 def _merge_preds(p: Pred, q: Pred) -> Pred | None:
     if p.target != q.target or p.domain != q.domain or p.domain == ANY or not (
-            p.satisfiable and q.satisfiable):
+            p.satisfiable and q.satisfiable) or p.infinite or q.infinite:
         return None
     try:
         c = relations.merge([p.constraint, q.constraint])
@@ -46,7 +46,10 @@ def _merge_preds(p: Pred, q: Pred) -> Pred | None:
         return exists(p.target)  # every string: the target exists
     if c.op not in _RENDERABLE[p.domain]:
         return None
-    return Pred(p.target, p.domain, c)
+    if p.domain == NUM and type(c.operand) is int:  # the algebra may give 5 for 5.0
+        c = Constraint(c.op, float(c.operand))
+    merged = Pred(p.target, p.domain, c)
+    return merged if merged.renderable else None
 
 
 def _diff(a: Node, b: Node) -> Node | None:
@@ -62,8 +65,10 @@ def _diff(a: Node, b: Node) -> Node | None:
         m = _merge_preds(pa.pop(), pb.pop())
         if m is None:
             return None
-        common = set(a.preds) & set(b.preds)
-        return make(a.label, list(common) + [m], a.position, a.children)
+        common = list(set(a.preds) & set(b.preds))
+        if not (m.domain == ANY and m.target == SELF):  # every element has a string value
+            common.append(m)
+        return make(a.label, common, a.position, a.children)
     ca, cb = Counter(a.children), Counter(b.children)
     ra, rb = list((ca - cb).elements()), list((cb - ca).elements())
     if len(ra) != 1 or len(rb) != 1:

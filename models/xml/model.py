@@ -8,7 +8,7 @@ Filters are written as XPath (the subset of :mod:`.xpath`), as text (optionally 
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from lxml import etree
@@ -37,13 +37,15 @@ class XmlModel(FilterModel):
         if isinstance(spec, XPathFilter):
             return spec
         if isinstance(spec, Mapping):
-            unknown = set(spec) - {"xpath", "namespaces"}
+            unknown = sorted(repr(k) for k in set(spec) - {"xpath", "namespaces"})
             if unknown or "xpath" not in spec:
                 raise FilterSyntaxError(
                     "an XML filter object is {\"xpath\": ..., \"namespaces\": {...}}"
-                    + (f"; unknown members {sorted(unknown)}" if unknown else ""),
-                    path="xpath" if "xpath" not in spec else sorted(unknown)[0])
-            ns = spec.get("namespaces") or {}
+                    + (f"; unknown members {', '.join(unknown)}" if unknown else ""),
+                    path="xpath" if "xpath" not in spec else unknown[0])
+            ns = spec.get("namespaces")
+            if ns is None:
+                ns = {}
             if not isinstance(ns, Mapping) or not all(
                     isinstance(k, str) and isinstance(v, str) for k, v in ns.items()):
                 raise FilterSyntaxError("namespaces must map prefixes to URIs",
@@ -57,8 +59,12 @@ class XmlModel(FilterModel):
     def parse_event(self, raw: bytes | str | Mapping[str, Any]) -> XmlEvent:
         if isinstance(raw, XmlEvent):
             return raw
+        if isinstance(raw, etree._ElementTree):
+            raw = raw.getroot()
+            if raw is None:
+                raise EventError("an empty ElementTree is not an XML event")
         if isinstance(raw, etree._Element):
-            return XmlEvent.of_element(raw)
+            return XmlEvent.of_element(raw, self.limits)
         if isinstance(raw, Mapping):
             if set(raw) != {"xml"} or not isinstance(raw["xml"], str):
                 raise EventError("an XML event object is {\"xml\": \"<document/>\"}")
@@ -67,29 +73,34 @@ class XmlModel(FilterModel):
 
     def format_filter(self, f: XPathFilter) -> str:
         """The XPath, preceded by ``xmlns:p="uri"`` declarations when it uses prefixes."""
-        return format_text(f)
+        return format_text(self.parse_filter(f))
 
     # -- semantics -----------------------------------------------------------------------
+    # filters and events given in another form (text, JSON, bytes) are parsed first
     def matches(self, f: XPathFilter, e: XmlEvent) -> bool:
-        return matches(f, e.document)
+        return matches(self.parse_filter(f), self.parse_event(e).document)
 
     def covers(self, f: XPathFilter, g: XPathFilter) -> bool:
-        return covering.covers(f, g)
+        return covering.covers(self.parse_filter(f), self.parse_filter(g))
 
     def identical(self, f: XPathFilter, g: XPathFilter) -> bool:
-        return covering.identical(f, g)
+        return covering.identical(self.parse_filter(f), self.parse_filter(g))
 
     def overlaps(self, f: XPathFilter, g: XPathFilter) -> bool:
-        return overlaps(f, g)
+        return overlaps(self.parse_filter(f), self.parse_filter(g))
 
     def merge(self, fs: Sequence[XPathFilter], perfect: bool = True) -> XPathFilter | None:
-        fs = list(fs)
+        if isinstance(fs, (str, bytes, Mapping)) or not isinstance(fs, Iterable):
+            raise FilterSyntaxError("merge takes a sequence of filters, not "
+                                    f"{type(fs).__name__}")
+        fs = [self.parse_filter(f) for f in fs]
         if not fs:
             return None
         return merging.merge_perfect(fs) if perfect else merging.merge_imperfect(fs)
 
     # -- wire forms ----------------------------------------------------------------------
     def dump_filter(self, f: XPathFilter) -> dict:
+        f = self.parse_filter(f)
         out: dict[str, Any] = {"xpath": f.xpath()}
         ns = f.namespaces()
         if ns:
@@ -100,7 +111,7 @@ class XmlModel(FilterModel):
         return self.parse_filter(obj)
 
     def dump_event(self, e: XmlEvent) -> dict:
-        return {"xml": e.xml}
+        return {"xml": self.parse_event(e).xml}
 
     def load_event(self, obj: Any) -> XmlEvent:
         return self.parse_event(obj)

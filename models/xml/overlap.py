@@ -31,7 +31,7 @@ def _contradict(p: Pred, q: Pred) -> bool:
     if p.domain == ANY:
         return False
     a, b = p.constraint, q.constraint
-    if not p.satisfiable or not q.satisfiable:
+    if not p.satisfiable or not q.satisfiable or p.infinite or q.infinite:
         return False
     if p.domain == NUM:
         if a.matches(math.nan) and b.matches(math.nan):

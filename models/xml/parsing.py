@@ -8,25 +8,43 @@ own size limits on; on top of that an event is refused, with an
 * declares an external entity (XXE) or any internal entity (entity expansion, e.g.
   "billion laughs"), or references an entity that is not predefined;
 * is larger than ``max_bytes`` or nests elements deeper than ``max_depth``
-  (limits a caller can raise through :class:`ParseLimits`);
-* is not well-formed (the message gives the line and column).
+  (limits a caller can raise through :class:`ParseLimits`, ``max_depth`` up to
+  :data:`MAX_DEPTH_CEILING`);
+* is not well-formed (the message gives the line and column), or is a ``str`` that is not
+  Unicode text (a lone surrogate).
 """
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 from lxml import etree
 
 from pubsift.core.errors import EventError
 
+#: libxml2 nests at most 256 elements, 2048 with XML_PARSE_HUGE (lxml's ``huge_tree``,
+#: which is turned on above 256); no lxml option goes further
+MAX_DEPTH_CEILING = 2048
+
 
 @dataclass(frozen=True)
 class ParseLimits:
-    """Refusal thresholds; raise them for trusted, large documents."""
+    """Refusal thresholds; raise them for trusted, large documents (``max_depth`` at
+    most :data:`MAX_DEPTH_CEILING`)."""
 
     max_bytes: int = 10_000_000
     max_depth: int = 256
+
+    def __post_init__(self) -> None:
+        for name in ("max_bytes", "max_depth"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"ParseLimits.{name} must be a positive integer, not {v!r}")
+        if self.max_depth > MAX_DEPTH_CEILING:
+            raise ValueError(f"ParseLimits.max_depth={self.max_depth} is above "
+                             f"{MAX_DEPTH_CEILING}, the deepest nesting libxml2 (lxml) "
+                             "parses")
 
 
 DEFAULT_LIMITS = ParseLimits()
@@ -53,10 +71,18 @@ class XmlEvent:
         self._digest = hashlib.blake2b(xml.encode(), digest_size=16).digest()
 
     @classmethod
-    def of_element(cls, element: etree._Element) -> "XmlEvent":
-        """An event from an element already parsed (safely) elsewhere, e.g. a feed item."""
+    def of_element(cls, element: etree._Element,
+                   limits: ParseLimits | None = None) -> "XmlEvent":
+        """An event from an element already parsed elsewhere (e.g. a feed item), checked
+        like a document (:func:`parse_document`). A comment, processing instruction or
+        entity reference is not an element: EventError."""
+        if not isinstance(element.tag, str):
+            kind = {etree.Comment: "comment", etree.ProcessingInstruction:
+                    "processing instruction", etree.Entity: "entity reference"}.get(
+                        element.tag, "node")
+            raise EventError(f"an lxml {kind} is not an XML event (pass an element)")
         xml = etree.tostring(element, encoding="unicode", with_tail=False)
-        return cls(etree.fromstring(xml, _parser(DEFAULT_LIMITS)), xml)
+        return parse_document(xml, limits or DEFAULT_LIMITS)
 
     @property
     def document(self):
@@ -113,10 +139,14 @@ def _check_entities(root: etree._Element) -> None:
 def parse_document(raw: bytes | str, limits: ParseLimits = DEFAULT_LIMITS) -> XmlEvent:
     """Parse ``raw`` safely into an :class:`XmlEvent`; EventError names any refusal."""
     if isinstance(raw, str):
-        data = raw.encode("utf-8")
-        if raw.lstrip().startswith("<?xml"):
+        if _DECLARATION.match(raw):
             # an encoding declaration would contradict the UTF-8 we hand to lxml
-            data = _strip_declaration(raw).encode("utf-8")
+            raw = _strip_declaration(raw)
+        try:
+            data = raw.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise EventError(f"not Unicode text: lone surrogate U+{ord(raw[e.start]):04X}",
+                             f"character {e.start}") from None
     elif isinstance(raw, (bytes, bytearray, memoryview)):
         data = bytes(raw)
     else:
@@ -126,7 +156,9 @@ def parse_document(raw: bytes | str, limits: ParseLimits = DEFAULT_LIMITS) -> Xm
                          "(raise ParseLimits.max_bytes to accept it)")
     try:
         root = etree.fromstring(data, _parser(limits))
-    except etree.XMLSyntaxError as e:
+    except etree.LxmlError as e:
+        if not isinstance(e, etree.XMLSyntaxError):
+            raise EventError(f"XML not accepted by lxml: {e}") from None
         line, col = (e.position if e.position else (e.lineno, 0))
         msg = e.msg or str(e)
         if "Excessive depth" in msg:
@@ -143,6 +175,9 @@ def parse_document(raw: bytes | str, limits: ParseLimits = DEFAULT_LIMITS) -> Xm
     _check_entities(root)
     _check_depth(root, limits.max_depth)
     return XmlEvent(root, etree.tostring(root, encoding="unicode", with_tail=False))
+
+
+_DECLARATION = re.compile(r"\s*<\?xml[ \t\r\n]")
 
 
 def _strip_declaration(text: str) -> str:

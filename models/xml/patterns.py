@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from pubsift.models.xml.numbers import format_number
 from pubsift.models.xml.predicates import SELF, Pred
 
 ROOT, WILDCARD, DESCENDANT = "/", "*", "//"
@@ -35,7 +36,10 @@ class Position:
                 ">=": p >= n}[op]
 
     def render(self) -> str:
-        return str(self.n) if self.op == "=" else f"position() {self.op} {self.n}"
+        """``[n]`` for ``position() = n`` with n >= 0 (``[-1]`` would be an expression,
+        not a number literal), else ``position() op n``."""
+        n = format_number(float(self.n))
+        return n if self.op == "=" and self.n >= 0 else f"position() {self.op} {n}"
 
 
 @dataclass(frozen=True, slots=True)

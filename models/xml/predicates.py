@@ -23,12 +23,12 @@ string equality also implies numeric predicates on the same target.
 from __future__ import annotations
 
 import math
-import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from decimal import Decimal
 
 from pubsift.models.records import relations
 from pubsift.models.records.constraints import Constraint, Op
+from pubsift.models.xml.numbers import NUMBER_CHARS, format_number, xpath_number
 
 STR, NUM, ANY = "str", "num", "any"
 TEXT, SELF = "text()", "."
@@ -38,38 +38,24 @@ COMPARISONS = {"=": Op.EQ, "!=": Op.NE, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=
 _SYMBOL = {op: sym for sym, op in COMPARISONS.items()}
 FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
-# libxml2's xmlXPathStringEvalNumber: blanks, optional '-', digits with an optional '.',
-# an optional exponent whose digits may be missing, blanks.
-_NUMBER = re.compile(r"[ \t\r\n]*(-?)(\d+\.?\d*|\.\d+)(?:[eE]([+-]?)(\d*))?[ \t\r\n]*\Z")
+#: the text of an infinite operand (a relational comparison with a string literal such as
+#: ``"1e999"``): a string literal that number() reads as Infinity
+_INFINITE = {math.inf: '"1e999"', -math.inf: '"-1e999"'}
 
 
-def xpath_number(s: str) -> float:
-    """``number(s)`` as lxml (libxml2) computes it; NaN when ``s`` is not a number."""
-    m = _NUMBER.match(s)
-    if m is None:
-        return math.nan
-    sign, mant, esign, edigits = m.groups()
-    v = float(mant)
-    if edigits:
-        e = int(edigits[:7])
-        v *= 10.0 ** (-e if esign == "-" else e)
-    return -v if sign else v
-
-
-def format_number(x: float) -> str:
-    """An XPath 1.0 number literal (no exponent) denoting ``x``."""
-    if x == int(x) and abs(x) < 2 ** 53:
-        return str(int(x))
-    return format(Decimal(repr(x)), "f")
+def number_text(x: float) -> str | None:
+    """The literal of numeric operand ``x`` in a relational comparison (None: none
+    reads back as exactly x)."""
+    if x in _INFINITE:
+        return _INFINITE[x]
+    return format_number(x)
 
 
 def format_string(s: str) -> str:
-    """An XPath 1.0 string literal (XPath 1.0 has no escapes: the quote must be absent)."""
-    if '"' not in s:
-        return f'"{s}"'
-    if "'" not in s:
-        return f"'{s}'"
-    raise ValueError(f"string {s!r} holds both quote characters: not an XPath 1.0 literal")
+    """An XPath 1.0 string literal. XPath 1.0 has no escapes, so a string holding both
+    quote characters has no literal; the parser never produces one (a literal is
+    delimited by one of them)."""
+    return f"'{s}'" if '"' in s else f'"{s}"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +77,27 @@ class Pred:
             return any(c.matches(xpath_number(v)) for v in values)
         return any(c.matches(v) for v in values)
 
+    def holds_on_chunks(self, chunks: Iterable[str]) -> bool:
+        """The predicate on one string value given in pieces (an element's
+        ``itertext()``), deciding as soon as a prefix of the value tells, without
+        building the value when it can: a deeply nested document has string values
+        that together are far larger than the document."""
+        c = self.constraint
+        if self.domain == ANY:
+            return True
+        if self.domain == NUM:
+            parts = []
+            for piece in chunks:
+                if not NUMBER_CHARS.issuperset(piece):
+                    return c.matches(math.nan)
+                parts.append(piece)
+            return c.matches(xpath_number("".join(parts)))
+        if c.op in (Op.EQ, Op.NE, Op.PREFIX):
+            return _starts(c.operand, chunks, c.op is not Op.PREFIX) == (c.op is not Op.NE)
+        if c.op is Op.SUBSTRING:
+            return _contains(c.operand, chunks)
+        return c.matches("".join(chunks))
+
     @property
     def single_valued(self) -> bool:
         """Attributes and the string value are one node; ``text()`` may be several."""
@@ -100,6 +107,13 @@ class Pred:
     def satisfiable(self) -> bool:
         """False for a relational comparison with NaN, which no value satisfies."""
         return not (self.domain == NUM and self.constraint.operand == NAN)
+
+    @property
+    def infinite(self) -> bool:
+        """A numeric comparison with ±Infinity (``@x < "1e999"``). The records algebra
+        reads numbers as finite, while number() of a document value may be Infinity, so
+        such a predicate is compared only with itself (covering, overlap, merging)."""
+        return self.domain == NUM and self.constraint.operand in _INFINITE
 
     # -- text form -----------------------------------------------------------------------
     @property
@@ -122,12 +136,62 @@ class Pred:
             return f"contains({t}, {format_string(c.operand)})"
         sym = _SYMBOL[c.op]
         if self.domain == NUM:
-            return f"{t} {sym} " + ('"NaN"' if c.operand == NAN else format_number(c.operand))
+            return f"{t} {sym} " + ('"NaN"' if c.operand == NAN else number_text(c.operand))
         return f"{t} {sym} {format_string(c.operand)}"
+
+    @property
+    def renderable(self) -> bool:
+        """Its XPath (:meth:`render`) reads back as this very predicate."""
+        c = self.constraint
+        if self.domain == ANY:
+            return True
+        if self.domain == STR:
+            if c.op not in (Op.EQ, Op.NE, Op.PREFIX, Op.SUBSTRING) or not isinstance(
+                    c.operand, str):
+                return False
+            return not ('"' in c.operand and "'" in c.operand)
+        if c.op not in COMPARISONS.values():
+            return False
+        if c.operand == NAN:
+            return c.op not in (Op.EQ, Op.NE)
+        if not isinstance(c.operand, float):
+            return False
+        if c.operand in _INFINITE:  # written as a string literal: relational only
+            return c.op not in (Op.EQ, Op.NE)
+        return format_number(c.operand) is not None
 
     def sort_key(self) -> tuple:
         c = self.constraint
         return (self.target, self.domain, c.op.value, repr(c.operand))
+
+
+def _starts(s: str, chunks: Iterable[str], whole: bool) -> bool:
+    """The value begins with s (``whole``: and is exactly s)."""
+    pos = 0
+    for piece in chunks:
+        end = pos + len(piece)
+        if end > len(s):
+            if whole or s[pos:] != piece[:len(s) - pos]:
+                return False
+            return True
+        if s[pos:end] != piece:
+            return False
+        pos = end
+    return pos == len(s)
+
+
+def _contains(s: str, chunks: Iterable[str]) -> bool:
+    """s occurs in the value (across piece boundaries too)."""
+    if not s:
+        return True
+    keep = len(s) - 1
+    tail = ""
+    for piece in chunks:
+        window = tail + piece
+        if s in window:
+            return True
+        tail = window[-keep:] if keep else ""
+    return False
 
 
 def exists(target: str) -> Pred:
@@ -145,9 +209,9 @@ def comparison(target: str, symbol: str, literal: str | float) -> Pred:
     if isinstance(literal, str):
         if op in (Op.EQ, Op.NE):
             return Pred(target, STR, Constraint(op, literal))
-        n = xpath_number(literal)
+        n = xpath_number(literal) + 0.0  # -0 is 0
         return Pred(target, NUM, Constraint(op, NAN if math.isnan(n) else n))
-    return Pred(target, NUM, Constraint(op, float(literal)))
+    return Pred(target, NUM, Constraint(op, float(literal) + 0.0))
 
 
 def string_function(target: str, op: Op, literal: str) -> Pred:
@@ -168,7 +232,7 @@ def pred_covers(a: Pred, b: Pred) -> bool:
         return False
     if not b.satisfiable:
         return True
-    if not a.satisfiable:
+    if not a.satisfiable or a.infinite or b.infinite:
         return False
     ca, cb = a.constraint, b.constraint
     if a.domain == b.domain:

@@ -8,7 +8,9 @@ in two ways.
   over the tag path from the root to each element; the set of NFA states reached by a tag
   path, and the chains ending there, are computed once per distinct tag path and cached
   across documents, so a document costs a dictionary step per element once its paths are
-  known. The cache is dropped when patterns are added or removed.
+  known. The cache is dropped when patterns are added or removed, and holds at most
+  :data:`DFA_CACHE_SIZE` transitions, least recently used first out (documents with
+  ever new tag names would otherwise grow it without bound).
 * Every other pattern (predicates, positions, branches): walking T(R) top-down, each tree
   node t gets the set C(t) of elements its root-to-t path (tag tests, positions, value
   predicates included) reaches in the document; an empty set prunes the subtree. A chain
@@ -18,6 +20,8 @@ in two ways.
 """
 from __future__ import annotations
 
+import itertools
+from collections import OrderedDict
 from collections.abc import Callable
 
 from pubsift.models.xml.document import Document
@@ -26,19 +30,24 @@ from pubsift.models.xml.matching import Matcher
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, XPathFilter
 
 
+#: transitions the lazy DFA keeps (least recently used evicted first)
+DFA_CACHE_SIZE = 65_536
+
+
 class PathAutomaton:
     """The lazy DFA of the plain chains of a factorization tree (see the module doc)."""
 
-    def __init__(self, tree: FactorizationTree) -> None:
+    def __init__(self, tree: FactorizationTree, cache_size: int | None = None) -> None:
         self.tree = tree
+        self.cache_size = DFA_CACHE_SIZE if cache_size is None else cache_size
         # state: (A = plain non-'//' tree nodes mapped to the element, D = active '//'
-        # nodes, M = chains ending at the element); keyed by (parent state, tag)
+        # nodes, M = chains ending at the element, a serial number never reused);
+        # transitions keyed by (serial of the parent state, tag)
+        self._serials = itertools.count()
         self._start = self._state((tree.root,), ())
-        self._next: dict[tuple[int, str], tuple] = {}
-        self._kept: list[tuple] = [self._start]  # states stay alive: their ids stay unique
+        self._next: OrderedDict[tuple[int, str], tuple] = OrderedDict()
 
-    @staticmethod
-    def _state(at: tuple, active: tuple) -> tuple:
+    def _state(self, at: tuple, active: tuple) -> tuple:
         ends = 0
         desc = list(active)
         for t in at:
@@ -46,10 +55,15 @@ class PathAutomaton:
             d = t.by_label.get(DESCENDANT)
             if d:
                 desc.extend(d)
-        return (at, tuple(dict.fromkeys(desc)), ends)
+        return (at, tuple(dict.fromkeys(desc)), ends, next(self._serials))
+
+    @property
+    def cached(self) -> int:
+        """Transitions held."""
+        return len(self._next)
 
     def _step(self, state: tuple, tag: str) -> tuple:
-        at, active, _ = state
+        at, active = state[0], state[1]
         nxt: list = []
         for t in at + active:
             for label in (tag, WILDCARD):
@@ -61,18 +75,22 @@ class PathAutomaton:
     def match(self, doc: Document) -> int:
         """Bitmask of the plain chains matching ``doc``."""
         step, cache = self._step, self._next
+        touch, size = cache.move_to_end, self.cache_size
         tags, parent = doc.tags, doc.parent
         states: list = [self._start] + [None] * (len(tags) - 1)
         seen: dict[int, tuple] = {}
         for i in range(1, len(tags)):
             ps = states[parent[i]]
-            key = (id(ps), tags[i])
+            key = (ps[3], tags[i])
             s = cache.get(key)
             if s is None:
                 s = cache[key] = step(ps, tags[i])
-                self._kept.append(s)
+                if len(cache) > size:
+                    cache.popitem(last=False)
+            else:
+                touch(key)
             states[i] = s
-            seen[id(s)] = s
+            seen[s[3]] = s
         result = 0
         for s in seen.values():
             result |= s[2]

@@ -19,7 +19,8 @@ from lxml import etree
 from pubsift.models.records import relations
 from pubsift.models.records.constraints import Op
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, Node, XPathFilter
-from pubsift.models.xml.predicates import ANY, NUM, SELF, TEXT, Pred, format_number
+from pubsift.models.xml.numbers import format_number
+from pubsift.models.xml.predicates import ANY, NUM, SELF, TEXT, Pred
 
 NAMES = ("a", "b", "c", "d")
 
@@ -41,7 +42,9 @@ def _value(preds: list[Pred], rnd: random.Random) -> str | None:
             except (ValueError, TypeError):
                 continue
             if isinstance(v, (int, float)):
-                tries.append(format_number(float(v)).strip('"'))
+                text = format_number(float(v))
+                if text is not None:
+                    tries.append(text)
         else:
             if c.op is Op.EQ:
                 tries.append(c.operand)

@@ -16,25 +16,34 @@ Accepted (Chand & Felber's language plus what the YFilter query sets use):
   ``<``, ``<=``, ``>``, ``>=``, either side); ``starts-with(t, "s")`` and
   ``contains(t, "s")`` where ``t`` is ``@name`` or ``.``; ``and``; a positional predicate
   (``[2]``, ``[position() op n]``) as the first predicate of a step.
+
+Before elementpath sees the text, :mod:`.lexical` checks its characters and sizes; an
+expression lxml cannot compile is refused too (``matches`` agrees with lxml's answer, so
+there must be one). Number literals are read as libxml2 reads them (:mod:`.numbers`).
+Patterns deeper than :data:`MAX_DEPTH` or larger than :data:`MAX_SIZE` are refused before
+any recursive work on them.
 """
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 
 import elementpath
 from elementpath import XPath1Parser
+from lxml import etree
 
 from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.records.constraints import Op
+from pubsift.models.xml import lexical
 from pubsift.models.xml import predicates as P
 from pubsift.models.xml.minimize import minimize
+from pubsift.models.xml.numbers import format_number, xpath_number
 from pubsift.models.xml.patterns import (DESCENDANT, ROOT, WILDCARD, Node, Position,
                                          XPathFilter, make)
 
-_COLUMN = re.compile(r"line (\d+), column (\d+)")
+_COLUMN = re.compile(r"line ([0-9]+), column ([0-9]+)", re.ASCII)
 
 
 @dataclass
@@ -55,10 +64,20 @@ class _Path:
     terminal: tuple[str, object] | None = None  # ('@', clark) | ('text', None)
 
 
+#: the deepest pattern accepted: nodes from the root element to the deepest leaf, a
+#: ``//`` counting as a node of its own (``//a/b`` has depth 3)
+MAX_DEPTH = 64
+#: the largest pattern accepted: its nodes plus its value predicates (minimizing a
+#: pattern compares its branches pairwise)
+MAX_SIZE = 256
+
+
 class _Reader:
-    def __init__(self, text: str, namespaces: Mapping[str, str]) -> None:
+    def __init__(self, text: str, namespaces: Mapping[str, str],
+                 numbers: Mapping[int, str]) -> None:
         self.text = text
         self.namespaces = dict(namespaces)
+        self.numbers = numbers  # long number literals by offset (lexical.Scan)
 
     # -- errors --------------------------------------------------------------------------
     def error(self, what: str, tok) -> FilterSyntaxError:
@@ -144,14 +163,21 @@ class _Reader:
         is a boolean, not a position)."""
         sym = tok.symbol
         first = not step.preds and not step.branches and step.position is None
-        if sym == "and":
-            self.predicate(tok[0], step, False)
-            self.predicate(tok[1], step, False)
+        if sym == "and":  # a left-deep chain of 'and': its terms in order, iteratively
+            terms, stack = [], [tok]
+            while stack:
+                t = stack.pop()
+                if t.symbol == "and":
+                    stack.extend((t[1], t[0]))
+                else:
+                    terms.append(t)
+            for t in terms:
+                self.predicate(t, step, False)
             return
-        if sym == "(integer)" and top:
+        if sym in ("(integer)", "(decimal)", "(float)") and top:
             if not first:
                 raise self.error("a positional predicate after another predicate", tok)
-            step.position = Position("=", int(tok.value))
+            step.position = self.position("=", tok)
             return
         if sym in P.COMPARISONS and len(tok) == 2:
             a, b = tok[0], tok[1]
@@ -159,10 +185,7 @@ class _Reader:
                 if not first:
                     raise self.error("a positional predicate after another predicate", tok)
                 sym2, lit = (sym, b) if self._is_position(a) else (P.FLIPPED[sym], a)
-                n = self.literal(lit)
-                if isinstance(n, str) or n != int(n):
-                    raise self.error("position() compared with a non-integer", lit)
-                step.position = Position(sym2, int(n))
+                step.position = self.position(sym2, lit)
                 return
             if self._is_literal(a) and not self._is_literal(b):
                 a, b, sym = b, a, P.FLIPPED[sym]
@@ -174,7 +197,15 @@ class _Reader:
                 raise self.error("a comparison must have a path on one side and a literal "
                                  "on the other", tok)
             lit = self.literal(b)
-            self.attach(a, step, lambda target: P.comparison(target, sym, lit))
+
+            def compare(target: str) -> P.Pred:
+                pred = P.comparison(target, sym, lit)
+                if not pred.renderable:
+                    raise self.error(f"number {self.source(b)[:30]!r}: no XPath number "
+                                     "literal reads back as exactly this double (write it "
+                                     "with at most 17 significant digits)", b)
+                return pred
+            self.attach(a, step, compare)
             return
         if sym in ("starts-with", "contains") and len(tok) == 2:
             a, b = tok[0], tok[1]
@@ -207,16 +238,36 @@ class _Reader:
             tok.symbol == "-" and len(tok) == 1 and tok[0].symbol in
             ("(integer)", "(decimal)", "(float)"))
 
-    def literal(self, tok) -> str | float:
+    def source(self, tok) -> str:
+        """The text of a literal token as written (a long number: as the lexer kept it)."""
         if tok.symbol == "-":
-            return -self.literal(tok[0])
+            return "-" + self.source(tok[0])
+        start, end = tok.span
+        return self.numbers.get(start) or self.text[start:end]
+
+    def literal(self, tok) -> str | float:
+        """A string literal's text or a number literal's value, read as lxml reads it
+        (:func:`.numbers.xpath_number`); Infinity and NaN are refused."""
+        if tok.symbol == "-":
+            return -self.literal(tok[0]) + 0.0
         if tok.symbol == "(string)":
             return tok.value
-        v = tok.value
-        x = float(v) if isinstance(v, (int, Decimal, float)) else float(str(v))
-        if x != x or x in (float("inf"), float("-inf")):
-            raise self.error(f"number literal {str(v)[:20]!r} out of range", tok)
-        return x
+        x = xpath_number(self.source(tok))
+        if not math.isfinite(x):
+            raise self.error(f"number literal {self.source(tok)[:20]!r} out of range "
+                             "(lxml reads it as Infinity or NaN)", tok)
+        return x + 0.0
+
+    def position(self, op: str, tok) -> Position:
+        """``position() op tok``: tok must be a number literal with an integer value
+        that a literal can write back exactly."""
+        if not self._is_literal(tok) or tok.symbol == "(string)":
+            raise self.error("position() compared with something other than a number "
+                             "literal", tok)
+        n = self.literal(tok)
+        if n != int(n) or format_number(n) is None:
+            raise self.error("position() compared with a non-integer", tok)
+        return Position(op, int(n))
 
     def attach(self, tok, step: _Step, make_pred) -> None:
         """Attach path ``tok`` (relative to ``step``) as a branch or predicate of ``step``;
@@ -265,20 +316,34 @@ def parse_xpath(text: str, namespaces: Mapping[str, str] | None = None) -> XPath
 
     Raises FilterSyntaxError naming the construct and its position."""
     if not isinstance(text, str) or not text.strip():
-        raise FilterSyntaxError("an XPath filter must be a non-empty string", text, None)
+        raise FilterSyntaxError("an XPath filter must be a non-empty string",
+                                text if isinstance(text, str) else None, None)
     namespaces = dict(namespaces or {})
+    check_namespaces(namespaces)
+    scanned = lexical.scan(text)
     try:
-        tok = XPath1Parser(namespaces=namespaces).parse(text)
+        tok = XPath1Parser(namespaces=namespaces).parse(scanned.text)
     except elementpath.ElementPathError as e:
         m = _COLUMN.search(str(e))
         pos = None
         if m:
             line, col = int(m.group(1)), int(m.group(2))
             starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
-            pos = min(starts[line - 1] + col - 1, len(text))
+            if 1 <= line <= len(starts) and col >= 1:
+                pos = min(starts[line - 1] + col - 1, len(text))
         msg = str(e).split(": ", 1)[-1] if "] " not in str(e) else str(e).split("] ", 1)[-1]
         raise FilterSyntaxError(f"XPath syntax error: {msg}", text, pos) from None
-    reader = _Reader(text, namespaces)
+    except (RecursionError, MemoryError, ValueError, TypeError, ArithmeticError) as e:
+        # last resort: the lexical limits keep elementpath within its means
+        raise FilterSyntaxError(f"XPath not accepted by elementpath: {type(e).__name__}",
+                                text, None) from None
+    try:  # what lxml cannot compile has no answer to agree with (e.g. names that
+        # libxml2's XPath, on XML 1.0 4th edition's name characters, refuses)
+        etree.XPath(text, namespaces=namespaces or None)
+    except (etree.XPathError, ValueError) as e:
+        raise FilterSyntaxError(f"XPath not accepted by lxml (libxml2): {e}", text,
+                                None) from None
+    reader = _Reader(text, namespaces, scanned.numbers)
     path = reader.path(tok)
     steps = [s for s in path.steps if not (s.test == "." and s.axis == "child"
                                            and not s.preds and not s.branches)]
@@ -295,15 +360,63 @@ def parse_xpath(text: str, namespaces: Mapping[str, str] | None = None) -> XPath
     if not path.absolute:
         # relative paths are evaluated with the root element as context (as lxml does)
         root_elem = _Step("child", WILDCARD)
-        if path.terminal is not None and not path.steps:
+        if path.terminal is not None and not steps:  # './@x': '.' steps dropped
             root_elem.preds.append(P.exists(target))
         steps = [root_elem] + steps
     if not steps:
         raise reader.error("an empty path", tok)
-    return XPathFilter(minimize(make(ROOT, (), None, [_build(steps)])))
+    top = _build(steps)
+    depth, size = _measure(top)
+    if depth > MAX_DEPTH:
+        raise FilterSyntaxError(f"XPath pattern too deep: {depth} levels > {MAX_DEPTH}",
+                                text, None)
+    if size > MAX_SIZE:
+        raise FilterSyntaxError(f"XPath pattern too large: {size} steps and predicates > "
+                                f"{MAX_SIZE}", text, None)
+    return XPathFilter(minimize(make(ROOT, (), None, [top])))
 
 
-_DECLARATION = re.compile(r'\s*xmlns:([A-Za-z_][\w.-]*)\s*=\s*"([^"]*)"')
+def _measure(n: Node) -> tuple[int, int]:
+    """Depth (nodes on the longest path down from n) and size (nodes and value
+    predicates) of the pattern below n, iteratively."""
+    deepest = size = 0
+    stack = [(n, 1)]
+    while stack:
+        x, d = stack.pop()
+        deepest = max(deepest, d)
+        size += 1 + len(x.preds)
+        stack.extend((c, d + 1) for c in x.children)
+    return deepest, size
+
+
+_XML_NAMESPACE = "http://www.w3.org/XML/1998/namespace"
+_PREFIX = re.compile(r"[^\W\d][\w.-]*\Z")
+
+
+def check_namespaces(namespaces: Mapping[str, str]) -> None:
+    """Prefixes must be names and URIs non-empty XML text without ``"``, ``{`` or ``}``
+    (which neither Clark notation nor the text form could write back)."""
+    for prefix, uri in namespaces.items():
+        if not isinstance(prefix, str) or not _PREFIX.match(prefix):
+            raise FilterSyntaxError(f"namespace prefix {prefix!r} is not a name",
+                                    path=f"namespaces.{prefix}")
+        if not isinstance(uri, str) or not uri:
+            raise FilterSyntaxError(f"namespace URI of prefix {prefix!r} must be a "
+                                    "non-empty string", path=f"namespaces.{prefix}")
+        if prefix == "xml" and uri != _XML_NAMESPACE:  # lxml keeps xml's own binding
+            raise FilterSyntaxError(f"prefix 'xml' is bound to {_XML_NAMESPACE} and "
+                                    "cannot be rebound", path="namespaces.xml")
+        bad = next((ch for ch in '"{}' if ch in uri), None)
+        if bad is not None:
+            raise FilterSyntaxError(f"namespace URI {uri[:60]!r} holds {bad!r} (percent-"
+                                    "encode it)", path=f"namespaces.{prefix}")
+        try:
+            lexical.check_chars(uri, "a namespace URI")
+        except FilterSyntaxError as e:
+            raise FilterSyntaxError(e.message, path=f"namespaces.{prefix}") from None
+
+
+_DECLARATION = re.compile(r"""\s*xmlns:([A-Za-z_][\w.-]*)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 
 
 def parse_text(text: str) -> XPathFilter:
@@ -311,13 +424,16 @@ def parse_text(text: str) -> XPathFilter:
     XPath expression (what :func:`format_text` writes)."""
     if not isinstance(text, str):
         raise FilterSyntaxError("an XPath filter must be a string", None, None)
+    if len(text) > lexical.MAX_LENGTH:
+        raise FilterSyntaxError(f"XPath filter too long: {len(text)} characters > "
+                                f"{lexical.MAX_LENGTH}", text, lexical.MAX_LENGTH)
     namespaces: dict[str, str] = {}
     offset = 0
     while True:
         m = _DECLARATION.match(text, offset)
         if m is None:
             break
-        namespaces[m.group(1)] = m.group(2)
+        namespaces[m.group(1)] = m.group(2) if m.group(2) is not None else m.group(3)
         offset = m.end()
     if not namespaces:
         return parse_xpath(text)
