@@ -81,24 +81,12 @@ class XmlFixtures:
 
 
 class TestXmlConformance(XmlFixtures, ModelConformance):
-    #: what the hostile-input suite finds in the xml model today (xfail, not strict: XPASS
-    #: once the xml fixes of issue 10 land; then delete the entry)
-    known_failures = {
-        "test_hostile_filter_texts": "issue 10 §2: 4300+-digit numbers raise ValueError, "
-                                     "deep or long XPath raises RecursionError",
-        "test_hostile_filter_json": "issue 10 §2: the XPath of a JSON form, mutated as "
-                                    "text (numbers, depth)",
-        "test_hostile_events": "issue 10 §2: a str event with a lone surrogate raises "
-                               "UnicodeEncodeError",
-        "test_model_hostile_inputs": "issue 10 §2-§4: the issue's own xml examples",
-    }
+    """The whole conformance kit, hostile-input suite included."""
 
 
 @pytest.mark.slow
 class TestXmlHostileThorough(XmlFixtures, HostileInputTests):
     """The hostile-input suite with ten times the batches."""
-
-    known_failures = TestXmlConformance.known_failures
 
     @pytest.fixture
     def hostile_batches(self):
