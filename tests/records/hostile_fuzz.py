@@ -4,7 +4,9 @@ crash or a blow-up cannot take the test runner down).
 
     python hostile_fuzz.py SEED ITERATIONS
 
-Valid filter texts, EventBridge patterns, wire forms and events are mutated (random
+Valid filter texts, EventBridge patterns, wire forms and events — with "any element"
+constraints among them (text ``x any ...``, EventBridge matchers, wire ``{"op": "any"}``,
+long suffixes near the automata bound) — are mutated (random
 tokens, huge and non-finite numbers, lone surrogates, long strings, wrong JSON types in
 random places) and every hook is called on what comes out: parse_filter(s), parse_event,
 load_filter, load_event, format_filter, dump_*, matches, covers, identical, overlaps,
