@@ -176,23 +176,33 @@ class Dfa:
         return order
 
     def samples(self, count: int = 8) -> Iterator[str]:
-        """Accepted strings, shortest first, built from readable characters."""
+        """Accepted strings, shortest first, built from readable characters: the shortest
+        one by a breadth-first search (linear in the automaton), then others found in a
+        bounded amount of work (:data:`MAX_CELLS` characters and transitions: a suffix of
+        thousands of characters would otherwise build cubically many)."""
         live = self._live()
         if 0 not in live:
             return
         ends = self.cuts[1:] + (MAXCP,)
+        first = self._shortest(live, ends)
+        yield first
+        given = {first}
         frontier: dict[int, list[str]] = {0: [""]}  # a few strings per state and length
-        seen = 0
+        budget = MAX_CELLS
         for _ in range(len(self.accept) + count):
             nxt: dict[int, list[str]] = {}
             for q, strs in frontier.items():
+                row = self.delta[q]
                 for s in strs:
-                    if self.accept[q]:
+                    budget -= len(row) + len(s)
+                    if budget < 0:
+                        return
+                    if self.accept[q] and s not in given:
                         yield s
-                        seen += 1
-                        if seen >= count:
+                        given.add(s)
+                        if len(given) >= count:
                             return
-                    for k, t in enumerate(self.delta[q]):
+                    for k, t in enumerate(row):
                         if t in live:
                             bucket = nxt.setdefault(t, [])
                             for c in _nice(self.cuts[k], ends[k]):
@@ -201,6 +211,25 @@ class Dfa:
             frontier = nxt
             if not frontier:
                 return
+
+    def _shortest(self, live: set[int], ends: tuple) -> str:
+        """A shortest accepted string (the start state is live)."""
+        parent: dict[int, tuple[int, str] | None] = {0: None}
+        order = [0]
+        for q in order:
+            if self.accept[q]:
+                break
+            for k, t in enumerate(self.delta[q]):
+                if t in live and t not in parent:
+                    parent[t] = (q, _nice(self.cuts[k], ends[k])[0])
+                    order.append(t)
+        chars = []
+        step = parent[q]
+        while step is not None:
+            q, c = step
+            chars.append(c)
+            step = parent[q]
+        return "".join(reversed(chars))
 
 
 def _nice(lo: int, hi: int) -> list[str]:
@@ -353,35 +382,32 @@ def dfa_of_spans(spans: Spans) -> Dfa:
 
 
 def dfa_kmp(s: str, absorbing: bool) -> Dfa:
-    """Strings ending with ``s`` (``absorbing``: containing ``s``) — a KMP automaton."""
+    """Strings ending with ``s`` (``absorbing``: containing ``s``) — a KMP automaton, its
+    transitions computed row by row from the row of the failure state (linear in
+    ``len(s)`` × the distinct characters; following failure links per transition took
+    quadratic time on ``abab…``)."""
     n = len(s)
     if n == 0:
         return _dfa_all(True)
-    fail = [0] * (n + 1)
-    k = 0
-    for i in range(1, n):
-        while k and s[i] != s[k]:
-            k = fail[k]
-        if s[i] == s[k]:
-            k += 1
-        fail[i + 1] = k
-
-    def step(i: int, ch: str) -> int:
-        while True:
-            if i < n and s[i] == ch:
-                return i + 1
-            if i == 0:
-                return 0
-            i = fail[i]
-
     alphabet = sorted(set(s))
+    _budget(n + 1, len(alphabet) + 1)  # a lower bound of the cells: refuse before work
+    col = {ch: j for j, ch in enumerate(alphabet)}
+    rows = [[0] * len(alphabet)]
+    rows[0][col[s[0]]] = 1
+    k = 0  # the failure state of the state being built
+    for i in range(1, n + 1):
+        row = list(rows[k])
+        if i < n:
+            row[col[s[i]]] = i + 1
+            k = rows[k][col[s[i]]]
+        rows.append(row)
     edges, default = [], []
-    for i in range(n + 1):
+    for i, row in enumerate(rows):
         if i == n and absorbing:
             edges.append([])
             default.append(n)
         else:
-            edges.append([(ord(ch), ord(ch) + 1, step(i, ch)) for ch in alphabet])
+            edges.append([(ord(ch), ord(ch) + 1, row[j]) for j, ch in enumerate(alphabet)])
             default.append(0)
     return Dfa.build(edges, default, [i == n for i in range(n + 1)])
 

@@ -54,7 +54,10 @@ Semantic differences to event-ruler (documented in docs/records-syntax.md):
 * **Numbers** compare exactly here; event-ruler's ``numeric`` works in -5e9..5e9 with six
   decimal places.
 * **Repeated attributes.** When ``$or`` branches and the enclosing object constrain the same
-  field, event-ruler keeps only the last pattern; here both must hold (conjunction).
+  field, event-ruler keeps only the last pattern; here both must hold (conjunction), as one
+  attribute filter: two element tests that no single constraint expresses (``any > 1`` and
+  ``any < 5``: some element above 1, some perhaps other element below 5) are refused with
+  the JSON path of the second pattern.
 * **IP addresses** in literals are compared as strings (event-ruler also matches other
   spellings of the same address).
 """

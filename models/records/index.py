@@ -62,6 +62,7 @@ from pubsift.core.model import FilterIndex, FilterModel
 from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.constraints import ABSENT, Constraint, Op
 from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.limits import TooComplex
 from pubsift.models.records.predicates import compile_test
 from pubsift.models.records.relations import Unsatisfiable, span_key, witness
 from pubsift.models.records.values import Record
@@ -279,7 +280,7 @@ class RecordsIndex(FilterIndex[Hashable]):
             return found
         try:
             v = witness(c, integer=integer)
-        except Unsatisfiable:
+        except (Unsatisfiable, TooComplex):  # none known: the filter has no witness event
             return ()
         return (v,) if accepted(v) else ()
 
@@ -481,6 +482,8 @@ class RecordsIndex(FilterIndex[Hashable]):
 
 
 def _obvious(c: Constraint) -> tuple:
+    if c.op is Op.ANY:  # a scalar is the one leaf of itself
+        c = c.operand
     x = c.operand
     if c.op in (Op.EQ, Op.PREFIX, Op.SUFFIX, Op.SUBSTRING, Op.LE, Op.GE):
         return (x,)

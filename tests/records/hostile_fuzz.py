@@ -4,7 +4,9 @@ crash or a blow-up cannot take the test runner down).
 
     python hostile_fuzz.py SEED ITERATIONS
 
-Valid filter texts, EventBridge patterns, wire forms and events are mutated (random
+Valid filter texts, EventBridge patterns, wire forms and events — with "any element"
+constraints among them (text ``x any ...``, EventBridge matchers, wire ``{"op": "any"}``,
+long suffixes near the automata bound) — are mutated (random
 tokens, huge and non-finite numbers, lone surrogates, long strings, wrong JSON types in
 random places) and every hook is called on what comes out: parse_filter(s), parse_event,
 load_filter, load_event, format_filter, dump_*, matches, covers, identical, overlaps,
@@ -43,21 +45,43 @@ PATTERNS = [
     {"a": {"b": [{"anything-but": [1, 2]}]}}, {"$or": [{"a": [1]}, {"b": [{"exists": False}]}]},
     {"n": [{"numeric": [">", 1.5]}]}, {"a": [{"wildcard": "*x*"}]},
     {"a": [{"equals-ignore-case": "ß"}]}, {"a": [{"anything-but": {"prefix": "x"}}]},
-    {"a": ["x", {"suffix": "y"}], "b": [True, None]},
+    {"a": ["x", {"suffix": "y"}], "b": [True, None]}, {"a": [{"suffix": "x" * 3000}]},
+    {"a": [{"equals-ignore-case": "AB" * 150}], "b": [{"prefix": "ab" * 100}]},
 ]
 TEXTS = ['x = 1', 'x != "a"', 'x > 3 and x < 10', 'x in [1, 5)', 'x in {1, "a", true, null}',
          'x prefix "ab"', 'x not prefix "a"', 'x suffix "z"', 'x substring "mid"',
          'x equals-ignore-case "Straße"', 'x subset {1, 2}', 'x superset {1}', 'x contains 3',
          'x not contains "a"', 'x disjoint {1}', 'x overlaps {2, 3}', 'x exists',
          'x not exists', 'n > 1.5', 'n in [1, 3]', 'n != 2', 'x in ["a", "b")',
-         'x not in (1, 2]', 'x instanceof T', '"a.b" = 1', 'x < inf', 'true', '']
+         'x not in (1, 2]', 'x instanceof T', '"a.b" = 1', 'x < inf',
+         'x any = 1', 'x any > 3', 'x any in [1, 5)', 'x any prefix "ab"', 'x any suffix "z"',
+         'x any substring "mid"', 'x any equals-ignore-case "Straße"', 'x any != "a"',
+         'x any in {1, "a", true, null}', 'x any exists', 'x any not exists', 'n any > 1.5',
+         'x any instanceof T', 'true', '']
+ANY_TEXTS = [t for t in TEXTS if " any " in t]
 TOKENS = [" and ", "=", "!=", "<", ">", "in", "not", "{", "}", "[", "]", "(", ")", ",", '"',
           "\\u", "\\ud800", "1e309", "9" * 400, "9" * 5000, "-", "inf", "-inf", "null",
           "nan", "x", "\x00", "\ud800", "é", "-0.0", "1.", ".5", "01", " x = 1 and x = 2",
           "prefix", "instanceof", "U", "Z", '"' + "ab" * 300 + '"',
-          ' x suffix "' + "ab" * 150 + '"', ' x equals-ignore-case "' + "AB" * 150 + '"']
+          ' x suffix "' + "ab" * 150 + '"', ' x equals-ignore-case "' + "AB" * 150 + '"',
+          " any ", "any", " x any ", " any any ", ' x any suffix "' + "x" * 3000 + '"',
+          ' x any equals-ignore-case "' + "AB" * 150 + '"', ' x any suffix "' + "ab" * 150 + '"']
+#: wire forms with "any element" constraints (mutated like the dumped filters)
+WIRES = [
+    {"x": {"op": "any", "of": {"op": "=", "value": 1}}},
+    {"x": {"op": "any", "of": {"op": "suffix", "value": "x" * 3000}}},
+    {"x": {"op": "any", "of": {"op": "prefix", "value": "ab"}}, "n": {"op": ">", "value": 1}},
+    {"x": {"op": "any", "of": {"op": "in-range", "lo": 1, "hi": 5, "lo_closed": True,
+                               "hi_closed": False}}},
+    {"x": {"op": "any", "of": {"op": "in", "values": [1, "a", True, None]}}},
+    {"x": {"op": "any", "of": {"op": "not-exists"}}},
+    {"x": {"op": "any", "of": {"op": "equals-ignore-case", "value": "AB" * 150}}},
+    {"x": {"op": "any", "of": {"op": "any", "of": {"op": "=", "value": 1}}}},
+    {"x": {"op": "any", "of": {"op": "subset", "values": [1]}}},
+]
 EVENTS = [{"x": 1}, {"x": "a", "n": 2}, {"a": {"b": [1, 2]}, "x": 0.5}, {"x": [1, "a", None]},
-          {"n": 1.0, "x": True}, {"x": None}]
+          {"n": 1.0, "x": True}, {"x": None}, {"x": ["ab", "zz", "x" * 3000], "a": []},
+          {"x": [], "n": [2, 3.5]}]
 
 
 class _Timeout(Exception):
@@ -119,7 +143,8 @@ class Fuzzer:
     def text(self) -> str:
         t = self.rnd.choice(TEXTS)
         if self.rnd.random() < 0.3:
-            t = " and ".join(self.rnd.choice(TEXTS[:25]) for _ in range(self.rnd.randint(2, 5)))
+            t = " and ".join(self.rnd.choice(TEXTS[:25] + ANY_TEXTS)
+                             for _ in range(self.rnd.randint(2, 5)))
         for _ in range(self.rnd.randint(0, 3)):
             i = self.rnd.randint(0, len(t))
             if self.rnd.random() < 0.5:
@@ -130,9 +155,9 @@ class Fuzzer:
 
     def spec(self) -> Any:
         r = self.rnd.random()
-        if r < 0.45:
+        if r < 0.4:
             return self.text()
-        if r < 0.75:
+        if r < 0.7:
             return self.mutated(self.rnd.choice(PATTERNS), 3)
         if r < 0.85:
             try:
@@ -192,6 +217,9 @@ class Fuzzer:
             s = self.spec()
             fs += self.call(f"parse_filters {show(s)}", lambda: m.parse_filters(s)) or []
             self.call(f"parse_filter {show(s)}", lambda: m.parse_filter(s))
+        w = self.mutated(self.rnd.choice(WIRES), 2)
+        fs.append(self.call(f"load_filter {show(w)}", lambda: m.load_filter(w)))
+        fs = [f for f in fs if f is not None]
         for f in list(fs):
             w = self.call(f"wire {show(f)}", lambda: self.mutated(m.dump_filter(f), 2))
             if w is not None:

@@ -62,10 +62,32 @@ def test_repeated_attribute_in_a_pattern_gives_the_same_error_in_either_order():
 
 
 def test_repeated_attribute_through_or_is_still_a_conjunction():
-    # $or branches and the enclosing object may constrain one field (documented)
+    # $or branches and the enclosing object may constrain one field (documented): both
+    # patterns must hold, as one attribute filter when one expresses them
     fs = M.parse_filters({"a": [{"numeric": [">", 1]}],
-                          "$or": [{"a": [{"numeric": ["<", 5]}]}, {"b": ["x"]}]})
-    assert M.format_filter(fs[0]) == "a in (1, 5)"
+                          "$or": [{"a": [{"numeric": [">", 3]}]}, {"b": ["x"]}]})
+    assert [M.format_filter(f) for f in fs] == ["a any > 3", 'a any > 1 and b any = "x"']
+    fs = M.parse_filters({"a": [{"prefix": "ab"}],
+                          "$or": [{"a": [{"prefix": "abc"}]}, {"b": [{"exists": False}]}]})
+    assert [M.format_filter(f) for f in fs] == ['a any prefix "abc"',
+                                                'a any prefix "ab" and b any not exists']
+    assert M.format_filter(M.parse_filter("a any > 1 and a < 5")) == "a in (1, 5)"
+
+
+def test_repeated_attribute_through_or_refuses_two_element_tests_no_constraint_expresses():
+    # "some element > 1 and some element < 5" (EventBridge array semantics) is not one
+    # records constraint: refused with the JSON path, never silently narrowed
+    pattern = {"a": [{"numeric": [">", 1]}],
+               "$or": [{"a": [{"numeric": ["<", 5]}]}, {"b": ["x"]}]}
+    for p in (pattern, json.dumps(pattern)):
+        with pytest.raises(FilterSyntaxError) as exc:
+            M.parse_filters(p)
+        assert exc.value.path == "$.$or[0].a[0]"
+        assert "cannot be combined into one attribute filter" in exc.value.message
+        assert "a any > 1 and a any < 5" in exc.value.message
+    with pytest.raises(FilterSyntaxError, match="cannot be combined") as exc:
+        M.parse_filter("a any > 1 and a any < 5")
+    assert exc.value.position == 14
 
 
 def test_event_json_text_with_a_duplicate_key_is_refused():
@@ -373,6 +395,72 @@ def test_long_affix_constraints_relate_in_bounded_time_with_sound_answers():
     assert idx.covering(suffix) >= {0} and idx.overlapping(caseless) >= {1}
 
 
+def test_long_any_suffix_is_indexed_and_related_in_bounded_time():
+    # the witness of "any suffix" came from the automaton's samples, which built
+    # cubically many characters (index add: 90 s for 3,000 characters)
+    s = "x" * 3000
+    f, g = M.parse_filter(f'a any suffix "{s}"'), M.parse_filter('a any = "y"')
+    t = time.perf_counter()
+    idx = M.new_index()
+    idx.add(f, 1)
+    idx.add(g, 2)
+    assert idx.covering(f) == {1} and idx.identical(f) == {1}
+    assert idx.merge_candidates(f) >= {1}
+    assert idx.match(M.parse_event({"a": ["y", "q" + s]})) == {1, 2}
+    assert not M.covers(f, g) and not M.identical(f, g) and M.overlaps(f, g)
+    assert M.merge([f, g]) is None
+    assert time.perf_counter() - t < 2
+
+
+def test_dfa_samples_of_a_long_suffix_take_linear_time():
+    from pubsift.models.records.automata import dfa_kmp
+
+    t = time.perf_counter()
+    samples = list(dfa_kmp("ab" * 10000, absorbing=False).samples())
+    assert samples[0] == "ab" * 10000 and all(w.endswith("ab" * 10000) for w in samples)
+    assert len(set(samples)) == len(samples)
+    assert time.perf_counter() - t < 2
+
+
+def test_any_constraints_past_the_automaton_bound_get_the_sound_answers(monkeypatch):
+    from pubsift.models.records import automata
+    from pubsift.models.records.limits import TooComplex
+    from pubsift.models.records.valuesets import value_set
+
+    s = "ba" * 200  # each automaton fits a bound of 3,000 transitions, their product not
+    suffix = M.parse_filter(f'x any suffix "{s}"')
+    caseless = M.parse_filter(f'x any equals-ignore-case "{s}"')
+    monkeypatch.setattr(automata, "MAX_CELLS", 3000)
+    (_, a), (_, b) = suffix.constraints[0], caseless.constraints[0]
+    with pytest.raises(TooComplex):
+        value_set(a).issubset(value_set(b))
+    for f, g in ((suffix, caseless), (caseless, suffix)):
+        assert M.covers(f, g) is False and M.identical(f, g) is False
+        assert M.overlaps(f, g) is True
+        assert M.merge([f, g]) is None
+        assert M.format_filter(M.merge([f, g], perfect=False)) == "x exists"
+    idx = M.new_index()
+    idx.add(suffix, 0)
+    idx.add(caseless, 1)
+    assert idx.covering(suffix) == {0} and idx.identical(caseless) == {1}
+    assert idx.overlapping(suffix) == {0, 1} and idx.merge_candidates(suffix) == {0}
+    assert idx.match(M.parse_event({"x": ["q", s]})) == {0, 1}
+
+
+def test_an_any_clause_whose_automaton_is_too_large_is_refused_at_parse_time():
+    from pubsift.models.records import automata
+
+    s = "".join(chr(0x4E00 + i) for i in range(400))  # 401 states x 801 classes
+    for spec in (f'x any suffix "{s}"', {"x": [{"suffix": s}]},
+                 f'x any equals-ignore-case "{s}"'):
+        with pytest.raises(FilterSyntaxError, match="too complex") as exc:
+            M.parse_filter(spec)
+        assert str(automata.MAX_CELLS) in str(exc.value) and "x any " in str(exc.value)
+    with pytest.raises(FilterSyntaxError, match="too complex") as exc:
+        M.load_filter({"x": {"op": "any", "of": {"op": "substring", "value": s}}})
+    assert exc.value.path == "$.x"
+
+
 def test_a_string_constraint_whose_automaton_is_too_large_is_refused():
     import pubsift.models.records.automata as automata
 
@@ -432,3 +520,13 @@ def test_a_large_string_exclusion_relates_to_an_automaton_in_linear_time():
     assert M.covers(many, suffix) and not M.covers(suffix, many)
     assert M.overlaps(many, suffix)
     assert time.perf_counter() - t < 10  # quadratic: about a minute
+
+
+def test_a_periodic_suffix_builds_its_automaton_in_linear_time():
+    # following KMP failure links per transition was quadratic on "abab…" (20,000
+    # characters: 4 s to accept, 40,000: 21 s to refuse)
+    t = time.perf_counter()
+    assert M.parse_filter(f'x suffix "{"ab" * 10000}"')
+    with pytest.raises(FilterSyntaxError, match="too complex"):
+        M.parse_filter(f'x any substring "{"ab" * 20000}"')
+    assert time.perf_counter() - t < 2
