@@ -30,6 +30,7 @@ from pubsift.models.concepts.units import UREG, base_unit, canonical_unit
 from pubsift.models.records import relations
 from pubsift.models.records.constraints import Constraint, Interval, Op
 from pubsift.models.records.values import NUM, sort_key
+from pubsift.models.records.limits import TooComplex
 from pubsift.models.records.wire import dump_constraint, load_constraint
 
 
@@ -74,8 +75,16 @@ def load_filter(obj: Any, onto: Ontology) -> ConceptFilter:
             target = Context.of(c["context"])
         except ConversionError as exc:
             raise err(str(exc), where + ".context") from None
-        clause = Clause(path, load_constraint(c["constraint"], where + ".constraint"),
-                        target, kind)
+        constraint = load_constraint(c["constraint"], where + ".constraint")
+        try:
+            # canonical, as the text parser makes it: the text form then parses back to it
+            constraint = relations.normalize(constraint)
+        except relations.Unsatisfiable:
+            raise err("no value satisfies this constraint", where + ".constraint") from None
+        except TooComplex:
+            raise err("this constraint is too complex to decide", where + ".constraint") \
+                from None
+        clause = Clause(path, constraint, target, kind)
         check_clause(clause, concept, onto, where)
         clauses.append(clause)
     f = ConceptFilter(concept, tuple(clauses))

@@ -579,3 +579,16 @@ def test_a_rate_table_source_that_is_neither_a_file_nor_csv_is_refused():
         with pytest.raises(ConversionError, match="neither a readable file nor CSV"):
             RateTable.from_csv(source, base="USD")
     assert RateTable.from_csv("currency,rate\n", base="USD").currencies == {"USD"}
+
+
+def test_wire_constraints_are_loaded_in_canonical_form_so_the_text_form_parses_back():
+    # found by the conformance kit's hostile suite: a one-value 'not-in' set on the wire was
+    # kept as is, while its text form 'Symbol not in {0}' parses to 'Symbol != 0'
+    from pubsift.core.registry import load_model
+
+    m = load_model("concepts")
+    f = m.load_filter({"concept": "BondQuote", "clauses": [
+        {"path": ["Symbol"], "constraint": {"op": "not-in", "values": [0, 0, 0]},
+         "context": {}, "kind": "plain"}]})
+    assert m.parse_filter(m.format_filter(f)) == f
+    assert m.load_filter(m.dump_filter(f)) == f
