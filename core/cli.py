@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from pubsift.core.cli_input import InputError, one_line, read_lines, strict_json
-from pubsift.core.errors import FilterSyntaxError, PluginError, PubsiftError
+from pubsift.core.errors import printable, FilterSyntaxError, PluginError, PubsiftError
 from pubsift.core.model import FilterModel
 from pubsift.core.registry import installed_models, load_model
 
@@ -79,12 +79,17 @@ def _filter_sources(specs: Sequence[str], files: Sequence[str]) -> Iterator[tupl
 
 
 def _show_spec(exc: FilterSyntaxError, label: str) -> str:
-    """A filter error with its label; the caret excerpt only when the text is printable."""
-    again = FilterSyntaxError(f"{label}: {exc.message}", exc.text, exc.position, exc.path)
-    text = str(again)
-    if exc.text is not None and not exc.text.isprintable():
-        text = text.splitlines()[0]
-    return text
+    """A filter error on one line: its label, what is wrong, and where (the column, with a
+    short excerpt around it, or the JSON path)."""
+    where = []
+    if exc.path:
+        where.append(f"at {exc.path}")
+    if exc.text is not None and exc.position is not None:
+        line_start = exc.text.rfind("\n", 0, exc.position) + 1
+        excerpt = printable(exc.text[max(line_start, exc.position - 20):exc.position + 20])
+        where.append(f"at line {exc.line}, column {exc.column}, near {excerpt!r}")
+    head = one_line(FilterSyntaxError(exc.message))
+    return f"{label}: {head}" + (f" ({'; '.join(where)})" if where else "")
 
 
 def _read_filters(model: FilterModel, specs: Sequence[str], files: Sequence[str]

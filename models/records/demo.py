@@ -94,7 +94,8 @@ def _not_utf8(row: list[str]) -> str:
 def run_demo(out: TextIO, data_dir: str | None = None, n_subscriptions: int = 300,
              seed: int = 1, err: TextIO = sys.stderr) -> int:
     """The main job; 0 on success, 1 when quote lines were skipped (each reported on
-    ``err``) or the data folder is absent, 2 when the quotes file cannot be used."""
+    ``err``), 2 when the data folder is absent or the quotes file cannot be used (one line
+    on ``err``)."""
     from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
@@ -102,10 +103,9 @@ def run_demo(out: TextIO, data_dir: str | None = None, n_subscriptions: int = 30
     console = Console(file=out)
     data = _data_dir(data_dir)
     if data is None:
-        console.print("[bold red]The shared data folder ../shared/data (with quotes/) is absent.[/] "
-                      "The main job reads the S&P 500 quotes from it; pass --data DIR or set "
-                      "PUBSIFT_DATA to its location.")
-        return 1
+        err.write("pubsift run: the data folder with quotes/ (default ../shared/data) is "
+                  "absent; pass --data DIR or set PUBSIFT_DATA to its location\n")
+        return 2
     model = load_model("records")
     try:
         path = workload.quotes_path(directory=data / "quotes")
