@@ -18,10 +18,12 @@ from collections.abc import Sequence
 
 from pubsift.models.records import relations
 from pubsift.models.records.constraints import Constraint, Op
+from pubsift.models.xml import lexical
 from pubsift.models.xml.covering import covers
 from pubsift.models.xml.minimize import minimize
 from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node, XPathFilter, make
 from pubsift.models.xml.predicates import ANY, NUM, SELF, STR, Pred, exists
+from pubsift.models.xml.xpath import format_text
 
 _RENDERABLE = {STR: {Op.EQ, Op.NE, Op.PREFIX, Op.SUBSTRING},
                NUM: {Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE}}
@@ -98,7 +100,13 @@ def merge_perfect(fs: Sequence[XPathFilter]) -> XPathFilter | None:
         m = merge_pair(m, f)
         if m is None:
             return None
-    return m
+    return m if _writable(m) else None
+
+
+def _writable(f: XPathFilter) -> bool:
+    """Whether f's text form reads back (within the length limit): a merger that could
+    not be written is not returned."""
+    return len(format_text(f)) <= lexical.MAX_LENGTH
 
 
 def skeleton(n: Node) -> Node:

@@ -19,7 +19,8 @@ from pubsift.models.xml import covering, merging
 from pubsift.models.xml.index import XmlIndex
 from pubsift.models.xml.matching import matches
 from pubsift.models.xml.overlap import overlaps
-from pubsift.models.xml.parsing import DEFAULT_LIMITS, ParseLimits, XmlEvent, parse_document
+from pubsift.models.xml.parsing import (DEFAULT_LIMITS, LimitsError, ParseLimits, XmlEvent,
+                                        parse_document)
 from pubsift.models.xml.patterns import XPathFilter
 from pubsift.models.xml.xpath import format_text, parse_text, parse_xpath
 
@@ -30,6 +31,8 @@ class XmlModel(FilterModel):
                               "index"})
 
     def __init__(self, limits: ParseLimits = DEFAULT_LIMITS) -> None:
+        if not isinstance(limits, ParseLimits):
+            raise LimitsError(f"XmlModel takes ParseLimits, not {type(limits).__name__}")
         self.limits = limits
 
     # -- parsing -------------------------------------------------------------------------

@@ -21,11 +21,16 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from pubsift.core.errors import EventError
+from pubsift.core.errors import EventError, PubsiftError
 
 #: libxml2 nests at most 256 elements, 2048 with XML_PARSE_HUGE (lxml's ``huge_tree``,
 #: which is turned on above 256); no lxml option goes further
 MAX_DEPTH_CEILING = 2048
+
+
+class LimitsError(PubsiftError, ValueError):
+    """A :class:`ParseLimits` setting that is not a positive integer or is above what
+    libxml2 can honour."""
 
 
 @dataclass(frozen=True)
@@ -40,11 +45,23 @@ class ParseLimits:
         for name in ("max_bytes", "max_depth"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"ParseLimits.{name} must be a positive integer, not {v!r}")
+                raise LimitsError(f"ParseLimits.{name} must be a positive integer, not "
+                                  f"{_show(v)}")
         if self.max_depth > MAX_DEPTH_CEILING:
-            raise ValueError(f"ParseLimits.max_depth={self.max_depth} is above "
-                             f"{MAX_DEPTH_CEILING}, the deepest nesting libxml2 (lxml) "
-                             "parses")
+            raise LimitsError(f"ParseLimits.max_depth={_show(self.max_depth)} is above "
+                              f"{MAX_DEPTH_CEILING}, the deepest nesting libxml2 (lxml) "
+                              "parses")
+
+
+def _show(v: object) -> str:
+    """A short rendering of a setting for a message (an int of 4,300+ digits has no str)."""
+    if isinstance(v, int) and v.bit_length() > 64:
+        return f"a {v.bit_length()}-bit integer"
+    try:
+        text = repr(v)
+    except Exception:  # a hostile __repr__: name the type instead
+        return type(v).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 DEFAULT_LIMITS = ParseLimits()
@@ -119,14 +136,21 @@ def _check_dtd(tree: etree._ElementTree) -> None:
                          "'billion laughs', is not allowed)", "DOCTYPE")
 
 
+def _too_deep(limit: int) -> str:
+    if limit >= MAX_DEPTH_CEILING:
+        return (f"document nested too deeply: more than {limit} levels, libxml2's ceiling "
+                "(no setting accepts it)")
+    return (f"document nested too deeply: more than {limit} levels (raise "
+            f"ParseLimits.max_depth, at most {MAX_DEPTH_CEILING}, libxml2's ceiling, to "
+            "accept it)")
+
+
 def _check_depth(root: etree._Element, limit: int) -> None:
     stack = [(root, 1)]
     while stack:
         el, d = stack.pop()
         if d > limit:
-            raise EventError(f"document nested too deeply: more than {limit} levels "
-                             "(raise ParseLimits.max_depth to accept it)",
-                             f"line {el.sourceline}")
+            raise EventError(_too_deep(limit), f"line {el.sourceline}")
         stack.extend((c, d + 1) for c in el)
 
 
@@ -162,9 +186,8 @@ def parse_document(raw: bytes | str, limits: ParseLimits = DEFAULT_LIMITS) -> Xm
         line, col = (e.position if e.position else (e.lineno, 0))
         msg = e.msg or str(e)
         if "Excessive depth" in msg:
-            raise EventError(f"document nested too deeply: more than {limits.max_depth} "
-                             "levels (raise ParseLimits.max_depth to accept it)",
-                             f"line {line}, column {col}") from None
+            raise EventError(_too_deep(limits.max_depth), f"line {line}, column {col}") \
+                from None
         if "Detected an entity reference loop" in msg or "amplification" in msg:
             raise EventError(f"entity expansion refused: {msg}", f"line {line}, column {col}")
         raise EventError(f"malformed XML: {msg}", f"line {line}, column {col}") from None

@@ -318,9 +318,9 @@ def parse_xpath(text: str, namespaces: Mapping[str, str] | None = None) -> XPath
     if not isinstance(text, str) or not text.strip():
         raise FilterSyntaxError("an XPath filter must be a non-empty string",
                                 text if isinstance(text, str) else None, None)
-    namespaces = dict(namespaces or {})
-    check_namespaces(namespaces)
     scanned = lexical.scan(text)
+    namespaces = dict(namespaces or {})
+    check_namespaces(namespaces, lexical.MAX_LENGTH - len(text))
     try:
         tok = XPath1Parser(namespaces=namespaces).parse(scanned.text)
     except elementpath.ElementPathError as e:
@@ -373,7 +373,19 @@ def parse_xpath(text: str, namespaces: Mapping[str, str] | None = None) -> XPath
     if size > MAX_SIZE:
         raise FilterSyntaxError(f"XPath pattern too large: {size} steps and predicates > "
                                 f"{MAX_SIZE}", text, None)
-    return XPathFilter(minimize(make(ROOT, (), None, [top])))
+    return check_written(XPathFilter(minimize(make(ROOT, (), None, [top]))), text)
+
+
+def check_written(f: XPathFilter, text: str | None = None) -> XPathFilter:
+    """``f`` if its text form (:func:`format_text`, which writes numbers in full and binds
+    ``ns0``, ``ns1``, ...) is within :data:`.lexical.MAX_LENGTH`, so that it reads back;
+    else FilterSyntaxError."""
+    n = len(format_text(f))
+    if n > lexical.MAX_LENGTH:
+        raise FilterSyntaxError(f"XPath filter too long once written: its text form (numbers "
+                                f"in full, namespace declarations included) has {n} "
+                                f"characters > {lexical.MAX_LENGTH}", text, None)
+    return f
 
 
 def _measure(n: Node) -> tuple[int, int]:
@@ -393,10 +405,20 @@ _XML_NAMESPACE = "http://www.w3.org/XML/1998/namespace"
 _PREFIX = re.compile(r"[^\W\d][\w.-]*\Z")
 
 
-def check_namespaces(namespaces: Mapping[str, str]) -> None:
+def check_namespaces(namespaces: Mapping[str, str],
+                     budget: int = lexical.MAX_LENGTH) -> None:
     """Prefixes must be names and URIs non-empty XML text without ``"``, ``{`` or ``}``
-    (which neither Clark notation nor the text form could write back)."""
+    (which neither Clark notation nor the text form could write back); the declarations,
+    written as the text form writes them (``xmlns:p="uri" ``), must fit in ``budget``
+    characters (what :data:`.lexical.MAX_LENGTH` leaves beside the XPath), checked before
+    any URI is read further."""
     for prefix, uri in namespaces.items():
+        if isinstance(prefix, str) and isinstance(uri, str):
+            budget -= len(prefix) + len(uri) + 10  # xmlns:{prefix}="{uri}" + a space
+            if budget < 0:
+                raise FilterSyntaxError(f"namespace declarations too long: with the XPath, "
+                                        f"the text form would exceed {lexical.MAX_LENGTH} "
+                                        "characters", path=f"namespaces.{prefix[:60]}")
         if not isinstance(prefix, str) or not _PREFIX.match(prefix):
             raise FilterSyntaxError(f"namespace prefix {prefix!r} is not a name",
                                     path=f"namespaces.{prefix}")
@@ -437,6 +459,8 @@ def parse_text(text: str) -> XPathFilter:
         offset = m.end()
     if not namespaces:
         return parse_xpath(text)
+    while offset < len(text) and text[offset] in " \t\r\n":  # not part of the XPath
+        offset += 1
     try:
         return parse_xpath(text[offset:], namespaces)
     except FilterSyntaxError as e:

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from lxml import etree
 
 from pubsift.core.errors import EventError, FilterSyntaxError, PubsiftError
-from pubsift.models.xml import ParseLimits, XmlModel
+from pubsift.models.xml import LimitsError, ParseLimits, XmlModel
 from pubsift.models.xml import factorization, shared_matching
+from pubsift.models.xml.lexical import MAX_LENGTH
 from pubsift.models.xml.numbers import format_number, xpath_number
 from pubsift.models.xml.parsing import MAX_DEPTH_CEILING
 from xml_strategies import documents, xpaths
@@ -24,6 +25,7 @@ from xml_strategies import documents, xpaths
 M = XmlModel()
 NUMBER = etree.XPath("number($s)")
 EMPTY = etree.fromstring("<a/>")
+DEFAULT_DEPTH = ParseLimits()
 
 
 def lxml_says(q: str, raw: str | bytes, namespaces=None) -> bool:
@@ -348,9 +350,9 @@ def test_dfa_cache_default_size_is_documented():
 # -- 7. max_depth: honoured up to libxml2's ceiling, refused above ---------------------------
 
 def test_max_depth_above_the_libxml2_ceiling_is_refused():
-    with pytest.raises(ValueError, match="2048"):
+    with pytest.raises(LimitsError, match="2048"):
         ParseLimits(max_depth=5000)
-    with pytest.raises(ValueError, match="positive integer"):
+    with pytest.raises(LimitsError, match="positive integer"):
         ParseLimits(max_depth=0)
     model = XmlModel(ParseLimits(max_depth=MAX_DEPTH_CEILING))
     e = model.parse_event(b"<a>" * 2048 + b"</a>" * 2048)
@@ -359,6 +361,40 @@ def test_max_depth_above_the_libxml2_ceiling_is_refused():
         model.parse_event(b"<a>" * 2049 + b"</a>" * 2049)
     with pytest.raises(EventError, match="more than 3 levels"):
         XmlModel(ParseLimits(max_depth=3)).parse_event(b"<a><a><a><a/></a></a></a>")
+
+
+@pytest.mark.parametrize("settings_, shown", [
+    (dict(max_depth=0), "max_depth must be a positive integer, not 0"),
+    (dict(max_depth=-1), "not -1"), (dict(max_depth=True), "not True"),
+    (dict(max_depth=2.5), "not 2.5"), (dict(max_bytes="10"), "max_bytes must be"),
+    (dict(max_bytes=None), "not None"), (dict(max_depth=2049), "above 2048"),
+    (dict(max_depth=10 ** 5000), "a 16610-bit integer is above 2048"),
+])
+def test_bad_parse_limits_are_a_limits_error_that_is_a_pubsift_error(settings_, shown):
+    with pytest.raises(LimitsError, match=shown) as e:
+        ParseLimits(**settings_)
+    assert isinstance(e.value, PubsiftError) and isinstance(e.value, ValueError)
+    assert len(str(e.value)) < 200
+
+
+def test_an_xml_model_given_anything_but_parse_limits_is_a_limits_error():
+    for bad in (5, None, {"max_depth": 3}):
+        with pytest.raises(LimitsError, match="XmlModel takes ParseLimits, not"):
+            XmlModel(bad)
+
+
+def test_depth_refusal_at_libxml2s_ceiling_does_not_suggest_raising_the_limit():
+    model = XmlModel(ParseLimits(max_depth=MAX_DEPTH_CEILING))
+    with pytest.raises(EventError) as e:
+        model.parse_event(b"<a>" * 2049 + b"</a>" * 2049)
+    msg = str(e.value)
+    assert "more than 2048 levels" in msg and "libxml2's ceiling" in msg
+    assert "raise ParseLimits" not in msg and "no setting accepts it" in msg
+    for limits, depth in ((ParseLimits(max_depth=3), 4), (DEFAULT_DEPTH, 257)):
+        with pytest.raises(EventError) as e:
+            XmlModel(limits).parse_event(b"<a>" * depth + b"</a>" * depth)
+        assert f"more than {limits.max_depth} levels (raise ParseLimits.max_depth, at " \
+            "most 2048, libxml2's ceiling, to accept it)" in str(e.value)
 
 
 # -- 8. round trips --------------------------------------------------------------------------
@@ -399,6 +435,128 @@ def test_perfect_mergers_are_canonical_after_a_round_trip(qs):
     assert m is not None
     for back in (M.load_filter(M.dump_filter(m)), M.parse_filter(M.format_filter(m))):
         assert back == m and hash(back) == hash(m) and M.identical(back, m)
+
+
+def _round_trips(f) -> None:
+    text = M.format_filter(f)
+    assert len(text) <= MAX_LENGTH
+    for back in (M.parse_filter(text), M.load_filter(M.dump_filter(f))):
+        assert back == f and hash(back) == hash(f)
+
+
+def test_a_filter_whose_written_text_exceeds_the_limit_is_refused_from_text_and_wire():
+    tail = '"][@y=1e9][@w=1e9][@v=1e9]'   # each 1e9 is written 1000000000
+    q = '//a[@x="' + "z" * (MAX_LENGTH - 8 - len(tail)) + tail
+    assert len(q) == MAX_LENGTH
+    for spec in (q, {"xpath": q}):
+        with pytest.raises(FilterSyntaxError, match="too long once written: its text "
+                           "form .* has 100029 characters > 100000"):
+            M.parse_filter(spec)
+    shorter = q.replace("z" * 29, "", 1)   # written in exactly 100,000 characters
+    f = M.parse_filter(shorter)
+    assert len(M.format_filter(f)) == MAX_LENGTH
+    _round_trips(f)
+
+
+def test_namespace_uri_length_is_limited_alike_in_wire_and_text_forms():
+    for n in (MAX_LENGTH - 10, MAX_LENGTH, 10 * MAX_LENGTH):
+        with pytest.raises(FilterSyntaxError, match="namespace declarations too long") as e:
+            M.load_filter({"xpath": "//ns0:a", "namespaces": {"ns0": "u" * n}})
+        assert e.value.path == "namespaces.ns0"
+        with pytest.raises(FilterSyntaxError, match="too long"):
+            M.parse_filter(f'xmlns:ns0="{"u" * n}" //ns0:a')
+    many = {f"p{i}": "urn:x" for i in range(1_000_000)}   # refused after ~6,000 bindings
+    start = time.perf_counter()
+    with pytest.raises(FilterSyntaxError, match="namespace declarations too long"):
+        M.load_filter({"xpath": "//a", "namespaces": many})
+    assert time.perf_counter() - start < 0.5
+    # a prefix longer than ns0 is written shorter: checked on the canonical text
+    fits = "u" * (MAX_LENGTH - len('xmlns:ns0="" //ns0:a'))
+    for spec in ({"xpath": "//ns0:a", "namespaces": {"ns0": fits}},
+                 f'xmlns:ns0="{fits}" //ns0:a',
+                 {"xpath": "//long:a", "namespaces": {"long": fits[:-3]}}):
+        _round_trips(M.parse_filter(spec))
+    with pytest.raises(FilterSyntaxError, match="too long"):
+        M.parse_filter({"xpath": "//p:a", "namespaces": {"p": fits + "u"}})
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(xpaths(), st.integers(-60, 20), st.sampled_from(["z", "1e9", "ns"]))
+def test_filters_near_the_length_limit_round_trip_or_are_refused(q, slack, pad):
+    try:
+        base = M.parse_filter(q)
+    except PubsiftError:
+        return
+    text = M.format_filter(base)
+    room = MAX_LENGTH - len(text) + slack
+    if pad == "z":
+        spec = text + f'[@pad = "{"z" * max(room - 11, 0)}"]'
+    elif pad == "1e9":
+        spec = text + f'[@pad = "{"z" * max(room - 25, 0)}"][@n = 1e9]'
+    else:
+        spec = {"xpath": text + "[@q:pad]", "namespaces": {
+            **M.dump_filter(base).get("namespaces", {}), "q": "u" * max(room - 20, 1)}}
+    try:
+        f = M.parse_filter(spec)
+    except FilterSyntaxError as e:
+        assert "too long" in str(e)
+        return
+    _round_trips(f)
+
+
+def test_a_perfect_merger_too_long_to_write_back_is_not_returned():
+    def padded(pred: str, written: int):
+        q = f'//a[@y = "{"z" * (written - 20)}"][@x {pred} 5]'
+        f = M.parse_filter(q)
+        assert len(M.format_filter(f)) == written
+        return f
+    lt, eq = padded("<", MAX_LENGTH), padded("=", MAX_LENGTH)
+    assert M.merge([lt, eq]) is None             # '@x <= 5' would write 100,001 characters
+    loose = M.merge([lt, eq], perfect=False)
+    assert M.covers(loose, lt) and M.covers(loose, eq)
+    _round_trips(loose)
+    m = M.merge([padded("<", MAX_LENGTH - 1), padded("=", MAX_LENGTH - 1)])
+    assert m is not None and "@x <= 5" in M.format_filter(m)
+    _round_trips(m)
+
+
+_NOT_FILTERS = [None, 5, 1.5, True, {}, {"x": 1}, [], ["//a"], b"//a", object(),
+                {"xpath": 5}, {"xpath": None}, {"xpath": "//a", "namespaces": [1]}, {1: 2}]
+_NOT_EVENTS = [None, 5, 1.5, True, {}, {"xml": 5}, {"xml": "<a/>", "y": 1}, [], object(),
+               etree.Comment("c")]
+
+
+def _ids(values: list) -> list[str]:
+    """Stable test ids (object() has a different repr in each xdist worker)."""
+    return [f"{i}-{type(v).__name__}" for i, v in enumerate(values)]
+
+
+@pytest.mark.parametrize("bad", _NOT_FILTERS, ids=_ids(_NOT_FILTERS))
+def test_hooks_given_non_filters_raise_filter_syntax_errors(bad):
+    f, e = M.parse_filter("//a"), M.parse_event("<a/>")
+    idx = M.new_index()
+    idx.add(f, "s")
+    for hook in (M.parse_filter, M.load_filter, M.format_filter, M.dump_filter,
+                 lambda b: M.matches(b, e), lambda b: M.covers(f, b),
+                 lambda b: M.covers(b, f), lambda b: M.identical(b, f),
+                 lambda b: M.overlaps(f, b), lambda b: M.merge([f, b]),
+                 lambda b: M.merge([f, b], perfect=False), idx.covering, idx.covered_by,
+                 idx.overlapping, idx.merge_candidates, idx.identical,
+                 lambda b: idx.add(b, "t")):
+        with pytest.raises(FilterSyntaxError):
+            hook(bad)
+    assert len(idx) == 1
+
+
+@pytest.mark.parametrize("bad", _NOT_EVENTS, ids=_ids(_NOT_EVENTS))
+def test_hooks_given_non_events_raise_event_errors(bad):
+    idx = M.new_index()
+    idx.add(M.parse_filter("//a"), "s")
+    for hook in (M.parse_event, M.load_event, M.dump_event,
+                 lambda b: M.matches("//a", b), idx.match):
+        with pytest.raises(EventError):
+            hook(bad)
 
 
 def test_infinite_operands_are_compared_only_with_themselves():
