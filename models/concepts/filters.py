@@ -125,13 +125,15 @@ class FilterBuilder:
 
     def build(self, spec: FilterSpec, client: ClientContext | None = None,
               terms: Mapping[str, str] | None = None) -> ConceptFilter:
-        if client is None and spec.context is not None:
-            try:
-                client = ClientContext.of(spec.context)
-            except (ConversionError, TypeError, AttributeError) as exc:
-                raise FilterSyntaxError(f"bad context: {exc}", path="$.context") from None
+        own = self._client(spec.context, "$.context")  # validated even when unused
+        client = own if client is None else self._client(client, "client")
         err = _Errors(spec)
         concept = self._concept(spec.concept, terms, err, spec.concept_pos, "$.concept")
+        if client is not None:  # per-concept overrides resolved now, whatever the clauses
+            try:
+                client.context_for(self.ontology, concept)
+            except ConversionError as exc:
+                raise err(f"bad context: {exc}", None, "$.context") from None
         clauses = []
         for i, cond in enumerate(spec.conditions):
             where = f"$.where[{i}]"
@@ -142,6 +144,14 @@ class FilterBuilder:
             return make_filter(concept, clauses)
         except (relations.Unsatisfiable, relations.NotRepresentable) as exc:
             raise err(_cut(str(exc)), None, "$.where") from None
+
+    @staticmethod
+    def _client(raw: Any, where: str) -> ClientContext | None:
+        """The client context of a filter's ``context`` (or a ``client`` argument)."""
+        try:
+            return None if raw is None else ClientContext.of(raw)
+        except (ConversionError, TypeError, AttributeError) as exc:
+            raise FilterSyntaxError(f"bad context: {exc}", path=where) from None
 
     def _concept(self, term: str, terms, err, pos, where) -> str:
         if terms and term in terms:
