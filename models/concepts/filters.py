@@ -154,10 +154,14 @@ class FilterBuilder:
             raise FilterSyntaxError(f"bad context: {exc}", path=where) from None
 
     def _concept(self, term: str, terms, err, pos, where) -> str:
-        if terms and term in terms:
-            return terms[term]
+        """The concept ``term`` names: through ``terms`` (a client vocabulary, whose
+        concepts are checked too) or the ontology."""
+        if terms is not None and not isinstance(terms, Mapping):
+            raise FilterSyntaxError(f"terms map a client's words to concepts, not "
+                                    f"{type(terms).__name__}", path="terms")
+        concept = terms[term] if terms and term in terms else term
         try:
-            return self.ontology.resolve(term)
+            return self.ontology.resolve(concept)
         except UnknownConcept as exc:
             raise err(str(exc), pos, where) from None
 

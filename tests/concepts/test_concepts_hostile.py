@@ -745,3 +745,12 @@ def test_invalid_filter_context_is_refused_even_without_conditions(model, contex
     with pytest.raises(FilterSyntaxError, match="bad context") as exc:
         model.parse_filter("Order", client=5)
     assert exc.value.path == "client"
+
+
+@pytest.mark.parametrize("terms, message", [
+    (5, "terms map a client's words to concepts, not int"),
+    ({"Order": "Nope"}, "unknown concept 'Nope'"),
+    ({"Order": 5}, "a concept is named by a string, not int")])
+def test_client_terms_that_are_not_a_vocabulary_of_concepts_are_refused(model, terms, message):
+    with pytest.raises(FilterSyntaxError, match=message):
+        model.parse_filter('Order where Symbol = "A"', terms=terms)
