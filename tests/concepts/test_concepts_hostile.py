@@ -754,3 +754,13 @@ def test_invalid_filter_context_is_refused_even_without_conditions(model, contex
 def test_client_terms_that_are_not_a_vocabulary_of_concepts_are_refused(model, terms, message):
     with pytest.raises(FilterSyntaxError, match=message):
         model.parse_filter('Order where Symbol = "A"', terms=terms)
+
+
+@pytest.mark.parametrize("fmt, message", [
+    ("%Y%Y%Y", "a directive is repeated"), ("%Q", "bad directive"), ("%", "stray %")])
+def test_date_format_strptime_cannot_read_is_refused_with_the_context(model, fmt, message):
+    with pytest.raises(EventError, match=message) as exc:  # %Y%Y%Y raised re.error
+        _order(model, {"DateOfIssue": {"value": "2017-06-01", "context": {"date_format": fmt}}})
+    assert exc.value.where == "event.DateOfIssue.context"
+    with pytest.raises(FilterSyntaxError, match=message):
+        model.parse_filter({"concept": "Order", "context": {"date_format": fmt}, "where": []})
