@@ -195,7 +195,8 @@ _TEXT_OPS = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "=", Op.NE
 
 def format_filter(f: ConceptFilter, onto: Ontology) -> str:
     """The text form (parsed back to the same filter); filters the text cannot express
-    (e.g. infinite bounds, or too long for the text form's limits) are written in their JSON wire form, which parse_filter reads."""
+    (e.g. infinite bounds, or too long for the text form's limits) are written in their
+    JSON wire form, which parse_filter reads."""
     own, parts = [], []
     for c in f.clauses:
         text = _format_clause(c, onto)
