@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from pubsift.core.errors import ConversionError
@@ -62,6 +63,10 @@ class Context:
                                              or len(self.date_format) > 100):
             raise ConversionError(f"date format {_short(self.date_format)} is not a strftime "
                                   "pattern (of at most 100 characters)")
+        if self.date_format is not None:
+            problem = _date_format_problem(self.date_format)
+            if problem:
+                raise ConversionError(f"date format {_short(self.date_format)}: {problem}")
         try:
             extra = tuple(sorted(dict(self.extra).items()))
         except (TypeError, ValueError):
@@ -189,6 +194,18 @@ class ContextRegistry:
         except (KeyError, TypeError):
             known = ", ".join(sorted(self.named)) or "none"
             raise ConversionError(f"no shared context named {name!r} (known: {known})") from None
+
+
+def _date_format_problem(fmt: str) -> str | None:
+    """Why ``strptime`` cannot read dates in ``fmt`` (a bad or repeated directive), or None
+    (it is tried on the empty string: a usable format fails only to match it)."""
+    try:
+        datetime.strptime("", fmt)
+    except re.error:
+        return "a directive is repeated (each of %Y, %m, %d ... may appear once)"
+    except ValueError as exc:
+        return None if str(exc).startswith("time data") else str(exc)
+    return None
 
 
 @dataclass(frozen=True)

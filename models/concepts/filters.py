@@ -125,13 +125,15 @@ class FilterBuilder:
 
     def build(self, spec: FilterSpec, client: ClientContext | None = None,
               terms: Mapping[str, str] | None = None) -> ConceptFilter:
-        if client is None and spec.context is not None:
-            try:
-                client = ClientContext.of(spec.context)
-            except (ConversionError, TypeError, AttributeError) as exc:
-                raise FilterSyntaxError(f"bad context: {exc}", path="$.context") from None
+        own = self._client(spec.context, "$.context")  # validated even when unused
+        client = own if client is None else self._client(client, "client")
         err = _Errors(spec)
         concept = self._concept(spec.concept, terms, err, spec.concept_pos, "$.concept")
+        if client is not None:  # per-concept overrides resolved now, whatever the clauses
+            try:
+                client.context_for(self.ontology, concept)
+            except ConversionError as exc:
+                raise err(f"bad context: {exc}", None, "$.context") from None
         clauses = []
         for i, cond in enumerate(spec.conditions):
             where = f"$.where[{i}]"
@@ -143,11 +145,23 @@ class FilterBuilder:
         except (relations.Unsatisfiable, relations.NotRepresentable) as exc:
             raise err(_cut(str(exc)), None, "$.where") from None
 
-    def _concept(self, term: str, terms, err, pos, where) -> str:
-        if terms and term in terms:
-            return terms[term]
+    @staticmethod
+    def _client(raw: Any, where: str) -> ClientContext | None:
+        """The client context of a filter's ``context`` (or a ``client`` argument)."""
         try:
-            return self.ontology.resolve(term)
+            return None if raw is None else ClientContext.of(raw)
+        except (ConversionError, TypeError, AttributeError) as exc:
+            raise FilterSyntaxError(f"bad context: {exc}", path=where) from None
+
+    def _concept(self, term: str, terms, err, pos, where) -> str:
+        """The concept ``term`` names: through ``terms`` (a client vocabulary, whose
+        concepts are checked too) or the ontology."""
+        if terms is not None and not isinstance(terms, Mapping):
+            raise FilterSyntaxError(f"terms map a client's words to concepts, not "
+                                    f"{type(terms).__name__}", path="terms")
+        concept = terms[term] if terms and term in terms else term
+        try:
+            return self.ontology.resolve(concept)
         except UnknownConcept as exc:
             raise err(str(exc), pos, where) from None
 

@@ -22,10 +22,11 @@ from typing import Any
 from pubsift.core.errors import ConversionError, FilterSyntaxError
 from pubsift.models.concepts.context import Context
 from pubsift.models.concepts.filters import Clause, ConceptFilter, _cut, make_filter
-from pubsift.models.concepts.limits import number_problem, text_problem
+from pubsift.models.concepts.limits import (MAX_TEXT_LENGTH, MAX_TOKENS, number_problem,
+                                            text_problem)
 from pubsift.models.concepts.ontology import (DATE, MONEY, PLAIN, QUANTITY, Ontology,
                                               UnknownConcept)
-from pubsift.models.concepts.syntax import _UNIT
+from pubsift.models.concepts.syntax import _UNIT, count_tokens
 from pubsift.models.concepts.units import UREG, base_unit, canonical_unit
 from pubsift.models.records import relations
 from pubsift.models.records.constraints import Constraint, Interval, Op
@@ -194,7 +195,8 @@ _TEXT_OPS = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "=", Op.NE
 
 def format_filter(f: ConceptFilter, onto: Ontology) -> str:
     """The text form (parsed back to the same filter); filters the text cannot express
-    (e.g. infinite bounds) are written in their JSON wire form, which parse_filter reads."""
+    (e.g. infinite bounds, or too long for the text form's limits) are written in their
+    JSON wire form, which parse_filter reads."""
     own, parts = [], []
     for c in f.clauses:
         text = _format_clause(c, onto)
@@ -202,7 +204,11 @@ def format_filter(f: ConceptFilter, onto: Ontology) -> str:
             return json.dumps(dump_filter(f, onto), sort_keys=True)
         (parts if c.path else own).append(text)
     head = " ".join([_term(onto.name(f.concept))] + ([" and ".join(own)] if own else []))
-    return head + (" where " + " and ".join(parts) if parts else "")
+    text = head + (" where " + " and ".join(parts) if parts else "")
+    if len(text) > MAX_TEXT_LENGTH or len(text) > MAX_TOKENS and \
+            count_tokens(text) > MAX_TOKENS:  # beyond the text form's limits
+        return json.dumps(dump_filter(f, onto), sort_keys=True)
+    return text
 
 
 def _term(name: str) -> str:

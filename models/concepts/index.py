@@ -17,9 +17,10 @@ queries (covering, overlap, merging) scan with the model's hooks, like
 """
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
+from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.index import LinearIndex
 from pubsift.core.model import FilterIndex
 from pubsift.models.concepts.filters import _FAIL, Clause, ConceptFilter
@@ -32,6 +33,23 @@ from pubsift.models.records.model import RecordsModel
 from pubsift.models.records.values import skey
 
 _CONCEPT = "@concept"
+
+
+def _query(f: Any) -> ConceptFilter:
+    """``f`` if it is a concept filter (FilterSyntaxError naming its type otherwise)."""
+    if not isinstance(f, ConceptFilter):
+        raise FilterSyntaxError(f"not a concept filter: {type(f).__name__}")
+    return f
+
+
+def _key(key: Any) -> Hashable:
+    """``key`` if it is hashable (FilterSyntaxError naming its type otherwise)."""
+    try:
+        hash(key)
+    except TypeError:
+        raise FilterSyntaxError(f"an index key is hashable, not {type(key).__name__}") \
+            from None
+    return key
 
 
 class ConceptsIndex(FilterIndex[Hashable]):
@@ -66,6 +84,7 @@ class ConceptsIndex(FilterIndex[Hashable]):
     def add(self, f: ConceptFilter, key: Hashable) -> None:
         """Hold (f, key); when it raises, the index is exactly as it was."""
         check_filter(f, self.model.ontology)  # hand-made filters: refused before any change
+        _key(key)
         if (f, key) in self._scan:
             return
         rf, fresh = self._translate(f)
@@ -83,8 +102,15 @@ class ConceptsIndex(FilterIndex[Hashable]):
     def bulk_add(self, pairs: Iterable[tuple[ConceptFilter, Hashable]]) -> None:
         """Hold every pair, or (when one raises) none of those not held before."""
         added: list[tuple[ConceptFilter, Hashable]] = []
+        if not isinstance(pairs, Iterable) or isinstance(pairs, (str, bytes, Mapping)):
+            raise FilterSyntaxError(f"bulk_add takes (filter, key) pairs, not "
+                                    f"{type(pairs).__name__}")
         try:
-            for f, key in pairs:
+            for pair in pairs:
+                if not isinstance(pair, tuple) or len(pair) != 2:
+                    raise FilterSyntaxError(f"bulk_add takes (filter, key) pairs, not "
+                                            f"{type(pair).__name__}")
+                f, key = _query(pair[0]), _key(pair[1])
                 if (f, key) not in self:
                     self.add(f, key)
                     added.append((f, key))
@@ -94,7 +120,7 @@ class ConceptsIndex(FilterIndex[Hashable]):
             raise
 
     def remove(self, f: ConceptFilter, key: Hashable) -> None:
-        self._scan.remove(f, key)
+        self._scan.remove(_query(f), _key(key))
         rf, _ = self._translate(f)  # a held filter: its virtual attributes exist
         self._records.remove(rf, (f, key))
         for name, _ in rf.constraints:
@@ -129,6 +155,8 @@ class ConceptsIndex(FilterIndex[Hashable]):
         return flat, verify
 
     def match_pairs(self, event: SemanticObject) -> list[tuple[ConceptFilter, Hashable]]:
+        if not isinstance(event, SemanticObject):
+            raise EventError(f"not a concepts event: {type(event).__name__}")
         flat, verify = self._flat(event)
         pairs = self._records.match(flat)
         if verify:
@@ -150,19 +178,19 @@ class ConceptsIndex(FilterIndex[Hashable]):
         return pair in self._scan
 
     def covering(self, f: ConceptFilter) -> set[Hashable]:
-        return self._scan.covering(f)
+        return self._scan.covering(_query(f))
 
     def covered_by(self, f: ConceptFilter) -> set[Hashable]:
-        return self._scan.covered_by(f)
+        return self._scan.covered_by(_query(f))
 
     def identical(self, f: ConceptFilter) -> set[Hashable]:
-        return self._scan.identical(f)
+        return self._scan.identical(_query(f))
 
     def overlapping(self, f: ConceptFilter) -> set[Hashable]:
-        return self._scan.overlapping(f)
+        return self._scan.overlapping(_query(f))
 
     def merge_candidates(self, f: ConceptFilter) -> set[Hashable]:
-        return self._scan.merge_candidates(f)
+        return self._scan.merge_candidates(_query(f))
 
     def filters(self, key: Hashable) -> list[ConceptFilter]:
         return self._scan.filters(key)

@@ -11,6 +11,8 @@ numeric work, so that every hook answers or raises a
   can carry and JSON reads back differently) are refused.
 * Semantic objects nest at most :data:`MAX_DEPTH` levels of members; a cyclic mapping is
   refused as such.
+* A filter's text form is at most :data:`MAX_TEXT_LENGTH` characters and
+  :data:`MAX_TOKENS` tokens.
 * Unit expressions are at most :data:`MAX_UNIT_LENGTH` characters with exponents of at most
   :data:`MAX_EXPONENT` (pint evaluates what it parses: ``m ** 99999999`` would not end).
 """
@@ -29,6 +31,15 @@ MAX_UNIT_LENGTH = 200
 
 MAX_EXPONENT = 32
 """Largest absolute exponent in a unit expression (``meter ** 3``)."""
+
+MAX_TEXT_LENGTH = 4_000_000
+"""Characters of a filter's text form, checked before it is tokenized (a string literal
+costs no memory beyond its text; JSON text has no such limit)."""
+
+MAX_TOKENS = 100_000
+"""Tokens (words, numbers, literals, operators, punctuation) of a filter's text form: each
+costs about 150 bytes while the text is parsed. ``format_filter`` writes the JSON wire form
+instead of text beyond this or :data:`MAX_TEXT_LENGTH`, so every filter round-trips."""
 
 MAX_NUMBER_TEXT = 400
 """Characters of a number written in a filter's text form (more cannot be a double)."""

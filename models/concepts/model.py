@@ -24,6 +24,31 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number (numbers are finite)")
 
 
+def _filter(f: Any) -> ConceptFilter:
+    """``f`` if it is a concept filter (FilterSyntaxError naming its type otherwise): the
+    hooks' cheap entry check; the index checks filters it holds in full."""
+    if not isinstance(f, ConceptFilter):
+        raise FilterSyntaxError(f"not a concept filter: {type(f).__name__} (parse it with "
+                                "parse_filter or load_filter)")
+    return f
+
+
+def _event(e: Any) -> SemanticObject:
+    """``e`` if it is a semantic object (EventError naming its type otherwise)."""
+    if not isinstance(e, SemanticObject):
+        raise EventError(f"not a concepts event: {type(e).__name__} (parse it with "
+                         "parse_event or load_event)")
+    return e
+
+
+def _filters(fs: Any) -> list[ConceptFilter]:
+    """The filters of a sequence given to ``merge`` (FilterSyntaxError otherwise)."""
+    if not isinstance(fs, Sequence) or isinstance(fs, (str, bytes, bytearray)):
+        raise FilterSyntaxError(f"merge takes a list of concept filters, not "
+                                f"{type(fs).__name__}")
+    return [_filter(f) for f in fs]
+
+
 def _reason(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return "nested too deeply"
@@ -97,33 +122,33 @@ class ConceptsModel(FilterModel):
         return e
 
     def format_filter(self, f: ConceptFilter) -> str:
-        return format_filter(f, self.ontology)
+        return format_filter(_filter(f), self.ontology)
 
     # -- semantics --------------------------------------------------------------------
     def matches(self, f: ConceptFilter, e: SemanticObject) -> bool:
-        return self.matcher.matches(f, e)
+        return self.matcher.matches(_filter(f), _event(e))
 
     def covers(self, f: ConceptFilter, g: ConceptFilter) -> bool:
-        return self.relations.covers(f, g)
+        return self.relations.covers(_filter(f), _filter(g))
 
     def identical(self, f: ConceptFilter, g: ConceptFilter) -> bool:
-        return self.relations.identical(f, g)
+        return self.relations.identical(_filter(f), _filter(g))
 
     def overlaps(self, f: ConceptFilter, g: ConceptFilter) -> bool:
-        return self.relations.overlaps(f, g)
+        return self.relations.overlaps(_filter(f), _filter(g))
 
     def merge(self, fs: Sequence[ConceptFilter], perfect: bool = True) -> ConceptFilter | None:
-        return self.relations.merge(fs, perfect)
+        return self.relations.merge(_filters(fs), perfect)
 
     # -- wire forms -------------------------------------------------------------------
     def dump_filter(self, f: ConceptFilter) -> JSON:
-        return dump_filter(f, self.ontology)
+        return dump_filter(_filter(f), self.ontology)
 
     def load_filter(self, obj: JSON) -> ConceptFilter:
         return load_filter(obj, self.ontology)
 
     def dump_event(self, e: SemanticObject) -> JSON:
-        return to_json(e, self.ontology, self.contexts)
+        return to_json(_event(e), self.ontology, self.contexts)
 
     def load_event(self, obj: JSON) -> SemanticObject:
         return self.parse_event(obj)

@@ -38,12 +38,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
-from pubsift.models.concepts.limits import MAX_NUMBER_TEXT, number_problem, text_problem
+from pubsift.models.concepts.limits import (MAX_NUMBER_TEXT, MAX_TEXT_LENGTH, MAX_TOKENS,
+                                            number_problem, text_problem)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -87,7 +88,7 @@ _TOKEN = re.compile(r"""
     (?P<ws>\s+)
   | (?P<date>\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?)
   | (?P<number>-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
-  | (?P<string>"(?:[^"\\]|\\.)*")
+  | (?P<string>"[^"\\]*+(?:\\.[^"\\]*+)*+")
   | (?P<op><=|>=|!=|==|<|>|=)
   | (?P<punct>[\[\](){},.*/^])
   | (?P<word>[^\W\d][\w°µ]*)
@@ -107,20 +108,43 @@ class _Tok:
     pos: int
 
 
+def _tokens(text: str) -> Iterator[_Tok]:
+    """The tokens of ``text`` (spaces dropped), then an ``end`` token. The string pattern
+    is possessive (unrolled, no backtracking): a literal of any length costs no memory
+    beyond its text (Friedl, *Mastering Regular Expressions*, "unrolling the loop")."""
+    i, n = 0, len(text)
+    while i < n:
+        m = _TOKEN.match(text, i)
+        if m is None:
+            what = ("unterminated string: no closing quote" if text[i] == '"' else
+                    f"unexpected character {text[i]!r}")
+            raise FilterSyntaxError(what, text, i)
+        if m.lastgroup != "ws":
+            yield _Tok(m.lastgroup, m.group(), i)
+        i = m.end()
+    yield _Tok("end", "", n)
+
+
+def count_tokens(text: str) -> int:
+    """How many tokens the parser would read in ``text`` (constant memory)."""
+    return sum(1 for _ in _tokens(text))
+
+
 def _tokenize(text: str) -> list[_Tok]:
+    if len(text) > MAX_TEXT_LENGTH:  # before any work: the limit bounds time and memory
+        raise FilterSyntaxError(f"filter too long: {len(text):,} characters (at most "
+                                f"{MAX_TEXT_LENGTH:,} in the text form)", text,
+                                MAX_TEXT_LENGTH)
     bad = _SURROGATE.search(text)
     if bad is not None:  # shown with U+FFFD in their place: messages must be printable
         raise FilterSyntaxError(text_problem(text), _SURROGATE.sub("\ufffd", text),
                                 bad.start())
-    out, i = [], 0
-    while i < len(text):
-        m = _TOKEN.match(text, i)
-        if m is None:
-            raise FilterSyntaxError(f"unexpected character {text[i]!r}", text, i)
-        if m.lastgroup != "ws":
-            out.append(_Tok(m.lastgroup, m.group(), i))
-        i = m.end()
-    out.append(_Tok("end", "", len(text)))
+    out: list[_Tok] = []
+    for t in _tokens(text):
+        if len(out) == MAX_TOKENS:
+            raise FilterSyntaxError(f"filter too long: more than {MAX_TOKENS:,} tokens",
+                                    text, t.pos)
+        out.append(t)
     return out
 
 
@@ -310,7 +334,8 @@ class _Parser:
 
 
 _UNIT = re.compile(r"(?:[^\W\d]|[°µ$€£%])[\w°µ]*"
-                   r"(?:\s*(?:\*\*\s*-?\d+|\^\s*-?\d+|[/*]\s*(?:[^\W\d]|[°µ])[\w°µ]*))*")
+                   r"(?:\s*(?:\*\*\s*-?\d+(?:\.\d+)?|\^\s*-?\d+(?:\.\d+)?"
+                   r"|[/*]\s*(?:[^\W\d]|[°µ])[\w°µ]*))*")
 
 
 def _with_unit(lit: Literal, unit: str | None) -> Literal:

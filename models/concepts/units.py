@@ -64,6 +64,35 @@ def canonical_unit(text: str) -> str:
     return _canonical(text)
 
 
+_SHAPE = ("write unit names joined by '*' and '/', with integer or decimal exponents "
+          "after '**', e.g. 'kg', 'km / h', 'meter ** 2'")
+_OPERATOR = re.compile(r"\*\*|\^|[*/]")
+_ZERO_EXPONENT = re.compile(r"(?:\*\*|\^)\s*[-+]?\s*(?:0+(?:\.0*)?|\.0+)(?![\d.])")
+
+
+def _syntax_problem(text: str) -> str | None:
+    """What is wrong with the shape of a unit expression, in the user's terms, for the
+    mistakes pint reports in its own terms (or not at all: ``kg ** 0`` fails inside pint)."""
+    if _OPERATOR.match(text):
+        return f"it starts with the operator {_OPERATOR.match(text).group()!r}; {_SHAPE}"
+    if re.search(r"(?:\*\*|\^|[*/])\s*$", text):
+        return f"it ends with an operator; {_SHAPE}"
+    if _ZERO_EXPONENT.search(text):
+        return "an exponent of 0 leaves no unit; write the unit without it"
+    return None
+
+
+def _why(exc: Exception) -> str:
+    """A pint failure in the user's terms (never pint's internal exception)."""
+    if isinstance(exc, OverflowError):
+        return "the result is out of range"
+    if isinstance(exc, pint.errors.DimensionalityError):
+        return "they measure different dimensions"
+    if isinstance(exc, pint.errors.OffsetUnitCalculusError):
+        return "units with an offset (°C, °F) cannot be combined with other units"
+    return "the unit registry cannot convert them"
+
+
 _NUMBER = re.compile(r"(\*\*|\^)?\s*[-+]?\s*(\d[\d.]*(?:[eE][-+]?\d*)?)")
 _SMALL = re.compile(r"\d{1,3}(?:\.\d{1,6})?")
 
@@ -72,11 +101,18 @@ _SMALL = re.compile(r"\d{1,3}(?:\.\d{1,6})?")
 def _canonical(text: str) -> str:
     if text in UNECE:
         text = UNECE[text]
+    problem = _syntax_problem(text)
+    if problem:
+        raise ConversionError(f"malformed unit {text!r}: {problem}")
     try:
         unit = UREG.parse_units(text)
+    except pint.errors.UndefinedUnitError as exc:
+        raise ConversionError(f"unknown unit {text!r}: {', '.join(map(repr, exc.unit_names))} "
+                              "is not a unit of the registry") from None
     except Exception as exc:  # noqa: BLE001 - pint's parser raises many kinds of errors
-        raise ConversionError(f"unknown unit {text!r} ({type(exc).__name__}: {exc})") \
-            from None
+        hint = ("a unit has no numeric factor (write it in the value)"
+                if "scaling factor" in str(exc) else _SHAPE)
+        raise ConversionError(f"malformed unit {text!r}: {hint}") from None
     try:
         _factor_to_base(unit)
     except ConversionError as exc:
@@ -89,7 +125,7 @@ def _factor_to_base(unit) -> float:
     try:
         factor = float(UREG.Quantity(1.0, unit).to_base_units().magnitude)
     except Exception as exc:  # noqa: BLE001 - pint raises many kinds of errors
-        raise ConversionError(f"no conversion to base units ({type(exc).__name__})") from None
+        raise ConversionError(f"no conversion to base units ({_why(exc)})") from None
     if not (math.isfinite(factor) and factor != 0):
         raise ConversionError(f"its factor to base units ({factor!r}) is out of range")
     return factor
@@ -100,7 +136,7 @@ def base_unit(unit: str) -> str:
     try:
         return str(UREG.Quantity(1.0, unit).to_base_units().units)
     except Exception as exc:  # noqa: BLE001 - pint raises many kinds of errors
-        raise ConversionError(f"{unit} has no base unit ({type(exc).__name__})") from None
+        raise ConversionError(f"{unit} has no base unit ({_why(exc)})") from None
 
 
 @lru_cache(maxsize=4096)
@@ -140,8 +176,7 @@ def unit_converter(src: str, dst: str) -> Callable[[float], float]:
         try:
             factor = float(q(1.0, s).to(d).magnitude)
         except Exception as exc:  # noqa: BLE001 - pint raises many kinds of errors
-            raise ConversionError(f"cannot convert {src} to {dst} ({type(exc).__name__})") \
-                from None
+            raise ConversionError(f"cannot convert {src} to {dst} ({_why(exc)})") from None
         if not (math.isfinite(factor) and factor != 0):
             raise ConversionError(f"the factor from {src} to {dst} ({factor!r}) is out of "
                                   "range")
@@ -151,8 +186,8 @@ def unit_converter(src: str, dst: str) -> Callable[[float], float]:
         try:
             return float(q(v, s).to(d).magnitude)
         except Exception as exc:  # noqa: BLE001 - pint raises many kinds of errors
-            raise ConversionError(f"cannot convert {v!r} {src} to {dst} "
-                                  f"({type(exc).__name__})") from None
+            raise ConversionError(f"cannot convert {v!r} {src} to {dst} ({_why(exc)})") \
+                from None
     offset(1.0)
     return offset
 

@@ -12,7 +12,7 @@ from pubsift.core.errors import ConversionError, EventError, FilterSyntaxError, 
 from pubsift.models.concepts import ClientContext, Context
 from pubsift.models.concepts.conversion import CACHE_SIZE, ConversionManager
 from pubsift.models.concepts.filters import Clause, ConceptFilter
-from pubsift.models.concepts.limits import MAX_DEPTH
+from pubsift.models.concepts.limits import MAX_DEPTH, MAX_TEXT_LENGTH, MAX_TOKENS
 from pubsift.models.concepts.ontology import QUANTITY, Ontology, UnknownConcept
 from pubsift.models.concepts.vocabulary import VocabularyAgreement
 from pubsift.models.records import relations
@@ -246,7 +246,7 @@ def test_covering_across_currencies_is_sound_for_amounts_that_underflow(model):
 @pytest.mark.parametrize("unit, message", [
     ("kg ** 400", "exponents up to"), ("kg * 10 ** 99", "exponents up to"),
     ("m ** 1e9", "small"), (" * ".join(["km ** 30"] * 6), "base units"),
-    ("degC ** 2", "measured in"), ("kg" * 200, "characters"), ("m ** (1", "unknown unit")])
+    ("degC ** 2", "measured in"), ("kg" * 200, "characters"), ("m ** (1", "malformed unit")])
 def test_unit_expressions_beyond_the_limits_are_refused(model, unit, message):
     with pytest.raises(PubsiftError, match=message):
         model.parse_filter({"concept": "Order", "where": [
@@ -592,3 +592,175 @@ def test_wire_constraints_are_loaded_in_canonical_form_so_the_text_form_parses_b
          "context": {}, "kind": "plain"}]})
     assert m.parse_filter(m.format_filter(f)) == f
     assert m.load_filter(m.dump_filter(f)) == f
+
+
+# -- 6. review findings: memory of literals, foreign objects, unit messages, contexts --------
+def _peak(fn):
+    """``fn()``'s result (or the PubsiftError it raised) and its peak of traced memory."""
+    tracemalloc.start()
+    try:
+        out = fn()
+    except PubsiftError as exc:
+        out = exc
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return out, peak
+
+
+def test_megabyte_string_literal_parses_in_memory_linear_in_its_length(model):
+    text = 'Order where Symbol = "' + "a" * 1_000_000 + '"'
+    f, peak = _peak(lambda: model.parse_filter(text))
+    assert isinstance(f, ConceptFilter)
+    assert peak < 16_000_000  # the backtracking pattern took 223 MB
+    escaped = 'Order where Symbol = "' + "\\n" * 500_000 + '"'
+    f, peak = _peak(lambda: model.parse_filter(escaped))
+    assert isinstance(f, ConceptFilter)
+    assert peak < 16_000_000  # one backtracking state per escape: 61 MB with no possessive
+
+
+def test_unterminated_megabyte_string_literal_is_refused_cheaply(model):
+    text = 'Order where Symbol = "' + "a" * 1_000_000
+    exc, peak = _peak(lambda: model.parse_filter(text))
+    assert isinstance(exc, FilterSyntaxError)
+    assert "unterminated string" in str(exc) and exc.position == 21
+    assert peak < 1_000_000  # 222 MB before the error
+
+
+def test_filter_text_beyond_max_text_length_is_refused_before_tokenizing(model):
+    text = 'Order where Symbol = "' + "a" * MAX_TEXT_LENGTH + '"'
+    exc, peak = _peak(lambda: model.parse_filter(text))
+    assert isinstance(exc, FilterSyntaxError)
+    assert f"at most {MAX_TEXT_LENGTH:,}" in str(exc)
+    assert len(str(exc)) < 500 and peak < 100_000
+
+
+def test_filter_text_beyond_max_tokens_is_refused(model):
+    text = "Order where NetWeight in {" + ",".join(["1"] * MAX_TOKENS) + "} kg"
+    with pytest.raises(FilterSyntaxError, match=f"more than {MAX_TOKENS:,} tokens"):
+        model.parse_filter(text)
+
+
+def test_filter_beyond_the_text_form_limits_is_formatted_as_its_wire_form(model):
+    f = model.parse_filter({"concept": "Order", "where": [
+        {"attr": "Symbol", "op": "in", "value": [str(i) for i in range(MAX_TOKENS // 2)]}]})
+    text = model.format_filter(f)
+    assert text.startswith("{") and model.parse_filter(text) == f
+    long = model.parse_filter({"concept": "Order", "where": [
+        {"attr": "Symbol", "op": "=", "value": "\x00" * (MAX_TEXT_LENGTH // 4)}]})
+    text = model.format_filter(long)  # \u0000 escapes: beyond MAX_TEXT_LENGTH as text
+    assert text.startswith("{") and model.parse_filter(text) == long
+
+
+_FOREIGN = [None, 5, 1.5, "Order", b"x", {}, [], {"concept": "Order"}, object()]
+
+
+@pytest.mark.parametrize("junk", _FOREIGN, ids=lambda j: type(j).__name__)
+def test_hooks_refuse_objects_that_are_not_filters_or_events_by_type(model, junk):
+    f = model.parse_filter('Order where Symbol = "A"')
+    e = _order(model, {"Symbol": "A"})
+    name = type(junk).__name__
+    filter_hooks = [lambda: model.matches(junk, e), lambda: model.covers(f, junk),
+                    lambda: model.covers(junk, f), lambda: model.identical(f, junk),
+                    lambda: model.overlaps(junk, f), lambda: model.merge([f, junk]),
+                    lambda: model.merge([junk, f], perfect=False),
+                    lambda: model.format_filter(junk), lambda: model.dump_filter(junk)]
+    for hook in filter_hooks:
+        with pytest.raises(FilterSyntaxError, match=f"not a concept filter: {name}"):
+            hook()
+    for hook in (lambda: model.matches(f, junk), lambda: model.dump_event(junk)):
+        with pytest.raises(EventError, match=f"not a concepts event: {name}"):
+            hook()
+    if not isinstance(junk, (list, dict)):
+        with pytest.raises(FilterSyntaxError, match=f"list of concept filters, not {name}"):
+            model.merge(junk)
+
+
+@pytest.mark.parametrize("junk", _FOREIGN, ids=lambda j: type(j).__name__)
+def test_index_refuses_objects_that_are_not_filters_or_events_by_type(model, junk):
+    f = model.parse_filter('Order where Symbol = "A"')
+    index = model.new_index()
+    index.add(f, 0)
+    name = type(junk).__name__
+    for hook in (lambda: index.add(junk, 1), lambda: index.bulk_add([(f, 5), (junk, 6)]),
+                 lambda: index.covering(junk), lambda: index.covered_by(junk),
+                 lambda: index.identical(junk), lambda: index.overlapping(junk),
+                 lambda: index.merge_candidates(junk), lambda: index.remove(junk, 0)):
+        with pytest.raises(FilterSyntaxError, match=f"not a concept filter: {name}"):
+            hook()
+    with pytest.raises(EventError, match=f"not a concepts event: {name}"):
+        index.match(junk)
+    assert list(index) == [(f, 0)]
+
+
+def test_index_refuses_unhashable_keys_and_pairs_that_are_not_pairs(model):
+    f = model.parse_filter('Order where Symbol = "A"')
+    index = model.new_index()
+    with pytest.raises(FilterSyntaxError, match="hashable, not list"):
+        index.add(f, [1])
+    with pytest.raises(FilterSyntaxError, match="hashable, not dict"):
+        index.bulk_add([(f, 1), (f, {})])
+    with pytest.raises(FilterSyntaxError, match="pairs, not int"):
+        index.bulk_add(5)
+    with pytest.raises(FilterSyntaxError, match="pairs, not list"):
+        index.bulk_add([[f, 1]])
+    assert len(index) == 0
+    with pytest.raises(KeyError):  # an absent pair: the documented index contract
+        index.remove(f, 1)
+
+
+@pytest.mark.parametrize("unit, message", [
+    ("kg ** -0", "an exponent of 0 leaves no unit"), ("kg ** 0.0", "an exponent of 0"),
+    ("kg /", "ends with an operator"), ("/ kg", "starts with the operator '/'"),
+    ("kg ** ** 2", "write unit names joined by"), ("kg * 1.5", "no numeric factor"),
+    ("blorp", "'blorp' is not a unit of the registry")])
+def test_unit_expression_errors_are_in_the_users_terms(model, unit, message):
+    with pytest.raises(FilterSyntaxError, match=message) as in_filter:
+        model.parse_filter({"concept": "Order", "where": [
+            {"attr": "NetWeight", "op": ">", "value": 3, "unit": unit}]})
+    with pytest.raises(EventError, match=message) as in_event:
+        _order(model, {"NetWeight": {"value": 1, "context": {"unit": unit}}})
+    for exc in (in_filter.value, in_event.value):  # pint's internals never show
+        assert "Error" not in str(exc) and "KeyError" not in str(exc)
+
+
+def test_fractional_unit_exponent_in_the_text_form_is_read_whole(model):
+    with pytest.raises(ConversionError, match=r"measured in \[mass\]; kilogram \*\* 0.5"):
+        model.parse_filter("Order where NetWeight > 3 kg ** 0.5")  # was "unknown unit 'kg ** 0'"
+    with pytest.raises(FilterSyntaxError, match="an exponent of 0"):
+        model.parse_filter("Order where NetWeight > 3 kg ** -0")
+    f = model.parse_filter("Quantity > 3 kg ** 0.5")
+    assert model.parse_filter(model.format_filter(f)) == f
+
+
+@pytest.mark.parametrize("context, message", [
+    ({"per_concept": {"Nope": {"scale": 1}}}, "unknown concept 'Nope'"),
+    ([1], "JSON object, not list"), ({"unit": 5}, "a unit is a string"),
+    ({"currency": 5}, "currency")])
+def test_invalid_filter_context_is_refused_even_without_conditions(model, context, message):
+    for where in ([], [{"attr": "Symbol", "op": "=", "value": "A"}]):
+        with pytest.raises(FilterSyntaxError, match=message) as exc:
+            model.parse_filter({"concept": "Order", "context": context, "where": where})
+        assert exc.value.path == "$.context"
+    with pytest.raises(FilterSyntaxError, match="bad context") as exc:
+        model.parse_filter("Order", client=5)
+    assert exc.value.path == "client"
+
+
+@pytest.mark.parametrize("terms, message", [
+    (5, "terms map a client's words to concepts, not int"),
+    ({"Order": "Nope"}, "unknown concept 'Nope'"),
+    ({"Order": 5}, "a concept is named by a string, not int")])
+def test_client_terms_that_are_not_a_vocabulary_of_concepts_are_refused(model, terms, message):
+    with pytest.raises(FilterSyntaxError, match=message):
+        model.parse_filter('Order where Symbol = "A"', terms=terms)
+
+
+@pytest.mark.parametrize("fmt, message", [
+    ("%Y%Y%Y", "a directive is repeated"), ("%Q", "bad directive"), ("%", "stray %")])
+def test_date_format_strptime_cannot_read_is_refused_with_the_context(model, fmt, message):
+    with pytest.raises(EventError, match=message) as exc:  # %Y%Y%Y raised re.error
+        _order(model, {"DateOfIssue": {"value": "2017-06-01", "context": {"date_format": fmt}}})
+    assert exc.value.where == "event.DateOfIssue.context"
+    with pytest.raises(FilterSyntaxError, match=message):
+        model.parse_filter({"concept": "Order", "context": {"date_format": fmt}, "where": []})
