@@ -172,13 +172,46 @@ def merge(fs: Iterable[RecordFilter], perfect: bool = True,
     until one filter is left (e.g. four quadrants into one box).
     ``perfect=False``: the perfect merger if any, else an imperfect one covering all of
     fs: the :func:`.relations.hull` on every attribute constrained in all of them; the
-    others are dropped. None only for an empty ``fs``."""
+    others are dropped. None only for an empty ``fs``. More than :data:`MERGE_GROUP`
+    filters are merged group by group (bounded time; see there)."""
     fs = list(fs)
     if not fs:
         return None
     ints = frozenset(integer_attrs)
     if len(fs) == 2:                    # routing merges pairs, the same ones at many brokers
         return _merge_two(fs[0], fs[1], perfect, ints)
+    if len(fs) > MERGE_GROUP:
+        return _merge_groups(list(dict.fromkeys(fs)), perfect, ints)
+    return _merge(fs, perfect, ints)
+
+
+#: The most filters merged as one group. Merging n filters compares them pairwise
+#: (pruning covered filters, searching pairs to merge): quadratic or worse, 25 s for
+#: 2,000 filters. More filters are first tried as filters identical but for one attribute
+#: (linear: ``x = 1``, ..., ``x = 20000`` merge into one set), then merged in groups of
+#: this size, then the groups' mergers, and so on (:func:`_merge_groups`): linear in n,
+#: still exact for a perfect merger found (every step keeps the union), but one that only
+#: pairs across groups would reveal is missed (None: sound), and an imperfect merger may
+#: be looser.
+MERGE_GROUP = 32
+
+
+def _merge_groups(fs: list[RecordFilter], perfect: bool, ints: frozenset[str]
+                  ) -> RecordFilter | None:
+    live = [f for f in fs if satisfiable(f, ints)]
+    if not live:
+        return fs[0]
+    found = _merge_one_attribute(live, ints)  # exact without pruning: see the docstring
+    if found is not None:
+        return found
+    while len(fs) > MERGE_GROUP:
+        merged = []
+        for i in range(0, len(fs), MERGE_GROUP):
+            m = _merge(fs[i:i + MERGE_GROUP], perfect, ints)
+            if m is None:               # perfect only: this group has no perfect merger
+                return None
+            merged.append(m)
+        fs = merged
     return _merge(fs, perfect, ints)
 
 
@@ -218,8 +251,9 @@ def _merge(fs: list[RecordFilter], perfect: bool, ints: frozenset[str]) -> Recor
 
 def _merge_one_attribute(live: list[RecordFilter], ints: frozenset[str]
                          ) -> RecordFilter | None:
-    """The perfect merger of satisfiable filters, none covering another, that are
-    identical but for one attribute (§4.3.7), or None."""
+    """The perfect merger of satisfiable filters that are identical but for one attribute
+    (§4.3.7), or None. (Filters covering others need not be pruned first: the union of
+    the attribute filters is the same.)"""
     if len(live) == 1:
         return live[0]
     names = sorted(set().union(*(f.names for f in live)))
@@ -232,7 +266,7 @@ def _merge_one_attribute(live: list[RecordFilter], ints: frozenset[str]
     cs = [f.get(name) for f in live]
     if None not in cs:
         try:
-            union = reduce(lambda a, b: a | b, (value_set(c, name in ints) for c in cs))
+            union = rel.union_all([value_set(c, name in ints) for c in cs])
         except TooComplex:  # too costly to decide: no perfect merger found (sound)
             return None
         if not surely_equal(union, everything(name in ints, absent=True)):

@@ -7,6 +7,8 @@ import json
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.models.records import limits
@@ -530,3 +532,81 @@ def test_a_periodic_suffix_builds_its_automaton_in_linear_time():
     with pytest.raises(FilterSyntaxError, match="too complex"):
         M.parse_filter(f'x any substring "{"ab" * 20000}"')
     assert time.perf_counter() - t < 2
+
+
+# -- review of the merged work: merging huge numbers, large sets and many filters -----------
+
+_NUMS = [0, 1, -1, 1.5, -1.5, 2.5, 1e308, -1e308, 2 ** 1024, -(2 ** 1024), BIG, -BIG, BIG - 1,
+         2 ** 53, float(2 ** 53)]
+_NUM_CLAUSES = ["=", "!=", "<", "<=", ">", ">="]
+
+
+def _num_clause(op: str, v: object, any_: bool) -> RecordFilter:
+    return M.parse_filter(f"x {'any ' if any_ else ''}{op} {v!r}")
+
+
+@pytest.mark.parametrize("a, b", [(f"x > {BIG}", "x = 1.5"), (f"x < -{BIG}", "x = 1.5"),
+                                  (f"x any > {BIG}", "x any = 1.5"),
+                                  (f"x = {2 ** 1024}", "x in [-1e308, 1e308]"),
+                                  (f"x != {BIG}", "x = -1e308"),
+                                  (f"x in {{1.5, {BIG}}}", f"x = -{BIG}")])
+def test_imperfect_merge_of_huge_integers_and_floats_is_a_sound_merger(a, b):
+    f, g = M.parse_filter(a), M.parse_filter(b)
+    m = M.merge([f, g], perfect=False)
+    assert m is not None and M.covers(m, f) and M.covers(m, g)
+    for v in _NUMS:
+        for e in (M.parse_event({"x": v}), M.parse_event({"x": [v, "s"]})):
+            if M.matches(f, e) or M.matches(g, e):
+                assert M.matches(m, e), (a, b, v)
+
+
+@given(st.lists(st.tuples(st.sampled_from(_NUM_CLAUSES), st.sampled_from(_NUMS)),
+                min_size=2, max_size=4), st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_merges_of_huge_integers_and_floats_cover_every_value_matched(clauses, any_):
+    fs = [_num_clause(op, v, any_) for op, v in clauses]
+    probes = _NUMS + [v + d for v in _NUMS for d in (-1, 1)]
+    for perfect in (True, False):
+        m = M.merge(fs, perfect=perfect)
+        if m is None:
+            assert perfect
+            continue
+        for v in probes:
+            e = M.parse_event({"x": [v] if any_ else v})
+            some = any(M.matches(f, e) for f in fs)
+            assert not some or M.matches(m, e), (clauses, perfect, v)
+            assert not perfect or M.matches(m, e) == some, (clauses, v)
+
+
+@pytest.mark.parametrize("quote", [str, lambda i: f'"{i}"'])
+def test_imperfect_merge_of_large_exclusion_sets_takes_linear_time(quote):
+    n = 8000  # 4 s (quadratic in the gaps) before
+    f = M.parse_filter("x not in {" + ", ".join(quote(i) for i in range(n)) + "}")
+    g = M.parse_filter("x not in {" + ", ".join(quote(i) for i in range(n // 2, n + n // 2)) + "}")
+    t = time.perf_counter()
+    m = M.merge([f, g], perfect=False)
+    assert time.perf_counter() - t < 1.0
+    assert M.covers(m, f) and M.covers(m, g)
+    # x ∉ S ∪ x ∉ T is x ∉ S ∩ T (4,000 values: within representation.LIMIT)
+    both = M.parse_filter("x not in {" + ", ".join(quote(i) for i in range(n // 2, n)) + "}")
+    assert M.merge([f, g]) == both
+
+
+def test_merging_thousands_of_filters_takes_linear_time_and_stays_sound():
+    fs = [M.parse_filter(f"x = {i} and y > {i}") for i in range(2000)]  # 25 s before
+    t = time.perf_counter()
+    assert M.merge(fs) is None
+    m = M.merge(fs, perfect=False)
+    assert time.perf_counter() - t < 2.0
+    for i in (0, 777, 1999):
+        assert M.matches(m, M.parse_event({"x": i, "y": i + 0.5}))
+
+
+def test_thousands_of_filters_differing_in_one_attribute_merge_perfectly_and_quickly():
+    fs = [M.parse_filter(f'x in [{i}, {i + 1}] and y = "a"') for i in range(5000)]
+    t = time.perf_counter()
+    m = M.merge(list(reversed(fs)))
+    assert time.perf_counter() - t < 2.0
+    assert m == M.parse_filter('x in [0, 5000] and y = "a"')
+    eq = [M.parse_filter(f'x = "{i}"') for i in range(3000)]
+    assert M.merge(eq) == M.parse_filter("x in {" + ", ".join(f'"{i}"' for i in range(3000)) + "}")
