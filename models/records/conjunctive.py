@@ -187,12 +187,14 @@ def merge(fs: Iterable[RecordFilter], perfect: bool = True,
 
 #: The most filters merged as one group. Merging n filters compares them pairwise
 #: (pruning covered filters, searching pairs to merge): quadratic or worse, 25 s for
-#: 2,000 filters. More filters are first tried as filters identical but for one attribute
-#: (linear: ``x = 1``, ..., ``x = 20000`` merge into one set), then merged in groups of
-#: this size, then the groups' mergers, and so on (:func:`_merge_groups`): linear in n,
-#: still exact for a perfect merger found (every step keeps the union), but one that only
-#: pairs across groups would reveal is missed (None: sound), and an imperfect merger may
-#: be looser.
+#: 2,000 filters. More filters (:func:`_merge_groups`) are first tried as filters
+#: identical but for one attribute (O(n log n): ``x in [i, i+1]`` for 20,000 values of i
+#: merge into ``x in [0, 20000]``); failing that, an imperfect merger is the hull of each
+#: attribute over all of them (what merging all at once falls back to, without its
+#: search for a perfect merger), and a perfect one is searched for in groups of this size,
+#: then among the groups' mergers, and so on: linear in n, exact when found (every step
+#: keeps the union), but one that only pairs across groups would reveal is missed (None:
+#: sound).
 MERGE_GROUP = 32
 
 
@@ -201,9 +203,15 @@ def _merge_groups(fs: list[RecordFilter], perfect: bool, ints: frozenset[str]
     live = [f for f in fs if satisfiable(f, ints)]
     if not live:
         return fs[0]
-    found = _merge_one_attribute(live, ints)  # exact without pruning: see the docstring
-    if found is not None:
-        return found
+    differing = _differing(live, ints)
+    if not differing:
+        return live[0]
+    if len(differing) == 1:  # the union is one attribute's: exact without pruning or groups
+        found = _merge_one_attribute(live, ints)
+        if found is not None or perfect:
+            return found
+    if not perfect:
+        return _hulls(live, ints)
     while len(fs) > MERGE_GROUP:
         merged = []
         for i in range(0, len(fs), MERGE_GROUP):
@@ -237,6 +245,11 @@ def _merge(fs: list[RecordFilter], perfect: bool, ints: frozenset[str]) -> Recor
         found = _merge_pairwise(live, ints)
     if found is not None or perfect:
         return found
+    return _hulls(live, ints)
+
+
+def _hulls(live: list[RecordFilter], ints: frozenset[str]) -> RecordFilter:
+    """The imperfect merger: the hull of every attribute constrained in all filters."""
     out = {}
     for name in sorted(set().union(*(f.names for f in live))):
         cs = [f.get(name) for f in live]
@@ -256,9 +269,7 @@ def _merge_one_attribute(live: list[RecordFilter], ints: frozenset[str]
     the attribute filters is the same.)"""
     if len(live) == 1:
         return live[0]
-    names = sorted(set().union(*(f.names for f in live)))
-    differing = [n for n in names
-                 if not all(_same(live[0].get(n), f.get(n), n in ints) for f in live[1:])]
+    differing = _differing(live, ints)
     if len(differing) != 1:
         return None
     (name,) = differing
@@ -277,6 +288,13 @@ def _merge_one_attribute(live: list[RecordFilter], ints: frozenset[str]
             return RecordFilter.of(out)
     del out[name]  # any value or absent: no attribute filter
     return RecordFilter.of(out)
+
+
+def _differing(live: list[RecordFilter], ints: frozenset[str]) -> list[str]:
+    """The attributes on which some filter differs from the first one."""
+    names = sorted(set().union(*(f.names for f in live)))
+    return [n for n in names
+            if not all(_same(live[0].get(n), f.get(n), n in ints) for f in live[1:])]
 
 
 def _merge_pairwise(live: list[RecordFilter], ints: frozenset[str]) -> RecordFilter | None:

@@ -707,3 +707,15 @@ def test_long_strings_in_events_are_accepted_and_matched_in_linear_time():
     assert [M.matches(f, e) for f in fs] == [True, True, True, True, False]
     assert idx.match(e) == {0, 1, 2, 3}
     assert time.perf_counter() - t < 2.0
+
+
+def test_a_perfect_merger_of_more_filters_than_one_group_is_found_group_by_group():
+    from pubsift.models.records.conjunctive import MERGE_GROUP
+
+    fs = [M.parse_filter(f"x in [{i}, {i + 1}] and y in [{j}, {j + 1}]")
+          for i in range(8) for j in range(8)]
+    assert len(fs) > MERGE_GROUP
+    assert M.merge(fs) == M.parse_filter("x in [0, 8] and y in [0, 8]")
+    assert M.merge(fs + [M.parse_filter("x = 20 and y = 20")]) is None
+    m = M.merge(fs + [M.parse_filter("x = 20 and y = 20")], perfect=False)
+    assert m == M.parse_filter("x in [0, 20] and y in [0, 20]")
