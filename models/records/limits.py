@@ -200,5 +200,6 @@ def loads(text: str, pairs_hook: Callable[[list[tuple[str, Any]]], Any]) -> Any:
                       parse_float=_parse_float, parse_constant=_constant)
 
 
-__all__ = ["InputLimit", "MAX_DEPTH", "MAX_INT_DIGITS", "check_depth", "check_text_depth",
-           "first_surrogate", "has_surrogate", "string_message", "string_too_long", "printable", "show", "int_message", "int_too_large", "loads", "surrogate_message"]
+__all__ = ["InputLimit", "MAX_DEPTH", "MAX_INT_DIGITS", "MAX_STRING", "check_depth",
+           "check_text_depth", "first_surrogate", "has_surrogate", "string_message", "string_too_long", "printable",
+           "show", "int_message", "int_too_large", "loads", "surrogate_message"]
