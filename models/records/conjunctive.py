@@ -172,13 +172,54 @@ def merge(fs: Iterable[RecordFilter], perfect: bool = True,
     until one filter is left (e.g. four quadrants into one box).
     ``perfect=False``: the perfect merger if any, else an imperfect one covering all of
     fs: the :func:`.relations.hull` on every attribute constrained in all of them; the
-    others are dropped. None only for an empty ``fs``."""
+    others are dropped. None only for an empty ``fs``. More than :data:`MERGE_GROUP`
+    filters are merged group by group (bounded time; see there)."""
     fs = list(fs)
     if not fs:
         return None
     ints = frozenset(integer_attrs)
     if len(fs) == 2:                    # routing merges pairs, the same ones at many brokers
         return _merge_two(fs[0], fs[1], perfect, ints)
+    if len(fs) > MERGE_GROUP:
+        return _merge_groups(list(dict.fromkeys(fs)), perfect, ints)
+    return _merge(fs, perfect, ints)
+
+
+#: The most filters merged as one group. Merging n filters compares them pairwise
+#: (pruning covered filters, searching pairs to merge): quadratic or worse, 25 s for
+#: 2,000 filters. More filters (:func:`_merge_groups`) are first tried as filters
+#: identical but for one attribute (O(n log n): ``x in [i, i+1]`` for 20,000 values of i
+#: merge into ``x in [0, 20000]``); failing that, an imperfect merger is the hull of each
+#: attribute over all of them (what merging all at once falls back to, without its
+#: search for a perfect merger), and a perfect one is searched for in groups of this size,
+#: then among the groups' mergers, and so on: linear in n, exact when found (every step
+#: keeps the union), but one that only pairs across groups would reveal is missed (None:
+#: sound).
+MERGE_GROUP = 32
+
+
+def _merge_groups(fs: list[RecordFilter], perfect: bool, ints: frozenset[str]
+                  ) -> RecordFilter | None:
+    live = [f for f in fs if satisfiable(f, ints)]
+    if not live:
+        return fs[0]
+    differing = _differing(live, ints)
+    if not differing:
+        return live[0]
+    if len(differing) == 1:  # the union is one attribute's: exact without pruning or groups
+        found = _merge_one_attribute(live, ints)
+        if found is not None or perfect:
+            return found
+    if not perfect:
+        return _hulls(live, ints)
+    while len(fs) > MERGE_GROUP:
+        merged = []
+        for i in range(0, len(fs), MERGE_GROUP):
+            m = _merge(fs[i:i + MERGE_GROUP], perfect, ints)
+            if m is None:               # perfect only: this group has no perfect merger
+                return None
+            merged.append(m)
+        fs = merged
     return _merge(fs, perfect, ints)
 
 
@@ -204,6 +245,11 @@ def _merge(fs: list[RecordFilter], perfect: bool, ints: frozenset[str]) -> Recor
         found = _merge_pairwise(live, ints)
     if found is not None or perfect:
         return found
+    return _hulls(live, ints)
+
+
+def _hulls(live: list[RecordFilter], ints: frozenset[str]) -> RecordFilter:
+    """The imperfect merger: the hull of every attribute constrained in all filters."""
     out = {}
     for name in sorted(set().union(*(f.names for f in live))):
         cs = [f.get(name) for f in live]
@@ -218,13 +264,12 @@ def _merge(fs: list[RecordFilter], perfect: bool, ints: frozenset[str]) -> Recor
 
 def _merge_one_attribute(live: list[RecordFilter], ints: frozenset[str]
                          ) -> RecordFilter | None:
-    """The perfect merger of satisfiable filters, none covering another, that are
-    identical but for one attribute (§4.3.7), or None."""
+    """The perfect merger of satisfiable filters that are identical but for one attribute
+    (§4.3.7), or None. (Filters covering others need not be pruned first: the union of
+    the attribute filters is the same.)"""
     if len(live) == 1:
         return live[0]
-    names = sorted(set().union(*(f.names for f in live)))
-    differing = [n for n in names
-                 if not all(_same(live[0].get(n), f.get(n), n in ints) for f in live[1:])]
+    differing = _differing(live, ints)
     if len(differing) != 1:
         return None
     (name,) = differing
@@ -232,7 +277,7 @@ def _merge_one_attribute(live: list[RecordFilter], ints: frozenset[str]
     cs = [f.get(name) for f in live]
     if None not in cs:
         try:
-            union = reduce(lambda a, b: a | b, (value_set(c, name in ints) for c in cs))
+            union = rel.union_all([value_set(c, name in ints) for c in cs])
         except TooComplex:  # too costly to decide: no perfect merger found (sound)
             return None
         if not surely_equal(union, everything(name in ints, absent=True)):
@@ -243,6 +288,13 @@ def _merge_one_attribute(live: list[RecordFilter], ints: frozenset[str]
             return RecordFilter.of(out)
     del out[name]  # any value or absent: no attribute filter
     return RecordFilter.of(out)
+
+
+def _differing(live: list[RecordFilter], ints: frozenset[str]) -> list[str]:
+    """The attributes on which some filter differs from the first one."""
+    names = sorted(set().union(*(f.names for f in live)))
+    return [n for n in names
+            if not all(_same(live[0].get(n), f.get(n), n in ints) for f in live[1:])]
 
 
 def _merge_pairwise(live: list[RecordFilter], ints: frozenset[str]) -> RecordFilter | None:

@@ -178,6 +178,8 @@ def _object(obj: Mapping[str, Any], prefix: str, path: str, in_or: bool,
             raise _err(f"field names are non-empty strings, got {_show(key)}", path)
         if limits.has_surrogate(key):
             raise _err(f"field name {_show(key)}: {limits.surrogate_message(key)}", path)
+        if limits.string_too_long(key):
+            raise _err(f"field name {_show(key)}: {limits.string_message(key)}", path)
         kpath = path + _seg(key)
         if key == OR:
             alts = _or(val, prefix, kpath)
@@ -424,6 +426,8 @@ def _string(v: Any, what: str, path: str) -> str:
 def _checked_string(v: str, path: str) -> str:
     if limits.has_surrogate(v):
         raise _err(limits.surrogate_message(v), path)
+    if limits.string_too_long(v):
+        raise _err(limits.string_message(v), path)
     return v
 
 

@@ -59,6 +59,7 @@ from collections.abc import Hashable, Iterable, Iterator
 from typing import Any
 
 from pubsift.core.model import FilterIndex, FilterModel
+from pubsift.models.records import checks
 from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.constraints import ABSENT, Constraint, Op
 from pubsift.models.records.filters import RecordFilter
@@ -152,7 +153,7 @@ class RecordsIndex(FilterIndex[Hashable]):
 
     # -- maintenance ------------------------------------------------------------------
     def add(self, f: RecordFilter, key: Hashable) -> None:
-        e = self._entries.get(f)
+        e = self._entries.get(checks.record_filter(f))
         if e is None:
             e = self._insert(f)
         if key in e.keys:
@@ -377,7 +378,7 @@ class RecordsIndex(FilterIndex[Hashable]):
 
     def covering(self, f: RecordFilter) -> set[Hashable]:
         """g ⊒ f (Mühl Fig. 4.7); candidates: the filters matching f's witness event."""
-        w = self._witness(f)
+        w = self._witness(checks.record_filter(f))
         cands = self._entries.values() if w is None else self._with_no_witness(
             self._matching(w))
         covers = self.model.covers
@@ -385,7 +386,7 @@ class RecordsIndex(FilterIndex[Hashable]):
 
     def identical(self, f: RecordFilter) -> set[Hashable]:
         """g ≡ f; candidates: filters with f's attribute names matching f's witness."""
-        w = self._witness(f)
+        w = self._witness(checks.record_filter(f))
         if w is None:
             cands: Any = self._entries.values()
         else:
@@ -398,7 +399,8 @@ class RecordsIndex(FilterIndex[Hashable]):
         """f ⊒ g (Mühl Fig. 4.8); candidates: filters whose witness value on f's most
         selective attribute f accepts (:mod:`~pubsift.models.records.witnesses`)."""
         covers = self.model.covers
-        return self._keys_where(self._covered_candidates(f), lambda g: covers(f, g))
+        cands = self._covered_candidates(checks.record_filter(f))
+        return self._keys_where(cands, lambda g: covers(f, g))
 
     def _covered_candidates(self, f: RecordFilter) -> Any:
         # a witness leaves out absent attributes: filters accepting ABSENT cannot search
@@ -414,7 +416,8 @@ class RecordsIndex(FilterIndex[Hashable]):
         ``a = x`` (or ``a in S``) an overlapping g leaves a unconstrained or accepts x (a
         member of S) there: candidates come from the attribute filters accepting x."""
         overlaps = self.model.overlaps
-        return self._keys_where(self._overlap_candidates(f), lambda g: overlaps(g, f))
+        cands = self._overlap_candidates(checks.record_filter(f))
+        return self._keys_where(cands, lambda g: overlaps(g, f))
 
     def _overlap_candidates(self, f: RecordFilter) -> Any:
         eqs = [(n, c) for n, c in f.constraints if c.op is Op.EQ or c.op is Op.IN_SET]
@@ -435,7 +438,7 @@ class RecordsIndex(FilterIndex[Hashable]):
 
     def merge_candidates(self, f: RecordFilter) -> set[Hashable]:
         """Filters g with a perfect merger of g and f (Mühl Fig. 4.9)."""
-        w = self._witness(f)
+        w = self._witness(checks.record_filter(f))
         if w is None:
             cands: Any = self._entries.values()
         else:
@@ -497,7 +500,7 @@ def _obvious(c: Constraint) -> tuple:
 def _flat(event: Any) -> dict[str, Any]:
     if event.__class__ is Record:
         return event._attrs
-    return dict(event.items())
+    return dict(checks.event(event).items())
 
 
 def _attr_index(indexes: dict[str, AttributeIndex], name: str) -> AttributeIndex:

@@ -11,6 +11,10 @@ or raises a ``PubsiftError``; docs/records-syntax.md §4 lists the limits).
   exactly; nothing converts an integer to a float).
 * **Floats** are finite: JSON has no NaN or infinity, and a literal like ``1e309``, which
   rounds to infinity, is refused (the text and wire forms spell unbounded ends ``inf``).
+* **Strings** in filters (literals and attribute names) have at most :data:`MAX_STRING`
+  characters: relations on them (automata, common substrings) take time linear in their
+  length with large factors (a 1 MB literal took 8-12 s to merge); events' strings are
+  not limited (matching is linear: ``str`` comparisons and affix tests).
 * **Strings** hold Unicode scalar values: a lone surrogate (U+D800-U+DFFF, as a character
   or as a ``\\uXXXX`` escape not paired with its partner) has no UTF-8 encoding, so it
   could not be sent on the wire and two of them would come back as one other character;
@@ -27,6 +31,9 @@ from typing import Any
 MAX_DEPTH = 128
 #: The most decimal digits of an integer in an event or filter.
 MAX_INT_DIGITS = 4300
+#: The most characters of a string literal or attribute name in a filter (events' strings
+#: are not limited: matching them is linear in their length).
+MAX_STRING = 65536
 
 _INT_BOUND = 10 ** MAX_INT_DIGITS
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -58,6 +65,15 @@ def int_too_large(v: int) -> bool:
 def int_message(digits: int | None = None) -> str:
     got = "" if digits is None else f" (this one has {digits})"
     return f"integers have at most {MAX_INT_DIGITS} digits{got}"
+
+
+def string_too_long(s: str) -> bool:
+    return len(s) > MAX_STRING
+
+
+def string_message(s: str) -> str:
+    return (f"a string in a filter has at most {MAX_STRING} characters (this one has "
+            f"{len(s)})")
 
 
 def has_surrogate(s: str) -> bool:
@@ -184,5 +200,6 @@ def loads(text: str, pairs_hook: Callable[[list[tuple[str, Any]]], Any]) -> Any:
                       parse_float=_parse_float, parse_constant=_constant)
 
 
-__all__ = ["InputLimit", "MAX_DEPTH", "MAX_INT_DIGITS", "check_depth", "check_text_depth",
-           "first_surrogate", "has_surrogate", "printable", "show", "int_message", "int_too_large", "loads", "surrogate_message"]
+__all__ = ["InputLimit", "MAX_DEPTH", "MAX_INT_DIGITS", "MAX_STRING", "check_depth",
+           "check_text_depth", "first_surrogate", "has_surrogate", "string_message", "string_too_long", "printable",
+           "show", "int_message", "int_too_large", "loads", "surrogate_message"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import FilterIndex, FilterModel, JSON
-from pubsift.models.records import conjunctive, limits, syntax, wire
+from pubsift.models.records import checks, conjunctive, limits, syntax, wire
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.multivalues import TooComplex
 from pubsift.models.records.relations import Unsatisfiable, normalize
@@ -46,7 +46,7 @@ class RecordsModel(FilterModel):
         return syntax.parse_filters(spec, self.schema)
 
     def format_filter(self, f: RecordFilter) -> str:
-        return syntax.format_filter(f)
+        return syntax.format_filter(checks.record_filter(f))
 
     def parse_event(self, raw: bytes | str | Mapping[str, Any]) -> Record:
         """A JSON object (bytes/str) or a mapping -> Record; integer attributes of the
@@ -71,27 +71,35 @@ class RecordsModel(FilterModel):
     # past automata.MAX_CELLS, unions of many multi-value cubes: TooComplex) they give the
     # sound answer of DESIGN.md §2.1: covers/identical False, overlaps True, merge None.
     def matches(self, f: RecordFilter, e: Record) -> bool:
+        if f.__class__ is not RecordFilter:
+            checks.record_filter(f)
+        if e.__class__ is not Record:
+            checks.event(e)
         return f.matches(e)
 
     def covers(self, f: RecordFilter, g: RecordFilter) -> bool:
+        checks.record_filter(f), checks.record_filter(g)
         try:
             return conjunctive.covers(f, g, integer_attrs=self._ints)
         except TooComplex:
             return False
 
     def identical(self, f: RecordFilter, g: RecordFilter) -> bool:
+        checks.record_filter(f), checks.record_filter(g)
         try:
             return f == g or conjunctive.identical(f, g, integer_attrs=self._ints)
         except TooComplex:
             return False
 
     def overlaps(self, f: RecordFilter, g: RecordFilter) -> bool:
+        checks.record_filter(f), checks.record_filter(g)
         try:
             return conjunctive.overlaps(f, g, integer_attrs=self._ints)
         except TooComplex:
             return True
 
     def merge(self, fs: Sequence[RecordFilter], perfect: bool = True) -> RecordFilter | None:
+        fs = checks.record_filters(fs)
         try:
             return conjunctive.merge(fs, perfect=perfect, integer_attrs=self._ints)
         except TooComplex:
@@ -99,7 +107,7 @@ class RecordsModel(FilterModel):
 
     # -- wire forms -------------------------------------------------------------------
     def dump_filter(self, f: RecordFilter) -> JSON:
-        return wire.dump_filter(f)
+        return wire.dump_filter(checks.record_filter(f))
 
     def load_filter(self, obj: JSON) -> RecordFilter:
         """The wire form, brought into canonical form as the text and EventBridge parsers
@@ -123,7 +131,7 @@ class RecordsModel(FilterModel):
         return RecordFilter.of(out)
 
     def dump_event(self, e: Record) -> JSON:
-        return wire.dump_event(e)
+        return wire.dump_event(checks.record(e))
 
     def load_event(self, obj: JSON) -> Record:
         return wire.load_event(obj)

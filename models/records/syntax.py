@@ -75,6 +75,8 @@ def tokenize(text: str) -> list[Token]:
         c = text[i]
         if c == '"':
             s, j = _read_string(text, i)
+            if limits.string_too_long(s):
+                raise FilterSyntaxError(limits.string_message(s), text, i)
             toks.append(Token(STRING, text[i:j], s, i))
             i = j
             continue
@@ -107,6 +109,8 @@ def tokenize(text: str) -> list[Token]:
                     raise FilterSyntaxError("a '.' in an attribute name must be followed by "
                                             "the next part of the name", text, i)
                 raise FilterSyntaxError(f"unexpected character {c!r}", text, i)
+            if limits.string_too_long(m.group()):
+                raise FilterSyntaxError(limits.string_message(m.group()), text, i)
             toks.append(Token(WORD, m.group(), m.group(), i))
             i = m.end()
 

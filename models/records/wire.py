@@ -228,6 +228,8 @@ def _string(v: JSON, path: str) -> str:
         raise _ferr(f"expected a string, not {json_type(v)}", path)
     if limits.has_surrogate(v):
         raise _ferr(limits.surrogate_message(v), path)
+    if limits.string_too_long(v):
+        raise _ferr(limits.string_message(v), path)
     return v
 
 

@@ -7,6 +7,8 @@ import json
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.models.records import limits
@@ -351,7 +353,7 @@ def test_a_failing_index_add_leaves_the_index_exactly_as_it_was(monkeypatch):
             with pytest.raises(RuntimeError):
                 idx.add(bad, "bad")
         assert _state(idx) == before, name
-    with pytest.raises(TypeError):
+    with pytest.raises(FilterSyntaxError, match="not a records filter: str"):
         idx.add("x = 1", "bad")
     assert _state(idx) == before
     idx.add(bad, "bad")  # and the index still works
@@ -505,7 +507,7 @@ def test_a_failing_bulk_add_leaves_the_index_exactly_as_it_was():
     before = _state(idx)
     pairs = [(M.parse_filter("x > 3"), 1), (held, 0), (M.parse_filter("y exists"), 2),
              ("not a filter", 3), (M.parse_filter("z = 1"), 4)]
-    with pytest.raises(TypeError):
+    with pytest.raises(FilterSyntaxError, match="not a records filter: str"):
         idx.bulk_add(pairs)
     assert _state(idx) == before and (held, 0) in idx
     idx.bulk_add(pairs[:3])
@@ -530,3 +532,190 @@ def test_a_periodic_suffix_builds_its_automaton_in_linear_time():
     with pytest.raises(FilterSyntaxError, match="too complex"):
         M.parse_filter(f'x any substring "{"ab" * 20000}"')
     assert time.perf_counter() - t < 2
+
+
+# -- review of the merged work: merging huge numbers, large sets and many filters -----------
+
+_NUMS = [0, 1, -1, 1.5, -1.5, 2.5, 1e308, -1e308, 2 ** 1024, -(2 ** 1024), BIG, -BIG, BIG - 1,
+         2 ** 53, float(2 ** 53)]
+_NUM_CLAUSES = ["=", "!=", "<", "<=", ">", ">="]
+
+
+def _num_clause(op: str, v: object, any_: bool) -> RecordFilter:
+    return M.parse_filter(f"x {'any ' if any_ else ''}{op} {v!r}")
+
+
+@pytest.mark.parametrize("a, b", [(f"x > {BIG}", "x = 1.5"), (f"x < -{BIG}", "x = 1.5"),
+                                  (f"x any > {BIG}", "x any = 1.5"),
+                                  (f"x = {2 ** 1024}", "x in [-1e308, 1e308]"),
+                                  (f"x != {BIG}", "x = -1e308"),
+                                  (f"x in {{1.5, {BIG}}}", f"x = -{BIG}")])
+def test_imperfect_merge_of_huge_integers_and_floats_is_a_sound_merger(a, b):
+    f, g = M.parse_filter(a), M.parse_filter(b)
+    m = M.merge([f, g], perfect=False)
+    assert m is not None and M.covers(m, f) and M.covers(m, g)
+    for v in _NUMS:
+        for e in (M.parse_event({"x": v}), M.parse_event({"x": [v, "s"]})):
+            if M.matches(f, e) or M.matches(g, e):
+                assert M.matches(m, e), (a, b, v)
+
+
+@given(st.lists(st.tuples(st.sampled_from(_NUM_CLAUSES), st.sampled_from(_NUMS)),
+                min_size=2, max_size=4), st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_merges_of_huge_integers_and_floats_cover_every_value_matched(clauses, any_):
+    fs = [_num_clause(op, v, any_) for op, v in clauses]
+    probes = _NUMS + [v + d for v in _NUMS for d in (-1, 1)]
+    for perfect in (True, False):
+        m = M.merge(fs, perfect=perfect)
+        if m is None:
+            assert perfect
+            continue
+        for v in probes:
+            e = M.parse_event({"x": [v] if any_ else v})
+            some = any(M.matches(f, e) for f in fs)
+            assert not some or M.matches(m, e), (clauses, perfect, v)
+            assert not perfect or M.matches(m, e) == some, (clauses, v)
+
+
+@pytest.mark.parametrize("quote", [str, lambda i: f'"{i}"'])
+def test_imperfect_merge_of_large_exclusion_sets_takes_linear_time(quote):
+    n = 8000  # 4 s (quadratic in the gaps) before
+    f = M.parse_filter("x not in {" + ", ".join(quote(i) for i in range(n)) + "}")
+    g = M.parse_filter("x not in {" + ", ".join(quote(i) for i in range(n // 2, n + n // 2)) + "}")
+    t = time.process_time()
+    m = M.merge([f, g], perfect=False)
+    assert time.process_time() - t < 1.0
+    assert M.covers(m, f) and M.covers(m, g)
+    # x ∉ S ∪ x ∉ T is x ∉ S ∩ T (4,000 values: within representation.LIMIT)
+    both = M.parse_filter("x not in {" + ", ".join(quote(i) for i in range(n // 2, n)) + "}")
+    assert M.merge([f, g]) == both
+
+
+def test_merging_thousands_of_filters_takes_linear_time_and_stays_sound():
+    fs = [M.parse_filter(f"x = {i} and y > {i}") for i in range(2000)]  # 25 s before
+    t = time.process_time()
+    assert M.merge(fs) is None
+    m = M.merge(fs, perfect=False)
+    assert time.process_time() - t < 2.0
+    for i in (0, 777, 1999):
+        assert M.matches(m, M.parse_event({"x": i, "y": i + 0.5}))
+
+
+def test_thousands_of_filters_differing_in_one_attribute_merge_perfectly_and_quickly():
+    fs = [M.parse_filter(f'x in [{i}, {i + 1}] and y = "a"') for i in range(5000)]
+    t = time.process_time()
+    m = M.merge(list(reversed(fs)))
+    assert time.process_time() - t < 2.0
+    assert m == M.parse_filter('x in [0, 5000] and y = "a"')
+    eq = [M.parse_filter(f'x = "{i}"') for i in range(3000)]
+    assert M.merge(eq) == M.parse_filter("x in {" + ", ".join(f'"{i}"' for i in range(3000)) + "}")
+
+
+# -- objects that are not records filters or events ------------------------------------------
+
+_F = M.parse_filter("x = 1")
+_E = M.parse_event({"x": 1})
+_NOT_FILTERS = [None, 5, "x = 1", {"x": [1]}, [], object(), b"x", _E]
+_NOT_EVENTS = [None, 5, '{"x": 1}', [], object(), b"{}", _F]
+
+
+@pytest.mark.parametrize("junk", _NOT_FILTERS, ids=lambda j: type(j).__name__)
+def test_hooks_given_a_non_filter_raise_filter_syntax_error_naming_its_type(junk):
+    calls = [lambda: M.matches(junk, _E), lambda: M.covers(_F, junk), lambda: M.covers(junk, _F),
+             lambda: M.identical(junk, _F), lambda: M.overlaps(_F, junk),
+             lambda: M.merge([_F, junk]), lambda: M.merge([junk, _F], perfect=False),
+             lambda: M.format_filter(junk), lambda: M.dump_filter(junk)]
+    idx = M.new_index()
+    idx.add(_F, "k")
+    calls += [lambda: idx.add(junk, "j"), lambda: idx.bulk_add([(_F, "b"), (junk, "j")])]
+    calls += [lambda q=q: getattr(idx, q)(junk) for q in
+              ("covering", "covered_by", "identical", "overlapping", "merge_candidates")]
+    for call in calls:
+        with pytest.raises(FilterSyntaxError, match=f"not a records filter: {type(junk).__name__}"):
+            call()
+    assert list(idx) == [(_F, "k")]
+    with pytest.raises(KeyError):
+        idx.remove(junk, "k")
+
+
+@pytest.mark.parametrize("junk", [None, 5, "abc", {"x": 1}, _F], ids=lambda j: type(j).__name__)
+def test_merge_of_a_non_sequence_raises_filter_syntax_error(junk):
+    with pytest.raises(FilterSyntaxError, match="sequence of records filters"):
+        M.merge(junk)
+
+
+@pytest.mark.parametrize("junk", _NOT_EVENTS, ids=lambda j: type(j).__name__)
+def test_hooks_given_a_non_event_raise_event_error_naming_its_type(junk):
+    idx = M.new_index()
+    idx.add(_F, "k")
+    for call in (lambda: M.matches(_F, junk), lambda: idx.match(junk),
+                 lambda: idx.match_pairs(junk), lambda: M.dump_event(junk)):
+        with pytest.raises(EventError, match=f"not a records event: {type(junk).__name__}"):
+            call()
+
+
+def test_mappings_stay_accepted_as_events_by_matches_and_the_index():
+    idx = M.new_index()
+    idx.add(_F, "k")
+    assert M.matches(_F, {"x": 1}) and idx.match({"x": 1}) == {"k"}
+    with pytest.raises(EventError, match="not a records event: dict"):
+        M.dump_event({"x": 1})
+
+
+# -- string length: literals and names in filters at most limits.MAX_STRING characters ------
+
+_LONG = "x" * (limits.MAX_STRING + 1)
+
+
+@pytest.mark.parametrize("spec", [f'x = "{_LONG}"', f'x prefix "{_LONG}"', f"{_LONG} = 1",
+                                  f'"{_LONG}" exists', {"a": [_LONG]},
+                                  {"a": [{"prefix": _LONG}]}, {"a": [{"anything-but": [_LONG]}]},
+                                  {"a": [{"wildcard": _LONG + "*"}]}, {_LONG: [1]}])
+def test_a_string_longer_than_the_limit_in_a_filter_is_refused(spec):
+    with pytest.raises(FilterSyntaxError, match=f"at most {limits.MAX_STRING} characters"):
+        M.parse_filter(spec)
+
+
+@pytest.mark.parametrize("obj", [{"x": {"op": "=", "value": _LONG}}, {_LONG: {"op": "exists"}}])
+def test_a_string_longer_than_the_limit_in_a_wire_filter_is_refused(obj):
+    with pytest.raises(FilterSyntaxError, match=f"at most {limits.MAX_STRING} characters"):
+        M.load_filter(obj)
+
+
+def test_literals_at_the_string_limit_relate_in_bounded_time():
+    f = M.parse_filter({"a": ["x" * limits.MAX_STRING]})   # 1 MB: 8-12 s before
+    g = M.parse_filter({"a": [{"equals-ignore-case": "ǅ" * 2000}]})
+    h = M.parse_filter('a suffix "' + "ab" * 1000 + '"')
+    t = time.process_time()
+    assert M.overlaps(f, g) and not M.covers(g, f) and M.overlaps(f, h)
+    m = M.merge([f, h], perfect=False)
+    assert M.covers(m, f) and M.covers(m, h)
+    assert time.process_time() - t < 5.0
+    assert M.parse_filter(M.format_filter(f)) == f
+
+
+def test_long_strings_in_events_are_accepted_and_matched_in_linear_time():
+    big = "ab" * 2_000_000
+    e = M.parse_event(json.dumps({"a": big, "b": [big, "c"]}))
+    fs = [M.parse_filter(s) for s in ('a suffix "ab"', 'a prefix "abab"', 'b any = "c"',
+                                      'a substring "ba"', 'a equals-ignore-case "AB"')]
+    idx = M.new_index()
+    t = time.process_time()
+    for i, f in enumerate(fs):
+        idx.add(f, i)
+    assert [M.matches(f, e) for f in fs] == [True, True, True, True, False]
+    assert idx.match(e) == {0, 1, 2, 3}
+    assert time.process_time() - t < 2.0
+
+
+def test_a_perfect_merger_of_more_filters_than_one_group_is_found_group_by_group():
+    from pubsift.models.records.conjunctive import MERGE_GROUP
+
+    fs = [M.parse_filter(f"x in [{i}, {i + 1}] and y in [{j}, {j + 1}]")
+          for i in range(8) for j in range(8)]
+    assert len(fs) > MERGE_GROUP
+    assert M.merge(fs) == M.parse_filter("x in [0, 8] and y in [0, 8]")
+    assert M.merge(fs + [M.parse_filter("x = 20 and y = 20")]) is None
+    m = M.merge(fs + [M.parse_filter("x = 20 and y = 20")], perfect=False)
+    assert m == M.parse_filter("x in [0, 20] and y in [0, 20]")
