@@ -14,6 +14,10 @@ from pubsift.models.records.model import RecordsModel
 from pubsift.models.records.strategies import numbers, raw_constraints, strings
 from pubsift.models.records.values import skey
 
+# Hang ceilings: the '< N' checks on process_time below are not performance claims (those
+# live in bench/); each guards against a blow-up issue 10 removed (seconds to minutes of
+# CPU before) with a ceiling far above today's CPU time, so a loaded machine never trips it.
+
 
 def pairwise(cs: list[Constraint], integer: bool) -> tuple[str, object]:
     acc = None
@@ -64,20 +68,20 @@ def test_many_not_equal_clauses_parse_in_linear_time():
     for n in (5000,):
         for lit in (str, lambda i: f'"s{i}"'):
             text = " and ".join(f"x != {lit(i)}" for i in range(n))
-            t = time.perf_counter()
+            t = time.process_time()
             f = m.parse_filter(text)
-            elapsed = time.perf_counter() - t
+            elapsed = time.process_time() - t
             assert f.get("x").op is Op.NOT_IN_SET and len(f.get("x").operand) == n
-            assert elapsed < 5, elapsed  # quadratic took ~60 s for 5,000
+            assert elapsed < 20, elapsed  # quadratic took ~60 s for 5,000
             assert m.parse_filter(m.format_filter(f)) == f
 
 
 def test_many_multi_value_clauses_parse_in_linear_time():
     m = RecordsModel()
     n = 5000
-    t = time.perf_counter()
+    t = time.process_time()
     f = m.parse_filter(" and ".join(f"x not contains {i}" for i in range(n)))
     g = m.parse_filter(" and ".join(f"x contains {i}" for i in range(n)))
-    assert time.perf_counter() - t < 5
+    assert time.process_time() - t < 20
     assert f.get("x").op is Op.DISJOINT and len(f.get("x").operand) == n
     assert g.get("x").op is Op.SUPERSET and len(g.get("x").operand) == n

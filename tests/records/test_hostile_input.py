@@ -21,6 +21,10 @@ M = RecordsModel()
 BIG = int("9" * 400)                        # beyond every float
 HUGE = "9" * (limits.MAX_INT_DIGITS + 1)    # beyond the digit limit
 
+# Hang ceilings: the '< N' checks on process_time below are not performance claims (those
+# live in bench/); each guards against a blow-up issue 10 removed (seconds to minutes of
+# CPU before) with a ceiling far above today's CPU time, so a loaded machine never trips it.
+
 
 def nested(depth: int, leaf: object) -> dict:
     d = leaf
@@ -380,7 +384,7 @@ def test_long_affix_constraints_relate_in_bounded_time_with_sound_answers():
     suffix = M.parse_filter(f'x suffix "{s}"')
     caseless = M.parse_filter(f'x equals-ignore-case "{s}"')
     substring = M.parse_filter(f'x substring "{s}"')
-    t = time.perf_counter()
+    t = time.process_time()
     for f, g in ((suffix, caseless), (caseless, suffix), (substring, caseless)):
         assert M.covers(f, g) in (False, True)
         assert M.overlaps(f, g) is True          # they do overlap (s itself)
@@ -389,7 +393,7 @@ def test_long_affix_constraints_relate_in_bounded_time_with_sound_answers():
         assert m is None or (M.covers(m, f) and M.covers(m, g))
         h = M.merge([f, g], perfect=False)
         assert h is not None and M.matches(h, M.parse_event({"x": s}))
-    assert time.perf_counter() - t < 15  # was minutes per pair
+    assert time.process_time() - t < 60  # was minutes per pair
     idx = M.new_index()
     for i, f in enumerate((suffix, caseless, substring)):
         idx.add(f, i)
@@ -402,7 +406,7 @@ def test_long_any_suffix_is_indexed_and_related_in_bounded_time():
     # cubically many characters (index add: 90 s for 3,000 characters)
     s = "x" * 3000
     f, g = M.parse_filter(f'a any suffix "{s}"'), M.parse_filter('a any = "y"')
-    t = time.perf_counter()
+    t = time.process_time()
     idx = M.new_index()
     idx.add(f, 1)
     idx.add(g, 2)
@@ -411,17 +415,17 @@ def test_long_any_suffix_is_indexed_and_related_in_bounded_time():
     assert idx.match(M.parse_event({"a": ["y", "q" + s]})) == {1, 2}
     assert not M.covers(f, g) and not M.identical(f, g) and M.overlaps(f, g)
     assert M.merge([f, g]) is None
-    assert time.perf_counter() - t < 2
+    assert time.process_time() - t < 10
 
 
 def test_dfa_samples_of_a_long_suffix_take_linear_time():
     from pubsift.models.records.automata import dfa_kmp
 
-    t = time.perf_counter()
+    t = time.process_time()
     samples = list(dfa_kmp("ab" * 10000, absorbing=False).samples())
     assert samples[0] == "ab" * 10000 and all(w.endswith("ab" * 10000) for w in samples)
     assert len(set(samples)) == len(samples)
-    assert time.perf_counter() - t < 2
+    assert time.process_time() - t < 10
 
 
 def test_any_constraints_past_the_automaton_bound_get_the_sound_answers(monkeypatch):
@@ -481,9 +485,9 @@ def test_hull_of_long_common_substrings_is_found_quickly():
     from pubsift.models.records import relations as rel
 
     a, b = "x" * 3000 + "core" + "y" * 3000, "z" * 3000 + "core" + "w" * 3000
-    t = time.perf_counter()
+    t = time.process_time()
     assert rel._longest_common_substrings([a, b]) == ["core"]
-    assert time.perf_counter() - t < 2
+    assert time.process_time() - t < 10
 
 
 def test_loaded_wire_filters_are_canonical_and_round_trip_through_text():
@@ -518,20 +522,20 @@ def test_a_large_string_exclusion_relates_to_an_automaton_in_linear_time():
     # the lexical spans of 5,000 excluded strings became an automaton one span at a time
     many = M.parse_filter(" and ".join(f'x != "s{i}"' for i in range(5000)))
     suffix = M.parse_filter('x suffix "a"')
-    t = time.perf_counter()
+    t = time.process_time()
     assert M.covers(many, suffix) and not M.covers(suffix, many)
     assert M.overlaps(many, suffix)
-    assert time.perf_counter() - t < 10  # quadratic: about a minute
+    assert time.process_time() - t < 30  # quadratic: about a minute
 
 
 def test_a_periodic_suffix_builds_its_automaton_in_linear_time():
     # following KMP failure links per transition was quadratic on "abab…" (20,000
     # characters: 4 s to accept, 40,000: 21 s to refuse)
-    t = time.perf_counter()
+    t = time.process_time()
     assert M.parse_filter(f'x suffix "{"ab" * 10000}"')
     with pytest.raises(FilterSyntaxError, match="too complex"):
         M.parse_filter(f'x any substring "{"ab" * 20000}"')
-    assert time.perf_counter() - t < 2
+    assert time.process_time() - t < 3
 
 
 # -- review of the merged work: merging huge numbers, large sets and many filters -----------
@@ -585,7 +589,7 @@ def test_imperfect_merge_of_large_exclusion_sets_takes_linear_time(quote):
     g = M.parse_filter("x not in {" + ", ".join(quote(i) for i in range(n // 2, n + n // 2)) + "}")
     t = time.process_time()
     m = M.merge([f, g], perfect=False)
-    assert time.process_time() - t < 1.0
+    assert time.process_time() - t < 5
     assert M.covers(m, f) and M.covers(m, g)
     # x ∉ S ∪ x ∉ T is x ∉ S ∩ T (4,000 values: within representation.LIMIT)
     both = M.parse_filter("x not in {" + ", ".join(quote(i) for i in range(n // 2, n)) + "}")
@@ -597,7 +601,7 @@ def test_merging_thousands_of_filters_takes_linear_time_and_stays_sound():
     t = time.process_time()
     assert M.merge(fs) is None
     m = M.merge(fs, perfect=False)
-    assert time.process_time() - t < 2.0
+    assert time.process_time() - t < 8
     for i in (0, 777, 1999):
         assert M.matches(m, M.parse_event({"x": i, "y": i + 0.5}))
 
@@ -606,7 +610,7 @@ def test_thousands_of_filters_differing_in_one_attribute_merge_perfectly_and_qui
     fs = [M.parse_filter(f'x in [{i}, {i + 1}] and y = "a"') for i in range(5000)]
     t = time.process_time()
     m = M.merge(list(reversed(fs)))
-    assert time.process_time() - t < 2.0
+    assert time.process_time() - t < 8
     assert m == M.parse_filter('x in [0, 5000] and y = "a"')
     eq = [M.parse_filter(f'x = "{i}"') for i in range(3000)]
     assert M.merge(eq) == M.parse_filter("x in {" + ", ".join(f'"{i}"' for i in range(3000)) + "}")
@@ -691,7 +695,7 @@ def test_literals_at_the_string_limit_relate_in_bounded_time():
     assert M.overlaps(f, g) and not M.covers(g, f) and M.overlaps(f, h)
     m = M.merge([f, h], perfect=False)
     assert M.covers(m, f) and M.covers(m, h)
-    assert time.process_time() - t < 5.0
+    assert time.process_time() - t < 20
     assert M.parse_filter(M.format_filter(f)) == f
 
 
@@ -706,7 +710,7 @@ def test_long_strings_in_events_are_accepted_and_matched_in_linear_time():
         idx.add(f, i)
     assert [M.matches(f, e) for f in fs] == [True, True, True, True, False]
     assert idx.match(e) == {0, 1, 2, 3}
-    assert time.process_time() - t < 2.0
+    assert time.process_time() - t < 8
 
 
 def test_a_perfect_merger_of_more_filters_than_one_group_is_found_group_by_group():

@@ -27,6 +27,10 @@ NUMBER = etree.XPath("number($s)")
 EMPTY = etree.fromstring("<a/>")
 DEFAULT_DEPTH = ParseLimits()
 
+# Hang ceilings: the '< N' checks on process_time below are not performance claims (those
+# live in bench/); each guards against a blow-up issue 10 removed (seconds to minutes of
+# CPU before) with a ceiling far above today's CPU time, so a loaded machine never trips it.
+
 
 def lxml_says(q: str, raw: str | bytes, namespaces=None) -> bool:
     return bool(etree.XPath(q, namespaces=namespaces)(etree.fromstring(
@@ -96,9 +100,9 @@ def test_overflowing_document_values_answer_as_lxml(value):
 
 def test_long_runs_of_blanks_are_read_in_linear_time():
     for s in (" " * 200_000 + "x", " " * 100_000 + "5" + "\t" * 100_000, "1" * 200_000 + " x"):
-        start = time.perf_counter()
+        start = time.process_time()
         assert same_number(xpath_number(s), NUMBER(EMPTY, s=s))
-        assert time.perf_counter() - start < 0.5
+        assert time.process_time() - start < 5
     agree("//a[@x > 1]", f'<r><a x="{" " * 300_000}y"/></r>')
 
 
@@ -221,9 +225,9 @@ def test_descendant_chains_on_the_deepest_document_take_linear_time():
                     ("//a[1]//a[1]//a[2]", False), ("//a[.//a//b[@x = 1]]", True),
                     ("//a" * 30 + "//b[@x]", True), ("//a[b]//a[b/@x]", False)):
         f = model.parse_filter(q)
-        start = time.perf_counter()
+        start = time.process_time()
         assert model.matches(f, e) == want, q
-        assert time.perf_counter() - start < 1.0, q      # 12 s with nested lazy searches
+        assert time.process_time() - start < 4, q      # 12 s with nested lazy searches
 
 
 # -- 4. text: quotes, position(), surrogates, lxml nodes, control characters ------------------
@@ -466,10 +470,10 @@ def test_namespace_uri_length_is_limited_alike_in_wire_and_text_forms():
         with pytest.raises(FilterSyntaxError, match="too long"):
             M.parse_filter(f'xmlns:ns0="{"u" * n}" //ns0:a')
     many = {f"p{i}": "urn:x" for i in range(1_000_000)}   # refused after ~6,000 bindings
-    start = time.perf_counter()
+    start = time.process_time()
     with pytest.raises(FilterSyntaxError, match="namespace declarations too long"):
         M.load_filter({"xpath": "//a", "namespaces": many})
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 5
     # a prefix longer than ns0 is written shorter: checked on the canonical text
     fits = "u" * (MAX_LENGTH - len('xmlns:ns0="" //ns0:a'))
     for spec in ({"xpath": "//ns0:a", "namespaces": {"ns0": fits}},
