@@ -38,6 +38,7 @@ from pubsift.models.concepts.semantic_objects import Path, SemanticObject
 from pubsift.models.concepts.syntax import Condition, FilterSpec, Literal
 from pubsift.models.concepts.units import base_unit, canonical_unit
 from pubsift.models.records import relations
+from pubsift.models.records.limits import string_message, string_too_long
 from pubsift.models.records.constraints import ABSENT, Constraint, Interval, Op
 from pubsift.models.records.values import skey
 
@@ -289,6 +290,9 @@ def _is_unit(token: str) -> bool:
 
 
 def _constraint(cond: Condition, values: list[Any], err, where: str) -> Constraint:
+    for v in values:  # the records algebra's limit on filter strings (its wire form too)
+        if isinstance(v, str) and string_too_long(v):
+            raise err(string_message(v), cond.pos, where)
     op = cond.op
     simple = {"<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE, "=": Op.EQ, "!=": Op.NE,
               "prefix": Op.PREFIX, "not-prefix": Op.NOT_PREFIX, "suffix": Op.SUFFIX,

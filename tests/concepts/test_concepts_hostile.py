@@ -13,6 +13,7 @@ from pubsift.models.concepts import ClientContext, Context
 from pubsift.models.concepts.conversion import CACHE_SIZE, ConversionManager
 from pubsift.models.concepts.filters import Clause, ConceptFilter
 from pubsift.models.concepts.limits import MAX_DEPTH, MAX_TEXT_LENGTH, MAX_TOKENS
+from pubsift.models.records.limits import MAX_STRING
 from pubsift.models.concepts.ontology import QUANTITY, Ontology, UnknownConcept
 from pubsift.models.concepts.vocabulary import VocabularyAgreement
 from pubsift.models.records import relations
@@ -609,14 +610,18 @@ def _peak(fn):
 
 
 def test_megabyte_string_literal_parses_in_memory_linear_in_its_length(model):
+    # tokenized whole, then refused by the filter-string limit (records' MAX_STRING)
     text = 'Order where Symbol = "' + "a" * 1_000_000 + '"'
     f, peak = _peak(lambda: model.parse_filter(text))
-    assert isinstance(f, ConceptFilter)
+    assert isinstance(f, FilterSyntaxError) and f"at most {MAX_STRING}" in str(f)
     assert peak < 16_000_000  # the backtracking pattern took 223 MB
     escaped = 'Order where Symbol = "' + "\\n" * 500_000 + '"'
     f, peak = _peak(lambda: model.parse_filter(escaped))
-    assert isinstance(f, ConceptFilter)
+    assert isinstance(f, FilterSyntaxError) and f"at most {MAX_STRING}" in str(f)
     assert peak < 16_000_000  # one backtracking state per escape: 61 MB with no possessive
+    ok = 'Order where Symbol = "' + "\\n" * (MAX_STRING // 2) + "a" * (MAX_STRING // 2) + '"'
+    f, peak = _peak(lambda: model.parse_filter(ok))
+    assert isinstance(f, ConceptFilter)
 
 
 def test_unterminated_megabyte_string_literal_is_refused_cheaply(model):
@@ -646,10 +651,26 @@ def test_filter_beyond_the_text_form_limits_is_formatted_as_its_wire_form(model)
         {"attr": "Symbol", "op": "in", "value": [str(i) for i in range(MAX_TOKENS // 2)]}]})
     text = model.format_filter(f)
     assert text.startswith("{") and model.parse_filter(text) == f
+    n = MAX_TEXT_LENGTH // (6 * MAX_STRING) + 1   # \u0000 escapes: beyond it as text
     long = model.parse_filter({"concept": "Order", "where": [
-        {"attr": "Symbol", "op": "=", "value": "\x00" * (MAX_TEXT_LENGTH // 4)}]})
-    text = model.format_filter(long)  # \u0000 escapes: beyond MAX_TEXT_LENGTH as text
+        {"attr": "Symbol", "op": "in",
+         "value": ["\x00" * (MAX_STRING - 1) + chr(65 + i) for i in range(n)]}]})
+    text = model.format_filter(long)
     assert text.startswith("{") and model.parse_filter(text) == long
+
+
+def test_filter_strings_longer_than_the_records_limit_are_refused_in_text_and_json(model):
+    # the records algebra (and its wire form, which concepts' wire form reuses) refuses
+    # longer strings, so the concepts forms refuse them too: every form loads back
+    s = "a" * (MAX_STRING + 1)
+    with pytest.raises(FilterSyntaxError, match=f"at most {MAX_STRING} characters"):
+        model.parse_filter({"concept": "Order", "where": [
+            {"attr": "Symbol", "op": "=", "value": s}]})
+    with pytest.raises(FilterSyntaxError, match=f"at most {MAX_STRING} characters"):
+        model.parse_filter(f'Order where Symbol = "{s}"')
+    f = model.parse_filter(f'Order where Symbol = "{s[1:]}"')
+    assert model.load_filter(model.dump_filter(f)) == f
+    assert model.parse_filter(model.format_filter(f)) == f
 
 
 _FOREIGN = [None, 5, 1.5, "Order", b"x", {}, [], {"concept": "Order"}, object()]
