@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import math
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 from pubsift.core.model import FilterIndex, FilterModel
@@ -161,21 +161,6 @@ class RecordsIndex(FilterIndex[Hashable]):
         e.keys[key] = None
         self._by_key.setdefault(key, {})[e] = None
         self._npairs += 1
-
-    def bulk_add(self, pairs: Iterable[tuple[RecordFilter, Hashable]]) -> None:
-        """Add every pair, or none: if one fails, the pairs added before it are removed
-        again and the error is raised (the index is left exactly as it was)."""
-        added: list[tuple[RecordFilter, Hashable]] = []
-        try:
-            for f, key in pairs:
-                if (f, key) in self:
-                    continue
-                self.add(f, key)
-                added.append((f, key))
-        except BaseException:
-            for f, key in reversed(added):
-                self.remove(f, key)
-            raise
 
     def remove(self, f: RecordFilter, key: Hashable) -> None:
         e = self._entries.get(f) if isinstance(f, RecordFilter) else None
