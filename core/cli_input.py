@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from pubsift.core.errors import PubsiftError
+
 STDIN = "-"
 
 
@@ -98,16 +100,20 @@ def _constant(name: str) -> Any:
     raise _Duplicate(f"{name} is not JSON")
 
 
+class JsonError(PubsiftError, ValueError):
+    """A line is not strict JSON (what is wrong, on one line)."""
+
+
 def strict_json(text: str) -> Any:
     """``json.loads`` refusing duplicate keys and NaN/Infinity; every problem is a
-    ValueError with a one-line message (column included when the parser knows it)."""
+    :class:`JsonError` with a one-line message (column included when the parser knows it)."""
     try:
         return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+        raise JsonError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
     except _Duplicate as exc:
-        raise ValueError(f"invalid JSON: {exc}") from None
+        raise JsonError(f"invalid JSON: {exc}") from None
     except ValueError as exc:  # an integer beyond the digit limit
-        raise ValueError(f"invalid JSON: {one_line(exc)}") from None
+        raise JsonError(f"invalid JSON: {one_line(exc)}") from None
     except RecursionError:
-        raise ValueError("invalid JSON: nested too deeply") from None
+        raise JsonError("invalid JSON: nested too deeply") from None

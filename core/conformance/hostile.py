@@ -89,20 +89,7 @@ def _filter_problems(model: FilterModel, f: Filter, pool: list[Filter], events: 
     """Every hook on an accepted (possibly hostile) filter f."""
     if call("hash(f)", hash, f) is _REFUSED:
         return
-    wire = call("dump_filter(f)", model.dump_filter, f)
-    if wire is not _REFUSED:
-        try:
-            loaded = _through_json(wire)
-        except (TypeError, ValueError, RecursionError) as exc:
-            call.fail(f"dump_filter(f) is not JSON ({type(exc).__name__}: {exc})")
-        else:
-            back = call("load_filter(dump_filter(f))", model.load_filter, loaded)
-            if back is _REFUSED or not call("back == f", operator.eq, back, f):
-                call.fail(f"an accepted filter does not round-trip through its wire form: "
-                          f"f = {describe(f)}, wire = {describe(wire)}, back = "
-                          f"{'refused' if back is _REFUSED else describe(back)}")
-    else:
-        call.fail("dump_filter refused an accepted filter")
+    _wire_round_trip(call, "filter", f, model.dump_filter, model.load_filter)
     if type(model).format_filter is not FilterModel.format_filter:
         text = call("format_filter(f)", model.format_filter, f)
         if text is _REFUSED or not isinstance(text, str):
@@ -131,22 +118,28 @@ def _filter_problems(model: FilterModel, f: Filter, pool: list[Filter], events: 
         call.problems.extend(found)
 
 
+def _wire_round_trip(call: _Calls, kind: str, x: Any, dump: Any, load: Any) -> None:
+    """An accepted filter or event (``kind``) must go through JSON and load back equal."""
+    v = kind[0]
+    wire = call(f"dump_{kind}({v})", dump, x)
+    if wire is _REFUSED:
+        call.fail(f"dump_{kind} refused an accepted {kind}")
+        return
+    try:
+        loaded = _through_json(wire)
+    except (TypeError, ValueError, RecursionError) as exc:
+        call.fail(f"dump_{kind}({v}) is not JSON ({type(exc).__name__}: {exc})")
+        return
+    back = call(f"load_{kind}(dump_{kind}({v}))", load, loaded)
+    if back is _REFUSED or not call(f"back == {v}", operator.eq, back, x):
+        call.fail(f"an accepted {kind} does not round-trip through its wire form: "
+                  f"{v} = {describe(x)}, wire = {describe(wire)}, back = "
+                  f"{'refused' if back is _REFUSED else describe(back)}")
+
+
 def _event_problems(model: FilterModel, e: Event, pool: list[Filter], call: _Calls) -> None:
     """Every hook on an accepted (possibly hostile) event e."""
-    wire = call("dump_event(e)", model.dump_event, e)
-    if wire is _REFUSED:
-        call.fail("dump_event refused an accepted event")
-    else:
-        try:
-            loaded = _through_json(wire)
-        except (TypeError, ValueError, RecursionError) as exc:
-            call.fail(f"dump_event(e) is not JSON ({type(exc).__name__}: {exc})")
-        else:
-            back = call("load_event(dump_event(e))", model.load_event, loaded)
-            if back is _REFUSED or not call("back == e", operator.eq, back, e):
-                call.fail(f"an accepted event does not round-trip through its wire form: "
-                          f"e = {describe(e)}, back = "
-                          f"{'refused' if back is _REFUSED else describe(back)}")
+    _wire_round_trip(call, "event", e, model.dump_event, model.load_event)
     for f in pool:
         call.bool("matches(f, e)", model.matches, f, e)
     index = call("new_index()", model.new_index)

@@ -298,21 +298,13 @@ def _replace(obj: Any, path: tuple[Any, ...], new: Callable[[Any], Any]) -> Any:
     if not path:
         return new(obj)
     head, rest = path[0], path[1:]
-    if isinstance(obj, dict):
-        copy = dict(obj)
-        v = _replace(obj[head], rest, new)
-        if v is _DELETE:
-            del copy[head]
-        else:
-            copy[head] = v
-        return copy
-    copy_l = list(obj)
+    copy = dict(obj) if isinstance(obj, dict) else list(obj)
     v = _replace(obj[head], rest, new)
     if v is _DELETE:
-        del copy_l[head]
+        del copy[head]
     else:
-        copy_l[head] = v
-    return copy_l
+        copy[head] = v
+    return copy
 
 
 _DELETE = object()
