@@ -1,1 +1,16 @@
-"""pubsift.adapters — the edges: feeds, files, Spark batch, networked runtime."""
+"""pubsift.adapters — the edges: files, archives and feeds in (:func:`read`), Spark batch and
+the networked runtime (DESIGN.md §2.4).
+
+>>> from pubsift.adapters import read
+>>> for item in read("quotes.csv.gz"):          # doctest: +SKIP
+...     print(item.id, item)
+"""
+from pubsift.adapters.inputs import Input
+from pubsift.adapters.limits import ReadLimits
+from pubsift.adapters.outcomes import REASONS, Event, Quarantined
+from pubsift.adapters.readers import Reader, ReadError, register_reader
+from pubsift.adapters.reading import read, read_input
+from pubsift.adapters.source import Source, SourceError
+
+__all__ = ["Event", "Input", "Quarantined", "REASONS", "ReadError", "ReadLimits", "Reader",
+           "Source", "SourceError", "read", "read_input", "register_reader"]

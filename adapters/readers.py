@@ -1,0 +1,151 @@
+"""Readers: one per file format, found by name (issue 11 §1, third-party models).
+
+A reader turns one :class:`~pubsift.adapters.inputs.Input` (a file, or a member of an
+archive, already decompressed) into events of a model and quarantine records. The built-in
+readers (``csv``, ``jsonl``, ``xml``) register under the entry-point group
+``pubsift.readers`` exactly as a plug-in's reader does::
+
+    [project.entry-points."pubsift.readers"]
+    toyfmt = "toy_package.reading:TOY_READER"
+
+so that a new model's files are read without touching ``adapters/``. The entry point names
+a :class:`Reader` instance (or a class instantiated without arguments).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from functools import lru_cache
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING
+
+from pubsift.core.errors import PluginError, PubsiftError
+
+if TYPE_CHECKING:
+    from pubsift.adapters.inputs import Input
+    from pubsift.adapters.limits import ReadLimits
+    from pubsift.adapters.outcomes import Event, Quarantined
+    from pubsift.core.model import FilterModel
+
+GROUP = "pubsift.readers"
+
+#: suffixes of compressed single files, removed before the format is read from the name
+COMPRESSION_SUFFIXES = (".gz", ".bz2")
+
+
+class ReadError(PubsiftError):
+    """A problem met while reading that ends the current file or member: ``reason`` is the
+    quarantine reason code. :func:`pubsift.adapters.read` quarantines it at the next
+    position, keeping every record read before it."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        self.message = message
+        super().__init__(message)
+
+
+class Reader(ABC):
+    """A file format: ``name`` (what ``Source.format`` says), the file ``extensions`` it
+    claims (lower case, with the dot), the model its events are for when the source names
+    none, and :meth:`sniff` for files whose name says nothing."""
+
+    name: str = ""
+    extensions: tuple[str, ...] = ()
+    default_model: str = ""
+
+    def sniff(self, head: bytes) -> bool:
+        """Whether the first bytes (up to 4 KiB, decompressed) look like this format."""
+        return False
+
+    @abstractmethod
+    def read(self, inp: "Input", model: "FilterModel", limits: "ReadLimits"
+             ) -> Iterator["Event | Quarantined"]:
+        """Events and quarantine records of ``inp``, in order of position. A problem that
+        ends the file is raised as :class:`ReadError` (or OSError/EOFError from the
+        stream); anything else a record does wrong is a yielded Quarantined."""
+
+
+_extra: dict[str, Reader] = {}
+
+
+def register_reader(reader: Reader) -> None:
+    """Register a reader in this process (tests; programs that build readers at run
+    time). Entry points are the way for installed packages."""
+    if not isinstance(reader, Reader) or not reader.name:
+        raise PluginError(getattr(reader, "name", "?") or "?", repr(reader),
+                          "is not a pubsift.adapters.Reader with a name")
+    _extra[reader.name] = reader
+
+
+def unregister_reader(name: str) -> None:
+    _extra.pop(name, None)
+
+
+@lru_cache(maxsize=None)
+def _installed() -> tuple[dict[str, Reader], dict[str, PluginError]]:
+    found: dict[str, Reader] = {}
+    broken: dict[str, PluginError] = {}
+    for ep in entry_points(group=GROUP):
+        if ep.name in found or ep.name in broken:
+            continue
+        try:
+            obj = ep.load()
+            reader = obj() if isinstance(obj, type) else obj
+        except Exception as exc:  # noqa: BLE001 - a broken plug-in is reported, not raised
+            broken[ep.name] = PluginError(ep.name, ep.value, f"cannot be loaded: "
+                                          f"{type(exc).__name__}: {exc}")
+            continue
+        if not isinstance(reader, Reader):
+            broken[ep.name] = PluginError(ep.name, ep.value, f"is a {type(reader).__name__}"
+                                          ", not a pubsift.adapters.Reader")
+        elif reader.name != ep.name:
+            broken[ep.name] = PluginError(ep.name, ep.value, f"calls itself "
+                                          f"{reader.name!r}, registered as {ep.name!r}")
+        else:
+            found[ep.name] = reader
+    return found, broken
+
+
+def readers() -> dict[str, Reader]:
+    """Every reader by format name: installed (entry points) and registered in-process."""
+    found, _ = _installed()
+    return {**found, **_extra}
+
+
+def broken_readers() -> dict[str, PluginError]:
+    return dict(_installed()[1])
+
+
+def format_names() -> list[str]:
+    return sorted(readers())
+
+
+def strip_compression(name: str) -> str:
+    low = name.lower()
+    for suf in COMPRESSION_SUFFIXES:
+        if low.endswith(suf):
+            return name[: -len(suf)]
+    return name
+
+
+def by_extension(name: str) -> Reader | None:
+    """The reader claiming the file name's extension (after .gz/.bz2), longest first."""
+    low = strip_compression(name).lower()
+    best: tuple[int, Reader] | None = None
+    for r in readers().values():
+        for ext in r.extensions:
+            if low.endswith(ext) and (best is None or len(ext) > best[0]):
+                best = (len(ext), r)
+    return best[1] if best else None
+
+
+def by_content(head: bytes) -> Reader | None:
+    """The first reader (by name) whose :meth:`Reader.sniff` accepts the first bytes."""
+    for name in sorted(readers()):
+        r = readers()[name]
+        try:
+            if r.sniff(head):
+                return r
+        except Exception:  # noqa: BLE001 - a plug-in's sniff that breaks claims nothing
+            continue
+    return None

@@ -1,0 +1,125 @@
+"""The one entry point: :func:`read` turns sources into events and quarantine records
+(issue 11 §3; DESIGN.md §2.4). Nothing is dropped silently: every record read is either an
+:class:`~pubsift.adapters.outcomes.Event` or a
+:class:`~pubsift.adapters.outcomes.Quarantined`, and no exception escapes for bad data.
+"""
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from pubsift.adapters.inputs import Input, inputs
+from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
+from pubsift.adapters.outcomes import Event, Quarantined, excerpt
+from pubsift.adapters.readers import ReadError, Reader, by_content, by_extension, readers
+from pubsift.adapters.source import Source, SourceError
+from pubsift.core.cli_input import one_line
+from pubsift.core.errors import EventError, PubsiftError
+from pubsift.core.model import FilterModel
+from pubsift.core.registry import load_model
+
+#: bytes read from a file to sniff its format when its name says nothing
+SNIFF_BYTES = 4096
+
+
+def read(*sources: Source | str | Mapping[str, Any], limits: ReadLimits = DEFAULT_READ_LIMITS,
+         models: Mapping[str, FilterModel] | None = None) -> Iterator[Event | Quarantined]:
+    """Events and quarantine records of every source, in order: sources in the order
+    given, files in sorted order within a directory or archive, records in order of
+    position. ``models`` provides model instances by name (default: the installed models).
+    A source that cannot be used at all (an unknown setting) raises SourceError before
+    anything is read."""
+    srcs = [Source.of(s) for s in sources]
+    for src in srcs:
+        for inp in inputs(src, limits):
+            if isinstance(inp, Quarantined):
+                yield inp
+            else:
+                yield from read_input(inp, limits, models)
+
+
+def reader_for(inp: Input) -> Reader | None:
+    """The reader of an input: the source's format, else the file extension, else the
+    content's first bytes. SourceError for a format no reader provides."""
+    fmt = inp.source.format
+    if fmt is not None:
+        found = readers().get(fmt)
+        if found is None:
+            raise SourceError(f"source {inp.source.path}: no reader for format {fmt!r} "
+                              f"(readers: {', '.join(sorted(readers()))})")
+        return found
+    found = by_extension(inp.name)
+    if found is not None:
+        return found
+    with inp.open() as fh:
+        head = fh.read(SNIFF_BYTES)
+    return by_content(head)
+
+
+def _model(name: str, models: Mapping[str, FilterModel] | None) -> FilterModel:
+    if models and name in models:
+        return models[name]
+    return load_model(name)
+
+
+def read_input(inp: Input, limits: ReadLimits = DEFAULT_READ_LIMITS,
+               models: Mapping[str, FilterModel] | None = None
+               ) -> Iterator[Event | Quarantined]:
+    """Events and quarantine records of one input (a file or archive member). A problem
+    that ends the input is quarantined at the position after the last record read."""
+    last = 0
+
+    def ended(reason: str, message: str) -> Quarantined:
+        return Quarantined(inp.name, last + 1 if last else 0, reason, message, "", model_name)
+
+    model_name: str | None = inp.source.model
+    try:
+        reader = reader_for(inp)
+        if reader is None:
+            yield Quarantined(inp.name, 0, "unknown-format", "no reader knows this file's "
+                              "format (give the source a format: "
+                              f"{', '.join(sorted(readers()))})", "", model_name)
+            return
+        model_name = model_name or reader.default_model
+        model = _model(model_name, models)
+        for out in reader.read(inp, model, limits):
+            last = max(last, out.position)
+            yield out
+    except ReadError as exc:
+        yield ended(exc.reason, exc.message)
+    except SourceError:
+        raise
+    except PubsiftError as exc:  # e.g. an unknown model: the whole input
+        yield ended("unreadable", one_line(exc))
+    except (EOFError, zlib.error) as exc:
+        yield ended("compression", f"corrupt or truncated compressed data: {one_line(exc)}")
+    except OSError as exc:
+        msg = exc.strerror or one_line(exc)
+        reason = "compression" if _is_compression(exc) else "unreadable"
+        yield ended(reason, f"cannot read: {msg}")
+    except Exception as exc:  # noqa: BLE001 - a reader bug is reported, not raised
+        yield ended("reader-error", f"internal error in the reader ({type(exc).__name__}: "
+                    f"{one_line(exc)[:300]}); this is a bug in the reader")
+
+
+def _is_compression(exc: OSError) -> bool:
+    text = str(exc).lower()
+    return "gzip" in text or "compressed" in text or "crc" in text or \
+        "invalid data stream" in text
+
+
+def converter(model: FilterModel, source: Source) -> Callable[[Any, str, int], Event | Quarantined]:
+    """``convert(raw, name, position)``: a raw record (a mapping from CSV or JSON, XML
+    bytes) -> an Event of ``model``, or a Quarantined with reason ``invalid-event``.
+    (The concepts publisher side plugs in here: reason ``concept-enrichment``.)"""
+    def convert(raw: Any, name: str, position: int) -> Event | Quarantined:
+        try:
+            return Event(model.name, name, position, model.parse_event(raw))
+        except EventError as exc:
+            return Quarantined(name, position, "invalid-event", one_line(exc), excerpt(raw),
+                               model.name)
+        except PubsiftError as exc:
+            return Quarantined(name, position, "invalid-event", one_line(exc), excerpt(raw),
+                               model.name)
+    return convert

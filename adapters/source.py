@@ -1,0 +1,108 @@
+"""A :class:`Source` says what to read and how (issue 11 §3): the path (file, directory,
+glob pattern or archive), and optionally the format, the model, the split element, column
+types and, for the concepts model, the publisher side. The Spark job's TOML ``[[source]]``
+tables map onto it one to one (:meth:`Source.from_mapping`).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any
+
+from pubsift.core.errors import PubsiftError
+
+#: declared CSV column types
+COLUMN_TYPES = ("int", "float", "bool", "str")
+
+
+class SourceError(PubsiftError, ValueError):
+    """A source description that cannot be used (names the setting)."""
+
+
+def _frozen(m: Mapping[str, Any] | None, what: str) -> Mapping[str, Any]:
+    if m is None:
+        return MappingProxyType({})
+    if not isinstance(m, Mapping):
+        raise SourceError(f"{what} is a table (mapping), not {type(m).__name__}")
+    return MappingProxyType(dict(m))
+
+
+@dataclass(frozen=True)
+class Source:
+    """What to read.
+
+    ``path``: a file, a directory (read recursively), a glob pattern, or an archive
+    (``.zip``, ``.tar``, ``.tar.gz``/``.tgz``; ``.gz``/``.bz2`` files are decompressed).
+    ``format``: ``csv``, ``jsonl``, ``xml`` or a plug-in reader's name; None: detected per
+    file from the extension and the content. ``model``: the filter model the events are for;
+    None: the reader's default (records for CSV and JSON lines, xml for XML).
+    ``split``: for XML, the element each event is split on (``cac:InvoiceLine``,
+    ``trade``, ``{uri}local``); feeds are split per item/entry without it.
+    ``namespaces``: prefixes used by ``split`` (a prefix the document itself declares on
+    its root also works). ``columns``: declared CSV column types (``int``, ``float``,
+    ``bool``, ``str``); undeclared columns are typed from their literal.
+    ``delimiter``: the CSV delimiter (None: sniffed). ``publisher``: the concepts model's
+    publisher side: ``concept``, ``vocabulary``, ``context``, ``time_field``, ``ignore``
+    (:class:`pubsift.adapters.concepts.Publisher`)."""
+
+    path: str
+    format: str | None = None
+    model: str | None = None
+    split: str | None = None
+    namespaces: Mapping[str, str] = field(default_factory=dict)
+    columns: Mapping[str, str] = field(default_factory=dict)
+    delimiter: str | None = None
+    publisher: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, str) or not self.path:
+            raise SourceError("a source needs a path (a non-empty string)")
+        for name in ("format", "model", "split", "delimiter"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, str) or not v):
+                raise SourceError(f"source {self.path}: {name} is a non-empty string, not "
+                                  f"{v!r}")
+        if self.delimiter is not None and len(self.delimiter) != 1:
+            raise SourceError(f"source {self.path}: delimiter is one character, not "
+                              f"{self.delimiter!r}")
+        object.__setattr__(self, "namespaces", _frozen(self.namespaces, "namespaces"))
+        object.__setattr__(self, "columns", _frozen(self.columns, "columns"))
+        for col, typ in self.columns.items():
+            if typ not in COLUMN_TYPES:
+                raise SourceError(f"source {self.path}: column {col!r} has type {typ!r}; "
+                                  f"the types are {', '.join(COLUMN_TYPES)}")
+        for p, uri in self.namespaces.items():
+            if not isinstance(p, str) or not isinstance(uri, str) or not uri:
+                raise SourceError(f"source {self.path}: namespaces map prefixes to URIs")
+        if self.publisher is not None:
+            object.__setattr__(self, "publisher", _frozen(self.publisher, "publisher"))
+
+    @classmethod
+    def of(cls, spec: "Source | str | Mapping[str, Any]") -> "Source":
+        """A Source from a Source, a path, or a mapping (a TOML ``[[source]]`` table)."""
+        if isinstance(spec, Source):
+            return spec
+        if isinstance(spec, str):
+            return cls(spec)
+        if hasattr(spec, "__fspath__"):
+            return cls(str(spec))
+        if isinstance(spec, Mapping):
+            return cls.from_mapping(spec)
+        raise SourceError(f"a source is a path or a table, not {type(spec).__name__}")
+
+    @classmethod
+    def from_mapping(cls, table: Mapping[str, Any]) -> "Source":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(table) - known)
+        if unknown:
+            raise SourceError(f"source {table.get('path', '?')}: unknown setting(s) "
+                              f"{', '.join(unknown)}; the settings are "
+                              f"{', '.join(sorted(known))}")
+        return cls(**dict(table))
+
+    def with_path(self, path: str) -> "Source":
+        """The same settings for another path (a file found in a directory or archive)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["path"] = path
+        return Source(**d)
