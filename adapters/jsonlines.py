@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 _BOM = b"\xef\xbb\xbf"
 #: bytes read at a time while skipping the rest of an oversized line
-_SKIP_CHUNK = 1 << 20
+_SKIP_CHUNK = 1 << 16
 _JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number",
                bool: "a boolean", type(None): "null"}
 

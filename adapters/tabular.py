@@ -53,7 +53,9 @@ left open), ``too-large`` (a row longer than ``ReadLimits.max_record_bytes`` byt
 ends of its last line not counted; or a field beyond the csv module's own process-wide
 ``field_size_limit``), ``encoding``, ``csv-type``, and what the converter refuses
 (``invalid-event``, ``concept-enrichment``). After a syntax error or an oversized row
-reading resumes at the next line, and the rows found from there are numbered on.
+reading resumes at the next line, and the rows found from there are numbered on (when the
+row broke inside a quoted field, the lines after it are read as rows: no recovery can know
+where the field was meant to end).
 
 **Semantic objects.** With a publisher side (``source.publisher``) the undeclared cells
 stay the strings they are, and the publisher types them by concept
@@ -83,7 +85,7 @@ SNIFF_BYTES = 4096
 #: delimiters the sniffer chooses among
 DELIMITERS = ",;\t|"
 #: characters read at a time while skipping the rest of an oversized line
-_SKIP_CHUNK = 1 << 20
+_SKIP_CHUNK = 1 << 16
 
 _NUMBER = re.compile(r"[+-]?(?:(?:0|[1-9][0-9]*)(\.[0-9]*)?|(\.[0-9]+))([eE][+-]?[0-9]+)?")
 _LOOSE_NUMBER = re.compile(r"[+-]?(?:[0-9]+(\.[0-9]*)?|(\.[0-9]+))([eE][+-]?[0-9]+)?")
@@ -303,7 +305,9 @@ class _Lines:
 
 
 def sniff_delimiter(sample: str) -> str:
-    """The delimiter of a CSV sample among :data:`DELIMITERS` (``,`` when unsure)."""
+    """The delimiter of a CSV sample among :data:`DELIMITERS` (``,`` when unsure); blank
+    lines are left out, they confuse :class:`csv.Sniffer`."""
+    sample = "".join(ln for ln in sample.splitlines(keepends=True) if ln.strip())
     try:
         return csv.Sniffer().sniff(sample, delimiters=DELIMITERS).delimiter
     except csv.Error:
