@@ -1,7 +1,7 @@
 """JSON lines into events (issue 11 §1, §2): one event per line holding a JSON object.
 
 * **Lines** end in ``\\n`` (``\\r\\n`` too); a UTF-8 byte-order mark before the first line
-  is skipped. A blank line (only spaces, tabs, ``\\r``) counts as a line — positions are
+  is skipped. A blank line (only ASCII whitespace) counts as a line — positions are
   line numbers, as an editor shows them — but is not a record: it yields nothing and is
   not counted as read, so read = events + quarantined holds over the non-blank lines.
 * **Each non-blank line** is parsed by :func:`pubsift.core.cli_input.strict_json` (a

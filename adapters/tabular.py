@@ -194,6 +194,9 @@ _safe_int = re.compile(_SAFE_INT).fullmatch
 _safe_float = re.compile(_SAFE_FLOAT).fullmatch
 _NO_SHAPE: tuple[Any, ...] = (re.compile("(?!)").fullmatch, None)
 _SHAPES_KEPT = 256
+#: shapes learnt per file at most: rows whose shapes keep changing (a shape costs about
+#: 0.3 ms to compile) are typed by the slow path from then on
+_SHAPE_SWITCHES = 1024
 
 
 def _kind(cell: str, value: Any) -> str | None:
@@ -422,6 +425,7 @@ def _rows(inp: "Input", model: str, text: io.TextIOBase, delimiter: str, typed: 
     inferred_only = all(c is infer for c in convs)
     header_key = tuple(header)
     shape_match, shape_typed = _NO_SHAPE
+    switches = _SHAPE_SWITCHES
 
     # -- the rows -------------------------------------------------------------------------
     position = 0
@@ -454,9 +458,11 @@ def _rows(inp: "Input", model: str, text: io.TextIOBase, delimiter: str, typed: 
                             for column, cell in zip(header, row):
                                 if cell:
                                     record[column] = infer(cell)
-                            shape = _shape_of(header_key, row, record)
-                            if shape is not None:
-                                shape_match, shape_typed = shape
+                            if switches:
+                                shape = _shape_of(header_key, row, record)
+                                if shape is not None:
+                                    shape_match, shape_typed = shape
+                                    switches -= 1
                     else:
                         for (column, conv), cell in zip(columns, row):
                             if cell:

@@ -46,6 +46,7 @@ from pubsift.adapters.inputs import inputs
 from pubsift.adapters.limits import DEFAULT_READ_LIMITS
 from pubsift.adapters.readers import broken_readers, readers
 from pubsift.models.records import RecordsModel
+from pubsift.models.xml.parsing import _parser as hardened_parser
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 QUICK_ROWS = 100_000
@@ -155,10 +156,7 @@ def feeds_section(repeats: int) -> dict[str, Any] | str:
         return n
 
     def baseline() -> int:
-        parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
-                                 dtd_validation=False,
-                                 huge_tree=limits.max_depth > 256
-                                 or limits.max_bytes > 10_000_000)
+        parser = hardened_parser(limits)      # the xml model's own settings
         n = 0
         for p in paths:
             try:

@@ -100,6 +100,17 @@ def test_fast_path_types_exactly_as_infer(rows):
             assert o.reason == "invalid-event"      # a record needs an attribute
 
 
+def test_rows_of_changing_shapes_are_typed_the_same_after_the_learning_budget(monkeypatch):
+    from pubsift.adapters import tabular
+    monkeypatch.setattr(tabular, "_SHAPE_SWITCHES", 2)
+    cells = ["1", "1.5", "", "x", "true"]
+    rows = [[cells[(i + j) % 5] for j in range(3)] for i in range(40)]
+    data = "a,b,c\n" + "".join(",".join(r) + "\n" for r in rows)
+    out = read_bytes(data.encode())
+    assert [o.event.raw for o in out] == [{c: infer(x) for c, x in zip("abc", r) if x}
+                                          for r in rows]
+
+
 # -- declared types -------------------------------------------------------------------------
 def test_declared_types_replace_inference():
     out = read_bytes(b"i,f,b,s,u\n 007 ,3, TRUE ,12,12\n-1,1e3,0,true,x\n,,,,\n",
