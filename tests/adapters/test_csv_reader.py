@@ -154,6 +154,7 @@ def test_blank_lines_before_the_header_and_a_bom_are_skipped():
     out = read_bytes(b"\xef\xbb\xbf\n\na;b\r\n1;2\r\n\r\n3;4")
     assert records(out) == [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
     assert [o.position for o in out] == [1, 2]
+    assert read_bytes(b"a,b\n") == []            # a header and no rows: nothing to read
 
 
 # -- bad rows lose that row only -------------------------------------------------------------
