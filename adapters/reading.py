@@ -81,7 +81,9 @@ def read_input(inp: Input, limits: ReadLimits = DEFAULT_READ_LIMITS,
                               "format (give the source a format: "
                               f"{', '.join(sorted(readers()))})", "", model_name)
             return
-        model_name = model_name or reader.default_model
+        if model_name is None:  # a publisher side makes semantic objects
+            model_name = "concepts" if inp.source.publisher is not None \
+                else reader.default_model
         model = _model(model_name, models)
         for out in reader.read(inp, model, limits):
             last = max(last, out.position)

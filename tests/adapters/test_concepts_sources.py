@@ -179,3 +179,10 @@ def test_an_amount_without_currency_loses_its_line_only():
         "event", "concept-enrichment", "concept-enrichment"]
     assert "PriceAmount: an amount without currencyID" in out[1].message
     assert "'x' is not a number" in out[2].message
+
+
+def test_a_publisher_side_without_a_model_reads_semantic_objects():
+    src = Source("q.csv", publisher=QUOTES)                            # no model named
+    out = list(read_input(Input("q.csv", src, lambda: io.BytesIO(
+        b"date,close,Name\n2017-02-08,45.06,AAL\n")), models=MODELS))
+    assert [(type(o), o.model) for o in out] == [(Event, "concepts")]
