@@ -117,6 +117,7 @@ class GuardedStream(io.RawIOBase):
                  compressed: Callable[[], int] | None, also_close: Any = None) -> None:
         super().__init__()
         self._inner = inner
+        self._read1 = getattr(inner, "read1", inner.read)
         self._also_close = also_close
         self._key = key
         self._limits = limits
@@ -136,7 +137,9 @@ class GuardedStream(io.RawIOBase):
 
     def readinto(self, b: Any) -> int:
         try:
-            data = self._inner.read(len(b))
+            # read1: one underlying read at most, so the bytes before a corrupt or
+            # truncated part reach the reader before the error does
+            data = self._read1(len(b))
         except ReadError:
             raise
         except Exception as exc:  # noqa: BLE001 - translated when it is a known kind

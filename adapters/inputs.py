@@ -81,13 +81,13 @@ def _pattern(source: Source, pattern: str, limits: ReadLimits) -> Iterator[Input
         return
     expanded: set[str] = set()
     for match in matches:
-        parent = os.path.dirname(match)
+        parent = os.path.dirname(os.path.normpath(match))
         while parent and parent not in expanded and os.path.dirname(parent) != parent:
             parent = os.path.dirname(parent)
         if parent in expanded:
             continue  # read with a directory the pattern matched
         if os.path.isdir(match):
-            expanded.add(match)
+            expanded.add(os.path.normpath(match))
             yield from _tree(source, match, limits)
         else:
             yield from _file(source, match, limits)
