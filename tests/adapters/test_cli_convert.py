@@ -54,7 +54,7 @@ def mixed(tmp_path):
         (d / rel).write_bytes(data)
     (d / "c.lines.gz").write_bytes(gzip.compress(b"4\nfive\n6\n"))
     (d / "bad.lines.gz").write_bytes(b"\x1f\x8b\x08\x00 truncated")
-    (d / "notes.unknown").write_bytes(b"what is this\n")
+    (d / "notes.unknown").write_bytes(b"\x00\x01\xfe\xff")  # binary: no reader claims it
     with zipfile.ZipFile(d / "z.zip", "w") as z:
         z.writestr("m/one.lines", "7\n8\n")
         z.writestr("../evil.lines", "9\n")
