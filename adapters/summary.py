@@ -37,6 +37,11 @@ class Summary:
         self.sources: dict[str, SourceCounts] = {}
         self.reasons: Counter[str] = Counter()
 
+    def saw(self, source: str) -> None:
+        """An input was opened: listed even when it gives no record (a feed with no item,
+        a CSV file with only a header)."""
+        self.sources.setdefault(source, SourceCounts())
+
     def add(self, item: Event | Quarantined) -> Event | Quarantined:
         """Count ``item``; returns it, so a read can be counted as it streams."""
         counts = self.sources.get(item.source)

@@ -304,7 +304,7 @@ def _event_line(item: Any, models: dict[str, FilterModel]) -> str:
 def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Exit 0 when every record became an event, 1 when something was quarantined, 2 on
     a usage error (bad option, unknown model or format)."""
-    from pubsift.adapters import Quarantined, read
+    from pubsift.adapters import Quarantined
     from pubsift.adapters.summary import Summary
 
     quarantine = args.quarantine or _beside(args.out, ".quarantine.jsonl")
@@ -322,7 +322,7 @@ def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     summary = Summary()
     events, bad = _AtomicFile(args.out), _AtomicFile(quarantine)
     try:
-        for item in read(*sources, models=models):
+        for item in _read_listing(sources, models, summary):
             if not isinstance(item, Quarantined):
                 try:
                     events.fh.write(_event_line(item, models))
@@ -344,6 +344,23 @@ def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 1 if summary.quarantined else 0
 
 
+def _read_listing(sources: list["Source"], models: dict[str, FilterModel], summary: Any
+                  ) -> Iterator[Any]:
+    """What :func:`pubsift.adapters.read` gives, input by input, each input made known to
+    the summary first (so that a file with no record is listed with 0 read)."""
+    from pubsift.adapters import Quarantined, read_input
+    from pubsift.adapters.inputs import inputs
+    from pubsift.adapters.limits import DEFAULT_READ_LIMITS
+
+    for source in sources:
+        for inp in inputs(source, DEFAULT_READ_LIMITS):
+            if isinstance(inp, Quarantined):
+                yield inp
+            else:
+                summary.saw(inp.name)
+                yield from read_input(inp, DEFAULT_READ_LIMITS, models)
+
+
 def _beside(path: str, suffix: str) -> str:
     """``out.jsonl`` -> ``out.quarantine.jsonl`` (the suffix replaces a ``.jsonl``)."""
     stem = path[:-len(".jsonl")] if path.lower().endswith(".jsonl") else path
@@ -360,8 +377,10 @@ def _print_summary(summary: Any, out: TextIO, events_path: str, quarantine_path:
         out.write("reasons:\n")
         for reason, n in sorted(summary.reasons.items()):
             out.write(f"  {reason}: {n}\n")
+    empty = sum(1 for c in summary.sources.values() if not c.read)
     out.write(f"total: {summary.read} read, {summary.events} events -> {events_path}, "
-              f"{summary.quarantined} quarantined -> {quarantine_path}\n")
+              f"{summary.quarantined} quarantined -> {quarantine_path}"
+              + (f"; {empty} inputs gave no record" if empty else "") + "\n")
 
 
 def cmd_readers(args: argparse.Namespace, out: TextIO) -> int:

@@ -301,3 +301,13 @@ def test_match_on_real_rss_feeds_agrees_with_lxml_per_item(tmp_path):
     assert expected, "the sample has items with a category"
     code, out, err = run(["match", "-m", "xml", "-f", "/rss/channel/item[category]", *files])
     assert {json.loads(x)["event"] for x in out.splitlines()} == expected, err
+
+
+def test_convert_lists_an_input_that_gives_no_record(tmp_path):
+    (tmp_path / "a.lines").write_bytes(b"1\n")
+    (tmp_path / "empty.lines").write_bytes(b"")
+    out = tmp_path / "o.jsonl"
+    code, stdout, _ = run(["convert", tmp_path, "--out", out])
+    assert code == 0
+    assert f"  {tmp_path}/empty.lines: 0 read, 0 events, 0 quarantined\n" in stdout
+    assert stdout.splitlines()[-1].endswith("; 1 inputs gave no record")
