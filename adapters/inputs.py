@@ -189,15 +189,13 @@ def expand(source: Source, label: str, opener: Callable[[], BinaryIO], size: int
                 else:
                     yield from expand(source, m.label, m.open, m.size, limits, depth + 1,
                                       budget)
-    except ReadError as exc:
-        yield Quarantined(label, 0, exc.reason, exc.message)
     except Exception as exc:  # noqa: BLE001 - a hostile archive is quarantined, not raised
-        err = translated(exc)
+        err = exc if isinstance(exc, ReadError) else translated(exc)
         if err is not None:
-            yield Quarantined(label, 0, err.reason, err.message)
+            reason, message = err.reason, err.message
         elif isinstance(exc, OSError):
-            yield Quarantined(label, 0, "unreadable", f"cannot read: "
-                              f"{exc.strerror or one_line(exc)}")
+            reason, message = "unreadable", f"cannot read: {exc.strerror or one_line(exc)}"
         else:
-            yield Quarantined(label, 0, "archive-member", f"corrupt archive "
-                              f"({type(exc).__name__}: {one_line(exc)[:300]})")
+            reason, message = "archive-member", (f"corrupt archive ({type(exc).__name__}: "
+                                                 f"{one_line(exc)[:300]})")
+        yield Quarantined(label, 0, reason, f"{message}; the rest of the archive is not read")
