@@ -130,17 +130,34 @@ def _internal(model: FilterModel, hook: str, exc: BaseException) -> str:
 
 
 #: file names read as JSON lines of events line by line, as before issue 11 (ids ``file:line``)
-_EVENT_LINES = (".jsonl", ".ndjson")
+_EVENT_LINES = (".jsonl", ".ndjson", ".json")
 _INPUT_OPTIONS = ("format", "split", "ns", "columns", "delimiter")
 
 
 def _line_events(path: str, args: argparse.Namespace) -> bool:
-    """Whether ``match`` reads ``path`` line by line as JSON events (stdin, ``*.jsonl``)
-    rather than through the adapters' readers."""
+    """Whether ``match`` reads ``path`` line by line as JSON events, as it did before the
+    readers existed: stdin, ``*.jsonl``/``*.ndjson``/``*.json``, and any other plain file no
+    reader claims by its name (or a missing one: a usage error, as before). Directories,
+    glob patterns, archives, compressed files and files of a reader's format (``.csv``,
+    ``.rss``, ...) go through the readers; so does everything when an input option
+    (``--format``, ``--split``, ...) is given."""
     if path == "-":
         return True
-    return path.lower().endswith(_EVENT_LINES) and \
-        not any(getattr(args, o) for o in _INPUT_OPTIONS)
+    if any(getattr(args, o) for o in _INPUT_OPTIONS):
+        return False
+    if path.lower().endswith(_EVENT_LINES):
+        return True
+    import glob
+
+    from pubsift.adapters.archives import archive_kind
+    from pubsift.adapters.bombguard import compression_of
+    from pubsift.adapters.readers import by_extension
+
+    if archive_kind(path) or compression_of(path) or by_extension(path) is not None:
+        return False
+    if os.path.isdir(path) or (glob.has_magic(path) and not os.path.lexists(path)):
+        return False
+    return True
 
 
 def _pairs_option(values: Sequence[str], what: str, sep: str = "=") -> dict[str, str]:

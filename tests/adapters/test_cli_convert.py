@@ -311,3 +311,14 @@ def test_convert_lists_an_input_that_gives_no_record(tmp_path):
     assert code == 0
     assert f"  {tmp_path}/empty.lines: 0 read, 0 events, 0 quarantined\n" in stdout
     assert stdout.splitlines()[-1].endswith("; 1 inputs gave no record")
+
+
+@pytest.mark.parametrize("name", ["events.json", "events.txt", "events"])
+def test_match_reads_other_plain_files_as_json_lines_as_before(tmp_path, name):
+    events = tmp_path / name
+    events.write_text('{"n": 1}\n{"n": 5}\nnot json\n')
+    code, out, err = run(["match", "-f", "n > 2", events])
+    assert json.loads(out) == {"event": f"{events}:2", "matches": ["arg1"]}
+    assert f"{events}:3: invalid JSON" in err and code == 1
+    code, _, err = run(["match", "-f", "n > 2", tmp_path / "missing.txt"])
+    assert code == 2 and "cannot read the events file" in err
