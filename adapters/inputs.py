@@ -179,11 +179,13 @@ def expand(source: Source, label: str, opener: Callable[[], BinaryIO], size: int
                           f"deep (limit max_nesting = {limits.max_nesting})")
         return
     budget = budget or Budget(label, limits)
+    started = False
     try:
         with opener() as raw:
             members = zip_members(label, raw, limits, budget) if kind == "zip" else \
                 tar_members(label, raw, kind, limits, budget)
             for m in members:
+                started = True
                 if isinstance(m, Quarantined):
                     yield m
                 else:
@@ -198,4 +200,6 @@ def expand(source: Source, label: str, opener: Callable[[], BinaryIO], size: int
         else:
             reason, message = "archive-member", (f"corrupt archive ({type(exc).__name__}: "
                                                  f"{one_line(exc)[:300]})")
-        yield Quarantined(label, 0, reason, f"{message}; the rest of the archive is not read")
+        if started:
+            message += "; the rest of the archive is not read"
+        yield Quarantined(label, 0, reason, message)

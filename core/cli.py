@@ -66,7 +66,8 @@ def cmd_models(args: argparse.Namespace, out: TextIO) -> int:
 
 
 class _BadFilters(Exception):
-    """The filters cannot be used (a usage error, exit 2); the message names file and line."""
+    """A usage error (exit 2): filters that cannot be used (the message names file and
+    line), or a bad input option of ``match``/``convert``."""
 
 
 def _filter_sources(specs: Sequence[str], files: Sequence[str]) -> Iterator[tuple[str, str]]:

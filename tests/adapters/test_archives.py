@@ -456,3 +456,15 @@ def test_real_quotes_csv_gz_in_a_tar_counts_rows_like_the_csv_module(tmp_path):
     assert Counter(x.source for x in got) == {f"{t}!quotes.csv.gz": 2000}
     assert [x.position for x in got] == list(range(1, 2001))
     json.dumps([x.to_json() for x in got if isinstance(x, Quarantined)])
+
+
+def test_an_archive_that_cannot_be_opened_is_one_unreadable_record():
+    from pubsift.adapters import Source
+    from pubsift.adapters.inputs import expand
+
+    def opener():
+        raise PermissionError(13, "Permission denied")
+
+    (q,) = expand(Source("x.zip"), "x.zip", opener, None, ReadLimits())
+    assert (q.source, q.position, q.reason) == ("x.zip", 0, "unreadable")
+    assert q.message == "cannot read: Permission denied"
