@@ -336,9 +336,19 @@ def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except _BadFilters as exc:
         err.write(f"pubsift convert: {exc}\n")
         return 2
+    opened: list[_AtomicFile] = []
+    for path in (args.out, quarantine):
+        try:
+            opened.append(_AtomicFile(path))
+        except OSError as exc:
+            for f in opened:
+                f.discard()
+            err.write(f"pubsift convert: cannot write {os.path.dirname(os.path.abspath(path))}"
+                      f": {exc.strerror or one_line(exc)}\n")
+            return 2
+    events, bad = opened
     _warn_broken_readers("convert", err)
     summary = Summary()
-    events, bad = _AtomicFile(args.out), _AtomicFile(quarantine)
     try:
         for item in _read_listing(sources, models, summary):
             if not isinstance(item, Quarantined):

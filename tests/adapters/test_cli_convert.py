@@ -322,3 +322,10 @@ def test_match_reads_other_plain_files_as_json_lines_as_before(tmp_path, name):
     assert f"{events}:3: invalid JSON" in err and code == 1
     code, _, err = run(["match", "-f", "n > 2", tmp_path / "missing.txt"])
     assert code == 2 and "cannot read the events file" in err
+
+
+def test_convert_into_a_folder_that_does_not_exist_is_a_usage_error(tmp_path):
+    (tmp_path / "a.lines").write_bytes(b"1\n")
+    code, _, err = run(["convert", tmp_path / "a.lines", "--out", tmp_path / "no" / "o.jsonl"])
+    assert code == 2
+    assert err == f"pubsift convert: cannot write {tmp_path / 'no'}: No such file or directory\n"
