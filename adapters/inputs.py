@@ -126,10 +126,12 @@ def _tree(source: Source, root: str, limits: ReadLimits) -> Iterator[Input | Qua
         try:
             if entry.is_symlink():
                 target = os.path.realpath(label)
-                if target == real_root or target.startswith(inside):
+                if not os.path.exists(target):
+                    why = "a broken symbolic link"
+                elif target == real_root or target.startswith(inside):
                     continue  # read under its own name
-                why = "a symbolic link out of the tree" if os.path.exists(target) else \
-                    "a broken symbolic link"
+                else:
+                    why = "a symbolic link out of the tree"
                 yield Quarantined(label, 0, "unreadable", f"not read: {why} (to {target})")
             elif entry.is_dir(follow_symlinks=False):
                 problem = enter(label)
