@@ -303,6 +303,9 @@ class _AtomicFile:
 
     def commit(self) -> None:
         self.fh.close()
+        umask = os.umask(0)  # mkstemp makes the file private; give it the usual mode
+        os.umask(umask)
+        os.chmod(self.tmp, 0o666 & ~umask)
         os.replace(self.tmp, self.path)
 
     def discard(self) -> None:

@@ -329,3 +329,16 @@ def test_convert_into_a_folder_that_does_not_exist_is_a_usage_error(tmp_path):
     code, _, err = run(["convert", tmp_path / "a.lines", "--out", tmp_path / "no" / "o.jsonl"])
     assert code == 2
     assert err == f"pubsift convert: cannot write {tmp_path / 'no'}: No such file or directory\n"
+
+
+def test_the_output_files_get_the_usual_mode_not_the_temporary_files_private_one(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n[1]\n')
+    out = tmp_path / "o.jsonl"
+    umask = os.umask(0o022)
+    try:
+        code, _, _ = run(["convert", tmp_path / "a.jsonl", "--out", out])
+    finally:
+        os.umask(umask)
+    assert code == 1     # one line quarantined
+    for path in (out, tmp_path / "o.quarantine.jsonl"):
+        assert path.stat().st_mode & 0o777 == 0o644, path
