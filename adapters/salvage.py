@@ -1,0 +1,105 @@
+"""Which items of a broken feed are lost (issue 11 §2: "a broken item in a feed loses that
+item only, when the rest of the feed still parses").
+
+A document that is not well-formed is parsed again in libxml2's recovery mode (still
+hardened); the recovery's error log says where each error is (line and column), and the
+recovered tree says on which line each node's start tag ends (lxml ``sourceline``). An error
+on line L may lie in the content of the last node starting before L, in any node starting on
+L, or in the start tag of the first node after L when that tag begins on an earlier line:
+these are the error's **suspects**. The narrowing uses the raw line: when the first node
+on L starts its tag there after nothing but blanks and the error's column is after that
+point, the node before L is cleared; when the first node after L starts its tag on its own
+line, it is cleared.
+
+If every suspect of every error lies inside items, exactly those items are lost (each gets
+the first error it is suspected of) and every other item is read from the recovered tree,
+whose nodes outside the errors' reach are as a strict parse would give them. If any suspect
+is outside the items (the root, the channel or feed metadata), or the document is not
+line-oriented enough to tell (one line, a non ASCII-compatible encoding), the whole document
+is lost. This never turns a recovered, repaired item into an event; it may lose an
+intact neighbour of a broken item when both share a line.
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from lxml import etree
+
+#: encodings whose bytes are not ASCII-compatible: raw lines cannot be searched for tags
+_WIDE = ("UTF-16", "UTF-32", "UCS-2", "UCS-4", "UTF16", "UTF32")
+
+
+@dataclass(frozen=True)
+class XmlProblem:
+    """An error libxml2 reported: 1-based line and column, and its message."""
+
+    line: int
+    column: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}, column {self.column}: {self.message}"
+
+
+def _tag_text(node: etree._Element) -> bytes:
+    """How the start of the node is spelled in the source (``<p:name``, ``<!--``,
+    ``<?target``)."""
+    if node.tag is etree.Comment:
+        return b"<!--"
+    if node.tag is etree.ProcessingInstruction:
+        return b"<?" + node.target.encode("utf-8")
+    local = etree.QName(node).localname
+    name = f"{node.prefix}:{local}" if node.prefix else local
+    return b"<" + name.encode("utf-8")
+
+
+def _starts_on(line: bytes, node: etree._Element) -> int:
+    """0-based offset where the node's start tag begins on ``line``, or -1."""
+    text = _tag_text(node)
+    for m in re.finditer(re.escape(text) + rb"(?=[\s/>?]|\Z)" if node.tag is not etree.Comment
+                         else re.escape(text), line):
+        return m.start()
+    return -1
+
+
+def broken_items(root: etree._Element, items: Sequence[etree._Element], data: bytes,
+                 problems: Sequence[XmlProblem]) -> dict[int, XmlProblem] | None:
+    """The 0-based indices of the ``items`` suspected of an error, each with the first such
+    error; None when an error may lie outside every item (the whole document is lost)."""
+    encoding = (root.getroottree().docinfo.encoding or "UTF-8").upper()
+    if encoding.startswith(_WIDE):
+        return None
+    nodes = [n for n in root.iter() if n.sourceline]
+    lines = [n.sourceline for n in nodes]
+    if any(b < a for a, b in zip(lines, lines[1:])):
+        return None
+    owner: dict[etree._Element, int] = {}
+    for k, item in enumerate(items):
+        for n in item.iter():
+            owner[n] = k
+    raw = data.split(b"\n")
+    out: dict[int, XmlProblem] = {}
+    for problem in problems:
+        L = problem.line
+        if L < 1 or L > len(raw):
+            return None
+        lo, hi = bisect_left(lines, L), bisect_right(lines, L)
+        suspects = list(nodes[lo:hi])
+        if lo > 0:
+            first_here = _starts_on(raw[L - 1], nodes[lo]) if lo < hi else -1
+            if first_here < 0 or raw[L - 1][:first_here].strip() or \
+                    problem.column <= first_here + 1:
+                suspects.append(nodes[lo - 1])
+        if hi < len(nodes) and _starts_on(raw[nodes[hi].sourceline - 1], nodes[hi]) < 0:
+            suspects.append(nodes[hi])
+        if not suspects:
+            return None
+        for n in suspects:
+            k = owner.get(n)
+            if k is None:
+                return None
+            out.setdefault(k, problem)
+    return out
