@@ -6,10 +6,11 @@ hardened); the recovery's error log says where each error is (line and column), 
 recovered tree says on which line each node's start tag ends (lxml ``sourceline``). An error
 on line L may lie in the content of the last node starting before L, in any node starting on
 L, or in the start tag of the first node after L when that tag begins on an earlier line:
-these are the error's **suspects**. The narrowing uses the raw line: when the first node
-on L starts its tag there after nothing but blanks and the error's column is after that
-point, the node before L is cleared; when the first node after L starts its tag on its own
-line, it is cleared.
+these are the error's **suspects**. The narrowing uses the raw lines: when the start tag of
+the first node on L surely begins after the node before L (its ``<name`` is the first thing
+on a line in between, before the error's column on L, with no comment or CDATA section in
+that stretch that could hide such text), the node before L is cleared; when the first node
+after L starts its tag on its own line, it is cleared.
 
 If every suspect of every error lies inside items, exactly those items are lost (each gets
 the first error it is suspected of) and every other item is read from the recovered tree,
@@ -65,10 +66,30 @@ def _starts_on(line: bytes, node: etree._Element) -> int:
     return -1
 
 
+def _tag_begins(raw: list[bytes], node: etree._Element, after: int, line: int,
+                column: int) -> bool:
+    """Whether the start tag of ``node`` (ending on ``line``) surely begins after line
+    ``after`` and before ``column`` of ``line`` (1-based): its ``<name`` is the first thing
+    on a line in between, and no comment or CDATA section starts in that stretch (it could
+    hide a ``<name``)."""
+    for n in range(line, after, -1):
+        text = raw[n - 1]
+        at = _starts_on(text, node)
+        if at >= 0:
+            if text[:at].strip() or n == line and column <= at + 1:
+                return False
+            stretch = b"\n".join(raw[after:n])
+            return b"<!--" not in stretch and b"<![CDATA[" not in stretch
+    return False
+
+
 def broken_items(root: etree._Element, items: Sequence[etree._Element], data: bytes,
-                 problems: Sequence[XmlProblem]) -> dict[int, XmlProblem] | None:
+                 problems: Sequence[XmlProblem], broken_nodes: Sequence = ()
+                 ) -> dict[int, XmlProblem] | None:
     """The 0-based indices of the ``items`` suspected of an error, each with the first such
-    error; None when an error may lie outside every item (the whole document is lost)."""
+    error; None when an error may lie outside every item (the whole document is lost).
+    ``broken_nodes`` are nodes known to be wrong themselves (an entity reference recovery
+    kept): their item is lost, or the document when they are outside the items."""
     encoding = (root.getroottree().docinfo.encoding or "UTF-8").upper()
     if encoding.startswith(_WIDE):
         return None
@@ -82,17 +103,21 @@ def broken_items(root: etree._Element, items: Sequence[etree._Element], data: by
             owner[n] = k
     raw = data.split(b"\n")
     out: dict[int, XmlProblem] = {}
+    for node in broken_nodes:
+        k = owner.get(node)
+        if k is None:
+            return None
+        out.setdefault(k, XmlProblem(node.sourceline or 0, 0,
+                                     f"undeclared entity &{node.name};"))
     for problem in problems:
         L = problem.line
         if L < 1 or L > len(raw):
             return None
         lo, hi = bisect_left(lines, L), bisect_right(lines, L)
         suspects = list(nodes[lo:hi])
-        if lo > 0:
-            first_here = _starts_on(raw[L - 1], nodes[lo]) if lo < hi else -1
-            if first_here < 0 or raw[L - 1][:first_here].strip() or \
-                    problem.column <= first_here + 1:
-                suspects.append(nodes[lo - 1])
+        if lo > 0 and not (lo < hi and _tag_begins(raw, nodes[lo], lines[lo - 1], L,
+                                                   problem.column)):
+            suspects.append(nodes[lo - 1])
         if hi < len(nodes) and _starts_on(raw[nodes[hi].sourceline - 1], nodes[hi]) < 0:
             suspects.append(nodes[hi])
         if not suspects:

@@ -52,7 +52,8 @@ from pubsift.adapters.splitting import (Selector, Skeleton, SplitName, Undeclare
                                         stream_items, stream_skeleton)
 from pubsift.core.errors import EventError
 from pubsift.core.model import FilterModel
-from pubsift.models.xml.parsing import (check_depth, check_entities, hardened_options,
+from pubsift.models.xml.parsing import (check_depth, check_entities,
+                                        check_entity_declarations, hardened_options,
                                         hardened_parser, parser_depth_ceiling)
 
 _E = etree.ErrorTypes
@@ -120,10 +121,11 @@ class _Reading:
                                f"{max_bytes}", excerpt(raw), self.model.name)
         return self.convert(raw, self.name, position)
 
-    def refused(self, root: etree._Element) -> Quarantined | None:
-        """``xml-entity`` or ``xml-too-deep`` for a parsed document, else None."""
+    def refused(self, root: etree._Element, references: bool = True) -> Quarantined | None:
+        """``xml-entity`` or ``xml-too-deep`` for a parsed document, else None
+        (``references=False``: entity references are left to the caller)."""
         try:
-            check_entities(root)
+            (check_entities if references else check_entity_declarations)(root)
         except EventError as exc:
             return self.whole("xml-entity", str(exc))
         if self.limits.xml.max_depth < parser_depth_ceiling(self.limits.xml):
@@ -179,7 +181,8 @@ class _Reading:
             return
         broken: dict[int, XmlProblem] = {}
         if problems:
-            found = broken_items(root, items, data, problems)
+            # a reference recovery kept (an undeclared entity) is broken in itself
+            found = broken_items(root, items, data, problems, list(root.iter(etree.Entity)))
             if found is None:
                 yield self.whole("xml-syntax", f"not well-formed outside the items: "
                                  f"{problems[0]}", _line_of(data, problems[0].line))
@@ -215,7 +218,7 @@ class _Reading:
         if root is None:
             yield whole
             return
-        bad = self.refused(root)
+        bad = self.refused(root, references=False)
         if bad is not None:
             yield bad
             return

@@ -148,17 +148,24 @@ class XmlEvent:
         return f"XmlEvent({text!r})"
 
 
-def check_entities(root: etree._Element) -> None:
-    """EventError when the document of ``root`` declares an entity (XXE, entity expansion)
-    or keeps a reference to one (lxml leaves refused references as Entity nodes)."""
+def check_entity_declarations(root: etree._Element) -> None:
+    """EventError when the document of ``root`` declares an entity: an external one
+    (XXE) or any internal one (entity expansion, e.g. "billion laughs")."""
     dtd = root.getroottree().docinfo.internalDTD
-    if dtd is not None:
-        for ent in dtd.iterentities():
-            if ent.system_url or ent.orig is None and ent.content is None:
-                raise EventError(f"external entity {ent.name!r} refused (XXE: an external "
-                                 f"entity would read {ent.system_url!r})", "DOCTYPE")
-            raise EventError(f"entity declaration {ent.name!r} refused (entity expansion, "
-                             "e.g. 'billion laughs', is not allowed)", "DOCTYPE")
+    if dtd is None:
+        return
+    for ent in dtd.iterentities():
+        if ent.system_url or ent.orig is None and ent.content is None:
+            raise EventError(f"external entity {ent.name!r} refused (XXE: an external "
+                             f"entity would read {ent.system_url!r})", "DOCTYPE")
+        raise EventError(f"entity declaration {ent.name!r} refused (entity expansion, "
+                         "e.g. 'billion laughs', is not allowed)", "DOCTYPE")
+
+
+def check_entities(root: etree._Element) -> None:
+    """:func:`check_entity_declarations`, and EventError when the tree keeps a reference
+    to an entity (lxml leaves refused references as Entity nodes)."""
+    check_entity_declarations(root)
     for el in root.iter(etree.Entity):
         raise EventError(f"reference to undeclared or refused entity &{el.name};",
                          f"line {el.sourceline}")
