@@ -20,6 +20,7 @@ is then the skeleton plus one item, and the events are the same.
 """
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -109,11 +110,12 @@ class Skeleton:
     slot (the parent, and the node that precedes it once every item is out, or None when it
     becomes the parent's first child)."""
 
-    __slots__ = ("root", "_slots")
+    __slots__ = ("root", "_slots", "_addresses")
 
     def __init__(self, root: etree._Element | None = None) -> None:
         self.root = root
         self._slots: list[tuple[etree._Element, etree._Element | None]] = []
+        self._addresses: dict[tuple, tuple[tuple[int, ...], int]] = {}
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -139,6 +141,48 @@ class Skeleton:
             return etree.tostring(self.root, encoding="unicode")
         finally:
             parent.remove(el)
+
+
+    def tree_with(self, index: int, el: etree._Element, last: bool = False
+                  ) -> etree._Element:
+        """A new tree: a copy of the skeleton with item ``index`` ``el`` *moved* into its
+        place (``el`` leaves its document). Serialized, it is :meth:`text_with`'s text;
+        the cost is a copy of the skeleton, not of the item. ``last``: the skeleton is not
+        needed any more and becomes that tree itself when it is the root alone (no copy)."""
+        path, prev = self._address(index)
+        root = self.root if last and self._bare() else copy.deepcopy(self.root)
+        parent = root
+        for i in path:
+            parent = parent[i]
+        if prev < 0:
+            parent.insert(0, el)
+        else:
+            parent[prev].addnext(el)
+        return root
+
+    def _bare(self) -> bool:
+        """Whether the skeleton's document is its root alone (no DOCTYPE, comment or
+        processing instruction beside it), as a copy of the root is."""
+        root = self.root
+        return root.getprevious() is None and root.getnext() is None and \
+            not root.getroottree().docinfo.doctype
+
+    def _address(self, index: int) -> tuple[tuple[int, ...], int]:
+        """The slot as child indices from the root to the parent, and the index of the
+        preceding node among the parent's children (-1: none); the skeleton is final once
+        events are made, so the address holds for every copy."""
+        parent, prev = slot = self._slots[index]
+        found = self._addresses.get(slot)
+        if found is None:
+            path: list[int] = []
+            node = parent
+            while node.getparent() is not None:
+                up = node.getparent()
+                path.append(up.index(node))
+                node = up
+            found = (tuple(reversed(path)), -1 if prev is None else parent.index(prev))
+            self._addresses[slot] = found
+        return found
 
 
 def split_tree(root: etree._Element, selector: Selector) -> tuple[Skeleton, list]:
@@ -175,15 +219,16 @@ def stream_skeleton(fh: BinaryIO, selector: Selector, options: Mapping,
 
 
 def stream_items(fh: BinaryIO, selector: Selector, options: Mapping,
-                 skeleton: Skeleton) -> Iterator[tuple[int, str]]:
-    """Pass 2: (1-based position, event text) of each item, the item moved out of the
-    streamed document into the skeleton of pass 1 (same text as :func:`split_tree` gives
-    in memory). A document that changed between the passes ends with ReadError."""
+                 skeleton: Skeleton) -> Iterator[tuple[int, etree._Element]]:
+    """Pass 2: (0-based index, element) of each item, once its tail is read; the caller
+    puts it into the skeleton of pass 1 (:meth:`Skeleton.text_with` or
+    :meth:`Skeleton.tree_with`, which take it out of the streamed document) before asking
+    for the next. A document that changed between the passes ends with ReadError."""
     pending = None
     k = 0
     for _, el in etree.iterparse(fh, events=("end",), tag=selector.tag, **options):
         if pending is not None:
-            yield k, skeleton.text_with(k - 1, pending)
+            yield k - 1, pending
             pending = None
         if selector.accepts(el):
             k += 1
@@ -192,7 +237,7 @@ def stream_items(fh: BinaryIO, selector: Selector, options: Mapping,
                                 "more items than in the first pass")
             pending = el
     if pending is not None:
-        yield k, skeleton.text_with(k - 1, pending)
+        yield k - 1, pending
     if k != len(skeleton):
         raise ReadError("unreadable", "the document changed while it was read: "
                         f"{k} items, {len(skeleton)} in the first pass")

@@ -12,6 +12,7 @@ from lxml import etree
 
 from pubsift.adapters import Event, Quarantined, ReadLimits, Source, read
 from pubsift.models.xml import XmlModel
+from pubsift.models.xml.parsing import ParseLimits
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 
@@ -94,6 +95,22 @@ def test_each_item_event_is_the_feed_with_the_other_items_removed():
         got = outcomes(path)
         for i, ev in enumerate(got):
             assert c14n(ev.event.root) == c14n(restricted(tree, i)), (path, i + 1)
+            # built from the checked tree, the event is what parse_event makes of its text
+            again = MODEL.parse_event(ev.event.xml)
+            assert ev.event == again and c14n(ev.event.root) == c14n(again.root)
+
+
+def test_through_parse_event_the_events_are_the_same():
+    """A model whose limits differ from the reader's gets every event through
+    ``model.parse_event`` of the event's text: the same events."""
+    other = {"xml": XmlModel(ParseLimits(max_bytes=9_999_999))}
+    files = feed_files()
+    files += sorted(data("business", "ubl").glob("*.xml"))[:3]
+    for path in files:
+        direct = [(o.position, getattr(o, "event", None)) for o in read(str(path))]
+        through = [(o.position, getattr(o, "event", None))
+                   for o in read(str(path), models=other)]
+        assert direct == through, path
 
 
 def _sample_filters(tree: etree._ElementTree) -> list[str]:
