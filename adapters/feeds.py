@@ -24,8 +24,13 @@ xml       anything else                                         whole document
 """
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from lxml import etree
+
+from pubsift.models.xml.parsing import DEFAULT_LIMITS, ParseLimits, hardened_options
 
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 RSS1 = "http://purl.org/rss/1.0/"
@@ -104,3 +109,16 @@ def detect(root_tag: str, nsmap: Mapping[str | None, str] | None = None) -> Kind
     if uri is not None and uri.startswith(FPML_PREFIX):
         return FPML
     return XML
+
+
+def kind_of(head: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> Kind | None:
+    """The kind of the document whose first bytes are ``head`` (e.g. the 4 KiB a reader
+    sniffs; enough when they hold the root's start tag), read with the hardened settings;
+    None when no root element starts in them."""
+    try:
+        for _, root in etree.iterparse(io.BytesIO(head), events=("start",),
+                                       **hardened_options(limits)):
+            return detect(root.tag, root.nsmap)
+    except etree.XMLSyntaxError:
+        return None
+    return None

@@ -47,12 +47,14 @@ class XmlProblem:
 
 def _tag_text(node: etree._Element) -> bytes:
     """How the start of the node is spelled in the source (``<p:name``, ``<!--``,
-    ``<?target``)."""
+    ``<?target``, ``&name;``)."""
     if node.tag is etree.Comment:
         return b"<!--"
     if node.tag is etree.ProcessingInstruction:
         return b"<?" + node.target.encode("utf-8")
-    local = etree.QName(node).localname
+    if node.tag is etree.Entity:
+        return b"&" + node.name.encode("utf-8") + b";"
+    local = node.tag.rpartition("}")[2]     # not QName: recovery keeps invalid names
     name = f"{node.prefix}:{local}" if node.prefix else local
     return b"<" + name.encode("utf-8")
 
@@ -60,10 +62,10 @@ def _tag_text(node: etree._Element) -> bytes:
 def _starts_on(line: bytes, node: etree._Element) -> int:
     """0-based offset where the node's start tag begins on ``line``, or -1."""
     text = _tag_text(node)
-    for m in re.finditer(re.escape(text) + rb"(?=[\s/>?]|\Z)" if node.tag is not etree.Comment
-                         else re.escape(text), line):
-        return m.start()
-    return -1
+    if isinstance(node.tag, str):
+        m = re.search(re.escape(text) + rb"(?=[\s/>]|\Z)", line)
+        return m.start() if m else -1
+    return line.find(text)
 
 
 def _tag_begins(raw: list[bytes], node: etree._Element, after: int, line: int,
