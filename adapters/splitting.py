@@ -14,8 +14,8 @@ document is made per item: an event costs one serialization of the skeleton plus
 Namespaces stay as declared on the root and the ancestors (lxml reconciles the item's
 namespace references with the skeleton's declarations when it is put back).
 
-The same :class:`Skeleton` serves an in-memory tree (:func:`split_tree`) and a document
-streamed twice with ``iterparse`` (:func:`stream_skeleton`, :func:`stream_items`): memory
+The same :class:`Skeleton` serves an in-memory tree (:meth:`Selector.find` its items, then
+:meth:`Skeleton.take` each) and a document streamed twice with ``iterparse`` (:func:`stream_skeleton`, :func:`stream_items`): memory
 is then the skeleton plus one item, and the events are the same.
 """
 from __future__ import annotations
@@ -93,6 +93,16 @@ class Selector:
     def of_feed(cls, kind: Kind) -> "Selector":
         return cls(kind.items[-1], kind.items)
 
+    def find(self, root: etree._Element) -> list[etree._Element]:
+        """The items of a whole tree, in document order (what :meth:`accepts` accepts;
+        a feed's are found by walking its path, not the whole tree)."""
+        if self.path is None:
+            return [el for el in root.iter(self.tag) if self.accepts(el)]
+        level = [root]
+        for tag in self.path:
+            level = [el for parent in level for el in parent.iterchildren(tag)]
+        return level
+
     def accepts(self, el: etree._Element) -> bool:
         if self.path is None:
             return next(el.iterancestors(self.tag), None) is None
@@ -126,22 +136,18 @@ class Skeleton:
         self._slots.append((parent, el.getprevious()))
         parent.remove(el)
 
-    def text_with(self, index: int, el: etree._Element,
-                  check: Callable[[etree._Element], None] | None = None) -> str:
+    def text_with(self, index: int, el: etree._Element) -> str:
         """The serialization of the skeleton with item ``index`` (0-based) ``el`` in its
-        place (``check(root)`` runs on that tree first); ``el`` is taken out again."""
+        place; ``el`` is taken out again (out of any document)."""
         parent, prev = self._slots[index]
         if prev is None:
             parent.insert(0, el)
         else:
             prev.addnext(el)
         try:
-            if check is not None:
-                check(self.root)
             return etree.tostring(self.root, encoding="unicode")
         finally:
             parent.remove(el)
-
 
     def tree_with(self, index: int, el: etree._Element, last: bool = False
                   ) -> etree._Element:
@@ -183,16 +189,6 @@ class Skeleton:
             found = (tuple(reversed(path)), -1 if prev is None else parent.index(prev))
             self._addresses[slot] = found
         return found
-
-
-def split_tree(root: etree._Element, selector: Selector) -> tuple[Skeleton, list]:
-    """The skeleton of a parsed document (modified in place) and its items, in document
-    order."""
-    items = [el for el in root.iter(selector.tag) if selector.accepts(el)]
-    skeleton = Skeleton(root)
-    for el in items:
-        skeleton.take(el)
-    return skeleton, items
 
 
 def stream_skeleton(fh: BinaryIO, selector: Selector, options: Mapping,

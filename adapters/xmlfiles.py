@@ -48,7 +48,7 @@ from typing import Any, BinaryIO
 
 from lxml import etree
 
-from pubsift.adapters.feeds import detect
+from pubsift.adapters.feeds import KINDS, detect
 from pubsift.adapters.inputs import Input
 from pubsift.adapters.limits import ReadLimits
 from pubsift.adapters.outcomes import Event, Quarantined, excerpt
@@ -70,6 +70,8 @@ ENCODING_ERRORS = frozenset(getattr(_E, n) for n in (
     "ERR_INVALID_ENCODING", "ERR_UNKNOWN_ENCODING", "ERR_UNSUPPORTED_ENCODING",
     "ERR_ENCODING_NAME", "ERR_MISSING_ENCODING", "I18N_CONV_FAILED", "I18N_NO_HANDLER",
     "IO_ENCODER") if hasattr(_E, n))
+#: the item selector of each feed kind
+_FEEDS = {k.name: Selector.of_feed(k) for k in KINDS.values() if k.is_feed}
 _WHERE_SUFFIX = re.compile(r", line \d+, column \d+\Z")
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 
@@ -175,7 +177,7 @@ class _Reading:
             except UndeclaredPrefix as exc:
                 return self.whole("xml-no-split", str(exc))
         kind = detect(root_tag, nsmap)
-        return Selector.of_feed(kind) if kind.is_feed else None
+        return _FEEDS.get(kind.name)
 
     # -- in memory ---------------------------------------------------------------------------
     def from_bytes(self, data: bytes) -> Iterator[Event | Quarantined]:
@@ -203,7 +205,7 @@ class _Reading:
     def items(self, root: etree._Element, sel: Selector, data: bytes,
               problems: list[XmlProblem] | None) -> Iterator[Event | Quarantined]:
         """Split events of a parsed (or recovered, with its ``problems``) document."""
-        items = [el for el in root.iter(sel.tag) if sel.accepts(el)]
+        items = sel.find(root)
         if not items:
             if problems:
                 yield self.whole("xml-syntax", f"not well-formed: {problems[0]}",

@@ -263,6 +263,16 @@ def test_a_broken_item_loses_that_item_only(tmp_path, bad):
     assert "line " in got[2].message and got[2].excerpt
 
 
+def test_an_unclosed_item_takes_what_recovery_put_inside_it(tmp_path):
+    """Recovery nests the items after an unclosed one inside it: they are lost with it,
+    in one quarantine record at its position (counts still add up)."""
+    got = outcomes(feed(GOOD[:2] + [b"    <item><title>unclosed</title>"] + GOOD[2:]),
+                   tmp_path)
+    assert shape(got) == [("Event", 1, None), ("Event", 2, None),
+                          ("Quarantined", 3, "xml-syntax")]
+    assert "Opening and ending tag mismatch" in got[2].message
+
+
 def test_broken_metadata_or_truncation(tmp_path):
     broken_meta = feed(GOOD).replace(b"<title>t</title>", b"<title>t &nbsp;</title>")
     assert shape(outcomes(broken_meta, tmp_path)) == [("Quarantined", 0, "xml-syntax")]
