@@ -191,15 +191,42 @@ class Skeleton:
         return found
 
 
+class _Budget:
+    """A binary stream that ends with ReadError ``too-large`` once lxml parsed more than
+    ``limit`` bytes beyond those of the items already taken out (``taken``): the skeleton
+    of a streamed document (and the item being parsed) stays bounded even when split
+    elements are rare or absent."""
+
+    def __init__(self, fh: BinaryIO, limit: int) -> None:
+        self.fh = fh
+        self.limit = limit
+        self.consumed = 0
+        self.taken = 0
+
+    def read(self, n: int = -1) -> bytes:
+        # lxml has parsed all it read before asking again: count only those bytes
+        if self.consumed - self.taken > self.limit:
+            raise ReadError("too-large", f"more than {self.limit} bytes outside the split "
+                            "elements taken so far: the document's metadata (or one split "
+                            "element) is too large for any event")
+        data = self.fh.read(n)
+        self.consumed += len(data)
+        return data
+
+
 def stream_skeleton(fh: BinaryIO, selector: Selector, options: Mapping,
-                    check: Callable[[etree._Element], None] | None = None) -> Skeleton:
+                    check: Callable[[etree._Element], None] | None = None,
+                    budget: int | None = None) -> Skeleton:
     """Pass 1 over a document too large to hold: its skeleton, the items dropped as soon
     as their tail is read (the next item's end, or the end of the document).
-    ``check(item)`` runs on each item while it is still in its document. lxml's
-    XMLSyntaxError and whatever ``fh.read`` raises propagate."""
+    ``check(item)`` runs on each item while it is still in its document; ``budget``
+    bounds the bytes read beyond the items (ReadError ``too-large``), measuring each item
+    by its serialization. lxml's XMLSyntaxError and whatever ``fh.read`` raises
+    propagate."""
     skeleton = Skeleton()
     pending = None
-    parse = etree.iterparse(fh, events=("end",), tag=selector.tag, **options)
+    stream = fh if budget is None else _Budget(fh, budget)
+    parse = etree.iterparse(stream, events=("end",), tag=selector.tag, **options)
     for _, el in parse:
         if pending is not None:
             skeleton.take(pending)
@@ -207,6 +234,8 @@ def stream_skeleton(fh: BinaryIO, selector: Selector, options: Mapping,
         if selector.accepts(el):
             if check is not None:
                 check(el)
+            if budget is not None:
+                stream.taken += len(etree.tostring(el))
             pending = el
     if pending is not None:
         skeleton.take(pending)

@@ -322,7 +322,9 @@ class _Reading:
                 check_depth(el, self.limits.xml)
         try:
             with self.inp.open() as fh:
-                skeleton = stream_skeleton(fh, sel, options, check)
+                # the skeleton is in every event: beyond max_bytes, no event can be made
+                skeleton = stream_skeleton(fh, sel, options, check,
+                                           budget=2 * self.limits.xml.max_bytes)
         except etree.XMLSyntaxError as exc:
             yield self.stream_problem(exc)
             return

@@ -232,6 +232,23 @@ def test_oversize_events_are_too_large(tmp_path):
                                                                "too-large")]
 
 
+def test_oversize_items_streamed_and_a_bounded_skeleton(tmp_path):
+    streamed = ReadLimits(xml=ParseLimits(max_bytes=300), stream_above=16)
+    big_item = b"<item><title>" + b"x" * 400 + b"</title></item>"
+    raw = b"<rss><channel><item><title>ok</title></item>" + big_item + b"</channel></rss>"
+    assert shape(outcomes(raw, tmp_path, limits=streamed)) == [
+        ("Event", 1, None), ("Quarantined", 2, "too-large")]
+    # many small items stream fine; metadata beyond the budget ends the document
+    many = b"<rss><channel>" + b"<item><title>i</title></item>" * 200 + b"</channel></rss>"
+    assert len(outcomes(many, tmp_path, limits=streamed)) == 200
+    fat = b"<rss><channel>" + b"<x>meta</x>" * 100 + b"<item/></channel></rss>"
+    assert shape(outcomes(fat, tmp_path, limits=streamed)) == [("Quarantined", 0,
+                                                               "too-large")]
+    absent = b"<doc>" + b"<x>no split element</x>" * 100 + b"</doc>"
+    assert shape(outcomes(absent, tmp_path, limits=streamed, split="trade")) == [
+        ("Quarantined", 0, "too-large")]
+
+
 # -- broken items ------------------------------------------------------------------------
 GOOD = [b"    <item><title>one</title></item>", b"    <item>\n      <title>two</title>\n"
         b"    </item>", b"    <item><title>three</title></item>",
