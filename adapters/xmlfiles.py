@@ -36,7 +36,9 @@ copy of the skeleton per item) instead of serializing and parsing it again: the 
 
 Files up to ``ReadLimits.stream_above`` bytes are parsed in memory; larger ones are
 streamed twice with ``iterparse`` (skeleton, then items), memory bounded by the skeleton
-and one item, and give the same events. A streamed document that is not well-formed is
+and one item, and give the same events. Their skeleton is bounded too: more than twice
+``xml.max_bytes`` outside the split elements (metadata no event could hold, or split
+elements that are rare or absent) ends the document with ``too-large``. A streamed document that is not well-formed is
 quarantined whole (salvage needs the recovered tree in memory); one that is read whole
 (not split) is read in memory when within ``xml.max_bytes``, else ``too-large``.
 """
@@ -140,13 +142,21 @@ class _Reading:
 
     def fast_event(self, position: int, root: etree._Element) -> Event | Quarantined:
         """The xml model's event of a tree lxml built under the same hardened settings and
-        limits as the model's and that passed the same checks (a whole document, or a copy
-        of a checked document's skeleton with one of its items): the XmlEvent
-        ``model.parse_event`` would build from its serialization, without parsing that
-        again (tested equal to it on every real feed)."""
+        limits as the model's, from a document that passed the same checks (a copy of its
+        skeleton with one of its items): the XmlEvent ``model.parse_event`` would build
+        from its serialization, without parsing that again (tested equal to it on every
+        real feed)."""
         xml = etree.tostring(root, encoding="unicode", with_tail=False)
         return self.too_large(position, xml) or \
             Event(self.model.name, self.name, position, XmlEvent(root, xml))
+
+    def document_event(self, root: etree._Element, data: bytes) -> Event | Quarantined:
+        """The event of a whole document, sized by its bytes as ``parse_event`` does."""
+        if not self.fast:
+            return self.event(1, data)
+        xml = etree.tostring(root, encoding="unicode", with_tail=False)
+        return self.too_large(1, data) or \
+            Event(self.model.name, self.name, 1, XmlEvent(root, xml))
 
     def item_event(self, skeleton: Skeleton, index: int, el: etree._Element
                    ) -> Event | Quarantined:
@@ -197,8 +207,7 @@ class _Reading:
         if isinstance(sel, Quarantined):
             yield sel
         elif sel is None or sel.path is None and root.tag == sel.tag:
-            yield (self.too_large(1, data) or self.fast_event(1, root)) if self.fast \
-                else self.event(1, data)
+            yield self.document_event(root, data)
         else:
             yield from self.items(root, sel, data, None)
 
