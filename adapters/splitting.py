@@ -9,14 +9,18 @@ the same way.
 The construction: every item is taken out of the document together with its tail (the
 text after it, as lxml's ``remove`` does), leaving the **skeleton**; each item is then put
 back alone, in its original place (after the node that preceded it once the other items
-are gone), the skeleton is serialized, and the item is taken out again. No copy of the
-document is made per item: an event costs one serialization of the skeleton plus the item.
-Namespaces stay as declared on the root and the ancestors (lxml reconciles the item's
-namespace references with the skeleton's declarations when it is put back).
+are gone). :meth:`Skeleton.text_with` serializes that and takes the item out again (the
+text a model's ``parse_event`` reads); :meth:`Skeleton.tree_with` moves the item into a
+copy of the skeleton instead (a tree of its own for the xml model's event, whose
+serialization is the same text). Neither copies the document per item: an event costs the
+skeleton plus the item. Namespaces stay as declared on the root and the ancestors (lxml
+reconciles the item's namespace references with the skeleton's declarations when it is
+put back; a redundant redeclaration on the item itself is dropped).
 
-The same :class:`Skeleton` serves an in-memory tree (:meth:`Selector.find` its items, then
-:meth:`Skeleton.take` each) and a document streamed twice with ``iterparse`` (:func:`stream_skeleton`, :func:`stream_items`): memory
-is then the skeleton plus one item, and the events are the same.
+The same :class:`Skeleton` serves an in-memory tree (:meth:`Selector.find` its items,
+then :meth:`Skeleton.take` each) and a document streamed twice with ``iterparse``
+(:func:`stream_skeleton`, :func:`stream_items`): memory is then the skeleton plus one
+item, and the events are the same.
 """
 from __future__ import annotations
 
