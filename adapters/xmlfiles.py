@@ -13,6 +13,10 @@ What it gives, per file:
   quarantined at position 0 with reason ``xml-no-split`` (the source expected it: a wrong
   prefix or name is not silently read as nothing). A root that is itself the split element
   is one event.
+* **Entity references**: a reference to an entity an external DTD would declare (RSS
+  0.91's ``&eacute;`` under the Netscape DOCTYPE) is refused, never resolved: the item
+  holding it is quarantined (``xml-entity`` at its position), or the whole document when it
+  is outside the items.
 * **The concepts model**: the parsed document goes to
   :func:`pubsift.adapters.concepts.ubl_semantic_objects` (one semantic object per UBL
   line).
@@ -95,6 +99,12 @@ def syntax_problem(exc: etree.XMLSyntaxError) -> tuple[str, XmlProblem]:
     return "xml-syntax", problem
 
 
+def _refused_reference(ref: etree._Element) -> str:
+    # strict parsing keeps one only under a DOCTYPE naming an external DTD (never loaded)
+    return (f"reference to entity &{ref.name}; (line {ref.sourceline}) refused: only "
+            "the predefined entities are read, no DTD is loaded")
+
+
 def _line_of(data: bytes, line: int) -> bytes:
     if line < 1:
         return data[:200]
@@ -161,6 +171,10 @@ class _Reading:
 
     def item_event(self, skeleton: Skeleton, index: int, el: etree._Element
                    ) -> Event | Quarantined:
+        ref = next(el.iter(etree.Entity), None)
+        if ref is not None:
+            return Quarantined(self.name, index + 1, "xml-entity", _refused_reference(ref),
+                               f"&{ref.name};", self.model.name)
         if self.fast:
             return self.fast_event(index + 1, skeleton.tree_with(
                 index, el, last=index == len(skeleton) - 1))
@@ -180,6 +194,13 @@ class _Reading:
                 return self.whole("xml-too-deep", str(exc))
         return None
 
+    def references(self, root: etree._Element) -> Quarantined | None:
+        """``xml-entity`` for a tree (a document, a skeleton) that keeps an entity
+        reference, else None."""
+        ref = next(root.iter(etree.Entity), None)
+        return None if ref is None else self.whole("xml-entity", _refused_reference(ref),
+                                                   f"&{ref.name};")
+
     def selector(self, root_tag: str, nsmap: dict) -> Selector | Quarantined | None:
         """How the document splits: a Selector, None (read whole), or ``xml-no-split``."""
         if self.split is not None:
@@ -197,18 +218,23 @@ class _Reading:
         except etree.XMLSyntaxError as exc:
             yield from self.salvage(data, exc)
             return
-        bad = self.refused(root)
+        # entity references are refused per item (one in the metadata: the document)
+        bad = self.refused(root, references=False)
         if bad is not None:
             yield bad
             return
         if self.model.name == "concepts":
-            yield from self.concepts(root)
+            bad = self.references(root)
+            if bad is not None:
+                yield bad
+            else:
+                yield from self.concepts(root)
             return
         sel = self.selector(root.tag, root.nsmap)
         if isinstance(sel, Quarantined):
             yield sel
         elif sel is None or sel.path is None and root.tag == sel.tag:
-            yield self.document_event(root, data)
+            yield self.references(root) or self.document_event(root, data)
         else:
             yield from self.items(root, sel, data, None)
 
@@ -236,6 +262,10 @@ class _Reading:
         skeleton = Skeleton(root)
         for el in items:
             skeleton.take(el)
+        bad = self.references(root)
+        if bad is not None:
+            yield bad
+            return
         for k, el in enumerate(items):
             problem = broken.get(k)
             if problem is not None:
@@ -293,7 +323,8 @@ class _Reading:
                     yield self.whole("xml-syntax", "empty XML document")
                     return
                 tag, nsmap = root.tag, dict(root.nsmap)
-                bad = self.refused(root)
+                # the first chunk's items may be in the tree: their references are theirs
+                bad = self.refused(root, references=False)
         except etree.XMLSyntaxError as exc:
             yield self.stream_problem(exc)
             return

@@ -211,6 +211,30 @@ def test_hostile_documents_are_quarantined_whole(tmp_path, raw, reason, limits):
     assert "passwd" not in repr(got) or reason != "xml-entity" or "file:///" in got[0].message
 
 
+NETSCAPE = b"""<?xml version="1.0"?>
+<!DOCTYPE rss PUBLIC "-//Netscape Communications//DTD RSS 0.91//EN"
+ "http://my.netscape.com/publish/formats/rss-0.91.dtd">
+<rss version="0.91"><channel><title>t</title>
+<item><title>one</title></item>
+<item><title>caf&eacute;</title></item>
+<item><title>three</title></item>
+</channel></rss>"""
+
+
+@pytest.mark.parametrize("limits", [ReadLimits(), STREAM], ids=["memory", "stream"])
+def test_a_reference_to_an_external_dtds_entity_loses_its_item(tmp_path, limits):
+    got = outcomes(NETSCAPE, tmp_path, limits=limits)
+    assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-entity"),
+                          ("Event", 3, None)]
+    assert "&eacute;" in got[1].message and "no DTD is loaded" in got[1].message
+    in_meta = NETSCAPE.replace(b"<title>t</title>", b"<title>&copy;</title>")
+    assert shape(outcomes(in_meta, tmp_path, limits=limits)) == [("Quarantined", 0,
+                                                                  "xml-entity")]
+    whole = NETSCAPE.replace(b"rss", b"nitf")
+    assert shape(outcomes(whole, tmp_path, limits=limits)) == [("Quarantined", 0,
+                                                                "xml-entity")]
+
+
 def test_lower_depth_limit_is_xml_too_deep_in_memory_and_streamed(tmp_path):
     raw = b"<rss><channel><item>" + b"<a>" * 20 + b"</a>" * 20 + b"</item></channel></rss>"
     for limits in (ReadLimits(xml=ParseLimits(max_depth=10)),
