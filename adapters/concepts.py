@@ -1,21 +1,23 @@
 """Adapters of the concepts model at the edges (Cilia et al., 003 §4.2: "At the publisher
 side they are responsible for resolving vocabulary issues and for enriching message content.
 At the subscriber side they are in charge of transforming/converting message content
-according to the subscriber preferences").
+according to the subscriber preferences"). Only the concepts enrichment lives here (issue 11
+§1 "Semantic objects"); reading files is :func:`pubsift.adapters.read`'s.
 
 * :class:`Publisher` enriches plain records (JSON objects, CSV rows) into semantic objects
-  with the publisher's declared vocabulary and context.
-* :func:`read_csv` does that for a CSV file (e.g. the S&P 500 quotes, prices in USD).
-* :func:`ubl_events` reads UBL 1.0 business documents (orders, invoices, despatch advice):
-  one semantic object per line, amounts in their ``currencyID`` and quantities in their
-  ``unitCode`` (UN/ECE codes mapped to pint units).
+  with the publisher's declared vocabulary and context. A source with a ``publisher``
+  table (:func:`publisher_for`) makes the CSV reader's and the JSON-lines reader's records
+  semantic objects this way.
+* :func:`ubl_semantic_objects` maps a parsed UBL 1.0 business document (orders, invoices,
+  despatch advice): one semantic object per line, amounts in their ``currencyID`` and
+  quantities in their ``unitCode`` (UN/ECE codes mapped to pint units);
+  :func:`ubl_events` does it for a file.
 * :class:`Subscriber` is the subscriber side: subscriptions in the subscriber's vocabulary
   and context, deliveries converted back (:mod:`pubsift.models.concepts.vocabulary`).
 """
 from __future__ import annotations
 
-import csv
-import math
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +25,11 @@ from typing import Any
 
 from lxml import etree
 
-from pubsift.core.errors import ConversionError, EventError
+from pubsift.adapters.outcomes import Event, Quarantined, excerpt
+from pubsift.adapters.source import Source, SourceError
+from pubsift.adapters.tabular import parse_number
+from pubsift.core.errors import ConversionError, EventError, PubsiftError
+from pubsift.core.model import FilterModel
 from pubsift.models.concepts.context import ClientContext
 from pubsift.models.concepts.filters import ConceptFilter
 from pubsift.models.concepts.model import ConceptsModel
@@ -31,6 +37,7 @@ from pubsift.models.concepts.ontology import MONEY, QUANTITY, UnknownConcept
 from pubsift.models.concepts.semantic_objects import SemanticObject
 from pubsift.models.concepts.units import UNECE, canonical_unit, dimensionality
 from pubsift.models.concepts.vocabulary import Delivery, Vocabulary, VocabularyAgreement
+from pubsift.models.xml.parsing import DEFAULT_LIMITS, ParseLimits, parse_document
 
 
 @dataclass
@@ -91,42 +98,86 @@ class Publisher:
 
 
 def _typed(raw: Any, kind: str, where: str) -> Any:
-    """CSV fields are strings: numbers for amounts and quantities."""
-    if kind in (QUANTITY, MONEY) and isinstance(raw, str):
+    """Amounts and quantities are numbers: a string (a CSV cell) is read as a number
+    literal (:func:`pubsift.adapters.tabular.parse_number`: surrounding spaces, a sign and
+    leading zeros allowed; ``nan``, ``inf``, ``1_000``, out-of-range numbers refused); an
+    ``int`` stays an ``int``. Values of other concepts are kept as they are."""
+    if kind not in (QUANTITY, MONEY):
+        return raw
+    if isinstance(raw, str):
         try:
-            v = float(raw)
-        except ValueError:
-            raise EventError(f"{raw!r} is not a number", where) from None
-        if not math.isfinite(v):
-            raise EventError(f"{raw!r} is not a finite number", where)
-        return int(v) if v.is_integer() and "." not in raw and "e" not in raw.lower() else v
+            return parse_number(raw)
+        except ValueError as exc:
+            raise EventError(str(exc), where) from None
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise EventError(f"{raw!r} is not a number", where)
     return raw
 
 
-def read_csv(path: str | Path, publisher: Publisher, limit: int | None = None
-             ) -> Iterator[SemanticObject]:
-    """The rows of a CSV file enriched by ``publisher``; an error names the line."""
-    name = Path(path).name
+# -- a source's publisher side -------------------------------------------------------------
+PUBLISHER_SETTINGS = ("concept", "vocabulary", "context", "time_field", "ignore")
+_PUBLISHERS: dict[tuple[int, str], Publisher] = {}
+_PUBLISHERS_KEPT = 64
+
+
+def publisher_for(model: FilterModel, source: Source) -> Publisher:
+    """The Publisher of ``source.publisher`` (a mapping: ``concept``, ``vocabulary``,
+    ``context``, ``time_field``, ``ignore``) for ``model``, built once per description and
+    model (the inputs of one source share it). SourceError naming the setting when the
+    description cannot be used, or when ``model`` is not the concepts model."""
+    spec = source.publisher
+    where = f"source {source.path}: publisher"
+    if spec is None:
+        raise SourceError(f"{where}: the source has no publisher side")
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = csv.DictReader(fh)
-            count = 0
-            while limit is None or count < limit:
-                try:
-                    row = next(rows)
-                except StopIteration:
-                    return
-                except (csv.Error, UnicodeDecodeError) as exc:
-                    raise EventError(f"unreadable CSV: {exc}", f"{name}:{rows.line_num + 1}") \
-                        from None
-                count += 1
-                yield publisher.enrich(row, where=f"{name}:{rows.line_num}")
-    except OSError as exc:
-        raise EventError(f"cannot read {path}: {exc.strerror or exc}", str(path)) from None
+        key: tuple[int, str] | None = (id(model), json.dumps(dict(spec), sort_keys=True,
+                                                              default=repr))
+    except (TypeError, ValueError):
+        key = None
+    if key is not None:
+        found = _PUBLISHERS.get(key)
+        if found is not None and found.model is model:
+            return found
+    pub = _publisher(model, spec, where)
+    if key is not None:
+        if len(_PUBLISHERS) >= _PUBLISHERS_KEPT:
+            _PUBLISHERS.clear()
+        _PUBLISHERS[key] = pub
+    return pub
 
 
-# -- UBL ----------------------------------------------------------------------------------
-_CBC = "urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-1.0"
+def _publisher(model: FilterModel, spec: Mapping[str, Any], where: str) -> Publisher:
+    if not isinstance(model, ConceptsModel):
+        raise SourceError(f"{where}: a publisher side makes semantic objects of the concepts "
+                          f"model, but the source's model is {model.name!r} (set model = "
+                          "\"concepts\")")
+    unknown = sorted(map(str, set(spec) - set(PUBLISHER_SETTINGS)))
+    if unknown:
+        raise SourceError(f"{where}: unknown setting(s) {', '.join(unknown)}; the settings "
+                          f"are {', '.join(PUBLISHER_SETTINGS)}")
+    concept = spec.get("concept")
+    if not isinstance(concept, str) or not concept:
+        raise SourceError(f"{where}: concept is the concept of every record (a non-empty "
+                          f"string), not {concept!r}")
+    vocabulary = spec.get("vocabulary") or {}
+    if not isinstance(vocabulary, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in vocabulary.items()):
+        raise SourceError(f"{where}: vocabulary maps field names to concepts (strings)")
+    time_field = spec.get("time_field")
+    if time_field is not None and not isinstance(time_field, str):
+        raise SourceError(f"{where}: time_field is a field name, not {time_field!r}")
+    ignore = spec.get("ignore") or ()
+    if not isinstance(ignore, (list, tuple, set, frozenset)) or \
+            not all(isinstance(x, str) for x in ignore):
+        raise SourceError(f"{where}: ignore is a list of field names, not {ignore!r}")
+    try:
+        return Publisher(model, concept, dict(vocabulary), spec.get("context"), time_field,
+                         frozenset(ignore))
+    except PubsiftError as exc:
+        raise SourceError(f"{where}: {exc}") from None
+
+
+# -- UBL -----------------------------------------------------------------------------------
 _LINES = {"OrderLine", "InvoiceLine", "DespatchLine", "ReceiptLine", "LineItem"}
 _DIMENSION_CONCEPT = {"[mass]": "NetWeight", "[length]": "Distance", "[]": "ItemCount",
                       "[length] ** 3": "Volume"}
@@ -140,11 +191,6 @@ class UBLReport:
     skipped: list[str] = field(default_factory=list)
 
 
-def _parser() -> etree.XMLParser:
-    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
-                           huge_tree=False, remove_comments=True)
-
-
 def _local(el: etree._Element) -> str:
     return etree.QName(el).localname
 
@@ -156,81 +202,140 @@ def _first(el: etree._Element, name: str) -> etree._Element | None:
     return None
 
 
-def ubl_events(path: str | Path, model: ConceptsModel) -> UBLReport:
-    """One semantic object per document line: concept = the document type (Order,
-    Invoice, DespatchAdvice, ...), members Identifier, DateOfIssue, TotalAmount (the
-    document's LineExtensionTotalAmount), UnitPrice (the line's PriceAmount) and the line's
-    quantity as NetWeight / Distance / ItemCount by the dimension of its unit code; the
-    event's time is the IssueDate. Quantities whose unit code is not a unit of measure
-    (CTN, PKG) are reported in ``skipped``."""
-    path = Path(path)
-    try:
-        root = etree.parse(str(path), _parser()).getroot()
-    except etree.XMLSyntaxError as exc:
-        raise EventError(f"not well-formed XML: {exc}", str(path)) from None
-    except OSError as exc:
-        raise EventError(f"cannot read {path}: {exc}", str(path)) from None
+def ubl_semantic_objects(root: etree._Element, model: ConceptsModel, name: str
+                         ) -> Iterator[Event | Quarantined]:
+    """The semantic objects of a parsed UBL document (parsed with the xml model's hardened
+    parser: :func:`pubsift.models.xml.parsing.parse_document`), one per document line
+    (``OrderLine``, ``InvoiceLine``, ``DespatchLine``, ``ReceiptLine``, ``LineItem``, the
+    outermost ones), at position = the line's 1-based index in document order; a document
+    without lines is one object at position 1.
+
+    Concept = the document type (Order, Invoice, DespatchAdvice, ...); members Identifier,
+    DateOfIssue, TotalAmount (the document's LineExtensionTotalAmount), UnitPrice (the
+    line's PriceAmount) and the line's quantity as NetWeight / Distance / ItemCount / Volume
+    by the dimension of its unit code; the object's time is the IssueDate.
+
+    A line that cannot be enriched is quarantined with reason ``concept-enrichment``, the
+    message naming the field and the XML line: a number that is not one, an amount without
+    ``currencyID``, a document type that is not a concept (then every line is), and a
+    quantity whose unit code is not a unit of measure (``PKG``, ``CTN``, or no code): such
+    a line is quarantined whole rather than delivered without its quantity, since a
+    subscriber filtering on quantities would otherwise never see it and not know why
+    (issue 11 §2: nothing dropped silently). :func:`ubl_events` keeps such lines as objects
+    without the quantity and reports them in ``skipped``."""
+    yield from _ubl(root, model, name, None)
+
+
+def _ubl(root: etree._Element, model: ConceptsModel, name: str, skipped: list[str] | None
+         ) -> Iterator[Event | Quarantined]:
     onto = model.ontology
-    doc_type = _local(root)
-    try:
-        concept = onto.name(onto.resolve(doc_type))
-    except UnknownConcept as exc:
-        raise EventError(f"document type {doc_type} is not a concept ({exc})", str(path)) \
-            from None
-    report = UBLReport()
     head: dict[str, Any] = {}
-    ident = next((x for x in root if isinstance(x.tag, str) and _local(x) == "ID"), None)
-    if ident is not None and ident.text:
-        head["Identifier"] = ident.text.strip()
-    issue = _first(root, "IssueDate")
-    time = issue.text.strip() if issue is not None and issue.text else None
-    if time:
-        head["DateOfIssue"] = time
-    total = next((x for x in root if isinstance(x.tag, str)
-                  and _local(x) == "LineExtensionTotalAmount"), None)
-    if total is not None:
-        head["TotalAmount"] = _amount(total, f"{path.name}:{total.sourceline}")
+    time: str | None = None
+    problem = ""
+    try:
+        doc_type = _local(root)
+        try:
+            concept = onto.name(onto.resolve(doc_type))
+        except UnknownConcept as exc:
+            raise EventError(f"document type {doc_type} is not a concept ({exc})",
+                             f"XML line {root.sourceline}") from None
+        ident = next((x for x in root if isinstance(x.tag, str) and _local(x) == "ID"), None)
+        if ident is not None and ident.text:
+            head["Identifier"] = ident.text.strip()
+        issue = _first(root, "IssueDate")
+        time = issue.text.strip() if issue is not None and issue.text else None
+        if time:
+            head["DateOfIssue"] = time
+        total = next((x for x in root if isinstance(x.tag, str)
+                      and _local(x) == "LineExtensionTotalAmount"), None)
+        if total is not None:
+            head["TotalAmount"] = _amount(total, f"XML line {total.sourceline}")
+    except EventError as exc:
+        problem = str(exc)
     lines = [x for x in root.iter() if isinstance(x.tag, str) and _local(x) in _LINES
              and not any(_local(a) in _LINES for a in x.iterancestors())]
-    for line in lines or [root]:  # a document without lines is one event
-        where = f"{path.name}:{line.sourceline}"
-        value = dict(head)
-        q = next((x for x in line.iter() if isinstance(x.tag, str)
-                  and _local(x).endswith("Quantity")), None) if lines else None
-        if q is not None:
-            code = q.get("quantityUnitCode") or q.get("unitCode") or ""
-            try:
-                unit = canonical_unit(UNECE.get(code, code)) if code else None
-            except ConversionError:
-                unit = None
-            member = _DIMENSION_CONCEPT.get(dimensionality(unit)) if unit else None
-            if member is None:
-                report.skipped.append(f"{where}: quantity {q.text} {code!r} is not a unit "
-                                      "of measure")
-            else:
-                value[member] = {"value": _number(q.text, where), "context": {"unit": unit}}
-        price = _first(line, "PriceAmount") if lines else None
-        if price is not None:
-            value["UnitPrice"] = _amount(price, where)
-        obj: dict[str, Any] = {"concept": concept, "value": value}
-        if time:
-            obj["time"] = time
-        report.events.append(model.parse_event(obj))
+    for position, line in enumerate(lines or [root], 1):  # a document without lines: one
+        if problem:
+            yield _refused(name, position, problem, line, model)
+            continue
+        where = f"XML line {line.sourceline}"
+        try:
+            value = dict(head)
+            q = next((x for x in line.iter() if isinstance(x.tag, str)
+                      and _local(x).endswith("Quantity")), None) if lines else None
+            if q is not None:
+                code = q.get("quantityUnitCode") or q.get("unitCode") or ""
+                try:
+                    unit = canonical_unit(UNECE.get(code, code)) if code else None
+                except ConversionError:
+                    unit = None
+                member = _DIMENSION_CONCEPT.get(dimensionality(unit)) if unit else None
+                if member is None:
+                    what = (f"quantity {(q.text or '').strip()} {code!r} is not a unit of "
+                            "measure" if code else f"quantity {(q.text or '').strip()} has "
+                            "no unit code")
+                    if skipped is None:
+                        raise EventError(f"{_local(q)}: {what}; the line is not converted "
+                                         "(its quantity would be lost)", where)
+                    skipped.append(f"{name}:{line.sourceline}: {what}")
+                else:
+                    value[member] = {"value": _number(q.text, where),
+                                     "context": {"unit": unit}}
+            price = _first(line, "PriceAmount") if lines else None
+            if price is not None:
+                value["UnitPrice"] = _amount(price, where)
+            obj: dict[str, Any] = {"concept": concept, "value": value}
+            if time:
+                obj["time"] = time
+            yield Event(model.name, name, position, model.parse_event(obj))
+        except PubsiftError as exc:
+            yield _refused(name, position, str(exc), line, model)
+
+
+def _refused(name: str, position: int, message: str, line: etree._Element,
+             model: ConceptsModel) -> Quarantined:
+    text = etree.tostring(line, encoding="unicode", with_tail=False)[:1000]
+    return Quarantined(name, position, "concept-enrichment", " ".join(message.split()),
+                       excerpt(text), model.name)
+
+
+def ubl_events(path: str | Path, model: ConceptsModel,
+               limits: ParseLimits = DEFAULT_LIMITS) -> UBLReport:
+    """The semantic objects of a UBL file (:func:`ubl_semantic_objects`), parsed with the
+    xml model's hardened parser (an entity declaration, a document beyond ``limits`` or
+    one that is not well-formed is an EventError naming the file). Lines whose quantity is
+    not in a unit of measure are kept without it and reported in ``skipped``; any other
+    line that cannot be enriched is an EventError naming the file and the XML line."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limits.max_bytes + 1)
+    except OSError as exc:
+        raise EventError(f"cannot read {path}: {exc.strerror or exc}", str(path)) from None
+    try:
+        root = parse_document(data, limits).root
+    except EventError as exc:
+        raise EventError(exc.message, f"{path.name}" + (f", {exc.where}" if exc.where
+                                                        else "")) from None
+    report = UBLReport()
+    for out in _ubl(root, model, path.name, report.skipped):
+        if isinstance(out, Quarantined):
+            raise EventError(out.message, path.name)
+        report.events.append(out.event)
     return report
 
 
 def _number(text: str | None, where: str) -> float | int:
     try:
-        v = float((text or "").strip())
-    except ValueError:
-        raise EventError(f"{text!r} is not a number", where) from None
-    return int(v) if v.is_integer() else v
+        return parse_number(text or "")
+    except ValueError as exc:
+        raise EventError(str(exc), where) from None
 
 
 def _amount(el: etree._Element, where: str) -> dict[str, Any]:
     cur = el.get("amountCurrencyID") or el.get("currencyID")
     if not cur:
-        raise EventError("an amount without currencyID", where)
+        raise EventError(f"{_local(el)}: an amount without currencyID", where)
     return {"value": _number(el.text, where), "context": {"currency": cur}}
 
 
@@ -256,4 +361,5 @@ class Subscriber:
                 if self.model.matches(f, e)]
 
 
-__all__ = ["Publisher", "Subscriber", "UBLReport", "read_csv", "ubl_events"]
+__all__ = ["PUBLISHER_SETTINGS", "Publisher", "Subscriber", "UBLReport", "publisher_for",
+           "ubl_events", "ubl_semantic_objects"]

@@ -1,18 +1,48 @@
 """Inputs: the files a :class:`~pubsift.adapters.source.Source` names, each with a name and
-a way to open it as a decompressed binary stream.
+a way to open it as a decompressed binary stream (issue 11 §1, "Archives and trees"; §2:
+the source of an event).
 
-SKELETON (issue 11): only plain files are expanded here so far; directories, globs,
-.gz/.bz2, zip and tar members with their limits come next.
+A source's path is expanded into inputs as follows.
+
+- **A file**: one input named by the path as given. ``.gz``/``.bz2`` files are
+  decompressed through the bomb guard; the name keeps its suffix (readers detect the format
+  without it: :func:`pubsift.adapters.readers.strip_compression`).
+- **A directory**, read recursively in sorted order of the path components; an input's
+  name is the directory as given joined with the relative path (``data/feeds`` +
+  ``a/b.rss`` -> ``data/feeds/a/b.rss``). Hidden files and directories (a name starting
+  with ``.``: ``.git``, ``.DS_Store``) are skipped. Symbolic links are not followed: a link
+  whose target is inside the tree is skipped (the target is read under its own name, so
+  nothing is read twice and no loop is possible); a link out of the tree, a broken link and
+  anything that is not a regular file (FIFO, socket, device) is quarantined ``unreadable``.
+  A directory with no file to read is quarantined ``unreadable`` (a typo is not silent).
+- **A glob pattern** (``*``, ``?``, ``[...]``, ``**`` across directories), used when no
+  file has the path literally: the matches in sorted order, directories among them
+  expanded as above, each file once; hidden names only when the pattern spells the dot. A
+  pattern that matches nothing is quarantined ``unreadable``.
+- **An archive** (``.zip``, ``.tar``, ``.tar.gz``/``.tgz``, ``.tar.bz2``/``.tbz2``): its
+  members (:mod:`pubsift.adapters.archives`), named ``archive.zip!member/path``; an archive
+  inside an archive is expanded too, ``max_nesting`` levels deep
+  (``outer.zip!inner.tar!file.csv``), deeper ones are quarantined ``archive-member``.
+
+A path that does not exist is quarantined ``unreadable`` at position 0, naming it. Every
+decompressed byte is counted against the limits of :class:`~pubsift.adapters.limits.ReadLimits`
+(:mod:`pubsift.adapters.bombguard`).
 """
 from __future__ import annotations
 
+import glob
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from pubsift.adapters.archives import archive_kind, tar_members, zip_members
+from pubsift.adapters.bombguard import Budget, compression_of, decompressed, translated
 from pubsift.adapters.limits import ReadLimits
 from pubsift.adapters.outcomes import Quarantined
+from pubsift.adapters.readers import ReadError
 from pubsift.adapters.source import Source
+from pubsift.core.cli_input import one_line
 
 
 @dataclass(frozen=True)
@@ -20,8 +50,9 @@ class Input:
     """One file to read. ``name``: its source label (the path as given, joined with the
     relative path inside a directory, ``a.zip!member`` inside an archive); ``source``: the
     settings, with ``path`` = ``name``; ``open()``: a fresh binary stream of the
-    decompressed bytes (may be called more than once, e.g. to stream an XML file twice);
-    ``size``: the decompressed size when known."""
+    decompressed bytes (may be called more than once, e.g. to stream an XML file twice;
+    for an archive member, while the iterator of :func:`inputs` is at that input);
+    ``size``: the decompressed size when known (an archive's declared size: a hint)."""
 
     name: str
     source: Source
@@ -32,4 +63,145 @@ class Input:
 def inputs(source: Source, limits: ReadLimits) -> Iterator[Input | Quarantined]:
     """The inputs of ``source``; a problem with the source itself is a Quarantined."""
     path = source.path
-    yield Input(path, source, lambda: open(path, "rb"))
+    if os.path.lexists(path):
+        if os.path.isdir(path):
+            yield from _tree(source, path, limits)
+        else:
+            yield from _file(source, path, limits)
+    elif glob.has_magic(path):
+        yield from _pattern(source, path, limits)
+    else:
+        yield Quarantined(path, 0, "unreadable", "cannot read: no such file or directory")
+
+
+def _pattern(source: Source, pattern: str, limits: ReadLimits) -> Iterator[Input | Quarantined]:
+    matches = sorted(glob.glob(pattern, recursive=True))
+    if not matches:
+        yield Quarantined(pattern, 0, "unreadable", "the pattern matches no file")
+        return
+    expanded: set[str] = set()
+    for match in matches:
+        parent = os.path.dirname(os.path.normpath(match))
+        while parent and parent not in expanded and os.path.dirname(parent) != parent:
+            parent = os.path.dirname(parent)
+        if parent in expanded:
+            continue  # read with a directory the pattern matched
+        if os.path.isdir(match):
+            expanded.add(os.path.normpath(match))
+            yield from _tree(source, match, limits)
+        else:
+            yield from _file(source, match, limits)
+
+
+def _tree(source: Source, root: str, limits: ReadLimits) -> Iterator[Input | Quarantined]:
+    """The files under ``root``, depth first, entries of each directory sorted by name."""
+    real_root = os.path.realpath(root)
+    inside = real_root.rstrip(os.sep) + os.sep
+    found = False
+    stack: list[Iterator[os.DirEntry[str]]] = []
+
+    def enter(path: str) -> Quarantined | None:
+        try:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            return Quarantined(path, 0, "unreadable", f"cannot read the directory: "
+                               f"{exc.strerror or one_line(exc)}")
+        stack.append(iter(entries))
+        return None
+
+    problem = enter(root)
+    if problem:
+        yield problem
+        return
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
+        if entry.name.startswith("."):
+            continue
+        label = entry.path
+        found = True
+        try:
+            if entry.is_symlink():
+                target = os.path.realpath(label)
+                if not os.path.exists(target):
+                    why = "a broken symbolic link"
+                elif target == real_root or target.startswith(inside):
+                    continue  # read under its own name
+                else:
+                    why = "a symbolic link out of the tree"
+                yield Quarantined(label, 0, "unreadable", f"not read: {why} (to {target})")
+            elif entry.is_dir(follow_symlinks=False):
+                problem = enter(label)
+                if problem:
+                    yield problem
+            elif entry.is_file(follow_symlinks=False):
+                yield from _file(source, label, limits, entry.stat(follow_symlinks=False).st_size)
+            else:
+                yield Quarantined(label, 0, "unreadable", "not read: not a regular file "
+                                  "(a FIFO, socket or device)")
+        except OSError as exc:
+            yield Quarantined(label, 0, "unreadable", f"cannot read: "
+                              f"{exc.strerror or one_line(exc)}")
+    if not found:
+        yield Quarantined(root, 0, "unreadable", "the directory holds no file to read "
+                          "(hidden files are skipped)")
+
+
+def _file(source: Source, path: str, limits: ReadLimits, size: int | None = None
+          ) -> Iterator[Input | Quarantined]:
+    if size is None:
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            size = None  # reported when the reader opens it
+    yield from expand(source, path, lambda: open(path, "rb"), size, limits)
+
+
+def expand(source: Source, label: str, opener: Callable[[], BinaryIO], size: int | None,
+           limits: ReadLimits, depth: int = 0, budget: Budget | None = None
+           ) -> Iterator[Input | Quarantined]:
+    """The inputs of one file named ``label`` (opened by ``opener``): itself, decompressed
+    when compressed, or its members when it is an archive. ``depth``: archives around it;
+    ``budget``: the byte budget of the top-level archive it is in (None: it is the top)."""
+    kind = archive_kind(label)
+    if kind is None:
+        suffix = compression_of(label)
+        if suffix is not None:
+            own = budget or Budget(label, limits)
+            yield Input(label, source.with_path(label),
+                        lambda: decompressed(opener(), suffix, label, limits, own), None)
+        else:
+            yield Input(label, source.with_path(label), opener, size)
+        return
+    if depth > limits.max_nesting:
+        yield Quarantined(label, 0, "archive-member", f"not read: an archive nested {depth} "
+                          f"deep (limit max_nesting = {limits.max_nesting})")
+        return
+    budget = budget or Budget(label, limits)
+    started = False
+    try:
+        with opener() as raw:
+            members = zip_members(label, raw, limits, budget) if kind == "zip" else \
+                tar_members(label, raw, kind, limits, budget)
+            for m in members:
+                started = True
+                if isinstance(m, Quarantined):
+                    yield m
+                else:
+                    yield from expand(source, m.label, m.open, m.size, limits, depth + 1,
+                                      budget)
+    except Exception as exc:  # noqa: BLE001 - a hostile archive is quarantined, not raised
+        err = exc if isinstance(exc, ReadError) else translated(exc)
+        if err is not None:
+            reason, message = err.reason, err.message
+        elif isinstance(exc, OSError):
+            reason, message = "unreadable", f"cannot read: {exc.strerror or one_line(exc)}"
+        else:
+            reason, message = "archive-member", (f"corrupt archive ({type(exc).__name__}: "
+                                                 f"{one_line(exc)[:300]})")
+        if started:
+            message += "; the rest of the archive is not read"
+        yield Quarantined(label, 0, reason, message)

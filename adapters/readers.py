@@ -78,6 +78,7 @@ def register_reader(reader: Reader) -> None:
 
 
 def unregister_reader(name: str) -> None:
+    """Undo :func:`register_reader` (an installed reader of that name shows again)."""
     _extra.pop(name, None)
 
 
@@ -113,6 +114,8 @@ def readers() -> dict[str, Reader]:
 
 
 def broken_readers() -> dict[str, PluginError]:
+    """Reader entry points that cannot be used, by name: reported (``pubsift readers``,
+    a warning of ``pubsift convert``), never raised."""
     return dict(_installed()[1])
 
 
@@ -141,8 +144,7 @@ def by_extension(name: str) -> Reader | None:
 
 def by_content(head: bytes) -> Reader | None:
     """The first reader (by name) whose :meth:`Reader.sniff` accepts the first bytes."""
-    for name in sorted(readers()):
-        r = readers()[name]
+    for _, r in sorted(readers().items()):
         try:
             if r.sniff(head):
                 return r

@@ -15,7 +15,7 @@ from pubsift.adapters.outcomes import Event, Quarantined, excerpt
 from pubsift.adapters.readers import ReadError, Reader, by_content, by_extension, readers
 from pubsift.adapters.source import Source, SourceError
 from pubsift.core.cli_input import one_line
-from pubsift.core.errors import EventError, PubsiftError
+from pubsift.core.errors import PubsiftError
 from pubsift.core.model import FilterModel
 from pubsift.core.registry import load_model
 
@@ -81,7 +81,9 @@ def read_input(inp: Input, limits: ReadLimits = DEFAULT_READ_LIMITS,
                               "format (give the source a format: "
                               f"{', '.join(sorted(readers()))})", "", model_name)
             return
-        model_name = model_name or reader.default_model
+        if model_name is None:  # a publisher side makes semantic objects
+            model_name = "concepts" if inp.source.publisher is not None \
+                else reader.default_model
         model = _model(model_name, models)
         for out in reader.read(inp, model, limits):
             last = max(last, out.position)
@@ -111,15 +113,36 @@ def _is_compression(exc: OSError) -> bool:
 
 def converter(model: FilterModel, source: Source) -> Callable[[Any, str, int], Event | Quarantined]:
     """``convert(raw, name, position)``: a raw record (a mapping from CSV or JSON, XML
-    bytes) -> an Event of ``model``, or a Quarantined with reason ``invalid-event``.
-    (The concepts publisher side plugs in here: reason ``concept-enrichment``.)"""
-    def convert(raw: Any, name: str, position: int) -> Event | Quarantined:
+    bytes) -> an Event of ``model``, or a Quarantined with reason ``invalid-event`` (what
+    ``model.parse_event`` refuses).
+
+    With a publisher side (``source.publisher``, issue 11 §1 "Semantic objects") the
+    mapping is enriched into a semantic object by
+    :meth:`pubsift.adapters.concepts.Publisher.enrich` instead (the model must be the
+    concepts model); what the publisher cannot enrich is quarantined with reason
+    ``concept-enrichment`` and a message naming the field. The Publisher is built once per
+    publisher description and model (:func:`pubsift.adapters.concepts.publisher_for`); a
+    description that cannot be used raises SourceError here, before any record is read."""
+    name = model.name
+    if source.publisher is not None:
+        from pubsift.adapters.concepts import publisher_for
+
+        enrich = publisher_for(model, source).enrich
+
+        def enriched(raw: Any, where: str, position: int) -> Event | Quarantined:
+            try:
+                return Event(name, where, position, enrich(raw))
+            except PubsiftError as exc:
+                return Quarantined(where, position, "concept-enrichment", one_line(exc),
+                                   excerpt(raw), name)
+        return enriched
+
+    parse = model.parse_event
+
+    def convert(raw: Any, where: str, position: int) -> Event | Quarantined:
         try:
-            return Event(model.name, name, position, model.parse_event(raw))
-        except EventError as exc:
-            return Quarantined(name, position, "invalid-event", one_line(exc), excerpt(raw),
-                               model.name)
-        except PubsiftError as exc:
-            return Quarantined(name, position, "invalid-event", one_line(exc), excerpt(raw),
-                               model.name)
+            return Event(name, where, position, parse(raw))
+        except PubsiftError as exc:     # EventError, and any other refusal of the model
+            return Quarantined(where, position, "invalid-event", one_line(exc),
+                               excerpt(raw), name)
     return convert

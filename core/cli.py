@@ -1,7 +1,10 @@
 """The ``pubsift`` command line.
 
 ``pubsift models``   lists the installed filter models and what they provide;
-``pubsift match``    matches events (JSON lines) against filters;
+``pubsift readers``  lists the installed file readers (entry-point group pubsift.readers);
+``pubsift convert``  reads files, directories, globs and archives into events (JSON lines)
+                     and a quarantine file, and prints counts per source and per reason;
+``pubsift match``    matches events (JSON lines, or any file the readers know) against filters;
 ``pubsift run``      the main job on the embedded default (see README);
 ``pubsift experiment rebeca``  Mühl's routing experiments (ch. 6) reproduced.
 """
@@ -12,12 +15,15 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pubsift.core.cli_input import InputError, one_line, read_lines, strict_json
 from pubsift.core.errors import printable, FilterSyntaxError, PluginError, PubsiftError
 from pubsift.core.model import FilterModel
 from pubsift.core.registry import installed_models, load_model
+
+if TYPE_CHECKING:  # adapters are imported inside the commands (core does not need them)
+    from pubsift.adapters import Source
 
 _OPTIONAL_HOOKS = ("identical", "overlaps", "merge", "parse_filters", "format_filter", "new_index")
 
@@ -60,7 +66,8 @@ def cmd_models(args: argparse.Namespace, out: TextIO) -> int:
 
 
 class _BadFilters(Exception):
-    """The filters cannot be used (a usage error, exit 2); the message names file and line."""
+    """A usage error (exit 2): filters that cannot be used (the message names file and
+    line), or a bad input option of ``match``/``convert``."""
 
 
 def _filter_sources(specs: Sequence[str], files: Sequence[str]) -> Iterator[tuple[str, str]]:
@@ -123,10 +130,78 @@ def _internal(model: FilterModel, hook: str, exc: BaseException) -> str:
             f"{type(exc).__name__}: {one_line(exc)[:300]}); this is a bug in the model")
 
 
+#: file names read as JSON lines of events line by line, as before issue 11 (ids ``file:line``)
+_EVENT_LINES = (".jsonl", ".ndjson", ".json")
+_INPUT_OPTIONS = ("format", "split", "ns", "columns", "delimiter")
+
+
+def _line_events(path: str, args: argparse.Namespace) -> bool:
+    """Whether ``match`` reads ``path`` line by line as JSON events, as it did before the
+    readers existed: stdin, ``*.jsonl``/``*.ndjson``/``*.json``, and any other plain file no
+    reader claims by its name (or a missing one: a usage error, as before). Directories,
+    glob patterns, archives, compressed files and files of a reader's format (``.csv``,
+    ``.rss``, ...) go through the readers; so does everything when an input option
+    (``--format``, ``--split``, ...) is given."""
+    if path == "-":
+        return True
+    if any(getattr(args, o) for o in _INPUT_OPTIONS):
+        return False
+    if path.lower().endswith(_EVENT_LINES):
+        return True
+    import glob
+
+    from pubsift.adapters.archives import archive_kind
+    from pubsift.adapters.bombguard import compression_of
+    from pubsift.adapters.readers import by_extension
+
+    if archive_kind(path) or compression_of(path) or by_extension(path) is not None:
+        return False
+    if os.path.isdir(path) or (glob.has_magic(path) and not os.path.lexists(path)):
+        return False
+    return True
+
+
+def _pairs_option(values: Sequence[str], what: str, sep: str = "=") -> dict[str, str]:
+    """``a=b`` settings of an option (``--ns p=uri``, ``--columns c=int,d=str``)."""
+    out: dict[str, str] = {}
+    for v in values:
+        key, eq, val = v.partition(sep)
+        if not eq or not key.strip() or not val.strip():
+            raise _BadFilters(f"{what} takes NAME{sep}VALUE, not {v!r}")
+        out[key.strip()] = val.strip()
+    return out
+
+
+def _sources(paths: Sequence[str], args: argparse.Namespace, model: str | None
+             ) -> list["Source"]:
+    """The sources the command line names (raises _BadFilters: a usage error)."""
+    from pubsift.adapters import Source
+    from pubsift.adapters.readers import readers
+
+    if args.format is not None and args.format not in readers():
+        raise _BadFilters(f"no reader for format {args.format!r} (formats: "
+                          f"{', '.join(sorted(readers()))})")
+    columns = _pairs_option([c for v in args.columns or [] for c in v.split(",") if c],
+                            "--columns")
+    delimiter = {"\\t": "\t", "tab": "\t"}.get(args.delimiter, args.delimiter)
+    return [Source(p, format=args.format, model=model, split=args.split,
+                   namespaces=_pairs_option(args.ns or [], "--ns"), columns=columns,
+                   delimiter=delimiter) for p in paths]
+
+
+def _warn_broken_readers(command: str, err: TextIO) -> None:
+    from pubsift.adapters.readers import broken_readers
+
+    for name, exc in sorted(broken_readers().items()):
+        err.write(f"pubsift {command}: warning: reader plug-in {name!r} ({exc.target}) is "
+                  f"broken: {exc.reason}\n")
+
+
 def cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """Exit 0; 1 when event lines were skipped (each reported with file and line); 2 when
-    the filters or the events file cannot be used."""
+    """Exit 0; 1 when event lines were skipped or records quarantined (each reported with
+    where it is); 2 when the filters or an events file cannot be used."""
     model = load_model(args.model)
+    paths = args.events or ["-"]
     try:
         filters = _read_filters(model, args.filter or [], args.filters or [])
         if not filters:
@@ -139,48 +214,222 @@ def cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 raise _BadFilters(f"{label}: {one_line(exc)}") from None
             except Exception as exc:
                 raise _BadFilters(f"{label}: {_internal(model, 'index.add', exc)}") from None
+        if "-" in paths and any(getattr(args, o) for o in _INPUT_OPTIONS):
+            raise _BadFilters("standard input (-) is read as JSON lines of events; "
+                              f"--{'/--'.join(_INPUT_OPTIONS)} apply to files")
+        read_with = [None if _line_events(p, args) else _sources([p], args, args.model)[0]
+                     for p in paths]
     except _BadFilters as exc:
         err.write(f"pubsift match: {exc}\n")
         return 2
     order = {label: i for i, (label, _) in enumerate(filters)}
-    n_events = n_bad = n_deliveries = 0
+    n_events = n_bad = n_quarantined = n_deliveries = 0
 
     def skip(where: str, why: str) -> None:
         nonlocal n_bad
         err.write(f"{where}: {why}; skipped\n")
         n_bad += 1
 
-    try:
-        for line in read_lines(args.events, "events"):
-            if line.text is None:
-                skip(line.where, line.problem)
-                continue
-            try:
-                raw = strict_json(line.text)
-            except ValueError as exc:
-                skip(line.where, str(exc))
-                continue
-            hook = "parse_event"
-            try:
-                event = model.parse_event(raw)
-                hook = "index.match"
-                hits = sorted(index.match(event), key=order.__getitem__)
-            except PubsiftError as exc:
-                skip(line.where, one_line(exc))
-                continue
-            except Exception as exc:
-                skip(line.where, _internal(model, hook, exc))
-                continue
-            n_events += 1
-            n_deliveries += len(hits)
-            if hits or args.all:
-                out.write(json.dumps({"event": line.where, "matches": hits}) + "\n")
-    except InputError as exc:
-        err.write(f"pubsift match: {exc}\n")
-        return 2
+    def deliver(where: str, event: Any) -> None:
+        nonlocal n_events, n_deliveries
+        try:
+            hits = sorted(index.match(event), key=order.__getitem__)
+        except PubsiftError as exc:
+            skip(where, one_line(exc))
+            return
+        except Exception as exc:
+            skip(where, _internal(model, "index.match", exc))
+            return
+        n_events += 1
+        n_deliveries += len(hits)
+        if hits or args.all:
+            out.write(json.dumps({"event": where, "matches": hits}) + "\n")
+
+    if any(s is not None for s in read_with):
+        _warn_broken_readers("match", err)
+    for path, source in zip(paths, read_with):
+        if source is not None:
+            from pubsift.adapters import Quarantined, read
+
+            for item in read(source, models={model.name: model}):
+                if isinstance(item, Quarantined):
+                    err.write(f"{printable(item.id)}: {item.reason}: "
+                              f"{printable(item.message)}; quarantined\n")
+                    n_quarantined += 1
+                else:
+                    deliver(item.id, item.event)
+            continue
+        try:
+            for line in read_lines(path, "events"):
+                if line.text is None:
+                    skip(line.where, line.problem)
+                    continue
+                try:
+                    raw = strict_json(line.text)
+                except ValueError as exc:
+                    skip(line.where, str(exc))
+                    continue
+                try:
+                    event = model.parse_event(raw)
+                except PubsiftError as exc:
+                    skip(line.where, one_line(exc))
+                    continue
+                except Exception as exc:
+                    skip(line.where, _internal(model, "parse_event", exc))
+                    continue
+                deliver(line.where, event)
+        except InputError as exc:
+            err.write(f"pubsift match: {exc}\n")
+            return 2
     err.write(f"{n_events} events, {len(filters)} filters, {n_deliveries} matches"
-              + (f", {n_bad} bad lines skipped" if n_bad else "") + "\n")
-    return 1 if n_bad else 0
+              + (f", {n_bad} bad lines skipped" if n_bad else "")
+              + (f", {n_quarantined} quarantined" if n_quarantined else "") + "\n")
+    return 1 if n_bad or n_quarantined else 0
+
+
+class _AtomicFile:
+    """A text file written under a temporary name beside it and renamed into place by
+    :meth:`commit`, so that an interrupted run leaves no half file (only the old one)."""
+
+    def __init__(self, path: str) -> None:
+        import tempfile
+
+        self.path = path
+        folder, name = os.path.split(os.path.abspath(path))
+        fd, self.tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=folder)
+        # backslashreplace: a lone surrogate (from bytes that were not UTF-8) is written as
+        # its JSON escape, inside the JSON string it belongs to
+        self.fh = os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace")
+
+    def commit(self) -> None:
+        self.fh.close()
+        umask = os.umask(0)  # mkstemp makes the file private; give it the usual mode
+        os.umask(umask)
+        os.chmod(self.tmp, 0o666 & ~umask)
+        os.replace(self.tmp, self.path)
+
+    def discard(self) -> None:
+        self.fh.close()
+        if os.path.exists(self.tmp):
+            os.unlink(self.tmp)
+
+
+def _event_line(item: Any, models: dict[str, FilterModel]) -> str:
+    """The JSON line of an event: model, source, position and the model's wire form."""
+    model = models.get(item.model) or models.setdefault(item.model, load_model(item.model))
+    wire = model.dump_event(item.event)
+    return json.dumps({"model": item.model, "source": item.source, "position": item.position,
+                       "event": wire}, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Exit 0 when every record became an event, 1 when something was quarantined, 2 on
+    a usage error (bad option, unknown model or format)."""
+    from pubsift.adapters import Quarantined
+    from pubsift.adapters.summary import Summary
+
+    quarantine = args.quarantine or _beside(args.out, ".quarantine.jsonl")
+    try:
+        if os.path.abspath(quarantine) == os.path.abspath(args.out):
+            raise _BadFilters("--quarantine and --out name the same file")
+        models: dict[str, FilterModel] = {}
+        if args.model is not None:
+            models[args.model] = load_model(args.model)
+        sources = _sources(args.paths, args, args.model)
+    except _BadFilters as exc:
+        err.write(f"pubsift convert: {exc}\n")
+        return 2
+    opened: list[_AtomicFile] = []
+    for path in (args.out, quarantine):
+        try:
+            opened.append(_AtomicFile(path))
+        except OSError as exc:
+            for f in opened:
+                f.discard()
+            err.write(f"pubsift convert: cannot write {os.path.dirname(os.path.abspath(path))}"
+                      f": {exc.strerror or one_line(exc)}\n")
+            return 2
+    events, bad = opened
+    _warn_broken_readers("convert", err)
+    summary = Summary()
+    try:
+        for item in _read_listing(sources, models, summary):
+            if not isinstance(item, Quarantined):
+                try:
+                    events.fh.write(_event_line(item, models))
+                except Exception as exc:  # noqa: BLE001 - a model that cannot write an event
+                    item = Quarantined(item.source, item.position, "invalid-event",
+                                       f"the model cannot write the event (dump_event: "
+                                       f"{type(exc).__name__}: {one_line(exc)[:300]})", "",
+                                       item.model)
+            if isinstance(item, Quarantined):
+                bad.fh.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
+            summary.add(item)
+        events.commit()
+        bad.commit()
+    except BaseException:
+        events.discard()
+        bad.discard()
+        raise
+    _print_summary(summary, out, args.out, quarantine)
+    return 1 if summary.quarantined else 0
+
+
+def _read_listing(sources: list["Source"], models: dict[str, FilterModel], summary: Any
+                  ) -> Iterator[Any]:
+    """What :func:`pubsift.adapters.read` gives, input by input, each input made known to
+    the summary first (so that a file with no record is listed with 0 read)."""
+    from pubsift.adapters import Quarantined, read_input
+    from pubsift.adapters.inputs import inputs
+    from pubsift.adapters.limits import DEFAULT_READ_LIMITS
+
+    for source in sources:
+        for inp in inputs(source, DEFAULT_READ_LIMITS):
+            if isinstance(inp, Quarantined):
+                yield inp
+            else:
+                summary.saw(inp.name)
+                yield from read_input(inp, DEFAULT_READ_LIMITS, models)
+
+
+def _beside(path: str, suffix: str) -> str:
+    """``out.jsonl`` -> ``out.quarantine.jsonl`` (the suffix replaces a ``.jsonl``)."""
+    stem = path[:-len(".jsonl")] if path.lower().endswith(".jsonl") else path
+    return stem + suffix
+
+
+def _print_summary(summary: Any, out: TextIO, events_path: str, quarantine_path: str) -> None:
+    """Counts per source and per reason, one plain line each (grep-able)."""
+    out.write("sources:\n")
+    for source, c in summary.sources.items():
+        out.write(f"  {printable(source)}: {c.read} read, {c.events} events, "
+                  f"{c.quarantined} quarantined\n")
+    if summary.reasons:
+        out.write("reasons:\n")
+        for reason, n in sorted(summary.reasons.items()):
+            out.write(f"  {reason}: {n}\n")
+    empty = sum(1 for c in summary.sources.values() if not c.read)
+    out.write(f"total: {summary.read} read, {summary.events} events -> {events_path}, "
+              f"{summary.quarantined} quarantined -> {quarantine_path}"
+              + (f"; {empty} inputs gave no record" if empty else "") + "\n")
+
+
+def cmd_readers(args: argparse.Namespace, out: TextIO) -> int:
+    """The readers by format name (installed and broken); exit 1 when one is broken."""
+    from pubsift.adapters.readers import broken_readers, readers
+
+    rows = [{"name": name, "extensions": list(r.extensions), "model": r.default_model,
+             "status": "ok"} for name, r in sorted(readers().items())]
+    broken = broken_readers()
+    rows += [{"name": name, "extensions": [], "model": "", "status": f"BROKEN: {exc.reason}"}
+             for name, exc in sorted(broken.items())]
+    if args.json:
+        out.write(json.dumps(rows, indent=2) + "\n")
+    else:
+        for r in rows:
+            out.write(f"{r['name']}: {' '.join(r['extensions']) or '-'} -> "
+                      f"{r['model'] or '-'} ({r['status']})\n")
+    return 1 if broken else 0
 
 
 def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -189,17 +438,43 @@ def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return run_demo(out, data_dir=args.data, err=err)
 
 
+def _input_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", help="the files' format (default: from name and content)")
+    p.add_argument("--split", metavar="ELEMENT", help="XML element each event is split on")
+    p.add_argument("--ns", action="append", metavar="PREFIX=URI",
+                   help="a namespace prefix used by --split (repeatable)")
+    p.add_argument("--columns", action="append", metavar="COL=TYPE,...",
+                   help="declared CSV column types: int, float, bool, str")
+    p.add_argument("--delimiter", help="the CSV delimiter (default: sniffed; tab: \\t)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pubsift", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     m = sub.add_parser("models", help="list installed filter models")
     m.add_argument("--json", action="store_true", help="machine-readable output")
-    mt = sub.add_parser("match", help="match JSON-lines events against filters")
-    mt.add_argument("events", nargs="?", default="-", help="JSON-lines file (default: stdin)")
+    rd = sub.add_parser("readers", help="list installed file readers")
+    rd.add_argument("--json", action="store_true", help="machine-readable output")
+    mt = sub.add_parser("match", help="match events against filters")
+    mt.add_argument("events", nargs="*", help="JSON-lines files of events (ids file:line), "
+                    "or files, directories, globs and archives the readers know (ids "
+                    "source#position); default: JSON lines on stdin")
     mt.add_argument("-m", "--model", default="records", help="filter model (default: records)")
     mt.add_argument("-f", "--filter", action="append", help="a filter (text or JSON form)")
     mt.add_argument("--filters", action="append", help="a file of filters, one per line")
     mt.add_argument("--all", action="store_true", help="also print events with no match")
+    _input_options(mt)
+    cv = sub.add_parser("convert", help="read files into events (JSON lines) and a "
+                        "quarantine file")
+    cv.add_argument("paths", nargs="+", metavar="PATH",
+                    help="files, directories, glob patterns, archives")
+    cv.add_argument("-m", "--model", default=None,
+                    help="filter model of the events (default: each reader's own)")
+    cv.add_argument("--out", required=True, metavar="FILE.jsonl",
+                    help="events, one JSON line each: model, source, position, event")
+    cv.add_argument("--quarantine", metavar="FILE",
+                    help="quarantine records (default: FILE.quarantine.jsonl beside --out)")
+    _input_options(cv)
     ex = sub.add_parser("experiment", help="reproduce the seeds' experiments")
     ex_sub = ex.add_subparsers(dest="experiment", required=True)
     from pubsift.core.experiments import rebeca
@@ -215,8 +490,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "models":
             return cmd_models(args, sys.stdout)
+        if args.command == "readers":
+            return cmd_readers(args, sys.stdout)
         if args.command == "match":
             return cmd_match(args, sys.stdout, sys.stderr)
+        if args.command == "convert":
+            return cmd_convert(args, sys.stdout, sys.stderr)
         if args.command == "run":
             return cmd_run(args, sys.stdout, sys.stderr)
         if args.command == "experiment":

@@ -484,20 +484,22 @@ def test_an_unreadable_ontology_is_a_pubsift_error(tmp_path):
         Ontology.load(bad)
 
 
-def test_read_csv_errors_name_the_file(model, tmp_path):
-    from pubsift.adapters.concepts import Publisher, read_csv, ubl_events
+def test_publisher_sources_quarantine_bad_rows_with_the_file(model, tmp_path):
+    from pubsift.adapters import Source, read
+    from pubsift.adapters.concepts import ubl_events
 
-    pub = Publisher(model, "StockQuote", {}, {"currency": "USD"})
+    src = {"model": "concepts", "publisher": {"concept": "StockQuote",
+                                              "context": {"currency": "USD"}}}
     bad = tmp_path / "quotes.csv"
     bad.write_bytes(b"Symbol\nA\n\xff\xfe\n")
-    with pytest.raises(EventError, match="unreadable CSV") as exc:
-        list(read_csv(bad, pub))
-    assert "quotes.csv" in exc.value.where
-    with pytest.raises(EventError, match="cannot read"):
-        list(read_csv(tmp_path / "absent.csv", pub))
+    out = list(read(Source(str(bad), **src), models={"concepts": model}))
+    assert [(o.position, getattr(o, "reason", "event")) for o in out] == \
+        [(1, "event"), (2, "encoding")]
+    assert out[1].source == str(bad) and "0xff" in out[1].message
+    absent, = read(Source(str(tmp_path / "absent.csv"), **src), models={"concepts": model})
+    assert (absent.reason, absent.position) == ("unreadable", 0)
     with pytest.raises(EventError, match="cannot read"):
         ubl_events(tmp_path / "absent.xml", model)
-
 
 
 @pytest.mark.parametrize("text, message", [

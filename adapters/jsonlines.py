@@ -1,0 +1,110 @@
+"""JSON lines into events (issue 11 §1, §2): one event per line holding a JSON object.
+
+* **Lines** end in ``\\n`` (``\\r\\n`` too); a UTF-8 byte-order mark before the first line
+  is skipped. A blank line (only ASCII whitespace) counts as a line — positions are
+  line numbers, as an editor shows them — but is not a record: it yields nothing and is
+  not counted as read, so read = events + quarantined holds over the non-blank lines.
+* **Each non-blank line** is parsed by :func:`pubsift.core.cli_input.strict_json` (a
+  duplicate key, ``NaN``/``Infinity``, an integer beyond Python's digit limit or nesting
+  too deep is refused) and keeps JSON's own types. Quarantined, that line only:
+  ``json-syntax`` (the message gives the column), ``not-an-object`` (valid JSON that is
+  an array, a string, a number ...), ``encoding`` (bytes that are not UTF-8),
+  ``too-large`` (more than ``ReadLimits.max_record_bytes`` bytes before the line end; the
+  line is skipped in chunks, never held whole in memory), and what the converter refuses
+  (``invalid-event``; ``concept-enrichment`` with a publisher side).
+* **File names**: ``.jsonl`` and ``.ndjson`` (also compressed). A ``.json`` file is not
+  claimed by its name, since it usually holds one pretty-printed document or an array,
+  which is not JSON lines; it is read as JSON lines when its content says so: the first
+  non-blank line is a complete JSON object (:meth:`JsonLinesReader.sniff`).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from pubsift.adapters.outcomes import Event, Quarantined, excerpt
+from pubsift.adapters.readers import Reader
+from pubsift.adapters.reading import converter
+from pubsift.core.cli_input import JsonError, strict_json
+
+if TYPE_CHECKING:
+    from pubsift.adapters.inputs import Input
+    from pubsift.adapters.limits import ReadLimits
+    from pubsift.core.model import FilterModel
+
+_BOM = b"\xef\xbb\xbf"
+#: bytes read at a time while skipping the rest of an oversized line
+_SKIP_CHUNK = 1 << 16
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number",
+               bool: "a boolean", type(None): "null"}
+
+
+class JsonLinesReader(Reader):
+    """JSON lines (see the module's docstring)."""
+
+    name = "jsonl"
+    extensions = (".jsonl", ".ndjson")
+    default_model = "records"
+
+    def sniff(self, head: bytes) -> bool:
+        """The first non-blank line is complete and a strict JSON object."""
+        if head.startswith(_BOM):
+            head = head[len(_BOM):]
+        for line in head.split(b"\n")[:-1]:     # complete lines only
+            if line.strip():
+                try:
+                    return isinstance(strict_json(line.decode("utf-8")), dict)
+                except (UnicodeDecodeError, JsonError):
+                    return False
+        return False
+
+    def read(self, inp: "Input", model: "FilterModel", limits: "ReadLimits"
+             ) -> Iterator[Event | Quarantined]:
+        convert = converter(model, inp.source)
+        name, model_name = inp.name, model.name
+        limit = limits.max_record_bytes
+        cap = limit + 2             # room for the line end after a line at the limit
+
+        def bad(position: int, reason: str, message: str, raw: object) -> Quarantined:
+            return Quarantined(name, position, reason, message, excerpt(raw), model_name)
+
+        with inp.open() as fh:
+            readline = fh.readline
+            raw = readline(cap)
+            if raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
+            number = 0
+            while raw:
+                number += 1
+                line = raw[:-2] if raw.endswith(b"\r\n") else \
+                    raw[:-1] if raw.endswith(b"\n") else raw
+                if len(line) > limit:
+                    tail = raw
+                    while tail and not tail.endswith(b"\n"):
+                        tail = readline(_SKIP_CHUNK)
+                    yield bad(number, "too-large", f"the line is longer than {limit} bytes",
+                              line[:800])
+                elif line.strip():
+                    yield self._record(line, name, number, convert, bad)
+                raw = readline(cap)
+
+    @staticmethod
+    def _record(line: bytes, name: str, number: int, convert, bad) -> Event | Quarantined:
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return bad(number, "encoding", f"not UTF-8: byte 0x{line[exc.start]:02x} at "
+                       f"column {exc.start + 1}", line)
+        try:
+            obj = strict_json(text)
+        except JsonError as exc:
+            return bad(number, "json-syntax", str(exc), text)
+        if type(obj) is not dict:
+            return bad(number, "not-an-object", f"the line is {_JSON_TYPES[type(obj)]}, not "
+                       "a JSON object", text)
+        return convert(obj, name, number)
+
+
+JSONL_READER = JsonLinesReader()
+
+__all__ = ["JSONL_READER", "JsonLinesReader"]

@@ -1,0 +1,236 @@
+"""Reading speed of the adapters against the plainest baseline, in the same run (issue 11 §5).
+
+    .venv/bin/python bench/adapters.py [--quick] [--repeats 3] [--json]
+
+* **CSV**: the S&P 500 quotes (``../shared/data/quotes/*.csv.gz``, 619,040 rows; ``--quick``
+  reads the first 100,000) into records events. Ours: :func:`pubsift.adapters.read` (the CSV
+  reader: delimiter sniffed, cells typed, empty cells absent, positions, every bad row
+  quarantined, the records model's ``parse_event`` per row). Baseline: ``csv.DictReader``
+  over ``gzip.open(path, "rt")`` plus ``RecordsModel().parse_event(row)`` per row (string
+  values, no typing, no positions, no quarantine). Bar: ours within 1.5x the baseline's
+  time. The row and event counts of both are printed and must be equal.
+* **Feeds**: every feed of ``../shared/data/feeds`` (``feedparser/wellformed`` and
+  ``real``; the ill-formed ones are not timed) into one event per item/entry through
+  :func:`pubsift.adapters.read`, against lxml's parse with the hardened settings of
+  ``models/xml/parsing.py`` plus ``xpath`` of the items (RSS 2.0 ``//item``, RSS 1.0/RDF
+  ``//rss:item``, Atom ``//atom:entry``) per feed; the feeds are read 10 times per run
+  (3 with ``--quick``), the corpus being small. Skipped, with a line saying so, when no
+  ``xml`` reader is installed.
+
+Times are CPU times of this process (``time.process_time``), so the figures hold on a busy
+machine too; each side is run ``--repeats`` times, alternating, and the median is shown
+with the spread (max - min over the median). ``--json`` prints the figures as one JSON
+object instead of tables. Exit status 1 when the counts of ours and the baseline differ
+on the CSV rows, 2 when the data is absent.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import gzip
+import itertools
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from lxml import etree
+from rich.console import Console
+from rich.table import Table
+
+from pubsift.adapters import Event, Input, Source, read, read_input
+from pubsift.adapters.inputs import inputs
+from pubsift.adapters.limits import DEFAULT_READ_LIMITS
+from pubsift.adapters.readers import broken_readers, readers
+from pubsift.models.records import RecordsModel
+from pubsift.models.xml.parsing import _parser as hardened_parser
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+QUICK_ROWS = 100_000
+BAR = 1.5
+FEED_NS = {"rss": "http://purl.org/rss/1.0/", "atom": "http://www.w3.org/2005/Atom"}
+FEED_ITEMS = "//item | //rss:item | //atom:entry"
+
+
+def _timed(fn: Callable[[], int]) -> tuple[float, int]:
+    gc.collect()
+    t = time.process_time()
+    n = fn()
+    return time.process_time() - t, n
+
+
+def _compare(ours: Callable[[], int], base: Callable[[], int], repeats: int
+             ) -> dict[str, Any]:
+    """Both sides ``repeats`` times, alternating; medians, spreads and counts."""
+    t_ours, t_base = [], []
+    n_ours = n_base = 0
+    for _ in range(repeats):
+        t, n_base = _timed(base)
+        t_base.append(t)
+        t, n_ours = _timed(ours)
+        t_ours.append(t)
+    m_ours, m_base = statistics.median(t_ours), statistics.median(t_base)
+    return {"ours_s": m_ours, "baseline_s": m_base, "ratio": m_ours / m_base,
+            "ours_per_s": n_ours / m_ours, "baseline_per_s": n_base / m_base,
+            "ours_count": n_ours, "baseline_count": n_base,
+            "ours_spread": (max(t_ours) - min(t_ours)) / m_ours,
+            "baseline_spread": (max(t_base) - min(t_base)) / m_base,
+            "repeats": repeats, "cpu_s": sum(t_ours) + sum(t_base)}
+
+
+# -- CSV ------------------------------------------------------------------------------------
+def _decompressing_inputs(path: str) -> bool:
+    """Whether the inputs layer decompresses ``.gz`` files (after issue 11's inputs)."""
+    for inp in inputs(Source(path), DEFAULT_READ_LIMITS):
+        if not isinstance(inp, Input):
+            return False
+        with inp.open() as fh:
+            return fh.read(2) != b"\x1f\x8b"
+    return False
+
+
+def csv_section(rows: int | None, repeats: int) -> dict[str, Any] | str:
+    found = sorted((DATA / "quotes").glob("*.csv.gz"))
+    if not found:
+        return f"CSV: skipped, no quotes under {DATA / 'quotes'}"
+    path = str(found[0])
+    model = RecordsModel()
+    models = {"records": model}
+    if _decompressing_inputs(path):
+        how = "pubsift.adapters.read(path)"
+
+        def outcomes() -> Iterator[Any]:
+            return read(path, models=models)
+    else:
+        how = "read_input(Input(path, gzip.open)) (the inputs layer does not decompress yet)"
+
+        def outcomes() -> Iterator[Any]:
+            return read_input(Input(path, Source(path), lambda: gzip.open(path)),
+                              models=models)
+
+    def ours() -> int:
+        n = 0
+        for out in itertools.islice(outcomes(), rows):
+            n += out.__class__ is Event
+        return n
+
+    def baseline() -> int:
+        parse = model.parse_event
+        n = 0
+        with gzip.open(path, "rt", newline="") as fh:
+            for row in itertools.islice(csv.DictReader(fh), rows):
+                parse(row)
+                n += 1
+        return n
+
+    result = _compare(ours, baseline, repeats)
+    result.update(file=Path(path).name, how=how, bar=BAR)
+    return result
+
+
+# -- feeds ----------------------------------------------------------------------------------
+def feed_files() -> list[Path]:
+    root = DATA / "feeds"
+    return sorted([*(root / "feedparser" / "wellformed").rglob("*.xml"),
+                   *(root / "real").rglob("*.xml")])
+
+
+def feeds_section(repeats: int, rounds: int) -> dict[str, Any] | str:
+    if "xml" not in readers():
+        why = broken_readers().get("xml")
+        return ("feeds: skipped, no xml reader installed (pubsift.adapters.xmlfiles" +
+                (f": {why}" if why else "") + ")")
+    files = feed_files()
+    if not files:
+        return f"feeds: skipped, no feeds under {DATA / 'feeds'}"
+    paths = [str(p) for p in files]
+    limits = DEFAULT_READ_LIMITS.xml
+
+    def ours() -> int:
+        n = 0
+        for _ in range(rounds):
+            for out in read(*paths):
+                n += out.__class__ is Event
+        return n
+
+    def baseline() -> int:
+        parser = hardened_parser(limits)      # the xml model's own settings
+        n = 0
+        for _ in range(rounds):
+            for p in paths:
+                try:
+                    root = etree.parse(p, parser).getroot()
+                except etree.XMLSyntaxError:
+                    continue
+                n += len(root.xpath(FEED_ITEMS, namespaces=FEED_NS))
+        return n
+
+    result = _compare(ours, baseline, repeats)
+    result.update(files=len(paths), rounds=rounds, bar=BAR)
+    return result
+
+
+# -- output ---------------------------------------------------------------------------------
+def _table(title: str, unit: str, r: dict[str, Any]) -> Table:
+    table = Table(title=title)
+    for col in (f"ours {unit}/s", f"baseline {unit}/s", "time ratio", "bar",
+                "ours s ±", "baseline s ±", "ours n", "baseline n", "CPU s"):
+        table.add_column(col, justify="right", no_wrap=True)
+    verdict = "met" if r["ratio"] <= r["bar"] else "missed"
+    table.add_row(f"{r['ours_per_s']:,.0f}", f"{r['baseline_per_s']:,.0f}",
+                  f"{r['ratio']:.2f}×", f"≤ {r['bar']}× ({verdict})",
+                  f"{r['ours_s']:.2f} (±{r['ours_spread']:.0%})",
+                  f"{r['baseline_s']:.2f} (±{r['baseline_spread']:.0%})",
+                  f"{r['ours_count']:,}", f"{r['baseline_count']:,}", f"{r['cpu_s']:.1f}")
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help=f"read the first {QUICK_ROWS:,} CSV rows only")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="runs of each side; the median is shown (default: %(default)s)")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args(argv)
+    if args.repeats < 1:
+        ap.error("--repeats must be positive")
+    rows = QUICK_ROWS if args.quick else None
+    figures: dict[str, Any] = {}
+    status = 0
+    console = Console(width=max(Console().width, 140))
+    for name, run in (("csv", lambda: csv_section(rows, args.repeats)),
+                      ("feeds", lambda: feeds_section(args.repeats,
+                                                      3 if args.quick else 10))):
+        r = run()
+        figures[name] = r
+        if isinstance(r, str):
+            if not args.json:
+                console.print(r)
+            if name == "csv":
+                status = 2
+            continue
+        if name == "csv" and r["ours_count"] != r["baseline_count"]:
+            status = 1
+        if not args.json:
+            if name == "csv":
+                console.print(f"{r['file']}: ours = {r['how']}")
+                console.print(_table(f"CSV quotes into records events, {r['repeats']} "
+                                     "repeats (median)", "rows", r))
+            else:
+                console.print(_table(f"feed items, {r['files']} feeds read {r['rounds']} "
+                                     f"times per run, {r['repeats']} repeats (median)",
+                                     "items", r))
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    elif status == 1:
+        console.print("[red]the CSV event count differs from the baseline's row count[/red]")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

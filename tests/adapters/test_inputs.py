@@ -1,0 +1,204 @@
+"""Inputs of a source (issue 11 §1 "Archives and trees", §2 sources): plain files,
+directories read recursively in sorted order, glob patterns, .gz/.bz2 files; names as
+specified; missing paths, empty directories, links and FIFOs quarantined, never raised."""
+from __future__ import annotations
+
+import bz2
+import gzip
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from pubsift.adapters import Event, Quarantined, ReadLimits, Source, read, register_reader
+from pubsift.adapters.inputs import Input, inputs
+from pubsift.adapters.readers import unregister_reader
+
+sys.path.insert(0, str(Path(__file__).parent))
+from toy_lines import LINES_READER, oracle  # noqa: E402
+
+LIMITS = ReadLimits()
+
+
+@pytest.fixture(autouse=True)
+def lines_reader():
+    register_reader(LINES_READER)
+    yield
+    unregister_reader("lines")
+
+
+def names(source: str | Source) -> list[str]:
+    src = Source.of(source)
+    return [x.name if isinstance(x, Input) else f"Q:{x.source}:{x.reason}"
+            for x in inputs(src, LIMITS)]
+
+
+def tree(root: Path, files: dict[str, bytes]) -> Path:
+    for rel, data in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    return root
+
+
+def test_a_plain_file_is_one_input_named_as_given(tmp_path, monkeypatch):
+    tree(tmp_path, {"a.lines": b"1\n2\n"})
+    monkeypatch.chdir(tmp_path)
+    (inp,) = inputs(Source("a.lines"), LIMITS)
+    assert inp.name == "a.lines" and inp.source.path == "a.lines" and inp.size == 4
+    with inp.open() as fh:
+        assert fh.read() == b"1\n2\n"
+    assert [x.id for x in read("a.lines")] == ["a.lines#1", "a.lines#2"]
+
+
+def test_a_directory_is_read_recursively_in_sorted_order_with_names_joined(tmp_path,
+                                                                          monkeypatch):
+    tree(tmp_path / "data" / "feeds", {"b.lines": b"1\n", "a/b.lines": b"2\n",
+                                       "a/a/z.lines": b"3\n", "c/d/e.lines": b"4\n",
+                                       "a.lines": b"5\n"})
+    monkeypatch.chdir(tmp_path)
+    assert names("data/feeds") == ["data/feeds/a/a/z.lines", "data/feeds/a/b.lines",
+                                   "data/feeds/a.lines", "data/feeds/b.lines",
+                                   "data/feeds/c/d/e.lines"]
+    assert names("data/feeds/") == names("data/feeds")
+    assert names(str(tmp_path / "data")) == [str(tmp_path / n) for n in names("data")]
+    # the settings follow each input, with path = its name
+    got = list(inputs(Source("data/feeds", format="lines", model="records"), LIMITS))
+    assert {(i.source.format, i.source.model) for i in got} == {("lines", "records")}
+    assert all(i.source.path == i.name for i in got)
+
+
+def test_hidden_files_and_directories_are_skipped(tmp_path):
+    tree(tmp_path, {"a.lines": b"1\n", ".hidden.lines": b"2\n", ".git/x.lines": b"3\n",
+                    "sub/.DS_Store": b"4\n", "sub/b.lines": b"5\n"})
+    assert names(str(tmp_path)) == [f"{tmp_path}/a.lines", f"{tmp_path}/sub/b.lines"]
+
+
+def test_an_empty_directory_or_only_hidden_files_is_quarantined_not_silent(tmp_path):
+    (tmp_path / "empty").mkdir()
+    tree(tmp_path / "hid", {".x.lines": b"1\n"})
+    for d in ("empty", "hid"):
+        (q,) = read(str(tmp_path / d))
+        assert isinstance(q, Quarantined) and q.reason == "unreadable" and q.position == 0
+        assert q.source == str(tmp_path / d) and "no file to read" in q.message
+
+
+def test_a_missing_path_is_quarantined_naming_it(tmp_path):
+    missing = str(tmp_path / "nope.lines")
+    (q,) = read(missing)
+    assert (q.source, q.position, q.reason) == (missing, 0, "unreadable")
+    assert "no such file" in q.message
+
+
+def test_symlinks_are_not_followed_out_of_the_tree_and_cannot_loop(tmp_path):
+    outside = tree(tmp_path / "outside", {"secret.lines": b"9\n"})
+    root = tree(tmp_path / "root", {"a.lines": b"1\n", "sub/b.lines": b"2\n"})
+    (root / "loop").symlink_to(root, target_is_directory=True)
+    (root / "sub" / "up").symlink_to(root / "sub", target_is_directory=True)
+    (root / "same.lines").symlink_to(root / "a.lines")
+    (root / "out.lines").symlink_to(outside / "secret.lines")
+    (root / "outdir").symlink_to(outside, target_is_directory=True)
+    (root / "broken.lines").symlink_to(tmp_path / "gone")
+    (root / "sub" / "dangling.lines").symlink_to(root / "sub" / "never-there.lines")
+    got = list(read(str(root)))
+    events = [x.id for x in got if isinstance(x, Event)]
+    assert events == [f"{root}/a.lines#1", f"{root}/sub/b.lines#1"]
+    quarantined = {x.source: x.message for x in got if isinstance(x, Quarantined)}
+    assert set(quarantined) == {f"{root}/out.lines", f"{root}/outdir",
+                                f"{root}/broken.lines", f"{root}/sub/dangling.lines"}
+    assert "broken" in quarantined[f"{root}/sub/dangling.lines"]
+    assert "out of the tree" in quarantined[f"{root}/out.lines"]
+    assert "broken" in quarantined[f"{root}/broken.lines"]
+    assert all(x.reason == "unreadable" for x in got if isinstance(x, Quarantined))
+
+
+def test_a_fifo_in_a_directory_is_quarantined_not_opened(tmp_path):
+    tree(tmp_path, {"a.lines": b"1\n"})
+    os.mkfifo(tmp_path / "pipe.lines")  # opening it would block: it must not be opened
+    got = list(read(str(tmp_path)))
+    assert [x.id for x in got] == [f"{tmp_path}/a.lines#1", f"{tmp_path}/pipe.lines#0"]
+    assert got[1].reason == "unreadable" and "not a regular file" in got[1].message
+
+
+def test_glob_patterns_match_sorted_with_recursive_double_star(tmp_path, monkeypatch):
+    tree(tmp_path, {"d/x1.lines": b"1\n", "d/x2.lines": b"2\n", "d/y.lines": b"3\n",
+                    "d/sub/x3.lines": b"4\n", "d/sub/deep/x4.lines": b"5\n",
+                    "d/.x5.lines": b"6\n", "d/x[1].lines": b"7\n"})
+    monkeypatch.chdir(tmp_path)
+    assert names("d/x?.lines") == ["d/x1.lines", "d/x2.lines"]
+    assert names("d/x[2-9].lines") == ["d/x2.lines"]
+    assert names("d/*.lines") == ["d/x1.lines", "d/x2.lines", "d/x[1].lines", "d/y.lines"]
+    assert names("d/**/x*.lines") == ["d/sub/deep/x4.lines", "d/sub/x3.lines", "d/x1.lines",
+                                      "d/x2.lines", "d/x[1].lines"]
+    assert names("d/.x*") == ["d/.x5.lines"]  # the dot spelled out
+    # a file whose name looks like a pattern is read literally
+    assert names("d/x[1].lines") == ["d/x[1].lines"]
+
+
+def test_a_glob_matching_directories_reads_each_file_once(tmp_path, monkeypatch):
+    tree(tmp_path, {"d/a/x.lines": b"1\n", "d/a/b/y.lines": b"2\n", "d/z.lines": b"3\n"})
+    monkeypatch.chdir(tmp_path)
+    got = names("d/**")
+    assert sorted(got) == ["d/a/b/y.lines", "d/a/x.lines", "d/z.lines"]
+    assert len(got) == len(set(got))
+
+
+def test_a_glob_that_matches_nothing_is_quarantined(tmp_path):
+    pattern = str(tmp_path / "*.nothing")
+    (q,) = read(pattern)
+    assert (q.source, q.position, q.reason) == (pattern, 0, "unreadable")
+    assert "matches no file" in q.message
+
+
+@pytest.mark.parametrize("suffix, compress", [(".gz", gzip.compress),
+                                              (".bz2", bz2.compress)])
+def test_compressed_files_are_decompressed_and_keep_their_name(tmp_path, suffix, compress):
+    data = b"1\n2\nthree\n4\n"
+    path = tmp_path / f"n.lines{suffix}"
+    path.write_bytes(compress(data))
+    (inp,) = inputs(Source(str(path)), LIMITS)
+    assert inp.name == str(path)
+    with inp.open() as fh:
+        assert fh.read() == data
+    with inp.open() as fh:  # open() gives a fresh stream every time
+        assert fh.read(2) == b"1\n"
+    got = list(read(str(path)))
+    assert [x.position for x in got] == [1, 2, 3, 4]
+    assert [type(x) for x in got] == [Event, Event, Quarantined, Event]
+    assert (sum(isinstance(x, Event) for x in got), 1) == oracle(data)
+
+
+@pytest.mark.parametrize("suffix, compress, lines", [
+    (".gz", gzip.compress, 20_000),
+    # bzip2 gives nothing of a block cut short: 100 kB blocks (level 1), 3 of them
+    (".bz2", lambda data: bz2.compress(data, compresslevel=1), 40_000),
+])
+def test_a_truncated_compressed_file_keeps_the_records_before_the_cut(tmp_path, suffix,
+                                                                     compress, lines):
+    data = b"".join(b"%d\n" % i for i in range(lines))
+    packed = compress(data)
+    path = tmp_path / f"t.lines{suffix}"
+    path.write_bytes(packed[: len(packed) * 4 // 5])
+    got = list(read(str(path)))
+    *events, last = got
+    assert events and all(isinstance(x, Event) for x in events)
+    assert [x.event["n"] for x in events] == list(range(len(events)))
+    assert isinstance(last, Quarantined) and last.reason == "compression"
+    assert last.position == len(events) + 1 and "truncated" in last.message
+    assert len(events) < lines
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2"])
+def test_a_file_named_compressed_that_is_not_is_quarantined(tmp_path, suffix):
+    path = tmp_path / f"plain.lines{suffix}"
+    path.write_bytes(b"1\n2\n")
+    (q,) = read(str(path))
+    assert q.reason == "compression" and q.position == 0
+
+
+def test_positions_and_ids_are_stable_across_runs(tmp_path):
+    tree(tmp_path, {"a.lines": b"1\nx\n3\n", "b/c.lines.gz": gzip.compress(b"4\n5\n")})
+    first = [(x.id, type(x).__name__) for x in read(str(tmp_path))]
+    assert first == [(x.id, type(x).__name__) for x in read(str(tmp_path))]
+    assert len({i for i, _ in first}) == len(first) == 5

@@ -1,0 +1,191 @@
+"""The JSON-lines reader (issue 11 §1, §2, §4): JSON's own types, line-number positions,
+each bad line quarantined with its reason, bounded memory, on hand-made files and the
+aws/event-ruler fixtures (oracle: the json module)."""
+from __future__ import annotations
+
+import io
+import json
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pubsift.adapters import Event, Input, Quarantined, ReadLimits, Source, read, read_input
+from pubsift.adapters.jsonlines import JSONL_READER
+from pubsift.models.records import RecordsModel
+
+from tests.adapters.test_csv_reader import mutated
+
+DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+MODEL = RecordsModel()
+
+
+def read_bytes(data: bytes, name: str = "t.jsonl", limits: ReadLimits = ReadLimits()
+               ) -> list[Event | Quarantined]:
+    src = Source(name, format="jsonl")
+    return list(read_input(Input(name, src, lambda: io.BytesIO(data)), limits,
+                           {"records": MODEL}))
+
+
+def outline(out):
+    return [(o.position, o.event.raw if isinstance(o, Event) else o.reason) for o in out]
+
+
+def test_json_types_are_kept_and_positions_are_line_numbers():
+    data = (b'\xef\xbb\xbf{"a": 1, "b": 1.5, "c": "x", "d": true, "e": null, "f": [1, "y"],'
+            b' "g": {"h": 2}}\r\n'
+            b"\n   \t\n"
+            b'{"n": 12345678901234567890}\n'
+            b'{"last": "no line end"}')
+    out = read_bytes(data)
+    assert outline(out) == [
+        (1, {"a": 1, "b": 1.5, "c": "x", "d": True, "e": None, "f": [1, "y"],
+             "g": {"h": 2}}),
+        (4, {"n": 12345678901234567890}), (5, {"last": "no line end"})]
+    assert out[0].event["g.h"] == 2 and type(out[0].event["a"]) is int
+
+
+@pytest.mark.parametrize("line, reason, words", [
+    (b'{"a": 1', "json-syntax", "column"),
+    (b'{"a": 1, "a": 2}', "json-syntax", 'duplicate key "a"'),
+    (b'{"a": NaN}', "json-syntax", "NaN is not JSON"),
+    (b'{"a": Infinity}', "json-syntax", "Infinity"),
+    (b'{"a": ' + b"9" * 5000 + b"}", "json-syntax", "digits"),
+    (b"[" * 100_000, "json-syntax", "nested too deeply"),
+    (b"{'a': 1}", "json-syntax", "column 2"),
+    (b"[1, 2]", "not-an-object", "an array"), (b'"x"', "not-an-object", "a string"),
+    (b"3", "not-an-object", "a number"), (b"null", "not-an-object", "null"),
+    (b"true", "not-an-object", "a boolean"),
+    (b'{"a": "\xff"}', "encoding", "byte 0xff at column 8"),
+    (b'{"a": "\xed\xa0\x80"}', "encoding", "0xed"),                # an encoded surrogate
+    (b"{}", "invalid-event", "at least one attribute"),
+    (b'{"a": "\\ud800"}', "invalid-event", "surrogate"),
+    (b'{"a": 1e999}', "invalid-event", "finite"),
+])
+def test_a_bad_line_is_quarantined_alone(line, reason, words):
+    out = read_bytes(b'{"ok": 1}\n' + line + b'\n{"ok": 2}\n')
+    assert [(o.position, getattr(o, "reason", "event")) for o in out] == [
+        (1, "event"), (2, reason), (3, "event")]
+    assert words in out[1].message, out[1].message
+    assert out[1].source == "t.jsonl" and out[1].model == "records" and out[1].excerpt
+
+
+def test_the_size_limit_counts_bytes_before_the_line_end():
+    limits = ReadLimits(max_record_bytes=12)
+    at = b'{"a": "xxx"}'                                  # 12 bytes
+    assert len(at) == 12
+    out = read_bytes(at + b"\r\n" + b'{"a": "xxxx"}\n' + at + b"\n" + b'{"a":"' +
+                     b"y" * 100 + b'"}\n' + at, limits=limits)
+    assert outline(out) == [(1, {"a": "xxx"}), (2, "too-large"), (3, {"a": "xxx"}),
+                            (4, "too-large"), (5, {"a": "xxx"})]
+    assert "longer than 12 bytes" in out[1].message
+
+
+def test_a_huge_line_is_skipped_without_holding_it():
+    data = b'{"a": 1}\n{"b": "' + b"y" * (8 << 20) + b'"}\n{"c": 3}\n'
+    tracemalloc.start()
+    try:
+        out = read_bytes(data, limits=ReadLimits(max_record_bytes=1000))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert outline(out) == [(1, {"a": 1}), (2, "too-large"), (3, {"c": 3})]
+    assert peak < (1 << 20), f"peak {peak} bytes while skipping an 8 MiB line"
+
+
+def test_sniffing_json_lines_and_the_json_extension(tmp_path):
+    assert JSONL_READER.sniff(b'\n{"a": 1}\n{"a": 2')
+    assert not JSONL_READER.sniff(b'{\n  "a": 1\n}\n')        # pretty-printed: not claimed
+    assert not JSONL_READER.sniff(b"[1, 2]\n")
+    assert not JSONL_READER.sniff(b'{"a": 1')                 # no complete line
+    lines = tmp_path / "events.json"
+    lines.write_text('{"a": 1}\n{"a": 2}\n')
+    assert [o.event.raw for o in read(str(lines))] == [{"a": 1}, {"a": 2}]
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text('{\n  "a": 1\n}\n')
+    unknown, = read(str(pretty))
+    assert (unknown.reason, unknown.position) == ("unknown-format", 0)
+
+
+def test_ndjson_extension(tmp_path):
+    p = tmp_path / "x.ndjson"
+    p.write_bytes(b'{"a": 1}\n')
+    assert [o.event.raw for o in read(str(p))] == [{"a": 1}]
+
+
+# -- hostile bytes ------------------------------------------------------------------------
+GOOD = (b'{"date": "2017-02-08", "open": 45.26, "volume": 4330414, "Name": "AAL"}\n'
+        b'{"tags": ["a", "b"], "nested": {"x": 1, "y": [true, null]}}\n'
+        b"\n"
+        b'{"s": "caf\xc3\xa9 \\u00e9 \\"q\\""}\r\n'
+        b'{"n": -1.5e3}\n')
+
+
+def _nonblank_lines(data: bytes) -> int:
+    """Lines with content, as counted independently: split on newlines."""
+    lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return sum(1 for ln in lines if ln.strip(b" \t\r\n\x0b\x0c"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(mutated(GOOD))
+def test_mutated_json_lines_never_escape_and_counts_add_up(data):
+    out = read_bytes(data)
+    assert all(isinstance(o, (Event, Quarantined)) for o in out)
+    assert all(o.reason not in ("reader-error", "unreadable") for o in out
+               if isinstance(o, Quarantined)), out
+    positions = [o.position for o in out]
+    assert positions == sorted(set(positions)) and all(p >= 1 for p in positions)
+    assert len(out) == _nonblank_lines(data)             # read = events + quarantined
+    for o in out:                                        # the json module agrees
+        if isinstance(o, Event):
+            assert isinstance(json.loads(data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+                                         [o.position - 1]), dict)
+
+
+@settings(max_examples=100, deadline=None)
+@given(mutated(GOOD), st.integers(4, 80))
+def test_mutated_json_lines_with_a_small_line_limit(data, limit):
+    out = read_bytes(data, limits=ReadLimits(max_record_bytes=limit))
+    assert len(out) == _nonblank_lines(data)
+    assert all(o.reason != "reader-error" for o in out if isinstance(o, Quarantined))
+    lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    for o in out:
+        body = lines[o.position - 1].removesuffix(b"\r")
+        assert (getattr(o, "reason", "") == "too-large") == (len(body) > limit)
+
+
+# -- real data: aws/event-ruler fixtures as JSON lines --------------------------------------
+def test_event_ruler_events_as_json_lines(tmp_path):
+    """The events of event-ruler's correctness cases and its event fixtures, one per line
+    with blank lines between: each is the model's own answer on the document (an event, or
+    ``invalid-event`` with the model's message: the records model has no arrays of
+    objects, which several fixtures hold)."""
+    root = DATA / "eventruler"
+    if not root.exists():
+        pytest.skip(f"real data not available: {root} is absent")
+    cases = json.loads((root / "src-test-resources" / "correctness-cases.json").read_text())
+    docs = [c["event"] for c in cases] + [
+        json.loads(p.read_text()) for p in sorted((root / "src-test-data").glob("*Event*.json"))]
+    assert len(docs) >= 50
+    p = tmp_path / "events.jsonl"
+    p.write_text("".join(json.dumps(d) + "\n\n" for d in docs))
+    out = list(read(str(p), models={"records": MODEL}))
+    assert [o.position for o in out] == list(range(1, 2 * len(docs), 2))
+    refused = 0
+    for o, d in zip(out, docs):
+        try:
+            want = MODEL.parse_event(d)
+        except Exception as exc:  # noqa: BLE001 - the oracle's refusal
+            refused += 1
+            assert o.reason == "invalid-event" and str(exc) in o.message
+        else:
+            assert o.event == want
+    assert 0 < refused < len(docs)
+    # the fixtures themselves are pretty-printed JSON documents, not JSON lines
+    unknown, = read(str(root / "src-test-data" / "bigEvent.json"))
+    assert unknown.reason == "unknown-format"
