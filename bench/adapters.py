@@ -47,7 +47,7 @@ from pubsift.adapters.inputs import inputs
 from pubsift.adapters.limits import DEFAULT_READ_LIMITS
 from pubsift.adapters.readers import broken_readers, readers
 from pubsift.models.records import RecordsModel
-from pubsift.models.xml.parsing import _parser as hardened_parser
+from pubsift.models.xml.parsing import hardened_parser
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 QUICK_ROWS = 100_000

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from lxml import etree
 
@@ -67,10 +68,33 @@ def _show(v: object) -> str:
 DEFAULT_LIMITS = ParseLimits()
 
 
-def _parser(limits: ParseLimits) -> etree.XMLParser:
-    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
-                           dtd_validation=False, huge_tree=limits.max_depth > 256
-                           or limits.max_bytes > 10_000_000)
+#: the deepest nesting libxml2 parses without ``huge_tree`` (lxml's XML_PARSE_HUGE)
+PLAIN_DEPTH_CEILING = 256
+
+
+def huge_tree(limits: ParseLimits) -> bool:
+    """Whether ``limits`` need libxml2's XML_PARSE_HUGE (lxml ``huge_tree``): only when they
+    allow more than libxml2's default depth (256) or size (10 MB of text in one node)."""
+    return limits.max_depth > PLAIN_DEPTH_CEILING or limits.max_bytes > 10_000_000
+
+
+def hardened_options(limits: ParseLimits = DEFAULT_LIMITS) -> dict:
+    """The keyword arguments that make lxml parsing hardened, the one definition used by
+    :func:`hardened_parser`, :func:`parse_document` and the streaming readers
+    (``etree.iterparse(source, **hardened_options(limits))``; issue 11 §1): no network
+    access, no DTD loading or validation, no entity substitution, ``huge_tree`` only as
+    far as ``limits`` allow. What libxml2 parses under these options is then checked by
+    :func:`check_entities` and :func:`check_depth`."""
+    return {"resolve_entities": False, "no_network": True, "load_dtd": False,
+            "dtd_validation": False, "huge_tree": huge_tree(limits)}
+
+
+def hardened_parser(limits: ParseLimits = DEFAULT_LIMITS, *,
+                    recover: bool = False) -> etree.XMLParser:
+    """A new lxml parser with :func:`hardened_options`. ``recover=True`` (libxml2's
+    recovery mode, still hardened) is for readers that salvage the well-formed parts of a
+    broken document; its ``error_log`` lists what was repaired."""
+    return etree.XMLParser(recover=recover, **hardened_options(limits))
 
 
 class XmlEvent:
@@ -124,16 +148,27 @@ class XmlEvent:
         return f"XmlEvent({text!r})"
 
 
-def _check_dtd(tree: etree._ElementTree) -> None:
-    dtd = tree.docinfo.internalDTD
+def check_entity_declarations(root: etree._Element) -> None:
+    """EventError when the document of ``root`` declares an entity: an external one
+    (XXE) or any internal one (entity expansion, e.g. "billion laughs")."""
+    dtd = root.getroottree().docinfo.internalDTD
     if dtd is None:
         return
     for ent in dtd.iterentities():
         if ent.system_url or ent.orig is None and ent.content is None:
-            raise EventError(f"external entity {ent.name!r} refused (XXE: an external entity "
-                             f"would read {ent.system_url!r})", "DOCTYPE")
-        raise EventError(f"entity declaration {ent.name!r} refused (entity expansion, e.g. "
-                         "'billion laughs', is not allowed)", "DOCTYPE")
+            raise EventError(f"external entity {ent.name!r} refused (XXE: an external "
+                             f"entity would read {ent.system_url!r})", "DOCTYPE")
+        raise EventError(f"entity declaration {ent.name!r} refused (entity expansion, "
+                         "e.g. 'billion laughs', is not allowed)", "DOCTYPE")
+
+
+def check_entities(root: etree._Element) -> None:
+    """:func:`check_entity_declarations`, and EventError when the tree keeps a reference
+    to an entity (lxml leaves refused references as Entity nodes)."""
+    check_entity_declarations(root)
+    for el in root.iter(etree.Entity):
+        raise EventError(f"reference to undeclared or refused entity &{el.name};",
+                         f"line {el.sourceline}")
 
 
 def _too_deep(limit: int) -> str:
@@ -145,19 +180,23 @@ def _too_deep(limit: int) -> str:
             "accept it)")
 
 
-def _check_depth(root: etree._Element, limit: int) -> None:
-    stack = [(root, 1)]
-    while stack:
-        el, d = stack.pop()
-        if d > limit:
-            raise EventError(_too_deep(limit), f"line {el.sourceline}")
-        stack.extend((c, d + 1) for c in el)
+@lru_cache(maxsize=16)
+def _first_too_deep(limit: int) -> etree.XPath:
+    # the first element at depth limit + 1 (the root is at depth 1), found by libxml2
+    return etree.XPath("(" + "/*" * (limit + 1) + ")[1]")
 
 
-def _check_entities(root: etree._Element) -> None:
-    for el in root.iter(etree.Entity):
-        raise EventError(f"reference to undeclared or refused entity &{el.name};",
-                         f"line {el.sourceline}")
+def parser_depth_ceiling(limits: ParseLimits) -> int:
+    """The deepest nesting libxml2 itself parses under :func:`hardened_options`."""
+    return MAX_DEPTH_CEILING if huge_tree(limits) else PLAIN_DEPTH_CEILING
+
+
+def check_depth(root: etree._Element, limits: ParseLimits = DEFAULT_LIMITS) -> None:
+    """EventError when the tree of ``root`` nests elements deeper than
+    ``limits.max_depth`` (found by libxml2's XPath, not a Python walk)."""
+    found = _first_too_deep(limits.max_depth)(root.getroottree())
+    if found:
+        raise EventError(_too_deep(limits.max_depth), f"line {found[0].sourceline}")
 
 
 def parse_document(raw: bytes | str, limits: ParseLimits = DEFAULT_LIMITS) -> XmlEvent:
@@ -179,7 +218,7 @@ def parse_document(raw: bytes | str, limits: ParseLimits = DEFAULT_LIMITS) -> Xm
         raise EventError(f"document too large: {len(data)} bytes > {limits.max_bytes} "
                          "(raise ParseLimits.max_bytes to accept it)")
     try:
-        root = etree.fromstring(data, _parser(limits))
+        root = etree.fromstring(data, hardened_parser(limits))
     except etree.LxmlError as e:
         if not isinstance(e, etree.XMLSyntaxError):
             raise EventError(f"XML not accepted by lxml: {e}") from None
@@ -193,10 +232,10 @@ def parse_document(raw: bytes | str, limits: ParseLimits = DEFAULT_LIMITS) -> Xm
         raise EventError(f"malformed XML: {msg}", f"line {line}, column {col}") from None
     if root is None:
         raise EventError("empty XML document")
-    tree = root.getroottree()
-    _check_dtd(tree)
-    _check_entities(root)
-    _check_depth(root, limits.max_depth)
+    check_entities(root)
+    if limits.max_depth < parser_depth_ceiling(limits):
+        # deeper trees than the parser's ceiling were refused above ("Excessive depth")
+        check_depth(root, limits)
     return XmlEvent(root, etree.tostring(root, encoding="unicode", with_tail=False))
 
 

@@ -1,0 +1,435 @@
+"""The ``xml`` reader (issue 11 §1, §2): feeds into one event per item or entry, other XML
+into one event per document or per split element, all parsed only with the xml model's
+hardened settings (:func:`pubsift.models.xml.parsing.hardened_options`).
+
+What it gives, per file:
+
+* **Feeds** (RSS 2.0, RSS 1.0 and 0.90, Atom 1.0 and 0.3; :mod:`.feeds`): one event per
+  item, position = its 1-based index in document order; the event is the feed with every
+  other item removed (:mod:`.splitting`). A feed without items gives no event (like a CSV
+  file with only its header: nothing to route, nothing lost).
+* **Other XML**: one event, position 1, unless the source names a split element; then one
+  event per outermost split element, split like a feed. A document without that element is
+  quarantined at position 0 with reason ``xml-no-split`` (the source expected it: a wrong
+  prefix or name is not silently read as nothing). A root that is itself the split element
+  is one event.
+* **Entity references**: a reference to an entity an external DTD would declare (RSS
+  0.91's ``&eacute;`` under the Netscape DOCTYPE) is refused, never resolved: the item
+  holding it is quarantined (``xml-entity`` at its position), or the whole document when it
+  is outside the items.
+* **The concepts model**: the parsed document goes to
+  :func:`pubsift.adapters.concepts.ubl_semantic_objects` (one semantic object per UBL
+  line).
+
+Refusals, each a :class:`~pubsift.adapters.outcomes.Quarantined` at position 0 (the whole
+document) unless said otherwise: an entity declaration or refused reference
+(``xml-entity``), nesting beyond ``ReadLimits.xml.max_depth`` (``xml-too-deep``), bytes
+that are not text in the declared encoding (``encoding``), a document libxml2 cannot hold
+(``too-large``), an event larger than ``ReadLimits.xml.max_bytes`` (``too-large`` at the
+event's position), and XML that is not well-formed (``xml-syntax``, with line and column).
+A feed or split document that is not well-formed keeps its intact items: the broken ones
+are quarantined at their positions (:mod:`.salvage` says exactly which). A stream's own
+error (the archive reader's bomb guard raises ReadError) passes through lxml unchanged.
+
+Events are the model's: ``model.parse_event`` of the event's text (an EventError is
+quarantined as ``invalid-event``). For the xml model with the reader's own parse limits
+(``model.limits == ReadLimits.xml``, the default) the reader has already parsed and checked
+the document exactly as ``parse_event`` would, so the event is built from that tree (one
+copy of the skeleton per item) instead of serializing and parsing it again: the same
+``XmlEvent``, tested equal on every real feed, in half the time or less.
+
+Files up to ``ReadLimits.stream_above`` bytes are parsed in memory; larger ones are
+streamed twice with ``iterparse`` (skeleton, then items), memory bounded by the skeleton
+and one item, and give the same events. Their skeleton is bounded too: more than twice
+``xml.max_bytes`` outside the split elements (metadata no event could hold, or split
+elements that are rare or absent) ends the document with ``too-large``. A streamed
+document that is not well-formed is quarantined whole (salvage needs the recovered tree in
+memory); one that is read whole (not split) is read in memory when within
+``xml.max_bytes``, else ``too-large``.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from lxml import etree
+
+from pubsift.adapters.feeds import KINDS, detect
+from pubsift.adapters.inputs import Input
+from pubsift.adapters.limits import ReadLimits
+from pubsift.adapters.outcomes import Event, Quarantined, excerpt
+from pubsift.adapters.reading import converter
+from pubsift.adapters.readers import ReadError, Reader
+from pubsift.adapters.salvage import XmlProblem, broken_items
+from pubsift.adapters.splitting import (Selector, Skeleton, SplitName, UndeclaredPrefix,
+                                        stream_items, stream_skeleton)
+from pubsift.core.errors import EventError
+from pubsift.core.model import FilterModel
+from pubsift.models.xml import XmlModel
+from pubsift.models.xml.parsing import (XmlEvent, check_depth, check_entities,
+                                        check_entity_declarations, hardened_options,
+                                        hardened_parser, parser_depth_ceiling)
+
+_E = etree.ErrorTypes
+#: libxml2 errors about the bytes' encoding (invalid bytes, unknown or unsupported names)
+ENCODING_ERRORS = frozenset(getattr(_E, n) for n in (
+    "ERR_INVALID_ENCODING", "ERR_UNKNOWN_ENCODING", "ERR_UNSUPPORTED_ENCODING",
+    "ERR_ENCODING_NAME", "ERR_MISSING_ENCODING", "I18N_CONV_FAILED", "I18N_NO_HANDLER",
+    "IO_ENCODER") if hasattr(_E, n))
+#: the item selector of each feed kind
+_FEEDS = {k.name: Selector.of_feed(k) for k in KINDS.values() if k.is_feed}
+_WHERE_SUFFIX = re.compile(r", line \d+, column \d+\Z")
+_BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
+
+
+def syntax_problem(exc: etree.XMLSyntaxError) -> tuple[str, XmlProblem]:
+    """The quarantine reason and the located problem of a document lxml refused."""
+    msg = _WHERE_SUFFIX.sub("", exc.msg or str(exc))
+    line, column = exc.position if exc.position else (exc.lineno or 0, 0)
+    problem = XmlProblem(line or 0, column or 0, msg)
+    if exc.code in ENCODING_ERRORS:
+        return "encoding", problem
+    if exc.code == _E.ERR_ENTITY_LOOP or "amplification" in msg:
+        return "xml-entity", problem
+    if "Excessive depth" in msg:
+        return "xml-too-deep", problem
+    if exc.code == _E.ERR_RESOURCE_LIMIT:
+        return "too-large", problem
+    return "xml-syntax", problem
+
+
+def _refused_reference(ref: etree._Element) -> str:
+    # strict parsing keeps one only under a DOCTYPE naming an external DTD (never loaded)
+    return (f"reference to entity &{ref.name}; (line {ref.sourceline}) refused: only "
+            "the predefined entities are read, no DTD is loaded")
+
+
+def _line_of(data: bytes, line: int) -> bytes:
+    if line < 1:
+        return data[:200]
+    start = 0
+    for _ in range(line - 1):
+        start = data.find(b"\n", start) + 1
+        if start == 0:
+            return b""
+    end = data.find(b"\n", start)
+    return data[start:end if end >= 0 else len(data)]
+
+
+class _Reading:
+    """One input being read: the model's converter, the limits, the split element."""
+
+    def __init__(self, inp: Input, model: FilterModel, limits: ReadLimits) -> None:
+        self.inp = inp
+        self.name = inp.name
+        self.model = model
+        self.limits = limits
+        self.split = SplitName.parse(inp.source.split) if inp.source.split else None
+        self.convert = converter(model, inp.source)
+        # the xml model with the reader's own parse limits: an event is built from the
+        # checked tree itself (see fast_event)
+        self.fast = isinstance(model, XmlModel) and model.limits == limits.xml
+
+    # -- outcomes --------------------------------------------------------------------------
+    def whole(self, reason: str, message: str, raw: Any = "") -> Quarantined:
+        return Quarantined(self.name, 0, reason, message, excerpt(raw), self.model.name)
+
+    def event(self, position: int, raw: str | bytes) -> Event | Quarantined:
+        """The model's event of one document text (``model.parse_event``), or
+        ``too-large``."""
+        return self.too_large(position, raw) or self.convert(raw, self.name, position)
+
+    def too_large(self, position: int, raw: str | bytes) -> Quarantined | None:
+        max_bytes = self.limits.xml.max_bytes
+        size = len(raw)
+        if isinstance(raw, str) and size * 4 > max_bytes:
+            size = len(raw.encode("utf-8"))
+        if size <= max_bytes:
+            return None
+        return Quarantined(self.name, position, "too-large", f"event of {size} bytes > "
+                           f"ReadLimits.xml.max_bytes {max_bytes}", excerpt(raw),
+                           self.model.name)
+
+    def fast_event(self, position: int, root: etree._Element) -> Event | Quarantined:
+        """The xml model's event of a tree lxml built under the same hardened settings and
+        limits as the model's, from a document that passed the same checks (a copy of its
+        skeleton with one of its items): the XmlEvent ``model.parse_event`` would build
+        from its serialization, without parsing that again (tested equal to it on every
+        real feed)."""
+        xml = etree.tostring(root, encoding="unicode", with_tail=False)
+        return self.too_large(position, xml) or \
+            Event(self.model.name, self.name, position, XmlEvent(root, xml))
+
+    def document_event(self, root: etree._Element, data: bytes) -> Event | Quarantined:
+        """The event of a whole document, sized by its bytes as ``parse_event`` does."""
+        if not self.fast:
+            return self.event(1, data)
+        xml = etree.tostring(root, encoding="unicode", with_tail=False)
+        return self.too_large(1, data) or \
+            Event(self.model.name, self.name, 1, XmlEvent(root, xml))
+
+    def item_event(self, skeleton: Skeleton, index: int, el: etree._Element
+                   ) -> Event | Quarantined:
+        ref = next(el.iter(etree.Entity), None)
+        if ref is not None:
+            return Quarantined(self.name, index + 1, "xml-entity", _refused_reference(ref),
+                               f"&{ref.name};", self.model.name)
+        if self.fast:
+            return self.fast_event(index + 1, skeleton.tree_with(
+                index, el, last=index == len(skeleton) - 1))
+        return self.event(index + 1, skeleton.text_with(index, el))
+
+    def refused(self, root: etree._Element, references: bool = True) -> Quarantined | None:
+        """``xml-entity`` or ``xml-too-deep`` for a parsed document, else None
+        (``references=False``: entity references are left to the caller)."""
+        try:
+            (check_entities if references else check_entity_declarations)(root)
+        except EventError as exc:
+            return self.whole("xml-entity", str(exc))
+        if self.limits.xml.max_depth < parser_depth_ceiling(self.limits.xml):
+            try:
+                check_depth(root, self.limits.xml)
+            except EventError as exc:
+                return self.whole("xml-too-deep", str(exc))
+        return None
+
+    def references(self, root: etree._Element) -> Quarantined | None:
+        """``xml-entity`` for a tree (a document, a skeleton) that keeps an entity
+        reference, else None."""
+        ref = next(root.iter(etree.Entity), None)
+        return None if ref is None else self.whole("xml-entity", _refused_reference(ref),
+                                                   f"&{ref.name};")
+
+    def selector(self, root_tag: str, nsmap: dict) -> Selector | Quarantined | None:
+        """How the document splits: a Selector, None (read whole), or ``xml-no-split``."""
+        if self.split is not None:
+            try:
+                return Selector(self.split.tag(self.inp.source.namespaces, nsmap))
+            except UndeclaredPrefix as exc:
+                return self.whole("xml-no-split", str(exc))
+        kind = detect(root_tag, nsmap)
+        return _FEEDS.get(kind.name)
+
+    # -- in memory ---------------------------------------------------------------------------
+    def from_bytes(self, data: bytes) -> Iterator[Event | Quarantined]:
+        try:
+            root = etree.fromstring(data, hardened_parser(self.limits.xml))
+        except etree.XMLSyntaxError as exc:
+            yield from self.salvage(data, exc)
+            return
+        # entity references are refused per item (one in the metadata: the document)
+        bad = self.refused(root, references=False)
+        if bad is not None:
+            yield bad
+            return
+        if self.model.name == "concepts":
+            bad = self.references(root)
+            if bad is not None:
+                yield bad
+            else:
+                yield from self.concepts(root)
+            return
+        sel = self.selector(root.tag, root.nsmap)
+        if isinstance(sel, Quarantined):
+            yield sel
+        elif sel is None or sel.path is None and root.tag == sel.tag:
+            yield self.references(root) or self.document_event(root, data)
+        else:
+            yield from self.items(root, sel, data, None)
+
+    def items(self, root: etree._Element, sel: Selector, data: bytes,
+              problems: list[XmlProblem] | None) -> Iterator[Event | Quarantined]:
+        """Split events of a parsed (or recovered, with its ``problems``) document."""
+        items = sel.find(root)
+        if not items:
+            if problems:
+                yield self.whole("xml-syntax", f"not well-formed: {problems[0]}",
+                                 _line_of(data, problems[0].line))
+            elif self.split is not None:
+                yield self.whole("xml-no-split", f"no {self.split.text} element "
+                                 f"({sel.tag}) in the document")
+            return
+        broken: dict[int, XmlProblem] = {}
+        if problems:
+            # a reference recovery kept (an undeclared entity) is broken in itself
+            found = broken_items(root, items, data, problems, list(root.iter(etree.Entity)))
+            if found is None:
+                yield self.whole("xml-syntax", f"not well-formed outside the items: "
+                                 f"{problems[0]}", _line_of(data, problems[0].line))
+                return
+            broken = found
+        skeleton = Skeleton(root)
+        for el in items:
+            skeleton.take(el)
+        bad = self.references(root)
+        if bad is not None:
+            yield bad
+            return
+        for k, el in enumerate(items):
+            problem = broken.get(k)
+            if problem is not None:
+                yield Quarantined(self.name, k + 1, "xml-syntax",
+                                  f"item not well-formed: {problem}",
+                                  excerpt(_line_of(data, problem.line)), self.model.name)
+            else:
+                yield self.item_event(skeleton, k, el)
+
+    def salvage(self, data: bytes, exc: etree.XMLSyntaxError
+                ) -> Iterator[Event | Quarantined]:
+        """A document the strict parser refused: whole-document quarantine, or its intact
+        items when only items are broken (:mod:`.salvage`)."""
+        reason, problem = syntax_problem(exc)
+        whole = self.whole(reason, f"not well-formed: {problem}" if reason == "xml-syntax"
+                           else str(problem), _line_of(data, problem.line))
+        if reason != "xml-syntax" or self.model.name == "concepts":
+            yield whole
+            return
+        parser = hardened_parser(self.limits.xml, recover=True)
+        try:
+            root = etree.fromstring(data, parser)
+        except etree.XMLSyntaxError:
+            root = None
+        if root is None:
+            yield whole
+            return
+        bad = self.refused(root, references=False)
+        if bad is not None:
+            yield bad
+            return
+        sel = self.selector(root.tag, root.nsmap)
+        if not isinstance(sel, Selector) or sel.path is None and root.tag == sel.tag:
+            yield whole
+            return
+        problems = [XmlProblem(e.line, e.column, e.message.strip())
+                    for e in parser.error_log.filter_from_errors()]
+        if problem.line not in {p.line for p in problems}:
+            problems.insert(0, problem)
+        yield from self.items(root, sel, data, problems)
+
+    def concepts(self, root: etree._Element) -> Iterator[Event | Quarantined]:
+        # written by the concepts helper of issue 11; imported when first needed
+        from pubsift.adapters.concepts import ubl_semantic_objects
+        yield from ubl_semantic_objects(root, self.model, self.name)
+
+    # -- streamed ----------------------------------------------------------------------------
+    def from_stream(self) -> Iterator[Event | Quarantined]:
+        options = hardened_options(self.limits.xml)
+        try:
+            with self.inp.open() as fh:
+                root = next((el for _, el in etree.iterparse(fh, events=("start",),
+                                                              **options)), None)
+                if root is None:
+                    yield self.whole("xml-syntax", "empty XML document")
+                    return
+                tag, nsmap = root.tag, dict(root.nsmap)
+                # the first chunk's items may be in the tree: their references are theirs
+                bad = self.refused(root, references=False)
+        except etree.XMLSyntaxError as exc:
+            yield self.stream_problem(exc)
+            return
+        if bad is not None:
+            yield bad
+            return
+        sel = None if self.model.name == "concepts" else self.selector(tag, nsmap)
+        if isinstance(sel, Quarantined):
+            yield sel
+        elif sel is None or sel.path is None and tag == sel.tag:
+            yield from self.whole_streamed()
+        else:
+            yield from self.split_streamed(sel, options)
+
+    def stream_problem(self, exc: etree.XMLSyntaxError) -> Quarantined:
+        reason, problem = syntax_problem(exc)
+        return self.whole(reason, (f"not well-formed (a streamed document is read whole "
+                                   f"or not at all): {problem}") if reason == "xml-syntax"
+                          else str(problem))
+
+    def whole_streamed(self) -> Iterator[Event | Quarantined]:
+        max_bytes = self.limits.xml.max_bytes
+        with self.inp.open() as fh:
+            data = _read_at_most(fh, max_bytes + 1)
+        if len(data) > max_bytes:
+            yield Quarantined(self.name, 1, "too-large", f"document of more than "
+                              f"{max_bytes} bytes (ReadLimits.xml.max_bytes) is one event",
+                              excerpt(data), self.model.name)
+            return
+        yield from self.from_bytes(data)
+
+    def split_streamed(self, sel: Selector, options: dict) -> Iterator[Event | Quarantined]:
+        check = None
+        if self.limits.xml.max_depth < parser_depth_ceiling(self.limits.xml):
+            def check(el: etree._Element) -> None:
+                check_depth(el, self.limits.xml)
+        try:
+            with self.inp.open() as fh:
+                # the skeleton is in every event: beyond max_bytes, no event can be made
+                skeleton = stream_skeleton(fh, sel, options, check,
+                                           budget=2 * self.limits.xml.max_bytes)
+        except etree.XMLSyntaxError as exc:
+            yield self.stream_problem(exc)
+            return
+        except EventError as exc:
+            yield self.whole("xml-too-deep", str(exc))
+            return
+        bad = self.refused(skeleton.root)
+        if bad is not None:
+            yield bad
+            return
+        if not len(skeleton):
+            if self.split is not None:
+                yield self.whole("xml-no-split", f"no {self.split.text} element "
+                                 f"({sel.tag}) in the document")
+            return
+        try:
+            with self.inp.open() as fh:
+                for k, el in stream_items(fh, sel, options, skeleton):
+                    yield self.item_event(skeleton, k, el)
+        except etree.XMLSyntaxError as exc:
+            raise ReadError("unreadable", f"the document changed while it was read: "
+                            f"{syntax_problem(exc)[1]}") from None
+
+
+class XmlReader(Reader):
+    """XML files: feeds per item, other documents whole or per split element."""
+
+    name = "xml"
+    extensions = (".xml", ".rss", ".atom", ".rdf", ".nitf", ".newsml")
+    default_model = "xml"
+
+    def sniff(self, head: bytes) -> bool:
+        """An optional byte-order mark and blanks, then ``<``."""
+        for bom in _BOMS:
+            if head.startswith(bom):
+                head = head[len(bom):]
+                if bom != _BOMS[0]:
+                    enc = "utf-16-le" if bom == b"\xff\xfe" else "utf-16-be"
+                    head = head[: len(head) // 2 * 2].decode(enc, "ignore").encode()
+                break
+        return head.lstrip()[:1] == b"<"
+
+    def read(self, inp: Input, model: FilterModel, limits: ReadLimits
+             ) -> Iterator[Event | Quarantined]:
+        reading = _Reading(inp, model, limits)
+        if inp.size is None or inp.size <= limits.stream_above:
+            with inp.open() as fh:
+                data = _read_at_most(fh, limits.stream_above + 1)
+            if len(data) <= limits.stream_above:
+                yield from reading.from_bytes(data)
+                return
+        yield from reading.from_stream()
+
+
+def _read_at_most(fh: BinaryIO, n: int) -> bytes:
+    """Up to ``n`` bytes (a stream may return fewer per call before its end)."""
+    parts: list[bytes] = []
+    while n > 0:
+        chunk = fh.read(n)
+        if not chunk:
+            break
+        parts.append(bytes(chunk))
+        n -= len(chunk)
+    return b"".join(parts)
+
+
+XML_READER = XmlReader()
