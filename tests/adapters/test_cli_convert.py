@@ -342,3 +342,14 @@ def test_the_output_files_get_the_usual_mode_not_the_temporary_files_private_one
     assert code == 1     # one line quarantined
     for path in (out, tmp_path / "o.quarantine.jsonl"):
         assert path.stat().st_mode & 0o777 == 0o644, path
+
+
+def test_readme_reading_example_prints_what_it_says(capsys):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"## Reading files, feeds and archives.*?```python\n(.*?)```", readme,
+                      re.S).group(1)
+    exec(compile(block, "README.md", "exec"), {})
+    assert capsys.readouterr().out.split("\n") == ["1 True", "2 False", "2 csv-field-count", ""]
