@@ -184,9 +184,42 @@ def _sources(paths: Sequence[str], args: argparse.Namespace, model: str | None
     columns = _pairs_option([c for v in args.columns or [] for c in v.split(",") if c],
                             "--columns")
     delimiter = {"\\t": "\t", "tab": "\t"}.get(args.delimiter, args.delimiter)
+    publisher = _publisher_option(args.publisher)
     return [Source(p, format=args.format, model=model, split=args.split,
                    namespaces=_pairs_option(args.ns or [], "--ns"), columns=columns,
-                   delimiter=delimiter) for p in paths]
+                   delimiter=delimiter, publisher=publisher) for p in paths]
+
+
+def _publisher_option(value: str | None) -> dict[str, Any] | None:
+    """``--publisher``: a JSON object, or ``@FILE`` holding one (``.toml``: a TOML table)."""
+    if value is None:
+        return None
+    where = "--publisher"
+    text = value
+    if value.startswith("@"):
+        where = value[1:]
+        try:
+            with open(where, "rb") as fh:
+                raw = fh.read()
+        except OSError as exc:
+            raise _BadFilters(f"--publisher: cannot read {where}: "
+                              f"{exc.strerror or one_line(exc)}") from None
+        if where.lower().endswith(".toml"):
+            import tomllib
+
+            try:
+                return tomllib.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+                raise _BadFilters(f"--publisher: {where}: {one_line(exc)}") from None
+        text = raw.decode("utf-8", "replace")
+    try:
+        obj = strict_json(text)
+    except ValueError as exc:
+        raise _BadFilters(f"--publisher: {where}: {exc}") from None
+    if not isinstance(obj, dict):
+        raise _BadFilters(f"--publisher: {where}: a publisher side is a JSON object "
+                          "(concept, vocabulary, context, time_field, ignore)")
+    return obj
 
 
 def _warn_broken_readers(command: str, err: TextIO) -> None:
@@ -446,6 +479,10 @@ def _input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--columns", action="append", metavar="COL=TYPE,...",
                    help="declared CSV column types: int, float, bool, str")
     p.add_argument("--delimiter", help="the CSV delimiter (default: sniffed; tab: \\t)")
+    p.add_argument("--publisher", metavar="JSON|@FILE",
+                   help="the concepts publisher side (concept, vocabulary, context, "
+                        "time_field, ignore) as a JSON object, or @FILE of JSON or TOML; "
+                        "makes the records semantic objects")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -353,3 +353,52 @@ def test_readme_reading_example_prints_what_it_says(capsys):
                       re.S).group(1)
     exec(compile(block, "README.md", "exec"), {})
     assert capsys.readouterr().out.split("\n") == ["1 True", "2 False", "2 csv-field-count", ""]
+
+
+QUOTES_PUBLISHER = {"concept": "StockQuote", "time_field": "date",
+                    "vocabulary": {"close": "FinalPrice", "Name": "Symbol",
+                                   "date": "DateOfIssue"},
+                    "context": {"currency": "USD"}}
+
+
+@pytest.mark.parametrize("form", ["json", "@json", "@toml"])
+def test_convert_with_a_publisher_side_writes_semantic_objects(tmp_path, form):
+    (tmp_path / "q.csv").write_text("date,close,Name\n2017-02-08,45.06,AAL\n"
+                                    "2017-02-08,abc,IBM\n")
+    if form == "json":
+        value = json.dumps(QUOTES_PUBLISHER)
+    elif form == "@json":
+        (tmp_path / "pub.json").write_text(json.dumps(QUOTES_PUBLISHER))
+        value = "@" + str(tmp_path / "pub.json")
+    else:
+        (tmp_path / "pub.toml").write_text(
+            'concept = "StockQuote"\ntime_field = "date"\n[vocabulary]\nclose = "FinalPrice"\n'
+            'Name = "Symbol"\ndate = "DateOfIssue"\n'
+            '[context]\ncurrency = "USD"\n')
+        value = "@" + str(tmp_path / "pub.toml")
+    out = tmp_path / "o.jsonl"
+    code, stdout, err = run(["convert", tmp_path / "q.csv", "--publisher", value,
+                             "--out", out])
+    assert code == 1, err       # the second row's price is not a number
+    (line,) = [json.loads(x) for x in out.read_text().splitlines()]
+    assert line["model"] == "concepts" and line["position"] == 1
+    assert line["event"]["value"]["FinalPrice"] == {"value": 45.06,
+                                                     "context": {"currency": "USD"}}
+    (bad,) = [json.loads(x) for x in (tmp_path / "o.quarantine.jsonl").read_text()
+              .splitlines()]
+    assert (bad["position"], bad["reason"]) == (2, "concept-enrichment")
+    assert "abc" in bad["message"]
+
+
+@pytest.mark.parametrize("value, says", [
+    ('{"concept": "NoSuchConcept"}', "NoSuchConcept"),
+    ('["StockQuote"]', "a publisher side is a JSON object"),
+    ('{"concept": ', "invalid JSON"),
+    ("@/nonexistent/pub.json", "cannot read"),
+])
+def test_a_publisher_side_that_cannot_be_used_is_a_usage_error(tmp_path, value, says):
+    (tmp_path / "q.csv").write_text("close,Name\n45.06,AAL\n")
+    code, _, err = run(["convert", tmp_path / "q.csv", "--publisher", value,
+                        "--out", tmp_path / "o.jsonl"])
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "o.jsonl").exists()
