@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -63,11 +64,21 @@ class Input:
 def inputs(source: Source, limits: ReadLimits) -> Iterator[Input | Quarantined]:
     """The inputs of ``source``; a problem with the source itself is a Quarantined."""
     path = source.path
-    if os.path.lexists(path):
-        if os.path.isdir(path):
+    # one lstat (and a stat through a symbolic link) per path: it is done per file read
+    try:
+        st: os.stat_result | None = os.lstat(path)
+    except (OSError, ValueError):
+        st = None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            try:
+                st = os.stat(path)
+            except (OSError, ValueError):
+                st = None  # a broken link: reported when the reader opens it
+        if st is not None and stat.S_ISDIR(st.st_mode):
             yield from _tree(source, path, limits)
         else:
-            yield from _file(source, path, limits)
+            yield from _file(source, path, limits, None if st is None else st.st_size)
     elif glob.has_magic(path):
         yield from _pattern(source, path, limits)
     else:

@@ -75,11 +75,13 @@ def register_reader(reader: Reader) -> None:
         raise PluginError(getattr(reader, "name", "?") or "?", repr(reader),
                           "is not a pubsift.adapters.Reader with a name")
     _extra[reader.name] = reader
+    _suffixes.cache_clear()
 
 
 def unregister_reader(name: str) -> None:
     """Undo :func:`register_reader` (an installed reader of that name shows again)."""
     _extra.pop(name, None)
+    _suffixes.cache_clear()
 
 
 @lru_cache(maxsize=None)
@@ -131,15 +133,30 @@ def strip_compression(name: str) -> str:
     return name
 
 
+@lru_cache(maxsize=1)
+def _suffixes() -> tuple[tuple[str, ...], dict[str, Reader]]:
+    """Every claimed extension, and the reader of each: the first in :func:`readers`'
+    order claiming it (what a scan of every reader would find). Rebuilt after
+    :func:`register_reader` and :func:`unregister_reader` (looked up per file read:
+    issue 11 §5)."""
+    owner: dict[str, Reader] = {}
+    for r in readers().values():
+        for ext in r.extensions:
+            owner.setdefault(ext, r)
+    return tuple(owner), owner
+
+
 def by_extension(name: str) -> Reader | None:
     """The reader claiming the file name's extension (after .gz/.bz2), longest first."""
     low = strip_compression(name).lower()
-    best: tuple[int, Reader] | None = None
-    for r in readers().values():
-        for ext in r.extensions:
-            if low.endswith(ext) and (best is None or len(ext) > best[0]):
-                best = (len(ext), r)
-    return best[1] if best else None
+    endings, owner = _suffixes()
+    if not low.endswith(endings):
+        return None
+    best: str | None = None
+    for ext in endings:
+        if low.endswith(ext) and (best is None or len(ext) > len(best)):
+            best = ext
+    return owner[best]  # type: ignore[index]
 
 
 def by_content(head: bytes) -> Reader | None:

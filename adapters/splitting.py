@@ -24,7 +24,6 @@ item, and the events are the same.
 """
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -160,7 +159,8 @@ class Skeleton:
         the cost is a copy of the skeleton, not of the item. ``last``: the skeleton is not
         needed any more and becomes that tree itself when it is the root alone (no copy)."""
         path, prev = self._address(index)
-        root = self.root if last and self._bare() else copy.deepcopy(self.root)
+        # lxml's copy of an element is deep (the copy module's deepcopy calls it)
+        root = self.root if last and self._bare() else self.root.__copy__()
         parent = root
         for i in path:
             parent = parent[i]

@@ -50,6 +50,7 @@ memory); one that is read whole (not split) is read in memory when within
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
@@ -67,7 +68,7 @@ from pubsift.adapters.splitting import (Selector, Skeleton, SplitName, Undeclare
 from pubsift.core.errors import EventError
 from pubsift.core.model import FilterModel
 from pubsift.models.xml import XmlModel
-from pubsift.models.xml.parsing import (XmlEvent, check_depth, check_entities,
+from pubsift.models.xml.parsing import (ParseLimits, XmlEvent, check_depth, check_entities,
                                         check_entity_declarations, hardened_options,
                                         hardened_parser, parser_depth_ceiling)
 
@@ -214,7 +215,7 @@ class _Reading:
     # -- in memory ---------------------------------------------------------------------------
     def from_bytes(self, data: bytes) -> Iterator[Event | Quarantined]:
         try:
-            root = etree.fromstring(data, hardened_parser(self.limits.xml))
+            root = etree.fromstring(data, _parser(self.limits.xml))
         except etree.XMLSyntaxError as exc:
             yield from self.salvage(data, exc)
             return
@@ -418,6 +419,19 @@ class XmlReader(Reader):
                 yield from reading.from_bytes(data)
                 return
         yield from reading.from_stream()
+
+
+_parsers = threading.local()
+
+
+def _parser(limits: ParseLimits) -> etree.XMLParser:
+    """This thread's strict :func:`hardened_parser` for ``limits``, made once (a parser is
+    per thread in lxml; making one per file costs more than parsing a small feed)."""
+    cache = _parsers.__dict__.setdefault("by_limits", {})
+    parser = cache.get(limits)
+    if parser is None:
+        parser = cache[limits] = hardened_parser(limits)
+    return parser
 
 
 def _read_at_most(fh: BinaryIO, n: int) -> bytes:
