@@ -80,6 +80,15 @@ ENCODING_ERRORS = frozenset(getattr(_E, n) for n in (
     "IO_ENCODER") if hasattr(_E, n))
 #: the item selector of each feed kind
 _FEEDS = {k.name: Selector.of_feed(k) for k in KINDS.values() if k.is_feed}
+#: the most UTF-8 bytes an item event's serialization takes per byte of the well-formed
+#: document without internal DTD subset it was split from: a ``"`` in an attribute value
+#: quoted with ``'`` (1 byte) is written ``&quot;`` (6); every other construct grows less
+#: (``>`` -> ``&gt;``, a character of a one-byte encoding -> at most 3 bytes of UTF-8,
+#: character references stay as long; tested with such content in
+#: tests/adapters/test_xml_reader_bound.py). An internal subset can default namespace
+#: declarations (``<!ATTLIST item xmlns:a CDATA "...">``) onto every element, with no
+#: bound: such events are measured exactly.
+SERIALIZED_PER_BYTE = 6
 _WHERE_SUFFIX = re.compile(r", line \d+, column \d+\Z")
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 
@@ -131,6 +140,9 @@ class _Reading:
         # the xml model with the reader's own parse limits: an event is built from the
         # checked tree itself (see fast_event)
         self.fast = isinstance(model, XmlModel) and model.limits == limits.xml
+        # the bytes of the strictly parsed document without internal DTD subset the items
+        # come from (None: another tree, whose events are measured exactly)
+        self.source_bytes: int | None = None
 
     # -- outcomes --------------------------------------------------------------------------
     def whole(self, reason: str, message: str, raw: Any = "") -> Quarantined:
@@ -157,7 +169,12 @@ class _Reading:
         limits as the model's, from a document that passed the same checks (a copy of its
         skeleton with one of its items): the XmlEvent ``model.parse_event`` would build
         from its serialization, without parsing that again (tested equal to it on every
-        real feed)."""
+        real feed). The tree is handed over to the event, which serializes it when first
+        asked; it is serialized here only when its size could exceed
+        ``ReadLimits.xml.max_bytes`` (:data:`SERIALIZED_PER_BYTE`)."""
+        size = self.source_bytes
+        if size is not None and size * SERIALIZED_PER_BYTE <= self.limits.xml.max_bytes:
+            return Event(self.model.name, self.name, position, XmlEvent(root))
         xml = etree.tostring(root, encoding="unicode", with_tail=False)
         return self.too_large(position, xml) or \
             Event(self.model.name, self.name, position, XmlEvent(root, xml))
@@ -166,9 +183,8 @@ class _Reading:
         """The event of a whole document, sized by its bytes as ``parse_event`` does."""
         if not self.fast:
             return self.event(1, data)
-        xml = etree.tostring(root, encoding="unicode", with_tail=False)
         return self.too_large(1, data) or \
-            Event(self.model.name, self.name, 1, XmlEvent(root, xml))
+            Event(self.model.name, self.name, 1, XmlEvent(root))
 
     def item_event(self, skeleton: Skeleton, index: int, el: etree._Element
                    ) -> Event | Quarantined:
@@ -224,6 +240,8 @@ class _Reading:
         if bad is not None:
             yield bad
             return
+        if root.getroottree().docinfo.internalDTD is None:
+            self.source_bytes = len(data)
         if self.model.name == "concepts":
             bad = self.references(root)
             if bad is not None:
