@@ -88,6 +88,10 @@ class Source:
         if isinstance(spec, Source):
             return spec
         if isinstance(spec, str):
+            if cls is Source and spec:  # the settings' defaults, known valid (per path read)
+                new = object.__new__(Source)
+                new.__dict__.update(_DEFAULTS, path=spec)
+                return new
             return cls(spec)
         if hasattr(spec, "__fspath__"):
             return cls(str(spec))
@@ -117,3 +121,7 @@ class Source:
         new.__dict__.update(self.__dict__)
         new.__dict__["path"] = path
         return new
+
+
+#: the settings of a source that gives only its path
+_DEFAULTS = {k: v for k, v in Source("-").__dict__.items() if k != "path"}

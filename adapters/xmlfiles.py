@@ -49,6 +49,7 @@ memory); one that is read whole (not split) is read in memory when within
 """
 from __future__ import annotations
 
+import io
 import re
 import threading
 from collections.abc import Iterator
@@ -139,7 +140,8 @@ class _Reading:
         self.convert = converter(model, inp.source)
         # the xml model with the reader's own parse limits: an event is built from the
         # checked tree itself (see fast_event)
-        self.fast = isinstance(model, XmlModel) and model.limits == limits.xml
+        self.fast = isinstance(model, XmlModel) and (model.limits is limits.xml or
+                                                     model.limits == limits.xml)
         # the bytes of the strictly parsed document without internal DTD subset the items
         # come from (None: another tree, whose events are measured exactly)
         self.source_bytes: int | None = None
@@ -432,7 +434,9 @@ class XmlReader(Reader):
         reading = _Reading(inp, model, limits)
         if inp.size is None or inp.size <= limits.stream_above:
             with inp.open() as fh:
-                data = _read_at_most(fh, limits.stream_above + 1)
+                # a file just opened: its bytes are read without the buffer's copy
+                raw = fh.raw if type(fh) is io.BufferedReader else fh
+                data = _read_at_most(raw, limits.stream_above + 1, inp.size)
             if len(data) <= limits.stream_above:
                 yield from reading.from_bytes(data)
                 return
@@ -445,22 +449,36 @@ _parsers = threading.local()
 def _parser(limits: ParseLimits) -> etree.XMLParser:
     """This thread's strict :func:`hardened_parser` for ``limits``, made once (a parser is
     per thread in lxml; making one per file costs more than parsing a small feed)."""
+    last = getattr(_parsers, "last", None)
+    if last is not None and last[0] is limits:
+        return last[1]
     cache = _parsers.__dict__.setdefault("by_limits", {})
     parser = cache.get(limits)
     if parser is None:
         parser = cache[limits] = hardened_parser(limits)
+    _parsers.last = (limits, parser)
     return parser
 
 
-def _read_at_most(fh: BinaryIO, n: int) -> bytes:
-    """Up to ``n`` bytes (a stream may return fewer per call before its end)."""
+#: the first read of a stream of unknown size, doubled per read up to :data:`_MAX_CHUNK`
+_CHUNK = 64 << 10
+_MAX_CHUNK = 4 << 20
+
+
+def _read_at_most(fh: BinaryIO, n: int, size: int | None = None) -> bytes:
+    """Up to ``n`` bytes (a stream may return fewer per call before its end). ``size``:
+    the stream's expected size, a hint (a file may change while it is read) that sizes the
+    first read; a read of ``n`` bytes costs an allocation of ``n`` bytes however few the
+    stream holds, more than parsing a small feed (issue 11 §5)."""
     parts: list[bytes] = []
+    chunk = _CHUNK if size is None else size + 1
     while n > 0:
-        chunk = fh.read(n)
-        if not chunk:
+        data = fh.read(min(n, chunk))
+        if not data:
             break
-        parts.append(bytes(chunk))
-        n -= len(chunk)
+        parts.append(bytes(data))
+        n -= len(data)
+        chunk = min(max(chunk, _CHUNK) * 2, _MAX_CHUNK)
     return b"".join(parts)
 
 
