@@ -53,12 +53,16 @@ class Input:
     settings, with ``path`` = ``name``; ``open()``: a fresh binary stream of the
     decompressed bytes (may be called more than once, e.g. to stream an XML file twice;
     for an archive member, while the iterator of :func:`inputs` is at that input);
-    ``size``: the decompressed size when known (an archive's declared size: a hint)."""
+    ``size``: the decompressed size when known (an archive's declared size: a hint);
+    ``file``: the file on disk holding exactly the bytes ``open()`` gives (a file that is
+    neither compressed nor an archive), None otherwise: a reader may read it itself, e.g.
+    unbuffered (issue 11 §5)."""
 
     name: str
     source: Source
     open: Callable[[], BinaryIO]
     size: int | None = None
+    file: str | None = None
 
 
 def inputs(source: Source, limits: ReadLimits) -> Iterator[Input | Quarantined]:
@@ -168,15 +172,16 @@ def _file(source: Source, path: str, limits: ReadLimits, size: int | None = None
             size = os.stat(path).st_size
         except OSError:
             size = None  # reported when the reader opens it
-    yield from expand(source, path, lambda: open(path, "rb"), size, limits)
+    yield from expand(source, path, lambda: open(path, "rb"), size, limits, file=path)
 
 
 def expand(source: Source, label: str, opener: Callable[[], BinaryIO], size: int | None,
-           limits: ReadLimits, depth: int = 0, budget: Budget | None = None
-           ) -> Iterator[Input | Quarantined]:
+           limits: ReadLimits, depth: int = 0, budget: Budget | None = None,
+           file: str | None = None) -> Iterator[Input | Quarantined]:
     """The inputs of one file named ``label`` (opened by ``opener``): itself, decompressed
     when compressed, or its members when it is an archive. ``depth``: archives around it;
-    ``budget``: the byte budget of the top-level archive it is in (None: it is the top)."""
+    ``budget``: the byte budget of the top-level archive it is in (None: it is the top);
+    ``file``: the path ``opener`` opens when it is a file on disk (:attr:`Input.file`)."""
     kind = archive_kind(label)
     if kind is None:
         suffix = compression_of(label)
@@ -185,7 +190,7 @@ def expand(source: Source, label: str, opener: Callable[[], BinaryIO], size: int
             yield Input(label, source.with_path(label),
                         lambda: decompressed(opener(), suffix, label, limits, own), None)
         else:
-            yield Input(label, source.with_path(label), opener, size)
+            yield Input(label, source.with_path(label), opener, size, file)
         return
     if depth > limits.max_nesting:
         yield Quarantined(label, 0, "archive-member", f"not read: an archive nested {depth} "

@@ -188,9 +188,11 @@ class _Reading:
         return self.too_large(1, data) or \
             Event(self.model.name, self.name, 1, XmlEvent(root))
 
-    def item_event(self, skeleton: Skeleton, index: int, el: etree._Element
-                   ) -> Event | Quarantined:
-        ref = next(el.iter(etree.Entity), None)
+    def item_event(self, skeleton: Skeleton, index: int, el: etree._Element,
+                   references: bool = True) -> Event | Quarantined:
+        """The event of item ``index`` (``references=False``: the caller knows the item
+        holds no entity reference)."""
+        ref = next(el.iter(etree.Entity), None) if references else None
         if ref is not None:
             return Quarantined(self.name, index + 1, "xml-entity", _refused_reference(ref),
                                f"&{ref.name};", self.model.name)
@@ -280,10 +282,12 @@ class _Reading:
                                  f"{problems[0]}", _line_of(data, problems[0].line))
                 return
             broken = found
+        # one look for entity references in the whole tree (there are none, as a rule)
+        references = next(root.iter(etree.Entity), None) is not None
         skeleton = Skeleton(root)
         for el in items:
             skeleton.take(el)
-        bad = self.references(root)
+        bad = self.references(root) if references else None
         if bad is not None:
             yield bad
             return
@@ -294,7 +298,7 @@ class _Reading:
                                   f"item not well-formed: {problem}",
                                   excerpt(_line_of(data, problem.line)), self.model.name)
             else:
-                yield self.item_event(skeleton, k, el)
+                yield self.item_event(skeleton, k, el, references)
 
     def salvage(self, data: bytes, exc: etree.XMLSyntaxError
                 ) -> Iterator[Event | Quarantined]:
@@ -433,10 +437,9 @@ class XmlReader(Reader):
              ) -> Iterator[Event | Quarantined]:
         reading = _Reading(inp, model, limits)
         if inp.size is None or inp.size <= limits.stream_above:
-            with inp.open() as fh:
-                # a file just opened: its bytes are read without the buffer's copy
-                raw = fh.raw if type(fh) is io.BufferedReader else fh
-                data = _read_at_most(raw, limits.stream_above + 1, inp.size)
+            # a file on disk is read unbuffered: one sized read, no buffer's copy
+            with (inp.open() if inp.file is None else io.FileIO(inp.file)) as fh:
+                data = _read_at_most(fh, limits.stream_above + 1, inp.size)
             if len(data) <= limits.stream_above:
                 yield from reading.from_bytes(data)
                 return
