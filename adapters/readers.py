@@ -134,29 +134,29 @@ def strip_compression(name: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _suffixes() -> tuple[tuple[str, ...], dict[str, Reader]]:
-    """Every claimed extension, and the reader of each: the first in :func:`readers`'
-    order claiming it (what a scan of every reader would find). Rebuilt after
-    :func:`register_reader` and :func:`unregister_reader` (looked up per file read:
-    issue 11 §5)."""
+def _suffixes() -> tuple[tuple[int, ...], dict[str, Reader]]:
+    """The lengths of the claimed extensions, longest first, and the reader of each
+    extension: the first in :func:`readers`' order claiming it (what a scan of every
+    reader would find). Rebuilt after :func:`register_reader` and
+    :func:`unregister_reader` (looked up per file read: issue 11 §5)."""
     owner: dict[str, Reader] = {}
     for r in readers().values():
         for ext in r.extensions:
             owner.setdefault(ext, r)
-    return tuple(owner), owner
+    return tuple(sorted({len(ext) for ext in owner}, reverse=True)), owner
 
 
 def by_extension(name: str) -> Reader | None:
     """The reader claiming the file name's extension (after .gz/.bz2), longest first."""
-    low = strip_compression(name).lower()
-    endings, owner = _suffixes()
-    if not low.endswith(endings):
-        return None
-    best: str | None = None
-    for ext in endings:
-        if low.endswith(ext) and (best is None or len(ext) > len(best)):
-            best = ext
-    return owner[best]  # type: ignore[index]
+    low = name.lower()
+    if low.endswith(COMPRESSION_SUFFIXES):
+        low = strip_compression(low)
+    lengths, owner = _suffixes()
+    for n in lengths:
+        found = owner.get(low[-n:] if n else "")
+        if found is not None and n <= len(low):
+            return found
+    return None
 
 
 def by_content(head: bytes) -> Reader | None:
