@@ -36,7 +36,10 @@ quarantined as ``invalid-event``). For the xml model with the reader's own parse
 (``model.limits == ReadLimits.xml``, the default) the reader has already parsed and checked
 the document exactly as ``parse_event`` would, so the event is built from that tree (one
 copy of the skeleton per item) instead of serializing and parsing it again: the same
-``XmlEvent``, tested equal on every real feed, in half the time or less.
+``XmlEvent``, tested equal on every real feed, in half the time or less. The event
+serializes its tree on first use (matching needs only the tree); the reader serializes an
+item's tree itself only when it could exceed ``xml.max_bytes`` (:data:`SERIALIZED_PER_BYTE`
+times the document's bytes; always for a document with an internal DTD subset).
 
 Files up to ``ReadLimits.stream_above`` bytes are parsed in memory; larger ones are
 streamed twice with ``iterparse`` (skeleton, then items), memory bounded by the skeleton
