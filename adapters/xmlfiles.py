@@ -52,11 +52,12 @@ memory); one that is read whole (not split) is read in memory when within
 """
 from __future__ import annotations
 
-import io
+import functools
+import os
 import re
 import threading
-from collections.abc import Iterator
-from typing import Any, BinaryIO
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from lxml import etree
 
@@ -376,7 +377,7 @@ class _Reading:
     def whole_streamed(self) -> Iterator[Event | Quarantined]:
         max_bytes = self.limits.xml.max_bytes
         with self.inp.open() as fh:
-            data = _read_at_most(fh, max_bytes + 1)
+            data = _read_at_most(fh.read, max_bytes + 1)
         if len(data) > max_bytes:
             yield Quarantined(self.name, 1, "too-large", f"document of more than "
                               f"{max_bytes} bytes (ReadLimits.xml.max_bytes) is one event",
@@ -440,9 +441,11 @@ class XmlReader(Reader):
              ) -> Iterator[Event | Quarantined]:
         reading = _Reading(inp, model, limits)
         if inp.size is None or inp.size <= limits.stream_above:
-            # a file on disk is read unbuffered: one sized read, no buffer's copy
-            with (inp.open() if inp.file is None else io.FileIO(inp.file)) as fh:
-                data = _read_at_most(fh, limits.stream_above + 1, inp.size)
+            if inp.file is None:
+                with inp.open() as fh:
+                    data = _read_at_most(fh.read, limits.stream_above + 1, inp.size)
+            else:
+                data = _read_file(inp.file, limits.stream_above + 1, inp.size)
             if len(data) <= limits.stream_above:
                 yield from reading.from_bytes(data)
                 return
@@ -471,15 +474,26 @@ _CHUNK = 64 << 10
 _MAX_CHUNK = 4 << 20
 
 
-def _read_at_most(fh: BinaryIO, n: int, size: int | None = None) -> bytes:
-    """Up to ``n`` bytes (a stream may return fewer per call before its end). ``size``:
+def _read_file(path: str, n: int, size: int | None) -> bytes:
+    """Up to ``n`` bytes of a file on disk (:attr:`Input.file`), read unbuffered: no
+    buffer, no copy (issue 11 §5)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | os.O_CLOEXEC)
+    try:
+        return _read_at_most(functools.partial(os.read, fd), n, size)
+    finally:
+        os.close(fd)
+
+
+def _read_at_most(read: Callable[[int], bytes], n: int, size: int | None = None) -> bytes:
+    """Up to ``n`` bytes from ``read`` (a stream's, which may return fewer per call before
+    its end). ``size``:
     the stream's expected size, a hint (a file may change while it is read) that sizes the
     first read; a read of ``n`` bytes costs an allocation of ``n`` bytes however few the
     stream holds, more than parsing a small feed (issue 11 §5)."""
     parts: list[bytes] = []
     chunk = _CHUNK if size is None else size + 1
     while n > 0:
-        data = fh.read(min(n, chunk))
+        data = read(min(n, chunk))
         if not data:
             break
         parts.append(bytes(data))
