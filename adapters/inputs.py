@@ -172,7 +172,7 @@ def _file(source: Source, path: str, limits: ReadLimits, size: int | None = None
             size = os.stat(path).st_size
         except OSError:
             size = None  # reported when the reader opens it
-    yield from expand(source, path, lambda: open(path, "rb"), size, limits, file=path)
+    return expand(source, path, lambda: open(path, "rb"), size, limits, file=path)
 
 
 def expand(source: Source, label: str, opener: Callable[[], BinaryIO], size: int | None,
