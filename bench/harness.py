@@ -17,6 +17,7 @@ then ``repeats`` times, and reports the median with the spread ``(max - min) / m
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -71,12 +72,18 @@ class Timing:
 
 
 def time_it(work: Callable[[], Any], count: int, inputs: str, repeats: int = 5,
-            warmup: int = 1, min_seconds: float = 0.0) -> Timing:
+            warmup: int = 1, min_seconds: float = 0.0,
+            setup: Callable[[], Any] | None = None) -> Timing:
     """Runs ``work`` ``warmup`` times untimed, then ``repeats`` timed runs in CPU time.
     With ``min_seconds``, a timed run calls ``work`` as often as needed to last that
-    long (measured during warm-up), and its time is divided by the number of calls."""
+    long (measured during warm-up), and its time is divided by the number of calls.
+    ``setup`` runs untimed before every call of ``work`` (say, to drop what the inputs
+    cache, so that every run does the whole work). A full garbage collection precedes
+    every timed run (untimed), so no run pays for garbage made before it."""
     loops = 1
     for _ in range(warmup):
+        if setup is not None:
+            setup()
         t = time.process_time()
         work()
         spent = time.process_time() - t
@@ -84,10 +91,16 @@ def time_it(work: Callable[[], Any], count: int, inputs: str, repeats: int = 5,
             loops = max(loops, int(min_seconds / max(spent, 1e-6)) + 1)
     out = Timing(count, inputs)
     for _ in range(max(1, repeats)):
-        t = time.process_time()
+        gc.collect()  # earlier garbage is not collected inside the run
+        spent = 0.0
         for _ in range(loops):
+            if setup is not None:
+                setup()
+                gc.collect()  # the setup's garbage is not collected inside the run
+            t = time.process_time()
             work()
-        out.seconds.append((time.process_time() - t) / loops)
+            spent += time.process_time() - t
+        out.seconds.append(spent / loops)
     return out
 
 
