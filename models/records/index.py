@@ -16,14 +16,31 @@ it in one interval structure. A node's children on one attribute are held in an
 (one probe per node and attribute, no counters, no verification): its cost follows the
 matching subscriptions, not the held ones.
 
-Measured with ``bench/records_match.py`` (quotes workload, 20,000 S&P 500 quote events,
-CPU time of one core on a busy 2-core machine) against Mühl's counting over the same
-attribute structures and the linear scan over ``RecordFilter.matches``, events/s::
+Compiled plans. ``match`` walks each node through its plan (:mod:`~pubsift.models.records.plans`):
+the node's attribute indexes with the children *folded*, so a bucket of children costs one
+``set.update`` of their keys instead of one step per child, one-sided bounds are one
+bisect and one slice, intervals one bisect into a table of elementary regions (or a
+segment tree), and the string parts of an attribute (``=``, ``in``, prefixes) one memo
+lookup per value. A plan is dropped when its node's children change (or their keys), and
+rebuilt once enough matches have walked the node unfolded to pay for it
+(``PLAN_ITEMS_PER_WALK``): a node that changes more often than it is matched is never
+compiled, and costs what it cost before plans.
 
-    subscriptions   matches/event   this index   counting (Fig. 4.6)   linear scan
-    1,000                 2.8        126,879           6,317               866
-    10,000               29.4         81,152             458                66
-    100,000             296.7         16,176              36                 9
+Measured with ``bench/records_match.py`` (quotes workload, 20,000 S&P 500 quote events,
+CPU time of one process on a busy 2-core machine, median of 5 runs; baselines on the
+same events as the index; see ``bench/results.md`` for the latest ``make bench``)
+against Mühl's counting over the same attribute structures and the linear scan over
+``RecordFilter.matches``, events/s::
+
+    subscriptions   matches/event   this index   without plans   counting (Fig. 4.6)
+    1,000                 2.8        395,594         223,545          40,353
+    10,000               29.4        231,030         108,740           3,173
+    100,000             296.0         84,200          22,391             102
+
+("without plans": the same tree walked through ``AttributeIndex.probe``, before the
+plans, measured with the same script in the same session.) The first pass over the
+events, which builds the plans, runs at 297K, 122K and 24K events/s; keeping all answers
+in a list (as ``match_batch`` must) costs their memory: 324K, 148K and 35K events/s.
 
 Counting pays for every satisfied price range of other stocks; the tree pays per match.
 
