@@ -72,7 +72,7 @@ from __future__ import annotations
 
 import math
 
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 from pubsift.core.model import FilterIndex, FilterModel
@@ -81,7 +81,7 @@ from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.constraints import ABSENT, Constraint, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.limits import TooComplex
-from pubsift.models.records.plans import NodePlan, walk, walk_batch
+from pubsift.models.records.plans import NodePlan, walk
 from pubsift.models.records.predicates import compile_test
 from pubsift.models.records.relations import Unsatisfiable, span_key, witness
 from pubsift.models.records.values import Record
@@ -387,20 +387,6 @@ class RecordsIndex(FilterIndex[Hashable]):
             update(root.entry.keys)
         walk(root, get, update)
         return out
-
-    def match_batch(self, events: Iterable[Record]) -> list[set[Hashable]]:
-        """``[match(e) for e in events]``, columnar: the access tree is walked node by
-        node for all events at once, numeric comparisons and intervals searched for all
-        values in one NumPy call (:func:`plans.walk_batch`)."""
-        flats = [_flat(e) for e in events]
-        outs: list[set[Hashable]] = [set() for _ in flats]
-        root = self._root
-        if root.entry is not None:
-            for out in outs:
-                out.update(root.entry.keys)
-        if flats:
-            walk_batch(root, [d.get for d in flats], outs)
-        return outs
 
     def match_pairs(self, event: Record) -> list[tuple[RecordFilter, Hashable]]:
         return [(e.filter, k) for e in self._matching(_flat(event)) for k in e.keys]

@@ -36,20 +36,6 @@ from typing import Any
 from pubsift.models.records.attrindex import AttributeIndex, SortedItems, _Ranges
 from pubsift.models.records.constraints import ABSENT
 
-try:  # the batch walk searches numeric columns with NumPy when it is installed
-    import numpy as _np
-except ImportError:  # pragma: no cover - then it probes value by value
-    _np = None
-
-#: Integers of at most this magnitude are exact as float64 (NumPy's searchsorted compares
-#: float64 arrays); larger ones, and bounds beyond it, take the value-by-value path.
-EXACT = 2 ** 53
-
-
-def _exact(xs: Any) -> bool:
-    return all(x.__class__ is float or (x.__class__ is int and -EXACT <= x <= EXACT)
-               for x in xs)
-
 #: Region tables hold at most this many (region, interval) entries per interval, plus
 #: :data:`REGION_SLACK`; beyond that a segment tree (O(log) entries per interval) is used.
 REGION_BUDGET = 16
@@ -131,81 +117,6 @@ def walk(root: Any, get: Any, update: Any) -> None:
                 apply_items(ai.probe(v), update, extend)
 
 
-def walk_batch(root: Any, gets: list, outs: list[set]) -> None:
-    """:func:`walk` for many events at once (``gets[i]``: event i's ``get``, ``outs[i]``
-    its answer), node by node: each node probes its attributes for all the events that
-    reached it, and the numeric parts with sorted bounds (comparisons, intervals) search
-    all the events' values in one ``numpy.searchsorted`` (exact: values and bounds are
-    floats or integers within :data:`EXACT`; others are probed one by one)."""
-    queue: list = [(root, list(range(len(gets))))]
-    while queue:
-        node, evs = queue.pop()
-        reached: dict = {}
-
-        def route(nodes: Any, i: int) -> None:
-            for n in nodes:
-                got = reached.get(n)
-                if got is None:
-                    reached[n] = [i]
-                else:
-                    got.append(i)
-        pend: list = []
-        ext = pend.extend
-        plan = node.plan
-        if plan is None:
-            if not node.children:
-                continue
-            node.misses += len(evs)
-            if node.misses < node.compile_after():
-                for i in evs:
-                    run_unfolded(node.children, gets[i], outs[i].update, ext)
-                    if pend:
-                        route(pend, i)
-                        pend.clear()
-                queue.extend(reached.items())
-                continue
-            plan = node.plan = compile_node(node.children)
-        for name, on_str, on_num, absent, ai in plan:
-            columns = [p.batch for p in on_num if hasattr(p, "batch")]
-            scalars = [p for p in on_num if not hasattr(p, "batch")]
-            num_vals: list = []
-            num_evs: list[int] = []
-            for i in evs:
-                v = gets[i](name, ABSENT)
-                c = v.__class__
-                if c is str:
-                    update = outs[i].update
-                    for p in on_str:
-                        p(v, update, ext)
-                elif c is float or (c is int and -EXACT <= v <= EXACT):
-                    if columns:
-                        num_vals.append(v)
-                        num_evs.append(i)
-                    if scalars:
-                        update = outs[i].update
-                        for p in scalars:
-                            p(v, update, ext)
-                elif c is int:
-                    update = outs[i].update
-                    for p in on_num:
-                        p(v, update, ext)
-                elif v is ABSENT:
-                    if absent is not None:
-                        outs[i].update(absent[0])
-                        if absent[1]:
-                            ext(absent[1])
-                else:
-                    apply_items(ai.probe(v), outs[i].update, ext)
-                if pend:
-                    route(pend, i)
-                    pend.clear()
-            if num_evs:
-                values = _np.array(num_vals, dtype=float)
-                for batch in columns:
-                    batch(values, num_evs, outs, route)
-        queue.extend(reached.items())
-
-
 def run_unfolded(children: dict[str, AttributeIndex], get: Any, update: Any,
                  extend: Any) -> None:
     """What :meth:`NodePlan.run` does, straight from the attribute indexes."""
@@ -230,11 +141,11 @@ def _compile(name: str, ai: AttributeIndex) -> tuple:
     if ai.suf_lens:
         on_str.append(_affixes(ai.suf, tuple(ai.suf_lens), prefix=False))
     if ai.strings.size:
-        on_str.extend(_ranges(ai.strings, numeric=False))
+        on_str.extend(_ranges(ai.strings))
     if ai.eq_num:
         on_num.append(_hashed(ai.eq_num, None))
     if ai.numbers.size:
-        on_num.extend(_ranges(ai.numbers, numeric=True))
+        on_num.extend(_ranges(ai.numbers))
     common: list[Part] = []
     if ai.present:
         common.append(_always(fold(ai.present)))
@@ -338,20 +249,20 @@ def _elements(sub: AttributeIndex) -> Part:
 
 
 # -- ranges ------------------------------------------------------------------------------
-def _ranges(r: _Ranges, numeric: bool) -> list[Part]:
+def _ranges(r: _Ranges) -> list[Part]:
     parts: list[Part] = []
     for s, below, right in ((r.ge, True, True), (r.gt, True, False), (r.le, False, False),
                             (r.lt, False, True)):
         if s.bounds:
-            parts.append(_one_sided(s, below, right, numeric))
+            parts.append(_one_sided(s, below, right))
     if r.two.los:
-        parts.append(_two_sided(r.two.los, r.two.rest, numeric))
+        parts.append(_two_sided(r.two.los, r.two.rest))
     if r.all:
         parts.append(_always(fold(r.all)))
     return parts
 
 
-def _one_sided(s: SortedItems, below: bool, right: bool, numeric: bool) -> Part:
+def _one_sided(s: SortedItems, below: bool, right: bool) -> Part:
     """Items accepting v form a run of the sorted items: ``items[:i]`` (lower bounds,
     ``below``) or ``items[i:]`` (upper bounds), i from bisect_right or bisect_left."""
     keys: list = []
@@ -382,27 +293,10 @@ def _one_sided(s: SortedItems, below: bool, right: bool, numeric: bool) -> Part:
             j = ioff[i]
             if j < len(inner):
                 extend(inner[j:])
-    if numeric and _np is not None and _exact(bounds):
-        barr = _np.array(bounds, dtype=float)
-        side = "right" if right else "left"
-        n_inner = len(inner)
-
-        def batch(values: Any, evs: list[int], outs: list[set], route: Any) -> None:
-            for i, c in zip(evs, _np.searchsorted(barr, values, side).tolist()):
-                if below:
-                    if c:
-                        outs[i].update(keys[:koff[c]])
-                        if ioff[c]:
-                            route(inner[:ioff[c]], i)
-                else:
-                    outs[i].update(keys[koff[c]:])
-                    if ioff[c] < n_inner:
-                        route(inner[ioff[c]:], i)
-        part.batch = batch  # type: ignore[attr-defined]
     return part
 
 
-def _two_sided(los: list, rest: list, numeric: bool) -> Part:
+def _two_sided(los: list, rest: list) -> Part:
     """Elementary regions of the endpoints: region 2i+1 is {p_i}, region 2i the values
     strictly between p_(i-1) and p_i (region 0 below p_0, region 2m above p_(m-1))."""
     points: list = sorted({x for x in los} | {hi for _, hi, _, _ in rest})
@@ -428,17 +322,6 @@ def _two_sided(los: list, rest: list, numeric: bool) -> Part:
                 update(r[0])
                 if r[1]:
                     extend(r[1])
-        if numeric and _np is not None and _exact(points):
-            parr = _np.array(points, dtype=float)
-
-            def batch(values: Any, evs: list[int], outs: list[set], route: Any) -> None:
-                for i, k in zip(evs, _regions(parr, values).tolist()):
-                    r = table[k]
-                    if r is not None:
-                        outs[i].update(r[0])
-                        if r[1]:
-                            route(r[1], i)
-            part.batch = batch  # type: ignore[attr-defined]
         return part
     # segment tree over the 2m + 1 regions: an interval sits in O(log m) canonical nodes
     size = 1
@@ -470,25 +353,4 @@ def _two_sided(los: list, rest: list, numeric: bool) -> Part:
                 if r[1]:
                     extend(r[1])
             k >>= 1
-    if numeric and _np is not None and _exact(points):
-        parr = _np.array(points, dtype=float)
-
-        def batch(values: Any, evs: list[int], outs: list[set], route: Any) -> None:
-            for i, k in zip(evs, (_regions(parr, values) + size).tolist()):
-                update = outs[i].update
-                while k:
-                    r = tree[k]
-                    if r is not None:
-                        update(r[0])
-                        if r[1]:
-                            route(r[1], i)
-                    k >>= 1
-        part.batch = batch  # type: ignore[attr-defined]
     return part
-
-
-def _regions(points: Any, values: Any) -> Any:
-    """The elementary region of each value (see :func:`_two_sided`), for all at once."""
-    pos = _np.searchsorted(points, values, "left")
-    at = _np.minimum(pos, len(points) - 1)
-    return 2 * pos + ((pos < len(points)) & (points[at] == values))
