@@ -208,7 +208,7 @@ def run(bench: Bench, sizes: list[int], n_events: int, seed: int, budget: float,
         answers = [match(e) for e in events]           # the cold pass builds the plans
         cold = len(events) / (time.process_time() - t)
         t_index = time_it(lambda: each(match, events), len(events), sample, repeats,
-                          warmup=0)
+                          warmup=0, min_seconds=0.2)
         t_loop = time_it(lambda: [match(e) for e in events], len(events), sample, repeats)
         batch = getattr(index, "match_batch", None) or (lambda evs: [match(e) for e in evs])
         if batch(events) != answers:

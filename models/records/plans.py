@@ -86,10 +86,9 @@ def walk(root: Any, get: Any, update: Any) -> None:
     flat event (``get``) satisfies; ``root``'s own keys are the caller's. Nodes changed
     since their plan was built are walked unfolded until :meth:`compile_after` matches
     have passed, then compiled."""
-    stack = [root]
-    pop, extend = stack.pop, stack.extend
-    while stack:
-        node = pop()
+    queue = [root]
+    extend = queue.extend
+    for node in queue:  # the loop sees the nodes extend() appends
         plan = node.plan
         if plan is None:
             if not node.children:
