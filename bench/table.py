@@ -1,6 +1,7 @@
 """One table from the JSON figures of the benchmarks (what ``make bench`` writes).
 
     python bench/table.py bench/results/*.json --out bench/results.md [--readme README.md]
+                          [--before earlier/*.json --before-note "..."]
 
 Each JSON file is one script's ``--json`` output (``bench/harness.py``). The table lists,
 per headline figure, the command that produced it, what it compares and the figure; the
@@ -16,6 +17,18 @@ import sys
 from pathlib import Path
 
 BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def before_after(docs: list[dict], before: list[dict]) -> str:
+    """Each headline next to the same headline of an earlier run (say, of the main branch
+    with the same scripts in the same session)."""
+    old = {(d["bench"], h["what"]): h["figure"] for d in before for h in d.get("headlines", ())}
+    lines = ["| what | before | after |", "|---|---|---|"]
+    for d in docs:
+        for h in d.get("headlines", ()):
+            lines.append(f"| {h['what']} | {old.get((d['bench'], h['what']), '-')} | "
+                         f"{h['figure']} |")
+    return "\n".join(lines) + "\n"
 
 
 def render(docs: list[dict]) -> str:
@@ -44,10 +57,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--readme", type=Path)
+    ap.add_argument("--before", type=Path, nargs="+", metavar="JSON",
+                    help="an earlier run's JSON files: adds a before/after table to --out")
+    ap.add_argument("--before-note", default="",
+                    help="one line saying what the earlier run measured")
     args = ap.parse_args(argv)
     docs = [json.loads(p.read_text()) for p in args.files]
     table = render(docs)
-    args.out.write_text("# Benchmark figures\n\n" + table)
+    text = "# Benchmark figures\n\n" + table
+    if args.before:
+        before = [json.loads(p.read_text()) for p in args.before]
+        text += ("\n## Before and after\n\n" + (args.before_note + "\n\n" if args.before_note
+                                                 else "") + before_after(docs, before))
+    args.out.write_text(text)
     print(table)
     if args.readme:
         text = args.readme.read_text()
