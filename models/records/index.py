@@ -23,8 +23,9 @@ bisect and one slice, intervals one bisect into a table of elementary regions (o
 segment tree), and the string parts of an attribute (``=``, ``in``, prefixes) one memo
 lookup per value. A plan is dropped when its node's children change (or their keys), and
 rebuilt once enough matches have walked the node unfolded to pay for it
-(``PLAN_ITEMS_PER_WALK``): a node that changes more often than it is matched is never
-compiled, and costs what it cost before plans.
+(``PLAN_SLACK``: once the unfolded walks have touched about as many items as building
+touches): a node that changes more often than that is never compiled, and costs what it
+cost before plans.
 
 Measured with ``bench/records_match.py`` (quotes workload, 20,000 S&P 500 quote events,
 CPU time of one process on a busy 2-core machine, median of 5 runs; baselines on the
@@ -38,9 +39,10 @@ against Mühl's counting over the same attribute structures and the linear scan 
     100,000             296.0         84,200          22,391             102
 
 ("without plans": the same tree walked through ``AttributeIndex.probe``, before the
-plans, measured with the same script in the same session.) The first pass over the
-events, which builds the plans, runs at 297K, 122K and 24K events/s; keeping all answers
-in a list (as ``match_batch`` must) costs their memory: 324K, 148K and 35K events/s.
+plans, measured with the same script in the same session.) These are steady-state
+figures over the sample in the file's order (by symbol, then date): in the order a feed
+publishes (by date) the same events cost more cache misses, and building the plans,
+keeping all answers (``match_batch``) cost more too; ``bench/results.md`` has all of them.
 
 Counting pays for every satisfied price range of other stocks; the tree pays per match.
 
@@ -95,9 +97,10 @@ _RANK = {
 }
 _OTHER = 7  # ≠, not-in, not-prefix, substring, multi-value operators, exists, ...
 
-#: A node's plan is built after 1 + (items held by its children) / this many matches
-#: have walked it unfolded since its last change.
-PLAN_ITEMS_PER_WALK = 32
+#: A node's plan is built once the matches that walked it unfolded since its last change
+#: have found, together, as many items as building the plan touches (the items held by
+#: its children) plus this many.
+PLAN_SLACK = 16
 
 
 def _order(nc: tuple[str, Constraint]) -> tuple:
@@ -141,9 +144,10 @@ class _Node:
             self.parent.changed()
 
     def compile_after(self) -> int:
-        """Unfolded walks before the plan is built: building costs about one step per
-        held item, so a node that changes between matches never pays for it."""
-        return 1 + sum(ai.size for ai in self.children.values()) // PLAN_ITEMS_PER_WALK
+        """Work of unfolded walks (items found, attributes probed) before the plan is
+        built: building costs about one step per held item, so it is built once the
+        walks have spent as much; a node that changes between matches is never built."""
+        return PLAN_SLACK + sum(ai.size for ai in self.children.values())
 
 
 class _Entry:

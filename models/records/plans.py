@@ -57,11 +57,14 @@ def fold(nodes: Any) -> Folded:
     return (tuple(keys), tuple(inner))
 
 
-def apply_items(buckets: Any, update: Any, extend: Any) -> None:
+def apply_items(buckets: Any, update: Any, extend: Any) -> int:
     """Adds the keys of the nodes in ``buckets`` and queues their children (the unfolded
-    path: dirty nodes and the operators without a compiled form)."""
+    path: dirty nodes and the operators without a compiled form); returns the number of
+    nodes found."""
     inner = []
+    found = 0
     for bucket in buckets:
+        found += len(bucket)
         for n in bucket:
             if n.entry is not None:
                 update(n.entry.keys)
@@ -69,6 +72,7 @@ def apply_items(buckets: Any, update: Any, extend: Any) -> None:
                 inner.append(n)
     if inner:
         extend(inner)
+    return found
 
 
 #: A node's plan: per attribute name ``(name, on_str, on_num, absent, index)``: the parts
@@ -84,8 +88,8 @@ def compile_node(children: dict[str, AttributeIndex]) -> NodePlan:
 def walk(root: Any, get: Any, update: Any) -> None:
     """Adds to the answer (``update``) the keys of every filter below ``root`` that the
     flat event (``get``) satisfies; ``root``'s own keys are the caller's. Nodes changed
-    since their plan was built are walked unfolded until :meth:`compile_after` matches
-    have passed, then compiled."""
+    since their plan was built are walked unfolded until the walks have done the work
+    :meth:`compile_after` says (their ``misses``), then compiled."""
     queue = [root]
     extend = queue.extend
     for node in queue:  # the loop sees the nodes extend() appends
@@ -93,9 +97,8 @@ def walk(root: Any, get: Any, update: Any) -> None:
         if plan is None:
             if not node.children:
                 continue
-            node.misses += 1
             if node.misses < node.compile_after():
-                run_unfolded(node.children, get, update, extend)
+                node.misses += run_unfolded(node.children, get, update, extend)
                 continue
             plan = node.plan = compile_node(node.children)
         for name, on_str, on_num, absent, ai in plan:
@@ -117,13 +120,17 @@ def walk(root: Any, get: Any, update: Any) -> None:
 
 
 def run_unfolded(children: dict[str, AttributeIndex], get: Any, update: Any,
-                 extend: Any) -> None:
-    """What :meth:`NodePlan.run` does, straight from the attribute indexes."""
+                 extend: Any) -> int:
+    """What the plan does, straight from the attribute indexes; returns the work done
+    (attributes probed and nodes found)."""
+    work = 0
     for name, ai in children.items():
+        work += 1
         v = get(name, ABSENT)
         if v is ABSENT and not ai.absent:
             continue
-        apply_items(ai.probe(v), update, extend)
+        work += apply_items(ai.probe(v), update, extend)
+    return work
 
 
 def _compile(name: str, ai: AttributeIndex) -> tuple:
