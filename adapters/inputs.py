@@ -149,7 +149,7 @@ def _tree(source: Source, root: str, limits: ReadLimits) -> Iterator[Input | Qua
     def walked(target: str) -> bool:
         """Whether the walk reads ``target`` (a real path inside the tree) by itself."""
         rel = os.path.relpath(target, real_root)
-        return not any(part.startswith(".") for part in rel.split(os.sep)) and \
+        return rel == os.curdir or not any(part.startswith(".") for part in rel.split(os.sep)) and \
             not (os.path.isfile(target) and _excluded(source, rel.replace(os.sep, "/")))
 
     problem = enter(root, "")
