@@ -12,16 +12,13 @@ from typing import Any
 from pubsift.adapters.inputs import Input, inputs
 from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
 from pubsift.adapters.outcomes import Event, Quarantined, excerpt
-from pubsift.adapters.readers import ReadError, Reader, by_content, by_extension, readers
+from pubsift.adapters.readers import (SNIFF_BYTES, ReadError, Reader, by_content, by_extension,
+                                      readers)
 from pubsift.adapters.source import Source, SourceError
 from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
 from pubsift.core.model import FilterModel
 from pubsift.core.registry import load_model
-
-#: bytes read from a file to sniff its format when its name says nothing
-SNIFF_BYTES = 4096
-
 
 def read(*sources: Source | str | Mapping[str, Any], limits: ReadLimits = DEFAULT_READ_LIMITS,
          models: Mapping[str, FilterModel] | None = None,
