@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from pubsift.adapters import Event, Quarantined, ReadLimits, read, register_reader
 from pubsift.adapters.outcomes import REASONS
-from pubsift.adapters.readers import readers, unregister_reader
+from pubsift.adapters.readers import readers, strip_compression, unregister_reader
 
 sys.path.insert(0, str(Path(__file__).parent))
 from toy_lines import LINES_READER, oracle  # noqa: E402
@@ -96,7 +96,7 @@ def check(items: list) -> None:
     for x in items:
         positions.setdefault(x.source, []).append(x.position)
     for source, ps in positions.items():
-        if not source.endswith((".jsonl", ".lines")):
+        if not strip_compression(source).endswith((".jsonl", ".lines")):
             assert ps == [0] or ps == list(range(1, len(ps) + 1)), (source, ps)
 
 
