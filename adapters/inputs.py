@@ -174,8 +174,7 @@ def _tree(source: Source, root: str, limits: ReadLimits) -> Iterator[Input | Qua
                 elif not (target == real_root or target.startswith(inside)):
                     why = "a symbolic link out of the tree"
                 elif walked(target):
-                    found = True
-                    continue  # read under its own name
+                    continue  # read under its own name (and found there)
                 elif os.path.isfile(target):
                     # the target is hidden (``file -> ..data/file``): read under this name
                     found = True

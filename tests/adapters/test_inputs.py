@@ -229,6 +229,7 @@ def test_a_link_to_a_hidden_directory_is_quarantined_not_silent(tmp_path):
 
 def test_a_tree_of_only_directories_is_quarantined(tmp_path):
     (tmp_path / "d" / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "d" / "link").symlink_to(tmp_path / "d" / "sub", target_is_directory=True)
     got = list(read(str(tmp_path / "d")))
     assert [(x.id, x.reason) for x in got] == [(f"{tmp_path / 'd'}#0", "unreadable")]
 
