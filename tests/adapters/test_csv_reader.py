@@ -140,14 +140,37 @@ def test_a_value_that_does_not_fit_its_declared_type_is_csv_type(column, typ, ce
 # -- header ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("data, reason, words", [
     (b"", "csv-header", "empty"), (b"\n\n", "csv-header", "empty"),
-    (b"a,,b\n1,2,3\n", "csv-header", "column 2 of the header has no name"),
+    (b",,\n1,2,3\n", "csv-header", "no column of the header has a name"),
+    (b'""\n1\n', "csv-header", "no column of the header has a name"),
     (b"a,b,a\n1,2,3\n", "csv-header", "column 3 repeats the name 'a'"),
+    (b",a,,a\n1,2,3,4\n", "csv-header", "column 4 repeats the name 'a'"),
     (b"a,\xffb\n1,2\n", "encoding", "byte 0xff"),
     (b'a,"b\n', "csv-syntax", "header cannot be read"),
 ])
 def test_a_bad_header_quarantines_the_file_at_position_0(data, reason, words):
     bad, = read_bytes(data)
     assert (bad.reason, bad.position) == (reason, 0) and words in bad.message
+
+
+def test_a_column_without_a_name_is_not_an_attribute():
+    """Review finding 12: the index column pandas' to_csv writes and the empty column of a
+    trailing comma; the oracle is csv.DictReader (its "" key is the unnamed column)."""
+    pandas = b",a,b\n0,1,x\n1,2.5,\n"
+    trailing = b"a,b,\n1,2,\n3,,\n"
+    middle = b"a,,b\n1,2,3\n"
+    for data in (pandas, trailing, middle):
+        out = read_bytes(data)
+        assert all(isinstance(o, Event) for o in out), out
+        oracle = [{k: infer(v) for k, v in row.items() if k and v}
+                  for row in csv.DictReader(io.StringIO(data.decode()))]
+        assert records(out) == oracle and [o.position for o in out] == [1, 2][:len(oracle)]
+    assert records(read_bytes(pandas)) == [{"a": 1, "b": "x"}, {"a": 2.5}]
+    # the rows keep the header's width, the unnamed column included; declared types too
+    assert records(read_bytes(b",a\n0,1\n0\n", columns={"a": "str"})) == [
+        {"a": "1"}, ("csv-field-count", 2)]
+    # the unnamed column's cells are not typed either: no csv-type for them
+    assert records(read_bytes(b"a,b,\n1,2,junk\n", columns={"b": "int"})) == [
+        {"a": 1, "b": 2}]
 
 
 def test_blank_lines_before_the_header_and_a_bom_are_skipped():
@@ -209,12 +232,36 @@ def test_an_oversized_quoted_field_resumes_at_the_next_line():
     assert records(out) == [("too-large", 1)] + [{"a": "q"}] * 4 + [("csv-syntax", 6)]
 
 
-def test_a_field_beyond_the_csv_modules_own_limit_is_too_large():
-    big = b"x" * (csv.field_size_limit() + 1)
-    out = read_bytes(b"a,b\n" + big + b",1\n2,3\n")
+def test_the_field_limit_is_max_record_bytes():
+    """Review finding 11: a 200 KB field is read when max_record_bytes allows it, whatever
+    the csv module's default field_size_limit (128 KiB); the limit is never lowered."""
+    blob = b"x" * 200_000
+    out = read_bytes(b"id,blob\n1," + blob + b"\n", limits=ReadLimits(max_record_bytes=100 << 20))
+    assert records(out) == [{"id": 1, "blob": blob.decode()}]
+    before = csv.field_size_limit()
+    out = read_bytes(b"id,blob\n1," + blob + b"\n2,y\n",
+                     limits=ReadLimits(max_record_bytes=150_000))
+    assert records(out) == [("too-large", 1), {"id": 2, "blob": "y"}]
+    assert "the row is longer than 150000 bytes" in out[0].message
+    assert csv.field_size_limit() == before
+
+
+def test_a_field_limit_lowered_by_other_code_while_reading_is_too_large():
+    """csv.field_size_limit is process-wide: code lowering it during a read gets a
+    too-large record naming it, not an exception."""
+    before = csv.field_size_limit()
+    src = Source("t.csv", format="csv")
+    data = b"a,b\n1,2\n" + b"x" * 100 + b",1\n2,3\n"
+    it = read_input(Input("t.csv", src, lambda: io.BytesIO(data)), ReadLimits(), {"records": MODEL})
+    try:
+        first = next(it)
+        csv.field_size_limit(50)
+        out = [first, *it]
+    finally:
+        csv.field_size_limit(before)
     assert [(o.position, getattr(o, "reason", "event")) for o in out] == [
-        (1, "too-large"), (2, "event")]
-    assert "field_size_limit" in out[0].message
+        (1, "event"), (2, "too-large"), (3, "event")]
+    assert "field_size_limit (50 characters)" in out[1].message
 
 
 def test_a_huge_line_is_not_held_in_memory():
