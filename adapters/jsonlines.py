@@ -112,12 +112,16 @@ class JsonLinesReader(Reader):
                           shown(line[:800]))
             elif has_bad_bytes(line):
                 yield bad(number, "encoding", bad_bytes(line, codec), shown(line))
+            elif "\x00" in line:
+                yield bad(number, "encoding", nul_problem(line), line)
             elif line.strip(" \t\n\r\x0b\x0c"):
                 yield self._parsed(line, name, number, convert, bad)
 
     @classmethod
     def _record(cls, line: bytes, name: str, number: int, convert, bad
                 ) -> Event | Quarantined:
+        if b"\x00" in line:            # before UTF-8: UTF-16 read as UTF-8 says so
+            return bad(number, "encoding", nul_problem(line.decode("utf-8", "replace")), line)
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -127,8 +131,6 @@ class JsonLinesReader(Reader):
 
     @staticmethod
     def _parsed(text: str, name: str, number: int, convert, bad) -> Event | Quarantined:
-        if "\x00" in text:
-            return bad(number, "encoding", nul_problem(text), text)
         try:
             obj = strict_json(text)
         except JsonError as exc:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pubsift.adapters import Event, Input, Quarantined, ReadLimits, Source, read_input
+from pubsift.adapters import Event, Input, Quarantined, ReadLimits, Source, SourceError, read_input
 from pubsift.adapters.tabular import CSV_READER, CellError, infer, sniff_delimiter
 from pubsift.models.records import RecordsModel
 from pubsift.models.records.limits import MAX_INT_DIGITS
@@ -435,3 +435,63 @@ def test_the_first_rows_of_five_years_gz_through_the_reader():
         rows = list(itertools.islice(csv.DictReader(fh), 2000))
     assert [o.event.raw for o in out] == [{k: infer(v) for k, v in r.items() if v}
                                           for r in rows]
+
+
+# -- encodings (review finding 13) -----------------------------------------------------------
+TEXT = "name,city,n\nJosé,Zürich,1\nŁukasz,Kraków,2\n"
+ORACLE = [{k: infer(v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(TEXT))]
+
+
+@pytest.mark.parametrize("codec", ["utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32"])
+def test_a_byte_order_mark_selects_the_encoding(codec):
+    data = TEXT.encode(codec)
+    if codec in ("utf-16-le", "utf-16-be"):       # the BOM written by hand
+        data = "\ufeff".encode(codec) + data
+    assert records(read_bytes(data)) == ORACLE
+
+
+@pytest.mark.parametrize("codec, setting", [
+    ("latin-1", "latin-1"), ("cp1252", "cp1252"), ("utf-16-le", "utf-16-le"),
+    ("utf-16", "utf-16"), ("utf-8-sig", "utf-8"), ("utf-8", "UTF8")])
+def test_the_encoding_setting_reads_other_encodings(codec, setting):
+    text = TEXT.replace("Łukasz,Kraków", "Lukas,Köln") if codec in ("latin-1", "cp1252") \
+        else TEXT
+    oracle = [{k: infer(v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(text))]
+    assert records(read_bytes(text.encode(codec), encoding=setting)) == oracle
+
+
+def test_a_latin_1_file_without_the_setting_quarantines_its_non_utf8_rows():
+    out = read_bytes("a,b\nJosé,1\nplain,2\n".encode("latin-1"))
+    assert records(out) == [("encoding", 1), {"a": "plain", "b": 2}]
+    assert "not UTF-8: byte 0xe9 in column 'a' at character 4" in out[0].message
+
+
+def test_utf16_without_a_bom_or_setting_is_an_encoding_record_suggesting_the_setting():
+    out = read_bytes(TEXT.encode("utf-16-le"))
+    assert [(o.reason, o.position) for o in out] == [("encoding", 0)]
+    assert "NUL byte" in out[0].message and "encoding" in out[0].message.split("?")[1]
+
+
+def test_bytes_that_are_not_in_the_declared_encoding_lose_their_row_only():
+    data = "a,b\n1,x\n".encode("utf-16-le") + b"\x00\xd8" + ",2\n3,y\n".encode("utf-16-le")
+    out = read_bytes(data, encoding="utf-16-le")
+    assert records(out) == [{"a": 1, "b": "x"}, ("encoding", 2), {"a": 3, "b": "y"}]
+    assert "not utf-16-le: byte 0x00 in column 'a'" in out[1].message
+    # an odd byte at the end of a UTF-16 file
+    out = read_bytes("a\n1\n".encode("utf-16") + b"\x41", encoding="utf-16")
+    assert records(out) == [{"a": 1}, ("encoding", 2)]
+
+
+def test_a_nul_byte_in_a_cell_is_binary_data():
+    out = read_bytes(b"a,b\n1,x\x00y\n2,z\n")
+    assert records(out) == [("encoding", 1), {"a": 2, "b": "z"}]
+    assert out[0].message == "binary data: a NUL byte in column 'b' at character 2"
+    assert read_bytes(b"a,b\x00\n1,2\n")[0].reason == "encoding"     # in the header
+
+
+@pytest.mark.parametrize("setting", ["rot13", "no-such-codec", "hex"])
+def test_a_bad_encoding_name_is_a_source_error(setting):
+    with pytest.raises(SourceError, match="encoding"):
+        Source("x.csv", encoding=setting)
+    with pytest.raises(SourceError, match="encoding"):
+        Source.from_mapping({"path": "x.csv", "encoding": setting})
