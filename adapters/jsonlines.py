@@ -75,10 +75,10 @@ class JsonLinesReader(Reader):
         with inp.open() as fh:
             stream, codec = open_bytes(fh, inp.source.encoding)
             if codec == UTF8:           # lines of bytes, each decoded on its own
+                if stream.peek(len(_BOM)).startswith(_BOM):
+                    stream.read(len(_BOM))      # before the line limit counts the line
                 readline = stream.readline
                 raw = readline(cap)
-                if raw.startswith(_BOM):
-                    raw = raw[len(_BOM):]
                 number = 0
                 while raw:
                     number += 1
