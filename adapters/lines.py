@@ -90,9 +90,15 @@ class _Prefixed(io.RawIOBase):
         return len(data)
 
 
-def open_bytes(fh: IO[bytes], declared: str | None) -> tuple[io.BufferedReader, str]:
-    """``fh`` (at its start) as a buffered binary stream, and the codec of its text
-    (:func:`codec_for`); nothing of the stream is consumed."""
+def open_bytes(fh: IO[bytes], declared: str | None) -> tuple[IO[bytes], str]:
+    """``fh`` (at its start) as a buffered binary stream (with ``peek``), and the codec of
+    its text (:func:`codec_for`); nothing of the stream is consumed. A stream that can
+    ``peek`` (files, gzip, bzip2, zip members) is returned as it is."""
+    peek = getattr(fh, "peek", None)
+    if peek is not None:
+        head = peek(4)
+        if len(head) >= 4:
+            return fh, codec_for(head, declared)
     head = b""
     while len(head) < 4:
         more = fh.read(4 - len(head))

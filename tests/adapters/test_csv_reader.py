@@ -495,3 +495,23 @@ def test_a_bad_encoding_name_is_a_source_error(setting):
         Source("x.csv", encoding=setting)
     with pytest.raises(SourceError, match="encoding"):
         Source.from_mapping({"path": "x.csv", "encoding": setting})
+
+
+def test_encodings_in_files_compressed_files_and_archive_members(tmp_path):
+    """The same through read(): a plain file and a .gz (streams that can peek at the BOM),
+    a zip member (one that cannot)."""
+    import zipfile
+
+    from pubsift.adapters import read
+    data = TEXT.encode("utf-16")
+    (tmp_path / "plain.csv").write_bytes(data)
+    (tmp_path / "packed.csv.gz").write_bytes(gzip.compress(data))
+    with zipfile.ZipFile(tmp_path / "a.zip", "w") as z:
+        z.writestr("member.csv", data)
+        z.writestr("latin.csv", "a\nJosé\n".encode("latin-1"))
+    for name in ("plain.csv", "packed.csv.gz", "a.zip"):
+        out = [o for o in read(str(tmp_path / name)) if "latin" not in o.source]
+        assert records(out) == ORACLE, name
+    latin = [o for o in read(Source(str(tmp_path / "a.zip"), encoding="latin-1"))
+             if "latin" in o.source]
+    assert records(latin) == [{"a": "José"}]

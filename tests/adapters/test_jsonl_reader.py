@@ -246,3 +246,14 @@ def test_a_huge_integer_gets_our_message_not_pythons_advice():
     bad, ok = read_bytes(b'{"a": ' + b"9" * 5000 + b'}\n{"a": 1}\n')
     assert bad.reason == "json-syntax" and ok.event.raw == {"a": 1}
     assert bad.message == "invalid JSON: an integer of more than 4,300 digits"
+
+
+def test_a_bom_in_a_file_and_a_compressed_file(tmp_path):
+    import gzip
+
+    data = LINES_TEXT.encode("utf-32")
+    (tmp_path / "plain.jsonl").write_bytes(data)
+    (tmp_path / "packed.jsonl.gz").write_bytes(gzip.compress(data))
+    (tmp_path / "utf8.jsonl").write_bytes(LINES_TEXT.encode("utf-8-sig"))
+    for name in ("plain.jsonl", "packed.jsonl.gz", "utf8.jsonl"):
+        assert outline(read(str(tmp_path / name))) == [(1, OBJECTS[0]), (2, OBJECTS[1])]
