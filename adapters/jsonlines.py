@@ -2,9 +2,10 @@
 
 * **Lines** end in ``\\n`` (``\\r\\n`` too). **Encoding**: ``source.encoding``; without it
   UTF-8, or the encoding a UTF-8, UTF-16 or UTF-32 byte-order mark names (the mark is
-  skipped; :mod:`pubsift.adapters.lines`). A blank line (only ASCII whitespace) counts as a line — positions are
-  line numbers, as an editor shows them — but is not a record: it yields nothing and is
-  not counted as read, so read = events + quarantined holds over the non-blank lines.
+  skipped; :mod:`pubsift.adapters.lines`). A blank line (only ASCII whitespace) counts as a
+  line — positions are line numbers, as an editor shows them — but is not a record: it
+  yields nothing and is not counted as read, so read = events + quarantined holds over the
+  non-blank lines.
 * **Each non-blank line** is parsed by :func:`pubsift.core.cli_input.strict_json` (a
   duplicate key, ``NaN``/``Infinity``, an integer beyond Python's digit limit or nesting
   too deep is refused) and keeps JSON's own types. Quarantined, that line only:

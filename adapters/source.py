@@ -43,10 +43,11 @@ class Source:
     ``namespaces``: prefixes used by ``split`` (a prefix the document itself declares on
     its root also works). ``columns``: declared CSV column types (``int``, ``float``,
     ``bool``, ``str``); undeclared columns are typed from their literal.
-    ``delimiter``: the CSV delimiter (None: sniffed). ``encoding``: the text encoding of
-    CSV and JSON-lines files (``latin-1``, ``utf-16`` ...; None: UTF-8, or the encoding a
-    UTF-8/UTF-16/UTF-32 byte-order mark names: :mod:`pubsift.adapters.lines`). ``publisher``: the concepts model's
-    publisher side: ``concept``, ``vocabulary``, ``context``, ``time_field``, ``ignore``
+    ``delimiter``: the CSV delimiter (None: sniffed). ``encoding``: the text encoding of CSV
+    and JSON-lines files (``latin-1``, ``utf-16`` ...; None: UTF-8, or the encoding a
+    UTF-8/UTF-16/UTF-32 byte-order mark names: :mod:`pubsift.adapters.lines`).
+    ``publisher``: the concepts model's publisher side: ``concept``, ``vocabulary``,
+    ``context``, ``time_field``, ``ignore``
     (:class:`pubsift.adapters.concepts.Publisher`)."""
 
     path: str

@@ -54,13 +54,13 @@ nested JSON object ``{"position": {"x": ...}}`` gives.
 lines is still one row; a blank line is not a row (as :class:`csv.DictReader` skips it).
 Every row that is not an event is quarantined at its position: ``csv-field-count`` (more
 or fewer fields than the header), ``csv-syntax`` (what the csv module refuses, e.g. a quote
-left open), ``too-large`` (a row longer than ``ReadLimits.max_record_bytes`` bytes as UTF-8, line
-ends of its last line not counted; a field is never longer than its row, and the csv
-module's own ``field_size_limit`` is raised to cover the limit), ``encoding``, ``csv-type``, and what the converter refuses
-(``invalid-event``, ``concept-enrichment``). After a syntax error or an oversized row
-reading resumes at the next line, and the rows found from there are numbered on (when the
-row broke inside a quoted field, the lines after it are read as rows: no recovery can know
-where the field was meant to end).
+left open), ``too-large`` (a row longer than ``ReadLimits.max_record_bytes`` bytes as
+UTF-8, line ends of its last line not counted; a field is never longer than its row, and
+the csv module's own ``field_size_limit`` is raised to cover the limit), ``encoding``,
+``csv-type``, and what the converter refuses (``invalid-event``, ``concept-enrichment``).
+After a syntax error or an oversized row reading resumes at the next line, and the rows
+found from there are numbered on (when the row broke inside a quoted field, the lines after
+it are read as rows: no recovery can know where the field was meant to end).
 
 **Semantic objects.** With a publisher side (``source.publisher``) the undeclared cells
 stay the strings they are, and the publisher types them by concept
@@ -75,7 +75,8 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from pubsift.adapters.lines import bad_bytes, codec_for, nul_problem, open_text, shown, skip_rest
+from pubsift.adapters.lines import (bad_bytes, codec_for, nul_problem, open_text, shown,
+                                    skip_rest)
 from pubsift.adapters.outcomes import Event, Quarantined, excerpt
 from pubsift.adapters.readers import Reader, strip_compression
 from pubsift.adapters.reading import converter
@@ -266,9 +267,9 @@ class _TooLarge(Exception):
 class _Lines:
     """The lines of a text stream for :func:`csv.reader`, with the bytes of the row being
     read counted (``size``, reset by the reader after each row) and whether one of its
-    lines holds bytes that are not text or a NUL (``bad``). A row growing beyond ``limit`` bytes
-    raises :class:`_TooLarge` after skipping to the end of the line it was found on, so
-    that memory stays bounded by the limit."""
+    lines holds bytes that are not text or a NUL (``bad``). A row growing beyond ``limit``
+    bytes raises :class:`_TooLarge` after skipping to the end of the line it was found on,
+    so that memory stays bounded by the limit."""
 
     __slots__ = ("_readline", "_cap", "_limit", "size", "bad", "last")
 
@@ -348,7 +349,7 @@ def _encoding_problem(row: list[str], header: list[str] | None, codec: str,
         m = _NOT_TEXT.search(cell)
         if m is not None:
             where = f" in column {header[i]!r}" if header is not None and i < len(header) \
-                else f" in field {i + 1}"
+                and header[i] else f" in field {i + 1}"
             if m.group() == "\x00":
                 return nul_problem(cell, where, delimiter.join(row))
             return bad_bytes(cell, codec, where)
