@@ -53,10 +53,15 @@ def check_encoding(name: str) -> None:
 
 def codec_for(head: bytes, declared: str | None) -> str:
     """The codec a file starting with ``head`` (its first 4 bytes at least, when it has
-    them) is decoded with: the declared encoding (UTF-8 as ``utf-8-sig``, skipping a BOM),
-    else the one its BOM names, else :data:`UTF8`."""
+    them) is decoded with: the declared encoding (a BOM of that encoding skipped: UTF-8 as
+    ``utf-8-sig``, ``utf-16-le`` with a BOM as ``utf-16``), else the one its BOM names,
+    else :data:`UTF8`."""
     if declared is not None:
-        return UTF8 if codecs.lookup(declared).name == "utf-8" else declared
+        name = codecs.lookup(declared).name
+        if name == "utf-8":
+            return UTF8
+        return next((codec for bom, codec in BOMS
+                     if head.startswith(bom) and name.startswith(codec)), declared)
     for bom, codec in BOMS:
         if head.startswith(bom):
             return codec

@@ -452,7 +452,8 @@ def test_a_byte_order_mark_selects_the_encoding(codec):
 
 @pytest.mark.parametrize("codec, setting", [
     ("latin-1", "latin-1"), ("cp1252", "cp1252"), ("utf-16-le", "utf-16-le"),
-    ("utf-16", "utf-16"), ("utf-8-sig", "utf-8"), ("utf-8", "UTF8")])
+    ("utf-16", "utf-16"), ("utf-8-sig", "utf-8"), ("utf-8", "UTF8"),
+    ("utf-16", "utf-16-le"), ("utf-32", "utf-32-le")])   # a BOM of that encoding is skipped
 def test_the_encoding_setting_reads_other_encodings(codec, setting):
     text = TEXT.replace("Łukasz,Kraków", "Lukas,Köln") if codec in ("latin-1", "cp1252") \
         else TEXT
