@@ -257,3 +257,30 @@ def test_a_bom_in_a_file_and_a_compressed_file(tmp_path):
     (tmp_path / "utf8.jsonl").write_bytes(LINES_TEXT.encode("utf-8-sig"))
     for name in ("plain.jsonl", "packed.jsonl.gz", "utf8.jsonl"):
         assert outline(read(str(tmp_path / name))) == [(1, OBJECTS[0]), (2, OBJECTS[1])]
+
+
+class _Dribble(io.RawIOBase):
+    """A stream without peek returning one byte per read (as a raw stream may)."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__()
+        self._data = data
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if not self._data:
+            return 0
+        buffer[0] = self._data[0]
+        self._data = self._data[1:]
+        return 1
+
+
+@pytest.mark.parametrize("codec", ["utf-8-sig", "utf-32", "utf-8"])
+def test_the_bom_is_found_on_a_stream_giving_one_byte_at_a_time(codec):
+    data = LINES_TEXT.encode(codec)
+    src = Source("t.jsonl", format="jsonl")
+    out = list(read_input(Input("t.jsonl", src, lambda: _Dribble(data)), ReadLimits(),
+                          {"records": MODEL}))
+    assert outline(out) == [(1, OBJECTS[0]), (2, OBJECTS[1])]
