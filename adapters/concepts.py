@@ -10,8 +10,8 @@ according to the subscriber preferences"). Only the concepts enrichment lives he
   semantic objects this way.
 * :func:`ubl_semantic_objects` maps a parsed UBL 1.0 business document (orders, invoices,
   despatch advice): one semantic object per line, amounts in their ``currencyID`` and
-  quantities in their ``unitCode`` (UN/ECE codes mapped to pint units);
-  :func:`ubl_events` does it for a file.
+  quantities in their ``unitCode`` (UN/ECE codes mapped to pint units); a UBL file is
+  read by ``read(Source(path, model="concepts"))``, which calls it.
 * :class:`Subscriber` is the subscriber side: subscriptions in the subscriber's vocabulary
   and context, deliveries converted back (:mod:`pubsift.models.concepts.vocabulary`).
 """
@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from lxml import etree
@@ -37,7 +36,6 @@ from pubsift.models.concepts.ontology import MONEY, QUANTITY, UnknownConcept
 from pubsift.models.concepts.semantic_objects import SemanticObject
 from pubsift.models.concepts.units import UNECE, canonical_unit, dimensionality
 from pubsift.models.concepts.vocabulary import Delivery, Vocabulary, VocabularyAgreement
-from pubsift.models.xml.parsing import DEFAULT_LIMITS, ParseLimits, parse_document
 
 
 @dataclass
@@ -183,14 +181,6 @@ _DIMENSION_CONCEPT = {"[mass]": "NetWeight", "[length]": "Distance", "[]": "Item
                       "[length] ** 3": "Volume"}
 
 
-@dataclass
-class UBLReport:
-    """What :func:`ubl_events` read and what it could not enrich (kept, not lost)."""
-
-    events: list[SemanticObject] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-
-
 def _local(el: etree._Element) -> str:
     return etree.QName(el).localname
 
@@ -221,13 +211,7 @@ def ubl_semantic_objects(root: etree._Element, model: ConceptsModel, name: str
     quantity whose unit code is not a unit of measure (``PKG``, ``CTN``, or no code): such
     a line is quarantined whole rather than delivered without its quantity, since a
     subscriber filtering on quantities would otherwise never see it and not know why
-    (issue 11 §2: nothing dropped silently). :func:`ubl_events` keeps such lines as objects
-    without the quantity and reports them in ``skipped``."""
-    yield from _ubl(root, model, name, None)
-
-
-def _ubl(root: etree._Element, model: ConceptsModel, name: str, skipped: list[str] | None
-         ) -> Iterator[Event | Quarantined]:
+    (issue 11 §2: nothing dropped silently)."""
     onto = model.ontology
     head: dict[str, Any] = {}
     time: str | None = None
@@ -274,13 +258,10 @@ def _ubl(root: etree._Element, model: ConceptsModel, name: str, skipped: list[st
                     what = (f"quantity {(q.text or '').strip()} {code!r} is not a unit of "
                             "measure" if code else f"quantity {(q.text or '').strip()} has "
                             "no unit code")
-                    if skipped is None:
-                        raise EventError(f"{_local(q)}: {what}; the line is not converted "
-                                         "(its quantity would be lost)", where)
-                    skipped.append(f"{name}:{line.sourceline}: {what}")
-                else:
-                    value[member] = {"value": _number(q.text, where),
-                                     "context": {"unit": unit}}
+                    raise EventError(f"{_local(q)}: {what}; the line is not converted "
+                                     "(its quantity would be lost)", where)
+                value[member] = {"value": _number(q.text, where),
+                                 "context": {"unit": unit}}
             price = _first(line, "PriceAmount") if lines else None
             if price is not None:
                 value["UnitPrice"] = _amount(price, where)
@@ -297,32 +278,6 @@ def _refused(name: str, position: int, message: str, line: etree._Element,
     text = etree.tostring(line, encoding="unicode", with_tail=False)[:1000]
     return Quarantined(name, position, "concept-enrichment", " ".join(message.split()),
                        excerpt(text), model.name)
-
-
-def ubl_events(path: str | Path, model: ConceptsModel,
-               limits: ParseLimits = DEFAULT_LIMITS) -> UBLReport:
-    """The semantic objects of a UBL file (:func:`ubl_semantic_objects`), parsed with the
-    xml model's hardened parser (an entity declaration, a document beyond ``limits`` or
-    one that is not well-formed is an EventError naming the file). Lines whose quantity is
-    not in a unit of measure are kept without it and reported in ``skipped``; any other
-    line that cannot be enriched is an EventError naming the file and the XML line."""
-    path = Path(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(limits.max_bytes + 1)
-    except OSError as exc:
-        raise EventError(f"cannot read {path}: {exc.strerror or exc}", str(path)) from None
-    try:
-        root = parse_document(data, limits).root
-    except EventError as exc:
-        raise EventError(exc.message, f"{path.name}" + (f", {exc.where}" if exc.where
-                                                        else "")) from None
-    report = UBLReport()
-    for out in _ubl(root, model, path.name, report.skipped):
-        if isinstance(out, Quarantined):
-            raise EventError(out.message, path.name)
-        report.events.append(out.event)
-    return report
 
 
 def _number(text: str | None, where: str) -> float | int:
@@ -361,5 +316,5 @@ class Subscriber:
                 if self.model.matches(f, e)]
 
 
-__all__ = ["PUBLISHER_SETTINGS", "Publisher", "Subscriber", "UBLReport", "publisher_for",
-           "ubl_events", "ubl_semantic_objects"]
+__all__ = ["PUBLISHER_SETTINGS", "Publisher", "Subscriber", "publisher_for",
+           "ubl_semantic_objects"]

@@ -1,15 +1,19 @@
 """JSON lines into events (issue 11 §1, §2): one event per line holding a JSON object.
 
-* **Lines** end in ``\\n`` (``\\r\\n`` too); a UTF-8 byte-order mark before the first line
-  is skipped. A blank line (only ASCII whitespace) counts as a line — positions are
-  line numbers, as an editor shows them — but is not a record: it yields nothing and is
-  not counted as read, so read = events + quarantined holds over the non-blank lines.
+* **Lines** end in ``\\n`` (``\\r\\n`` too). **Encoding**: ``source.encoding``; without it
+  UTF-8, or the encoding a UTF-8, UTF-16 or UTF-32 byte-order mark names (the mark is
+  skipped; :mod:`pubsift.adapters.lines`). A blank line (only ASCII whitespace) counts as a
+  line — positions are line numbers, as an editor shows them — but is not a record: it
+  yields nothing and is not counted as read, so read = events + quarantined holds over the
+  non-blank lines.
 * **Each non-blank line** is parsed by :func:`pubsift.core.cli_input.strict_json` (a
   duplicate key, ``NaN``/``Infinity``, an integer beyond Python's digit limit or nesting
   too deep is refused) and keeps JSON's own types. Quarantined, that line only:
   ``json-syntax`` (the message gives the column), ``not-an-object`` (valid JSON that is
-  an array, a string, a number ...), ``encoding`` (bytes that are not UTF-8),
-  ``too-large`` (more than ``ReadLimits.max_record_bytes`` bytes before the line end; the
+  an array, a string, a number ...), ``encoding`` (bytes that are not text in the
+  encoding, or a NUL byte: binary data, or UTF-16/UTF-32 without a byte-order mark read as
+  UTF-8, when the message suggests the ``encoding`` setting), ``too-large`` (more than
+  ``ReadLimits.max_record_bytes`` bytes, as UTF-8, before the line end; the
   line is skipped in chunks, never held whole in memory), and what the converter refuses
   (``invalid-event``; ``concept-enrichment`` with a publisher side).
 * **File names**: ``.jsonl`` and ``.ndjson`` (also compressed). A ``.json`` file is not
@@ -19,9 +23,12 @@
 """
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from pubsift.adapters.lines import (ESCAPE, UTF8, bad_bytes, has_bad_bytes, nul_problem,
+                                    open_bytes, shown, skip_rest)
 from pubsift.adapters.outcomes import Event, Quarantined, excerpt
 from pubsift.adapters.readers import Reader
 from pubsift.adapters.reading import converter
@@ -33,8 +40,6 @@ if TYPE_CHECKING:
     from pubsift.core.model import FilterModel
 
 _BOM = b"\xef\xbb\xbf"
-#: bytes read at a time while skipping the rest of an oversized line
-_SKIP_CHUNK = 1 << 16
 _JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number",
                bool: "a boolean", type(None): "null"}
 
@@ -69,32 +74,64 @@ class JsonLinesReader(Reader):
             return Quarantined(name, position, reason, message, excerpt(raw), model_name)
 
         with inp.open() as fh:
-            readline = fh.readline
-            raw = readline(cap)
-            if raw.startswith(_BOM):
-                raw = raw[len(_BOM):]
-            number = 0
-            while raw:
-                number += 1
-                line = raw[:-2] if raw.endswith(b"\r\n") else \
-                    raw[:-1] if raw.endswith(b"\n") else raw
-                if len(line) > limit:
-                    tail = raw
-                    while tail and not tail.endswith(b"\n"):
-                        tail = readline(_SKIP_CHUNK)
-                    yield bad(number, "too-large", f"the line is longer than {limit} bytes",
-                              line[:800])
-                elif line.strip():
-                    yield self._record(line, name, number, convert, bad)
+            stream, codec = open_bytes(fh, inp.source.encoding)
+            if codec == UTF8:           # lines of bytes, each decoded on its own
+                if stream.peek(len(_BOM)).startswith(_BOM):
+                    stream.read(len(_BOM))      # before the line limit counts the line
+                readline = stream.readline
                 raw = readline(cap)
+                number = 0
+                while raw:
+                    number += 1
+                    line = raw[:-2] if raw.endswith(b"\r\n") else \
+                        raw[:-1] if raw.endswith(b"\n") else raw
+                    if len(line) > limit:
+                        skip_rest(readline, raw, (b"\n",))
+                        yield bad(number, "too-large", f"the line is longer than {limit} "
+                                  "bytes", line[:800])
+                    elif line.strip():
+                        yield self._record(line, name, number, convert, bad)
+                    raw = readline(cap)
+                return
+            text_stream = io.TextIOWrapper(stream, encoding=codec, errors=ESCAPE, newline="\n")
+            yield from self._decoded(text_stream, codec, limit, name, convert, bad)
 
-    @staticmethod
-    def _record(line: bytes, name: str, number: int, convert, bad) -> Event | Quarantined:
+    def _decoded(self, text_stream, codec: str, limit: int, name: str, convert, bad
+                 ) -> Iterator[Event | Quarantined]:
+        """The lines of a file in another encoding than UTF-8, decoded by the stream; the
+        size of a line is counted as UTF-8."""
+        readline = text_stream.readline
+        number = 0
+        while raw := readline(limit + 2):
+            number += 1
+            line = raw[:-2] if raw.endswith("\r\n") else raw[:-1] if raw.endswith("\n") \
+                else raw
+            size = len(line.encode("utf-8", "surrogatepass"))
+            if size > limit:
+                skip_rest(readline, raw, ("\n",))
+                yield bad(number, "too-large", f"the line is longer than {limit} bytes",
+                          shown(line[:800]))
+            elif has_bad_bytes(line):
+                yield bad(number, "encoding", bad_bytes(line, codec), shown(line))
+            elif "\x00" in line:
+                yield bad(number, "encoding", nul_problem(line), line)
+            elif line.strip(" \t\n\r\x0b\x0c"):
+                yield self._parsed(line, name, number, convert, bad)
+
+    @classmethod
+    def _record(cls, line: bytes, name: str, number: int, convert, bad
+                ) -> Event | Quarantined:
+        if b"\x00" in line:            # before UTF-8: UTF-16 read as UTF-8 says so
+            return bad(number, "encoding", nul_problem(line.decode("utf-8", "replace")), line)
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
             return bad(number, "encoding", f"not UTF-8: byte 0x{line[exc.start]:02x} at "
                        f"column {exc.start + 1}", line)
+        return cls._parsed(text, name, number, convert, bad)
+
+    @staticmethod
+    def _parsed(text: str, name: str, number: int, convert, bad) -> Event | Quarantined:
         try:
             obj = strict_json(text)
         except JsonError as exc:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
+from pubsift.adapters.lines import check_encoding
 from pubsift.core.errors import PubsiftError
 
 #: declared CSV column types
@@ -46,12 +47,14 @@ class Source:
     ``namespaces``: prefixes used by ``split`` (a prefix the document itself declares on
     its root also works). ``columns``: declared CSV column types (``int``, ``float``,
     ``bool``, ``str``); undeclared columns are typed from their literal.
-    ``delimiter``: the CSV delimiter (None: sniffed). ``publisher``: the concepts model's
-    publisher side: ``concept``, ``vocabulary``, ``context``, ``time_field``, ``ignore``
-    (:class:`pubsift.adapters.concepts.Publisher`). ``exclude``: glob patterns of files
-    not to read (``*.md``, ``PROVENANCE*``), matched against a file's path relative to
-    the directory or archive given and against its name; an excluded file is neither read
-    nor counted."""
+    ``delimiter``: the CSV delimiter (None: sniffed). ``encoding``: the text encoding of CSV
+    and JSON-lines files (``latin-1``, ``utf-16`` ...; None: UTF-8, or the encoding a
+    UTF-8/UTF-16/UTF-32 byte-order mark names: :mod:`pubsift.adapters.lines`).
+    ``publisher``: the concepts model's publisher side: ``concept``, ``vocabulary``,
+    ``context``, ``time_field``, ``ignore`` (:class:`pubsift.adapters.concepts.Publisher`).
+    ``exclude``: glob patterns of files not to read (``*.md``, ``PROVENANCE*``), matched
+    against a file's path relative to the directory or archive given and against its name;
+    an excluded file is neither read nor counted."""
 
     path: str
     format: str | None = None
@@ -62,11 +65,12 @@ class Source:
     delimiter: str | None = None
     publisher: Mapping[str, Any] | None = None
     exclude: tuple[str, ...] = ()
+    encoding: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path:
             raise SourceError("a source needs a path (a non-empty string)")
-        for name in ("format", "model", "split", "delimiter"):
+        for name in ("format", "model", "split", "delimiter", "encoding"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, str) or not v):
                 raise SourceError(f"source {self.path}: {name} is a non-empty string, not "
@@ -74,6 +78,13 @@ class Source:
         if self.delimiter is not None and len(self.delimiter) != 1:
             raise SourceError(f"source {self.path}: delimiter is one character, not "
                               f"{self.delimiter!r}")
+        if self.encoding is not None:
+            try:
+                check_encoding(self.encoding)
+            except LookupError:
+                raise SourceError(f"source {self.path}: encoding {self.encoding!r} is not a "
+                                  "text encoding Python knows (e.g. utf-8, latin-1, cp1252, "
+                                  "utf-16)") from None
         object.__setattr__(self, "namespaces", _frozen(self.namespaces, "namespaces"))
         object.__setattr__(self, "columns", _frozen(self.columns, "columns"))
         for col, typ in self.columns.items():

@@ -1,8 +1,11 @@
 """CSV (and TSV) files into events (issue 11 §1, §2): one event per data row.
 
 **Header.** The first non-blank row names the columns; a header that is missing (an empty
-file), has an empty column name or repeats one is quarantined as ``csv-header`` at
-position 0 and nothing else of the file is read (without names a row means nothing).
+file), repeats a column name or has no named column is quarantined as ``csv-header`` at
+position 0 and nothing else of the file is read (without names a row means nothing). A
+column whose name is empty is not an attribute: its cells are not part of the events (the
+index column pandas' ``to_csv`` writes first, ``,a,b``; the empty column a trailing comma
+makes, ``a,b,``); rows still have the header's number of fields, that column included.
 
 **Dialect.** The delimiter is ``source.delimiter`` when given, a tab for ``.tsv`` files,
 otherwise sniffed by :class:`csv.Sniffer` on the first 4 KiB among ``, ; TAB |``
@@ -10,9 +13,11 @@ otherwise sniffed by :class:`csv.Sniffer` on the first 4 KiB among ``, ; TAB |``
 doubled to escape) in strict mode: a quote followed by anything but a delimiter or a
 line end is an error, not silently kept. Lines end in ``\\n``, ``\\r\\n`` or ``\\r``.
 
-**Encoding.** UTF-8, with or without a byte-order mark. Bytes are decoded with
-``surrogateescape``, so a row holding bytes that are not UTF-8 is quarantined as
-``encoding`` (naming the byte and the column) and the rows around it are read.
+**Encoding.** ``source.encoding``; without it UTF-8, or the encoding a UTF-8, UTF-16 or
+UTF-32 byte-order mark names (:mod:`pubsift.adapters.lines`). A row holding bytes that are
+not text in that encoding, or a NUL byte (binary data, or UTF-16 read as UTF-8: the message
+then suggests the ``encoding`` setting), is quarantined as ``encoding`` (naming the byte
+and the column) and the rows around it are read.
 
 **Typing** (inference, for columns the source does not declare):
 
@@ -49,13 +54,13 @@ nested JSON object ``{"position": {"x": ...}}`` gives.
 lines is still one row; a blank line is not a row (as :class:`csv.DictReader` skips it).
 Every row that is not an event is quarantined at its position: ``csv-field-count`` (more
 or fewer fields than the header), ``csv-syntax`` (what the csv module refuses, e.g. a quote
-left open), ``too-large`` (a row longer than ``ReadLimits.max_record_bytes`` bytes, line
-ends of its last line not counted; or a field beyond the csv module's own process-wide
-``field_size_limit``), ``encoding``, ``csv-type``, and what the converter refuses
-(``invalid-event``, ``concept-enrichment``). After a syntax error or an oversized row
-reading resumes at the next line, and the rows found from there are numbered on (when the
-row broke inside a quoted field, the lines after it are read as rows: no recovery can know
-where the field was meant to end).
+left open), ``too-large`` (a row longer than ``ReadLimits.max_record_bytes`` bytes as
+UTF-8, line ends of its last line not counted; a field is never longer than its row, and
+the csv module's own ``field_size_limit`` is raised to cover the limit), ``encoding``,
+``csv-type``, and what the converter refuses (``invalid-event``, ``concept-enrichment``).
+After a syntax error or an oversized row reading resumes at the next line, and the rows
+found from there are numbered on (when the row broke inside a quoted field, the lines after
+it are read as rows: no recovery can know where the field was meant to end).
 
 **Semantic objects.** With a publisher side (``source.publisher``) the undeclared cells
 stay the strings they are, and the publisher types them by concept
@@ -70,6 +75,8 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from pubsift.adapters.lines import (bad_bytes, codec_for, nul_problem, open_text, shown,
+                                    skip_rest)
 from pubsift.adapters.outcomes import Event, Quarantined, excerpt
 from pubsift.adapters.readers import SNIFF_BYTES, Reader, strip_compression
 from pubsift.adapters.reading import converter
@@ -82,8 +89,6 @@ if TYPE_CHECKING:
 
 #: delimiters the sniffer chooses among
 DELIMITERS = ",;\t|"
-#: characters read at a time while skipping the rest of an oversized line
-_SKIP_CHUNK = 1 << 16
 
 _NUMBER = re.compile(r"[+-]?(?:(?:0|[1-9][0-9]*)(\.[0-9]*)?|(\.[0-9]+))([eE][+-]?[0-9]+)?")
 _LOOSE_NUMBER = re.compile(r"[+-]?(?:[0-9]+(\.[0-9]*)?|(\.[0-9]+))([eE][+-]?[0-9]+)?")
@@ -91,7 +96,7 @@ _LOOSE_INT = re.compile(r"[+-]?[0-9]+")
 _BOOLS = {"true": True, "True": True, "TRUE": True,
           "false": False, "False": False, "FALSE": False}
 _DECLARED_BOOLS = {"true": True, "1": True, "false": False, "0": False}
-_SURROGATE = re.compile("[\udc80-\udcff]")
+_NOT_TEXT = re.compile("[\x00\udc00-\udcff]")    # NUL or an escaped byte (lines.ESCAPE)
 _LINE_ENDS = ("\r\n", "\n", "\r")
 
 
@@ -260,9 +265,9 @@ class _TooLarge(Exception):
 class _Lines:
     """The lines of a text stream for :func:`csv.reader`, with the bytes of the row being
     read counted (``size``, reset by the reader after each row) and whether one of its
-    lines holds bytes that are not UTF-8 (``bad``). A row growing beyond ``limit`` bytes
-    raises :class:`_TooLarge` after skipping to the end of the line it was found on, so
-    that memory stays bounded by the limit."""
+    lines holds bytes that are not text or a NUL (``bad``). A row growing beyond ``limit``
+    bytes raises :class:`_TooLarge` after skipping to the end of the line it was found on,
+    so that memory stays bounded by the limit."""
 
     __slots__ = ("_readline", "_cap", "_limit", "size", "bad", "last")
 
@@ -283,10 +288,12 @@ class _Lines:
             raise StopIteration
         if line.isascii():
             size = self.size = self.size + len(line)
-        else:
-            if _SURROGATE.search(line) is not None:
+            if "\x00" in line:
                 self.bad = True
-            size = self.size = self.size + len(line.encode("utf-8", "surrogateescape"))
+        else:
+            if _NOT_TEXT.search(line) is not None:
+                self.bad = True
+            size = self.size = self.size + len(line.encode("utf-8", "surrogatepass"))
         if size > self._limit:
             self._overflow(line)
         self.last = line
@@ -299,8 +306,7 @@ class _Lines:
             if self.size - len(tail.encode()) <= self._limit:
                 return              # the limit was reached by the line end only
         head = line[:400]
-        while line and not line.endswith(_LINE_ENDS):
-            line = self._readline(_SKIP_CHUNK)
+        skip_rest(self._readline, line, _LINE_ENDS)
         self.size = 0
         raise _TooLarge(head)
 
@@ -318,7 +324,7 @@ def sniff_delimiter(sample: str) -> str:
 def _sample(inp: "Input") -> str:
     with inp.open() as fh:
         head = fh.read(SNIFF_BYTES)
-    text = head.decode("utf-8-sig", "replace")
+    text = head.decode(codec_for(head, inp.source.encoding), "replace")
     if len(head) >= SNIFF_BYTES:    # drop the last, probably partial, line
         cut = max(text.rfind("\n"), text.rfind("\r"))
         if cut > 0:
@@ -335,15 +341,17 @@ def delimiter_of(inp: "Input") -> str:
     return sniff_delimiter(_sample(inp))
 
 
-def _encoding_problem(row: list[str], header: list[str] | None) -> str:
+def _encoding_problem(row: list[str], header: list[str] | None, codec: str,
+                      delimiter: str) -> str:
     for i, cell in enumerate(row):
-        m = _SURROGATE.search(cell)
+        m = _NOT_TEXT.search(cell)
         if m is not None:
             where = f" in column {header[i]!r}" if header is not None and i < len(header) \
-                else f" in field {i + 1}"
-            return (f"not UTF-8: byte 0x{ord(m.group()) - 0xDC00:02x}{where} at character "
-                    f"{m.start() + 1}")
-    return "not UTF-8 (a line break inside the row holds the byte)"
+                and header[i] else f" in field {i + 1}"
+            if m.group() == "\x00":
+                return nul_problem(cell, where, delimiter.join(row))
+            return bad_bytes(cell, codec, where)
+    return bad_bytes("", codec)         # the byte is in a line break inside the row
 
 
 class CsvReader(Reader):
@@ -378,15 +386,19 @@ class CsvReader(Reader):
         convert = converter(model, inp.source)
         delimiter = delimiter_of(inp)
         typed = inp.source.publisher is None
+        limit = limits.max_record_bytes
+        # The csv module's field_size_limit (128 KiB by default) is process-wide module state:
+        # it is raised (never lowered) so that max_record_bytes is the only limit. A field is
+        # never longer than its row, which _Lines bounds (in bytes, hence in characters).
+        if csv.field_size_limit() < limit + 2:
+            csv.field_size_limit(limit + 2)
         with inp.open() as fh:
-            text = io.TextIOWrapper(fh, encoding="utf-8-sig", errors="surrogateescape",
-                                    newline="")
-            yield from _rows(inp, model.name, text, delimiter, typed, convert,
-                             limits.max_record_bytes)
+            text, codec = open_text(fh, inp.source.encoding, newline="")
+            yield from _rows(inp, model.name, text, delimiter, typed, convert, limit, codec)
 
 
 def _rows(inp: "Input", model: str, text: io.TextIOBase, delimiter: str, typed: bool,
-          convert: Callable[[Any, str, int], Event | Quarantined], limit: int
+          convert: Callable[[Any, str, int], Event | Quarantined], limit: int, codec: str
           ) -> Iterator[Event | Quarantined]:
     name = inp.name
     lines = _Lines(text, limit)
@@ -410,18 +422,22 @@ def _rows(inp: "Input", model: str, text: io.TextIOBase, delimiter: str, typed: 
     except csv.Error as exc:
         yield bad(0, "csv-syntax", f"the header cannot be read: {exc}", lines.last)
         return
-    problem = _header_problem(header, lines.bad)
+    problem = _header_problem(header, lines.bad, codec, delimiter)
     if problem:
         yield bad(0, "encoding" if lines.bad else "csv-header", problem,
-                  delimiter.join(header).encode("utf-8", "surrogateescape"))
+                  shown(delimiter.join(header)))
         return
     width = len(header)
+    named = [i for i, column in enumerate(header) if column]
+    # cells of columns without a name are not part of the event (the module's docstring)
+    project = None if len(named) == width else (lambda r: [r[i] for i in named])
+    names = [header[i] for i in named]
     declared = inp.source.columns
     default = infer if typed else _as_is
-    convs = [DECLARED[declared[c]] if c in declared else default for c in header]
-    columns = list(zip(header, convs))
+    convs = [DECLARED[declared[c]] if c in declared else default for c in names]
+    columns = list(zip(names, convs))
     inferred_only = all(c is infer for c in convs)
-    header_key = tuple(header)
+    header_key = tuple(names)
     shape_match, shape_typed = _NO_SHAPE
     switches = _SHAPE_SWITCHES
 
@@ -444,25 +460,27 @@ def _rows(inp: "Input", model: str, text: io.TextIOBase, delimiter: str, typed: 
                 position += 1
                 if lines.bad:
                     lines.bad = False
-                    yield bad(position, "encoding", _encoding_problem(row, header),
-                              delimiter.join(row).encode("utf-8", "surrogateescape"))
+                    yield bad(position, "encoding", _encoding_problem(row, header, codec,
+                                                                      delimiter),
+                              shown(delimiter.join(row)))
                     continue
+                cells = row if project is None else project(row)
                 record = {}
                 try:
                     if inferred_only:
-                        if shape_match(_SEP.join(row)) is not None:     # the fast path
-                            record = shape_typed(row)
+                        if shape_match(_SEP.join(cells)) is not None:   # the fast path
+                            record = shape_typed(cells)
                         else:
-                            for column, cell in zip(header, row):
+                            for column, cell in zip(names, cells):
                                 if cell:
                                     record[column] = infer(cell)
                             if switches:
-                                shape = _shape_of(header_key, row, record)
+                                shape = _shape_of(header_key, cells, record)
                                 if shape is not None:
                                     shape_match, shape_typed = shape
                                     switches -= 1
                     else:
-                        for (column, conv), cell in zip(columns, row):
+                        for (column, conv), cell in zip(columns, cells):
                             if cell:
                                 record[column] = conv(cell)
                 except CellError as exc:
@@ -487,16 +505,17 @@ def _rows(inp: "Input", model: str, text: io.TextIOBase, delimiter: str, typed: 
                           "line", lines.last)
 
 
-def _header_problem(header: list[str], bad_bytes: bool) -> str:
-    if bad_bytes:
-        return "the header " + _encoding_problem(header, None)
+def _header_problem(header: list[str], not_text: bool, codec: str, delimiter: str) -> str:
+    if not_text:
+        return "the header is " + _encoding_problem(header, None, codec, delimiter)
     seen: set[str] = set()
     for i, column in enumerate(header, 1):
-        if not column:
-            return f"column {i} of the header has no name"
         if column in seen:
             return f"column {i} repeats the name {column!r}"
-        seen.add(column)
+        if column:
+            seen.add(column)
+    if not seen:
+        return "no column of the header has a name"
     return ""
 
 

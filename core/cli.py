@@ -133,7 +133,7 @@ def _internal(model: FilterModel, hook: str, exc: BaseException) -> str:
 
 #: file names read as JSON lines of events line by line, as before issue 11 (ids ``file:line``)
 _EVENT_LINES = (".jsonl", ".ndjson", ".json")
-_INPUT_OPTIONS = ("format", "split", "ns", "columns", "delimiter", "exclude")
+_INPUT_OPTIONS = ("format", "split", "ns", "columns", "delimiter", "encoding", "publisher", "exclude")
 
 
 def _line_events(path: str, args: argparse.Namespace) -> bool:
@@ -190,7 +190,7 @@ def _sources(paths: Sequence[str], args: argparse.Namespace, model: str | None,
     publisher = _publisher_option(args.publisher)
     sources = [Source(p, format=args.format, model=model, split=args.split,
                       namespaces=_pairs_option(args.ns or [], "--ns"), columns=columns,
-                      delimiter=delimiter, publisher=publisher,
+                      delimiter=delimiter, publisher=publisher, encoding=args.encoding,
                       exclude=tuple(args.exclude or ())) for p in paths]
     check(sources, models)  # SourceError: a usage error, before anything is read
     return sources
@@ -536,6 +536,8 @@ def _input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--columns", action="append", metavar="COL=TYPE,...",
                    help="declared CSV column types: int, float, bool, str")
     p.add_argument("--delimiter", help="the CSV delimiter (default: sniffed; tab: \\t)")
+    p.add_argument("--encoding", help="text encoding of CSV and JSON-lines files (default: "
+                   "UTF-8, or what a byte-order mark says)")
     p.add_argument("--exclude", action="append", metavar="GLOB",
                    help="files not to read nor count, matched against the path inside the "
                         "directory or archive and the file name (repeatable): '*.md'")

@@ -113,7 +113,8 @@ def strict_json(text: str) -> Any:
         raise JsonError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
     except _Duplicate as exc:
         raise JsonError(f"invalid JSON: {exc}") from None
-    except ValueError as exc:  # an integer beyond the digit limit
-        raise JsonError(f"invalid JSON: {one_line(exc)}") from None
+    except ValueError:  # an integer beyond the digit limit (Python's message advises a call)
+        raise JsonError(f"invalid JSON: an integer of more than "
+                        f"{sys.get_int_max_str_digits():,} digits") from None
     except RecursionError:
         raise JsonError("invalid JSON: nested too deeply") from None

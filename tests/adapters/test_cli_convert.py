@@ -502,3 +502,16 @@ def test_a_setting_that_cannot_be_used_exits_2_before_anything_is_written(tmp_pa
     assert sorted(os.listdir(tmp_path)) == ["mix"]
     code, stdout, err = run(["match", "-f", "n > 0", d, *argv])
     assert code == 2 and stdout == "" and err.startswith("pubsift match: source "), err
+
+
+def test_convert_encoding_option_reads_a_latin_1_csv(tmp_path):
+    (tmp_path / "q.csv").write_bytes("name,city\nJosé,Zürich\n".encode("latin-1"))
+    out = tmp_path / "o.jsonl"
+    code, _, err = run(["convert", tmp_path / "q.csv", "--out", out])
+    assert code == 1 and "encoding" in (tmp_path / "o.quarantine.jsonl").read_text()
+    code, _, err = run(["convert", tmp_path / "q.csv", "--encoding", "latin-1", "--out", out])
+    assert code == 0, err
+    (line,) = [json.loads(x) for x in out.read_text().splitlines()]
+    assert line["event"] == {"name": "José", "city": "Zürich"}
+    code, _, err = run(["convert", tmp_path / "q.csv", "--encoding", "rot13", "--out", out])
+    assert code == 2 and "rot13" in err

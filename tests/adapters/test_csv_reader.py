@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pubsift.adapters import Event, Input, Quarantined, ReadLimits, Source, read_input
+from pubsift.adapters import Event, Input, Quarantined, ReadLimits, Source, SourceError, read_input
 from pubsift.adapters.tabular import CSV_READER, CellError, infer, sniff_delimiter
 from pubsift.models.records import RecordsModel
 from pubsift.models.records.limits import MAX_INT_DIGITS
@@ -140,14 +140,37 @@ def test_a_value_that_does_not_fit_its_declared_type_is_csv_type(column, typ, ce
 # -- header ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("data, reason, words", [
     (b"", "csv-header", "empty"), (b"\n\n", "csv-header", "empty"),
-    (b"a,,b\n1,2,3\n", "csv-header", "column 2 of the header has no name"),
+    (b",,\n1,2,3\n", "csv-header", "no column of the header has a name"),
+    (b'""\n1\n', "csv-header", "no column of the header has a name"),
     (b"a,b,a\n1,2,3\n", "csv-header", "column 3 repeats the name 'a'"),
+    (b",a,,a\n1,2,3,4\n", "csv-header", "column 4 repeats the name 'a'"),
     (b"a,\xffb\n1,2\n", "encoding", "byte 0xff"),
     (b'a,"b\n', "csv-syntax", "header cannot be read"),
 ])
 def test_a_bad_header_quarantines_the_file_at_position_0(data, reason, words):
     bad, = read_bytes(data)
     assert (bad.reason, bad.position) == (reason, 0) and words in bad.message
+
+
+def test_a_column_without_a_name_is_not_an_attribute():
+    """Review finding 12: the index column pandas' to_csv writes and the empty column of a
+    trailing comma; the oracle is csv.DictReader (its "" key is the unnamed column)."""
+    pandas = b",a,b\n0,1,x\n1,2.5,\n"
+    trailing = b"a,b,\n1,2,\n3,,\n"
+    middle = b"a,,b\n1,2,3\n"
+    for data in (pandas, trailing, middle):
+        out = read_bytes(data)
+        assert all(isinstance(o, Event) for o in out), out
+        oracle = [{k: infer(v) for k, v in row.items() if k and v}
+                  for row in csv.DictReader(io.StringIO(data.decode()))]
+        assert records(out) == oracle and [o.position for o in out] == [1, 2][:len(oracle)]
+    assert records(read_bytes(pandas)) == [{"a": 1, "b": "x"}, {"a": 2.5}]
+    # the rows keep the header's width, the unnamed column included; declared types too
+    assert records(read_bytes(b",a\n0,1\n0\n", columns={"a": "str"})) == [
+        {"a": "1"}, ("csv-field-count", 2)]
+    # the unnamed column's cells are not typed either: no csv-type for them
+    assert records(read_bytes(b"a,b,\n1,2,junk\n", columns={"b": "int"})) == [
+        {"a": 1, "b": 2}]
 
 
 def test_blank_lines_before_the_header_and_a_bom_are_skipped():
@@ -209,12 +232,36 @@ def test_an_oversized_quoted_field_resumes_at_the_next_line():
     assert records(out) == [("too-large", 1)] + [{"a": "q"}] * 4 + [("csv-syntax", 6)]
 
 
-def test_a_field_beyond_the_csv_modules_own_limit_is_too_large():
-    big = b"x" * (csv.field_size_limit() + 1)
-    out = read_bytes(b"a,b\n" + big + b",1\n2,3\n")
+def test_the_field_limit_is_max_record_bytes():
+    """Review finding 11: a 200 KB field is read when max_record_bytes allows it, whatever
+    the csv module's default field_size_limit (128 KiB); the limit is never lowered."""
+    blob = b"x" * 200_000
+    out = read_bytes(b"id,blob\n1," + blob + b"\n", limits=ReadLimits(max_record_bytes=100 << 20))
+    assert records(out) == [{"id": 1, "blob": blob.decode()}]
+    before = csv.field_size_limit()
+    out = read_bytes(b"id,blob\n1," + blob + b"\n2,y\n",
+                     limits=ReadLimits(max_record_bytes=150_000))
+    assert records(out) == [("too-large", 1), {"id": 2, "blob": "y"}]
+    assert "the row is longer than 150000 bytes" in out[0].message
+    assert csv.field_size_limit() == before
+
+
+def test_a_field_limit_lowered_by_other_code_while_reading_is_too_large():
+    """csv.field_size_limit is process-wide: code lowering it during a read gets a
+    too-large record naming it, not an exception."""
+    before = csv.field_size_limit()
+    src = Source("t.csv", format="csv")
+    data = b"a,b\n1,2\n" + b"x" * 100 + b",1\n2,3\n"
+    it = read_input(Input("t.csv", src, lambda: io.BytesIO(data)), ReadLimits(), {"records": MODEL})
+    try:
+        first = next(it)
+        csv.field_size_limit(50)
+        out = [first, *it]
+    finally:
+        csv.field_size_limit(before)
     assert [(o.position, getattr(o, "reason", "event")) for o in out] == [
-        (1, "too-large"), (2, "event")]
-    assert "field_size_limit" in out[0].message
+        (1, "event"), (2, "too-large"), (3, "event")]
+    assert "field_size_limit (50 characters)" in out[1].message
 
 
 def test_a_huge_line_is_not_held_in_memory():
@@ -388,3 +435,84 @@ def test_the_first_rows_of_five_years_gz_through_the_reader():
         rows = list(itertools.islice(csv.DictReader(fh), 2000))
     assert [o.event.raw for o in out] == [{k: infer(v) for k, v in r.items() if v}
                                           for r in rows]
+
+
+# -- encodings (review finding 13) -----------------------------------------------------------
+TEXT = "name,city,n\nJosé,Zürich,1\nŁukasz,Kraków,2\n"
+ORACLE = [{k: infer(v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(TEXT))]
+
+
+@pytest.mark.parametrize("codec", ["utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32"])
+def test_a_byte_order_mark_selects_the_encoding(codec):
+    data = TEXT.encode(codec)
+    if codec in ("utf-16-le", "utf-16-be"):       # the BOM written by hand
+        data = "\ufeff".encode(codec) + data
+    assert records(read_bytes(data)) == ORACLE
+
+
+@pytest.mark.parametrize("codec, setting", [
+    ("latin-1", "latin-1"), ("cp1252", "cp1252"), ("utf-16-le", "utf-16-le"),
+    ("utf-16", "utf-16"), ("utf-8-sig", "utf-8"), ("utf-8", "UTF8"),
+    ("utf-16", "utf-16-le"), ("utf-32", "utf-32-le")])   # a BOM of that encoding is skipped
+def test_the_encoding_setting_reads_other_encodings(codec, setting):
+    text = TEXT.replace("Łukasz,Kraków", "Lukas,Köln") if codec in ("latin-1", "cp1252") \
+        else TEXT
+    oracle = [{k: infer(v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(text))]
+    assert records(read_bytes(text.encode(codec), encoding=setting)) == oracle
+
+
+def test_a_latin_1_file_without_the_setting_quarantines_its_non_utf8_rows():
+    out = read_bytes("a,b\nJosé,1\nplain,2\n".encode("latin-1"))
+    assert records(out) == [("encoding", 1), {"a": "plain", "b": 2}]
+    assert "not UTF-8: byte 0xe9 in column 'a' at character 4" in out[0].message
+
+
+def test_utf16_without_a_bom_or_setting_is_an_encoding_record_suggesting_the_setting():
+    out = read_bytes(TEXT.encode("utf-16-le"))
+    assert [(o.reason, o.position) for o in out] == [("encoding", 0)]
+    assert "NUL byte" in out[0].message and "encoding" in out[0].message.split("?")[1]
+
+
+def test_bytes_that_are_not_in_the_declared_encoding_lose_their_row_only():
+    data = "a,b\n1,x\n".encode("utf-16-le") + b"\x00\xd8" + ",2\n3,y\n".encode("utf-16-le")
+    out = read_bytes(data, encoding="utf-16-le")
+    assert records(out) == [{"a": 1, "b": "x"}, ("encoding", 2), {"a": 3, "b": "y"}]
+    assert "not utf-16-le: byte 0x00 in column 'a'" in out[1].message
+    # an odd byte at the end of a UTF-16 file
+    out = read_bytes("a\n1\n".encode("utf-16") + b"\x41", encoding="utf-16")
+    assert records(out) == [{"a": 1}, ("encoding", 2)]
+
+
+def test_a_nul_byte_in_a_cell_is_binary_data():
+    out = read_bytes(b"a,b\n1,x\x00y\n2,z\n")
+    assert records(out) == [("encoding", 1), {"a": 2, "b": "z"}]
+    assert out[0].message == "binary data: a NUL byte in column 'b' at character 2"
+    assert read_bytes(b"a,b\x00\n1,2\n")[0].reason == "encoding"     # in the header
+
+
+@pytest.mark.parametrize("setting", ["rot13", "no-such-codec", "hex"])
+def test_a_bad_encoding_name_is_a_source_error(setting):
+    with pytest.raises(SourceError, match="encoding"):
+        Source("x.csv", encoding=setting)
+    with pytest.raises(SourceError, match="encoding"):
+        Source.from_mapping({"path": "x.csv", "encoding": setting})
+
+
+def test_encodings_in_files_compressed_files_and_archive_members(tmp_path):
+    """The same through read(): a plain file and a .gz (streams that can peek at the BOM),
+    a zip member (one that cannot)."""
+    import zipfile
+
+    from pubsift.adapters import read
+    data = TEXT.encode("utf-16")
+    (tmp_path / "plain.csv").write_bytes(data)
+    (tmp_path / "packed.csv.gz").write_bytes(gzip.compress(data))
+    with zipfile.ZipFile(tmp_path / "a.zip", "w") as z:
+        z.writestr("member.csv", data)
+        z.writestr("latin.csv", "a\nJosé\n".encode("latin-1"))
+    for name in ("plain.csv", "packed.csv.gz", "a.zip"):
+        out = [o for o in read(str(tmp_path / name)) if "latin" not in o.source]
+        assert records(out) == ORACLE, name
+    latin = [o for o in read(Source(str(tmp_path / "a.zip"), encoding="latin-1"))
+             if "latin" in o.source]
+    assert records(latin) == [{"a": "José"}]

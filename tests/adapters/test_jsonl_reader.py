@@ -189,3 +189,98 @@ def test_event_ruler_events_as_json_lines(tmp_path):
     # the fixtures themselves are pretty-printed JSON documents, not JSON lines
     unknown, = read(str(root / "src-test-data" / "bigEvent.json"))
     assert unknown.reason == "unknown-format"
+
+
+# -- encodings (review finding 13) -----------------------------------------------------------
+OBJECTS = [{"name": "José", "city": "Zürich"}, {"name": "Łukasz", "n": 2}]
+LINES_TEXT = "".join(json.dumps(o, ensure_ascii=False) + "\n" for o in OBJECTS)
+
+
+def read_encoded(data: bytes, **settings_) -> list[Event | Quarantined]:
+    src = Source("t.jsonl", format="jsonl", **settings_)
+    return list(read_input(Input("t.jsonl", src, lambda: io.BytesIO(data)), ReadLimits(),
+                           {"records": MODEL}))
+
+
+@pytest.mark.parametrize("codec", ["utf-8-sig", "utf-16", "utf-32"])
+def test_a_byte_order_mark_selects_the_encoding(codec):
+    out = read_encoded(LINES_TEXT.encode(codec))
+    assert outline(out) == [(1, OBJECTS[0]), (2, OBJECTS[1])]
+
+
+@pytest.mark.parametrize("codec", ["latin-1", "utf-16-le", "utf-16-be", "cp1252"])
+def test_the_encoding_setting_reads_other_encodings(codec):
+    objects = [{"name": "José", "city": "Zürich"}, {"n": 2}]
+    text = "".join(json.dumps(o, ensure_ascii=False) + "\r\n" for o in objects)
+    out = read_encoded(text.encode(codec), encoding=codec)
+    assert outline(out) == [(1, objects[0]), (2, objects[1])]
+
+
+def test_utf16_without_a_bom_or_setting_is_encoding_suggesting_the_setting():
+    out = read_encoded(LINES_TEXT.encode("utf-16-le"))
+    assert out and {o.reason for o in out} == {"encoding"}
+    assert all("NUL byte" in o.message and "encoding" in o.message.split("?")[1]
+               for o in out)
+
+
+def test_bad_bytes_in_the_declared_encoding_and_oversized_lines_lose_their_line_only():
+    text = '{"a": 1}\n{"b": 2}\n'.encode("utf-16-le")
+    data = text + b"\x00\xd8" + '\n{"c": 3}\n'.encode("utf-16-le") + \
+        ('{"d": "' + "x" * 50 + '"}\n{"e": 5}\n').encode("utf-16-le")
+    src = Source("t.jsonl", format="jsonl", encoding="utf-16-le")
+    out = list(read_input(Input("t.jsonl", src, lambda: io.BytesIO(data)),
+                          ReadLimits(max_record_bytes=40), {"records": MODEL}))
+    assert outline(out) == [(1, {"a": 1}), (2, {"b": 2}), (3, "encoding"), (4, {"c": 3}),
+                            (5, "too-large"), (6, {"e": 5})]
+    assert out[2].message == "not utf-16-le: byte 0x00 at character 1"
+
+
+def test_a_nul_byte_is_binary_data():
+    out = read_encoded(b'{"a": "x\x00"}\n{"a": 1}\n')
+    assert outline(out) == [(1, "encoding"), (2, {"a": 1})]
+    assert out[0].message == "binary data: a NUL byte at character 9"
+
+
+def test_a_huge_integer_gets_our_message_not_pythons_advice():
+    """Review finding 14: Python's own text advises sys.set_int_max_str_digits()."""
+    bad, ok = read_bytes(b'{"a": ' + b"9" * 5000 + b'}\n{"a": 1}\n')
+    assert bad.reason == "json-syntax" and ok.event.raw == {"a": 1}
+    assert bad.message == "invalid JSON: an integer of more than 4,300 digits"
+
+
+def test_a_bom_in_a_file_and_a_compressed_file(tmp_path):
+    import gzip
+
+    data = LINES_TEXT.encode("utf-32")
+    (tmp_path / "plain.jsonl").write_bytes(data)
+    (tmp_path / "packed.jsonl.gz").write_bytes(gzip.compress(data))
+    (tmp_path / "utf8.jsonl").write_bytes(LINES_TEXT.encode("utf-8-sig"))
+    for name in ("plain.jsonl", "packed.jsonl.gz", "utf8.jsonl"):
+        assert outline(read(str(tmp_path / name))) == [(1, OBJECTS[0]), (2, OBJECTS[1])]
+
+
+class _Dribble(io.RawIOBase):
+    """A stream without peek returning one byte per read (as a raw stream may)."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__()
+        self._data = data
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if not self._data:
+            return 0
+        buffer[0] = self._data[0]
+        self._data = self._data[1:]
+        return 1
+
+
+@pytest.mark.parametrize("codec", ["utf-8-sig", "utf-32", "utf-8"])
+def test_the_bom_is_found_on_a_stream_giving_one_byte_at_a_time(codec):
+    data = LINES_TEXT.encode(codec)
+    src = Source("t.jsonl", format="jsonl")
+    out = list(read_input(Input("t.jsonl", src, lambda: _Dribble(data)), ReadLimits(),
+                          {"records": MODEL}))
+    assert outline(out) == [(1, OBJECTS[0]), (2, OBJECTS[1])]

@@ -11,8 +11,7 @@ from datetime import datetime
 import pytest
 
 from pubsift.adapters import Event, Quarantined, Source, read
-from pubsift.adapters.concepts import Publisher, Subscriber, ubl_events
-from pubsift.core.errors import EventError
+from pubsift.adapters.concepts import Publisher, Subscriber
 from pubsift.models.concepts.units import UREG
 
 QUOTES = "all_stocks_1yr_2017-02-08_2018-02-07.csv"
@@ -66,11 +65,13 @@ def test_quotes_in_usd_matched_and_delivered_in_eur(model, rates, shared_data):
 
 def test_ubl_amounts_and_quantities_for_subscribers_in_other_units(model, shared_data):
     ubl = shared_data("business", "ubl")
-    reports = {p.name: ubl_events(p, model) for p in sorted(ubl.glob("*.xml"))}
-    events = [e for r in reports.values() for e in r.events]
-    assert len(events) >= 60
-    # packages and cartons are not units of measure: reported, not lost
-    assert any("PKG" in s for r in reports.values() for s in r.skipped)
+    outcomes = [o for p in sorted(ubl.glob("*.xml"))
+                for o in read(Source(str(p), model="concepts"), models={"concepts": model})]
+    events = [o.event for o in outcomes if isinstance(o, Event)]
+    assert len(events) >= 30
+    # packages and cartons are not units of measure: quarantined, not lost
+    assert any("'PKG' is not a unit of measure" in o.message for o in outcomes
+               if isinstance(o, Quarantined))
     us = Subscriber(model, {"Shipment": "BusinessDocument", "Weight": "NetWeight",
                             "Total": "TotalAmount"},
                     {"currency": "USD", "units": {"[mass]": "lb", "[length]": "ft"}})
@@ -112,13 +113,13 @@ def test_bad_input_is_named(model, tmp_path):
     assert "'bid' is not in the publisher's vocabulary" in unknown.message
     bad = tmp_path / "bad.xml"
     bad.write_text("<Order><unclosed></Order>")
-    with pytest.raises(EventError, match="malformed XML.*bad.xml"):
-        ubl_events(bad, model)
+    broken, = read(Source(str(bad), model="concepts"), models={"concepts": model})
+    assert (broken.source, broken.position, broken.reason) == (str(bad), 0, "xml-syntax")
     bomb = tmp_path / "bomb.xml"
     bomb.write_text('<?xml version="1.0"?><!DOCTYPE Order [<!ENTITY a "aaaaaaaaaa">'
                     '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><Order><ID>&b;</ID></Order>')
-    with pytest.raises(EventError, match="entity declaration 'a' refused"):
-        ubl_events(bomb, model)       # the xml model's hardened parser refuses entities
+    refused, = read(Source(str(bomb), model="concepts"), models={"concepts": model})
+    assert refused.reason == "xml-entity"     # the xml model's hardened parser refuses it
 
 
 def _csv(tmp_path, text):

@@ -486,7 +486,6 @@ def test_an_unreadable_ontology_is_a_pubsift_error(tmp_path):
 
 def test_publisher_sources_quarantine_bad_rows_with_the_file(model, tmp_path):
     from pubsift.adapters import Source, read
-    from pubsift.adapters.concepts import ubl_events
 
     src = {"model": "concepts", "publisher": {"concept": "StockQuote",
                                               "context": {"currency": "USD"}}}
@@ -498,8 +497,9 @@ def test_publisher_sources_quarantine_bad_rows_with_the_file(model, tmp_path):
     assert out[1].source == str(bad) and "0xff" in out[1].message
     absent, = read(Source(str(tmp_path / "absent.csv"), **src), models={"concepts": model})
     assert (absent.reason, absent.position) == ("unreadable", 0)
-    with pytest.raises(EventError, match="cannot read"):
-        ubl_events(tmp_path / "absent.xml", model)
+    absent, = read(Source(str(tmp_path / "absent.xml"), model="concepts"),
+                   models={"concepts": model})
+    assert (absent.reason, absent.position) == ("unreadable", 0)
 
 
 @pytest.mark.parametrize("text, message", [

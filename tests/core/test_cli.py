@@ -227,7 +227,7 @@ def test_match_skips_event_lines_the_library_would_refuse(tmp_path):
     got = err.splitlines()
     assert got[0] == 'stdin:1: invalid JSON: duplicate key "a" in a JSON object; skipped'
     assert got[1] == "stdin:2: invalid JSON: NaN is not JSON; skipped"
-    assert got[2].startswith("stdin:3: invalid JSON: Exceeds the limit (4300 digits)")
+    assert got[2].startswith("stdin:3: invalid JSON: an integer of more than 4,300 digits")
     assert got[3] == "stdin:4: invalid JSON: nested too deeply; skipped"
     assert got[4] == "1 events, 1 filters, 1 matches, 4 bad lines skipped"
 
