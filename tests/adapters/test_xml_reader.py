@@ -202,13 +202,51 @@ LAUGHS = b"""<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">
      b"</rss>", "encoding"),
     (b"<rss><channel><item>\xff\xfe</item></channel></rss>", "encoding"),
     (b'<?xml version="1.0" encoding="x-no-such"?><rss/>', "encoding"),
-    (b"<rss><channel><item>a</item>", "xml-syntax"),
-    (b"", "xml-syntax"),
+    (b"<rss><channel><title>&nbsp;</title><item>a</item>", "xml-syntax"),
 ])
 def test_hostile_documents_are_quarantined_whole(tmp_path, raw, reason, limits):
     got = outcomes(raw, tmp_path, limits=limits)
     assert shape(got) == [("Quarantined", 0, reason)], got
     assert "passwd" not in repr(got) or reason != "xml-entity" or "file:///" in got[0].message
+    assert "\n" not in got[0].message
+
+
+@pytest.mark.parametrize("limits", [ReadLimits(), STREAM], ids=["memory", "stream"])
+def test_whole_document_problems_are_at_1_when_read_whole_at_0_when_split(tmp_path, limits):
+    """Review finding 19: a document read whole is quarantined at position 1 (the id its
+    event would have); a feed or split document none of whose items could be delimited at
+    position 0."""
+    assert shape(outcomes(b"", tmp_path, limits=limits)) == [("Quarantined", 1, "xml-syntax")]
+    doc = b"<nitf><body>" + b"<a>" * 300 + b"</a>" * 300 + b"</body></nitf>"
+    assert shape(outcomes(doc, tmp_path, limits=limits)) == [("Quarantined", 1,
+                                                              "xml-too-deep")]
+    assert shape(outcomes(b"<nitf><body>a & b</body></nitf>", tmp_path,
+                          limits=limits)) == [("Quarantined", 1, "xml-syntax")]
+    assert shape(outcomes(b"<nitf><head>a & b</head><body/></nitf>", tmp_path,
+                          limits=limits, split="body")) == [("Quarantined", 0, "xml-syntax")]
+    assert shape(outcomes(b"<nitf>" + b"y" * 400 + b"</nitf>", tmp_path, limits=ReadLimits(
+        xml=ParseLimits(max_bytes=300), stream_above=limits.stream_above))) == [
+        ("Quarantined", 1, "too-large")]
+
+
+def test_messages_are_one_line_in_our_words(tmp_path):
+    """Review finding 14: one-line messages, UTF-16 without a BOM is ``encoding``, the
+    depth limit named with how to raise it, real columns, excerpts."""
+    got = outcomes("<r>h\u00e9llo</r>".encode("utf-16-le"), tmp_path, "u16.xml")
+    assert shape(got) == [("Quarantined", 1, "encoding")] and "\n" not in got[0].message
+    assert "byte-order mark" in got[0].message
+    deep = b"<rss><channel><item>" + b"<a>" * 300 + b"</a>" * 300 + b"</item></channel></rss>"
+    got = outcomes(deep, tmp_path)
+    assert shape(got) == [("Quarantined", 1, "xml-too-deep")]
+    assert "XML_PARSE_HUGE" not in got[0].message and "max_depth" in got[0].message
+    assert got[0].excerpt.startswith("<item><a><a>")
+    got = outcomes(b"<rss><channel>\n<item><title>a &nbsp; b</title></item>\n"
+                   b"<item/></channel></rss>", tmp_path)
+    assert shape(got) == [("Quarantined", 1, "xml-syntax"), ("Event", 2, None)]
+    assert "line 2, column 22:" in got[0].message and "column 0" not in got[0].message
+    assert "&nbsp;" in got[0].excerpt
+    got = outcomes(NETSCAPE, tmp_path)
+    assert got[1].reason == "xml-entity" and got[1].excerpt == "&eacute;"
 
 
 NETSCAPE = b"""<?xml version="1.0"?>
@@ -231,16 +269,41 @@ def test_a_reference_to_an_external_dtds_entity_loses_its_item(tmp_path, limits)
     assert shape(outcomes(in_meta, tmp_path, limits=limits)) == [("Quarantined", 0,
                                                                   "xml-entity")]
     whole = NETSCAPE.replace(b"rss", b"nitf")
-    assert shape(outcomes(whole, tmp_path, limits=limits)) == [("Quarantined", 0,
+    assert shape(outcomes(whole, tmp_path, limits=limits)) == [("Quarantined", 1,
                                                                 "xml-entity")]
 
 
 def test_lower_depth_limit_is_xml_too_deep_in_memory_and_streamed(tmp_path):
-    raw = b"<rss><channel><item>" + b"<a>" * 20 + b"</a>" * 20 + b"</item></channel></rss>"
+    """A too deep item loses that item only (review finding 6); too deep metadata loses
+    the document."""
+    deep = b"<item>" + b"<a>" * 20 + b"</a>" * 20 + b"</item>"
+    raw = b"<rss><channel><item/>" + deep + b"<item><a/></item></channel></rss>"
+    meta = b"<rss><channel>" + b"<a>" * 20 + b"</a>" * 20 + b"<item/></channel></rss>"
     for limits in (ReadLimits(xml=ParseLimits(max_depth=10)),
                    ReadLimits(xml=ParseLimits(max_depth=10), stream_above=16)):
-        assert shape(outcomes(raw, tmp_path, limits=limits)) == [("Quarantined", 0,
-                                                                  "xml-too-deep")]
+        got = outcomes(raw, tmp_path, limits=limits)
+        assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-too-deep"),
+                              ("Event", 3, None)]
+        assert "ParseLimits(max_depth" in got[1].message
+        assert shape(outcomes(meta, tmp_path, limits=limits)) == [("Quarantined", 0,
+                                                                   "xml-too-deep")]
+
+
+@pytest.mark.parametrize("limits", [ReadLimits(), STREAM], ids=["memory", "stream"])
+def test_an_item_beyond_libxml2s_depth_loses_that_item_only(tmp_path, limits):
+    """Review finding 6: libxml2's own depth limit (256) is fatal to its parse; in memory
+    the other items are still read; streamed, the items before it are (finding 5)."""
+    deep = b"<a>" * 300 + b"</a>" * 300
+    raw = (b'<rss version="2.0"><channel><title>x</title>\n<item><title>1</title></item>\n'
+           b"<item>" + deep + b"</item>\n<item><title>3</title></item>\n</channel></rss>\n")
+    got = outcomes(raw, tmp_path, limits=limits)
+    if limits is STREAM:
+        assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-too-deep"),
+                              ("Quarantined", 3, "xml-too-deep")]
+        assert "rest of the document" in got[2].message
+    else:
+        assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-too-deep"),
+                              ("Event", 3, None)]
 
 
 def test_oversize_events_are_too_large(tmp_path):
@@ -327,7 +390,13 @@ def test_broken_metadata_or_truncation(tmp_path):
     between = feed(GOOD[:2] + [b"    <link>a & b</link>"] + GOOD[2:])
     assert shape(outcomes(between, tmp_path)) == [("Quarantined", 0, "xml-syntax")]
     one_line = feed(GOOD[:1] + [b"<item>&</item>"]).replace(b"\n", b"")
-    assert shape(outcomes(one_line, tmp_path)) == [("Quarantined", 0, "xml-syntax")]
+    assert shape(outcomes(one_line, tmp_path)) == [("Event", 1, None),
+                                                   ("Quarantined", 2, "xml-syntax")]
+    # a document that ends after an item: read as closed there, the end is a record
+    got = outcomes(b"<rss><channel><item>a &amp; b</item>", tmp_path)
+    assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-syntax")]
+    assert got[0].event.xml == "<rss><channel><item>a &amp; b</item></channel></rss>"
+    assert "ends early" in got[1].message
 
 
 # -- streaming -------------------------------------------------------------------------
