@@ -291,6 +291,9 @@ def salvage(data: bytes, find: Callable[[etree._Element], list], strict: etree.X
             continue
         except ValueError as exc:
             return Lost(XmlProblem(0, 0, str(exc)), False)
+        debris = _debris(items, broken)
+        if debris is not None:
+            return Lost(debris, False)
         good = find(sroot)
         kept = [it for i, it in enumerate(items) if i not in broken]
         if len(good) != len(kept) or any(_shape(a) != _shape(b) for a, b in zip(good, kept)):
@@ -301,6 +304,22 @@ def salvage(data: bytes, find: Callable[[etree._Element], list], strict: etree.X
         return Salvaged(sroot, len(items), broken, shown,
                         truncated if pos < trunc_at else None)
     return Lost(XmlProblem(0, 0, f"more than {MAX_ATTEMPTS} broken items"), False)
+
+
+def _debris(items: list, broken: dict) -> XmlProblem | None:
+    """A problem when recovery found markup right after a broken item, before the next
+    item or the end of its parent: it may be the broken item's own content misread (a
+    start tag whose attribute quote is missing swallows the next item's start), and
+    keeping it as metadata would change every other event; else None."""
+    others = set(items)
+    for i in broken:
+        for sib in items[i].itersiblings():
+            if sib in others:
+                break
+            if sib.tag is not etree.Entity:
+                return XmlProblem(sib.sourceline or 0, 0, f"markup after broken item {i + 1} "
+                                  "cannot be told from that item's own content")
+    return None
 
 
 def _open_elements(text: str, strict: etree.XMLParser) -> list | None:
