@@ -486,3 +486,119 @@ def test_mutated_feeds_never_raise_and_every_outcome_is_placed(edits):
     for o in got:
         if isinstance(o, Event):
             assert etree.fromstring(o.event.xml.encode()).tag == "rss"
+
+
+# -- review findings (issue 11 review, branch ``review``) ----------------------------------
+def _read(name: str, data: bytes, limits: ReadLimits = ReadLimits()) -> list:
+    return list(read_input(Input(name, Source(name), lambda: io.BytesIO(data), len(data)),
+                           limits))
+
+
+def test_salvaged_neighbour_items_keep_their_ampersands():
+    """Finding 1: libxml2's recovery drops predefined entity references after the first
+    error; a salvaged item is what a strict parse gives, never the recovered one."""
+    feed = (b'<rss version="2.0"><channel><title>x &amp; y</title>\n'
+            b'<item><title>a &nbsp; b</title></item>\n'
+            b'<item a="1&amp;2"><title>AT&amp;T &lt;3 &#233;</title></item>\n'
+            b'</channel></rss>\n')
+    out = _read("amp.rss", feed)
+    assert [type(o).__name__ for o in out] == ["Quarantined", "Event"]
+    assert '<item a="1&amp;2"><title>AT&amp;T &lt;3 \u00e9</title></item>' in out[1].event.xml
+    assert "<title>x &amp; y</title>" in out[1].event.xml
+
+
+ITEM = ('<item id="a&amp;b{i}" q=\'&quot;x&apos;\'>\n  <title>AT&amp;T &lt;{i}&gt; '
+        'caf&#233;</title>\n  <description>D &amp;amp; {i} <![CDATA[x<y&amp;]]></description>'
+        '\n</item>\n')
+AMP_FEED = ('<?xml version="1.0"?>\n<rss version="2.0">\n<channel>\n<title>F &amp; G</title>\n'
+            + "".join(ITEM.format(i=i) for i in range(5)) + "</channel>\n</rss>\n").encode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 4), st.data())
+def test_mutating_one_item_never_changes_another(k, data):
+    """Finding 1, fuzzed: one item of a feed full of entity references is mutated (the
+    reviewer's fuzz_salvage*.py); every event's item is an original item exactly, or
+    the mutated item's own text parsed strictly; the metadata is unchanged."""
+    parser = etree.XMLParser(resolve_entities=False)
+    orig = [etree.tostring(e, with_tail=False)
+            for e in etree.fromstring(AMP_FEED, parser).iter("item")]
+    start = AMP_FEED.index(b"<item", AMP_FEED.index(b'b%d"' % k) - 20)
+    end = AMP_FEED.index(b"</item>", start) + len(b"</item>")
+    at = data.draw(st.integers(start + 1, end - 2))
+    new = data.draw(st.sampled_from([b"<", b"&", b"&zz;", b"&amp", b"]]>", b"</title>",
+                                     b'"', b"", b"<!--"]))
+    cut = data.draw(st.integers(0, 2))
+    raw = AMP_FEED[:at] + new + AMP_FEED[at + cut:]
+    end += len(new) - cut
+    # the mutated item's own text, or with its next neighbour (a CDATA section left open
+    # swallows it: the strict lexer reads both as one item)
+    after = raw.find(b"</item>", end) + len(b"</item>")
+    allowed = set(orig[:k] + orig[k + 1:])
+    for text in (raw[start:end], raw[start:after]):
+        try:
+            allowed.add(etree.tostring(etree.fromstring(text, parser), with_tail=False))
+        except etree.XMLSyntaxError:
+            pass
+    for o in _read("m.rss", raw):
+        if isinstance(o, Event):
+            root = etree.fromstring(o.event.xml.encode(), parser)
+            assert [etree.tostring(e, with_tail=False) for e in root.iter("item")][0] \
+                in allowed, (raw, o.position)
+            assert etree.tostring(root.find("channel/title"), with_tail=False) == \
+                b"<title>F &amp; G</title>"
+
+
+def test_rss_item_outside_channel_is_read():
+    """Finding 2: the items of a feed are its outermost item/entry elements wherever they
+    are (an RSS item directly under rss, no channel)."""
+    out = _read("nochannel.rss", b"<rss>\n<item>\n<description>hello</description>\n"
+                b"</item>\n<channel><item><item>nested</item></item></channel></rss>\n")
+    assert [(type(o).__name__, o.position) for o in out] == [("Event", 1), ("Event", 2)]
+    assert "nested" in out[1].event.xml and "hello" not in out[1].event.xml
+
+
+def test_streamed_feed_with_one_broken_item_keeps_the_others():
+    """Finding 5: streamed, the items before a broken item are events, the broken item is
+    quarantined at its position and the unread rest in one record after it."""
+    items = [b"<item><title>%d &amp; x</title></item>\n" % i for i in range(50)]
+    items[20] = b"<item><title>20</titl></item>\n"
+    feed = b'<rss version="2.0"><channel><title>x</title>\n' + b"".join(items) + \
+        b"</channel></rss>\n"
+    out = _read("big.rss", feed, ReadLimits(stream_above=64))
+    assert shape(out) == [("Event", k, None) for k in range(1, 21)] + [
+        ("Quarantined", 21, "xml-syntax"), ("Quarantined", 22, "xml-syntax")]
+    assert [o.event for o in out[:20]] == [o.event for o in _read("big.rss", feed)[:20]]
+    assert "titl" in out[20].message and "</titl>" in out[20].excerpt
+    assert "rest of the document" in out[21].message
+    truncated = feed[:feed.index(b"<item><title>30")] + b"<item><title>3"
+    out = _read("cut.rss", truncated.replace(b"</titl>", b"</title>"),
+                ReadLimits(stream_above=64))
+    assert shape(out)[-2:] == [("Event", 30, None), ("Quarantined", 31, "xml-syntax")]
+
+
+def test_a_too_deep_item_loses_only_that_item():
+    """Finding 8 (review numbering; 6 in the brief)."""
+    deep = b"<a>" * 300 + b"</a>" * 300
+    feed = (b'<rss version="2.0"><channel><title>x</title>\n<item><title>1</title></item>\n'
+            b"<item>" + deep + b"</item>\n<item><title>3</title></item>\n</channel></rss>\n")
+    out = _read("deep.rss", feed)
+    assert shape(out) == [("Event", 1, None), ("Quarantined", 2, "xml-too-deep"),
+                          ("Event", 3, None)]
+
+
+@pytest.mark.parametrize("encode", [lambda t: t.replace("\n", "").encode(),
+                                    lambda t: t.encode("utf-16")], ids=["one-line", "utf-16"])
+def test_one_line_and_utf16_feeds_keep_their_good_items(encode):
+    """Finding 7: a minified feed and a UTF-16 feed lose only their broken item."""
+    text = AMP_FEED.decode().replace("<title>AT&amp;T &lt;2&gt;", "<title>AT&T &lt;2&gt;")
+    text = text.replace('<?xml version="1.0"?>', "")
+    out = _read("f.rss", encode(text))
+    assert shape(out) == [("Event", 1, None), ("Event", 2, None),
+                          ("Quarantined", 3, "xml-syntax"), ("Event", 4, None),
+                          ("Event", 5, None)]
+    assert "AT&amp;T &lt;4&gt;" in out[4].event.xml
+    bad_meta = encode(text.replace("<title>F &amp; G</title>", "<title>F & G</title>"))
+    got = _read("f.rss", bad_meta)
+    assert shape(got) == [("Quarantined", 0, "xml-syntax")]
+    assert "outside the items" in got[0].message

@@ -5,12 +5,14 @@ parsed separately, and each item's event rebuilt by lxml from the whole feed."""
 from __future__ import annotations
 
 import copy
+import io
+import re
 from pathlib import Path
 
 import pytest
 from lxml import etree
 
-from pubsift.adapters import Event, Quarantined, ReadLimits, Source, read
+from pubsift.adapters import Event, Input, Quarantined, ReadLimits, Source, read, read_input
 from pubsift.models.xml import XmlModel
 from pubsift.models.xml.parsing import ParseLimits
 
@@ -310,3 +312,41 @@ def test_fpml_split_on_trade_equals_lxml_count():
         assert len(outcomes(path)) == 1
         total += n
     assert total == 91
+
+
+def test_real_feed_item_outside_channel_counted_like_lxml_count_item():
+    """Review finding 2: an RSS item directly under ``rss`` is an item (lxml's own
+    ``count(//item)`` is the oracle)."""
+    for name in ("item_description_not_a_doctype.xml", "item_description_not_a_doctype2.xml"):
+        path = data("feeds", "feedparser", "wellformed", "rss", name)
+        n = int(oracle_tree(path).xpath("count(//item)"))
+        got = outcomes(path)
+        assert n == 1 and [(type(e), e.position) for e in got] == [(Event, 1)], path
+
+
+def test_feedparser_feeds_with_a_broken_item_keep_the_others():
+    """Review findings 1 and 5 on real feeds: a real feed with one item broken (an
+    undefined entity) gives every other item exactly as the intact feed does, in memory
+    and, up to the broken item, streamed."""
+    checked = 0
+    for path in feed_files():
+        tree = oracle_tree(path)
+        if refused(tree) or tree.docinfo.doctype or len(tree.xpath(ITEMS, namespaces=NS)) < 2:
+            continue
+        raw = path.read_bytes()
+        good = [o for o in read(str(path))]
+        first = re.search(rb"<(?:\w+:)?(?:item|entry)[\s>]", raw)
+        if first is None or not all(isinstance(o, Event) for o in good):
+            continue
+        at = raw.find(b">", first.start())
+        broken = raw[:at + 1] + b"&nbsp;" + raw[at + 1:]
+        got = list(read_input(Input("b.xml", Source("b.xml"), lambda: io.BytesIO(broken))))
+        assert [(type(o).__name__, o.position) for o in got] == \
+            [("Quarantined", 1)] + [("Event", k) for k in range(2, len(good) + 1)], path
+        assert [o.event for o in got[1:]] == [o.event for o in good[1:]], path
+        streamed = list(read_input(Input("b.xml", Source("b.xml"), lambda: io.BytesIO(broken),
+                                         len(broken)), ReadLimits(stream_above=64)))
+        assert [(type(o).__name__, o.position) for o in streamed] == [
+            ("Quarantined", 1), ("Quarantined", 2)], path
+        checked += 1
+    assert checked >= 5, checked
