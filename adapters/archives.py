@@ -60,6 +60,8 @@ def archive_kind(name: str) -> str | None:
     low = name.lower()
     if low.endswith(".zip"):
         return "zip"
+    if not low.endswith(tuple(TAR_SUFFIXES)):
+        return None  # most names (issue 11 §5: done per file read)
     for suffix in sorted(TAR_SUFFIXES, key=len, reverse=True):
         if low.endswith(suffix):
             return suffix

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -52,22 +53,36 @@ class Input:
     settings, with ``path`` = ``name``; ``open()``: a fresh binary stream of the
     decompressed bytes (may be called more than once, e.g. to stream an XML file twice;
     for an archive member, while the iterator of :func:`inputs` is at that input);
-    ``size``: the decompressed size when known (an archive's declared size: a hint)."""
+    ``size``: the decompressed size when known (an archive's declared size: a hint);
+    ``file``: the file on disk holding exactly the bytes ``open()`` gives (a file that is
+    neither compressed nor an archive), None otherwise: a reader may read it itself, e.g.
+    unbuffered (issue 11 §5)."""
 
     name: str
     source: Source
     open: Callable[[], BinaryIO]
     size: int | None = None
+    file: str | None = None
 
 
 def inputs(source: Source, limits: ReadLimits) -> Iterator[Input | Quarantined]:
     """The inputs of ``source``; a problem with the source itself is a Quarantined."""
     path = source.path
-    if os.path.lexists(path):
-        if os.path.isdir(path):
+    # one lstat (and a stat through a symbolic link) per path: it is done per file read
+    try:
+        st: os.stat_result | None = os.lstat(path)
+    except (OSError, ValueError):
+        st = None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            try:
+                st = os.stat(path)
+            except (OSError, ValueError):
+                st = None  # a broken link: reported when the reader opens it
+        if st is not None and stat.S_ISDIR(st.st_mode):
             yield from _tree(source, path, limits)
         else:
-            yield from _file(source, path, limits)
+            yield from _file(source, path, limits, None if st is None else st.st_size)
     elif glob.has_magic(path):
         yield from _pattern(source, path, limits)
     else:
@@ -157,15 +172,16 @@ def _file(source: Source, path: str, limits: ReadLimits, size: int | None = None
             size = os.stat(path).st_size
         except OSError:
             size = None  # reported when the reader opens it
-    yield from expand(source, path, lambda: open(path, "rb"), size, limits)
+    return expand(source, path, lambda: open(path, "rb"), size, limits, file=path)
 
 
 def expand(source: Source, label: str, opener: Callable[[], BinaryIO], size: int | None,
-           limits: ReadLimits, depth: int = 0, budget: Budget | None = None
-           ) -> Iterator[Input | Quarantined]:
+           limits: ReadLimits, depth: int = 0, budget: Budget | None = None,
+           file: str | None = None) -> Iterator[Input | Quarantined]:
     """The inputs of one file named ``label`` (opened by ``opener``): itself, decompressed
     when compressed, or its members when it is an archive. ``depth``: archives around it;
-    ``budget``: the byte budget of the top-level archive it is in (None: it is the top)."""
+    ``budget``: the byte budget of the top-level archive it is in (None: it is the top);
+    ``file``: the path ``opener`` opens when it is a file on disk (:attr:`Input.file`)."""
     kind = archive_kind(label)
     if kind is None:
         suffix = compression_of(label)
@@ -174,7 +190,7 @@ def expand(source: Source, label: str, opener: Callable[[], BinaryIO], size: int
             yield Input(label, source.with_path(label),
                         lambda: decompressed(opener(), suffix, label, limits, own), None)
         else:
-            yield Input(label, source.with_path(label), opener, size)
+            yield Input(label, source.with_path(label), opener, size, file)
         return
     if depth > limits.max_nesting:
         yield Quarantined(label, 0, "archive-member", f"not read: an archive nested {depth} "

@@ -75,11 +75,13 @@ def register_reader(reader: Reader) -> None:
         raise PluginError(getattr(reader, "name", "?") or "?", repr(reader),
                           "is not a pubsift.adapters.Reader with a name")
     _extra[reader.name] = reader
+    _suffixes.cache_clear()
 
 
 def unregister_reader(name: str) -> None:
     """Undo :func:`register_reader` (an installed reader of that name shows again)."""
     _extra.pop(name, None)
+    _suffixes.cache_clear()
 
 
 @lru_cache(maxsize=None)
@@ -131,15 +133,30 @@ def strip_compression(name: str) -> str:
     return name
 
 
-def by_extension(name: str) -> Reader | None:
-    """The reader claiming the file name's extension (after .gz/.bz2), longest first."""
-    low = strip_compression(name).lower()
-    best: tuple[int, Reader] | None = None
+@lru_cache(maxsize=1)
+def _suffixes() -> tuple[tuple[int, ...], dict[str, Reader]]:
+    """The lengths of the claimed extensions, longest first, and the reader of each
+    extension: the first in :func:`readers`' order claiming it (what a scan of every
+    reader would find). Rebuilt after :func:`register_reader` and
+    :func:`unregister_reader` (looked up per file read: issue 11 §5)."""
+    owner: dict[str, Reader] = {}
     for r in readers().values():
         for ext in r.extensions:
-            if low.endswith(ext) and (best is None or len(ext) > best[0]):
-                best = (len(ext), r)
-    return best[1] if best else None
+            owner.setdefault(ext, r)
+    return tuple(sorted({len(ext) for ext in owner}, reverse=True)), owner
+
+
+def by_extension(name: str) -> Reader | None:
+    """The reader claiming the file name's extension (after .gz/.bz2), longest first."""
+    low = name.lower()
+    if low.endswith(COMPRESSION_SUFFIXES):
+        low = strip_compression(low)
+    lengths, owner = _suffixes()
+    for n in lengths:
+        found = owner.get(low[-n:] if n else "")
+        if found is not None and n <= len(low):
+            return found
+    return None
 
 
 def by_content(head: bytes) -> Reader | None:

@@ -86,7 +86,8 @@ def read_input(inp: Input, limits: ReadLimits = DEFAULT_READ_LIMITS,
                 else reader.default_model
         model = _model(model_name, models)
         for out in reader.read(inp, model, limits):
-            last = max(last, out.position)
+            if out.position > last:
+                last = out.position
             yield out
     except ReadError as exc:
         yield ended(exc.reason, exc.message)

@@ -20,9 +20,13 @@ class SourceError(PubsiftError, ValueError):
     """A source description that cannot be used (names the setting)."""
 
 
+#: the read-only empty table shared by every source without namespaces or columns
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
 def _frozen(m: Mapping[str, Any] | None, what: str) -> Mapping[str, Any]:
-    if m is None:
-        return MappingProxyType({})
+    if m is None or m is _EMPTY or type(m) is dict and not m:
+        return _EMPTY
     if not isinstance(m, Mapping):
         raise SourceError(f"{what} is a table (mapping), not {type(m).__name__}")
     return MappingProxyType(dict(m))
@@ -84,6 +88,10 @@ class Source:
         if isinstance(spec, Source):
             return spec
         if isinstance(spec, str):
+            if cls is Source and spec:  # the settings' defaults, known valid (per path read)
+                new = object.__new__(Source)
+                new.__dict__.update(_DEFAULTS, path=spec)
+                return new
             return cls(spec)
         if hasattr(spec, "__fspath__"):
             return cls(str(spec))
@@ -102,7 +110,18 @@ class Source:
         return cls(**dict(table))
 
     def with_path(self, path: str) -> "Source":
-        """The same settings for another path (a file found in a directory or archive)."""
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["path"] = path
-        return Source(**d)
+        """The same settings for another path (a file found in a directory or archive).
+        The settings were checked when this source was made and are read-only, so they
+        are copied as they are (done per file read: issue 11 §5)."""
+        if not isinstance(path, str) or not path:
+            raise SourceError("a source needs a path (a non-empty string)")
+        if path == self.path:
+            return self
+        new = object.__new__(Source)
+        new.__dict__.update(self.__dict__)
+        new.__dict__["path"] = path
+        return new
+
+
+#: the settings of a source that gives only its path
+_DEFAULTS = {k: v for k, v in Source("-").__dict__.items() if k != "path"}

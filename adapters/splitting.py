@@ -24,7 +24,6 @@ item, and the events are the same.
 """
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -106,7 +105,10 @@ class Selector:
             return [el for el in root.iter(self.tag) if self.accepts(el)]
         level = [root]
         for tag in self.path:
-            level = [el for parent in level for el in parent.iterchildren(tag)]
+            below: list[etree._Element] = []
+            for parent in level:
+                below.extend(parent.iterchildren(tag))
+            level = below
         return level
 
     def accepts(self, el: etree._Element) -> bool:
@@ -161,8 +163,16 @@ class Skeleton:
         place (``el`` leaves its document). Serialized, it is :meth:`text_with`'s text;
         the cost is a copy of the skeleton, not of the item. ``last``: the skeleton is not
         needed any more and becomes that tree itself when it is the root alone (no copy)."""
+        if last and self._bare():
+            parent, before = self._slots[index]
+            if before is None:
+                parent.insert(0, el)
+            else:
+                before.addnext(el)
+            return self.root
         path, prev = self._address(index)
-        root = self.root if last and self._bare() else copy.deepcopy(self.root)
+        # lxml's copy of an element is deep (the copy module's deepcopy calls it)
+        root = self.root.__copy__()
         parent = root
         for i in path:
             parent = parent[i]

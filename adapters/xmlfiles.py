@@ -36,7 +36,10 @@ quarantined as ``invalid-event``). For the xml model with the reader's own parse
 (``model.limits == ReadLimits.xml``, the default) the reader has already parsed and checked
 the document exactly as ``parse_event`` would, so the event is built from that tree (one
 copy of the skeleton per item) instead of serializing and parsing it again: the same
-``XmlEvent``, tested equal on every real feed, in half the time or less.
+``XmlEvent``, tested equal on every real feed, in half the time or less. The event
+serializes its tree on first use (matching needs only the tree); the reader serializes an
+item's tree itself only when it could exceed ``xml.max_bytes`` (:data:`SERIALIZED_PER_BYTE`
+times the document's bytes; always for a document with an internal DTD subset).
 
 Files up to ``ReadLimits.stream_above`` bytes are parsed in memory; larger ones are
 streamed twice with ``iterparse`` (skeleton, then items), memory bounded by the skeleton
@@ -49,8 +52,12 @@ memory); one that is read whole (not split) is read in memory when within
 """
 from __future__ import annotations
 
+import functools
+import os
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any, BinaryIO
 
 from lxml import etree
@@ -67,10 +74,10 @@ from pubsift.adapters.splitting import (BrokenStream, Selector, Skeleton, SplitN
 from pubsift.core.errors import EventError
 from pubsift.core.model import FilterModel
 from pubsift.models.xml import XmlModel
-from pubsift.models.xml.parsing import (XmlEvent, check_depth, check_entities,
+from pubsift.models.xml.parsing import (MAX_DEPTH_CEILING, ParseLimits, XmlEvent,
+                                        check_depth, check_entities,
                                         check_entity_declarations, hardened_options,
-                                        hardened_parser, huge_tree, MAX_DEPTH_CEILING,
-                                        ParseLimits, parser_depth_ceiling)
+                                        hardened_parser, huge_tree, parser_depth_ceiling)
 
 _E = etree.ErrorTypes
 #: libxml2 errors about the bytes' encoding (invalid bytes, unknown or unsupported names)
@@ -80,6 +87,15 @@ ENCODING_ERRORS = frozenset(getattr(_E, n) for n in (
     "IO_ENCODER") if hasattr(_E, n))
 #: the item selector of each feed kind
 _FEEDS = {k.name: Selector.of_feed(k) for k in KINDS.values() if k.is_feed}
+#: the most UTF-8 bytes an item event's serialization takes per byte of the well-formed
+#: document without internal DTD subset it was split from: a ``"`` in an attribute value
+#: quoted with ``'`` (1 byte) is written ``&quot;`` (6); every other construct grows less
+#: (``>`` -> ``&gt;``, a character of a one-byte encoding -> at most 3 bytes of UTF-8,
+#: character references stay as long; tested with such content in
+#: tests/adapters/test_xml_reader_bound.py). An internal subset can default namespace
+#: declarations (``<!ATTLIST item xmlns:a CDATA "...">``) onto every element, with no
+#: bound: such events are measured exactly.
+SERIALIZED_PER_BYTE = 6
 _WHERE_SUFFIX = re.compile(r", line \d+, column \d+\Z")
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 
@@ -181,7 +197,11 @@ class _Reading:
         self.convert = converter(model, inp.source)
         # the xml model with the reader's own parse limits: an event is built from the
         # checked tree itself (see fast_event)
-        self.fast = isinstance(model, XmlModel) and model.limits == limits.xml
+        self.fast = isinstance(model, XmlModel) and (model.limits is limits.xml or
+                                                     model.limits == limits.xml)
+        # the bytes of the strictly parsed document without internal DTD subset the items
+        # come from (None: another tree, whose events are measured exactly)
+        self.source_bytes: int | None = None
         # split per item (a feed, a split element): whole-document problems at position 0
         self.splits = self.split is not None
 
@@ -226,7 +246,12 @@ class _Reading:
         limits as the model's, from a document that passed the same checks (a copy of its
         skeleton with one of its items): the XmlEvent ``model.parse_event`` would build
         from its serialization, without parsing that again (tested equal to it on every
-        real feed)."""
+        real feed). The tree is handed over to the event, which serializes it when first
+        asked; it is serialized here only when its size could exceed
+        ``ReadLimits.xml.max_bytes`` (:data:`SERIALIZED_PER_BYTE`)."""
+        size = self.source_bytes
+        if size is not None and size * SERIALIZED_PER_BYTE <= self.limits.xml.max_bytes:
+            return Event(self.model.name, self.name, position, XmlEvent(root))
         xml = etree.tostring(root, encoding="unicode", with_tail=False)
         return self.too_large(position, xml) or \
             Event(self.model.name, self.name, position, XmlEvent(root, xml))
@@ -235,13 +260,14 @@ class _Reading:
         """The event of a whole document, sized by its bytes as ``parse_event`` does."""
         if not self.fast:
             return self.event(1, data)
-        xml = etree.tostring(root, encoding="unicode", with_tail=False)
         return self.too_large(1, data) or \
-            Event(self.model.name, self.name, 1, XmlEvent(root, xml))
+            Event(self.model.name, self.name, 1, XmlEvent(root))
 
-    def item_event(self, skeleton: Skeleton, index: int, el: etree._Element
-                   ) -> Event | Quarantined:
-        ref = next(el.iter(etree.Entity), None)
+    def item_event(self, skeleton: Skeleton, index: int, el: etree._Element,
+                   references: bool = True) -> Event | Quarantined:
+        """The event of item ``index`` (``references=False``: the caller knows the item
+        holds no entity reference)."""
+        ref = next(el.iter(etree.Entity), None) if references else None
         if ref is not None:
             return Quarantined(self.name, index + 1, "xml-entity", _refused_reference(ref),
                                f"&{ref.name};", self.model.name)
@@ -297,10 +323,12 @@ class _Reading:
     # -- in memory ---------------------------------------------------------------------------
     def from_bytes(self, data: bytes) -> Iterator[Event | Quarantined]:
         try:
-            root = etree.fromstring(data, hardened_parser(self.limits.xml))
+            root = etree.fromstring(data, _parser(self.limits.xml))
         except etree.XMLSyntaxError as exc:
             yield from self.salvage(data, exc)
             return
+        if root.getroottree().docinfo.internalDTD is None:
+            self.source_bytes = len(data)
         if self.model.name == "concepts":
             bad = self.refused(root, references=False) or self.references(root)
             if bad is not None:
@@ -341,10 +369,13 @@ class _Reading:
         if self.depth_checked():
             deep = {k for k, el in enumerate(items)
                     if _too_deep_item(el, self.limits.xml.max_depth)}
+        # one look for entity references in the whole tree (there are none, as a rule)
+        references = next(root.iter(etree.Entity), None) is not None
         skeleton = Skeleton(root)
         for el in items:
             skeleton.take(el)
-        bad = self.references(root) or self.refused(root, references=False)
+        bad = (self.references(root) if references else None) or \
+            self.refused(root, references=False)
         if bad is not None:
             yield bad
             return
@@ -363,9 +394,9 @@ class _Reading:
             if k in deep:
                 yield self.too_deep(position, items[k])
             elif count is None:
-                yield self.item_event(skeleton, k, items[k])
+                yield self.item_event(skeleton, k, items[k], references)
             else:
-                out = self.item_event(skeleton, k, items[k])
+                out = self.item_event(skeleton, k, items[k], references)
                 if out.position != position:    # the k-th good item is item ``position``
                     out = _moved(out, position)
                 yield out
@@ -443,7 +474,7 @@ class _Reading:
                 bad = self.refused(root, references=False, depth=False)
         except etree.XMLSyntaxError as exc:
             with self.inp.open() as fh:
-                self.learn(_read_at_most(fh, 65536))
+                self.learn(_read_at_most(fh.read, 65536))
             yield self.stream_problem(exc)
             return
         if bad is not None:
@@ -473,7 +504,7 @@ class _Reading:
     def whole_streamed(self) -> Iterator[Event | Quarantined]:
         max_bytes = self.limits.xml.max_bytes
         with self.inp.open() as fh:
-            data = _read_at_most(fh, max_bytes + 1)
+            data = _read_at_most(fh.read, max_bytes + 1)
         if len(data) > max_bytes:
             yield Quarantined(self.name, 1, "too-large", f"document of more than "
                               f"{max_bytes} bytes (ReadLimits.xml.max_bytes) is one event",
@@ -568,8 +599,11 @@ class XmlReader(Reader):
              ) -> Iterator[Event | Quarantined]:
         reading = _Reading(inp, model, limits)
         if inp.size is None or inp.size <= limits.stream_above:
-            with inp.open() as fh:
-                data = _read_at_most(fh, limits.stream_above + 1)
+            if inp.file is None:
+                with inp.open() as fh:
+                    data = _read_at_most(fh.read, limits.stream_above + 1, inp.size)
+            else:
+                data = _read_file(inp.file, limits.stream_above + 1, inp.size)
             if len(data) <= limits.stream_above:
                 yield from reading.from_bytes(data)
                 return
@@ -586,19 +620,56 @@ def _too_deep_item(el: etree._Element, max_depth: int) -> bool:
 def _moved(out: Event | Quarantined, position: int) -> Event | Quarantined:
     """An outcome made for another position (the k-th intact item of a salvaged document
     is item ``position`` of the original)."""
-    from dataclasses import replace
     return replace(out, position=position)
 
 
-def _read_at_most(fh: BinaryIO, n: int) -> bytes:
-    """Up to ``n`` bytes (a stream may return fewer per call before its end)."""
+_parsers = threading.local()
+
+
+def _parser(limits: ParseLimits) -> etree.XMLParser:
+    """This thread's strict :func:`hardened_parser` for ``limits``, made once (a parser is
+    per thread in lxml; making one per file costs more than parsing a small feed)."""
+    last = getattr(_parsers, "last", None)
+    if last is not None and last[0] is limits:
+        return last[1]
+    cache = _parsers.__dict__.setdefault("by_limits", {})
+    parser = cache.get(limits)
+    if parser is None:
+        parser = cache[limits] = hardened_parser(limits)
+    _parsers.last = (limits, parser)
+    return parser
+
+
+#: the first read of a stream of unknown size, doubled per read up to :data:`_MAX_CHUNK`
+_CHUNK = 64 << 10
+_MAX_CHUNK = 4 << 20
+
+
+def _read_file(path: str, n: int, size: int | None) -> bytes:
+    """Up to ``n`` bytes of a file on disk (:attr:`Input.file`), read unbuffered: no
+    buffer, no copy (issue 11 §5)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | os.O_CLOEXEC)
+    try:
+        return _read_at_most(functools.partial(os.read, fd), n, size)
+    finally:
+        os.close(fd)
+
+
+def _read_at_most(read: Callable[[int], bytes], n: int, size: int | None = None) -> bytes:
+    """Up to ``n`` bytes from ``read`` (a stream's, which may return fewer per call before
+    its end). ``size``:
+    the stream's expected size, a hint (a file may change while it is read) that sizes the
+    first read; a read of ``n`` bytes costs an allocation of ``n`` bytes however few the
+    stream holds, more than parsing a small feed (issue 11 §5)."""
     parts: list[bytes] = []
+    chunk = _CHUNK if size is None else size + 1
     while n > 0:
-        chunk = fh.read(n)
-        if not chunk:
+        data = read(min(n, chunk))
+        if not data:
             break
-        parts.append(bytes(chunk))
-        n -= len(chunk)
+        parts.append(bytes(data))
+        n -= len(data)
+        chunk = min(max(chunk, _CHUNK) * 2, _MAX_CHUNK)
     return b"".join(parts)
 
 

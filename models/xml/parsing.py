@@ -101,15 +101,30 @@ class XmlEvent:
     """A parsed XML document (or one element of a larger document, see :meth:`of_element`).
 
     ``root`` is the lxml root element; ``xml`` the canonical serialization (equality, hash
-    and wire form use it)."""
+    and wire form use it). The serialization and its digest are made on first use
+    (matching reads only :attr:`document`; issue 11 §5), so the tree must not change once
+    the event is made: what builds an event hands its tree over (``xml``, when the caller
+    already has the serialization, is taken as it is)."""
 
-    __slots__ = ("root", "xml", "_doc", "_digest")
+    __slots__ = ("root", "_xml", "_doc", "_digest")
 
-    def __init__(self, root: etree._Element, xml: str) -> None:
+    def __init__(self, root: etree._Element, xml: str | None = None) -> None:
         self.root = root
-        self.xml = xml
+        self._xml = xml
         self._doc = None
-        self._digest = hashlib.blake2b(xml.encode(), digest_size=16).digest()
+        self._digest: bytes | None = None
+
+    @property
+    def xml(self) -> str:
+        """The serialization of :attr:`root` (without its tail), made once."""
+        if self._xml is None:
+            self._xml = etree.tostring(self.root, encoding="unicode", with_tail=False)
+        return self._xml
+
+    def _key(self) -> bytes:
+        if self._digest is None:
+            self._digest = hashlib.blake2b(self.xml.encode(), digest_size=16).digest()
+        return self._digest
 
     @classmethod
     def of_element(cls, element: etree._Element,
@@ -137,14 +152,15 @@ class XmlEvent:
         return self.root.getroottree()
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, XmlEvent) and self._digest == other._digest \
+        return isinstance(other, XmlEvent) and self._key() == other._key() \
             and self.xml == other.xml
 
     def __hash__(self) -> int:
-        return hash(self._digest)
+        return hash(self._key())
 
     def __repr__(self) -> str:
-        text = self.xml if len(self.xml) < 60 else self.xml[:57] + "..."
+        xml = self.xml
+        text = xml if len(xml) < 60 else xml[:57] + "..."
         return f"XmlEvent({text!r})"
 
 
@@ -236,7 +252,7 @@ def parse_document(raw: bytes | str, limits: ParseLimits = DEFAULT_LIMITS) -> Xm
     if limits.max_depth < parser_depth_ceiling(limits):
         # deeper trees than the parser's ceiling were refused above ("Excessive depth")
         check_depth(root, limits)
-    return XmlEvent(root, etree.tostring(root, encoding="unicode", with_tail=False))
+    return XmlEvent(root)
 
 
 _DECLARATION = re.compile(r"\s*<\?xml[ \t\r\n]")
