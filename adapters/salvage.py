@@ -2,37 +2,45 @@
 loses that item only, when the rest of the feed still parses").
 
 libxml2's recovery mode cannot be trusted with content: after the first error it drops
-even the predefined entity references (``AT&amp;T`` becomes ``ATT``). So recovery is used
-**only to delimit**; every event comes from a **strict** parse:
+even the predefined entity references (``AT&amp;T`` becomes ``ATT``; review of issue 11,
+finding 1). So recovery is used **only to delimit**; every event comes from a **strict**
+parse:
 
-1. The document is decoded (the encoding libxml2 detected) and parsed in recovery mode
-   (still hardened) with a line break put before every ``<``: each node's ``sourceline``
-   then names the line on which its markup starts, which gives its exact character offset
-   in the original text (checked against the text: ``<name``, ``<!--…-->``, ``<?target``).
+1. The document is decoded (its byte-order mark, else the encoding libxml2 detected) and
+   parsed in recovery mode (still hardened) with a line break put before every ``<``: each
+   node's ``sourceline`` then names the line on which its markup starts, which gives its
+   exact character offset in the original text (checked against the text: ``<name``,
+   ``<!--…-->``, ``<?target``). One-line and UTF-16 feeds are delimited the same way.
 2. The **region** of an item runs from its start tag to the start of the next node after
    it (its tail included, as lxml's ``remove`` takes it) or to the end of the document.
 3. The document with the regions of the broken items cut out (each replaced by the end
    tags of the ancestors recovery closed inside it) is parsed **strictly**. An error of
    that parse inside an item's region marks that item broken and the cut is tried again;
    items whose region holds an error of the recovered parse are marked from the start.
+   An error at the very end (a truncated document) reads the document as closed at its
+   last complete markup: an item open there is broken, else the end is reported
+   (:attr:`Salvaged.truncated`) and the items before it are read.
 4. When the strict parse succeeds, its items must be the unbroken items of the recovered
-   tree, one for one, with the same elements: they are the events, exactly as a strict
-   parse gives them (same text, same entities), with the metadata of the strictly parsed
-   rest. Every broken item is quarantined at its position.
+   tree, one for one, with the same elements and attribute names: they are the events,
+   exactly as a strict parse gives them (same text, same entities), with the metadata of
+   the strictly parsed rest. Every broken item is quarantined at its position.
 
-The whole document is lost (None, with the problem) when an error lies outside every
-item's region (the root, the channel or feed metadata), when the markup cannot be
-located, when the strict items do not match the recovered ones, or after
-:data:`MAX_ATTEMPTS` strict parses. Known loss: what recovery put inside a broken item
-(the items after an unclosed item, or metadata after it) is lost with that item, in its
-one quarantine record.
+The whole document is lost (:class:`Lost`) when an error lies outside every item's region
+(the root, the channel or feed metadata), when the markup cannot be located, when recovery
+found markup right after a broken item before the next item (it may be that item's own
+content misread, e.g. after a missing attribute quote: keeping it as metadata would change
+every other event), when the strict items do not match the recovered ones, or after
+:data:`MAX_ATTEMPTS` strict parses. What recovery put inside a broken item (the items after
+an item whose end tag is missing, an item whose start tag sits in a CDATA section left
+open) is lost with it, in its one quarantine record; the items after it keep the positions
+the strict reading of the text gives them.
 """
 from __future__ import annotations
 
 import codecs
 import re
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from lxml import etree
@@ -180,12 +188,15 @@ class _Locator:
         return -1
 
 
-def salvage(data: bytes, find: Callable[[etree._Element], list], strict: etree.XMLParser,
-            recover: etree.XMLParser, classify: Callable[[etree.XMLSyntaxError],
-                                                          tuple[str, XmlProblem]]
+def salvage(data: bytes, find: Callable[[etree._Element], list], options: Mapping,
+            recover: etree.XMLParser,
+            classify: Callable[[etree.XMLSyntaxError], tuple[str, XmlProblem]]
             ) -> Salvaged | Lost:
-    """The strictly parsed rest of a broken document whose items ``find`` selects, or the
-    problem that loses it whole (see the module docstring)."""
+    """The strictly parsed rest of a broken document whose items ``find`` selects, or why
+    it is lost whole (see the module docstring). ``options``: the hardened parser options
+    of the strict parses; ``recover``: a hardened parser in recovery mode (used only to
+    delimit); ``classify``: the reason and problem of a strict parse's error."""
+    strict = etree.XMLParser(**options)
     try:
         probe = etree.fromstring(data, recover)
     except etree.XMLSyntaxError:
@@ -272,7 +283,7 @@ def salvage(data: bytes, find: Callable[[etree._Element], list], strict: etree.X
             if at >= len(text.rstrip()) and trunc_at == len(text) and pos < len(text):
                 # the document ends early: read it as closed at its last complete markup
                 p = cut.rfind(">") + 1
-                stack = _open_elements(cut[:p], strict)
+                stack = _open_elements(cut[:p], options)
                 if stack is None:
                     return Lost(lines.problem(at, problem.message), False)
                 tag = items[0].tag
@@ -322,12 +333,10 @@ def _debris(items: list, broken: dict) -> XmlProblem | None:
     return None
 
 
-def _open_elements(text: str, strict: etree.XMLParser) -> list | None:
-    """The elements still open at the end of ``text`` (outermost first), read strictly;
-    None when the text has an error before its end."""
-    pull = etree.XMLPullParser(events=("start", "end"), recover=False,
-                               resolve_entities=False, no_network=True, load_dtd=False,
-                               huge_tree=False)
+def _open_elements(text: str, options: Mapping) -> list | None:
+    """The elements still open at the end of ``text`` (outermost first), read strictly
+    with the hardened ``options``; None when the text has an error before its end."""
+    pull = etree.XMLPullParser(events=("start", "end"), **options)
     stack: list = []
     try:
         pull.feed(text)

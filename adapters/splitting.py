@@ -85,42 +85,23 @@ class SplitName:
 
 @dataclass(frozen=True)
 class Selector:
-    """Which elements are items: elements tagged ``tag`` that are the end of ``path``
-    under the root (a feed: ``("channel", "item")``), or, with ``path`` None, the outermost
-    elements tagged ``tag`` (a split element: one nested in another is part of it)."""
+    """Which elements are items: the outermost elements tagged ``tag`` (one nested in
+    another is part of it), wherever they are under the root: a feed's items (review of
+    issue 11, finding 2: an RSS ``item`` directly under ``rss`` is an item too) and a
+    split element's."""
 
     tag: str
-    path: tuple[str, ...] | None = None
 
     @classmethod
     def of_feed(cls, kind: Kind) -> "Selector":
-        """A feed's items: the outermost item/entry elements wherever they are in the feed
-        (an RSS ``item`` directly under ``rss``, without ``channel``, is an item too)."""
         return cls(kind.items[-1])
 
     def find(self, root: etree._Element) -> list[etree._Element]:
-        """The items of a whole tree, in document order (what :meth:`accepts` accepts;
-        a feed's are found by walking its path, not the whole tree)."""
-        if self.path is None:
-            return [el for el in root.iter(self.tag) if self.accepts(el)]
-        level = [root]
-        for tag in self.path:
-            below: list[etree._Element] = []
-            for parent in level:
-                below.extend(parent.iterchildren(tag))
-            level = below
-        return level
+        """The items of a whole tree, in document order."""
+        return [el for el in root.iter(self.tag) if self.accepts(el)]
 
     def accepts(self, el: etree._Element) -> bool:
-        if self.path is None:
-            return next(el.iterancestors(self.tag), None) is None
-        node = el
-        for tag in reversed(self.path[:-1]):
-            node = node.getparent()
-            if node is None or node.tag != tag:
-                return False
-        parent = node.getparent()
-        return parent is not None and parent.getparent() is None
+        return next(el.iterancestors(self.tag), None) is None
 
 
 class Skeleton:

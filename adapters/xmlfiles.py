@@ -5,9 +5,11 @@ hardened settings (:func:`pubsift.models.xml.parsing.hardened_options`).
 What it gives, per file:
 
 * **Feeds** (RSS 2.0, RSS 1.0 and 0.90, Atom 1.0 and 0.3; :mod:`.feeds`): one event per
-  item, position = its 1-based index in document order; the event is the feed with every
-  other item removed (:mod:`.splitting`). A feed without items gives no event (like a CSV
-  file with only its header: nothing to route, nothing lost).
+  item, position = its 1-based index in document order; the items are the outermost
+  item/entry elements wherever they are in the feed (an RSS ``item`` directly under ``rss``
+  too); the event is the feed with every other item removed (:mod:`.splitting`). A feed
+  without items gives no event (like a CSV file with only its header: nothing to route,
+  nothing lost).
 * **Other XML**: one event, position 1, unless the source names a split element; then one
   event per outermost split element, split like a feed. A document without that element is
   quarantined at position 0 with reason ``xml-no-split`` (the source expected it: a wrong
@@ -21,15 +23,24 @@ What it gives, per file:
   :func:`pubsift.adapters.concepts.ubl_semantic_objects` (one semantic object per UBL
   line).
 
-Refusals, each a :class:`~pubsift.adapters.outcomes.Quarantined` at position 0 (the whole
-document) unless said otherwise: an entity declaration or refused reference
-(``xml-entity``), nesting beyond ``ReadLimits.xml.max_depth`` (``xml-too-deep``), bytes
-that are not text in the declared encoding (``encoding``), a document libxml2 cannot hold
-(``too-large``), an event larger than ``ReadLimits.xml.max_bytes`` (``too-large`` at the
-event's position), and XML that is not well-formed (``xml-syntax``, with line and column).
-A feed or split document that is not well-formed keeps its intact items: the broken ones
-are quarantined at their positions (:mod:`.salvage` says exactly which). A stream's own
-error (the archive reader's bomb guard raises ReadError) passes through lxml unchanged.
+**Positions of whole-document problems** (review of issue 11, finding 19): a document read
+whole (not a feed, no split element named) is quarantined at position 1 for every problem,
+the id its event would have had; a feed or split document none of whose items could be
+delimited is quarantined at position 0. A document that does not parse counts as a feed
+when its first bytes (read strictly, else in recovery mode) show a feed root.
+
+Refusals: an entity declaration or refused reference (``xml-entity``), nesting beyond
+``ReadLimits.xml.max_depth`` (``xml-too-deep``: the item, or the whole document when the
+metadata is too deep), bytes that are not text in the declared encoding (``encoding``;
+also NUL bytes without a byte-order mark: UTF-16/32 without a BOM), a document libxml2
+cannot hold (``too-large``), an event larger than ``ReadLimits.xml.max_bytes``
+(``too-large`` at the event's position), and XML that is not well-formed (``xml-syntax``,
+with line and column). Messages are one line, in our words where libxml2's name its own
+options (the depth limit says how to raise ``ParseLimits.max_depth``). A feed or split
+document that is not well-formed keeps its intact items, each exactly as a strict parse
+gives it: the broken ones are quarantined at their positions (:mod:`.salvage` says exactly
+how, for any line layout and encoding). A stream's own error (the archive reader's bomb
+guard raises ReadError) passes through lxml unchanged.
 
 Events are the model's: ``model.parse_event`` of the event's text (an EventError is
 quarantined as ``invalid-event``). For the xml model with the reader's own parse limits
@@ -45,10 +56,14 @@ Files up to ``ReadLimits.stream_above`` bytes are parsed in memory; larger ones 
 streamed twice with ``iterparse`` (skeleton, then items), memory bounded by the skeleton
 and one item, and give the same events. Their skeleton is bounded too: more than twice
 ``xml.max_bytes`` outside the split elements (metadata no event could hold, or split
-elements that are rare or absent) ends the document with ``too-large``. A streamed
-document that is not well-formed is quarantined whole (salvage needs the recovered tree in
-memory); one that is read whole (not split) is read in memory when within
-``xml.max_bytes``, else ``too-large``.
+elements that are rare or absent) ends the document with ``too-large``. A streamed feed or
+split document is read up to its first error: when that error is inside an item, the items
+before it are events (their metadata is the metadata before that item: what follows is not
+read), the broken item is quarantined at its position, and the rest of the document in one
+more record at the next position (none when the document ends in that item); an error
+outside the items quarantines the document whole. Items too deep for a lower
+``max_depth`` are quarantined one by one. A streamed document read whole (not split) is
+read in memory when within ``xml.max_bytes``, else ``too-large``.
 """
 from __future__ import annotations
 
@@ -77,7 +92,7 @@ from pubsift.models.xml import XmlModel
 from pubsift.models.xml.parsing import (MAX_DEPTH_CEILING, ParseLimits, XmlEvent,
                                         check_depth, check_entities,
                                         check_entity_declarations, hardened_options,
-                                        hardened_parser, huge_tree, parser_depth_ceiling)
+                                        hardened_parser, parser_depth_ceiling)
 
 _E = etree.ErrorTypes
 #: libxml2 errors about the bytes' encoding (invalid bytes, unknown or unsupported names)
@@ -340,7 +355,7 @@ class _Reading:
         if isinstance(sel, Quarantined):
             yield sel
             return
-        if sel is None or sel.path is None and root.tag == sel.tag:
+        if sel is None or root.tag == sel.tag:
             self.splits = False
             # entity references are refused per item (one in the metadata: the document)
             yield self.refused(root, references=False) or self.references(root) or \
@@ -417,30 +432,34 @@ class _Reading:
                 or not self.splits:
             yield whole
             return
-        huge = reason == "xml-too-deep" and not huge_tree(self.limits.xml)
-        recover = etree.XMLParser(recover=True, **dict(hardened_options(self.limits.xml),
-                                                       huge_tree=huge or huge_tree(
-                                                           self.limits.xml)))
+        # recovery only delimits the items; an item beyond libxml2's plain depth (256)
+        # ends its parse, so that one delimits with huge_tree (2048 levels), still
+        # hardened otherwise; the events come from strict parses with the real limits
+        options = hardened_options(self.limits.xml)
+        if reason == "xml-too-deep":
+            options["huge_tree"] = True
+        recover = etree.XMLParser(recover=True, **options)
         # which elements are items is told by the recovered root (a named split: its tag)
-        sels: list[Selector] = []
+        sels: list[Selector | None] = []
 
         def find(root: etree._Element) -> list:
             if not sels:
                 sel = self.selector(root.tag, root.nsmap)
-                sels.append(sel if isinstance(sel, Selector) and not (
-                    sel.path is None and root.tag == sel.tag) else Selector("\0none"))
-            return sels[0].find(root)
+                sels.append(sel if isinstance(sel, Selector) and root.tag != sel.tag
+                            else None)
+            return [] if sels[0] is None else sels[0].find(root)
 
-        found = salvage(data, find, hardened_parser(self.limits.xml), recover,
+        found = salvage(data, find, hardened_options(self.limits.xml), recover,
                         lambda e: syntax_problem(e, self.limits.xml))
         if isinstance(found, Lost):
+            lost = found.problem
             if found.outside:
-                yield self.whole(reason, f"not well-formed outside the items: "
-                                 f"{found.problem}", _line_of(data, found.problem.line,
-                                                              found.problem.column))
+                yield self.whole(reason, ("not well-formed outside the items: " if reason ==
+                                          "xml-syntax" else "outside the items: ") +
+                                 str(lost), _line_of(data, lost.line, lost.column))
             else:
-                yield self.whole(reason, f"not well-formed: {problem} (its items cannot be "
-                                 f"read apart: {found.problem.message})", raw)
+                yield self.whole(reason, f"{whole.message} (its items cannot be read "
+                                 f"apart: {lost.message})", raw)
             return
         bad = self.refused(found.root, references=False, depth=False)
         if bad is not None:
@@ -483,7 +502,7 @@ class _Reading:
         sel = None if self.model.name == "concepts" else self.selector(tag, nsmap)
         if isinstance(sel, Quarantined):
             yield sel
-        elif sel is None or sel.path is None and tag == sel.tag:
+        elif sel is None or tag == sel.tag:
             self.splits = False
             yield from self.whole_streamed()
         else:
