@@ -179,7 +179,7 @@ def _line_of(data: bytes, line: int, column: int = 0) -> bytes:
 def _stream_line(fh: BinaryIO, line: int, column: int) -> bytes:
     """:func:`_line_of` of a stream, reading it up to there (memory: one chunk and the
     window)."""
-    seen, n, tail = 0, 1, b""
+    n, tail = 1, b""
     while True:
         chunk = fh.read(1 << 20)
         if not chunk:
@@ -197,7 +197,6 @@ def _stream_line(fh: BinaryIO, line: int, column: int) -> bytes:
         tail = buf
         if len(tail) >= column + 200 or b"\n" in tail[column:]:
             return _line_of(tail, 1, column)
-    return b""
 
 
 class _Reading:
@@ -308,7 +307,7 @@ class _Reading:
         try:
             (check_entities if references else check_entity_declarations)(root)
         except EventError as exc:
-            return self.whole("xml-entity", str(exc))
+            return self.whole("xml-entity", str(exc), _declaration(root))
         if depth and self.depth_checked():
             try:
                 check_depth(root, self.limits.xml)
@@ -627,6 +626,16 @@ class XmlReader(Reader):
                 yield from reading.from_bytes(data)
                 return
         yield from reading.from_stream()
+
+
+def _declaration(root: etree._Element) -> str:
+    """The first entity declaration of the document, as written (an excerpt), or ""."""
+    dtd = root.getroottree().docinfo.internalDTD
+    for ent in dtd.iterentities() if dtd is not None else ():
+        if ent.system_url:
+            return f'<!ENTITY {ent.name} SYSTEM "{ent.system_url}">'
+        return f'<!ENTITY {ent.name} "{ent.orig or ""}">'
+    return ""
 
 
 def _too_deep_item(el: etree._Element, max_depth: int) -> bool:

@@ -247,6 +247,13 @@ def test_messages_are_one_line_in_our_words(tmp_path):
     assert "&nbsp;" in got[0].excerpt
     got = outcomes(NETSCAPE, tmp_path)
     assert got[1].reason == "xml-entity" and got[1].excerpt == "&eacute;"
+    for limits in (ReadLimits(), STREAM):
+        got = outcomes(XXE, tmp_path, limits=limits)
+        assert got[0].excerpt == '<!ENTITY x SYSTEM "file:///etc/passwd">'
+        got = outcomes(b"<rss><channel>\n<title>a &nbsp; b</title><item/></channel></rss>",
+                       tmp_path, limits=limits)
+        assert shape(got) == [("Quarantined", 0, "xml-syntax")]
+        assert "&nbsp;" in got[0].excerpt and "line 2, column 16" in got[0].message
 
 
 NETSCAPE = b"""<?xml version="1.0"?>
