@@ -492,7 +492,8 @@ class _Reading:
                 bad = self.refused(root, references=False, depth=False)
         except etree.XMLSyntaxError as exc:
             with self.inp.open() as fh:
-                self.learn(_read_at_most(fh.read, 65536))
+                head = _read_at_most(fh.read, 65536)
+            self.learn(head)
             yield self.stream_problem(exc)
             return
         if bad is not None:
@@ -509,6 +510,11 @@ class _Reading:
             yield from self.split_streamed(sel, options)
 
     def stream_problem(self, exc: etree.XMLSyntaxError) -> Quarantined:
+        if not exc.lineno:
+            # iterparse reports an error in its first chunk, before any event, as lxml's
+            # "no element found": libxml2's own error is in the first bytes
+            with self.inp.open() as fh:
+                exc = _first_error(_read_at_most(fh.read, 65536), self.limits.xml) or exc
         reason, problem = syntax_problem(exc, self.limits.xml)
         try:
             with self.inp.open() as fh:
@@ -626,6 +632,17 @@ class XmlReader(Reader):
                 yield from reading.from_bytes(data)
                 return
         yield from reading.from_stream()
+
+
+def _first_error(head: bytes, limits: ParseLimits) -> etree.XMLSyntaxError | None:
+    """libxml2's own (first) error in the first bytes of a document, if they hold one
+    before their end."""
+    try:
+        etree.fromstring(head, hardened_parser(limits))
+    except etree.XMLSyntaxError as exc:
+        cut = len(head) >= 65536 and "Premature end" in (exc.msg or "")
+        return None if cut else exc
+    return None
 
 
 def _declaration(root: etree._Element) -> str:
