@@ -36,9 +36,15 @@ test: $(VENV)/.stamp-dev
 test-fast: $(VENV)/.stamp-dev
 	PUBSIFT_HYPOTHESIS_PROFILE=ci PYTHONHASHSEED=0 $(PY) -m pytest -q -n 2 -m "not spark and not slow"
 
-## Benchmarks (figures and ratios against a baseline measured in the same run).
+## Benchmarks (figures and ratios against a baseline measured in the same run), all
+## quick; one table in bench/results.md, copied into README's benchmark table.
+BENCHES := records_match records_relations xml_match xml_covering concepts_match routing \
+           adapters
 bench: $(VENV)/.stamp-dev
-	$(PY) bench/records_match.py
+	@mkdir -p bench/results
+	@for b in $(BENCHES); do echo "== bench/$$b.py --quick"; \
+	  $(PY) bench/$$b.py --quick --json bench/results/$$b.json || exit 1; done
+	$(PY) bench/table.py $(BENCHES:%=bench/results/%.json) --out bench/results.md --readme README.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info

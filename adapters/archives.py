@@ -15,8 +15,11 @@ through the bomb guard (:mod:`pubsift.adapters.bombguard`), or a
   archive's total is used up: ``archive-bomb`` (the declared sizes are a first check only;
   the guard enforces the limits on the bytes actually produced).
 
-Zip members come in name order; tar members in archive order (a compressed tar is streamed
-front to back, never listed first). Directory entries are skipped: they hold no records.
+Members come in archive order: zip members in the order of their data in the archive
+(the offset of their local header, then the name: the order they were written), so that a
+zip inside a zip is read front to back and never decompressed again for a backward seek;
+tar members in the order of the tar stream (a compressed tar is streamed front to back,
+never listed first). Directory entries are skipped: they hold no records.
 A member's ``open()`` is valid while the archive is open, i.e. until the iterator moves on.
 """
 from __future__ import annotations
@@ -128,13 +131,13 @@ def zip_members(label: str, raw: Any, limits: ReadLimits, budget: Budget
                           f"{one_line(exc)}")
         return
     with zf:
-        infos = sorted(zf.infolist(), key=lambda i: i.orig_filename)
+        infos = sorted(zf.infolist(), key=lambda i: (i.header_offset, i.orig_filename))
         gate = _Gate(label, limits)
         for info in infos:
             if gate.too_many():
                 yield Quarantined(label, 0, "archive-bomb", f"{len(infos)} entries, more than "
                                   f"max_members = {limits.max_members}: the last "
-                                  f"{len(infos) - limits.max_members} (in name order) are "
+                                  f"{len(infos) - limits.max_members} (in archive order) are "
                                   "not read")
                 return
             if info.is_dir():

@@ -5,10 +5,16 @@ memory). Sizes an archive declares (zip's ``file_size``/``compress_size``) can l
 limits are enforced on the bytes actually produced, while streaming.
 
 A :class:`Budget` belongs to one top-level archive or compressed file and counts the
-uncompressed bytes of every guarded stream under it (a stream read twice counts once:
-each stream charges only what goes past its own high-water mark). A stream's ratio is its
-uncompressed bytes over the compressed bytes it consumed so far, checked once more than
-``ratio_floor`` bytes came out.
+uncompressed bytes of every guarded stream under it (a stream opened twice counts once:
+each stream charges only what goes past its own high-water mark). Seeking a compressed
+stream is decompressing: a forward seek reads its way forward through the guard (so a
+member skipped in a ``.tar.gz`` is checked every 64 KiB, not after it was all
+decompressed), a backward seek starts again from the beginning, and the bytes decompressed
+again below the stream's high-water mark are charged to the budget too, so that no input
+can cost more decompression work than ``max_total_bytes`` (e.g. a zip inside a zip whose
+members are read out of order). A stream's ratio is its uncompressed bytes over the
+compressed bytes it consumed so far, checked once more than ``ratio_floor`` bytes came
+out.
 
 The guard also turns the errors of corrupt archives and compressed streams into
 :class:`~pubsift.adapters.readers.ReadError` with the quarantine reason: ``compression``
@@ -45,15 +51,18 @@ class Budget:
         self.exceeded = ""  # the message, once the limit was passed
         self._seen: dict[str, int] = {}
 
-    def charge(self, key: str, high_water: int) -> None:
-        """Stream ``key`` produced ``high_water`` bytes so far (across re-opens)."""
+    def charge(self, key: str, high_water: int, again: int = 0) -> None:
+        """Stream ``key`` produced ``high_water`` bytes so far (across re-opens), and
+        ``again`` more bytes decompressed a second time (after a backward seek)."""
         before = self._seen.get(key, 0)
         if high_water > before:
             self._seen[key] = high_water
             self.total += high_water - before
+        self.total += again
         if self.total > self.limits.max_total_bytes and not self.exceeded:
             self.exceeded = (f"{self.label}: more than {self.limits.max_total_bytes} bytes "
-                             "uncompressed (limit max_total_bytes)")
+                             "uncompressed, counting what seeking decompressed again "
+                             "(limit max_total_bytes)")
         if self.exceeded:
             raise ReadError("archive-bomb", self.exceeded)
 
@@ -136,10 +145,17 @@ class GuardedStream(io.RawIOBase):
         return self._pos
 
     def readinto(self, b: Any) -> int:
+        data = self._call(self._read1, len(b))
+        # read1: one underlying read at most, so the bytes before a corrupt or truncated
+        # part reach the reader before the error does
+        n = len(data)
+        b[:n] = data
+        self._advance(self._pos + n)
+        return n
+
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         try:
-            # read1: one underlying read at most, so the bytes before a corrupt or
-            # truncated part reach the reader before the error does
-            data = self._read1(len(b))
+            return fn(*args)
         except ReadError:
             raise
         except Exception as exc:  # noqa: BLE001 - translated when it is a known kind
@@ -147,30 +163,34 @@ class GuardedStream(io.RawIOBase):
             if err is None:
                 raise
             raise err from None
-        n = len(data)
-        b[:n] = data
-        self._advance(self._pos + n)
-        return n
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        try:
-            pos = self._inner.seek(offset, whence)
-        except ReadError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - seeking a compressed stream decompresses
-            err = translated(exc)
-            if err is None:
-                raise
-            raise err from None
-        self._advance(self._inner.tell() if pos is None else pos)
+        if self._compressed is None or whence == io.SEEK_END:
+            pos = self._call(self._inner.seek, offset, whence)
+            self._advance(self._inner.tell() if pos is None else pos)
+            return self._pos
+        # a compressed stream: decompress through the guard, checked as reading is
+        target = offset if whence == io.SEEK_SET else self._pos + offset
+        if target < 0:
+            raise ValueError(f"negative seek position {target}")
+        if target < self._pos:
+            self._call(self._inner.seek, 0)  # decompressing starts again from the start
+            self._pos = 0
+        while self._pos < target:
+            data = self._call(self._read1, min(BUFFER, target - self._pos))
+            if not data:
+                break  # past the end: stays at the end, as the inner stream does
+            self._advance(self._pos + len(data))
         return self._pos
 
     def _advance(self, pos: int) -> None:
+        again = max(0, min(pos, self._high) - self._pos)
         self._pos = pos
-        if pos > self._high:
-            self._high = pos
+        if pos > self._high or (again and self._compressed is not None):
+            self._high = max(self._high, pos)
             if self._budget is not None:
-                self._budget.charge(self._key, pos)
+                self._budget.charge(self._key, self._high,
+                                    again if self._compressed is not None else 0)
         lim = self._limits
         if self._compressed is not None and pos > lim.ratio_floor:
             packed = max(self._compressed(), 1)

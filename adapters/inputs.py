@@ -11,10 +11,15 @@ A source's path is expanded into inputs as follows.
   name is the directory as given joined with the relative path (``data/feeds`` +
   ``a/b.rss`` -> ``data/feeds/a/b.rss``). Hidden files and directories (a name starting
   with ``.``: ``.git``, ``.DS_Store``) are skipped. Symbolic links are not followed: a link
-  whose target is inside the tree is skipped (the target is read under its own name, so
-  nothing is read twice and no loop is possible); a link out of the tree, a broken link and
-  anything that is not a regular file (FIFO, socket, device) is quarantined ``unreadable``.
-  A directory with no file to read is quarantined ``unreadable`` (a typo is not silent).
+  whose target is a file or directory the walk reads anyway is skipped (the target is read
+  under its own name, so nothing is read twice and no loop is possible); a link to a file
+  inside the tree that the walk would not read (under a hidden name: the Kubernetes volume
+  layout ``file -> ..data/file``) is read under the link's name, each such file once; a
+  link out of the tree, a link to a hidden directory, a broken link and anything that is not
+  a regular file (FIFO, socket, device) is quarantined ``unreadable``. A directory with no
+  file to read (empty, only sub-directories, only hidden files) is quarantined
+  ``unreadable`` (a typo is not silent). Files matching one of the source's ``exclude``
+  patterns are neither read nor counted.
 - **A glob pattern** (``*``, ``?``, ``[...]``, ``**`` across directories), used when no
   file has the path literally: the matches in sorted order, directories among them
   expanded as above, each file once; hidden names only when the pattern spells the dot. A
@@ -24,12 +29,15 @@ A source's path is expanded into inputs as follows.
   inside an archive is expanded too, ``max_nesting`` levels deep
   (``outer.zip!inner.tar!file.csv``), deeper ones are quarantined ``archive-member``.
 
-A path that does not exist is quarantined ``unreadable`` at position 0, naming it. Every
+A path that does not exist, and a path that is not a regular file, a directory or a link
+to one (a FIFO, a socket, a device: opening it could block forever), is quarantined
+``unreadable`` at position 0, naming it. Every
 decompressed byte is counted against the limits of :class:`~pubsift.adapters.limits.ReadLimits`
 (:mod:`pubsift.adapters.bombguard`).
 """
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
 import stat
@@ -81,12 +89,31 @@ def inputs(source: Source, limits: ReadLimits) -> Iterator[Input | Quarantined]:
                 st = None  # a broken link: reported when the reader opens it
         if st is not None and stat.S_ISDIR(st.st_mode):
             yield from _tree(source, path, limits)
-        else:
+        elif st is not None and not stat.S_ISREG(st.st_mode):
+            yield _special(path)
+        elif not _excluded(source, os.path.basename(path)):
             yield from _file(source, path, limits, None if st is None else st.st_size)
     elif glob.has_magic(path):
         yield from _pattern(source, path, limits)
     else:
         yield Quarantined(path, 0, "unreadable", "cannot read: no such file or directory")
+
+
+def _special(path: str) -> Quarantined:
+    """A FIFO, socket or device: never opened (a FIFO's open blocks until a writer comes)."""
+    return Quarantined(path, 0, "unreadable", "not read: not a regular file (a FIFO, "
+                       "socket or device)")
+
+
+def _excluded(source: Source, relative: str) -> bool:
+    """Whether ``relative`` (a path inside the directory or archive given, or a file's
+    name) matches one of the source's ``exclude`` patterns: against the whole relative
+    path or its last component (``*.md``, ``PROVENANCE*``, ``docs/*``)."""
+    if not source.exclude:
+        return False
+    base = relative.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(relative, pat) or fnmatch.fnmatchcase(base, pat)
+               for pat in source.exclude)
 
 
 def _pattern(source: Source, pattern: str, limits: ReadLimits) -> Iterator[Input | Quarantined]:
@@ -104,7 +131,9 @@ def _pattern(source: Source, pattern: str, limits: ReadLimits) -> Iterator[Input
         if os.path.isdir(match):
             expanded.add(os.path.normpath(match))
             yield from _tree(source, match, limits)
-        else:
+        elif os.path.exists(match) and not os.path.isfile(match):
+            yield _special(match)
+        elif not _excluded(source, os.path.basename(match)):
             yield from _file(source, match, limits)
 
 
@@ -113,51 +142,75 @@ def _tree(source: Source, root: str, limits: ReadLimits) -> Iterator[Input | Qua
     real_root = os.path.realpath(root)
     inside = real_root.rstrip(os.sep) + os.sep
     found = False
-    stack: list[Iterator[os.DirEntry[str]]] = []
+    # (entries, relative path of the directory); files behind links read so far (real paths)
+    stack: list[tuple[Iterator[os.DirEntry[str]], str]] = []
+    linked: set[str] = set()
 
-    def enter(path: str) -> Quarantined | None:
+    def enter(path: str, relative: str) -> Quarantined | None:
         try:
             with os.scandir(path) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
             return Quarantined(path, 0, "unreadable", f"cannot read the directory: "
                                f"{exc.strerror or one_line(exc)}")
-        stack.append(iter(entries))
+        stack.append((iter(entries), relative))
         return None
 
-    problem = enter(root)
+    def walked(target: str) -> bool:
+        """Whether the walk reads ``target`` (a real path inside the tree) by itself."""
+        rel = os.path.relpath(target, real_root)
+        return rel == os.curdir or not any(part.startswith(".") for part in rel.split(os.sep)) and \
+            not (os.path.isfile(target) and _excluded(source, rel.replace(os.sep, "/")))
+
+    problem = enter(root, "")
     if problem:
         yield problem
         return
     while stack:
-        entry = next(stack[-1], None)
+        entries, folder = stack[-1]
+        entry = next(entries, None)
         if entry is None:
             stack.pop()
             continue
         if entry.name.startswith("."):
             continue
         label = entry.path
-        found = True
+        relative = folder + entry.name
         try:
             if entry.is_symlink():
                 target = os.path.realpath(label)
                 if not os.path.exists(target):
                     why = "a broken symbolic link"
-                elif target == real_root or target.startswith(inside):
-                    continue  # read under its own name
-                else:
+                elif not (target == real_root or target.startswith(inside)):
                     why = "a symbolic link out of the tree"
+                elif walked(target):
+                    continue  # read under its own name (and found there)
+                elif os.path.isfile(target):
+                    # the target is hidden (``file -> ..data/file``): read under this name
+                    found = True
+                    if target not in linked and not _excluded(source, relative):
+                        linked.add(target)
+                        yield from _file(source, label, limits, os.stat(target).st_size)
+                    continue
+                else:
+                    why = "a symbolic link to a hidden directory or a special file"
+                found = True
                 yield Quarantined(label, 0, "unreadable", f"not read: {why} (to {target})")
             elif entry.is_dir(follow_symlinks=False):
-                problem = enter(label)
+                problem = enter(label, relative + "/")
                 if problem:
+                    found = True
                     yield problem
             elif entry.is_file(follow_symlinks=False):
-                yield from _file(source, label, limits, entry.stat(follow_symlinks=False).st_size)
+                found = True
+                if not _excluded(source, relative):
+                    yield from _file(source, label, limits,
+                                     entry.stat(follow_symlinks=False).st_size)
             else:
-                yield Quarantined(label, 0, "unreadable", "not read: not a regular file "
-                                  "(a FIFO, socket or device)")
+                found = True
+                yield _special(label)
         except OSError as exc:
+            found = True
             yield Quarantined(label, 0, "unreadable", f"cannot read: "
                               f"{exc.strerror or one_line(exc)}")
     if not found:
@@ -204,6 +257,9 @@ def expand(source: Source, label: str, opener: Callable[[], BinaryIO], size: int
                 tar_members(label, raw, kind, limits, budget)
             for m in members:
                 started = True
+                if not isinstance(m, Quarantined) and \
+                        _excluded(source, m.label[len(label) + 1:]):
+                    continue
                 if isinstance(m, Quarantined):
                     yield m
                 else:

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 GROUP = "pubsift.readers"
 
+#: bytes of a file's beginning given to :meth:`Reader.sniff` (and sniffed by the readers)
+SNIFF_BYTES = 4096
+
 #: suffixes of compressed single files, removed before the format is read from the name
 COMPRESSION_SUFFIXES = (".gz", ".bz2")
 
@@ -119,10 +122,6 @@ def broken_readers() -> dict[str, PluginError]:
     """Reader entry points that cannot be used, by name: reported (``pubsift readers``,
     a warning of ``pubsift convert``), never raised."""
     return dict(_installed()[1])
-
-
-def format_names() -> list[str]:
-    return sorted(readers())
 
 
 def strip_compression(name: str) -> str:

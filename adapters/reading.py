@@ -6,37 +6,76 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from pubsift.adapters.inputs import Input, inputs
 from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
 from pubsift.adapters.outcomes import Event, Quarantined, excerpt
-from pubsift.adapters.readers import ReadError, Reader, by_content, by_extension, readers
+from pubsift.adapters.readers import (SNIFF_BYTES, ReadError, Reader, by_content, by_extension,
+                                      readers)
 from pubsift.adapters.source import Source, SourceError
 from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
 from pubsift.core.model import FilterModel
 from pubsift.core.registry import load_model
 
-#: bytes read from a file to sniff its format when its name says nothing
-SNIFF_BYTES = 4096
-
-
 def read(*sources: Source | str | Mapping[str, Any], limits: ReadLimits = DEFAULT_READ_LIMITS,
-         models: Mapping[str, FilterModel] | None = None) -> Iterator[Event | Quarantined]:
+         models: Mapping[str, FilterModel] | None = None,
+         seen: Callable[[str], None] | None = None) -> Iterator[Event | Quarantined]:
     """Events and quarantine records of every source, in order: sources in the order
-    given, files in sorted order within a directory or archive, records in order of
-    position. ``models`` provides model instances by name (default: the installed models).
-    A source that cannot be used at all (an unknown setting) raises SourceError before
-    anything is read."""
+    given, files in sorted order within a directory, members in archive order, records in
+    order of position. ``models`` provides model instances by name (default: the installed
+    models); ``seen(name)`` is called as each input is opened, before its records (so that
+    a file giving no record can be listed, :meth:`pubsift.adapters.summary.Summary.saw`).
+    A source that cannot be used at all (an unknown setting, format or model, a split
+    element that is not one, a publisher side that cannot be built) raises SourceError
+    when ``read`` is called, before anything is read (:func:`check`)."""
     srcs = [Source.of(s) for s in sources]
+    check(srcs, models)
+    return _read(srcs, limits, models, seen)
+
+
+def _read(srcs: list[Source], limits: ReadLimits, models: Mapping[str, FilterModel] | None,
+          seen: Callable[[str], None] | None) -> Iterator[Event | Quarantined]:
     for src in srcs:
         for inp in inputs(src, limits):
             if isinstance(inp, Quarantined):
                 yield inp
             else:
+                if seen is not None:
+                    seen(inp.name)
                 yield from read_input(inp, limits, models)
+
+
+def check(sources: Iterable[Source], models: Mapping[str, FilterModel] | None = None
+          ) -> None:
+    """SourceError, naming the source and the setting, for the first source whose settings
+    cannot be used: a format no reader provides, a model that is not installed, a split
+    element that is not an element name, a publisher side its model cannot build."""
+    from pubsift.adapters.splitting import SplitName
+
+    for src in sources:
+        if src.format is not None and src.format not in readers():
+            raise SourceError(f"source {src.path}: no reader for format {src.format!r} "
+                              f"(readers: {', '.join(sorted(readers()))})")
+        if src.split is not None:
+            try:
+                SplitName.parse(src.split)
+            except SourceError as exc:
+                raise SourceError(f"source {src.path}: {exc}") from None
+        name = src.model or ("concepts" if src.publisher is not None else None)
+        if name is None:
+            continue
+        try:
+            model = _model(name, models)
+        except PubsiftError as exc:
+            raise SourceError(f"source {src.path}: model {name!r} cannot be used: "
+                              f"{one_line(exc)}") from None
+        if src.publisher is not None:
+            from pubsift.adapters.concepts import publisher_for
+
+            publisher_for(model, src)
 
 
 def reader_for(inp: Input) -> Reader | None:

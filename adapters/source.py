@@ -48,7 +48,10 @@ class Source:
     ``bool``, ``str``); undeclared columns are typed from their literal.
     ``delimiter``: the CSV delimiter (None: sniffed). ``publisher``: the concepts model's
     publisher side: ``concept``, ``vocabulary``, ``context``, ``time_field``, ``ignore``
-    (:class:`pubsift.adapters.concepts.Publisher`)."""
+    (:class:`pubsift.adapters.concepts.Publisher`). ``exclude``: glob patterns of files
+    not to read (``*.md``, ``PROVENANCE*``), matched against a file's path relative to
+    the directory or archive given and against its name; an excluded file is neither read
+    nor counted."""
 
     path: str
     format: str | None = None
@@ -58,6 +61,7 @@ class Source:
     columns: Mapping[str, str] = field(default_factory=dict)
     delimiter: str | None = None
     publisher: Mapping[str, Any] | None = None
+    exclude: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path:
@@ -79,6 +83,12 @@ class Source:
         for p, uri in self.namespaces.items():
             if not isinstance(p, str) or not isinstance(uri, str) or not uri:
                 raise SourceError(f"source {self.path}: namespaces map prefixes to URIs")
+        exclude = (self.exclude,) if isinstance(self.exclude, str) else self.exclude
+        if not isinstance(exclude, (tuple, list)) or \
+                not all(isinstance(p, str) and p for p in exclude):
+            raise SourceError(f"source {self.path}: exclude is a list of glob patterns, not "
+                              f"{self.exclude!r}")
+        object.__setattr__(self, "exclude", tuple(exclude))
         if self.publisher is not None:
             object.__setattr__(self, "publisher", _frozen(self.publisher, "publisher"))
 

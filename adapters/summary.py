@@ -10,7 +10,6 @@ of a read (a Spark partition, one file) combine with :meth:`Summary.merge`; the 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,11 +53,6 @@ class Summary:
             counts.events += 1
         return item
 
-    def counted(self, items: Iterable[Event | Quarantined]) -> Iterator[Event | Quarantined]:
-        """``items``, each counted as it passes."""
-        for item in items:
-            yield self.add(item)
-
     def merge(self, other: "Summary") -> "Summary":
         """This summary plus ``other`` (e.g. the summaries of two partitions)."""
         for source, c in other.sources.items():
@@ -81,6 +75,7 @@ class Summary:
         return self.events + self.quarantined
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form (``summary.json``; ``pubsift convert --summary``)."""
         return {
             "read": self.read, "events": self.events, "quarantined": self.quarantined,
             "sources": {s: {"read": c.read, "events": c.events, "quarantined": c.quarantined}
@@ -90,6 +85,7 @@ class Summary:
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "Summary":
+        """The summary :meth:`to_json` wrote (e.g. one per Spark partition, to merge)."""
         s = cls()
         for source, c in obj.get("sources", {}).items():
             s.sources[source] = SourceCounts(int(c["events"]), int(c["quarantined"]))

@@ -71,7 +71,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pubsift.adapters.outcomes import Event, Quarantined, excerpt
-from pubsift.adapters.readers import Reader, strip_compression
+from pubsift.adapters.readers import SNIFF_BYTES, Reader, strip_compression
 from pubsift.adapters.reading import converter
 from pubsift.models.records.limits import MAX_INT_DIGITS
 
@@ -80,8 +80,6 @@ if TYPE_CHECKING:
     from pubsift.adapters.limits import ReadLimits
     from pubsift.core.model import FilterModel
 
-#: bytes of the file the delimiter is sniffed on
-SNIFF_BYTES = 4096
 #: delimiters the sniffer chooses among
 DELIMITERS = ",;\t|"
 #: characters read at a time while skipping the rest of an oversized line

@@ -1,7 +1,8 @@
 """Matching throughput of the concepts model with subscriptions in mixed currencies and
 units, against the naive way, in the same run (issue 5, §4).
 
-    .venv/bin/python bench/concepts_match.py [--subscriptions 1000] [--events 2000]
+    .venv/bin/python bench/concepts_match.py [--subscriptions 10000] [--events 2000]
+                                             [--quick] [--json PATH]
 
 Events: the real S&P 500 daily quotes (``../shared/data/quotes``, prices in USD, volumes in
 shares), enriched by the publisher adapter with the publisher's context. Exchange rates:
@@ -19,12 +20,16 @@ its currency and volume unit.
   subscriber's context, then the subscription's constraints (constants in the
   subscriber's own units and currency) are evaluated.
 
-Times are CPU times of this process (``time.process_time``). Every delivery set of the index
-is compared with the naive one (exit status 1 if any differs).
+Timing by ``bench/harness.py``: CPU time of this process (``time.process_time``), each
+event's conversion cache emptied before every run, a warm-up run, the median of
+``--repeats`` runs, the spread printed. The baselines run on the first
+``--baseline-events`` events, and **both ratios divide their time by the index's on the
+very same events**; the headline ratio is against the model's own ``LinearIndex`` (the
+fair baseline), the naive one is the worst case. Every delivery set of the index is
+compared with both baselines' (exit status 1 if any differs).
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import itertools
 import random
@@ -32,6 +37,8 @@ import sys
 import time
 from datetime import datetime
 from pathlib import Path
+
+from harness import Bench, ratio, time_it
 
 from pubsift.adapters.concepts import Publisher
 from pubsift.core.errors import ConversionError
@@ -111,17 +118,22 @@ def workload(n_subs: int, n_events: int, seed: int):
     return rows, subs
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--subscriptions", type=int, default=1000)
-    ap.add_argument("--events", type=int, default=2000)
+def main(argv: list[str] | None = None) -> int:
+    bench = Bench("concepts_match", __doc__, argv)
+    ap = bench.parser
+    ap.add_argument("--subscriptions", type=int, default=None,
+                    help="default 10000")
+    ap.add_argument("--events", type=int, default=None, help="default 2000; quick: 500")
+    ap.add_argument("--baseline-events", type=int, default=None,
+                    help="events the baselines (and the index, for the ratios) run on "
+                         "(default: 100; quick: 20)")
     ap.add_argument("--seed", type=int, default=5)
-    args = ap.parse_args()
+    args = bench.parse()
+    n_subs = args.subscriptions or 10000
     if not QUOTES.exists():
-        print(f"real data absent: {QUOTES} (see ../shared/data/README.md)")
-        return 2
+        return bench.skip(f"real data absent: {QUOTES.resolve()} (see ../shared/data/README.md)")
     model = ConceptsModel(rates=synthetic_rates(), conversions={})
-    rows, subs = workload(args.subscriptions, args.events, args.seed)
+    rows, subs = workload(n_subs, args.events or (500 if args.quick else 2000), args.seed)
     pub = Publisher(model, "StockQuote", VOCABULARY, {"currency": "USD",
                                                       "units": {"[]": "count"}},
                     time_field="date")
@@ -160,33 +172,54 @@ def main() -> int:
     for i, f in enumerate(filters):
         linear.add(f, i)
 
-    def run(match, evs):
-        for e in evs:
+    def fresh(evs):
+        for e in evs:                # the per-event conversion cache starts empty
             e._cache.clear()
-        t = time.process_time()
-        res = [match(e) for e in evs]
-        return time.process_time() - t, res
 
-    t_idx, r_idx = run(index.match, events)
-    n_base = min(len(events), max(50, len(events) // 10))
-    t_lin, r_lin = run(linear.match, events[:n_base])
-    t_nai, r_nai = run(naive, events[:n_base])
+    n_base = min(len(events), args.baseline_events or (20 if args.quick else 100))
+    base = events[:n_base]
+    fresh(events)
+    r_idx = [index.match(e) for e in events]
+    fresh(base)
+    r_lin = [linear.match(e) for e in base]
+    fresh(base)
+    r_nai = [naive(e) for e in base]
     bad_lin = sum(a != b for a, b in zip(r_idx, r_lin))
     bad_nai = sum(a != b for a, b in zip(r_idx, r_nai))
+    reps = args.repeats
+    every = f"{len(events)} quotes"
+    same = f"first {n_base} quotes"
+    t_all = time_it(lambda: [index.match(e) for e in events], len(events), every, reps,
+                    setup=lambda: fresh(events))
+    t_idx = time_it(lambda: [index.match(e) for e in base], n_base, same, reps,
+                    min_seconds=0.1, setup=lambda: fresh(base))
+    t_lin = time_it(lambda: [linear.match(e) for e in base], n_base, same, reps, warmup=0,
+                    setup=lambda: fresh(base))
+    t_nai = time_it(lambda: [naive(e) for e in base], n_base, same, max(1, reps - 2),
+                    warmup=0, setup=lambda: fresh(base))
+    r_l, r_n = ratio(t_idx, t_lin), ratio(t_idx, t_nai)
     hits = sum(map(len, r_idx)) / len(events)
-    eps = {"concepts index": len(events) / t_idx, "linear (lazy)": n_base / t_lin,
-           "naive (convert all)": n_base / t_nai}
     print(f"concepts matching: {len(filters)} subscriptions in USD/EUR/GBP/JPY (scale 1 or "
           f"1000) and shares/dozens/thousands; {len(events)} real quotes "
-          f"(baselines on the first {n_base}); {hits:.2f} deliveries per event; "
+          f"(baselines and ratios on the first {n_base}); {hits:.2f} deliveries per event; "
           f"index build {t_add / len(filters) * 1e6:.0f} µs per subscription; "
-          f"{len(index._names)} (path, context) pairs converted per event at most")
-    for name, v in eps.items():
-        print(f"  {name:22s} {v:12,.0f} events/s")
-    print(f"  ratio index / naive: {eps['concepts index'] / eps['naive (convert all)']:.1f}x   "
-          f"linear / naive: {eps['linear (lazy)'] / eps['naive (convert all)']:.1f}x")
+          f"{len(index._names)} (path, context) pairs converted per event at most; "
+          f"CPU time, median of {reps} runs (naive: {len(t_nai.seconds)}), ±half the spread")
+    print(f"  {'concepts index (all)':30s} {t_all.fmt_rate():>16s} events/s")
+    print(f"  {'concepts index (first ' + str(n_base) + ')':30s} {t_idx.fmt_rate():>16s} events/s")
+    print(f"  {'LinearIndex over matches':30s} {t_lin.fmt_rate(1):>16s} events/s")
+    print(f"  {'naive (convert all)':30s} {t_nai.fmt_rate(1):>16s} events/s")
+    print(f"  ratio index / LinearIndex (fair baseline, same {n_base} events): {r_l:,.1f}x")
+    print(f"  ratio index / naive (worst case, same {n_base} events): {r_n:,.1f}x")
     print(f"  answers differing from the index: linear {bad_lin}, naive {bad_nai}")
-    return 1 if bad_lin or bad_nai else 0
+    bench.row(subs=len(filters), events=len(events), hits_per_event=hits,
+              add_us=t_add / len(filters) * 1e6, index_all=t_all, index=t_idx,
+              linear=t_lin, naive=t_nai, ratio_linear=r_l, ratio_naive=r_n)
+    bench.headline(f"concepts index vs its LinearIndex over matches, {len(filters) // 1000}k "
+                   "subscriptions in 4 currencies and 3 units",
+                   f"{r_l:,.1f}× on the same {n_base} quotes (worst case, convert everything "
+                   f"per subscription: {r_n:,.0f}×); {t_all.rate:,.0f} events/s")
+    return bench.finish(1 if bad_lin or bad_nai else 0)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""Matching throughput of the records index against the linear scan (issue 2, §6).
+"""Matching throughput of the records index against Mühl's counting and the linear scan.
 
     .venv/bin/python bench/records_match.py [--sizes 1000,10000,100000] [--events 20000]
+                                            [--quick] [--json PATH]
 
 For each number of subscriptions (drawn from the real S&P 500 quotes by
 ``pubsift.models.records.workload``), the same sample of quote events is matched by
@@ -10,20 +11,31 @@ For each number of subscriptions (drawn from the real S&P 500 quotes by
   (``attrindex.AttributeIndex`` holding every distinct attribute filter once), and
 * the linear scan: a plain loop calling ``RecordFilter.matches`` on every subscription,
 
-all in this run, on one core; times are the CPU time of this process
-(``time.process_time``), so the figures hold on a busy machine too. The counting and linear baselines are slow, so they run on the
-first events of the sample until ``--baseline-seconds`` have passed (at least 20 events);
-their answers are checked against the index's on every event they see (the table shows
-the number of events each baseline saw in parentheses). "hits/ev" is the mean number of
-matching subscriptions per event; adding and removing all subscriptions is timed per
-subscription. A second table times the routing-table queries (covering, covered_by,
-identical, overlapping, merge_candidates) of the index against ``LinearIndex`` over the
-model's hooks, with a seeded sample of the subscriptions as queries, answers compared.
+all in this run, on one core, with ``bench/harness.py``: CPU time of this process
+(``time.process_time``), each figure the median of ``--repeats`` runs after a warm-up
+run, its spread printed as ±half of (max - min) / median. The index is timed on the whole
+sample after three untimed passes (its compiled plans are built once unfolded walks have
+cost as much as building them; the first pass is shown as "cold"); the timed runs drop each answer as a router does ("index ev/s"). The sample
+keeps the order of the file (by symbol, then date), which keeps each stock's structures in
+the CPU caches from one event to the next; "by date ev/s" matches the same events in the
+order a feed publishes them (by date, then symbol), which costs far more cache misses
+(the baselines and ratios use the file order, both sides alike). "kept ev/s"
+keeps all answers in a list, as ``match_batch`` must (the list costs garbage-collector
+passes over the index's objects), and ``match_batch`` is timed against that loop on the
+whole sample. The baselines are slow, so each
+runs on the first k events of the sample, k chosen so that one run lasts about
+``--baseline-seconds`` (at least 20 events); **each ratio divides the baseline's time by
+the index's time on the very same k events** (``ratio`` refuses anything else), and the
+baselines' answers are compared with the index's on every one of them. "hits/ev" is the
+mean number of matching subscriptions per event; adding and removing all subscriptions is
+timed per subscription. A second table times the routing-table queries (covering,
+covered_by, identical, overlapping, merge_candidates) of the index against
+``LinearIndex`` over the model's hooks, with a seeded sample of the subscriptions as
+queries, on the same queries for both, answers compared.
 Exit status 1 if any answer differs.
 """
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import time
@@ -32,8 +44,9 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+from harness import Bench, Timing, ratio, time_it
 
 from pubsift.core.index import LinearIndex
 from pubsift.models.records import RecordsModel
@@ -93,158 +106,204 @@ QUERIES = ("covering", "covered_by", "identical", "overlapping", "merge_candidat
 
 
 def relations(index: Any, pairs: Sequence[tuple[RecordFilter, Hashable]], n_queries: int,
-              seed: int, budget: float, table: Table, console: Console) -> int:
+              seed: int, budget: float, repeats: int, table: Table, bench: Bench,
+              console: Console) -> int:
     """Times the routing-table queries of the index against LinearIndex on the same
-    subscriptions (queries: a seeded sample of them); returns the number of differences."""
+    subscriptions and the same queries (a seeded sample of them, cut to what the linear
+    scan answers in about ``budget`` seconds); returns the number of differences."""
     linear_index = LinearIndex(index.model)
     for f, k in pairs:
         linear_index.add(f, k)
     queries = random.Random(seed).sample([f for f, _ in pairs], min(n_queries, len(pairs)))
     failures = 0
     for name in QUERIES:
-        answers = []
-        conjunctive.cache_clear()                # both sides start cold (merge pairs repeat)
-        t = time.process_time()
-        for f in queries:
-            answers.append(getattr(index, name)(f))
-        t_index = (time.process_time() - t) / len(queries)
-        seen, spent = 0, 0.0
+        ask_index, ask_linear = getattr(index, name), getattr(linear_index, name)
         conjunctive.cache_clear()
+        seen, spent = 0, 0.0                     # warm-up of the scan, and the answers
         while seen < len(queries) and (seen < 2 or spent < budget):
             t = time.process_time()
-            want = getattr(linear_index, name)(queries[seen])
+            want = ask_linear(queries[seen])
             spent += time.process_time() - t
-            if want != answers[seen]:
+            if want != ask_index(queries[seen]):
                 failures += 1
                 console.print(f"[red]{name} differs from LinearIndex on {queries[seen]!r}[/red]")
             seen += 1
-        t_linear = spent / seen
-        table.add_row(f"{len(pairs):,}", name, f"{sum(map(len, answers)) / len(answers):,.1f}",
-                      f"{t_index * 1e3:,.2f}", f"{t_linear * 1e3:,.1f} ({seen})",
-                      f"{t_linear / t_index:,.0f}×" if t_index else "-")
+        qs = queries[:seen]
+        inputs = f"{seen} queries over {len(pairs):,} subscriptions"
+        t_index = time_it(lambda: each(ask_index, qs), seen, inputs, repeats,
+                          min_seconds=0.05)
+        t_linear = time_it(lambda: each(ask_linear, qs), seen, inputs, repeats, warmup=0)
+        keys = sum(len(ask_index(f)) for f in qs) / seen
+        r = ratio(t_index, t_linear)
+        table.add_row(f"{len(pairs):,}", name, f"{keys:,.1f}", t_index.fmt_ms(3),
+                      f"{t_linear.fmt_ms(1)} ({seen})", f"{r:,.0f}×")
+        bench.row(table="relations", subs=len(pairs), query=name, keys_per_query=keys,
+                  index=t_index, linear=t_linear, ratio=r)
     return failures
 
 
-def _rate(n: int, seconds: float) -> float:
-    return n / seconds if seconds > 0 else float("inf")
+def each(match: Callable, events: Sequence[Record]) -> None:
+    """Matches every event, dropping each answer (as a router does once it has sent the
+    event on); the answers are compared outside the timed runs."""
+    for e in events:
+        match(e)
 
 
-def run(sizes: list[int], n_events: int, seed: int, budget: float, n_queries: int,
-        console: Console) -> int:
+def baseline(name: str, matcher: Callable[[Record], set], events: Sequence[Record],
+             answers: Sequence[set], budget: float, repeats: int, match: Callable,
+             console: Console) -> tuple[Timing, Timing, int]:
+    """Runs ``matcher`` on the first events until ``budget`` seconds have passed (at
+    least 20 events; answers compared), then times it and the index's ``match`` on
+    exactly those events. Returns (baseline, index on the same events, differences)."""
+    seen, spent, failures = 0, 0.0, 0
+    while seen < len(events) and (seen < 20 or spent < budget):
+        t = time.process_time()
+        got = matcher(events[seen])
+        spent += time.process_time() - t
+        if got != answers[seen]:
+            failures += 1
+            console.print(f"[red]{name} and index differ on {events[seen]!r}[/red]")
+        seen += 1
+    evs = events[:seen]
+    inputs = f"first {seen:,} of the sampled quote events"
+    base = time_it(lambda: each(matcher, evs), seen, inputs, repeats, warmup=0)
+    same = time_it(lambda: each(match, evs), seen, inputs, repeats, min_seconds=0.05)
+    return base, same, failures
+
+
+def run(bench: Bench, sizes: list[int], n_events: int, seed: int, budget: float,
+        n_queries: int, repeats: int, console: Console) -> int:
     try:
         path = quotes_path(directory=DATA)
     except FileNotFoundError as err:
-        console.print(f"[red]{err}[/red]")
-        return 2
+        return bench.skip(str(err).split(":")[0] + f" ({DATA.resolve()})")
     t = time.process_time()
     quotes = load_quotes(path)
     console.print(f"loaded {len(quotes):,} quotes from {path.name} in "
                   f"{time.process_time() - t:.1f} s")
     events = sample_events(quotes, n_events, seed=seed)
-    table = Table(title=f"records matching, {len(events):,} quote events, seed {seed}")
-    for col in ("subs", "filters", "hits/ev", "index ev/s", "counting ev/s", "linear ev/s",
-                "index/linear", "index/counting", "add µs", "remove µs"):
+    # the sample keeps the file's order (by symbol, then date); a feed publishes by date
+    by_date = sorted(events, key=lambda e: (e["date"], e["symbol"]))
+    table = Table(title=f"records matching, {len(events):,} quote events, seed {seed}, "
+                        f"CPU time, median of {repeats} (±half the spread)")
+    for col in ("subs", "filters", "hits/ev", "index ev/s", "by date ev/s", "cold ev/s",
+                "kept ev/s",
+                "match_batch ev/s",
+                "counting ev/s (k)", "linear ev/s (k)", "index/counting", "index/linear",
+                "add µs", "remove µs"):
         table.add_column(col, justify="right", no_wrap=True)
-    rel_table = Table(title=f"routing-table queries, {n_queries} subscriptions as queries")
-    for col in ("subs", "query", "keys/query", "index ms", "linear ms", "linear/index"):
+    rel_table = Table(title=f"routing-table queries, {n_queries} subscriptions as queries "
+                            "(index and linear on the same queries)")
+    for col in ("subs", "query", "keys/query", "index ms", "linear ms (queries)",
+                "linear/index"):
         rel_table.add_column(col, justify="right", no_wrap=True)
     failures = 0
     model = RecordsModel()
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
-        for n in sizes:
-            pairs = list((f, k) for k, f in enumerate(subscriptions(quotes, n, seed=seed,
-                                                                    mix=Mix())))
-            index = model.new_index()
-            t = time.process_time()
-            for f, k in pairs:
-                index.add(f, k)
-            t_add = time.process_time() - t
+    sample = f"{len(events):,} sampled quote events"
+    for n in sizes:
+        console.print(f"{n:,} subscriptions ...")
+        pairs = list((f, k) for k, f in enumerate(subscriptions(quotes, n, seed=seed,
+                                                                mix=Mix())))
+        index = model.new_index()
+        t = time.process_time()
+        for f, k in pairs:
+            index.add(f, k)
+        t_add = time.process_time() - t
+        match = index.match
 
-            task = progress.add_task(f"{n:,} subs: index", total=len(events))
-            match = index.match
-            delivered = 0
-            t_index = 0.0
-            for i in range(0, len(events), 1000):
-                chunk = events[i:i + 1000]
-                t = time.process_time()
-                for e in chunk:
-                    match(e)
-                t_index += time.process_time() - t
-                progress.advance(task, len(chunk))
-            for e in events:
-                delivered += len(match(e))
-            progress.remove_task(task)
+        t = time.process_time()
+        answers = [match(e) for e in events]           # the cold pass builds the plans
+        cold = len(events) / (time.process_time() - t)
+        t_index = time_it(lambda: each(match, events), len(events), sample, repeats,
+                          warmup=2, min_seconds=0.2)
+        t_loop = time_it(lambda: [match(e) for e in events], len(events), sample, repeats)
+        t_dated = time_it(lambda: each(match, by_date), len(events), sample, repeats,
+                          min_seconds=0.2)
+        batch = getattr(index, "match_batch", None) or (lambda evs: [match(e) for e in evs])
+        if batch(events) != answers:
+            failures += 1
+            console.print(f"[red]match_batch differs from match with {n} subscriptions[/red]")
+        t_batch = time_it(lambda: batch(events), len(events), sample, repeats)
+        delivered = sum(map(len, answers))
 
-            rates = []
-            for name, matcher in (("counting", Counting(pairs).match), ("linear", linear(pairs))):
-                task = progress.add_task(f"{n:,} subs: {name}", total=len(events))
-                seen, spent = 0, 0.0
-                while seen < len(events) and (seen < 20 or spent < budget):
-                    e = events[seen]
-                    t = time.process_time()
-                    got = matcher(e)
-                    spent += time.process_time() - t
-                    if got != match(e):
-                        failures += 1
-                        console.print(f"[red]{name} and index differ on {e!r} with {n} "
-                                      "subscriptions[/red]")
-                    seen += 1
-                    progress.advance(task)
-                progress.remove_task(task)
-                rates.append((_rate(seen, spent), seen))
+        t_count, same_count, bad = baseline("counting", Counting(pairs).match, events,
+                                            answers, budget, repeats, match, console)
+        failures += bad
+        t_lin, same_lin, bad = baseline("linear", linear(pairs), events, answers, budget,
+                                        repeats, match, console)
+        failures += bad
+        r_count, r_lin = ratio(same_count, t_count), ratio(same_lin, t_lin)
 
-            if n_queries:
-                progress.add_task(f"{n:,} subs: routing-table queries", total=None)
-                failures += relations(index, pairs, n_queries, seed, budget, rel_table,
-                                      console)
-                for task_id in list(progress.task_ids):
-                    progress.remove_task(task_id)
+        if n_queries:
+            failures += relations(index, pairs, n_queries, seed, budget, repeats, rel_table,
+                                  bench, console)
 
-            t = time.process_time()
-            for f, k in pairs:
-                index.remove(f, k)
-            t_remove = time.process_time() - t
-            assert len(index) == 0
+        t = time.process_time()
+        for f, k in pairs:
+            index.remove(f, k)
+        t_remove = time.process_time() - t
+        assert len(index) == 0
 
-            r_index = _rate(len(events), t_index)
-            (r_count, n_count), (r_lin, n_lin) = rates
-            table.add_row(f"{n:,}", f"{len({f for f, _ in pairs}):,}",
-                          f"{delivered / len(events):.1f}", f"{r_index:,.0f}",
-                          f"{r_count:,.0f} ({n_count:,})", f"{r_lin:,.1f} ({n_lin:,})",
-                          f"{r_index / r_lin:,.0f}×", f"{r_index / r_count:,.1f}×",
-                          f"{t_add / max(n, 1) * 1e6:.1f}", f"{t_remove / max(n, 1) * 1e6:.1f}")
+        filters = len({f for f, _ in pairs})
+        table.add_row(f"{n:,}", f"{filters:,}", f"{delivered / len(events):.1f}",
+                      t_index.fmt_rate(), t_dated.fmt_rate(), f"{cold:,.0f}",
+                      t_loop.fmt_rate(),
+                      t_batch.fmt_rate(),
+                      f"{t_count.fmt_rate()} ({t_count.count:,})",
+                      f"{t_lin.fmt_rate(1)} ({t_lin.count:,})", f"{r_count:,.1f}×",
+                      f"{r_lin:,.0f}×", f"{t_add / max(n, 1) * 1e6:.1f}",
+                      f"{t_remove / max(n, 1) * 1e6:.1f}")
+        bench.row(table="matching", subs=n, filters=filters, events=len(events),
+                  hits_per_event=delivered / len(events), index=t_index,
+                  index_by_date=t_dated, cold_rate=cold,
+                  match_loop_kept=t_loop, match_batch=t_batch,
+                  ratio_batch_loop=ratio(t_batch, t_loop), counting=t_count, index_on_counting_events=same_count,
+                  ratio_counting=r_count, linear=t_lin, index_on_linear_events=same_lin,
+                  ratio_linear=r_lin, add_us=t_add / max(n, 1) * 1e6,
+                  remove_us=t_remove / max(n, 1) * 1e6)
+        bench.headline(f"records index, {n // 1000}k quote subscriptions",
+                       f"{t_index.rate:,.0f} events/s ({r_count:,.1f}× counting, "
+                       f"{r_lin:,.0f}× linear); the same events in date order "
+                       f"{t_dated.rate:,.0f} events/s; match_batch {t_batch.rate:,.0f} "
+                       "events/s")
     console.print(table)
     if n_queries:
         console.print(rel_table)
     if failures:
         console.print(f"[red]{failures} answers differ[/red]")
-        return 1
+        return bench.finish(1)
     console.print("all answers equal on every compared event and query")
-    return 0
+    return bench.finish(0)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sizes", default="1000,10000,100000",
-                    help="comma-separated numbers of subscriptions (default: %(default)s)")
-    ap.add_argument("--events", type=int, default=20000,
-                    help="quote events sampled for matching (default: %(default)s)")
+    bench = Bench("records_match", __doc__, argv)
+    ap = bench.parser
+    ap.add_argument("--sizes", default=None,
+                    help="comma-separated numbers of subscriptions "
+                         "(default: 1000,10000,100000; quick: 10000,100000)")
+    ap.add_argument("--events", type=int, default=None,
+                    help="quote events sampled for matching (default: 20000; quick: 5000)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--baseline-seconds", type=float, default=2.0,
-                    help="time spent per baseline and size (default: %(default)s)")
-    ap.add_argument("--queries", type=int, default=20,
+    ap.add_argument("--baseline-seconds", type=float, default=None,
+                    help="length of one timed run of a baseline (default: 2; quick: 0.5)")
+    ap.add_argument("--queries", type=int, default=None,
                     help="subscriptions used as covering/identity/overlap/merge queries "
-                         "(0: skip; default: %(default)s)")
-    args = ap.parse_args(argv)
+                         "(0: skip; default: 20; quick: 0)")
+    args = bench.parse()
+    q = args.quick
+    sizes_text = args.sizes or ("10000,100000" if q else "1000,10000,100000")
+    events = args.events or (5000 if q else 20000)
+    budget = args.baseline_seconds or (0.5 if q else 2.0)
+    queries = args.queries if args.queries is not None else (0 if q else 20)
     try:
-        sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+        sizes = [int(s) for s in sizes_text.split(",") if s.strip()]
     except ValueError:
-        ap.error(f"--sizes takes numbers separated by commas, got {args.sizes!r}")
-    if not sizes or min(sizes) < 1 or args.events < 1 or args.queries < 0:
+        ap.error(f"--sizes takes numbers separated by commas, got {sizes_text!r}")
+    if not sizes or min(sizes) < 1 or events < 1 or queries < 0:
         ap.error("sizes and --events must be positive, --queries not negative")
-    console = Console(width=max(Console().width, 140))
-    return run(sizes, args.events, args.seed, args.baseline_seconds, args.queries, console)
+    console = Console(width=max(Console().width, 150))
+    return run(bench, sizes, events, args.seed, budget, queries, args.repeats, console)
 
 
 if __name__ == "__main__":

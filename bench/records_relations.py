@@ -2,12 +2,16 @@
 routing tables meet most (equality, ranges, sets, prefixes), against the baseline of
 deciding the same pairs through the general value sets (``valuesets.value_set``, cached).
 
-Run: ``.venv/bin/python bench/records_relations.py``
+Run: ``.venv/bin/python bench/records_relations.py [--pairs 20000] [--quick] [--json PATH]``
+(``bench/harness.py``: CPU time, a warm-up run, the median of ``--repeats``, spread
+printed; both sides on the same pairs, answers compared).
 """
 from __future__ import annotations
 
 import random
-import time
+import sys
+
+from harness import Bench, ratio, time_it
 
 from pubsift.models.records import relations as rel
 from pubsift.models.records.constraints import Constraint as C
@@ -49,27 +53,35 @@ def baseline(fn_name: str):
     return {"covers": covers, "overlaps": overlaps, "identical": identical}[fn_name]
 
 
-def rate(fn, pairs, repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        for a, b in pairs:
-            fn(a, b)
-        best = min(best, time.perf_counter() - t)
-    return len(pairs) / best
-
-
-def main() -> None:
-    pairs = workload(20_000)
+def main(argv: list[str] | None = None) -> int:
+    bench = Bench("records_relations", __doc__, argv)
+    bench.parser.add_argument("--pairs", type=int, default=None,
+                              help="constraint pairs (default 20000; quick: 5000)")
+    args = bench.parse()
+    pairs = workload(args.pairs or (5_000 if args.quick else 20_000))
     for a, b in pairs:  # warm the value-set caches for the baseline
         value_set(a), value_set(b)
-    print(f"{'relation':10s} {'pairs/s':>12s} {'baseline/s':>12s} {'ratio':>7s}")
+    inputs = f"{len(pairs)} constraint pairs"
+    print(f"CPU time, median of {args.repeats} runs after a warm-up, ±half the spread")
+    print(f"{'relation':10s} {'pairs/s':>16s} {'baseline/s':>16s} {'ratio':>7s}")
+    status = 0
     for name in ("covers", "overlaps", "identical"):
-        fast = rate(getattr(rel, name), pairs)
-        base = rate(baseline(name), pairs)
-        assert all(getattr(rel, name)(a, b) == baseline(name)(a, b) for a, b in pairs)
-        print(f"{name:10s} {fast:12,.0f} {base:12,.0f} {fast / base:6.1f}x")
+        fast_fn, base_fn = getattr(rel, name), baseline(name)
+        if not all(fast_fn(a, b) == base_fn(a, b) for a, b in pairs):
+            print(f"{name}: answers differ from the value sets")
+            status = 1
+        fast = time_it(lambda: [fast_fn(a, b) for a, b in pairs], len(pairs), inputs,
+                       args.repeats)
+        base = time_it(lambda: [base_fn(a, b) for a, b in pairs], len(pairs), inputs,
+                       args.repeats)
+        r = ratio(fast, base)
+        print(f"{name:10s} {fast.fmt_rate():>16s} {base.fmt_rate():>16s} {r:6.1f}x")
+        bench.row(relation=name, algebra=fast, value_sets=base, ratio=r)
+        if name == "covers":
+            bench.headline("records covers() vs general value sets (cached)",
+                           f"{fast.rate:,.0f} covers/s ({r:.1f}×)")
+    return bench.finish(status)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

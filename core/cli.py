@@ -24,6 +24,7 @@ from pubsift.core.registry import installed_models, load_model
 
 if TYPE_CHECKING:  # adapters are imported inside the commands (core does not need them)
     from pubsift.adapters import Source
+    from pubsift.adapters.limits import ReadLimits
 
 _OPTIONAL_HOOKS = ("identical", "overlaps", "merge", "parse_filters", "format_filter", "new_index")
 
@@ -132,7 +133,7 @@ def _internal(model: FilterModel, hook: str, exc: BaseException) -> str:
 
 #: file names read as JSON lines of events line by line, as before issue 11 (ids ``file:line``)
 _EVENT_LINES = (".jsonl", ".ndjson", ".json")
-_INPUT_OPTIONS = ("format", "split", "ns", "columns", "delimiter")
+_INPUT_OPTIONS = ("format", "split", "ns", "columns", "delimiter", "exclude")
 
 
 def _line_events(path: str, args: argparse.Namespace) -> bool:
@@ -172,11 +173,13 @@ def _pairs_option(values: Sequence[str], what: str, sep: str = "=") -> dict[str,
     return out
 
 
-def _sources(paths: Sequence[str], args: argparse.Namespace, model: str | None
-             ) -> list["Source"]:
-    """The sources the command line names (raises _BadFilters: a usage error)."""
+def _sources(paths: Sequence[str], args: argparse.Namespace, model: str | None,
+             models: dict[str, FilterModel] | None = None) -> list["Source"]:
+    """The sources the command line names, checked (:func:`pubsift.adapters.reading.check`;
+    raises _BadFilters or SourceError: a usage error)."""
     from pubsift.adapters import Source
     from pubsift.adapters.readers import readers
+    from pubsift.adapters.reading import check
 
     if args.format is not None and args.format not in readers():
         raise _BadFilters(f"no reader for format {args.format!r} (formats: "
@@ -185,9 +188,33 @@ def _sources(paths: Sequence[str], args: argparse.Namespace, model: str | None
                             "--columns")
     delimiter = {"\\t": "\t", "tab": "\t"}.get(args.delimiter, args.delimiter)
     publisher = _publisher_option(args.publisher)
-    return [Source(p, format=args.format, model=model, split=args.split,
-                   namespaces=_pairs_option(args.ns or [], "--ns"), columns=columns,
-                   delimiter=delimiter, publisher=publisher) for p in paths]
+    sources = [Source(p, format=args.format, model=model, split=args.split,
+                      namespaces=_pairs_option(args.ns or [], "--ns"), columns=columns,
+                      delimiter=delimiter, publisher=publisher,
+                      exclude=tuple(args.exclude or ())) for p in paths]
+    check(sources, models)  # SourceError: a usage error, before anything is read
+    return sources
+
+
+def _limits_option(values: Sequence[str]) -> "ReadLimits":
+    """``--limit NAME=N`` (repeatable): the integer settings of ReadLimits."""
+    from dataclasses import replace
+
+    from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
+
+    names = [f for f in ReadLimits.__dataclass_fields__ if f != "xml"]
+    changes: dict[str, int] = {}
+    for key, val in _pairs_option(values, "--limit").items():
+        if key not in names:
+            raise _BadFilters(f"--limit: no limit named {key!r} (limits: {', '.join(names)})")
+        try:
+            changes[key] = int(val.replace("_", ""))
+        except ValueError:
+            raise _BadFilters(f"--limit {key}: an integer, not {val!r}") from None
+    try:
+        return replace(DEFAULT_READ_LIMITS, **changes)
+    except PubsiftError as exc:
+        raise _BadFilters(f"--limit: {one_line(exc)}") from None
 
 
 def _publisher_option(value: str | None) -> dict[str, Any] | None:
@@ -233,6 +260,8 @@ def _warn_broken_readers(command: str, err: TextIO) -> None:
 def cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Exit 0; 1 when event lines were skipped or records quarantined (each reported with
     where it is); 2 when the filters or an events file cannot be used."""
+    from pubsift.adapters.source import SourceError
+
     model = load_model(args.model)
     paths = args.events or ["-"]
     try:
@@ -250,10 +279,13 @@ def cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if "-" in paths and any(getattr(args, o) for o in _INPUT_OPTIONS):
             raise _BadFilters("standard input (-) is read as JSON lines of events; "
                               f"--{'/--'.join(_INPUT_OPTIONS)} apply to files")
-        read_with = [None if _line_events(p, args) else _sources([p], args, args.model)[0]
+        models = {model.name: model}
+        read_with = [None if _line_events(p, args) else _sources([p], args, args.model,
+                                                                  models)[0]
                      for p in paths]
-    except _BadFilters as exc:
-        err.write(f"pubsift match: {exc}\n")
+        limits = _limits_option(args.limit or [])
+    except (_BadFilters, SourceError) as exc:
+        err.write(f"pubsift match: {one_line(exc)}\n")
         return 2
     order = {label: i for i, (label, _) in enumerate(filters)}
     n_events = n_bad = n_quarantined = n_deliveries = 0
@@ -284,7 +316,7 @@ def cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if source is not None:
             from pubsift.adapters import Quarantined, read
 
-            for item in read(source, models={model.name: model}):
+            for item in read(source, limits=limits, models=models):
                 if isinstance(item, Quarantined):
                     err.write(f"{printable(item.id)}: {item.reason}: "
                               f"{printable(item.message)}; quarantined\n")
@@ -322,19 +354,32 @@ def cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 class _AtomicFile:
     """A text file written under a temporary name beside it and renamed into place by
-    :meth:`commit`, so that an interrupted run leaves no half file (only the old one)."""
+    :meth:`commit`, so that an interrupted run leaves no half file (only the old one). A
+    symbolic link is written through: the temporary file is made beside the link's target
+    and replaces the target, the link stays. ``-`` is standard output (written directly)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, stdout: TextIO | None = None) -> None:
         import tempfile
 
-        self.path = path
-        folder, name = os.path.split(os.path.abspath(path))
+        self.tmp = ""
+        if path == "-":
+            assert stdout is not None
+            self.path, self.fh = path, stdout
+            return
+        self.path = os.path.realpath(path)
+        if os.path.exists(self.path) and not os.path.isfile(self.path):
+            raise _BadFilters(f"cannot write {path}: not a regular file (a directory, a "
+                              "device or a FIFO); use - for standard output")
+        folder, name = os.path.split(self.path)
         fd, self.tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=folder)
         # backslashreplace: a lone surrogate (from bytes that were not UTF-8) is written as
         # its JSON escape, inside the JSON string it belongs to
         self.fh = os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace")
 
     def commit(self) -> None:
+        if not self.tmp:
+            self.fh.flush()
+            return
         self.fh.close()
         umask = os.umask(0)  # mkstemp makes the file private; give it the usual mode
         os.umask(umask)
@@ -342,6 +387,8 @@ class _AtomicFile:
         os.replace(self.tmp, self.path)
 
     def discard(self) -> None:
+        if not self.tmp:
+            return
         self.fh.close()
         if os.path.exists(self.tmp):
             os.unlink(self.tmp)
@@ -357,36 +404,48 @@ def _event_line(item: Any, models: dict[str, FilterModel]) -> str:
 
 def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Exit 0 when every record became an event, 1 when something was quarantined, 2 on
-    a usage error (bad option, unknown model or format)."""
-    from pubsift.adapters import Quarantined
+    a usage error (bad option, unknown model or format, a setting that cannot be used),
+    then with nothing written. ``--out -`` writes the events to standard output; the
+    quarantine file must then be named (``--quarantine FILE``) and the counts go to
+    standard error."""
+    from pubsift.adapters import Quarantined, read
+    from pubsift.adapters.source import SourceError
     from pubsift.adapters.summary import Summary
 
+    if args.out == "-" and not args.quarantine:
+        err.write("pubsift convert: --out - (standard output) needs --quarantine FILE\n")
+        return 2
     quarantine = args.quarantine or _beside(args.out, ".quarantine.jsonl")
+    report = err if args.out == "-" else out
+    opened: list[_AtomicFile] = []
     try:
-        if os.path.abspath(quarantine) == os.path.abspath(args.out):
-            raise _BadFilters("--quarantine and --out name the same file")
+        if quarantine == "-" or args.summary == "-":
+            raise _BadFilters("--quarantine and --summary name files (standard output "
+                              "is for --out -)")
+        names = [os.path.realpath(p) for p in (args.out, quarantine, args.summary or "")
+                 if p and p != "-"]
+        if len(set(names)) != len(names):
+            raise _BadFilters("--out, --quarantine and --summary name the same file")
         models: dict[str, FilterModel] = {}
         if args.model is not None:
             models[args.model] = load_model(args.model)
-        sources = _sources(args.paths, args, args.model)
-    except _BadFilters as exc:
-        err.write(f"pubsift convert: {exc}\n")
+        sources = _sources(args.paths, args, args.model, models)
+        limits = _limits_option(args.limit or [])
+        for path in (args.out, quarantine):
+            opened.append(_AtomicFile(path, out))
+    except (_BadFilters, SourceError, OSError) as exc:
+        for f in opened:
+            f.discard()
+        if isinstance(exc, OSError):
+            where = os.path.dirname(os.path.realpath(exc.filename or "")) or "."
+            exc = _BadFilters(f"cannot write {where}: {exc.strerror or one_line(exc)}")
+        err.write(f"pubsift convert: {one_line(exc)}\n")
         return 2
-    opened: list[_AtomicFile] = []
-    for path in (args.out, quarantine):
-        try:
-            opened.append(_AtomicFile(path))
-        except OSError as exc:
-            for f in opened:
-                f.discard()
-            err.write(f"pubsift convert: cannot write {os.path.dirname(os.path.abspath(path))}"
-                      f": {exc.strerror or one_line(exc)}\n")
-            return 2
     events, bad = opened
     _warn_broken_readers("convert", err)
     summary = Summary()
     try:
-        for item in _read_listing(sources, models, summary):
+        for item in read(*sources, limits=limits, models=models, seen=summary.saw):
             if not isinstance(item, Quarantined):
                 try:
                     events.fh.write(_event_line(item, models))
@@ -398,31 +457,19 @@ def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if isinstance(item, Quarantined):
                 bad.fh.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
             summary.add(item)
+        if args.summary:
+            full = _AtomicFile(args.summary)
+            full.fh.write(json.dumps(summary.to_json(), indent=1, ensure_ascii=False) + "\n")
+            full.commit()
         events.commit()
         bad.commit()
     except BaseException:
         events.discard()
         bad.discard()
         raise
-    _print_summary(summary, out, args.out, quarantine)
+    _print_summary(summary, report, "standard output" if args.out == "-" else args.out,
+                   quarantine)
     return 1 if summary.quarantined else 0
-
-
-def _read_listing(sources: list["Source"], models: dict[str, FilterModel], summary: Any
-                  ) -> Iterator[Any]:
-    """What :func:`pubsift.adapters.read` gives, input by input, each input made known to
-    the summary first (so that a file with no record is listed with 0 read)."""
-    from pubsift.adapters import Quarantined, read_input
-    from pubsift.adapters.inputs import inputs
-    from pubsift.adapters.limits import DEFAULT_READ_LIMITS
-
-    for source in sources:
-        for inp in inputs(source, DEFAULT_READ_LIMITS):
-            if isinstance(inp, Quarantined):
-                yield inp
-            else:
-                summary.saw(inp.name)
-                yield from read_input(inp, DEFAULT_READ_LIMITS, models)
 
 
 def _beside(path: str, suffix: str) -> str:
@@ -431,12 +478,22 @@ def _beside(path: str, suffix: str) -> str:
     return stem + suffix
 
 
+#: source lines ``convert`` prints at most (``--summary FILE.json`` has them all)
+SUMMARY_SOURCES = 20
+
+
 def _print_summary(summary: Any, out: TextIO, events_path: str, quarantine_path: str) -> None:
-    """Counts per source and per reason, one plain line each (grep-able)."""
+    """Counts per source and per reason, one plain line each (grep-able). At most
+    :data:`SUMMARY_SOURCES` sources, the ones with quarantined records first (most first),
+    then those that gave no record, then the busiest; then how many more there are."""
     out.write("sources:\n")
-    for source, c in summary.sources.items():
+    ranked = sorted(summary.sources.items(),
+                    key=lambda sc: (-sc[1].quarantined, sc[1].read != 0, -sc[1].read))
+    for source, c in ranked[:SUMMARY_SOURCES]:
         out.write(f"  {printable(source)}: {c.read} read, {c.events} events, "
                   f"{c.quarantined} quarantined\n")
+    if len(ranked) > SUMMARY_SOURCES:
+        out.write(f"  … and {len(ranked) - SUMMARY_SOURCES} more sources\n")
     if summary.reasons:
         out.write("reasons:\n")
         for reason, n in sorted(summary.reasons.items()):
@@ -479,6 +536,13 @@ def _input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--columns", action="append", metavar="COL=TYPE,...",
                    help="declared CSV column types: int, float, bool, str")
     p.add_argument("--delimiter", help="the CSV delimiter (default: sniffed; tab: \\t)")
+    p.add_argument("--exclude", action="append", metavar="GLOB",
+                   help="files not to read nor count, matched against the path inside the "
+                        "directory or archive and the file name (repeatable): '*.md'")
+    p.add_argument("--limit", action="append", metavar="NAME=N",
+                   help="a read limit (repeatable): max_members, max_total_bytes, "
+                        "max_ratio, ratio_floor, max_nesting, max_record_bytes, "
+                        "stream_above")
     p.add_argument("--publisher", metavar="JSON|@FILE",
                    help="the concepts publisher side (concept, vocabulary, context, "
                         "time_field, ignore) as a JSON object, or @FILE of JSON or TOML; "
@@ -508,9 +572,13 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("-m", "--model", default=None,
                     help="filter model of the events (default: each reader's own)")
     cv.add_argument("--out", required=True, metavar="FILE.jsonl",
-                    help="events, one JSON line each: model, source, position, event")
+                    help="events, one JSON line each: model, source, position, event "
+                         "(- : standard output, then --quarantine is needed)")
     cv.add_argument("--quarantine", metavar="FILE",
                     help="quarantine records (default: FILE.quarantine.jsonl beside --out)")
+    cv.add_argument("--summary", metavar="FILE.json",
+                    help="the full counts per source and reason as JSON (the printed "
+                         f"summary lists at most {SUMMARY_SOURCES} sources)")
     _input_options(cv)
     ex = sub.add_parser("experiment", help="reproduce the seeds' experiments")
     ex_sub = ex.add_subparsers(dest="experiment", required=True)

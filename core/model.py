@@ -159,6 +159,13 @@ class FilterIndex(ABC, Generic[K]):
     def match(self, event: Event) -> set[K]:
         """Keys of filters f with event ∈ N(f)."""
 
+    def match_batch(self, events: Iterable[Event]) -> list[set[K]]:
+        """``[match(e) for e in events]``: one answer per event, in order. Indexes that
+        can answer many events at once (columnar, shared work) override it; the answers
+        must be those of :meth:`match`. Default: a loop over :meth:`match`."""
+        match = self.match
+        return [match(e) for e in events]
+
     def match_pairs(self, event: Event) -> list[tuple[Filter, K]]:
         """(filter, key) pairs whose filter matches; default: via :meth:`match`-style scan."""
         return [(f, k) for f, k in self if self.model.matches(f, event)]

@@ -16,14 +16,33 @@ it in one interval structure. A node's children on one attribute are held in an
 (one probe per node and attribute, no counters, no verification): its cost follows the
 matching subscriptions, not the held ones.
 
-Measured with ``bench/records_match.py`` (quotes workload, 20,000 S&P 500 quote events,
-CPU time of one core on a busy 2-core machine) against Mühl's counting over the same
-attribute structures and the linear scan over ``RecordFilter.matches``, events/s::
+Compiled plans. ``match`` walks each node through its plan (:mod:`~pubsift.models.records.plans`):
+the node's attribute indexes with the children *folded*, so a bucket of children costs one
+``set.update`` of their keys instead of one step per child, one-sided bounds are one
+bisect and one slice, intervals one bisect into a table of elementary regions (or a
+segment tree), and the string parts of an attribute (``=``, ``in``, prefixes) one memo
+lookup per value. A plan is dropped when its node's children change (or their keys), and
+rebuilt once enough matches have walked the node unfolded to pay for it
+(``PLAN_SLACK``: once the unfolded walks have touched about as many items as building
+touches): a node that changes more often than that is never compiled, and costs what it
+cost before plans.
 
-    subscriptions   matches/event   this index   counting (Fig. 4.6)   linear scan
-    1,000                 2.8        126,879           6,317               866
-    10,000               29.4         81,152             458                66
-    100,000             296.7         16,176              36                 9
+Measured with ``bench/records_match.py`` (quotes workload, 20,000 S&P 500 quote events,
+CPU time of one process on a busy 2-core machine, median of 5 runs; baselines on the
+same events as the index; see ``bench/results.md`` for the latest ``make bench``)
+against Mühl's counting over the same attribute structures and the linear scan over
+``RecordFilter.matches``, events/s::
+
+    subscriptions   matches/event   this index   without plans   counting (Fig. 4.6)
+    1,000                 2.8        395,594         223,545          40,353
+    10,000               29.4        231,030         108,740           3,173
+    100,000             296.0         84,200          22,391             102
+
+("without plans": the same tree walked through ``AttributeIndex.probe``, before the
+plans, measured with the same script in the same session.) These are steady-state
+figures over the sample in the file's order (by symbol, then date): in the order a feed
+publishes (by date) the same events cost more cache misses, and building the plans,
+keeping all answers (``match_batch``) cost more too; ``bench/results.md`` has all of them.
 
 Counting pays for every satisfied price range of other stocks; the tree pays per match.
 
@@ -64,6 +83,7 @@ from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.constraints import ABSENT, Constraint, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.limits import TooComplex
+from pubsift.models.records.plans import NodePlan, walk
 from pubsift.models.records.predicates import compile_test
 from pubsift.models.records.relations import Unsatisfiable, span_key, witness
 from pubsift.models.records.values import Record
@@ -76,6 +96,11 @@ _RANK = {
     Op.SUFFIX: 4, Op.IN_RANGE: 5, Op.LT: 6, Op.LE: 6, Op.GT: 6, Op.GE: 6, Op.NOT_EXISTS: 8,
 }
 _OTHER = 7  # ≠, not-in, not-prefix, substring, multi-value operators, exists, ...
+
+#: A node's plan is built once the matches that walked it unfolded since its last change
+#: have found, together, as many items as building the plan touches (the items held by
+#: its children) plus this many.
+PLAN_SLACK = 16
 
 
 def _order(nc: tuple[str, Constraint]) -> tuple:
@@ -94,7 +119,7 @@ def _order(nc: tuple[str, Constraint]) -> tuple:
 class _Node:
     """A node of the access tree: reached by one attribute filter from its parent."""
 
-    __slots__ = ("entry", "children", "sub", "parent", "via")
+    __slots__ = ("entry", "children", "sub", "parent", "via", "plan", "misses")
 
     def __init__(self, parent: "_Node | None", via: tuple[str, Constraint] | None) -> None:
         self.entry: _Entry | None = None
@@ -102,6 +127,27 @@ class _Node:
         self.sub: dict[tuple[str, Constraint], _Node] = {}
         self.parent = parent
         self.via = via
+        # the compiled plan of the children (None: changed since it was built) and the
+        # matches that walked the node unfolded since then
+        self.plan: NodePlan | None = None
+        self.misses = 0
+
+    def changed(self) -> None:
+        """The children changed: drop the plan (the next matches rebuild it)."""
+        self.plan = None
+        self.misses = 0
+
+    def folded_changed(self) -> None:
+        """What the parent's plan folds of this node (its keys, whether it has children)
+        changed."""
+        if self.parent is not None:
+            self.parent.changed()
+
+    def compile_after(self) -> int:
+        """Work of unfolded walks (items found, attributes probed) before the plan is
+        built: building costs about one step per held item, so it is built once the
+        walks have spent as much; a node that changes between matches is never built."""
+        return PLAN_SLACK + sum(ai.size for ai in self.children.values())
 
 
 class _Entry:
@@ -159,6 +205,7 @@ class RecordsIndex(FilterIndex[Hashable]):
         if key in e.keys:
             return
         e.keys[key] = None
+        e.node.folded_changed()
         self._by_key.setdefault(key, {})[e] = None
         self._npairs += 1
 
@@ -167,6 +214,7 @@ class RecordsIndex(FilterIndex[Hashable]):
         if e is None or key not in e.keys:
             raise KeyError(f"({f!r}, {key!r}) is not in the index")
         del e.keys[key]
+        e.node.folded_changed()
         _discard(self._by_key, key, e)
         self._npairs -= 1
         if not e.keys:
@@ -187,10 +235,14 @@ class RecordsIndex(FilterIndex[Hashable]):
         for nc in path:
             child = node.sub.get(nc)
             if child is None:
+                if not node.sub:
+                    node.folded_changed()  # it gets children
                 child = node.sub[nc] = _Node(node, nc)
                 _attr_index(node.children, nc[0]).add(nc[1], child)
+                node.changed()
             node = child
         e = node.entry = self._entries[f] = _Entry(f, node, None)
+        node.folded_changed()
         for n, c in f.constraints:
             groups = self._groups.setdefault(n, {})
             g = groups.get(c)
@@ -216,10 +268,14 @@ class RecordsIndex(FilterIndex[Hashable]):
         del self._entries[f]
         node = e.node
         node.entry = None
+        node.folded_changed()
         while node.parent is not None and node.entry is None and not node.sub:
             parent, (n, c) = node.parent, node.via
             del parent.sub[(n, c)]
             _detach(parent.children, n, c, node)
+            parent.changed()
+            if not parent.sub:
+                parent.folded_changed()  # it has no children left
             node = parent
         for n, c in f.constraints:
             groups = self._groups[n]
@@ -325,23 +381,15 @@ class RecordsIndex(FilterIndex[Hashable]):
         return out
 
     def match(self, event: Record) -> set[Hashable]:
-        # the walk of _matching, collecting keys directly (the hot path of routing)
+        # the walk of _matching through the nodes' compiled plans (:mod:`plans`): the
+        # stack holds nodes whose own keys are collected and whose children are to probe
         get = _flat(event).get
         out: set[Hashable] = set()
         update = out.update
-        stack = [self._root]
-        pop, push = stack.pop, stack.extend
-        while stack:
-            node = pop()
-            if node.entry is not None:
-                update(node.entry.keys)
-            if node.children:
-                for name, ai in node.children.items():
-                    v = get(name, ABSENT)
-                    if v is ABSENT and not ai.absent:
-                        continue
-                    for bucket in ai.probe(v):
-                        push(bucket)
+        root = self._root
+        if root.entry is not None:
+            update(root.entry.keys)
+        walk(root, get, update)
         return out
 
     def match_pairs(self, event: Record) -> list[tuple[RecordFilter, Hashable]]:

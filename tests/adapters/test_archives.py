@@ -68,12 +68,13 @@ def per_source(items) -> dict[str, tuple[int, int]]:
 FILES = {"b/two.lines": b"3\n4\nfive\n", "a.lines": b"1\n2\n", "c/d/e.lines": b"6\n"}
 
 
-def test_zip_members_are_read_in_name_order_named_archive_bang_member(tmp_path):
+def test_zip_members_are_read_in_archive_order_named_archive_bang_member(tmp_path):
     z = make_zip(tmp_path / "a.zip", {**FILES, "emptydir/": b""})
     got = list(read(str(z)))
-    assert [x.source for x in got] == [f"{z}!a.lines"] * 2 + [f"{z}!b/two.lines"] * 3 + \
-        [f"{z}!c/d/e.lines"]
-    assert per_source(got) == {f"{z}!{n}": oracle(d) for n, d in sorted(FILES.items())}
+    assert [x.source for x in got] == [f"{z}!b/two.lines"] * 3 + [f"{z}!a.lines"] * 2 + \
+        [f"{z}!c/d/e.lines"]  # the order they were written in, not the names' order
+    assert per_source(got) == {f"{z}!{n}": oracle(d) for n, d in FILES.items()}
+    assert list(per_source(got)) == [f"{z}!{n}" for n in FILES]
 
 
 @pytest.mark.parametrize("suffix, mode", [(".tar", "w"), (".tar.gz", "w:gz"),
@@ -93,12 +94,12 @@ def test_archives_nest_one_level_deep_and_deeper_ones_are_quarantined(tmp_path):
     tar_inner = tar_bytes({"t.lines": b"4\n5\n"}, "w:gz")
     outer = make_zip(tmp_path / "outer.zip", {"inner.zip": inner.read_bytes(),
                                               "inner.tar.gz": tar_inner})
-    assert outcome(read(str(outer))) == [
+    assert outcome(read(str(outer))) == [     # archive order, as written
+        (f"{outer}!inner.zip!deep.zip", 0, "archive-member"),
+        (f"{outer}!inner.zip!i.lines", 1, "event"),
+        (f"{outer}!inner.zip!g.lines.gz", 1, "event"),
         (f"{outer}!inner.tar.gz!t.lines", 1, "event"),
         (f"{outer}!inner.tar.gz!t.lines", 2, "event"),
-        (f"{outer}!inner.zip!deep.zip", 0, "archive-member"),
-        (f"{outer}!inner.zip!g.lines.gz", 1, "event"),
-        (f"{outer}!inner.zip!i.lines", 1, "event"),
     ]
     # a zip in a tar.gz: outer.tgz!inner.zip!i.lines
     tgz = tmp_path / "outer.tgz"
@@ -106,8 +107,8 @@ def test_archives_nest_one_level_deep_and_deeper_ones_are_quarantined(tmp_path):
     assert (f"{tgz}!inner.zip!i.lines", 1, "event") in outcome(read(str(tgz)))
     # max_nesting = 0: no archive inside an archive is opened
     flat = outcome(read(str(outer), limits=ReadLimits(max_nesting=0)))
-    assert flat == [(f"{outer}!inner.tar.gz", 0, "archive-member"),
-                    (f"{outer}!inner.zip", 0, "archive-member")]
+    assert flat == [(f"{outer}!inner.zip", 0, "archive-member"),
+                    (f"{outer}!inner.tar.gz", 0, "archive-member")]
 
 
 UNSAFE = ["../evil.lines", "a/../../evil.lines", "/etc/x.lines", "C:/x.lines",
@@ -178,8 +179,8 @@ def test_zip_symlink_and_encrypted_members_are_quarantined(tmp_path):
         at = raw.index(b"PK\x01\x02", at + 4)
     z.write_bytes(bytes(raw))
     assert outcome(read(str(z))) == [(f"{z}!link.lines", 0, "archive-member"),
-                                     (f"{z}!ok.lines", 1, "event"),
-                                     (f"{z}!secret.lines", 0, "archive-member")]
+                                     (f"{z}!secret.lines", 0, "archive-member"),
+                                     (f"{z}!ok.lines", 1, "event")]
 
 
 def test_duplicate_member_names_are_quarantined_so_ids_stay_unique(tmp_path):
@@ -288,6 +289,68 @@ def test_reading_a_member_twice_counts_its_bytes_once(tmp_path):
         for _ in range(3):
             with inp.open() as fh:
                 assert len(fh.read()) == 1_000_000
+
+
+def _reverse_zip(n: int) -> bytes:
+    """A zip of ``n`` members written in reverse name order (review finding 8)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for i in reversed(range(n)):
+            z.writestr(f"m{i:04d}.lines", b"".join(b"%d\n" % (i * 7 + j) for j in range(50)))
+    return buf.getvalue()
+
+
+def test_a_nested_zip_is_read_front_to_back_within_a_linear_budget(tmp_path):
+    # members in name order meant a backward seek on the inner zip's decompressed stream
+    # per member, each decompressing it again from the start: quadratic work. In archive
+    # order, the inner zip is decompressed a few times (its directory is at its end), and
+    # every member once. Name order here costs about 150 times the inner zip's size.
+    inner = _reverse_zip(300)
+    outer = make_zip(tmp_path / "outer.zip", {"inner.zip": inner})
+    members = sum(len(b"".join(b"%d\n" % (i * 7 + j) for j in range(50))) for i in range(300))
+    limits = ReadLimits(max_total_bytes=4 * len(inner) + members)
+    got = list(read(str(outer), limits=limits))
+    assert not [q for q in got if isinstance(q, Quarantined)]
+    sources = list(per_source(got))
+    assert sources == [f"{outer}!inner.zip!m{i:04d}.lines" for i in reversed(range(300))]
+    assert all(c == (50, 0) for c in per_source(got).values())
+
+
+def test_decompressing_again_after_a_backward_seek_is_charged_to_the_budget():
+    from pubsift.adapters.bombguard import Budget, decompressed
+
+    data = b"1\n" * 100_000
+    limits = ReadLimits(max_total_bytes=500_000)
+    budget = Budget("x.gz", limits)
+    fh = decompressed(io.BytesIO(gzip.compress(data)), ".gz", "x.gz", limits, budget)
+    assert fh.read() == data and budget.total == len(data)
+    fh.seek(0)
+    assert fh.read(1000) == data[:1000]
+    assert len(data) < budget.total <= len(data) + (64 << 10)   # one buffer again
+    fh.seek(len(data))
+    assert budget.total == 2 * len(data)
+    fh.seek(0)
+    with pytest.raises(Exception) as info:
+        fh.seek(len(data))             # a third time: over the limit
+    assert getattr(info.value, "reason", None) == "archive-bomb"
+
+
+def test_a_refused_tar_gz_member_is_skipped_under_the_ratio_limit(tmp_path):
+    # tarfile skips a member by seeking the decompressed stream: the guard reads its way
+    # forward and stops at the ratio limit instead of decompressing all of it first
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        zeros = b"\0" * (64 << 20)
+        info = tarfile.TarInfo("../evil.lines")
+        info.size = len(zeros)
+        tf.addfile(info, io.BytesIO(zeros))
+    t = tmp_path / "skip.tar.gz"
+    t.write_bytes(buf.getvalue())
+    got = list(read(str(t), limits=SMALL))
+    assert outcome(got) == [(f"{t}!../evil.lines", 0, "archive-member"),
+                            (str(t), 0, "archive-bomb")]
+    produced = int(got[-1].message.split("(")[1].split(" bytes out of")[0])
+    assert produced < 4 << 20, got[-1].message  # not the 64 MiB of the member
 
 
 @pytest.mark.parametrize("kind", ["zip", "tar"])

@@ -402,3 +402,103 @@ def test_a_publisher_side_that_cannot_be_used_is_a_usage_error(tmp_path, value, 
                         "--out", tmp_path / "o.jsonl"])
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+# -- review of issue 11, findings 9, 10, 16 --------------------------------------------------
+def test_convert_out_through_a_symlink_writes_the_target_and_keeps_the_link(tmp_path):
+    (tmp_path / "a.lines").write_bytes(b"1\n")
+    target = tmp_path / "target.jsonl"
+    target.write_text("old\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    code, _, err = run(["convert", tmp_path / "a.lines", "--out", link,
+                        "--quarantine", tmp_path / "q.jsonl"])
+    assert code == 0, err
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert [e["position"] for e in jsonl(target)] == [1]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+def test_convert_refuses_an_out_that_is_not_a_regular_file(tmp_path):
+    (tmp_path / "a.lines").write_bytes(b"1\n")
+    os.mkfifo(tmp_path / "pipe")
+    for out in (tmp_path / "pipe", tmp_path):
+        code, stdout, err = run(["convert", tmp_path / "a.lines", "--out", out,
+                                 "--quarantine", tmp_path / "q.jsonl"])
+        assert code == 2 and stdout == "" and "not a regular file" in err, err
+    assert not (tmp_path / "q.jsonl").exists()
+
+
+def test_convert_out_dash_writes_the_events_to_stdout(tmp_path):
+    (tmp_path / "a.lines").write_bytes(b"1\nx\n")
+    q = tmp_path / "q.jsonl"
+    code, stdout, err = run(["convert", tmp_path / "a.lines", "--out", "-", "--quarantine", q])
+    assert code == 1
+    assert [json.loads(x)["position"] for x in stdout.splitlines()] == [1]
+    assert [r["position"] for r in jsonl(q)] == [2]
+    assert "total: 2 read, 1 events -> standard output, 1 quarantined" in err
+    code, stdout, err = run(["convert", tmp_path / "a.lines", "--out", "-"])
+    assert code == 2 and stdout == "" and "needs --quarantine" in err
+
+
+def test_convert_prints_at_most_20_sources_problems_first_and_writes_all_to_summary(tmp_path):
+    d = tmp_path / "many"
+    d.mkdir()
+    for i in range(30):
+        (d / f"f{i:02d}.lines").write_bytes(b"1\n" * (i + 1))
+    (d / "f29.lines").write_bytes(b"1\nbad\n")
+    (d / "f28.lines").write_bytes(b"")
+    summary = tmp_path / "summary.json"
+    code, stdout, _ = run(["convert", d, "--out", tmp_path / "o.jsonl", "--summary", summary])
+    assert code == 1
+    lines = stdout.splitlines()
+    shown = lines[1:lines.index("  … and 10 more sources")]
+    assert len(shown) == 20
+    assert shown[0] == f"  {d}/f29.lines: 2 read, 1 events, 1 quarantined"   # problems first
+    assert shown[1] == f"  {d}/f28.lines: 0 read, 0 events, 0 quarantined"   # then empty
+    assert shown[2] == f"  {d}/f27.lines: 28 read, 28 events, 0 quarantined" # then busiest
+    full = json.loads(summary.read_text())
+    assert len(full["sources"]) == 30
+    assert full["read"] == sum(c["read"] for c in full["sources"].values()) == \
+        len(jsonl(tmp_path / "o.jsonl")) + 1
+    from pubsift.adapters.summary import Summary
+    assert Summary.from_json(full).to_json() == full
+
+
+def test_convert_exclude_and_limit_options(tmp_path):
+    d = tmp_path / "data"
+    d.mkdir()
+    (d / "a.lines").write_bytes(b"1\n22222222\n")
+    (d / "README.md").write_text("# about\n")
+    (d / "PROVENANCE.txt").write_text("from\n")
+    code, stdout, _ = run(["convert", d, "--out", tmp_path / "o.jsonl"])
+    assert code == 1 and "unknown-format: 2" in stdout
+    code, stdout, _ = run(["convert", d, "--out", tmp_path / "o.jsonl", "--exclude", "*.md",
+                           "--exclude", "PROVENANCE*"])
+    assert code == 0 and "README" not in stdout and "total: 2 read, 2 events" in stdout
+    (tmp_path / "e.jsonl").write_text('{"a": 1}\n{"b": 22222222}\n')
+    code, stdout, _ = run(["convert", tmp_path / "e.jsonl", "--out", tmp_path / "o.jsonl",
+                           "--limit", "max_record_bytes=10"])
+    assert code == 1 and "too-large: 1" in stdout
+    for bad, says in [("nosuch=1", "no limit named 'nosuch'"), ("max_ratio=x", "an integer"),
+                      ("max_ratio=0", "positive")]:
+        code, _, err = run(["convert", d, "--out", tmp_path / "o.jsonl", "--limit", bad])
+        assert code == 2 and says in err, err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--split", "a/b[1]"], "is not an element name"),
+    (["--publisher", '{"concept": "NoSuchConcept"}'], "NoSuchConcept"),
+])
+def test_a_setting_that_cannot_be_used_exits_2_before_anything_is_written(tmp_path, argv,
+                                                                          says):
+    d = tmp_path / "mix"
+    d.mkdir()
+    (d / "a.lines").write_bytes(b"1\n")
+    (d / "b.xml").write_bytes(b"<r><x/></r>")
+    out = tmp_path / "o.jsonl"
+    code, stdout, err = run(["convert", d, "--out", out, *argv])
+    assert code == 2 and stdout == "" and says in err and err.count("\n") == 1, err
+    assert sorted(os.listdir(tmp_path)) == ["mix"]
+    code, stdout, err = run(["match", "-f", "n > 0", d, *argv])
+    assert code == 2 and stdout == "" and err.startswith("pubsift match: source "), err

@@ -6,12 +6,14 @@ from __future__ import annotations
 import bz2
 import gzip
 import os
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
-from pubsift.adapters import Event, Quarantined, ReadLimits, Source, read, register_reader
+from pubsift.adapters import (Event, Quarantined, ReadLimits, Source, SourceError, read,
+                               register_reader)
 from pubsift.adapters.inputs import Input, inputs
 from pubsift.adapters.readers import unregister_reader
 
@@ -202,3 +204,87 @@ def test_positions_and_ids_are_stable_across_runs(tmp_path):
     first = [(x.id, type(x).__name__) for x in read(str(tmp_path))]
     assert first == [(x.id, type(x).__name__) for x in read(str(tmp_path))]
     assert len({i for i, _ in first}) == len(first) == 5
+
+
+# -- review of issue 11, findings 3, 4, 9, 16 ------------------------------------------------
+def test_a_link_to_a_hidden_file_is_read_under_the_links_name_once(tmp_path):
+    # the Kubernetes volume layout: q.lines -> ..data/q.lines, ..data -> ..2024_01_01
+    d = tree(tmp_path / "mount", {"..2024_01_01/q.lines": b"1\n2\n", "plain.lines": b"3\n"})
+    (d / "..data").symlink_to("..2024_01_01")
+    (d / "q.lines").symlink_to("..data/q.lines")
+    (d / "r.lines").symlink_to("..2024_01_01/q.lines")   # the same file again: read once
+    (d / "p.lines").symlink_to("plain.lines")              # read under its own name
+    got = list(read(str(d)))
+    assert [x.id for x in got] == [f"{d}/plain.lines#1", f"{d}/q.lines#1", f"{d}/q.lines#2"]
+    assert all(isinstance(x, Event) for x in got)
+
+
+def test_a_link_to_a_hidden_directory_is_quarantined_not_silent(tmp_path):
+    d = tree(tmp_path / "d", {".hidden/x.lines": b"1\n"})
+    (d / "shown").symlink_to(".hidden", target_is_directory=True)
+    got = list(read(str(d)))
+    assert [(x.source, x.reason) for x in got] == [(f"{d}/shown", "unreadable")]
+    assert "hidden directory" in got[0].message
+
+
+def test_a_tree_of_only_directories_is_quarantined(tmp_path):
+    (tmp_path / "d" / "sub" / "deeper").mkdir(parents=True)
+    (tmp_path / "d" / "link").symlink_to(tmp_path / "d" / "sub", target_is_directory=True)
+    got = list(read(str(tmp_path / "d")))
+    assert [(x.id, x.reason) for x in got] == [(f"{tmp_path / 'd'}#0", "unreadable")]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+@pytest.mark.parametrize("how", ["path", "glob", "link"])
+def test_a_fifo_given_as_the_path_is_quarantined_never_opened(tmp_path, how):
+    import subprocess
+
+    fifo = tmp_path / "f.lines"
+    os.mkfifo(fifo)
+    path = {"path": fifo, "glob": tmp_path / "f.*", "link": tmp_path / "l.lines"}[how]
+    if how == "link":
+        path.symlink_to(fifo)
+    code = ("from pubsift.adapters import read; "
+            f"print([(o.source, o.reason) for o in read({str(path)!r})])")
+    try:   # in a child process: a FIFO opened for reading blocks until a writer comes
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("read() of a FIFO blocks")
+    shown = str(fifo) if how == "glob" else str(path)
+    assert done.stdout.strip() == repr([(shown, "unreadable")]), done.stderr
+
+
+def test_excluded_files_are_neither_read_nor_counted(tmp_path):
+    import zipfile
+
+    d = tree(tmp_path / "data", {"a.lines": b"1\n", "README.md": b"# data\n",
+                                 "sub/PROVENANCE.txt": b"from x\n", "sub/b.lines": b"2\n",
+                                 "docs/c.lines": b"3\n"})
+    with zipfile.ZipFile(d / "z.zip", "w") as z:
+        z.writestr("notes.md", "x")
+        z.writestr("in/m.lines", "4\n")
+    src = Source(str(d), exclude=("*.md", "PROVENANCE*", "docs/*"))
+    assert [x.id for x in read(src)] == [f"{d}/a.lines#1", f"{d}/sub/b.lines#1",
+                                         f"{d}/z.zip!in/m.lines#1"]
+    assert [x.id for x in read(Source(str(d / "README.md"), exclude=["*.md"]))] == []
+    assert Source.from_mapping({"path": "x", "exclude": ["*.md"]}).exclude == ("*.md",)
+    with pytest.raises(SourceError):
+        Source("x", exclude=["*.md", ""])
+    # without exclude, the README is read and quarantined: the point of the setting
+    assert "unknown-format" in [getattr(x, "reason", "") for x in read(str(d))]
+
+
+@pytest.mark.parametrize("setting, says", [
+    ({"split": "a/b[1]"}, "is not an element name"),
+    ({"format": "nosuch"}, "no reader for format 'nosuch'"),
+    ({"model": "nosuch"}, "model 'nosuch' cannot be used"),
+    ({"publisher": {"concept": "NoSuchConcept"}}, "NoSuchConcept"),
+    ({"publisher": {"concept": "StockQuote"}, "model": "records"}, "concepts model"),
+])
+def test_a_setting_that_cannot_be_used_raises_before_anything_is_read(tmp_path, setting,
+                                                                      says):
+    d = tree(tmp_path / "mix", {"a.csv": b"a,b\n1,2\n", "b.xml": b"<r><x/></r>"})
+    good = Source(str(d))
+    with pytest.raises(SourceError, match=re.escape(says)):
+        read(good, Source(str(d), **setting))   # raised by the call: nothing yielded

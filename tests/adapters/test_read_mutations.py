@@ -6,6 +6,7 @@ line format, whose records an independent split can count, read equals that coun
 whose reader is not registered yet are skipped."""
 from __future__ import annotations
 
+import csv
 import gzip
 import io
 import sys
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 
 from pubsift.adapters import Event, Quarantined, ReadLimits, read, register_reader
 from pubsift.adapters.outcomes import REASONS
-from pubsift.adapters.readers import readers, unregister_reader
+from pubsift.adapters.readers import readers, strip_compression, unregister_reader
 
 sys.path.insert(0, str(Path(__file__).parent))
 from toy_lines import LINES_READER, oracle  # noqa: E402
@@ -88,10 +89,40 @@ def check(items: list) -> None:
         assert x.position >= 0
         if isinstance(x, Quarantined):
             assert x.reason in REASONS or x.reason == "lines-syntax", x
-    per_source = Counter(x.source for x in items)
-    events = Counter(x.source for x in items if isinstance(x, Event))
-    quarantined = Counter(x.source for x in items if isinstance(x, Quarantined))
-    assert per_source == events + quarantined
+    # positions of rows and items are contiguous: a source is either one record at
+    # position 0 (the source as a whole) or records at 1..n with no gap (each row or item
+    # read is accounted for); line formats number lines, blank ones included
+    positions: dict[str, list[int]] = {}
+    for x in items:
+        positions.setdefault(x.source, []).append(x.position)
+    for source, ps in positions.items():
+        if not strip_compression(source).endswith((".jsonl", ".lines")):
+            assert ps == [0] or ps == list(range(1, len(ps) + 1)), (source, ps)
+
+
+def csv_rows(data: bytes) -> int | None:
+    """Data rows of a CSV file as Python's csv module counts them (blank lines are not
+    rows), when the mutation left a file the module reads strictly with the sample's
+    header and delimiter; None otherwise (no independent count)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if "\x00" in text or not text.startswith("symbol,price,volume\n"):
+        return None
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+    except csv.Error:
+        return None
+    return sum(1 for r in rows[1:] if r)
+
+
+def json_lines(data: bytes) -> list[int]:
+    """The numbers of the lines with content, as a plain split finds them."""
+    lines = data.removeprefix(b"\xef\xbb\xbf").split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return [i for i, ln in enumerate(lines, 1) if ln.strip(b" \t\r\n\x0b\x0c")]
 
 
 def _need(fmt: str) -> None:
@@ -126,6 +157,10 @@ def test_mutated_files_end_in_events_and_quarantine_only(fmt):
         if fmt == "lines":  # an independent count of the records
             events = sum(isinstance(x, Event) for x in items)
             assert (events, len(items) - events) == oracle(data)
+        elif fmt == "jsonl" and items and items[0].position:   # read = lines with content
+            assert [x.position for x in items] == json_lines(data)
+        elif fmt == "csv" and csv_rows(data) is not None:       # read = the csv module's rows
+            assert len(items) == csv_rows(data), (data, items)
         elif fmt in ("feed", "nitf"):
             assert items, "an XML document gives at least one record"
 
@@ -174,6 +209,14 @@ def test_the_good_samples_read_without_quarantine():
         if reader not in readers():
             continue
         items = [x for x, _ in read_bytes(name, data)]
+        check(items)
+        if fmt == "csv":
+            assert len(items) == csv_rows(data) == 3
+        if fmt == "jsonl":
+            assert [x.position for x in items] == json_lines(data) == [1, 2, 3, 4]
+        if fmt == "feed":   # lxml's count of the items
+            from lxml import etree
+            assert len(items) == etree.fromstring(data).xpath("count(//item)") == 2
         if fmt == "lines":
             assert Counter(type(x).__name__ for x in items) == {"Event": 4, "Quarantined": 1}
         elif fmt == "jsonl":

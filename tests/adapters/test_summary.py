@@ -50,7 +50,7 @@ def test_read_equals_events_plus_quarantined_for_every_source_of_a_mixed_directo
                  f"{d}/x.bin": (0, 1), f"{d}/z.zip!in/one.lines": oracle(b"9\nten\n"),
                  f"{d}/z.zip!/abs.lines": (0, 1), f"{d}/t.tgz!t.lines": (2, 0)}
     summary = Summary()
-    items = list(summary.counted(read(str(d))))
+    items = [summary.add(x) for x in read(str(d), seen=summary.saw)]
     assert {s: (c.events, c.quarantined) for s, c in summary.sources.items()} == expected
     for source, (e, q) in expected.items():
         assert summary.sources[source].read == e + q

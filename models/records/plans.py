@@ -1,0 +1,362 @@
+"""Compiled matching plans for the nodes of the records access tree (Mühl 000, §4.3.8).
+
+An :class:`~pubsift.models.records.attrindex.AttributeIndex` answers ``probe(v)`` with
+buckets of items; the access tree of :mod:`~pubsift.models.records.index` then visits every
+child node found, one Python step per node. A :class:`NodePlan` answers the same question
+for all attributes of one node at once, with the children *folded*: each bucket is
+precomputed as ``(keys, inner)``, the keys of every child's filter in one tuple (added to
+the answer by one ``set.update``) and the children that have children of their own (to
+descend into). The structures are those of the attribute index, flattened:
+
+* hash maps (``=``, ``in`` members, equals-ignore-case, ``instanceof``, prefixes,
+  suffixes) map a value straight to its folded bucket;
+* one-sided bounds (``<``, ``≤``, ``>``, ``≥``) keep their sorted bounds next to one flat
+  list of keys in bound order, so the accepting run of items is one :mod:`bisect` and one
+  list slice;
+* two-sided intervals become a table of *elementary regions*: the distinct endpoints
+  ``p0 < p1 < ...`` cut the line into ``{v < p0}, {p0}, (p0, p1), {p1}, ...``; every region
+  lies inside or outside each interval, so one :mod:`bisect` finds the region and its
+  folded bucket. When the table would hold more than :data:`REGION_BUDGET` entries per
+  interval (many long, nested intervals), the intervals are kept in a segment tree over
+  the regions instead: a query unions the folded buckets on one leaf-to-root path.
+* everything else (``exists``, the residual operators, ``any`` over lists, values of
+  other kinds than strings and numbers) goes through the attribute index's own
+  ``probe`` and folds each item found.
+
+Answers are those of ``AttributeIndex.probe`` (the items of both are the same nodes);
+the plans only change how they are reached. A plan is a snapshot: the index drops it when
+the node's children change and builds it again (see ``RecordsIndex``).
+"""
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from typing import Any
+
+from pubsift.models.records.attrindex import AttributeIndex, SortedItems, _Ranges
+from pubsift.models.records.constraints import ABSENT
+
+#: Region tables hold at most this many (region, interval) entries per interval, plus
+#: :data:`REGION_SLACK`; beyond that a segment tree (O(log) entries per interval) is used.
+REGION_BUDGET = 16
+REGION_SLACK = 256
+
+Folded = tuple  # (keys: tuple, inner: tuple of nodes)
+Part = Callable[[Any, Any, Any], None]  # part(value, update, extend)
+
+
+def fold(nodes: Any) -> Folded:
+    """The keys of the filters ending at ``nodes`` and those of them with children."""
+    keys: list = []
+    inner = []
+    for n in nodes:
+        if n.entry is not None:
+            keys.extend(n.entry.keys)
+        if n.children:
+            inner.append(n)
+    return (tuple(keys), tuple(inner))
+
+
+def apply_items(buckets: Any, update: Any, extend: Any) -> int:
+    """Adds the keys of the nodes in ``buckets`` and queues their children (the unfolded
+    path: dirty nodes and the operators without a compiled form); returns the number of
+    nodes found."""
+    inner = []
+    found = 0
+    for bucket in buckets:
+        found += len(bucket)
+        for n in bucket:
+            if n.entry is not None:
+                update(n.entry.keys)
+            if n.children:
+                inner.append(n)
+    if inner:
+        extend(inner)
+    return found
+
+
+#: A node's plan: per attribute name ``(name, on_str, on_num, absent, index)``: the parts
+#: run for a string value, those for a number, the folded bucket for an absent attribute
+#: (or None) and the attribute index itself (probed for values of other kinds).
+NodePlan = tuple
+
+
+def compile_node(children: dict[str, AttributeIndex]) -> NodePlan:
+    return tuple(_compile(name, ai) for name, ai in children.items())
+
+
+def walk(root: Any, get: Any, update: Any) -> None:
+    """Adds to the answer (``update``) the keys of every filter below ``root`` that the
+    flat event (``get``) satisfies; ``root``'s own keys are the caller's. Nodes changed
+    since their plan was built are walked unfolded until the walks have done the work
+    :meth:`compile_after` says (their ``misses``), then compiled."""
+    queue = [root]
+    extend = queue.extend
+    for node in queue:  # the loop sees the nodes extend() appends
+        plan = node.plan
+        if plan is None:
+            if not node.children:
+                continue
+            if node.misses < node.compile_after():
+                node.misses += run_unfolded(node.children, get, update, extend)
+                continue
+            plan = node.plan = compile_node(node.children)
+        for name, on_str, on_num, absent, ai in plan:
+            v = get(name, ABSENT)
+            c = v.__class__
+            if c is str:
+                for p in on_str:
+                    p(v, update, extend)
+            elif c is float or c is int:
+                for p in on_num:
+                    p(v, update, extend)
+            elif v is ABSENT:
+                if absent is not None:
+                    update(absent[0])
+                    if absent[1]:
+                        extend(absent[1])
+            else:
+                apply_items(ai.probe(v), update, extend)
+
+
+def run_unfolded(children: dict[str, AttributeIndex], get: Any, update: Any,
+                 extend: Any) -> int:
+    """What the plan does, straight from the attribute indexes; returns the work done
+    (attributes probed and nodes found)."""
+    work = 0
+    for name, ai in children.items():
+        work += 1
+        v = get(name, ABSENT)
+        if v is ABSENT and not ai.absent:
+            continue
+        work += apply_items(ai.probe(v), update, extend)
+    return work
+
+
+def _compile(name: str, ai: AttributeIndex) -> tuple:
+    on_str: list[Part] = []
+    on_num: list[Part] = []
+    if ai.eq_str:
+        on_str.append(_hashed(ai.eq_str, None))
+    if ai.ieq:
+        on_str.append(_hashed(ai.ieq, str.casefold))
+    if ai.inst:
+        on_str.append(_hashed(ai.inst, None))
+    if ai.pre_lens:
+        on_str.append(_affixes(ai.pre, tuple(ai.pre_lens), prefix=True))
+    if ai.suf_lens:
+        on_str.append(_affixes(ai.suf, tuple(ai.suf_lens), prefix=False))
+    if ai.strings.size:
+        on_str.extend(_ranges(ai.strings))
+    if ai.eq_num:
+        on_num.append(_hashed(ai.eq_num, None))
+    if ai.numbers.size:
+        on_num.extend(_ranges(ai.numbers))
+    common: list[Part] = []
+    if ai.present:
+        common.append(_always(fold(ai.present)))
+    if ai.residual:
+        common.append(_residual(ai.residual))
+    if ai.elements is not None:
+        common.append(_elements(ai.elements))
+    absent = fold(ai.absent) if ai.absent else None
+    return (name, _memoized(on_str + common), tuple(on_num + common), absent, ai)
+
+
+#: Distinct string values remembered per attribute plan (the memo is emptied when full).
+MEMO_SIZE = 4096
+
+
+def _memoized(parts: list[Part]) -> tuple[Part, ...]:
+    """Several parts for strings (say ``=``, ``in`` and prefixes on ``symbol``) become
+    one: the folded answer of all of them per string value, remembered (string values
+    of an attribute repeat: symbols, types, sources)."""
+    if len(parts) < 2:
+        return tuple(parts)
+    memo: dict[str, Folded] = {}
+    get = memo.get
+
+    def part(v: Any, update: Any, extend: Any) -> None:
+        r = get(v)
+        if r is None:
+            keys: list = []
+            inner: list = []
+            for p in parts:
+                p(v, keys.extend, inner.extend)
+            if len(memo) >= MEMO_SIZE:
+                memo.clear()
+            r = memo[v] = (tuple(keys), tuple(inner))
+        update(r[0])
+        if r[1]:
+            extend(r[1])
+    return (part,)
+
+
+def _hashed(buckets: dict, normalize: Any) -> Part:
+    table = {k: fold(b) for k, b in buckets.items()}
+    get = table.get
+    if normalize is None:
+        def part(v: Any, update: Any, extend: Any) -> None:
+            r = get(v)
+            if r is not None:
+                update(r[0])
+                if r[1]:
+                    extend(r[1])
+    else:
+        def part(v: Any, update: Any, extend: Any) -> None:
+            r = get(normalize(v))
+            if r is not None:
+                update(r[0])
+                if r[1]:
+                    extend(r[1])
+    return part
+
+
+def _affixes(buckets: dict, lengths: tuple[int, ...], prefix: bool) -> Part:
+    get = {k: fold(b) for k, b in buckets.items()}.get
+
+    def part(v: Any, update: Any, extend: Any) -> None:
+        n = len(v)
+        for length in lengths:
+            if length <= n:
+                r = get(v[:length] if prefix else v[n - length:])
+                if r is not None:
+                    update(r[0])
+                    if r[1]:
+                        extend(r[1])
+    return part
+
+
+def _always(r: Folded) -> Part:
+    def part(v: Any, update: Any, extend: Any) -> None:
+        update(r[0])
+        if r[1]:
+            extend(r[1])
+    return part
+
+
+def _residual(residual: list) -> Part:
+    tests = tuple((test, fold((item,))) for test, item in residual)
+
+    def part(v: Any, update: Any, extend: Any) -> None:
+        for test, r in tests:
+            if test(v):
+                update(r[0])
+                if r[1]:
+                    extend(r[1])
+    return part
+
+
+def _elements(sub: AttributeIndex) -> Part:
+    """``any`` constraints probed with a scalar: the inner index, unfolded."""
+    def part(v: Any, update: Any, extend: Any) -> None:
+        apply_items(sub.probe(v), update, extend)
+    return part
+
+
+# -- ranges ------------------------------------------------------------------------------
+def _ranges(r: _Ranges) -> list[Part]:
+    parts: list[Part] = []
+    for s, below, right in ((r.ge, True, True), (r.gt, True, False), (r.le, False, False),
+                            (r.lt, False, True)):
+        if s.bounds:
+            parts.append(_one_sided(s, below, right))
+    if r.two.los:
+        parts.append(_two_sided(r.two.los, r.two.rest))
+    if r.all:
+        parts.append(_always(fold(r.all)))
+    return parts
+
+
+def _one_sided(s: SortedItems, below: bool, right: bool) -> Part:
+    """Items accepting v form a run of the sorted items: ``items[:i]`` (lower bounds,
+    ``below``) or ``items[i:]`` (upper bounds), i from bisect_right or bisect_left."""
+    keys: list = []
+    inner: list = []
+    koff = [0]
+    ioff = [0]
+    for n in s.items:
+        if n.entry is not None:
+            keys.extend(n.entry.keys)
+        if n.children:
+            inner.append(n)
+        koff.append(len(keys))
+        ioff.append(len(inner))
+    bounds = list(s.bounds)
+    search = bisect_right if right else bisect_left
+    if below:
+        def part(v: Any, update: Any, extend: Any) -> None:
+            i = search(bounds, v)
+            if i:
+                update(keys[:koff[i]])
+                j = ioff[i]
+                if j:
+                    extend(inner[:j])
+    else:
+        def part(v: Any, update: Any, extend: Any) -> None:
+            i = search(bounds, v)
+            update(keys[koff[i]:])
+            j = ioff[i]
+            if j < len(inner):
+                extend(inner[j:])
+    return part
+
+
+def _two_sided(los: list, rest: list) -> Part:
+    """Elementary regions of the endpoints: region 2i+1 is {p_i}, region 2i the values
+    strictly between p_(i-1) and p_i (region 0 below p_0, region 2m above p_(m-1))."""
+    points: list = sorted({x for x in los} | {hi for _, hi, _, _ in rest})
+    m = len(points)
+    spans = []
+    for lo, (lc, hi, hc, item) in zip(los, rest):
+        a = 2 * bisect_left(points, lo) + (1 if lc else 2)
+        b = 2 * bisect_left(points, hi) + (1 if hc else 0)
+        if a <= b:
+            spans.append((a, b, item))
+    total = sum(b - a + 1 for a, b, _ in spans)
+    if total <= REGION_BUDGET * len(spans) + REGION_SLACK:
+        regions: list[list] = [[] for _ in range(2 * m + 1)]
+        for a, b, item in spans:
+            for r in range(a, b + 1):
+                regions[r].append(item)
+        table = [fold(r) if r else None for r in regions]
+
+        def part(v: Any, update: Any, extend: Any) -> None:
+            i = bisect_left(points, v)
+            r = table[2 * i + 1 if i < m and points[i] == v else 2 * i]
+            if r is not None:
+                update(r[0])
+                if r[1]:
+                    extend(r[1])
+        return part
+    # segment tree over the 2m + 1 regions: an interval sits in O(log m) canonical nodes
+    size = 1
+    while size < 2 * m + 1:
+        size *= 2
+    nodes: dict[int, list] = {}
+    for a, b, item in spans:
+        lo_, hi_ = a + size, b + size + 1
+        while lo_ < hi_:
+            if lo_ & 1:
+                nodes.setdefault(lo_, []).append(item)
+                lo_ += 1
+            if hi_ & 1:
+                hi_ -= 1
+                nodes.setdefault(hi_, []).append(item)
+            lo_ >>= 1
+            hi_ >>= 1
+    tree: list = [None] * (2 * size)
+    for k, items in nodes.items():
+        tree[k] = fold(items)
+
+    def part(v: Any, update: Any, extend: Any) -> None:
+        i = bisect_left(points, v)
+        k = size + (2 * i + 1 if i < m and points[i] == v else 2 * i)
+        while k:
+            r = tree[k]
+            if r is not None:
+                update(r[0])
+                if r[1]:
+                    extend(r[1])
+            k >>= 1
+    return part

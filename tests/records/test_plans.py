@@ -1,0 +1,151 @@
+"""The compiled node plans of the records index (``models/records/plans.py``) and
+``match_batch``: every answer equals the per-filter ``matches`` scan, whether nodes are
+walked compiled, unfolded, or with intervals in segment trees, across add/remove scripts
+(plans are dropped and rebuilt), on values of every kind: absent attributes, type
+mismatches, multi values, ``any``, ``!=``, prefixes, shared interval endpoints.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pubsift.models.records import RecordsModel, plans
+from pubsift.models.records.constraints import ABSENT, Constraint, Interval, Op
+from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.index import RecordsIndex, _Node
+from pubsift.models.records.values import Record, skey
+
+from relations_universe import UNIVERSE, any_constraint
+
+NAMES = ["a", "b", "c"]
+MODEL = RecordsModel()
+MODES = ["compiled", "unfolded", "segment-trees", "small-memo"]
+
+
+@contextlib.contextmanager
+def mode(name: str):
+    """compiled: plans built at the first walk; unfolded: never built; segment-trees:
+    built, intervals never in region tables; small-memo: the string memo emptied often."""
+    with contextlib.ExitStack() as stack:
+        if name == "unfolded":
+            stack.enter_context(mock.patch.object(_Node, "compile_after", lambda self: 10**9))
+        else:
+            stack.enter_context(mock.patch.object(_Node, "compile_after", lambda self: 1))
+        if name == "segment-trees":
+            stack.enter_context(mock.patch.object(plans, "REGION_BUDGET", 0))
+            stack.enter_context(mock.patch.object(plans, "REGION_SLACK", 0))
+        if name == "small-memo":
+            stack.enter_context(mock.patch.object(plans, "MEMO_SIZE", 2))
+        yield
+
+
+def scan(pairs, e) -> set:
+    return {k for f, k in pairs if f.matches(e)}
+
+
+# constraints sharing constants, so that buckets, runs and regions hold several items
+shared = st.sampled_from([
+    Constraint(Op.EQ, 1), Constraint(Op.EQ, 1.0), Constraint(Op.EQ, "a"), Constraint(Op.EQ, True),
+    Constraint(Op.NE, 1), Constraint(Op.NE, "a"),
+    Constraint(Op.IN_SET, frozenset({skey(1), skey("a"), skey(None)})),
+    Constraint(Op.IN_RANGE, Interval(0, 2)), Constraint(Op.IN_RANGE, Interval(1, 3, False, True)),
+    Constraint(Op.IN_RANGE, Interval(1, 2, True, False)), Constraint(Op.IN_RANGE, Interval(2, 2)),
+    Constraint(Op.IN_RANGE, Interval("a", "b")), Constraint(Op.IN_RANGE, Interval("", "ab")),
+    Constraint(Op.GE, 1), Constraint(Op.GT, 1), Constraint(Op.LE, 2.5), Constraint(Op.LT, 0),
+    Constraint(Op.GE, "a"), Constraint(Op.LT, "b"),
+    Constraint(Op.PREFIX, "a"), Constraint(Op.PREFIX, "ab"), Constraint(Op.SUFFIX, "b"),
+    Constraint(Op.EQ_IGNORE_CASE, "ab"), Constraint(Op.EXISTS), Constraint(Op.NOT_EXISTS),
+    Constraint(Op.ANY, Constraint(Op.EQ, "a")), Constraint(Op.ANY, Constraint(Op.GE, 1)),
+    Constraint(Op.ANY, Constraint(Op.NOT_EXISTS)),
+])
+filters = st.dictionaries(st.sampled_from(NAMES), st.one_of(shared, shared, any_constraint),
+                          max_size=3).map(RecordFilter.of)
+events = st.dictionaries(st.sampled_from(NAMES + ["d"]),
+                         st.sampled_from([v for v in UNIVERSE if v is not ABSENT]),
+                         max_size=4).map(lambda d: Record(d, {}))
+script = st.lists(st.tuples(st.sampled_from(["add", "add", "add", "remove", "match"]),
+                            st.integers(0, 7), st.integers(0, 3)), min_size=1, max_size=25)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pool=st.lists(filters, min_size=1, max_size=8), steps=script,
+       evs=st.lists(events, min_size=1, max_size=6))
+@pytest.mark.parametrize("name", MODES)
+def test_match_and_match_batch_equal_the_scan(name, pool, steps, evs):
+    with mode(name):
+        index = RecordsIndex(MODEL)
+        held: dict = {}
+        for action, i, key in steps:
+            f = pool[i % len(pool)]
+            if action == "add":
+                index.add(f, key)
+                held[(f, key)] = None
+            elif action == "remove" and (f, key) in held:
+                index.remove(f, key)
+                del held[(f, key)]
+            for e in evs:
+                assert index.match(e) == scan(held, e), (e, list(held))
+            assert index.match_batch(evs) == [scan(held, e) for e in evs]
+            assert index.match_batch(iter(evs)) == [scan(held, e) for e in evs]
+
+
+# many intervals on one attribute: region tables and segment trees, endpoints shared
+bound = st.integers(-4, 4).map(lambda i: i / 2 if i % 2 else i // 2)
+number_intervals = st.builds(Interval, bound, bound, st.booleans(), st.booleans())
+string_intervals = st.builds(Interval, st.text("ab", max_size=2), st.text("ab", max_size=2),
+                             st.booleans(), st.booleans())
+ranges = st.one_of(
+    number_intervals.map(lambda x: Constraint(Op.IN_RANGE, x)),
+    string_intervals.map(lambda x: Constraint(Op.IN_RANGE, x)),
+    st.builds(Constraint, st.sampled_from([Op.LT, Op.LE, Op.GT, Op.GE]), bound),
+)
+probe_values = ([x / 4 for x in range(-12, 13)] + list(range(-3, 4))
+                + ["", "a", "aa", "ab", "b", "ba", "bb", "abc"] + [True, None, (1, "a"), ()])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(cs=st.lists(ranges, min_size=1, max_size=40), symbol=st.booleans())
+@pytest.mark.parametrize("name", ["compiled", "segment-trees"])
+def test_many_intervals_on_one_attribute(name, cs, symbol):
+    with mode(name):
+        index = RecordsIndex(MODEL)
+        pairs = []
+        for k, c in enumerate(cs):
+            spec = {"p": c, "s": Constraint(Op.EQ, "X")} if symbol else {"p": c}
+            try:
+                f = RecordFilter.of(spec)
+            except ValueError:
+                continue
+            index.add(f, k)
+            pairs.append((f, k))
+        evs = [Record({"p": v, "s": "X"}, {}) for v in probe_values]
+        evs.append(Record({"s": "X"}, {}))
+        for e in evs:
+            assert index.match(e) == scan(pairs, e), e
+        assert index.match_batch(evs) == [scan(pairs, e) for e in evs]
+
+
+def test_one_sided_runs_with_several_keys_and_children():
+    """A filter under several keys, and a node that is both a filter and a parent."""
+    index = RecordsIndex(MODEL)
+    f = RecordFilter.of({"v": Constraint(Op.GE, 1)})
+    g = RecordFilter.of({"v": Constraint(Op.GE, 1), "w": Constraint(Op.EQ, "x")})
+    h = RecordFilter.of({"v": Constraint(Op.LE, math.pi)})
+    for k in ("f1", "f2"):
+        index.add(f, k)
+    index.add(g, "g")
+    index.add(h, "h")
+    with mode("compiled"):
+        for _ in range(2):  # the second time through the plans
+            assert index.match(Record({"v": 2, "w": "x"}, {})) == {"f1", "f2", "g", "h"}
+            assert index.match(Record({"v": 0.5}, {})) == {"h"}
+            assert index.match(Record({"v": 5, "w": "y"}, {})) == {"f1", "f2"}
+        index.remove(f, "f1")
+        assert index.match(Record({"v": 2, "w": "x"}, {})) == {"f2", "g", "h"}
+        index.remove(g, "g")
+        assert index.match(Record({"v": 2, "w": "x"}, {})) == {"f2", "h"}
