@@ -3,13 +3,15 @@
 namespace (``rss``, ``rdf:RDF``, ``atom:feed``, ``nitf``, UBL ``Invoice``/``Order``, FpML
 ``dataDocument``)").
 
-Feeds are split into one event per item or entry; every other kind is one document, unless
-the source names a split element (:mod:`pubsift.adapters.splitting`). The kinds:
+Feeds are split into one event per item or entry: the outermost item/entry elements
+wherever they are in the feed (``channel/item`` as a rule; an RSS ``item`` directly under
+``rss`` too). Every other kind is one document, unless the source names a split element
+(:mod:`pubsift.adapters.splitting`). The kinds:
 
 ========  ====================================================  ===========================
 kind      root                                                  items (Clark notation)
 ========  ====================================================  ===========================
-rss       ``rss`` (RSS 0.91, 0.92, 2.0)                         ``channel/item``
+rss       ``rss`` (RSS 0.91, 0.92, 2.0)                         ``item``
 rss1      ``rdf:RDF`` declaring ``http://purl.org/rss/1.0/``    ``{…/rss/1.0/}item``
 rss090    ``rdf:RDF`` declaring the RSS 0.90 namespace          ``{…/simple/0.9/}item``
 atom      ``{http://www.w3.org/2005/Atom}feed``                 ``{…Atom}entry``
@@ -45,8 +47,9 @@ IPTC_G2_PREFIX = "http://iptc.org/std/nar/"
 @dataclass(frozen=True)
 class Kind:
     """A kind of XML document: ``name`` (the table above) and, for a feed, ``items``: the
-    Clark tags of the path from the root's child to an item (``("channel", "item")`` for
-    RSS 2.0), empty for a document read whole."""
+    Clark tags of the usual path from the root's child to an item (``("channel", "item")``
+    for RSS 2.0; its last tag names the items, found anywhere in the feed), empty for a
+    document read whole."""
 
     name: str
     items: tuple[str, ...] = ()

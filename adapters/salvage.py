@@ -1,132 +1,373 @@
-"""Which items of a broken feed are lost (issue 11 §2: "a broken item in a feed loses that
-item only, when the rest of the feed still parses").
+"""Which items of a broken feed are read, and how (issue 11 §2: "a broken item in a feed
+loses that item only, when the rest of the feed still parses").
 
-A document that is not well-formed is parsed again in libxml2's recovery mode (still
-hardened); the recovery's error log says where each error is (line and column), and the
-recovered tree says on which line each node's start tag ends (lxml ``sourceline``). An error
-on line L may lie in the content of the last node starting before L, in any node starting on
-L, or in the start tag of the first node after L when that tag begins on an earlier line:
-these are the error's **suspects**. The narrowing uses the raw lines: when the start tag of
-the first node on L surely begins after the node before L (its ``<name`` is the first thing
-on a line in between, before the error's column on L, with no comment or CDATA section in
-that stretch that could hide such text), the node before L is cleared; when the first node
-after L starts its tag on its own line, it is cleared.
+libxml2's recovery mode cannot be trusted with content: after the first error it drops
+even the predefined entity references (``AT&amp;T`` becomes ``ATT``; review of issue 11,
+finding 1). So recovery is used **only to delimit**; every event comes from a **strict**
+parse:
 
-If every suspect of every error lies inside items, exactly those items are lost (each gets
-the first error it is suspected of) and every other item is read from the recovered tree,
-whose nodes outside the errors' reach are as a strict parse would give them. If any suspect
-is outside the items (the root, the channel or feed metadata), or the document is not
-line-oriented enough to tell (one line, a non ASCII-compatible encoding), the whole document
-is lost. This never turns a recovered, repaired item into an event; it may lose an
-intact neighbour of a broken item when both share a line.
+1. The document is decoded (its byte-order mark, else the encoding libxml2 detected) and
+   parsed in recovery mode (still hardened) with a line break put before every ``<``: each
+   node's ``sourceline`` then names the line on which its markup starts, which gives its
+   exact character offset in the original text (checked against the text: ``<name``,
+   ``<!--…-->``, ``<?target``). One-line and UTF-16 feeds are delimited the same way.
+2. The **region** of an item runs from its start tag to the start of the next node after
+   it (its tail included, as lxml's ``remove`` takes it) or to the end of the document.
+3. The document with the regions of the broken items cut out (each replaced by the end
+   tags of the ancestors recovery closed inside it) is parsed **strictly**. An error of
+   that parse inside an item's region marks that item broken and the cut is tried again;
+   items whose region holds an error of the recovered parse are marked from the start.
+   An error at the very end (a truncated document) reads the document as closed at its
+   last complete markup: an item open there is broken, else the end is reported
+   (:attr:`Salvaged.truncated`) and the items before it are read.
+4. When the strict parse succeeds, its items must be the unbroken items of the recovered
+   tree, one for one, with the same elements and attribute names: they are the events,
+   exactly as a strict parse gives them (same text, same entities), with the metadata of
+   the strictly parsed rest. Every broken item is quarantined at its position.
+
+The whole document is lost (:class:`Lost`) when an error lies outside every item's region
+(the root, the channel or feed metadata), when the markup cannot be located, when recovery
+found markup right after a broken item before the next item (it may be that item's own
+content misread, e.g. after a missing attribute quote: keeping it as metadata would change
+every other event), when the strict items do not match the recovered ones, or after
+:data:`MAX_ATTEMPTS` strict parses. What recovery put inside a broken item (the items after
+an item whose end tag is missing, an item whose start tag sits in a CDATA section left
+open) is lost with it, in its one quarantine record; the items after it keep the positions
+the strict reading of the text gives them.
 """
 from __future__ import annotations
 
+import codecs
 import re
-from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from lxml import etree
 
-#: encodings whose bytes are not ASCII-compatible: raw lines cannot be searched for tags
-_WIDE = ("UTF-16", "UTF-32", "UCS-2", "UCS-4", "UTF16", "UTF32")
+#: strict parses of a cut document before giving up (each marks at least one more item)
+MAX_ATTEMPTS = 64
+_DECLARATION = re.compile(r"<\?xml[ \t\r\n][^>]*\?>")
 
 
 @dataclass(frozen=True)
 class XmlProblem:
-    """An error libxml2 reported: 1-based line and column, and its message."""
+    """An error libxml2 reported: 1-based line and column (0: unknown), and its message
+    (one line)."""
 
     line: int
     column: int
     message: str
 
     def __str__(self) -> str:
-        return f"line {self.line}, column {self.column}: {self.message}"
+        where = f"line {self.line}, column {self.column}" if self.column else \
+            f"line {self.line}"
+        return f"{where}: {self.message}"
 
 
-def _tag_text(node: etree._Element) -> bytes:
-    """How the start of the node is spelled in the source (``<p:name``, ``<!--``,
-    ``<?target``, ``&name;``)."""
+@dataclass(frozen=True)
+class Lost:
+    """Why a broken document is lost whole: the ``problem``; ``outside`` when it is an
+    error outside every item."""
+
+    problem: XmlProblem
+    outside: bool
+
+
+@dataclass
+class Salvaged:
+    """A broken document's strictly parsed rest: ``root`` (the broken items cut out),
+    ``count`` items in the original, ``broken`` (0-based index -> (reason, problem))."""
+
+    root: etree._Element
+    count: int
+    broken: dict[int, tuple[str, XmlProblem]]
+    shown: dict[int, str]       # the start of each broken item's text (an excerpt)
+    #: the document ends early outside the items: where, read as closed there
+    truncated: XmlProblem | None = None
+
+
+class _Text:
+    """The decoded document, with line starts for offsets."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def offset(self, line: int, column: int) -> int:
+        if line < 1:
+            return 0
+        if line > len(self.starts):
+            return len(self.text)
+        start = self.starts[line - 1]
+        end = self.starts[line] - 1 if line < len(self.starts) else len(self.text)
+        return min(start + max(column - 1, 0), end)
+
+    def problem(self, offset: int, message: str) -> XmlProblem:
+        """The problem at ``offset`` (line and column of the original text)."""
+        line = bisect_right(self.starts, offset)
+        return XmlProblem(line, offset - self.starts[line - 1] + 1, message)
+
+
+def decode(data: bytes, encoding: str | None) -> str | None:
+    """The document's text in the encoding libxml2 detected, its XML declaration blanked
+    (lxml parses text without one; offsets and lines stay), or None."""
+    name = (encoding or "UTF-8").lower()
+    try:
+        codecs.lookup(name)
+    except LookupError:
+        return None
+    if name.replace("-", "").replace("_", "") in ("utf8", "utf8sig"):
+        name = "utf-8-sig"
+    try:
+        text = data.decode(name)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    m = _DECLARATION.match(text)
+    if m:
+        text = re.sub(r"[^\n]", " ", m.group()) + text[m.end():]
+    return text
+
+
+def _encoding(data: bytes, detected: str | None) -> str | None:
+    """The encoding of ``data``: its byte-order mark, else what libxml2 detected."""
+    for bom, name in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"),
+                      (b"\xfe\xff", "utf-16")):
+        if data.startswith(bom):
+            return name
+    return detected
+
+
+def _spelling(node: etree._Element) -> re.Pattern | str | None:
     if node.tag is etree.Comment:
-        return b"<!--"
+        return "<!--" + (node.text or "") + "-->"
     if node.tag is etree.ProcessingInstruction:
-        return b"<?" + node.target.encode("utf-8")
-    if node.tag is etree.Entity:
-        return b"&" + node.name.encode("utf-8") + b";"
-    local = node.tag.rpartition("}")[2]     # not QName: recovery keeps invalid names
+        return "<?" + node.target
+    if not isinstance(node.tag, str):
+        return None
+    local = node.tag.rpartition("}")[2]
     name = f"{node.prefix}:{local}" if node.prefix else local
-    return b"<" + name.encode("utf-8")
+    return re.compile("<" + re.escape(name) + r"(?=[\s/>])")
 
 
-def _starts_on(line: bytes, node: etree._Element) -> int:
-    """0-based offset where the node's start tag begins on ``line``, or -1."""
-    text = _tag_text(node)
-    if isinstance(node.tag, str):
-        m = re.search(re.escape(text) + rb"(?=[\s/>]|\Z)", line)
-        return m.start() if m else -1
-    return line.find(text)
+class _Locator:
+    """Character offsets of the recovered nodes' markup in the original text."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        copy = text[:1] + text[1:].replace("<", "\n<")
+        self.copy = copy
+        # text offset of each line of the copy
+        self.line_at: list[int] = []
+        t = 0
+        for line in copy.split("\n"):
+            self.line_at.append(t)
+            t += len(line)
+            if t < len(text) and text[t] == "\n":
+                t += 1
+
+    def start(self, node: etree._Element, floor: int) -> int:
+        """Offset of the node's markup (at or after ``floor``), or -1."""
+        spelled = _spelling(node)
+        line = node.sourceline
+        if spelled is None or not line or line > len(self.line_at):
+            return -1
+        for n in range(line, 0, -1):
+            at = self.line_at[n - 1]
+            if at < floor:
+                return -1
+            if self.text.startswith("<", at):
+                ok = spelled.match(self.text, at) if isinstance(spelled, re.Pattern) \
+                    else self.text.startswith(spelled, at)
+                if ok:
+                    return at
+                if isinstance(node.tag, str):
+                    return -1       # an element's start tag is the last '<' before its end
+        return -1
 
 
-def _tag_begins(raw: list[bytes], node: etree._Element, after: int, line: int,
-                column: int) -> bool:
-    """Whether the start tag of ``node`` (ending on ``line``) surely begins after line
-    ``after`` and before ``column`` of ``line`` (1-based): its ``<name`` is the first thing
-    on a line in between, and no comment or CDATA section starts in that stretch (it could
-    hide a ``<name``)."""
-    for n in range(line, after, -1):
-        text = raw[n - 1]
-        at = _starts_on(text, node)
-        if at >= 0:
-            if text[:at].strip() or n == line and column <= at + 1:
-                return False
-            stretch = b"\n".join(raw[after:n])
-            return b"<!--" not in stretch and b"<![CDATA[" not in stretch
-    return False
+def salvage(data: bytes, find: Callable[[etree._Element], list], options: Mapping,
+            recover: etree.XMLParser,
+            classify: Callable[[etree.XMLSyntaxError], tuple[str, XmlProblem]]
+            ) -> Salvaged | Lost:
+    """The strictly parsed rest of a broken document whose items ``find`` selects, or why
+    it is lost whole (see the module docstring). ``options``: the hardened parser options
+    of the strict parses; ``recover``: a hardened parser in recovery mode (used only to
+    delimit); ``classify``: the reason and problem of a strict parse's error."""
+    strict = etree.XMLParser(**options)
+    try:
+        probe = etree.fromstring(data, recover)
+    except etree.XMLSyntaxError:
+        probe = None
+    if probe is None:
+        return Lost(XmlProblem(0, 0, "no element could be recovered"), False)
+    log = [(e.line, e.column, e.message) for e in recover.error_log.filter_from_errors()]
+    text = decode(data, _encoding(data, probe.getroottree().docinfo.encoding))
+    if text is None:
+        return Lost(XmlProblem(0, 0, "the text cannot be decoded to delimit its items"), False)
+    loc = _Locator(text)
+    try:
+        root = etree.fromstring(loc.copy, recover)
+    except (etree.XMLSyntaxError, ValueError):
+        root = None
+    if root is None:
+        return Lost(XmlProblem(0, 0, "no element could be recovered"), False)
+    items = find(root)
+    if not items:
+        return Lost(XmlProblem(0, 0, "no item could be delimited"), False)
+    nodes = [n for n in root.iter() if n.tag is not etree.Entity]
+    nodes += [n for n in root.itersiblings() if n.tag is not etree.Entity]
+    index = {n: i for i, n in enumerate(nodes)}
+    floor = 0
+    regions: list[tuple[int, int, str]] = []
+    for item in items:
+        begin = loc.start(item, floor)
+        if begin < 0:
+            return Lost(XmlProblem(item.sourceline or 0, 0, "an item's start tag cannot be "
+                              "located in the text"), False)
+        last = [n for n in item.iter() if n.tag is not etree.Entity][-1]
+        k = index[last] + 1
+        end, closing = len(text), [a for a in item.iterancestors()]
+        if k < len(nodes):
+            nxt = nodes[k]
+            end = loc.start(nxt, begin + 1)
+            if end < 0:
+                return Lost(XmlProblem(nxt.sourceline or 0, 0, "the markup after an item "
+                                  "cannot be located in the text"), False)
+            keep = set(nxt.iterancestors())
+            closing = [a for a in closing if a not in keep]
+        tags = "".join(f"</{_qname(a)}>" for a in closing)
+        regions.append((begin, end, tags))
+        floor = begin + 1
+
+    begins = [b for b, _, _ in regions]
+
+    def owner(offset: int) -> int | None:
+        i = bisect_right(begins, offset) - 1
+        if i < 0:
+            return None
+        b, e, _ = regions[i]
+        return i if offset < e or offset == e == len(text) else None
+
+    lines = _Text(text)
+    broken: dict[int, tuple[str, XmlProblem]] = {}
+    for line, column, message in log:
+        at = lines.offset(line, column) if line > 0 else -1
+        # an error at the very end (a truncated document) is left to the strict parse
+        i = owner(at) if 0 <= at < len(text.rstrip()) else None
+        if i is not None and i not in broken:
+            broken[i] = ("xml-syntax", lines.problem(at, _one_line(message)))
+    trunc_at, trunc_tags, truncated = len(text), "", None
+    for _ in range(MAX_ATTEMPTS):
+        pieces, where, pos, size = [], [], 0, 0
+        for i, (b, e, tags) in enumerate(regions):
+            if i in broken:
+                pieces += [text[pos:b], tags]
+                size += b - pos
+                where.append((size, b))
+                size += len(tags)
+                where.append((size, e))
+                pos = e
+        if pos < trunc_at:
+            pieces += [text[pos:trunc_at], trunc_tags]
+        else:
+            pieces.append(text[pos:])
+        cut = "".join(pieces)
+        try:
+            sroot = etree.fromstring(cut, strict)
+        except etree.XMLSyntaxError as exc:
+            reason, problem = classify(exc)
+            at = _to_original(_Text(cut).offset(problem.line, problem.column), where)
+            if at >= len(text.rstrip()) and trunc_at == len(text) and pos < len(text):
+                # the document ends early: read it as closed at its last complete markup
+                p = cut.rfind(">") + 1
+                stack = _open_elements(cut[:p], options)
+                if stack is None:
+                    return Lost(lines.problem(at, problem.message), False)
+                tag = items[0].tag
+                if any(el.tag == tag for el in stack):
+                    i = max(0, bisect_right(begins, _to_original(p, where)) - 1)
+                    broken.setdefault(i, (reason, lines.problem(at, problem.message)))
+                else:
+                    trunc_at = _to_original(p, where)
+                    truncated = lines.problem(at, problem.message)
+                    trunc_tags = "".join(f"</{_qname(el)}>" for el in reversed(stack))
+                continue
+            i = owner(at)
+            if i is None or i in broken:
+                return Lost(lines.problem(at, problem.message), True)
+            broken[i] = (reason, lines.problem(at, problem.message))
+            continue
+        except ValueError as exc:
+            return Lost(XmlProblem(0, 0, str(exc)), False)
+        debris = _debris(items, broken)
+        if debris is not None:
+            return Lost(debris, False)
+        good = find(sroot)
+        kept = [it for i, it in enumerate(items) if i not in broken]
+        if len(good) != len(kept) or any(_shape(a) != _shape(b) for a, b in zip(good, kept)):
+            return Lost(XmlProblem(0, 0, "the items read strictly are not those recovery "
+                                   "found"), False)
+        shown = {i: text[regions[i][0]:min(regions[i][1], regions[i][0] + 200)]
+                 for i in broken}
+        return Salvaged(sroot, len(items), broken, shown,
+                        truncated if pos < trunc_at else None)
+    return Lost(XmlProblem(0, 0, f"more than {MAX_ATTEMPTS} broken items"), False)
 
 
-def broken_items(root: etree._Element, items: Sequence[etree._Element], data: bytes,
-                 problems: Sequence[XmlProblem], broken_nodes: Sequence = ()
-                 ) -> dict[int, XmlProblem] | None:
-    """The 0-based indices of the ``items`` suspected of an error, each with the first such
-    error; None when an error may lie outside every item (the whole document is lost).
-    ``broken_nodes`` are nodes known to be wrong themselves (an entity reference recovery
-    kept): their item is lost, or the document when they are outside the items."""
-    encoding = (root.getroottree().docinfo.encoding or "UTF-8").upper()
-    if encoding.startswith(_WIDE):
+def _debris(items: list, broken: dict) -> XmlProblem | None:
+    """A problem when recovery found markup right after a broken item, before the next
+    item or the end of its parent: it may be the broken item's own content misread (a
+    start tag whose attribute quote is missing swallows the next item's start), and
+    keeping it as metadata would change every other event; else None."""
+    others = set(items)
+    for i in broken:
+        for sib in items[i].itersiblings():
+            if sib in others:
+                break
+            if sib.tag is not etree.Entity:
+                return XmlProblem(sib.sourceline or 0, 0, f"markup after broken item {i + 1} "
+                                  "cannot be told from that item's own content")
+    return None
+
+
+def _open_elements(text: str, options: Mapping) -> list | None:
+    """The elements still open at the end of ``text`` (outermost first), read strictly
+    with the hardened ``options``; None when the text has an error before its end."""
+    pull = etree.XMLPullParser(events=("start", "end"), **options)
+    stack: list = []
+    try:
+        pull.feed(text)
+        for event, el in pull.read_events():
+            if event == "start":
+                stack.append(el)
+            else:
+                stack.pop()
+    except etree.XMLSyntaxError:
         return None
-    nodes = [n for n in root.iter() if n.sourceline]
-    lines = [n.sourceline for n in nodes]
-    if any(b < a for a, b in zip(lines, lines[1:])):
-        return None
-    owner: dict[etree._Element, int] = {}
-    for k, item in enumerate(items):
-        for n in item.iter():
-            owner[n] = k
-    raw = data.split(b"\n")
-    out: dict[int, XmlProblem] = {}
-    for node in broken_nodes:
-        k = owner.get(node)
-        if k is None:
-            return None
-        out.setdefault(k, XmlProblem(node.sourceline or 0, 0,
-                                     f"undeclared entity &{node.name};"))
-    for problem in problems:
-        L = problem.line
-        if L < 1 or L > len(raw):
-            return None
-        lo, hi = bisect_left(lines, L), bisect_right(lines, L)
-        suspects = list(nodes[lo:hi])
-        if lo > 0 and not (lo < hi and _tag_begins(raw, nodes[lo], lines[lo - 1], L,
-                                                   problem.column)):
-            suspects.append(nodes[lo - 1])
-        if hi < len(nodes) and _starts_on(raw[nodes[hi].sourceline - 1], nodes[hi]) < 0:
-            suspects.append(nodes[hi])
-        if not suspects:
-            return None
-        for n in suspects:
-            k = owner.get(n)
-            if k is None:
-                return None
-            out.setdefault(k, problem)
-    return out
+    return stack
+
+
+def _to_original(offset: int, where: list[tuple[int, int]]) -> int:
+    """An offset in the cut text -> the original text (``where``: (cut, original) pairs
+    at each cut's two sides)."""
+    best = (0, 0)
+    for c, o in where:
+        if c <= offset:
+            best = (c, o)
+    return best[1] + offset - best[0]
+
+
+def _qname(el: etree._Element) -> str:
+    local = el.tag.rpartition("}")[2]
+    return f"{el.prefix}:{local}" if el.prefix else local
+
+
+def _shape(el: etree._Element) -> list:
+    return [(e.tag, sorted(e.attrib.keys())) for e in el.iter() if isinstance(e.tag, str)]
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())

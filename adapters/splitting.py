@@ -85,40 +85,23 @@ class SplitName:
 
 @dataclass(frozen=True)
 class Selector:
-    """Which elements are items: elements tagged ``tag`` that are the end of ``path``
-    under the root (a feed: ``("channel", "item")``), or, with ``path`` None, the outermost
-    elements tagged ``tag`` (a split element: one nested in another is part of it)."""
+    """Which elements are items: the outermost elements tagged ``tag`` (one nested in
+    another is part of it), wherever they are under the root: a feed's items (review of
+    issue 11, finding 2: an RSS ``item`` directly under ``rss`` is an item too) and a
+    split element's."""
 
     tag: str
-    path: tuple[str, ...] | None = None
 
     @classmethod
     def of_feed(cls, kind: Kind) -> "Selector":
-        return cls(kind.items[-1], kind.items)
+        return cls(kind.items[-1])
 
     def find(self, root: etree._Element) -> list[etree._Element]:
-        """The items of a whole tree, in document order (what :meth:`accepts` accepts;
-        a feed's are found by walking its path, not the whole tree)."""
-        if self.path is None:
-            return [el for el in root.iter(self.tag) if self.accepts(el)]
-        level = [root]
-        for tag in self.path:
-            below: list[etree._Element] = []
-            for parent in level:
-                below.extend(parent.iterchildren(tag))
-            level = below
-        return level
+        """The items of a whole tree, in document order."""
+        return [el for el in root.iter(self.tag) if self.accepts(el)]
 
     def accepts(self, el: etree._Element) -> bool:
-        if self.path is None:
-            return next(el.iterancestors(self.tag), None) is None
-        node = el
-        for tag in reversed(self.path[:-1]):
-            node = node.getparent()
-            if node is None or node.tag != tag:
-                return False
-        parent = node.getparent()
-        return parent is not None and parent.getparent() is None
+        return next(el.iterancestors(self.tag), None) is None
 
 
 class Skeleton:
@@ -228,6 +211,33 @@ class _Budget:
         return data
 
 
+class BrokenStream(Exception):
+    """Pass 1 met an XML error (``error``): ``skeleton`` holds the items completed before
+    it, taken out, and the document parsed before it; ``in_item`` says whether the error
+    is inside an item (an item started and not ended), which is then cut out of the
+    skeleton with everything after it."""
+
+    def __init__(self, error: etree.XMLSyntaxError, skeleton: Skeleton,
+                 in_item: bool, shown: bytes = b"") -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.skeleton = skeleton
+        self.in_item = in_item
+        self.shown = shown      # the start of the broken item, as parsed
+
+
+def _broken(exc: etree.XMLSyntaxError, skeleton: Skeleton, pending, root,
+            started) -> BrokenStream:
+    if pending is not None:
+        skeleton.take(pending)
+    skeleton.root = root
+    shown = b""
+    if started is not None:
+        shown = etree.tostring(started, with_tail=False)[:200]
+        started.getparent().remove(started)
+    return BrokenStream(exc, skeleton, started is not None, shown)
+
+
 def stream_skeleton(fh: BinaryIO, selector: Selector, options: Mapping,
                     check: Callable[[etree._Element], None] | None = None,
                     budget: int | None = None) -> Skeleton:
@@ -235,22 +245,37 @@ def stream_skeleton(fh: BinaryIO, selector: Selector, options: Mapping,
     as their tail is read (the next item's end, or the end of the document).
     ``check(item)`` runs on each item while it is still in its document; ``budget``
     bounds the bytes read beyond the items (ReadError ``too-large``), measuring each item
-    by its serialization. lxml's XMLSyntaxError and whatever ``fh.read`` raises
-    propagate."""
+    by its serialization. lxml's XMLSyntaxError after the root started is raised as
+    :class:`BrokenStream`; whatever ``fh.read`` raises propagates."""
     skeleton = Skeleton()
     pending = None
     stream = fh if budget is None else _Budget(fh, budget)
-    parse = etree.iterparse(stream, events=("end",), tag=selector.tag, **options)
-    for _, el in parse:
-        if pending is not None:
-            skeleton.take(pending)
-            pending = None
-        if selector.accepts(el):
-            if check is not None:
-                check(el)
-            if budget is not None:
-                stream.taken += len(etree.tostring(el))
-            pending = el
+    parse = etree.iterparse(stream, events=("start", "end"), tag=selector.tag, **options)
+    started = None      # the outermost item started and not ended
+    try:
+        for event, el in parse:
+            if event == "start":
+                if started is None:
+                    started = el
+                continue
+            if el is started:
+                started = None
+            if pending is not None:
+                skeleton.take(pending)
+                pending = None
+            if selector.accepts(el):
+                if check is not None:
+                    check(el)
+                if budget is not None:
+                    stream.taken += len(etree.tostring(el))
+                pending = el
+    except etree.XMLSyntaxError as exc:
+        known = started if started is not None else pending
+        root = parse.root if parse.root is not None else (
+            None if known is None else known.getroottree().getroot())
+        if root is None or root is started:
+            raise
+        raise _broken(exc, skeleton, pending, root, started) from None
     if pending is not None:
         skeleton.take(pending)
     skeleton.root = parse.root
@@ -262,19 +287,25 @@ def stream_items(fh: BinaryIO, selector: Selector, options: Mapping,
     """Pass 2: (0-based index, element) of each item, once its tail is read; the caller
     puts it into the skeleton of pass 1 (:meth:`Skeleton.text_with` or
     :meth:`Skeleton.tree_with`, which take it out of the streamed document) before asking
-    for the next. A document that changed between the passes ends with ReadError."""
+    for the next. A document that changed between the passes ends with ReadError; lxml's
+    XMLSyntaxError propagates once the items completed before it are given."""
     pending = None
     k = 0
-    for _, el in etree.iterparse(fh, events=("end",), tag=selector.tag, **options):
+    try:
+        for _, el in etree.iterparse(fh, events=("end",), tag=selector.tag, **options):
+            if pending is not None:
+                yield k - 1, pending
+                pending = None
+            if selector.accepts(el):
+                k += 1
+                if k > len(skeleton):
+                    raise ReadError("unreadable", "the document changed while it was "
+                                    "read: more items than in the first pass")
+                pending = el
+    except etree.XMLSyntaxError:
         if pending is not None:
             yield k - 1, pending
-            pending = None
-        if selector.accepts(el):
-            k += 1
-            if k > len(skeleton):
-                raise ReadError("unreadable", "the document changed while it was read: "
-                                "more items than in the first pass")
-            pending = el
+        raise
     if pending is not None:
         yield k - 1, pending
     if k != len(skeleton):

@@ -202,13 +202,58 @@ LAUGHS = b"""<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">
      b"</rss>", "encoding"),
     (b"<rss><channel><item>\xff\xfe</item></channel></rss>", "encoding"),
     (b'<?xml version="1.0" encoding="x-no-such"?><rss/>', "encoding"),
-    (b"<rss><channel><item>a</item>", "xml-syntax"),
-    (b"", "xml-syntax"),
+    (b"<rss><channel><title>&nbsp;</title><item>a</item>", "xml-syntax"),
 ])
 def test_hostile_documents_are_quarantined_whole(tmp_path, raw, reason, limits):
     got = outcomes(raw, tmp_path, limits=limits)
     assert shape(got) == [("Quarantined", 0, reason)], got
     assert "passwd" not in repr(got) or reason != "xml-entity" or "file:///" in got[0].message
+    assert "\n" not in got[0].message
+
+
+@pytest.mark.parametrize("limits", [ReadLimits(), STREAM], ids=["memory", "stream"])
+def test_whole_document_problems_are_at_1_when_read_whole_at_0_when_split(tmp_path, limits):
+    """Review finding 19: a document read whole is quarantined at position 1 (the id its
+    event would have); a feed or split document none of whose items could be delimited at
+    position 0."""
+    assert shape(outcomes(b"", tmp_path, limits=limits)) == [("Quarantined", 1, "xml-syntax")]
+    doc = b"<nitf><body>" + b"<a>" * 300 + b"</a>" * 300 + b"</body></nitf>"
+    assert shape(outcomes(doc, tmp_path, limits=limits)) == [("Quarantined", 1,
+                                                              "xml-too-deep")]
+    assert shape(outcomes(b"<nitf><body>a & b</body></nitf>", tmp_path,
+                          limits=limits)) == [("Quarantined", 1, "xml-syntax")]
+    assert shape(outcomes(b"<nitf><head>a & b</head><body/></nitf>", tmp_path,
+                          limits=limits, split="body")) == [("Quarantined", 0, "xml-syntax")]
+    assert shape(outcomes(b"<nitf>" + b"y" * 400 + b"</nitf>", tmp_path, limits=ReadLimits(
+        xml=ParseLimits(max_bytes=300), stream_above=limits.stream_above))) == [
+        ("Quarantined", 1, "too-large")]
+
+
+def test_messages_are_one_line_in_our_words(tmp_path):
+    """Review finding 14: one-line messages, UTF-16 without a BOM is ``encoding``, the
+    depth limit named with how to raise it, real columns, excerpts."""
+    got = outcomes("<r>h\u00e9llo</r>".encode("utf-16-le"), tmp_path, "u16.xml")
+    assert shape(got) == [("Quarantined", 1, "encoding")] and "\n" not in got[0].message
+    assert "byte-order mark" in got[0].message
+    deep = b"<rss><channel><item>" + b"<a>" * 300 + b"</a>" * 300 + b"</item></channel></rss>"
+    got = outcomes(deep, tmp_path)
+    assert shape(got) == [("Quarantined", 1, "xml-too-deep")]
+    assert "XML_PARSE_HUGE" not in got[0].message and "max_depth" in got[0].message
+    assert got[0].excerpt.startswith("<item><a><a>")
+    got = outcomes(b"<rss><channel>\n<item><title>a &nbsp; b</title></item>\n"
+                   b"<item/></channel></rss>", tmp_path)
+    assert shape(got) == [("Quarantined", 1, "xml-syntax"), ("Event", 2, None)]
+    assert "line 2, column 22:" in got[0].message and "column 0" not in got[0].message
+    assert "&nbsp;" in got[0].excerpt
+    got = outcomes(NETSCAPE, tmp_path)
+    assert got[1].reason == "xml-entity" and got[1].excerpt == "&eacute;"
+    for limits in (ReadLimits(), STREAM):
+        got = outcomes(XXE, tmp_path, limits=limits)
+        assert got[0].excerpt == '<!ENTITY x SYSTEM "file:///etc/passwd">'
+        got = outcomes(b"<rss><channel>\n<title>a &nbsp; b</title><item/></channel></rss>",
+                       tmp_path, limits=limits)
+        assert shape(got) == [("Quarantined", 0, "xml-syntax")]
+        assert "&nbsp;" in got[0].excerpt and "line 2, column 16" in got[0].message
 
 
 NETSCAPE = b"""<?xml version="1.0"?>
@@ -231,16 +276,41 @@ def test_a_reference_to_an_external_dtds_entity_loses_its_item(tmp_path, limits)
     assert shape(outcomes(in_meta, tmp_path, limits=limits)) == [("Quarantined", 0,
                                                                   "xml-entity")]
     whole = NETSCAPE.replace(b"rss", b"nitf")
-    assert shape(outcomes(whole, tmp_path, limits=limits)) == [("Quarantined", 0,
+    assert shape(outcomes(whole, tmp_path, limits=limits)) == [("Quarantined", 1,
                                                                 "xml-entity")]
 
 
 def test_lower_depth_limit_is_xml_too_deep_in_memory_and_streamed(tmp_path):
-    raw = b"<rss><channel><item>" + b"<a>" * 20 + b"</a>" * 20 + b"</item></channel></rss>"
+    """A too deep item loses that item only (review finding 6); too deep metadata loses
+    the document."""
+    deep = b"<item>" + b"<a>" * 20 + b"</a>" * 20 + b"</item>"
+    raw = b"<rss><channel><item/>" + deep + b"<item><a/></item></channel></rss>"
+    meta = b"<rss><channel>" + b"<a>" * 20 + b"</a>" * 20 + b"<item/></channel></rss>"
     for limits in (ReadLimits(xml=ParseLimits(max_depth=10)),
                    ReadLimits(xml=ParseLimits(max_depth=10), stream_above=16)):
-        assert shape(outcomes(raw, tmp_path, limits=limits)) == [("Quarantined", 0,
-                                                                  "xml-too-deep")]
+        got = outcomes(raw, tmp_path, limits=limits)
+        assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-too-deep"),
+                              ("Event", 3, None)]
+        assert "ParseLimits(max_depth" in got[1].message
+        assert shape(outcomes(meta, tmp_path, limits=limits)) == [("Quarantined", 0,
+                                                                   "xml-too-deep")]
+
+
+@pytest.mark.parametrize("limits", [ReadLimits(), STREAM], ids=["memory", "stream"])
+def test_an_item_beyond_libxml2s_depth_loses_that_item_only(tmp_path, limits):
+    """Review finding 6: libxml2's own depth limit (256) is fatal to its parse; in memory
+    the other items are still read; streamed, the items before it are (finding 5)."""
+    deep = b"<a>" * 300 + b"</a>" * 300
+    raw = (b'<rss version="2.0"><channel><title>x</title>\n<item><title>1</title></item>\n'
+           b"<item>" + deep + b"</item>\n<item><title>3</title></item>\n</channel></rss>\n")
+    got = outcomes(raw, tmp_path, limits=limits)
+    if limits is STREAM:
+        assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-too-deep"),
+                              ("Quarantined", 3, "xml-too-deep")]
+        assert "rest of the document" in got[2].message
+    else:
+        assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-too-deep"),
+                              ("Event", 3, None)]
 
 
 def test_oversize_events_are_too_large(tmp_path):
@@ -327,7 +397,13 @@ def test_broken_metadata_or_truncation(tmp_path):
     between = feed(GOOD[:2] + [b"    <link>a & b</link>"] + GOOD[2:])
     assert shape(outcomes(between, tmp_path)) == [("Quarantined", 0, "xml-syntax")]
     one_line = feed(GOOD[:1] + [b"<item>&</item>"]).replace(b"\n", b"")
-    assert shape(outcomes(one_line, tmp_path)) == [("Quarantined", 0, "xml-syntax")]
+    assert shape(outcomes(one_line, tmp_path)) == [("Event", 1, None),
+                                                   ("Quarantined", 2, "xml-syntax")]
+    # a document that ends after an item: read as closed there, the end is a record
+    got = outcomes(b"<rss><channel><item>a &amp; b</item>", tmp_path)
+    assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-syntax")]
+    assert got[0].event.xml == "<rss><channel><item>a &amp; b</item></channel></rss>"
+    assert "ends early" in got[1].message
 
 
 # -- streaming -------------------------------------------------------------------------
@@ -417,3 +493,119 @@ def test_mutated_feeds_never_raise_and_every_outcome_is_placed(edits):
     for o in got:
         if isinstance(o, Event):
             assert etree.fromstring(o.event.xml.encode()).tag == "rss"
+
+
+# -- review findings (issue 11 review, branch ``review``) ----------------------------------
+def _read(name: str, data: bytes, limits: ReadLimits = ReadLimits()) -> list:
+    return list(read_input(Input(name, Source(name), lambda: io.BytesIO(data), len(data)),
+                           limits))
+
+
+def test_salvaged_neighbour_items_keep_their_ampersands():
+    """Finding 1: libxml2's recovery drops predefined entity references after the first
+    error; a salvaged item is what a strict parse gives, never the recovered one."""
+    feed = (b'<rss version="2.0"><channel><title>x &amp; y</title>\n'
+            b'<item><title>a &nbsp; b</title></item>\n'
+            b'<item a="1&amp;2"><title>AT&amp;T &lt;3 &#233;</title></item>\n'
+            b'</channel></rss>\n')
+    out = _read("amp.rss", feed)
+    assert [type(o).__name__ for o in out] == ["Quarantined", "Event"]
+    assert '<item a="1&amp;2"><title>AT&amp;T &lt;3 \u00e9</title></item>' in out[1].event.xml
+    assert "<title>x &amp; y</title>" in out[1].event.xml
+
+
+ITEM = ('<item id="a&amp;b{i}" q=\'&quot;x&apos;\'>\n  <title>AT&amp;T &lt;{i}&gt; '
+        'caf&#233;</title>\n  <description>D &amp;amp; {i} <![CDATA[x<y&amp;]]></description>'
+        '\n</item>\n')
+AMP_FEED = ('<?xml version="1.0"?>\n<rss version="2.0">\n<channel>\n<title>F &amp; G</title>\n'
+            + "".join(ITEM.format(i=i) for i in range(5)) + "</channel>\n</rss>\n").encode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 4), st.data())
+def test_mutating_one_item_never_changes_another(k, data):
+    """Finding 1, fuzzed: one item of a feed full of entity references is mutated (the
+    reviewer's fuzz_salvage*.py); every event's item is an original item exactly, or
+    the mutated item's own text parsed strictly; the metadata is unchanged."""
+    parser = etree.XMLParser(resolve_entities=False)
+    orig = [etree.tostring(e, with_tail=False)
+            for e in etree.fromstring(AMP_FEED, parser).iter("item")]
+    start = AMP_FEED.index(b"<item", AMP_FEED.index(b'b%d"' % k) - 20)
+    end = AMP_FEED.index(b"</item>", start) + len(b"</item>")
+    at = data.draw(st.integers(start + 1, end - 2))
+    new = data.draw(st.sampled_from([b"<", b"&", b"&zz;", b"&amp", b"]]>", b"</title>",
+                                     b'"', b"", b"<!--"]))
+    cut = data.draw(st.integers(0, 2))
+    raw = AMP_FEED[:at] + new + AMP_FEED[at + cut:]
+    end += len(new) - cut
+    # the mutated item's own text, or with its next neighbour (a CDATA section left open
+    # swallows it: the strict lexer reads both as one item)
+    after = raw.find(b"</item>", end) + len(b"</item>")
+    allowed = set(orig[:k] + orig[k + 1:])
+    for text in (raw[start:end], raw[start:after]):
+        try:
+            allowed.add(etree.tostring(etree.fromstring(text, parser), with_tail=False))
+        except etree.XMLSyntaxError:
+            pass
+    for o in _read("m.rss", raw):
+        if isinstance(o, Event):
+            root = etree.fromstring(o.event.xml.encode(), parser)
+            assert [etree.tostring(e, with_tail=False) for e in root.iter("item")][0] \
+                in allowed, (raw, o.position)
+            assert etree.tostring(root.find("channel/title"), with_tail=False) == \
+                b"<title>F &amp; G</title>"
+
+
+def test_rss_item_outside_channel_is_read():
+    """Finding 2: the items of a feed are its outermost item/entry elements wherever they
+    are (an RSS item directly under rss, no channel)."""
+    out = _read("nochannel.rss", b"<rss>\n<item>\n<description>hello</description>\n"
+                b"</item>\n<channel><item><item>nested</item></item></channel></rss>\n")
+    assert [(type(o).__name__, o.position) for o in out] == [("Event", 1), ("Event", 2)]
+    assert "nested" in out[1].event.xml and "hello" not in out[1].event.xml
+
+
+def test_streamed_feed_with_one_broken_item_keeps_the_others():
+    """Finding 5: streamed, the items before a broken item are events, the broken item is
+    quarantined at its position and the unread rest in one record after it."""
+    items = [b"<item><title>%d &amp; x</title></item>\n" % i for i in range(50)]
+    items[20] = b"<item><title>20</titl></item>\n"
+    feed = b'<rss version="2.0"><channel><title>x</title>\n' + b"".join(items) + \
+        b"</channel></rss>\n"
+    out = _read("big.rss", feed, ReadLimits(stream_above=64))
+    assert shape(out) == [("Event", k, None) for k in range(1, 21)] + [
+        ("Quarantined", 21, "xml-syntax"), ("Quarantined", 22, "xml-syntax")]
+    assert [o.event for o in out[:20]] == [o.event for o in _read("big.rss", feed)[:20]]
+    assert "titl" in out[20].message and "</titl>" in out[20].excerpt
+    assert "rest of the document" in out[21].message
+    truncated = feed[:feed.index(b"<item><title>30")] + b"<item><title>3"
+    out = _read("cut.rss", truncated.replace(b"</titl>", b"</title>"),
+                ReadLimits(stream_above=64))
+    assert shape(out)[-2:] == [("Event", 30, None), ("Quarantined", 31, "xml-syntax")]
+
+
+def test_a_too_deep_item_loses_only_that_item():
+    """Finding 8 (review numbering; 6 in the brief)."""
+    deep = b"<a>" * 300 + b"</a>" * 300
+    feed = (b'<rss version="2.0"><channel><title>x</title>\n<item><title>1</title></item>\n'
+            b"<item>" + deep + b"</item>\n<item><title>3</title></item>\n</channel></rss>\n")
+    out = _read("deep.rss", feed)
+    assert shape(out) == [("Event", 1, None), ("Quarantined", 2, "xml-too-deep"),
+                          ("Event", 3, None)]
+
+
+@pytest.mark.parametrize("encode", [lambda t: t.replace("\n", "").encode(),
+                                    lambda t: t.encode("utf-16")], ids=["one-line", "utf-16"])
+def test_one_line_and_utf16_feeds_keep_their_good_items(encode):
+    """Finding 7: a minified feed and a UTF-16 feed lose only their broken item."""
+    text = AMP_FEED.decode().replace("<title>AT&amp;T &lt;2&gt;", "<title>AT&T &lt;2&gt;")
+    text = text.replace('<?xml version="1.0"?>', "")
+    out = _read("f.rss", encode(text))
+    assert shape(out) == [("Event", 1, None), ("Event", 2, None),
+                          ("Quarantined", 3, "xml-syntax"), ("Event", 4, None),
+                          ("Event", 5, None)]
+    assert "AT&amp;T &lt;4&gt;" in out[4].event.xml
+    bad_meta = encode(text.replace("<title>F &amp; G</title>", "<title>F & G</title>"))
+    got = _read("f.rss", bad_meta)
+    assert shape(got) == [("Quarantined", 0, "xml-syntax")]
+    assert "outside the items" in got[0].message

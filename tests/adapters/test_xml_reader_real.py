@@ -5,12 +5,14 @@ parsed separately, and each item's event rebuilt by lxml from the whole feed."""
 from __future__ import annotations
 
 import copy
+import io
+import re
 from pathlib import Path
 
 import pytest
 from lxml import etree
 
-from pubsift.adapters import Event, Quarantined, ReadLimits, Source, read
+from pubsift.adapters import Event, Input, Quarantined, ReadLimits, Source, read, read_input
 from pubsift.models.xml import XmlModel
 from pubsift.models.xml.parsing import ParseLimits
 
@@ -19,9 +21,12 @@ DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 NS = {"rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#", "rss": "http://purl.org/rss/1.0/",
       "rss09": "http://my.netscape.com/rdf/simple/0.9/", "atom": "http://www.w3.org/2005/Atom",
       "atom03": "http://purl.org/atom/ns#"}
-#: the items of every feed kind, as an XPath (the oracle's own definition)
-ITEMS = ("/rss/channel/item | /rdf:RDF/rss:item | /rdf:RDF/rss09:item | /atom:feed/atom:entry"
-         " | /atom03:feed/atom03:entry")
+#: the items of every feed kind, as an XPath independent of the reader (review finding 2):
+#: the outermost item/entry elements anywhere in the feed, like ``count(//item)``
+ITEMS = ("/rss//item[not(ancestor::item)] | /rdf:RDF//rss:item[not(ancestor::rss:item)]"
+         " | /rdf:RDF//rss09:item[not(ancestor::rss09:item)]"
+         " | /atom:feed//atom:entry[not(ancestor::atom:entry)]"
+         " | /atom03:feed//atom03:entry[not(ancestor::atom03:entry)]")
 #: a parser of the oracle: plain lxml, no entity substitution, nothing fetched
 ORACLE = dict(resolve_entities=False, no_network=True, load_dtd=False)
 MODEL = XmlModel()
@@ -203,11 +208,15 @@ ILLFORMED = {
     "always_strip_doctype.xml": [],                        # well-formed, no item
     "http_high_bit_date.xml": [],                          # ISO-8859-7, no item
     "rdf_channel_empty_textinput.xml": [("xml-syntax", 0)],  # misplaced XML declaration
-    "rss_empty_document.xml": [("xml-syntax", 0)],
+    "rss_empty_document.xml": [("xml-syntax", 1)],         # no root: a document read whole
     "rss_incomplete_cdata.xml": [("xml-syntax", 0)],       # misplaced XML declaration
-    "rss_item_link_corrupted_ampersands.xml": [("xml-syntax", 1)],  # truncated after item
+    # truncated after its item ("</rss"): the item is read, the end is a record
+    "rss_item_link_corrupted_ampersands.xml": [(None, 1), ("xml-syntax", 2)],
     "undeclared_namespace.xml": [("xml-syntax", 0)],       # error in the channel
 }
+#: streamed, a document whose first error is outside its items is quarantined whole
+STREAMED = dict(ILLFORMED, **{
+    "rss_item_link_corrupted_ampersands.xml": [("xml-syntax", 0)]})
 
 
 def test_illformed_feeds_never_raise_and_counts_add_up():
@@ -215,13 +224,13 @@ def test_illformed_feeds_never_raise_and_counts_add_up():
     assert sorted(p.name for p in files) == sorted(ILLFORMED)
     for path in files:
         got = outcomes(path)
-        assert [(q.reason, q.position) for q in got] == ILLFORMED[path.name], path
+        assert [(getattr(q, "reason", None), q.position) for q in got] == \
+            ILLFORMED[path.name], path
         assert all("line " in q.message and "column " in q.message and q.source == str(path)
-                   for q in got)
-        # streamed, a broken document is quarantined whole: still one record, nothing else
+                   and "\n" not in q.message for q in got if isinstance(q, Quarantined))
         streamed = list(read(str(path), limits=ReadLimits(stream_above=64)))
-        assert [(q.reason, q.position) for q in streamed] == [
-            (r, 0) for r, _ in ILLFORMED[path.name]], path
+        assert [(getattr(q, "reason", None), q.position) for q in streamed] == \
+            STREAMED[path.name], path
 
 
 def test_nitf_wire_stories_are_one_event_each():
@@ -303,3 +312,41 @@ def test_fpml_split_on_trade_equals_lxml_count():
         assert len(outcomes(path)) == 1
         total += n
     assert total == 91
+
+
+def test_real_feed_item_outside_channel_counted_like_lxml_count_item():
+    """Review finding 2: an RSS item directly under ``rss`` is an item (lxml's own
+    ``count(//item)`` is the oracle)."""
+    for name in ("item_description_not_a_doctype.xml", "item_description_not_a_doctype2.xml"):
+        path = data("feeds", "feedparser", "wellformed", "rss", name)
+        n = int(oracle_tree(path).xpath("count(//item)"))
+        got = outcomes(path)
+        assert n == 1 and [(type(e), e.position) for e in got] == [(Event, 1)], path
+
+
+def test_feedparser_feeds_with_a_broken_item_keep_the_others():
+    """Review findings 1 and 5 on real feeds: a real feed with one item broken (an
+    undefined entity) gives every other item exactly as the intact feed does, in memory
+    and, up to the broken item, streamed."""
+    checked = 0
+    for path in feed_files():
+        tree = oracle_tree(path)
+        if refused(tree) or tree.docinfo.doctype or len(tree.xpath(ITEMS, namespaces=NS)) < 2:
+            continue
+        raw = path.read_bytes()
+        good = [o for o in read(str(path))]
+        first = re.search(rb"<(?:\w+:)?(?:item|entry)[\s>]", raw)
+        if first is None or not all(isinstance(o, Event) for o in good):
+            continue
+        at = raw.find(b">", first.start())
+        broken = raw[:at + 1] + b"&nbsp;" + raw[at + 1:]
+        got = list(read_input(Input("b.xml", Source("b.xml"), lambda: io.BytesIO(broken))))
+        assert [(type(o).__name__, o.position) for o in got] == \
+            [("Quarantined", 1)] + [("Event", k) for k in range(2, len(good) + 1)], path
+        assert [o.event for o in got[1:]] == [o.event for o in good[1:]], path
+        streamed = list(read_input(Input("b.xml", Source("b.xml"), lambda: io.BytesIO(broken),
+                                         len(broken)), ReadLimits(stream_above=64)))
+        assert [(type(o).__name__, o.position) for o in streamed] == [
+            ("Quarantined", 1), ("Quarantined", 2)], path
+        checked += 1
+    assert checked >= 5, checked
