@@ -217,7 +217,7 @@ class _Reading:
         # come from (None: another tree, whose events are measured exactly)
         self.source_bytes: int | None = None
         # split per item (a feed, a split element): whole-document problems at position 0
-        self.splits = self.split is not None
+        self.splits = self.split is not None or model.name == "concepts"
 
     # -- outcomes --------------------------------------------------------------------------
     def whole(self, reason: str, message: str, raw: Any = "") -> Quarantined:
@@ -228,8 +228,9 @@ class _Reading:
                            excerpt(raw), self.model.name)
 
     def learn(self, head: bytes) -> None:
-        """Whether a document that does not parse is split (a named split element, or a
-        feed root in its first bytes): its whole-document problems are then at 0."""
+        """Whether a document that does not parse is split (a named split element, the
+        concepts model's lines, or a feed root in its first bytes): its whole-document
+        problems are then at 0."""
         kind = kind_of(head, self.limits.xml)
         if kind is None:
             try:       # the first bytes may hold an error before the parser gives events
@@ -237,7 +238,9 @@ class _Reading:
             except etree.XMLSyntaxError:
                 root = None
             kind = None if root is None else detect(root.tag, root.nsmap)
-        self.splits = self.split is not None or kind is not None and kind.is_feed
+        # the concepts model splits a document into its lines (ubl_semantic_objects)
+        self.splits = self.split is not None or self.model.name == "concepts" or \
+            kind is not None and kind.is_feed
 
     def event(self, position: int, raw: str | bytes) -> Event | Quarantined:
         """The model's event of one document text (``model.parse_event``), or
