@@ -17,8 +17,8 @@
   never in ours' favour: ours also splits RSS in the userland/Harvard namespaces and reads a
   non-feed document whole (one event), which the baseline's XPath does not count, and
   quarantines what it refuses (an entity declaration). The feeds are read 10 times per run
-  (3 with ``--quick``), the corpus being small. Skipped, with a line saying so, when no
-  ``xml`` reader is installed.
+  (``--quick`` too: the corpus is small and a shorter run is mostly noise). Skipped, with a
+  line saying so, when no ``xml`` reader is installed.
 
 Timed by the shared harness (``bench/harness.py``): CPU time of this process, a warm-up
 run, then the median of ``--repeats`` runs with the spread (max - min over the median);
@@ -199,8 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(width=max(Console().width, 140))
     results = {}
     for name, run in (("csv", lambda: csv_section(rows, args.repeats)),
-                      ("feeds", lambda: feeds_section(args.repeats,
-                                                      3 if args.quick else 10))):
+                      ("feeds", lambda: feeds_section(args.repeats, 10))):
         r = run()
         if isinstance(r, str):
             console.print(r)
