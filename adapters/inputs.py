@@ -177,6 +177,9 @@ def _tree(source: Source, root: str, limits: ReadLimits) -> Iterator[Input | Qua
         label = entry.path
         relative = folder + entry.name
         try:
+            if not entry.is_dir(follow_symlinks=False) and _excluded(source, relative):
+                found = True  # excluded: neither read nor counted, whatever it is
+                continue
             if entry.is_symlink():
                 target = os.path.realpath(label)
                 if not os.path.exists(target):
@@ -188,7 +191,7 @@ def _tree(source: Source, root: str, limits: ReadLimits) -> Iterator[Input | Qua
                 elif os.path.isfile(target):
                     # the target is hidden (``file -> ..data/file``): read under this name
                     found = True
-                    if target not in linked and not _excluded(source, relative):
+                    if target not in linked:
                         linked.add(target)
                         yield from _file(source, label, limits, os.stat(target).st_size)
                     continue
@@ -203,9 +206,8 @@ def _tree(source: Source, root: str, limits: ReadLimits) -> Iterator[Input | Qua
                     yield problem
             elif entry.is_file(follow_symlinks=False):
                 found = True
-                if not _excluded(source, relative):
-                    yield from _file(source, label, limits,
-                                     entry.stat(follow_symlinks=False).st_size)
+                yield from _file(source, label, limits,
+                                 entry.stat(follow_symlinks=False).st_size)
             else:
                 found = True
                 yield _special(label)

@@ -221,30 +221,30 @@ def _publisher_option(value: str | None) -> dict[str, Any] | None:
     """``--publisher``: a JSON object, or ``@FILE`` holding one (``.toml``: a TOML table)."""
     if value is None:
         return None
-    where = "--publisher"
+    where = "--publisher"   # the prefix of every message
     text = value
     if value.startswith("@"):
-        where = value[1:]
+        where = f"--publisher {value[1:]}"
         try:
-            with open(where, "rb") as fh:
+            with open(value[1:], "rb") as fh:
                 raw = fh.read()
         except OSError as exc:
-            raise _BadFilters(f"--publisher: cannot read {where}: "
+            raise _BadFilters(f"{where}: cannot read the file: "
                               f"{exc.strerror or one_line(exc)}") from None
-        if where.lower().endswith(".toml"):
+        if value.lower().endswith(".toml"):
             import tomllib
 
             try:
                 return tomllib.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-                raise _BadFilters(f"--publisher: {where}: {one_line(exc)}") from None
+                raise _BadFilters(f"{where}: {one_line(exc)}") from None
         text = raw.decode("utf-8", "replace")
     try:
         obj = strict_json(text)
     except ValueError as exc:
-        raise _BadFilters(f"--publisher: {where}: {exc}") from None
+        raise _BadFilters(f"{where}: {exc}") from None
     if not isinstance(obj, dict):
-        raise _BadFilters(f"--publisher: {where}: a publisher side is a JSON object "
+        raise _BadFilters(f"{where}: a publisher side is a JSON object "
                           "(concept, vocabulary, context, time_field, ignore)")
     return obj
 
@@ -431,7 +431,7 @@ def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             models[args.model] = load_model(args.model)
         sources = _sources(args.paths, args, args.model, models)
         limits = _limits_option(args.limit or [])
-        for path in (args.out, quarantine):
+        for path in (args.out, quarantine) + ((args.summary,) if args.summary else ()):
             opened.append(_AtomicFile(path, out))
     except (_BadFilters, SourceError, OSError) as exc:
         for f in opened:
@@ -441,7 +441,7 @@ def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             exc = _BadFilters(f"cannot write {where}: {exc.strerror or one_line(exc)}")
         err.write(f"pubsift convert: {one_line(exc)}\n")
         return 2
-    events, bad = opened
+    events, bad, *full = opened
     _warn_broken_readers("convert", err)
     summary = Summary()
     try:
@@ -457,15 +457,14 @@ def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if isinstance(item, Quarantined):
                 bad.fh.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
             summary.add(item)
-        if args.summary:
-            full = _AtomicFile(args.summary)
-            full.fh.write(json.dumps(summary.to_json(), indent=1, ensure_ascii=False) + "\n")
-            full.commit()
+        for f in full:
+            f.fh.write(json.dumps(summary.to_json(), indent=1, ensure_ascii=False) + "\n")
+            f.commit()
         events.commit()
         bad.commit()
     except BaseException:
-        events.discard()
-        bad.discard()
+        for f in opened:
+            f.discard()
         raise
     _print_summary(summary, report, "standard output" if args.out == "-" else args.out,
                    quarantine)

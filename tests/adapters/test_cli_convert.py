@@ -515,3 +515,39 @@ def test_convert_encoding_option_reads_a_latin_1_csv(tmp_path):
     assert line["event"] == {"name": "José", "city": "Zürich"}
     code, _, err = run(["convert", tmp_path / "q.csv", "--encoding", "rot13", "--out", out])
     assert code == 2 and "rot13" in err
+
+
+def test_excluded_links_and_special_files_are_neither_read_nor_counted(tmp_path):
+    d = tmp_path / "d"
+    (d / "sub").mkdir(parents=True)
+    (d / "sub" / "x.csv").write_text("a,b\n1,2\n")
+    (d / "link.rss").symlink_to(tmp_path / "outside.rss")      # out of the tree
+    (d / "dangling.rss").symlink_to(tmp_path / "nonexistent")
+    os.mkfifo(d / "fifo.csv")
+    (tmp_path / "outside.rss").write_text("<rss><channel/></rss>")
+    out = tmp_path / "o.jsonl"
+    code, stdout, err = run(["convert", d, "--exclude", "fifo*", "--exclude", "*.rss",
+                             "--out", out])
+    assert code == 0, stdout + err
+    assert (tmp_path / "o.quarantine.jsonl").read_text() == ""
+    code, stdout, _ = run(["convert", d, "--out", out])
+    assert code == 1
+    reasons = [json.loads(x)["source"].rsplit("/", 1)[-1]
+               for x in (tmp_path / "o.quarantine.jsonl").read_text().splitlines()]
+    assert sorted(reasons) == ["dangling.rss", "fifo.csv", "link.rss"]
+
+
+def test_a_summary_that_is_not_a_regular_file_is_a_usage_error(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
+    os.mkfifo(tmp_path / "pipe")
+    code, _, err = run(["convert", tmp_path / "a.jsonl", "--out", tmp_path / "o.jsonl",
+                        "--summary", tmp_path / "pipe"])
+    assert code == 2 and "not a regular file" in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_a_publisher_message_names_the_option_once(tmp_path):
+    (tmp_path / "q.csv").write_text("close\n1\n")
+    code, _, err = run(["convert", tmp_path / "q.csv", "--publisher", "{bad",
+                        "--out", tmp_path / "o.jsonl"])
+    assert code == 2 and err.count("--publisher") == 1, err
