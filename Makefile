@@ -13,7 +13,7 @@ $(PY):
 
 # Reinstall only when pyproject.toml changed (the stamp records the last install).
 $(VENV)/.stamp-run: pyproject.toml | $(PY)
-	$(PIP) install -q -e .
+	$(PIP) install -q -e '.[spark]'
 	@touch $@
 
 $(VENV)/.stamp-dev: pyproject.toml | $(PY)

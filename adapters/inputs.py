@@ -75,6 +75,27 @@ class Input:
 
 def inputs(source: Source, limits: ReadLimits) -> Iterator[Input | Quarantined]:
     """The inputs of ``source``; a problem with the source itself is a Quarantined."""
+    return _walk(source, limits, _file)
+
+
+def files(source: Source, limits: ReadLimits) -> Iterator[Input | Quarantined]:
+    """The files of ``source`` on disk, as :func:`inputs` finds them (directories, glob
+    patterns, links, exclusions), each one Input with :attr:`Input.file` set, **not**
+    decompressed or expanded: a compressed file or an archive is one input. The Spark job
+    lists with it on the driver and expands each file where it is read
+    (:func:`expand`, issue 12 §2)."""
+    return _walk(source, limits, _whole)
+
+
+def _whole(source: Source, path: str, limits: ReadLimits, size: int | None = None
+           ) -> Iterator[Input | Quarantined]:
+    yield Input(path, source.with_path(path), lambda: open(path, "rb"), size, path)
+
+
+_Leaf = Callable[[Source, str, ReadLimits, "int | None"], Iterator["Input | Quarantined"]]
+
+
+def _walk(source: Source, limits: ReadLimits, leaf: _Leaf) -> Iterator[Input | Quarantined]:
     path = source.path
     # one lstat (and a stat through a symbolic link) per path: it is done per file read
     try:
@@ -88,13 +109,13 @@ def inputs(source: Source, limits: ReadLimits) -> Iterator[Input | Quarantined]:
             except (OSError, ValueError):
                 st = None  # a broken link: reported when the reader opens it
         if st is not None and stat.S_ISDIR(st.st_mode):
-            yield from _tree(source, path, limits)
+            yield from _tree(source, path, limits, leaf)
         elif st is not None and not stat.S_ISREG(st.st_mode):
             yield _special(path)
         elif not _excluded(source, os.path.basename(path)):
-            yield from _file(source, path, limits, None if st is None else st.st_size)
+            yield from leaf(source, path, limits, None if st is None else st.st_size)
     elif glob.has_magic(path):
-        yield from _pattern(source, path, limits)
+        yield from _pattern(source, path, limits, leaf)
     else:
         yield Quarantined(path, 0, "unreadable", "cannot read: no such file or directory")
 
@@ -116,7 +137,8 @@ def _excluded(source: Source, relative: str) -> bool:
                for pat in source.exclude)
 
 
-def _pattern(source: Source, pattern: str, limits: ReadLimits) -> Iterator[Input | Quarantined]:
+def _pattern(source: Source, pattern: str, limits: ReadLimits, leaf: _Leaf
+             ) -> Iterator[Input | Quarantined]:
     matches = sorted(glob.glob(pattern, recursive=True))
     if not matches:
         yield Quarantined(pattern, 0, "unreadable", "the pattern matches no file")
@@ -130,14 +152,15 @@ def _pattern(source: Source, pattern: str, limits: ReadLimits) -> Iterator[Input
             continue  # read with a directory the pattern matched
         if os.path.isdir(match):
             expanded.add(os.path.normpath(match))
-            yield from _tree(source, match, limits)
+            yield from _tree(source, match, limits, leaf)
         elif os.path.exists(match) and not os.path.isfile(match):
             yield _special(match)
         elif not _excluded(source, os.path.basename(match)):
-            yield from _file(source, match, limits)
+            yield from leaf(source, match, limits, None)
 
 
-def _tree(source: Source, root: str, limits: ReadLimits) -> Iterator[Input | Quarantined]:
+def _tree(source: Source, root: str, limits: ReadLimits, leaf: _Leaf
+          ) -> Iterator[Input | Quarantined]:
     """The files under ``root``, depth first, entries of each directory sorted by name."""
     real_root = os.path.realpath(root)
     inside = real_root.rstrip(os.sep) + os.sep
@@ -193,7 +216,7 @@ def _tree(source: Source, root: str, limits: ReadLimits) -> Iterator[Input | Qua
                     found = True
                     if target not in linked:
                         linked.add(target)
-                        yield from _file(source, label, limits, os.stat(target).st_size)
+                        yield from leaf(source, label, limits, os.stat(target).st_size)
                     continue
                 else:
                     why = "a symbolic link to a hidden directory or a special file"
@@ -206,7 +229,7 @@ def _tree(source: Source, root: str, limits: ReadLimits) -> Iterator[Input | Qua
                     yield problem
             elif entry.is_file(follow_symlinks=False):
                 found = True
-                yield from _file(source, label, limits,
+                yield from leaf(source, label, limits,
                                  entry.stat(follow_symlinks=False).st_size)
             else:
                 found = True
