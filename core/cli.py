@@ -581,6 +581,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the full counts per source and reason as JSON (the printed "
                          f"summary lists at most {SUMMARY_SOURCES} sources)")
     _input_options(cv)
+    from pubsift.adapters.spark.cli import add_parsers as spark_parsers
+
+    spark_parsers(sub, _input_options)
     ex = sub.add_parser("experiment", help="reproduce the seeds' experiments")
     ex_sub = ex.add_subparsers(dest="experiment", required=True)
     from pubsift.core.experiments import rebeca
@@ -602,6 +605,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_match(args, sys.stdout, sys.stderr)
         if args.command == "convert":
             return cmd_convert(args, sys.stdout, sys.stderr)
+        if args.command in ("ingest", "route"):
+            from pubsift.adapters.spark import cli as spark_cli
+
+            return getattr(spark_cli, f"cmd_{args.command}")(args, sys.stdout, sys.stderr)
         if args.command == "run":
             return cmd_run(args, sys.stdout, sys.stderr)
         if args.command == "experiment":

@@ -13,3 +13,26 @@ settings.register_profile("dev", deadline=None)
 settings.register_profile("ci", deadline=None, derandomize=True, database=None,
                           print_blob=True)
 settings.load_profile(os.environ.get("PUBSIFT_HYPOTHESIS_PROFILE", "dev"))
+
+
+# --- Spark: one local[2] session per test run (issue 12; brief: "share one Spark session") --
+import pytest  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``spark`` run in one xdist worker (``--dist loadgroup``), so that the
+    whole run starts one Spark session, not one per worker."""
+    for item in items:
+        if item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The run's SparkSession (``local[2]``, UI off), started as the job starts it."""
+    pytest.importorskip("pyspark", reason="the spark extra is not installed")
+    from pubsift.adapters.spark.session import start
+
+    session = start("local[2]", "pubsift-tests", {"spark.sql.shuffle.partitions": "4"})
+    yield session
+    session.stop()

@@ -1,0 +1,190 @@
+"""``pubsift ingest`` and ``pubsift route`` on the command line (issue 12 §2)::
+
+    pubsift ingest PATH... --out STORE [--master URL]
+    pubsift route JOB.toml [--master URL] [--out DIR] [--format parquet|jsonl]
+    pubsift route PATH...|STORE --subscriptions SUBS.jsonl --out DIR [--master URL]
+
+Exit status 2 for everything found before Spark starts (each problem of the job file and the
+subscriptions listed with its line), 1 when the Spark job fails, 0 when it ran (quarantined
+records are part of a run, not a failure: the summary counts them).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from rich.console import Console
+
+from pubsift.core.cli_input import one_line
+from pubsift.core.errors import PubsiftError
+
+
+def add_parsers(sub: Any, input_options: Callable[[argparse.ArgumentParser], None]) -> None:
+    """The two subcommands' arguments; ``input_options`` adds the source options that
+    ``pubsift convert`` has too."""
+    ing = sub.add_parser("ingest", help="convert files and archives into an event store "
+                         "(Spark)")
+    ing.add_argument("paths", nargs="+", metavar="PATH",
+                     help="files, directories, glob patterns, archives")
+    ing.add_argument("--out", required=True, metavar="STORE", help="the event store to write")
+    ing.add_argument("-m", "--model", default=None,
+                     help="filter model of the events (default: each reader's own)")
+    _spark_options(ing)
+    input_options(ing)
+    # --format is the output's format here (issue 12 §2); the files' format is
+    # --input-format (``pubsift convert --format``)
+    rt = sub.add_parser("route", help="route files or an event store to subscribers (Spark)",
+                        conflict_handler="resolve")
+    rt.add_argument("paths", nargs="+", metavar="JOB.toml|PATH|STORE",
+                    help="a job file, or files/directories/archives, or an event store "
+                         "that pubsift ingest wrote")
+    rt.add_argument("--subscriptions", metavar="SUBS.jsonl",
+                    help="subscribers, one JSON object per line (id, model, filter; "
+                         "vocabulary and context for concepts)")
+    rt.add_argument("--out", metavar="DIR", help="where deliveries/, quarantine/, events/ "
+                    "and summary.json go (a job file may say)")
+    rt.add_argument("-m", "--model", default=None,
+                    help="filter model of the events (default: each reader's own)")
+    _spark_options(rt)
+    input_options(rt)
+    rt.add_argument("--format", dest="out_format", choices=("parquet", "jsonl"),
+                    default=None, help="deliveries and quarantine as Parquet (default) or "
+                    "JSON lines")
+    rt.add_argument("--input-format", dest="format",
+                    help="the files' format (default: from name and content)")
+
+
+def _spark_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--master", metavar="URL", help="Spark master: local[*] (default), "
+                   "local[N], spark://HOST:PORT, yarn, k8s://...")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", default=[],
+                   help="a Spark setting (repeatable): spark.sql.shuffle.partitions=8")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the output of an earlier run (only a directory a "
+                        "pubsift job wrote)")
+
+
+class UsageError(PubsiftError):
+    """A problem of the command line, found before Spark starts."""
+
+
+def _conf(values: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for v in values:
+        key, eq, val = v.partition("=")
+        if not eq or not key.strip().startswith("spark."):
+            raise UsageError(f"--conf takes spark.KEY=VALUE, not {v!r}")
+        out[key.strip()] = val.strip()
+    return out
+
+
+def cmd_ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from pubsift.adapters.spark.job import Settings, ingest
+    from pubsift.core.cli import _limits_option, _sources
+
+    def prepare() -> tuple[Any, ...]:
+        sources = _sources(args.paths, args, args.model)
+        settings = Settings(master=args.master, conf=_conf(args.conf),
+                            overwrite=args.overwrite, limits=_limits_option(args.limit or []))
+        return sources, settings
+    return _guarded("ingest", err, prepare,
+                    lambda s: ingest(s[0], args.out, s[1], _console(err)))
+
+
+def cmd_route(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from pubsift.adapters.spark.job import Settings, route
+    from pubsift.adapters.spark.store import store_format
+    from pubsift.core.cli import _limits_option, _sources
+
+    def prepare() -> tuple[Any, ...]:
+        conf = _conf(args.conf)
+        limits = _limits_option(args.limit or [])
+        if len(args.paths) == 1 and args.paths[0].lower().endswith(".toml"):
+            from pubsift.adapters.spark.jobfile import load_job
+
+            if args.subscriptions:
+                raise UsageError("a job file names its subscriptions; --subscriptions is "
+                                 "for PATH... or STORE")
+            job = load_job(args.paths[0])
+            out_dir = args.out or job.out
+            if not out_dir:
+                raise UsageError(f"{args.paths[0]}: no out in the job file and no --out")
+            settings = Settings(master=args.master or job.master, conf={**job.spark, **conf},
+                                app_name=job.app_name, format=args.out_format or
+                                job.format or "parquet", overwrite=args.overwrite,
+                                limits=limits)
+            return job.subscribers, out_dir, settings, job.sources, None
+        from pubsift.adapters.spark.subscriptions import load_subscriptions
+
+        if not args.subscriptions or not args.out:
+            raise UsageError("route PATH...|STORE needs --subscriptions SUBS.jsonl and --out "
+                             "DIR (or give a job file: route JOB.toml)")
+        stores = [p for p in args.paths if store_format(p) is not None]
+        if stores and len(args.paths) > 1:
+            raise UsageError(f"{stores[0]} is an event store: route one store, or files")
+        subscribers = load_subscriptions(args.subscriptions)
+        settings = Settings(master=args.master, conf=conf, format=args.out_format or
+                            "parquet", overwrite=args.overwrite, limits=limits)
+        if stores:
+            return subscribers, args.out, settings, (), stores[0]
+        return subscribers, args.out, settings, _sources(args.paths, args, args.model), None
+    return _guarded("route", err, prepare, lambda p: route(
+        p[0], p[1], p[2], sources=p[3], event_store=p[4], console=_console(err)))
+
+
+def _console(err: TextIO) -> Console:
+    return Console(file=err, highlight=False)
+
+
+def _guarded(command: str, err: TextIO, prepare: Callable[[], Any],
+             run: Callable[[Any], Any]) -> int:
+    """Run ``prepare`` (usage problems: exit 2) then the job (Spark failures: exit 1)."""
+    from pubsift.adapters.spark.session import SparkSetupError
+    from pubsift.adapters.spark.subscriptions import JobError
+    from pubsift.core.cli import _BadFilters
+
+    try:
+        prepared = prepare()
+    except JobError as exc:
+        err.write(f"pubsift {command}: {len(exc.problems)} problem(s), nothing was run:\n")
+        for p in exc.problems:
+            err.write(f"  {p}\n")
+        return 2
+    except (PubsiftError, _BadFilters, OSError) as exc:
+        err.write(f"pubsift {command}: {one_line(exc)}\n")
+        return 2
+    try:
+        run(prepared)
+    except SparkSetupError as exc:
+        err.write(f"pubsift {command}: {one_line(exc)}\n")
+        return 2
+    except PubsiftError as exc:
+        err.write(f"pubsift {command}: {one_line(exc)}\n")
+        return 2
+    except KeyboardInterrupt:
+        err.write(f"pubsift {command}: interrupted; nothing was written to --out\n")
+        return 130
+    except Exception as exc:  # noqa: BLE001 - a failed Spark job: one clear line, exit 1
+        err.write(f"pubsift {command}: the Spark job failed, nothing was written to --out: "
+                  f"{_first_line(exc)}\n")
+        if os.environ.get("PUBSIFT_DEBUG"):
+            raise
+        return 1
+    return 0
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    for line in text.splitlines():
+        if line.strip():
+            return f"{type(exc).__name__}: {line.strip()[:400]}"
+    return type(exc).__name__
+
+
+if __name__ == "__main__":  # spark-submit adapters/spark/cli.py route JOB.toml
+    from pubsift.core.cli import main
+
+    sys.exit(main())

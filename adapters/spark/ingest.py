@@ -1,0 +1,232 @@
+"""Bulk ingest: files -> converted records (issue 12 §2 "Spark does the work").
+
+The driver lists the sources' files with the adapters (:func:`pubsift.adapters.inputs.files`:
+directories, glob patterns, links and exclusions mean what they mean to ``pubsift
+convert``); Spark reads them with its ``binaryFile`` source, in partitions balanced by size
+(the few files Spark's file sources hide, :func:`spark_hides`, are opened by the tasks
+themselves, so that none is lost);
+each partition expands its files (decompression, archive members:
+:func:`pubsift.adapters.inputs.expand`) and converts them with the adapters' readers
+(:func:`pubsift.adapters.reading.read_input`) in ``mapInArrow`` batches. Every record read
+becomes one row: an event of its model, or a quarantined record with its reason; every input
+opened also gives a ``seen`` row, so that a file with no record is still counted. Reading a
+file is written once, in the adapters; this module only moves bytes and rows.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+from pubsift.adapters.inputs import expand, files
+from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
+from pubsift.adapters.outcomes import Event, Quarantined
+from pubsift.adapters.reading import read_input
+from pubsift.adapters.source import Source
+from pubsift.adapters.spark.store import CONVERTED_SCHEMA
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: rows per Arrow batch a conversion task returns
+BATCH_ROWS = 4096
+
+#: Spark's binaryFile source holds a file in one row: files above this are not read
+MAX_FILE_BYTES = 2**31 - 1 - 2**20
+
+#: characters Hadoop reads as a glob in a path (escaped with a backslash)
+_HADOOP_GLOB = re.compile(r"([\\*?\[\]{}])")
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The files of a job: ``files`` maps a file's absolute path to the (label, source)
+    pairs it is read as (one file named by two sources is read for each); ``problems``
+    are the sources' listing problems (a missing path, a FIFO, an empty directory) as
+    quarantine records."""
+
+    files: dict[str, tuple[tuple[str, Source], ...]]
+    sizes: dict[str, int]
+    problems: tuple[Quarantined, ...]
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.sizes.values())
+
+
+def list_files(sources: Sequence[Source], limits: ReadLimits = DEFAULT_READ_LIMITS) -> Listing:
+    """The files of ``sources``, listed on the driver by the adapters."""
+    found: dict[str, list[tuple[str, Source]]] = {}
+    sizes: dict[str, int] = {}
+    problems: list[Quarantined] = []
+    for src in sources:
+        for item in files(src, limits):
+            if isinstance(item, Quarantined):
+                problems.append(item)
+                continue
+            assert item.file is not None
+            path = os.path.abspath(item.file)
+            try:
+                size = os.stat(path).st_size
+            except OSError as exc:
+                problems.append(Quarantined(item.name, 0, "unreadable",
+                                            f"cannot read: {exc.strerror or exc}"))
+                continue
+            if size > MAX_FILE_BYTES:
+                problems.append(Quarantined(item.name, 0, "too-large", (
+                    f"not read: {size} bytes; the Spark job reads files of at most "
+                    f"{MAX_FILE_BYTES} bytes (Spark's binaryFile row limit): split it")))
+                continue
+            found.setdefault(path, []).append((item.name, item.source))
+            sizes[path] = size
+    return Listing({p: tuple(v) for p, v in found.items()}, sizes, tuple(problems))
+
+
+def hadoop_path(path: str) -> str:
+    """``path`` as Spark's file sources take it: a ``file:`` URI with Hadoop's glob
+    characters escaped (a file named ``a[1].csv`` is that file, not a pattern)."""
+    return "file://" + _HADOOP_GLOB.sub(r"\\\1", path)
+
+
+def local_path(uri: str) -> str:
+    """The local path of a path Spark's ``binaryFile`` source reports (``file:/a%20b``)."""
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme in ("", "file") else uri
+
+
+def spark_hides(path: str) -> bool:
+    """Whether Spark's file sources skip ``path`` even when it is named explicitly: Hadoop
+    treats names starting with ``_`` or ``.`` as hidden (``_SUCCESS``, ``.crc``)."""
+    return os.path.basename(path)[:1] in ("_", ".")
+
+
+def _rows(items: Iterator[Event | Quarantined | str], dump: Callable[[Event], str]
+          ) -> Iterator[dict[str, Any]]:
+    for item in items:
+        if isinstance(item, str):
+            yield {"kind": "seen", "model": None, "source": item, "position": 0,
+                   "event": None, "reason": None, "message": None, "excerpt": None}
+        elif isinstance(item, Quarantined):
+            yield {"kind": "quarantine", "model": item.model, "source": item.source,
+                   "position": item.position, "event": None, "reason": item.reason,
+                   "message": item.message, "excerpt": item.excerpt}
+        else:
+            yield {"kind": "event", "model": item.model, "source": item.source,
+                   "position": item.position, "event": dump(item), "reason": None,
+                   "message": None, "excerpt": None}
+
+
+def _outcomes(label: str, source: Source, opener: Callable[[], Any], size: int | None,
+              limits: ReadLimits) -> Iterator[Event | Quarantined | str]:
+    """What one file gives: for each input in it (itself, or its members), the input's
+    name (``seen``) and then its events and quarantined records."""
+    for inp in expand(source, label, opener, size, limits):
+        if isinstance(inp, Quarantined):
+            yield inp
+        else:
+            yield inp.name
+            yield from read_input(inp, limits)
+
+
+def event_dumper() -> Callable[[Event], str]:
+    """``dump(event)``: the JSON text of the model's wire form (``dump_event``)."""
+    from pubsift.core.registry import load_model
+
+    models: dict[str, Any] = {}
+
+    def dump(item: Event) -> str:
+        model = models.get(item.model)
+        if model is None:
+            model = models[item.model] = load_model(item.model)
+        return json.dumps(model.dump_event(item.event), ensure_ascii=False,
+                          separators=(",", ":"))
+    return dump
+
+
+def converter(listing: Listing, limits: ReadLimits) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function of the conversion stage: batches of files in (``path``
+    and ``content`` from binaryFile, or only ``path`` for a file the task opens itself),
+    converted rows (:data:`CONVERTED_SCHEMA`) out."""
+    files_of = listing.files
+
+    def convert(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        dump = event_dumper()
+        schema = _arrow_schema()
+        out: list[dict[str, Any]] = []
+        for batch in batches:
+            paths = batch.column("path").to_pylist()
+            contents = batch.column("content") if "content" in batch.schema.names else None
+            for i, uri in enumerate(paths):
+                path = local_path(uri)
+                if contents is not None:
+                    content = contents[i].as_py()
+                    opener, size = (lambda c=content: io.BytesIO(c)), len(content)
+                else:
+                    opener, size = (lambda p=path: open(p, "rb")), listing.sizes.get(path)
+                for label, source in files_of.get(path, ()):
+                    for row in _rows(_outcomes(label, source, opener, size, limits), dump):
+                        out.append(row)
+                        if len(out) >= BATCH_ROWS:
+                            yield pa.RecordBatch.from_pylist(out, schema=schema)
+                            out = []
+        if out:
+            yield pa.RecordBatch.from_pylist(out, schema=schema)
+    return convert
+
+
+def _arrow_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([("kind", pa.string()), ("model", pa.string()),
+                      ("source", pa.string()), ("position", pa.int64()),
+                      ("event", pa.string()), ("reason", pa.string()),
+                      ("message", pa.string()), ("excerpt", pa.string())])
+
+
+def convert(spark: "SparkSession", listing: Listing, limits: ReadLimits = DEFAULT_READ_LIMITS
+            ) -> "DataFrame":
+    """The converted rows of every listed file (lazy: a Spark plan), plus the listing's
+    problems. Spark reads the files (``binaryFile``) in partitions of about an equal share
+    of the bytes, at least one per core."""
+    parts = max(1, spark.sparkContext.defaultParallelism) if _has_context(spark) else 2
+    share = max(1 << 20, listing.total_bytes // (2 * parts) + 1)
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(share))
+    spark.conf.set("spark.sql.files.openCostInBytes", str(min(share, 1 << 20)))
+    frames = []
+    fn = converter(listing, limits)
+    read_by_spark = [p for p in listing.files if not spark_hides(p)]
+    hidden = [p for p in listing.files if spark_hides(p)]
+    if read_by_spark:
+        raw = spark.read.format("binaryFile").load([hadoop_path(p) for p in read_by_spark])
+        frames.append(raw.select("path", "content").mapInArrow(fn, CONVERTED_SCHEMA))
+    if hidden:
+        paths = spark.createDataFrame([(p,) for p in hidden], "path string")
+        frames.append(paths.repartition(min(len(hidden), parts)).mapInArrow(
+            fn, CONVERTED_SCHEMA))
+    if listing.problems:
+        frames.append(spark.createDataFrame(
+            [{"kind": "quarantine", "model": q.model, "source": q.source,
+              "position": q.position, "event": None, "reason": q.reason,
+              "message": q.message, "excerpt": q.excerpt} for q in listing.problems],
+            CONVERTED_SCHEMA))
+    if not frames:
+        return spark.createDataFrame([], CONVERTED_SCHEMA)
+    df = frames[0]
+    for f in frames[1:]:
+        df = df.unionByName(f)
+    return df
+
+
+def _has_context(spark: "SparkSession") -> bool:
+    try:
+        spark.sparkContext  # noqa: B018 - not available on Spark Connect
+    except Exception:  # noqa: BLE001
+        return False
+    return True

@@ -1,0 +1,266 @@
+"""The two commands of the Spark job end to end (issue 12 §2): ``pubsift ingest`` (files ->
+event store) and ``pubsift route`` (files or an event store -> deliveries per subscriber).
+
+Everything that can be wrong with the command line, the job file, the subscriptions or the
+output directory is found before Spark starts (exit status 2, every problem listed). Then
+Spark starts, the driver lists the files, Spark converts them (:mod:`.ingest`), writes the
+event store and the quarantine, routes each model's events against its subscribers
+(:mod:`.route`) and writes the deliveries; ``summary.json`` holds the counts and the wall
+time of each stage, and the console ends with the summary as a table.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
+from pubsift.adapters.source import Source
+from pubsift.adapters.spark import store
+from pubsift.adapters.spark.progress import Stages
+from pubsift.adapters.summary import SourceCounts, Summary
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from pubsift.adapters.spark.subscriptions import Subscriber
+
+#: rows of the console's summary table per section (summary.json has them all)
+SHOWN = 12
+
+
+@dataclass
+class Settings:
+    """How the job runs: the master (None: ``local[*]``, or spark-submit's), Spark
+    settings, the output format and whether an earlier run's output may be replaced."""
+
+    master: str | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+    app_name: str = "pubsift"
+    format: str = "parquet"
+    overwrite: bool = False
+    limits: ReadLimits = DEFAULT_READ_LIMITS
+
+
+def ingest(sources: Sequence[Source], out: str, settings: Settings,
+           console: Console | None = None) -> dict[str, Any]:
+    """``pubsift ingest``: convert ``sources`` once into an event store at ``out``."""
+    console = console or Console(stderr=True)
+    output = store.prepare(out, "parquet", settings.overwrite, "store")
+    return _run(output, settings, console, sources, None, None)
+
+
+def route(subscribers: Sequence["Subscriber"], out: str, settings: Settings,
+          sources: Sequence[Source] = (), event_store: str | None = None,
+          console: Console | None = None) -> dict[str, Any]:
+    """``pubsift route``: route ``sources`` (converted on the way, the store kept in
+    ``out/events``) or an existing ``event_store`` against ``subscribers``."""
+    console = console or Console(stderr=True)
+    output = store.prepare(out, settings.format, settings.overwrite, "route")
+    return _run(output, settings, console, sources, event_store, subscribers)
+
+
+def _run(output: store.Output, settings: Settings, console: Console,
+         sources: Sequence[Source], event_store: str | None,
+         subscribers: Sequence["Subscriber"] | None) -> dict[str, Any]:
+    from pubsift.adapters.spark.session import start
+
+    began = time.perf_counter()
+    stages = Stages(console)
+    try:
+        with stages.stage("start", f"Spark started ({settings.master or 'local[*]'})"):
+            spark = start(settings.master, settings.app_name, settings.conf)
+        stages.spark = spark
+        summary: dict[str, Any] = {"format": output.format}
+        if event_store is None:
+            summary.update(_ingest(spark, sources, output, settings, stages))
+            events_path = output.path("events")
+        else:
+            events_path = os.path.join(os.path.abspath(event_store), "events")
+            summary.update(_store_summary(event_store))
+        if subscribers is not None:
+            summary.update(_route(spark, events_path, subscribers, output, stages))
+        summary["seconds"] = {**{k: round(v, 3) for k, v in stages.seconds.items()},
+                              "total": round(time.perf_counter() - began, 3)}
+        store.write_json(output.path("summary.json"), summary)
+        store.commit(output)
+    except BaseException:
+        store.discard(output)
+        raise
+    show(summary, console)
+    return summary
+
+
+def _ingest(spark: "SparkSession", sources: Sequence[Source], output: store.Output,
+            settings: Settings, stages: Stages) -> dict[str, Any]:
+    from pyspark import StorageLevel
+
+    from pubsift.adapters.spark.ingest import convert, list_files
+
+    with stages.stage("list", "files listed"):
+        listing = list_files(sources, settings.limits)
+    with stages.stage("convert", f"{len(listing.files)} files converted into events"):
+        converted = convert(spark, listing, settings.limits).persist(
+            StorageLevel.MEMORY_AND_DISK)
+        try:
+            (converted.where("kind = 'event'").select(*store.EVENT_COLUMNS)
+             .write.partitionBy("model").parquet(output.path("events")))
+            quarantined = converted.where("kind = 'quarantine'")
+            _write(quarantined.select(*store.QUARANTINE_COLUMNS).coalesce(1),
+                   output.path("quarantine"), output.format)
+            counts = converted.groupBy("kind", "source", "model", "reason").count().collect()
+        finally:
+            converted.unpersist()
+    return read_counts(counts)
+
+
+def read_counts(counts: Sequence[Any]) -> dict[str, Any]:
+    """The read part of the summary from ``(kind, source, model, reason, count)`` rows:
+    per source read = events + quarantined, per model, per reason (issue 12 §2)."""
+    summary = Summary()
+    models: dict[str, int] = {}
+    for kind, source, model, reason, n in counts:
+        summary.saw(source)
+        c: SourceCounts = summary.sources[source]
+        if kind == "event":
+            c.events += n
+            models[model] = models.get(model, 0) + n
+        elif kind == "quarantine":
+            c.quarantined += n
+            summary.reasons[reason] += n
+    out = summary.to_json()
+    out["sources"] = dict(sorted(out["sources"].items()))
+    out["models"] = dict(sorted(models.items()))
+    return out
+
+
+def _store_summary(path: str) -> dict[str, Any]:
+    """What the event store at ``path`` holds, from its summary.json."""
+    try:
+        with open(os.path.join(path, "summary.json"), encoding="utf-8") as fh:
+            old = json.load(fh)
+    except (OSError, ValueError):
+        old = {}
+    keep = ("read", "events", "quarantined", "sources", "models", "reasons")
+    return {"store": os.path.abspath(path), **{k: old[k] for k in keep if k in old}}
+
+
+def _route(spark: "SparkSession", events_path: str, subscribers: Sequence["Subscriber"],
+           output: store.Output, stages: Stages) -> dict[str, Any]:
+    from pubsift.adapters.spark import route as routing
+    from pubsift.adapters.spark.subscriptions import by_model
+
+    groups = by_model(subscribers)
+    with stages.stage("route", f"{len(subscribers)} subscribers of "
+                      f"{len(groups)} model(s) routed"):
+        events = spark.read.parquet(events_path)
+        present = {r[0] for r in events.select("model").distinct().collect()}
+        parts = max(2, 2 * _parallelism(spark))
+        frames = [routing.route(events, m, subs, parts) for m, subs in groups.items()
+                  if m in present]
+        path = output.path("deliveries")
+        if frames:
+            deliveries = frames[0]
+            for f in frames[1:]:
+                deliveries = deliveries.unionByName(f)
+            _write(deliveries.repartition("subscriber"), path, output.format,
+                   partition="subscriber")
+            per = _delivery_counts(spark, path, output.format)
+        else:
+            per = {}
+    counted = {s.id: per.get(s.id, 0) for s in subscribers}
+    return {"deliveries": sum(counted.values()), "subscribers": counted}
+
+
+def _parallelism(spark: "SparkSession") -> int:
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # noqa: BLE001 - Spark Connect
+        return 2
+
+
+def _write(df: "DataFrame", path: str, fmt: str, partition: str | None = None) -> None:
+    """Write ``df`` as Parquet, or as JSON lines (``event`` embedded as JSON, not as a
+    string holding JSON), optionally partitioned by a column."""
+    if fmt == "parquet":
+        writer = df.write
+        if partition:
+            writer = writer.partitionBy(partition)
+        writer.parquet(path)
+        return
+    from pyspark.sql import functions as F
+
+    parts = []
+    for i, name in enumerate(df.columns):
+        key = F.lit(("{" if i == 0 else ",") + json.dumps(name) + ":")
+        if name == "event":
+            value = F.coalesce(F.col(name), F.lit("null"))
+        else:
+            value = F.coalesce(_json_value(F.col(name)), F.lit("null"))
+        parts += [key, value]
+    line = F.concat(*parts, F.lit("}")).alias("value")
+    cols = [line] + ([F.col(partition)] if partition else [])
+    writer = df.select(*cols).write.option("compression", "none")
+    if partition:
+        writer = writer.partitionBy(partition)
+    writer.text(path)
+
+
+def _json_value(col: Any) -> Any:
+    """A column as a JSON value, computed by Spark: ``to_json`` of a one-field struct
+    without its ``{"v":`` and ``}``."""
+    from pyspark.sql import functions as F
+
+    text = F.to_json(F.struct(col.alias("v")), {"ignoreNullFields": "false"})
+    return F.regexp_extract(text, r'^\{"v":(.*)\}$', 1)
+
+
+def _delivery_counts(spark: "SparkSession", path: str, fmt: str) -> dict[str, int]:
+    """Deliveries per subscriber, read back from what was written."""
+    df = spark.read.parquet(path) if fmt == "parquet" else spark.read.text(path)
+    return {r[0]: r[1] for r in df.groupBy("subscriber").count().collect()}
+
+
+def show(summary: Mapping[str, Any], console: Console) -> None:
+    """The summary as tables: per source, per reason, per subscriber, per stage."""
+    console.print()
+    if "sources" in summary:
+        t = Table(title=f"read: {summary.get('read', 0)} records, "
+                        f"{summary.get('events', 0)} events, "
+                        f"{summary.get('quarantined', 0)} quarantined"
+                        + (f" (store {summary['store']})" if "store" in summary else ""))
+        for col in ("source", "read", "events", "quarantined"):
+            t.add_column(col, justify="left" if col == "source" else "right")
+        rows = list(summary["sources"].items())
+        for src, c in rows[:SHOWN]:
+            t.add_row(src, str(c["read"]), str(c["events"]), str(c["quarantined"]))
+        if len(rows) > SHOWN:
+            t.add_row(f"... {len(rows) - SHOWN} more (summary.json)", "", "", "")
+        console.print(t)
+    for key, title in (("models", "events per model"), ("reasons", "quarantined per reason")):
+        if summary.get(key):
+            t = Table(title=title)
+            t.add_column(key[:-1])
+            t.add_column("count", justify="right")
+            for k, v in summary[key].items():
+                t.add_row(k, str(v))
+            console.print(t)
+    if "subscribers" in summary:
+        t = Table(title=f"deliveries: {summary['deliveries']}")
+        t.add_column("subscriber")
+        t.add_column("deliveries", justify="right")
+        rows = list(summary["subscribers"].items())
+        for sid, n in rows[:SHOWN]:
+            t.add_row(sid, str(n))
+        if len(rows) > SHOWN:
+            t.add_row(f"... {len(rows) - SHOWN} more (summary.json)", "")
+        console.print(t)
+    secs = summary.get("seconds", {})
+    if secs:
+        console.print("wall time: " + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items()))

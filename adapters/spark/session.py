@@ -1,0 +1,114 @@
+"""Starting Spark for the job (issue 12 §2 "Where it runs").
+
+The default master is ``local[*]``: nothing to install but Java 17, checked before the
+session starts (:func:`check_java`) so that a missing or old Java is one clear message, not
+a Java stack trace. ``--master spark://HOST:PORT`` (also ``yarn``, ``k8s://...``) runs the
+same job on a cluster; under ``spark-submit`` the master and settings spark-submit was given
+are kept. The workers run the Python that runs the driver (``PYSPARK_PYTHON``), so they find
+pubsift and every installed model (entry points included) through the same installation.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pubsift.core.errors import PubsiftError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: the oldest Java the installed Spark runs on
+MIN_JAVA = 17
+
+#: settings every session of the job gets (a job file's ``[spark.conf]`` may change them)
+DEFAULT_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",        # the job shows its own progress
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.sources.partitionOverwriteMode": "static",
+    # subscriber ids and model names are names, never numbers or dates
+    "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
+    # Spark's own log lines below WARN would bury the job's output
+    "spark.log.level": "WARN",
+    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+    "spark.hadoop.fs.file.impl.disable.cache": "true",
+}
+
+
+class SparkSetupError(PubsiftError, RuntimeError):
+    """Spark cannot start: PySpark or Java missing, a master that cannot be reached."""
+
+
+def require_pyspark() -> None:
+    """SparkSetupError unless PySpark can be imported (the ``spark`` extra)."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise SparkSetupError("the Spark job needs PySpark: pip install 'pubsift[spark]' "
+                              "(make run installs it)") from None
+
+
+def check_java(java_home: str | None = None) -> str:
+    """The version of the Java Spark will use; SparkSetupError if there is none or it is
+    older than Java 17. Spark takes ``$JAVA_HOME/bin/java``, else ``java`` on the PATH."""
+    home = java_home if java_home is not None else os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    where = f"JAVA_HOME={home}" if home else "the PATH"
+    if not java or not os.access(java, os.X_OK):
+        raise SparkSetupError(f"Spark needs Java {MIN_JAVA} or later and there is no java "
+                              f"in {where}: install a JDK {MIN_JAVA}+ (e.g. apt install "
+                              f"openjdk-{MIN_JAVA}-jre-headless) or set JAVA_HOME")
+    try:
+        proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SparkSetupError(f"cannot run {java} -version: {exc}") from None
+    text = proc.stderr + proc.stdout
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    if not m:
+        raise SparkSetupError(f"cannot tell the version of {java} (it printed "
+                              f"{text.strip()[:200]!r}); Spark needs Java {MIN_JAVA}+")
+    major = int(m.group(1))
+    if major == 1 and m.group(2):          # "1.8.0_392": Java 8
+        major = int(m.group(2))
+    if major < MIN_JAVA:
+        raise SparkSetupError(f"Spark needs Java {MIN_JAVA} or later; {java} is Java {major} "
+                              f"({where}): install a JDK {MIN_JAVA}+ or point JAVA_HOME at one")
+    return m.group(0).split('"', 1)[1]
+
+
+def under_spark_submit() -> bool:
+    """Whether this driver was started by ``spark-submit`` (which gives the master)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def start(master: str | None = None, app_name: str = "pubsift",
+          conf: Mapping[str, Any] | None = None) -> "SparkSession":
+    """A SparkSession for the job: ``master`` (default ``local[*]``, or what spark-submit
+    was given), :data:`DEFAULT_CONF` overridden by ``conf``. Checks PySpark and Java
+    first."""
+    require_pyspark()
+    check_java()
+    # the workers must run this interpreter (it has pubsift and the models installed)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    elif not under_spark_submit():
+        builder = builder.master("local[*]")
+    for key, value in {**DEFAULT_CONF, **dict(conf or {})}.items():
+        builder = builder.config(key, str(value))
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - py4j/JVM errors become one clear message
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SparkSetupError(f"Spark did not start (master {master or 'local[*]'}): "
+                              f"{first[:300]}") from None
+    return spark
