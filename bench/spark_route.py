@@ -1,0 +1,217 @@
+"""Routing in the Spark job against a per-row path, in the same run (issue 12 §5).
+
+    .venv/bin/python bench/spark_route.py [--quick] [--repeats N] [--json PATH]
+
+On ``local[2]``:
+
+* **records**: the 5-year S&P 500 quotes (``../shared/data/quotes/*5yr*.csv.gz``, 619,040
+  rows) ingested by the job into an event store, routed against 1k and 10k subscriptions
+  of Mühl's quote and quote-interval kinds (``models.records.workload.subscriptions`` with
+  ``Mix(quote=0.5, interval=0.5)``, drawn over the whole file, seed 12), as in
+  ``bench/records_match.py``;
+* **xml**: the 500 YFilter NITF documents (``../shared/data/yfilter/xmldocs-500``) against
+  the first 10k distinct YFilter path queries.
+
+For each, the **routing stage** is timed two ways over the same cached events (the store
+read once, in 2 partitions, materialized before timing): *the job's path*
+(:func:`pubsift.adapters.spark.route.router` in ``mapInArrow``: the index's
+``match_wire_batch`` when it has one, else ``match_batch``) and *the per-row path*: a
+``mapInPandas`` function calling ``FilterIndex.match(model.load_event(json.loads(wire)))``
+for each event. Both are driven by the same action (count and a hash sum of the
+deliveries), whose results must be equal; a difference is exit status 1. The figure is
+events per second per core (events / wall seconds / 2); **bar: records at 10k
+subscriptions, the job's path ≥ 3× the per-row path**. Also printed: the wall time of the
+whole job (``pubsift route`` on the quotes archive against the 10k subscriptions:
+listing, conversion, event store, routing, writing the deliveries) and the time Spark's
+start takes (a cold session).
+
+Times are wall-clock (``time.perf_counter``), not CPU time as in the other scripts: the
+work runs in Spark's JVM and Python worker processes, not in this one; run it on a quiet
+machine. Each figure is the median of ``--repeats`` runs after one warm-up run, with the
+spread. ``--quick`` routes the first 200,000 quotes in the stage timings (3 repeats by
+default) and runs the whole job once.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import Bench, Timing  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+QUOTES = DATA / "quotes" / "all_stocks_5yr_2013-02-08_2018-02-07.csv.gz"
+NITF = DATA / "yfilter" / "xmldocs-500"
+QUERIES = DATA / "yfilter" / "queries" / "queries-153928-d.txt.gz"
+CORES = 2
+
+
+def wall(work: Callable[[], Any], count: int, inputs: str, repeats: int) -> tuple[Timing, Any]:
+    """``work`` once untimed (warm-up), then ``repeats`` timed runs, in wall seconds;
+    returns the timing and the last run's result."""
+    result = work()
+    t = Timing(count, inputs)
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = work()
+        t.seconds.append(time.perf_counter() - start)
+    return t, result
+
+
+def per_row(model_name: str, ids: Sequence[str], index: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The per-row path: ``index.match`` for each event, inside ``mapInPandas``."""
+    def route(frames: Iterator[Any]) -> Iterator[Any]:
+        import pandas as pd
+
+        from pubsift.core.registry import load_model
+
+        model = load_model(model_name)
+        for pdf in frames:
+            subs, srcs, poss, evs = [], [], [], []
+            for src, pos, wire in zip(pdf["source"], pdf["position"], pdf["event"]):
+                for k in index.match(model.load_event(json.loads(wire))):
+                    subs.append(ids[k])
+                    srcs.append(src)
+                    poss.append(pos)
+                    evs.append(wire)
+            yield pd.DataFrame({"subscriber": subs, "source": srcs, "position": poss,
+                                "model": model_name, "event": evs})
+    return route
+
+
+def digest(df: Any) -> tuple[int, int]:
+    """The action both paths are driven by: count and hash sum of the deliveries."""
+    from pyspark.sql import functions as F
+
+    row = df.agg(F.count(F.lit(1)), F.sum(F.hash("subscriber", "source", "position"))
+                 ).collect()[0]
+    return int(row[0]), int(row[1] or 0)
+
+
+def compare(bench: Bench, spark: Any, events: Any, n_events: int, model_name: str,
+            subscribers: Sequence[Any], label: str, repeats: int) -> bool:
+    from pubsift.adapters.spark.route import build_index, router
+    from pubsift.adapters.spark.store import DELIVERY_SCHEMA
+    from pubsift.core.registry import load_model
+
+    model = load_model(model_name)
+    index = build_index(model, subscribers)
+    ids = [s.id for s in subscribers]
+    inputs = f"{n_events} {label} events, {len(subscribers)} subscriptions"
+    ours, got = wall(lambda: digest(events.mapInArrow(
+        router(model_name, subscribers, index, False), DELIVERY_SCHEMA)),
+        n_events, inputs, repeats)
+    base, want = wall(lambda: digest(events.mapInPandas(
+        per_row(model_name, ids, index), DELIVERY_SCHEMA)), n_events, inputs, repeats)
+    same = got == want
+    r = base.median / ours.median
+    per_core = lambda t: n_events / t.median / CORES  # noqa: E731
+    print(f"{label} {len(subscribers):>6} subs: job path {per_core(ours):>10,.0f} ev/s/core "
+          f"±{ours.spread / 2:.0%}, per-row {per_core(base):>10,.0f} ev/s/core "
+          f"±{base.spread / 2:.0%}: {r:.1f}×; deliveries {got[0]:,} "
+          f"{'(equal)' if same else f'DIFFER from per-row {want[0]:,}'}")
+    bench.row(model=model_name, subscriptions=len(subscribers), events=n_events,
+              job_path=ours, per_row=base, ratio=r, deliveries=got[0], equal=same,
+              job_events_per_s_core=per_core(ours), per_row_events_per_s_core=per_core(base))
+    if len(subscribers) >= 10_000:
+        bench.headline(f"Spark routing stage, {label}, {len(subscribers) // 1000}k subs "
+                       f"(job path vs per-row index.match, local[2])",
+                       f"{per_core(ours):,.0f} ev/s/core, {r:.1f}×")
+    return same
+
+
+def cached_events(spark: Any, store_dir: str, model_name: str, limit: int | None) -> tuple[Any, int]:
+    from pyspark import StorageLevel
+
+    df = spark.read.parquet(os.path.join(store_dir, "events")).where(
+        f"model = '{model_name}'").select("source", "position", "event")
+    if limit:
+        df = df.orderBy("source", "position").limit(limit)
+    df = df.repartition(CORES).persist(StorageLevel.MEMORY_ONLY)
+    return df, df.count()
+
+
+def quote_subscribers(n: int, quotes: Sequence[Any]) -> list[Any]:
+    from pubsift.adapters.spark.subscriptions import Subscriber
+    from pubsift.models.records.workload import Mix, subscriptions
+
+    fs = subscriptions(quotes, n, seed=12, mix=Mix(quote=0.5, interval=0.5, prefix=0,
+                                                   portfolio=0, volume=0))
+    return [Subscriber(id=f"s{i}", model="records", filters=(f,), where="bench", spec={},
+                       agreement=None) for i, f in enumerate(fs)]
+
+
+def xpath_subscribers(n: int) -> list[Any]:
+    from pubsift.adapters.spark.subscriptions import Subscriber
+    from pubsift.core.registry import load_model
+
+    xml = load_model("xml")
+    with gzip.open(QUERIES, "rt", encoding="utf-8") as fh:
+        queries = list(dict.fromkeys(q.strip() for q in fh if q.strip()))[:n]
+    return [Subscriber(id=f"x{i}", model="xml", filters=(xml.parse_filter(q),),
+                       where="bench", spec={}, agreement=None) for i, q in enumerate(queries)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    bench = Bench("spark_route", __doc__, argv)
+    args = bench.parse()
+    if not QUOTES.is_file() or not NITF.is_dir() or not QUERIES.is_file():
+        return bench.skip(f"shared data absent ({QUOTES.parent}, {NITF})")
+    from rich.console import Console
+
+    from pubsift.adapters.source import Source
+    from pubsift.adapters.spark.job import Settings, ingest, route
+    from pubsift.adapters.spark.session import start
+    from pubsift.models.records.workload import load_quotes
+
+    t0 = time.perf_counter()
+    spark = start("local[2]", "pubsift-bench", {"spark.sql.shuffle.partitions": "4"})
+    spark.range(1).count()
+    started = time.perf_counter() - t0
+    print(f"Spark start (cold session and first action): {started:.1f} s")
+    quiet = Console(file=open(os.devnull, "w"))
+    settings = Settings(master="local[2]", overwrite=True)
+    quotes = load_quotes(QUOTES)
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        qstore, xstore = os.path.join(tmp, "quotes"), os.path.join(tmp, "nitf")
+        ingest([Source(str(QUOTES))], qstore, settings, quiet)
+        ingest([Source(str(NITF))], xstore, settings, quiet)
+        events, n = cached_events(spark, qstore, "records", 200_000 if args.quick else None)
+        for size in (1_000, 10_000):
+            ok &= compare(bench, spark, events, n, "records", quote_subscribers(size, quotes),
+                          "quotes", args.repeats)
+        events.unpersist()
+        events, n = cached_events(spark, xstore, "xml", None)
+        ok &= compare(bench, spark, events, n, "xml", xpath_subscribers(10_000), "NITF",
+                      args.repeats)
+        events.unpersist()
+        subs = quote_subscribers(10_000, quotes)
+        jobs = []
+        for _ in range(1 if args.quick else max(1, args.repeats)):
+            summary = route(subs, os.path.join(tmp, "job"), settings,
+                            sources=[Source(str(QUOTES))], console=quiet)
+            jobs.append(summary["seconds"]["total"])
+        total = statistics.median(jobs)
+        print(f"whole job (pubsift route, {summary['events']:,} quotes, 10k subscriptions, "
+              f"{summary['deliveries']:,} deliveries written): {total:.1f} s wall "
+              f"(median of {len(jobs)}; stages {summary['seconds']}), Spark start "
+              f"{started:.1f} s")
+        bench.row(whole_job_s=total, stages=summary["seconds"], events=summary["events"],
+                  deliveries=summary["deliveries"], spark_start_s=started)
+        bench.headline("Spark job, 619k quotes x 10k subs, local[2] (wall, Spark start "
+                       "apart)", f"{total:.0f} s (start {started:.0f} s)")
+    spark.stop()
+    return bench.finish(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
