@@ -270,12 +270,18 @@ def build(data: Path) -> dict[str, bytes]:
     return dict(sorted(files.items()))
 
 
+def check_out(out: Path) -> None:
+    """Refuse an output folder this script did not write (it is replaced whole)."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())
+                         and not (out / "PROVENANCE.md").is_file()):
+        raise SampleError(f"{out}: exists and was not written by this script "
+                          "(no PROVENANCE.md); refusing to replace it")
+
+
 def write(files: dict[str, bytes], out: Path) -> None:
     """Replace ``out`` by exactly ``files`` (a folder this script wrote, or a new one)."""
+    check_out(out)
     if out.exists():
-        if any(out.iterdir()) and not (out / "PROVENANCE.md").is_file():
-            raise SampleError(f"{out}: exists and was not written by this script "
-                              "(no PROVENANCE.md); refusing to replace it")
         shutil.rmtree(out)
     for rel, payload in files.items():
         p = out / rel
@@ -291,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="where to write the sample (default: examples/sample)")
     args = ap.parse_args(argv)
     try:
+        check_out(args.out)
         files = build(args.data.resolve())
         write(files, args.out)
     except SampleError as exc:
