@@ -40,6 +40,10 @@ DEFAULT_CONF: dict[str, str] = {
 }
 
 
+#: Spark's log settings for the job (warnings and errors, one line each, on stderr)
+LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+
 class SparkSetupError(PubsiftError, RuntimeError):
     """Spark cannot start: PySpark or Java missing, a master that cannot be reached."""
 
@@ -98,12 +102,15 @@ def start(master: str | None = None, app_name: str = "pubsift",
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    settings = {**DEFAULT_CONF, **dict(conf or {})}
+    if "spark.driver.extraJavaOptions" not in settings and not under_spark_submit():
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={LOG_CONFIG}"
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
     elif not under_spark_submit():
         builder = builder.master("local[*]")
-    for key, value in {**DEFAULT_CONF, **dict(conf or {})}.items():
+    for key, value in settings.items():
         builder = builder.config(key, str(value))
     try:
         spark = builder.getOrCreate()
