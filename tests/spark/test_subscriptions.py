@@ -5,7 +5,6 @@ No Spark is started here."""
 from __future__ import annotations
 
 import json
-import pickle
 from datetime import datetime
 
 import pytest
@@ -165,13 +164,20 @@ def test_toml_tables_and_by_model(concepts):
         {"records": ["a", "c"], "xml": ["b"]}
 
 
-def test_subscribers_pickle_for_the_closure_shipped_to_workers(tmp_path, concepts):
+def test_subscribers_travel_in_a_closure_as_spark_pickles_it(tmp_path, concepts):
+    cloudpickle = pytest.importorskip("pyspark.cloudpickle")    # Spark's (and Connect's)
     path = write(tmp_path, {"id": "a", "model": "records", "filter": "x > 1"},
                  {"id": "eu", "model": "concepts", "filter": "Order where TotalAmount < 5",
                   "context": {"currency": "EUR"}})
-    for s in load_subscriptions(path, {"concepts": concepts}):
-        back = pickle.loads(pickle.dumps(s))
+    records, eu = load_subscriptions(path, {"concepts": concepts})
+    e = _order(concepts, TotalAmount=2)
+    before = eu.delivered(concepts, eu.filters[0], e)      # the model has cached conversions
+    assert before["value"]["TotalAmount"] == pytest.approx(2 * 0.9)
+    for s in (records, eu):
+        back = cloudpickle.loads(cloudpickle.dumps(s))
         assert back == s and back.filters == s.filters
+    back = cloudpickle.loads(cloudpickle.dumps(eu))
+    assert back.delivered(back.agreement.model, back.filters[0], e) == before
 
 
 # -- problems -------------------------------------------------------------------------------
