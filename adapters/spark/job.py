@@ -238,8 +238,9 @@ def show(summary: Mapping[str, Any], console: Console) -> None:
                         f"{summary.get('events', 0)} events, "
                         f"{summary.get('quarantined', 0)} quarantined"
                         + (f" (store {summary['store']})" if "store" in summary else ""))
-        for col in ("source", "read", "events", "quarantined"):
-            t.add_column(col, justify="left" if col == "source" else "right")
+        t.add_column("source", overflow="fold")
+        for col in ("read", "events", "quarantined"):
+            t.add_column(col, justify="right")
         rows = list(summary["sources"].items())
         for src, c in rows[:SHOWN]:
             t.add_row(src, str(c["read"]), str(c["events"]), str(c["quarantined"]))

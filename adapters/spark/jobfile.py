@@ -163,8 +163,15 @@ def _toml(path: str, problems: Problems) -> dict[str, Any]:
 
 
 def _resolve(base: str, path: str) -> str:
-    """``path`` relative to the job file's directory ``base`` (absolute paths kept)."""
-    return os.path.normpath(os.path.join(base, os.path.expanduser(path)))
+    """``path`` relative to the job file's directory ``base`` (absolute paths kept). A
+    relative path that resolves under the working directory stays relative to it, so
+    that sources keep short, stable labels (``examples/sample/quotes/a.csv#3``)."""
+    path = os.path.expanduser(path)
+    if os.path.isabs(path):
+        return os.path.normpath(path)
+    full = os.path.normpath(os.path.join(base, path))
+    rel = os.path.relpath(full)
+    return full if rel == ".." or rel.startswith(".." + os.sep) else rel
 
 
 def _tables(path: str, key: str, value: Any, problems: Problems) -> list[Mapping[str, Any]]:

@@ -69,17 +69,20 @@ exclude = ["*.md"]
     monkeypatch.chdir("/")                     # the working directory does not matter
     got = load_job(os.path.relpath(path, "/"))
     assert isinstance(got, Job)
-    assert got.sources == (Source(str(tree / "data" / "quotes.csv"), model="records",
-                                  columns={"price": "float"}),
-                           Source(str(tree / "feeds" / "*.rss"), model="xml",
+    # paths under the working directory are kept relative to it (short, stable labels)
+    assert [os.path.abspath(s.path) for s in got.sources] == \
+        [str(tree / "data" / "quotes.csv"), str(tree / "feeds" / "*.rss")]
+    assert got.sources == (Source(os.path.relpath(tree / "data" / "quotes.csv"),
+                                  model="records", columns={"price": "float"}),
+                           Source(os.path.relpath(tree / "feeds" / "*.rss"), model="xml",
                                   exclude=("*.md",)))
     assert [s.id for s in got.subscribers] == ["alice"]
-    assert got.subscribers[0].where == f"{tree / 'subs.jsonl'}:1"
+    assert got.subscribers[0].where == f"{os.path.relpath(tree / 'subs.jsonl')}:1"
     assert got.spark == {"spark.sql.shuffle.partitions": "8",
                          "spark.sql.adaptive.enabled": "true",
                          "spark.memory.fraction": "0.5", "spark.driver.memory": "2g"}
     assert (got.master, got.app_name, got.out, got.format) == \
-        ("local[2]", "quotes", str(tree / "out"), "jsonl")
+        ("local[2]", "quotes", os.path.relpath(tree / "out"), "jsonl")
     assert got.where == os.path.relpath(path, "/")
 
 
