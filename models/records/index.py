@@ -196,6 +196,14 @@ class RecordsIndex(FilterIndex[Hashable]):
         self._by_names: dict[tuple[str, ...], dict[_Entry, None]] = {}
         self._witnesses = WitnessValues()
         self._no_witness: dict[_Entry, None] = {}
+        # match_wire_batch's plan (models/records/columnar.py): built on first use,
+        # dropped by add/remove, not pickled
+        self._columnar: dict | None = None
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_columnar"] = None
+        return state
 
     # -- maintenance ------------------------------------------------------------------
     def add(self, f: RecordFilter, key: Hashable) -> None:
@@ -204,6 +212,7 @@ class RecordsIndex(FilterIndex[Hashable]):
             e = self._insert(f)
         if key in e.keys:
             return
+        self._columnar = None
         e.keys[key] = None
         e.node.folded_changed()
         self._by_key.setdefault(key, {})[e] = None
@@ -213,6 +222,7 @@ class RecordsIndex(FilterIndex[Hashable]):
         e = self._entries.get(f) if isinstance(f, RecordFilter) else None
         if e is None or key not in e.keys:
             raise KeyError(f"({f!r}, {key!r}) is not in the index")
+        self._columnar = None
         del e.keys[key]
         e.node.folded_changed()
         _discard(self._by_key, key, e)
@@ -391,6 +401,28 @@ class RecordsIndex(FilterIndex[Hashable]):
             update(root.entry.keys)
         walk(root, get, update)
         return out
+
+    def match_wire_batch(self, wires: Any) -> tuple[Any, Any]:
+        """(rows, keys): wires[rows[i]] matches a filter indexed under keys[i]; each (row,
+        key) pair once, rows ascending (keys in any order within a row). ``wires``: a
+        sequence of str or a pyarrow string array (large_string too) of JSON texts of the
+        model's dump_event form. Equal to the per-row answer
+        ``[(i, k) for i, w in enumerate(wires) for k in self.match(model.load_event(json.loads(w)))]``.
+        keys is an int64 array when every key is an int, else an object array. A wire
+        that ``json.loads`` or ``load_event`` refuses raises EventError naming its row.
+        Columnar over Arrow and NumPy (issue 12 §5): see
+        :mod:`~pubsift.models.records.columnar`."""
+        from pubsift.models.records import columnar
+
+        return columnar.match_wire_batch(self, wires)
+
+    def _columnar_cache(self) -> dict:
+        cache = getattr(self, "_columnar", None)
+        if cache is None:
+            from pubsift.models.records import columnar
+
+            cache = self._columnar = columnar.new_cache(self)
+        return cache
 
     def match_pairs(self, event: Record) -> list[tuple[RecordFilter, Hashable]]:
         return [(e.filter, k) for e in self._matching(_flat(event)) for k in e.keys]

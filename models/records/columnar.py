@@ -1,0 +1,669 @@
+"""Columnar matching of records events on Arrow batches (issue 12 §5, issue 16 §2).
+
+The Spark job's route stage holds a batch of events as the JSON texts of their wire form
+(``json.dumps(model.dump_event(e))``). The per-row path parses each text, builds a
+:class:`~pubsift.models.records.values.Record` and walks the index: about 2.7 µs of
+``json.loads``, 8 µs of ``Record.of`` and the walk per event. :func:`match_wire_batch`
+answers the same question for the whole batch at once:
+
+1. **Parse in C++.** The texts that look like one JSON object on one line (a regular
+   expression over the Arrow array) are joined with newlines and parsed by
+   ``pyarrow.json.read_json`` into typed columns (nested objects become struct columns,
+   addressed by dotted names as ``Record`` flattens them). Strings that look like dates
+   would be inferred as timestamps: those fields are parsed again as strings (and
+   remembered for the next batches).
+2. **Trust only what equals the per-row answer.** Anything the Arrow parse does not
+   reproduce exactly goes to the exact per-row path (``json.loads``, ``load_event``,
+   ``RecordsIndex.match``) for the rows concerned: a chunk Arrow refuses (bad JSON,
+   duplicate keys, a column holding numbers in one row and strings in another, ...) is
+   split in halves down to :data:`MIN_CHUNK` rows; so is a chunk whose schema has an empty
+   name, two columns with one dotted name, nesting past :data:`MAX_STRUCT_DEPTH` or a type
+   other than strings, int64, doubles, booleans, nulls, structs and lists of scalars; and
+   single rows go to the per-row path when they hold a list (Arrow's lists are not
+   trusted: ``[null, 1]`` came back as ``[1, 0]``), a number that is not finite or not
+   below 2^53 in magnitude (integers beyond it would be rounded as doubles), or no
+   non-null scalar at all (``{}`` is refused, ``{"a": null}`` is not). Arrow's null is
+   both JSON null and a missing attribute: where a filter's constraint tells them apart
+   (``exists``, ``= null``, ...), the row's text is parsed with ``json.loads`` to find out.
+3. **Match column-wise.** Each held filter is *anchored* by one equality or set
+   membership on a string or a number (the most selective, as the index orders paths);
+   a hash of the anchors by value, probed with the batch's distinct values (Arrow's
+   dictionary encoding for strings, ``np.searchsorted`` for numbers), gives every
+   (row, filter) candidate pair in row order with NumPy ``repeat``. The filters' other
+   numeric constraints (``=``, ``<``, ``≤``, ``>``, ``≥``, intervals) are compared on the
+   candidate pairs as float64 arrays (exact: every value and bound is a double or an
+   integer below 2^53); any other constraint is tested with the model's own compiled test
+   on the pair's exact Python value. Filters without an anchor are candidates of every
+   row. Candidates that pass become (row, key) pairs through a key table.
+
+Answers equal the per-row loop's, pair for pair (tests/records/test_columnar.py checks it
+differentially with hypothesis, hostile events included, and on the quotes workload).
+NumPy and pyarrow come with the ``spark`` extra and are imported here lazily: without
+pyarrow the function is the per-row loop. The plan built from the index (anchors, bounds,
+key table) is cached on the index, dropped when ``add``/``remove`` change it and not
+pickled (``RecordsIndex.__getstate__``).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from pubsift.core.errors import EventError
+from pubsift.models.records.constraints import ABSENT, Constraint, Op
+from pubsift.models.records.predicates import compile_test
+from pubsift.models.records.values import NUM, STR
+
+#: Chunks that Arrow refuses are split in halves; below this many rows they take the
+#: per-row path.
+MIN_CHUNK = 8
+#: Struct columns nested deeper than this take the per-row path (``Record.of`` refuses
+#: more than ``limits.MAX_DEPTH`` levels of objects).
+MAX_STRUCT_DEPTH = 64
+#: Numbers at or beyond this magnitude are not trusted as float64 (integers past it round).
+EXACT = 2.0 ** 53
+
+#: One JSON object on one line: no control characters (a newline would split the line;
+#: JSON refuses the others in strings), starting with "{" and ending with "}" (Arrow
+#: skips a BOM and ignores what follows the last object of its input; Python refuses both).
+_ONE_OBJECT = r"^ *\{[^\x00-\x1f]*\} *$"
+
+
+# ------------------------------------------------------------------------------------------
+# the per-row path
+
+
+def load_row(model: Any, wire: Any, row: int) -> Any:
+    """``model.load_event(json.loads(wire))``, every refusal an EventError naming the row."""
+    try:
+        obj = json.loads(wire)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise EventError(f"event is not JSON: {exc}", f"row {row}") from None
+    try:
+        return model.load_event(obj)
+    except EventError as exc:
+        raise EventError(exc.message, f"row {row}" + (f", {exc.where}" if exc.where else "")
+                         ) from None
+
+
+def match_rows(index: Any, wires: Sequence[Any], rows: Any = None) -> tuple[list, list]:
+    """The per-row answer for ``rows`` (all by default): (rows, keys) lists."""
+    out_rows: list[int] = []
+    out_keys: list[Hashable] = []
+    model, match = index.model, index.match
+    for i in (range(len(wires)) if rows is None else rows):
+        keys = match(load_row(model, wires[i], i))
+        out_rows.extend([i] * len(keys))
+        out_keys.extend(keys)
+    return out_rows, out_keys
+
+
+# ------------------------------------------------------------------------------------------
+# the plan: the index's filters as arrays
+
+
+def _exact_number(x: Any) -> bool:
+    """A number whose float64 is exact and comparable (bool is not a number)."""
+    c = x.__class__
+    if c is float:
+        return x == x  # ±inf are fine bounds; NaN never occurs in filters
+    return c is int and -EXACT <= x <= EXACT
+
+
+def _anchor_values(c: Constraint) -> list | None:
+    """The values an anchoring constraint accepts (strings or exact numbers), or None."""
+    if c.op is Op.EQ:
+        x = c.operand
+        return [x] if (x.__class__ is str or _exact_number(x)) else None
+    if c.op is Op.IN_SET:
+        vals = []
+        for k, x in c.operand:
+            if not ((k == STR and x.__class__ is str) or (k == NUM and _exact_number(x))):
+                return None
+            vals.append(x)
+        return vals
+    return None
+
+
+def _bounds(c: Constraint) -> tuple | None:
+    """(lo, hi, lo_closed, hi_closed) of a numeric constraint, or None."""
+    op, x = c.op, c.operand
+    if op is Op.IN_RANGE:
+        if x.kind != NUM or not (_exact_number(x.lo) and _exact_number(x.hi)):
+            return None
+        return (float(x.lo), float(x.hi), x.lo_closed, x.hi_closed)
+    if op in (Op.EQ, Op.LT, Op.LE, Op.GT, Op.GE) and _exact_number(x):
+        v = float(x)
+        inf = float("inf")
+        return {Op.EQ: (v, v, True, True), Op.LT: (-inf, v, True, False),
+                Op.LE: (-inf, v, True, True), Op.GT: (v, inf, False, True),
+                Op.GE: (v, inf, True, True)}[op]
+    return None
+
+
+def _rank(c: Constraint, vals: list) -> tuple:
+    return (0 if c.op is Op.EQ else 1, len(vals))
+
+
+class Plan:
+    """The index's filters in arrays: anchors by attribute and value, numeric bounds by
+    attribute, the other constraints as compiled tests, and the keys of each filter."""
+
+    def __init__(self, index: Any) -> None:
+        import numpy as np
+
+        entries = list(index._entries.values())
+        key_ids: dict[Hashable, int] = {}
+        keys: list[Hashable] = []
+        fk_start, fk_count, fk_flat = [], [], []
+        self.duplicates = False  # some key is held by several filters
+        for e in entries:
+            fk_start.append(len(fk_flat))
+            fk_count.append(len(e.keys))
+            for k in e.keys:
+                kid = key_ids.get(k)
+                if kid is None:
+                    kid = key_ids[k] = len(keys)
+                    keys.append(k)
+                else:
+                    self.duplicates = True
+                fk_flat.append(kid)
+        self.key_ids = key_ids
+        ints = all(k.__class__ is int and -2 ** 63 <= k < 2 ** 63 for k in keys)
+        if ints:
+            self.key_table = np.array(keys, dtype=np.int64)
+        else:
+            self.key_table = np.empty(len(keys), dtype=object)
+            self.key_table[:] = keys
+        self.fk_start = np.array(fk_start, dtype=np.int64)
+        self.fk_count = np.array(fk_count, dtype=np.int64)
+        self.fk_flat = np.array(fk_flat, dtype=np.int64)
+
+        n = len(entries)
+        anchors: dict[str, dict[Any, list[int]]] = {}  # attribute -> value key -> filters
+        self.floating: list[int] = []                 # filters without an anchor
+        bounds: dict[str, list] = {}
+        self.general: dict[int, list[tuple[str, Any]]] = {}
+        for fid, e in enumerate(entries):
+            best = None
+            for name, c in e.filter.constraints:
+                vals = _anchor_values(c)
+                if vals is not None and (best is None or _rank(c, vals) < best[0]):
+                    best = (_rank(c, vals), name, c, vals)
+            if best is None:
+                self.floating.append(fid)
+            else:
+                _, name, _, vals = best
+                by_value = anchors.setdefault(name, {})
+                for v in vals:
+                    by_value.setdefault(v if v.__class__ is str else (float(v),), []).append(fid)
+            for name, c in e.filter.constraints:
+                if best is not None and name == best[1]:
+                    continue
+                b = _bounds(c)
+                if b is None:
+                    self.general.setdefault(fid, []).append((name, compile_test(c)))
+                else:
+                    col = bounds.get(name)
+                    if col is None:
+                        inf = float("inf")
+                        col = bounds[name] = [np.zeros(n, bool), np.full(n, -inf),
+                                              np.full(n, inf), np.ones(n, bool),
+                                              np.ones(n, bool)]
+                    col[0][fid] = True
+                    col[1][fid], col[2][fid], col[3][fid], col[4][fid] = b
+        self.floating_ids = np.array(self.floating, dtype=np.int64)
+        self.bounds = bounds
+        self.has_general = np.zeros(n, bool)
+        self.has_general[list(self.general)] = True
+        # anchors: per attribute, strings -> (start, count) into one flat array of
+        # filters, numbers as a sorted float64 array with their runs
+        self.anchors: dict[str, tuple] = {}
+        for name, by_value in anchors.items():
+            flat: list[int] = []
+            strs: dict[str, tuple[int, int]] = {}
+            nums = sorted((k[0], fids) for k, fids in by_value.items() if k.__class__ is tuple)
+            for k, fids in by_value.items():
+                if k.__class__ is str:
+                    strs[k] = (len(flat), len(fids))
+                    flat.extend(fids)
+            num_start = []
+            for _, fids in nums:
+                num_start.append(len(flat))
+                flat.extend(fids)
+            self.anchors[name] = (
+                strs, np.array([v for v, _ in nums], dtype=np.float64),
+                np.array(num_start, dtype=np.int64),
+                np.array([len(f) for _, f in nums], dtype=np.int64),
+                np.array(flat, dtype=np.int64))
+        # constraints whose answer differs between JSON null and a missing attribute
+        self.null_names = {name for e in entries for name, c in e.filter.constraints
+                           if c.matches(None) != c.matches(ABSENT)}
+        self.empty_keys = [kid for fid, e in enumerate(entries) if not e.filter.constraints
+                           for kid in fk_flat[fk_start[fid]:fk_start[fid] + fk_count[fid]]]
+
+
+# ------------------------------------------------------------------------------------------
+# parsing: Arrow chunks
+
+
+class Parser:
+    """Parses chunks of wires with ``pyarrow.json``; remembers the dotted paths that Arrow
+    inferred as timestamps, to read them as strings from the start next time."""
+
+    def __init__(self) -> None:
+        self.string_paths: set[tuple[str, ...]] = set()
+
+    def parse(self, arr: Any) -> Any:
+        """A table with one row per wire of ``arr`` (a string array without nulls), or None
+        when Arrow refuses the chunk or its schema is not trusted."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.json as pj
+
+        import numpy as np
+
+        joined = pc.binary_join_element_wise(arr, pa.scalar("", arr.type), "\n")
+        _, offsets, data = joined.buffers()
+        width = np.int64 if pa.types.is_large_string(joined.type) else np.int32
+        bounds = np.frombuffer(offsets, dtype=width)[joined.offset:joined.offset + len(joined) + 1]
+        start, end = int(bounds[0]), int(bounds[-1])
+        text = data[start:end] if data is not None else pa.py_buffer(b"")
+        end -= start
+        ro = pj.ReadOptions(use_threads=False, block_size=max(end + 1, 1 << 16))
+
+        def read(schema: Any) -> Any:
+            po = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
+            try:
+                table = pj.read_json(pa.BufferReader(text), read_options=ro, parse_options=po)
+            except (pa.ArrowException, OverflowError, ValueError):
+                return None
+            # a line holding two objects gives two rows
+            return table if table.num_rows == len(arr) else None
+
+        hinted = self._schema()
+        table = read(hinted)
+        if table is None and hinted is not None:  # the hints do not fit this chunk
+            table = read(None)
+        if table is None:
+            return None
+        found: set = set()
+        _timestamps(table.schema, (), found)
+        if not found:
+            return table
+        self.string_paths |= found
+        table = read(self._schema())
+        if table is None:
+            return None
+        found.clear()
+        _timestamps(table.schema, (), found)
+        return None if found else table
+
+    def _schema(self) -> Any:
+        import pyarrow as pa
+
+        if not self.string_paths:
+            return None
+        tree: dict = {}
+        for path in sorted(self.string_paths):
+            node = tree
+            for step in path[:-1]:
+                node = node.setdefault(step, {})
+                if node is None:
+                    break
+            else:
+                node.setdefault(path[-1], None)
+
+        def build(node: dict) -> list:
+            return [pa.field(k, pa.string() if v is None else pa.struct(build(v)))
+                    for k, v in node.items()]
+        return pa.schema(build(tree))
+
+
+def _timestamps(schema_or_type: Any, prefix: tuple, out: set) -> None:
+    import pyarrow as pa
+
+    for f in schema_or_type:
+        t = f.type
+        path = prefix + (f.name,)
+        if pa.types.is_struct(t):
+            _timestamps(t, path, out)
+        elif pa.types.is_temporal(t):
+            out.add(path)
+
+
+class Columns:
+    """The flattened columns of one parsed chunk: leaves by dotted name (with their JSON
+    path), struct names, and the rows that must take the per-row path."""
+
+    def __init__(self, table: Any) -> None:
+        self.leaves: dict[str, tuple[tuple, Any]] = {}
+        self.structs: dict[str, tuple[tuple, Any]] = {}
+        self.ok = True
+        for name in table.column_names:
+            col = table.column(name).combine_chunks()
+            self._walk(name, (name,), col, 1)
+
+    def _walk(self, name: str, path: tuple, col: Any, depth: int) -> None:
+        import pyarrow as pa
+
+        t = col.type
+        if not path[-1] or name in self.leaves or name in self.structs \
+                or depth > MAX_STRUCT_DEPTH:
+            self.ok = False
+            return
+        if pa.types.is_struct(t):
+            self.structs[name] = (path, col)
+            for field, child in zip(t, col.flatten()):  # a child of a null struct is null
+                self._walk(name + "." + field.name, path + (field.name,), child, depth + 1)
+        elif (pa.types.is_list(t) and _scalar_type(t.value_type)) or _scalar_type(t):
+            self.leaves[name] = (path, col)
+        else:
+            self.ok = False
+
+    def slow_rows(self, n: int) -> Any:
+        """Rows the columns do not answer exactly (see the module docstring, step 2)."""
+        import numpy as np
+        import pyarrow as pa
+
+        slow = np.zeros(n, bool)
+        some = np.zeros(n, bool)
+        for _, col in self.leaves.values():
+            t = col.type
+            valid = _valid(col)
+            if pa.types.is_list(t):
+                slow |= valid
+                continue
+            some |= valid
+            if pa.types.is_integer(t) or pa.types.is_floating(t):
+                v = _floats(col)
+                with np.errstate(invalid="ignore"):
+                    slow |= valid & ~(np.abs(v) < EXACT)
+        return slow | ~some
+
+
+def _scalar_type(t: Any) -> bool:
+    import pyarrow as pa
+
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or t == pa.int64()
+            or t == pa.float64() or pa.types.is_boolean(t) or pa.types.is_null(t))
+
+
+def _valid(col: Any) -> Any:
+    import numpy as np
+
+    if col.null_count == 0:
+        return np.ones(len(col), bool)
+    return col.is_valid().to_numpy(zero_copy_only=False)
+
+
+def _floats(col: Any) -> Any:
+    """The column as float64, NaN where null."""
+    import numpy as np
+    import pyarrow as pa
+
+    return col.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False).astype(
+        np.float64, copy=False)
+
+
+# ------------------------------------------------------------------------------------------
+# matching one chunk
+
+
+class _Values:
+    """Exact Python values of one attribute on the rows of a chunk (lazily)."""
+
+    def __init__(self, cols: Columns, name: str, wires: Any, rows: Any,
+                 parsed: dict) -> None:
+        self.cols, self.name, self.wires, self.rows, self.parsed = cols, name, wires, rows, parsed
+        self.values: list | None = None
+
+    def get(self, r: int) -> Any:
+        if self.values is None:
+            leaf = self.cols.leaves.get(self.name)
+            struct = self.cols.structs.get(self.name)
+            if leaf is not None:
+                self.path = leaf[0]
+                self.values = leaf[1].to_pylist()
+            elif struct is not None:
+                self.path = struct[0]
+                self.values = [ABSENT if ok else None
+                               for ok in struct[1].is_valid().to_pylist()]
+            else:
+                self.path = ()
+                self.values = [ABSENT] * len(self.rows)
+        v = self.values[r]
+        if v is None:  # JSON null, or missing: the text says which
+            i = int(self.rows[r])
+            obj = self.parsed.get(i)
+            if obj is None:
+                obj = self.parsed[i] = json.loads(self.wires[i])
+            for step in self.path:
+                if not isinstance(obj, dict) or step not in obj:
+                    return ABSENT
+                obj = obj[step]
+            return ABSENT if isinstance(obj, dict) else tuple(obj) if isinstance(
+                obj, list) else obj
+        return v
+
+
+def _expand(starts: Any, counts: Any, flat: Any) -> tuple[Any, Any]:
+    """For each i, flat[starts[i]:starts[i] + counts[i]]: (owner i of each item, items)."""
+    import numpy as np
+
+    total = int(counts.sum())
+    owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    if not total:
+        return owner, np.empty(0, np.int64)
+    ends = np.cumsum(counts)
+    pos = np.arange(total, dtype=np.int64) - np.repeat(ends - counts, counts)
+    return owner, flat[np.repeat(starts, counts) + pos]
+
+
+def _candidates(plan: Plan, cols: Columns, fast: Any) -> tuple[Any, Any]:
+    """(row, filter) candidate pairs over the chunk's rows ``fast`` (ascending)."""
+    import numpy as np
+    import pyarrow as pa
+
+    prs, pfs = [], []
+    for name, (strs, nums, nstart, ncount, flat) in plan.anchors.items():
+        leaf = cols.leaves.get(name)
+        if leaf is None:
+            continue  # missing, or an object: no string or number to equal
+        col = leaf[1]
+        t = col.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            if not strs:
+                continue
+            enc = col.dictionary_encode()
+            dictionary = enc.dictionary.to_pylist()
+            hit = [strs.get(s, (0, 0)) for s in dictionary]
+            dstart = np.array([h[0] for h in hit] + [0], dtype=np.int64)
+            dcount = np.array([h[1] for h in hit] + [0], dtype=np.int64)
+            codes = enc.indices.fill_null(len(dictionary)).to_numpy(zero_copy_only=False)
+            codes = codes[fast]
+            starts, counts = dstart[codes], dcount[codes]
+        elif t == pa.int64() or t == pa.float64():
+            if not len(nums):
+                continue
+            v = _floats(col)[fast]
+            pos = np.searchsorted(nums, v)
+            pos_c = np.minimum(pos, len(nums) - 1)
+            hit = nums[pos_c] == v  # NaN (null) never equals
+            starts = np.where(hit, nstart[pos_c], 0)
+            counts = np.where(hit, ncount[pos_c], 0)
+        else:
+            continue
+        owner, fids = _expand(starts, counts, flat)
+        prs.append(fast[owner])
+        pfs.append(fids)
+    if len(plan.floating_ids):
+        nf = len(plan.floating_ids)
+        prs.append(np.repeat(fast, nf))
+        pfs.append(np.tile(plan.floating_ids, len(fast)))
+    if not prs:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    pr, pf = np.concatenate(prs), np.concatenate(pfs)
+    if len(prs) > 1:
+        order = np.argsort(pr, kind="stable")
+        pr, pf = pr[order], pf[order]
+    return pr, pf
+
+
+def _check(plan: Plan, cols: Columns, pr: Any, pf: Any, wires: Any, rows: Any) -> Any:
+    """The candidate pairs whose filters hold on their rows."""
+    import numpy as np
+    import pyarrow as pa
+
+    keep = np.ones(len(pr), bool)
+    for name, (has, lo, hi, loc, hic) in plan.bounds.items():
+        sel = np.flatnonzero(has[pf])
+        if not len(sel):
+            continue
+        leaf = cols.leaves.get(name)
+        if leaf is None or not (leaf[1].type == pa.int64() or leaf[1].type == pa.float64()):
+            keep[sel] = False  # not a number: no numeric constraint holds
+            continue
+        v = _floats(leaf[1])[pr[sel]]
+        f = pf[sel]
+        with np.errstate(invalid="ignore"):
+            ok = np.where(loc[f], v >= lo[f], v > lo[f])
+            ok &= np.where(hic[f], v <= hi[f], v < hi[f])  # NaN (null) fails both
+        keep[sel] &= ok
+    if plan.general:
+        idx = np.flatnonzero(keep & plan.has_general[pf])
+        if len(idx):
+            parsed: dict[int, Any] = {}
+            values: dict[str, _Values] = {}
+            general = plan.general
+            for i in idx.tolist():
+                r = int(pr[i])
+                for name, test in general[int(pf[i])]:
+                    vals = values.get(name)
+                    if vals is None:
+                        vals = values[name] = _Values(cols, name, wires, rows, parsed)
+                    if not test(vals.get(r)):
+                        keep[i] = False
+                        break
+    return keep
+
+
+# ------------------------------------------------------------------------------------------
+# the batch
+
+
+def _as_array(wires: Any) -> Any:
+    """A pyarrow string array of the wires, or None (not strings: the per-row path)."""
+    import pyarrow as pa
+
+    if isinstance(wires, pa.ChunkedArray):
+        wires = wires.combine_chunks() if wires.num_chunks != 1 else wires.chunk(0)
+    if isinstance(wires, pa.Array):
+        t = wires.type
+        return wires if pa.types.is_string(t) or pa.types.is_large_string(t) else None
+    if not all(w.__class__ is str for w in wires):
+        return None
+    try:
+        return pa.array(wires, pa.string())
+    except (pa.ArrowException, UnicodeEncodeError, OverflowError):
+        return None  # lone surrogates, or more than 2 GB: the per-row path
+
+
+def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
+    """See :meth:`RecordsIndex.match_wire_batch`."""
+    try:
+        import numpy as np
+    except ImportError:  # without NumPy: the per-row loop, as lists
+        return match_rows(index, wires)
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+    except ImportError:
+        rows, keys = match_rows(index, wires)
+        return np.array(rows, dtype=np.int64), _key_array(np, keys)
+
+    cache = index._columnar_cache()
+    plan: Plan = cache["plan"]
+    if not isinstance(wires, (pa.Array, pa.ChunkedArray)):
+        wires = list(wires)
+    arr = _as_array(wires)
+    if arr is None:
+        rows, keys = match_rows(index, wires)
+        ids = [plan.key_ids[k] for k in keys]
+        return np.array(rows, dtype=np.int64), plan.key_table[np.array(ids, dtype=np.int64)]
+    n = len(arr)
+    # the wires by row for the per-row path (Python strings, made on demand from Arrow)
+    texts: Any = _LazyTexts(arr) if isinstance(wires, (pa.Array, pa.ChunkedArray)) else wires
+    clean = pc.match_substring_regex(arr, _ONE_OBJECT).fill_null(False)
+    clean = clean.to_numpy(zero_copy_only=False)
+    slow = ~clean
+    out_r, out_k = [], []
+    stack = [np.flatnonzero(clean)]
+    while stack:
+        rows = stack.pop()
+        if not len(rows):
+            continue
+        table = cache["parser"].parse(arr.take(rows))
+        cols = Columns(table) if table is not None else None
+        if cols is None or not cols.ok:
+            if len(rows) < MIN_CHUNK:
+                slow[rows] = True
+            else:
+                half = len(rows) // 2
+                stack += [rows[half:], rows[:half]]
+            continue
+        bad = cols.slow_rows(len(rows))
+        slow[rows[bad]] = True
+        fast = np.flatnonzero(~bad)
+        pr, pf = _candidates(plan, cols, fast)
+        keep = _check(plan, cols, pr, pf, texts, rows)
+        pr, pf = pr[keep], pf[keep]
+        owner, kids = _expand(plan.fk_start[pf], plan.fk_count[pf], plan.fk_flat)
+        out_r.append(rows[pr[owner]])
+        out_k.append(kids)
+        if plan.empty_keys:
+            ek = np.array(plan.empty_keys, dtype=np.int64)
+            out_r.append(np.repeat(rows[fast], len(ek)))
+            out_k.append(np.tile(ek, len(fast)))
+    slow_rows = np.flatnonzero(slow)
+    if len(slow_rows):
+        r, keys = match_rows(index, texts, slow_rows.tolist())
+        out_r.append(np.array(r, dtype=np.int64))
+        out_k.append(np.array([plan.key_ids[k] for k in keys], dtype=np.int64))
+    if not out_r:
+        return np.empty(0, np.int64), plan.key_table[np.empty(0, np.int64)]
+    rows_out, kids_out = np.concatenate(out_r), np.concatenate(out_k)
+    if plan.duplicates:
+        nk = max(len(plan.key_table), 1)
+        uniq = np.unique(rows_out * nk + kids_out)
+        rows_out, kids_out = uniq // nk, uniq % nk
+    elif len(out_r) > 1 and len(rows_out) > 1 and (np.diff(rows_out) < 0).any():
+        order = np.argsort(rows_out, kind="stable")
+        rows_out, kids_out = rows_out[order], kids_out[order]
+    return rows_out, plan.key_table[kids_out]
+
+
+def _key_array(np: Any, keys: list) -> Any:
+    if all(k.__class__ is int and -2 ** 63 <= k < 2 ** 63 for k in keys):
+        return np.array(keys, dtype=np.int64)
+    out = np.empty(len(keys), dtype=object)
+    out[:] = keys
+    return out
+
+
+class _LazyTexts:
+    """Row -> Python string of a pyarrow string array (for the rows that need one)."""
+
+    def __init__(self, arr: Any) -> None:
+        self.arr = arr
+
+    def __len__(self) -> int:
+        return len(self.arr)
+
+    def __getitem__(self, i: int) -> Any:
+        return self.arr[i].as_py()
+
+
+def new_cache(index: Any) -> dict:
+    """The columnar state of an index: its plan and the Arrow parser's hints."""
+    return {"plan": Plan(index), "parser": Parser()}
