@@ -239,8 +239,6 @@ class Plan:
         # constraints whose answer differs between JSON null and a missing attribute
         self.null_names = {name for e in entries for name, c in e.filter.constraints
                            if c.matches(None) != c.matches(ABSENT)}
-        self.empty_keys = [kid for fid, e in enumerate(entries) if not e.filter.constraints
-                           for kid in fk_flat[fk_start[fid]:fk_start[fid] + fk_count[fid]]]
 
 
 # ------------------------------------------------------------------------------------------
@@ -263,7 +261,8 @@ class Parser:
 
         import numpy as np
 
-        joined = pc.binary_join_element_wise(arr, pa.scalar("", arr.type), "\n")
+        joined = pc.binary_join_element_wise(arr, pa.scalar("", arr.type),
+                                             pa.scalar("\n", arr.type))
         _, offsets, data = joined.buffers()
         width = np.int64 if pa.types.is_large_string(joined.type) else np.int32
         bounds = np.frombuffer(offsets, dtype=width)[joined.offset:joined.offset + len(joined) + 1]
@@ -276,6 +275,8 @@ class Parser:
             po = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
             try:
                 table = pj.read_json(pa.BufferReader(text), read_options=ro, parse_options=po)
+                # Arrow 26 builds invalid list arrays from some lists holding nulls
+                table.validate(full=True)
             except (pa.ArrowException, OverflowError, ValueError):
                 return None
             # a line holding two objects gives two rows
@@ -621,10 +622,6 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
         owner, kids = _expand(plan.fk_start[pf], plan.fk_count[pf], plan.fk_flat)
         out_r.append(rows[pr[owner]])
         out_k.append(kids)
-        if plan.empty_keys:
-            ek = np.array(plan.empty_keys, dtype=np.int64)
-            out_r.append(np.repeat(rows[fast], len(ek)))
-            out_k.append(np.tile(ek, len(fast)))
     slow_rows = np.flatnonzero(slow)
     if len(slow_rows):
         r, keys = match_rows(index, texts, slow_rows.tolist())

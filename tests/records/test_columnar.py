@@ -1,0 +1,288 @@
+"""``RecordsIndex.match_wire_batch`` (models/records/columnar.py, issue 12 §5): every answer
+equals the per-row path ``index.match(model.load_event(json.loads(wire)))``, and a wire
+that path refuses raises EventError naming its row. Differential with hypothesis over
+filters of every operator and hostile events (mixed kinds per attribute across rows,
+nested objects and dotted names, lists, missing attributes and nulls, booleans, big
+integers, 1e308, -0.0, unicode, texts Arrow reads differently from Python), on the quotes
+workload, and across add/remove, pickling and the per-row fallback without pyarrow.
+"""
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+np = pytest.importorskip("numpy")
+pa = pytest.importorskip("pyarrow")
+
+from pubsift.core.errors import EventError  # noqa: E402
+from pubsift.models.records import RecordsModel, columnar  # noqa: E402
+from pubsift.models.records.constraints import Constraint, Interval, Op  # noqa: E402
+from pubsift.models.records.filters import RecordFilter  # noqa: E402
+from pubsift.models.records.values import skey  # noqa: E402
+
+from rstrategies import constraints  # noqa: E402
+
+MODEL = RecordsModel()
+DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "quotes"
+
+
+def per_row(index, wires):
+    """The oracle: the per-row path, or (row, EventError) at the first refused wire."""
+    out = []
+    if isinstance(wires, (pa.Array, pa.ChunkedArray)):
+        wires = wires.to_pylist()
+    for i, w in enumerate(wires):
+        try:
+            e = MODEL.load_event(json.loads(w))
+        except (ValueError, TypeError, RecursionError, EventError):
+            return i
+        out.extend((i, k) for k in index.match(e))
+    return out
+
+
+def batch(index, wires):
+    rows, keys = index.match_wire_batch(wires)
+    assert len(rows) == len(keys)
+    assert rows.dtype == np.int64
+    assert (np.diff(rows) >= 0).all(), "rows ascending"
+    pairs = list(zip(rows.tolist(), keys.tolist()))
+    assert len(pairs) == len(set(pairs)), "each (row, key) pair once"
+    return pairs
+
+
+def check(index, wires):
+    want = per_row(index, wires)
+    if isinstance(want, int):
+        with pytest.raises(EventError) as err:
+            index.match_wire_batch(wires)
+        assert f"row {want}" in str(err.value), (str(err.value), want)
+        return
+    got = batch(index, wires)
+    assert sorted(got, key=repr) == sorted(want, key=repr)
+
+
+def index_of(fs, keys=None):
+    index = MODEL.new_index()
+    for i, f in enumerate(fs):
+        index.add(f, i if keys is None else keys[i % len(keys)])
+    return index
+
+
+# -- strategies --------------------------------------------------------------------------
+NAMES = ["a", "b", "a.b", "c", "c.d.e", "é"]
+POOL = ["x", "y", "AAL", "", "ü\u00e9", 0, 1, -1, 1.0, 1.5, -0.0, 2 ** 53, 2 ** 53 + 1,
+        2 ** 64, 10 ** 30, 1e308, 5e-324, True, False, None]
+pool = st.sampled_from(POOL)
+scalars = pool | st.text(max_size=4).filter(lambda s: "\ud800" > s or s > "\udfff") \
+    | st.integers(-3, 3) | st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+targeted = st.one_of(
+    st.builds(Constraint, st.sampled_from([Op.EQ, Op.NE]), pool),
+    st.builds(Constraint, st.sampled_from([Op.LT, Op.LE, Op.GT, Op.GE]),
+              st.sampled_from([0, 1, 1.5, -0.0, 2 ** 53, 2 ** 53 + 1, 10 ** 30, "x", "AAL"])),
+    st.builds(lambda lo, hi, lc, hc: Constraint(Op.IN_RANGE, Interval(min(lo, hi), max(lo, hi),
+                                                                      lc, hc)),
+              st.sampled_from([-1, 0, 1, 1.5, 2 ** 53 + 1, float("-inf")]),
+              st.sampled_from([0, 1, 1.5, 2, 1e308, float("inf")]), st.booleans(), st.booleans()),
+    st.builds(lambda vs: Constraint(Op.IN_SET, frozenset(map(skey, vs))),
+              st.lists(pool, min_size=1, max_size=4)),
+    st.just(Constraint(Op.EXISTS)), st.just(Constraint(Op.NOT_EXISTS)),
+    st.just(Constraint(Op.PREFIX, "A")),
+    st.just(Constraint(Op.ANY, Constraint(Op.EQ, 1))),
+    st.just(Constraint(Op.ANY, Constraint(Op.NOT_EXISTS))),
+)
+record_filters = st.dictionaries(st.sampled_from(NAMES), targeted | constraints(),
+                                 max_size=3).map(RecordFilter.of)
+
+values = st.recursive(scalars | st.lists(scalars, max_size=3),
+                      lambda inner: st.dictionaries(st.sampled_from(["b", "d", "e", "a.b"]),
+                                                    inner, max_size=2), max_leaves=4)
+objects = st.dictionaries(st.sampled_from(NAMES + ["c.d"]), values, max_size=4)
+
+HOSTILE = [
+    "{}", '{"a": NaN}', '{"a": Infinity}', '{"a": -Infinity}', '{"a": 1e400}',
+    '{"a": 1, "a": "x"}', '{"a": {"b": 1}, "a": {"d": 2}}', "[1]", "1", "null", "", "   ",
+    ' {"a": 1} ', '{"a": 1}\n', '{"a":\n1}', '{"a":\t1}', '\ufeff{"a": 1}', '{"a": 1}]',
+    '{"a": 1}{"b": 2}', '{"a": 1} x', '{"a": 1}null', '{"a": "\\ud800"}',
+    '{"a": "\\ud83d\\ude00"}', '{"\\ud800": 1}', '{"a": {"b": 1}, "a.b": 2}', '{"": 1}',
+    '{"a": {"": 1}}', '{"a": [1, [2]]}', '{"a": [{"b": 1}]}', '{"a": [null, 1]}',
+    '{"a": [1, null]}', '{"a": []}', '{"a": null}', '{"a": {}}', '{"a": {}, "b": 1}',
+    '{"a": -0.0}', '{"a": -0}', '{"a": 9007199254740993}', '{"a": 9223372036854775808}',
+    '{"a": ' + "9" * 5000 + "}", '{"a": 1.0e5}', '{"a": 1E-5}', '{"a": 01}', '{"a": +1}',
+    '{"a": 1,}', "{'a': 1}", '{"a": "2013-02-08"}', '{"a": "2013-02-08 10:00:00"}',
+    '{"c": {"d": {"e": "2013-02-08T10:00:00Z"}}}', '{"a": true}', '{"a": "x\\u0000y"}',
+    '{"a": "\\"}"}', '{"a": "x"} ', '{"a": ' + "[" * 200 + "]" * 200 + "}",
+    '{"a": ' + '{"a": ' * 130 + "1" + "}" * 130 + "}",
+]
+hostile = st.sampled_from(HOSTILE)
+texts = st.one_of(objects.map(json.dumps), objects.map(json.dumps), objects.map(json.dumps),
+                  hostile)
+
+
+# -- differential ------------------------------------------------------------------------
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fs=st.lists(record_filters, min_size=1, max_size=8),
+       evs=st.lists(objects.filter(bool), max_size=24), keys=st.sampled_from([None, ["k", 2]]))
+def test_valid_events_equal_the_per_row_answer(fs, evs, keys):
+    index = index_of(fs, keys)
+    wires = [json.dumps(MODEL.dump_event(MODEL.load_event(e))) for e in evs
+             if _loads(e)]
+    check(index, wires)
+    check(index, pa.array(wires, pa.large_string()))
+
+
+def _loads(obj) -> bool:
+    try:
+        MODEL.load_event(obj)
+        return True
+    except EventError:
+        return False
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fs=st.lists(record_filters, min_size=1, max_size=6), wires=st.lists(texts, max_size=30))
+def test_any_texts_equal_the_per_row_answer_or_its_error(fs, wires):
+    check(index_of(fs), wires)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_each_hostile_text_alone_and_among_good_rows(text):
+    fs = [RecordFilter.of({"a": c}) for c in (Constraint(Op.EXISTS), Constraint(Op.NOT_EXISTS),
+                                              Constraint(Op.EQ, None), Constraint(Op.GE, 0),
+                                              Constraint(Op.EQ, "x"))]
+    fs.append(RecordFilter.of({}))
+    index = index_of(fs)
+    good = ['{"a": 1}', '{"a": "x"}', '{"b": null}', '{"a": null}']
+    check(index, [text])
+    check(index, good * 5 + [text] + good * 5)
+
+
+def test_mixed_kinds_across_rows_nested_and_lists():
+    fs = [RecordFilter.of({"a": Constraint(Op.EQ, 1)}),
+          RecordFilter.of({"a": Constraint(Op.EQ, "1")}),
+          RecordFilter.of({"a": Constraint(Op.EQ, True)}),
+          RecordFilter.of({"a.b": Constraint(Op.IN_RANGE, Interval(0, 2)),
+                           "c": Constraint(Op.EQ, "x")}),
+          RecordFilter.of({"a": Constraint(Op.ANY, Constraint(Op.EQ, 1))}),
+          RecordFilter.of({"a": Constraint(Op.IN_SET, frozenset({skey(1), skey("1")}))})]
+    wires = ['{"a": 1}', '{"a": 1.0}', '{"a": "1"}', '{"a": true}', '{"a": [1, 2]}',
+             '{"a": {"b": 1.5}, "c": "x"}', '{"a.b": 1, "c": "x"}', '{"a": {"b": 3}, "c": "x"}',
+             '{"a": -0.0}', '{"a": 9007199254740993}']
+    check(index_of(fs), wires * 3)
+
+
+# -- the quotes workload -----------------------------------------------------------------
+def test_quotes_workload_equals_the_per_row_answer():
+    from pubsift.models.records.workload import (QUOTES_1YR, Mix, load_quotes, sample_events,
+                                                 subscriptions)
+    path = DATA / QUOTES_1YR
+    if not path.is_file():
+        pytest.skip(f"S&P 500 quotes not found at {path.resolve()} (../shared/data)")
+    quotes = load_quotes(path)  # sorted by symbol: draw over the whole file
+    subs = subscriptions(quotes, 3000, seed=3,
+                         mix=Mix(quote=0.5, interval=0.5, prefix=0, portfolio=0, volume=0))
+    subs += subscriptions(quotes, 300, seed=4)  # prefixes, portfolios, volumes too
+    index = index_of(subs)
+    wires = [json.dumps(MODEL.dump_event(e)) for e in sample_events(quotes, 4000, seed=5)]
+    want = per_row(index, wires)
+    assert len(want) > 4000  # the workload delivers
+    assert sorted(batch(index, pa.array(wires))) == sorted(want)
+
+
+# -- the index around the batch -----------------------------------------------------------
+def _small_index():
+    return index_of([RecordFilter.of({"s": Constraint(Op.EQ, "A")}),
+                     RecordFilter.of({"s": Constraint(Op.EQ, "A"),
+                                      "p": Constraint(Op.LT, 10)}),
+                     RecordFilter.of({"p": Constraint(Op.GE, 5)})])
+
+
+WIRES = ['{"s": "A", "p": 4}', '{"s": "B", "p": 7}', '{"s": "A", "p": 12.5}', '{"p": null}']
+
+
+def test_empty_batch():
+    for wires in ([], pa.array([], pa.string()), pa.chunked_array([], pa.string())):
+        rows, keys = _small_index().match_wire_batch(wires)
+        assert len(rows) == len(keys) == 0 and rows.dtype == np.int64
+
+
+def test_chunked_and_object_keys():
+    index = index_of([RecordFilter.of({"s": Constraint(Op.EQ, "A")})], keys=["alice"])
+    rows, keys = index.match_wire_batch(pa.chunked_array([WIRES[:2], WIRES[2:]]))
+    assert rows.tolist() == [0, 2] and keys.dtype == object and keys.tolist() == ["alice"] * 2
+    rows, keys = _small_index().match_wire_batch(WIRES)
+    assert keys.dtype == np.int64
+    assert list(zip(rows.tolist(), keys.tolist())) == sorted(per_row(_small_index(), WIRES))
+
+
+def test_index_changed_after_a_batch():
+    index = _small_index()
+    check(index, WIRES)
+    f = RecordFilter.of({"p": Constraint(Op.IN_RANGE, Interval(6, 8))})
+    index.add(f, 7)
+    assert (1, 7) in batch(index, WIRES)
+    check(index, WIRES)
+    index.remove(f, 7)
+    index.remove(RecordFilter.of({"s": Constraint(Op.EQ, "A")}), 0)
+    assert all(k not in (0, 7) for _, k in batch(index, WIRES))
+    check(index, WIRES)
+
+
+def test_pickled_index_gives_the_same_answers():
+    """The Spark job ships the index in a closure, pickled by pyspark's cloudpickle (the
+    index's compiled tests are closures, which plain pickle refuses)."""
+    cloudpickle = pytest.importorskip("pyspark.cloudpickle")
+    index = _small_index()
+    before = batch(index, WIRES)
+    assert index._columnar is not None
+    copy = pickle.loads(cloudpickle.dumps(index))
+    assert copy._columnar is None  # the plan is not shipped
+    assert batch(copy, WIRES) == before
+    copy.add(RecordFilter.of({"s": Constraint(Op.EQ, "B")}), 9)
+    assert (1, 9) in batch(copy, WIRES) and (1, 9) not in batch(index, WIRES)
+    ship = cloudpickle.dumps(lambda ws: index.match_wire_batch(ws))
+    assert batch(pickle.loads(ship).__closure__[0].cell_contents, WIRES) == before
+
+
+def test_bad_wire_raises_event_error_naming_its_row():
+    index = _small_index()
+    for bad in ("{", "{}", '{"p": NaN}', "[1]", None):
+        wires = WIRES + [bad] + WIRES
+        with pytest.raises(EventError, match="row 4"):
+            index.match_wire_batch(wires)
+        with pytest.raises(EventError, match="row 4"):
+            index.match_wire_batch(pa.array(wires, pa.string()))
+    with pytest.raises(EventError, match="row 1"):
+        index.match_wire_batch(['{"s": "A"}', b'{'])
+
+
+def test_without_pyarrow_the_per_row_loop():
+    index = _small_index()
+    want = batch(index, WIRES)
+    with mock.patch.dict(sys.modules, {"pyarrow": None, "pyarrow.compute": None}):
+        assert batch(index, WIRES) == want
+        with pytest.raises(EventError, match="row 0"):
+            index.match_wire_batch(["{}"])
+
+
+def test_split_chunks_keep_the_good_rows_columnar():
+    """A batch with one bad text: Arrow refuses the chunk, the halves are parsed again,
+    and only a few rows take the per-row path."""
+    index = _small_index()
+    wires = WIRES[:3] * 50 + ['{"s": "A", "s": "B"}'] + WIRES[:3] * 50
+    calls = []
+    real = columnar.match_rows
+
+    def spy(ix, ws, rows=None):
+        calls.append(len(rows))
+        return real(ix, ws, rows)
+    with mock.patch.object(columnar, "match_rows", spy):
+        check(index, wires)
+    assert calls == [calls[0]] and calls[0] < columnar.MIN_CHUNK  # not all 301 rows
