@@ -178,6 +178,18 @@ def test_mixed_kinds_across_rows_nested_and_lists():
     check(index_of(fs), wires * 3)
 
 
+def test_lists_in_whole_chunks():
+    """Chunks where an attribute holds lists in every row (Arrow parses them as one list
+    column; such rows take the per-row path, Arrow's lists are not trusted)."""
+    fs = [RecordFilter.of({"a": Constraint(Op.ANY, Constraint(Op.EQ, 1))}),
+          RecordFilter.of({"a": Constraint(Op.CONTAINS, skey(2))}),
+          RecordFilter.of({"a": Constraint(Op.ANY, Constraint(Op.NOT_EXISTS))}),
+          RecordFilter.of({"a": Constraint(Op.EXISTS), "b": Constraint(Op.EQ, "x")})]
+    wires = ['{"a": [1, 2], "b": "x"}', '{"a": [3]}', '{"a": []}', '{"a": [1.0], "b": "y"}',
+             '{"a": null, "b": "x"}', '{"b": "x"}', '{"a": [2, 2.5]}', '{"a": [null, 1]}']
+    check(index_of(fs), wires * 4)
+
+
 # -- the quotes workload -----------------------------------------------------------------
 def test_quotes_workload_equals_the_per_row_answer():
     from pubsift.models.records.workload import (QUOTES_1YR, Mix, load_quotes, sample_events,
