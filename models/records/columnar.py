@@ -141,13 +141,111 @@ def _bounds(c: Constraint) -> tuple | None:
     return None
 
 
-def _rank(c: Constraint, vals: list) -> tuple:
-    return (0 if c.op is Op.EQ else 1, len(vals))
+def _anchor(c: Constraint) -> tuple | None:
+    """How a constraint can anchor its filter, most selective first: (rank, kind, data)
+    with kind "hash" (values: strings and exact numbers), "prefix"/"suffix" (a string)
+    or "range" (numeric bounds); None if it cannot."""
+    vals = _anchor_values(c)
+    if vals is not None:
+        return ((0 if c.op is Op.EQ else 1, len(vals)), "hash", vals)
+    if c.op is Op.PREFIX or c.op is Op.SUFFIX:
+        return ((2, -len(c.operand)), c.op.value, c.operand)
+    b = _bounds(c)
+    if b is not None:
+        return ((3, 0), "range", b)
+    return None
+
+
+class _Anchors:
+    """The filters anchored on one attribute: strings and numbers by value, prefixes and
+    suffixes by string, ranges by their finite end (sorted, so that the filters a value
+    may fall into are a prefix of the sorted list)."""
+
+    def __init__(self) -> None:
+        self.strs: dict[str, list[int]] = {}
+        self.nums: dict[float, list[int]] = {}
+        self.prefix: dict[str, list[int]] = {}
+        self.suffix: dict[str, list[int]] = {}
+        self.ranges: list[tuple[int, float, float, bool, bool]] = []
+
+    def add(self, fid: int, kind: str, data: Any) -> None:
+        if kind == "hash":
+            for v in data:
+                (self.strs.setdefault(v, []) if v.__class__ is str
+                 else self.nums.setdefault(float(v), [])).append(fid)
+        elif kind == "prefix":
+            self.prefix.setdefault(data, []).append(fid)
+        elif kind == "suffix":
+            self.suffix.setdefault(data, []).append(fid)
+        else:
+            self.ranges.append((fid, *data))
+
+    def freeze(self) -> None:
+        import numpy as np
+
+        nums = sorted(self.nums.items())
+        self.num_values = np.array([v for v, _ in nums], dtype=np.float64)
+        flat: list[int] = []
+        starts = []
+        for _, fids in nums:
+            starts.append(len(flat))
+            flat.extend(fids)
+        self.num_start = np.array(starts, dtype=np.int64)
+        self.num_count = np.array([len(f) for _, f in nums], dtype=np.int64)
+        self.num_flat = np.array(flat, dtype=np.int64)
+        self.prefix_lengths = sorted({len(p) for p in self.prefix})
+        self.suffix_lengths = sorted({len(s) for s in self.suffix})
+        # ranges: by a finite lower end (v >= lo or v > lo), else by the upper end negated
+        # (v <= hi iff -hi <= -v); (lo, hi) = (-inf, inf) sorts first by its lower end
+        sides: dict[tuple[str, bool], list[tuple[float, int]]] = {}
+        for fid, lo, hi, lc, hc in self.ranges:
+            if lo != float("-inf") or hi == float("inf"):
+                sides.setdefault(("lo", lc), []).append((lo, fid))
+            else:
+                sides.setdefault(("hi", hc), []).append((-hi, fid))
+        self.sorted_ranges = []
+        for (side, closed), items in sides.items():
+            items.sort()
+            self.sorted_ranges.append((np.array([v for v, _ in items], dtype=np.float64),
+                                       np.array([f for _, f in items], dtype=np.int64),
+                                       closed, side == "hi"))
+        self.has_strings = bool(self.strs or self.prefix or self.suffix)
+
+    def for_strings(self, dictionary: list[str]) -> tuple[Any, Any, Any]:
+        """(start, count, flat): the filters anchored on each string of ``dictionary``
+        (plus one empty slot for nulls), as runs of one flat array."""
+        import numpy as np
+
+        strs, prefix, suffix = self.strs, self.prefix, self.suffix
+        plen, slen = self.prefix_lengths, self.suffix_lengths
+        flat: list[int] = []
+        starts, counts = [], []
+        for s in dictionary:
+            start = len(flat)
+            hit = strs.get(s)
+            if hit:
+                flat.extend(hit)
+            for n in plen:
+                if n > len(s):
+                    break
+                hit = prefix.get(s[:n])
+                if hit:
+                    flat.extend(hit)
+            for n in slen:
+                if n > len(s):
+                    break
+                hit = suffix.get(s[len(s) - n:])
+                if hit:
+                    flat.extend(hit)
+            starts.append(start)
+            counts.append(len(flat) - start)
+        return (np.array(starts + [0], dtype=np.int64), np.array(counts + [0], dtype=np.int64),
+                np.array(flat, dtype=np.int64))
 
 
 class Plan:
-    """The index's filters in arrays: anchors by attribute and value, numeric bounds by
-    attribute, the other constraints as compiled tests, and the keys of each filter."""
+    """The index's filters in arrays: anchors by attribute, numeric bounds by attribute,
+    the other constraints as compiled tests, and the keys of each filter."""
 
     def __init__(self, index: Any) -> None:
         import numpy as np
@@ -169,36 +267,32 @@ class Plan:
                     self.duplicates = True
                 fk_flat.append(kid)
         self.key_ids = key_ids
-        ints = all(k.__class__ is int and -2 ** 63 <= k < 2 ** 63 for k in keys)
-        if ints:
-            self.key_table = np.array(keys, dtype=np.int64)
-        else:
-            self.key_table = np.empty(len(keys), dtype=object)
-            self.key_table[:] = keys
+        self.key_table = _key_array(np, keys)
         self.fk_start = np.array(fk_start, dtype=np.int64)
         self.fk_count = np.array(fk_count, dtype=np.int64)
         self.fk_flat = np.array(fk_flat, dtype=np.int64)
 
         n = len(entries)
-        anchors: dict[str, dict[Any, list[int]]] = {}  # attribute -> value key -> filters
-        self.floating: list[int] = []                 # filters without an anchor
+        self.anchors: dict[str, _Anchors] = {}
+        floating: list[int] = []  # filters without an anchor: candidates of every row
         bounds: dict[str, list] = {}
         self.general: dict[int, list[tuple[str, Any]]] = {}
         for fid, e in enumerate(entries):
             best = None
             for name, c in e.filter.constraints:
-                vals = _anchor_values(c)
-                if vals is not None and (best is None or _rank(c, vals) < best[0]):
-                    best = (_rank(c, vals), name, c, vals)
+                a = _anchor(c)
+                if a is not None and (best is None or a[0] < best[0][0]):
+                    best = (a, name)
             if best is None:
-                self.floating.append(fid)
+                floating.append(fid)
+                exact = None
             else:
-                _, name, _, vals = best
-                by_value = anchors.setdefault(name, {})
-                for v in vals:
-                    by_value.setdefault(v if v.__class__ is str else (float(v),), []).append(fid)
+                (_, kind, data), exact = best
+                self.anchors.setdefault(exact, _Anchors()).add(fid, kind, data)
+                if kind == "range":
+                    exact = None  # candidates lie below one end: test both ends
             for name, c in e.filter.constraints:
-                if best is not None and name == best[1]:
+                if name == exact:
                     continue
                 b = _bounds(c)
                 if b is None:
@@ -212,31 +306,13 @@ class Plan:
                                               np.ones(n, bool)]
                     col[0][fid] = True
                     col[1][fid], col[2][fid], col[3][fid], col[4][fid] = b
-        self.floating_ids = np.array(self.floating, dtype=np.int64)
+        for a in self.anchors.values():
+            a.freeze()
+        self.floating_ids = np.array(floating, dtype=np.int64)
         self.bounds = bounds
         self.has_general = np.zeros(n, bool)
         self.has_general[list(self.general)] = True
-        # anchors: per attribute, strings -> (start, count) into one flat array of
-        # filters, numbers as a sorted float64 array with their runs
-        self.anchors: dict[str, tuple] = {}
-        for name, by_value in anchors.items():
-            flat: list[int] = []
-            strs: dict[str, tuple[int, int]] = {}
-            nums = sorted((k[0], fids) for k, fids in by_value.items() if k.__class__ is tuple)
-            for k, fids in by_value.items():
-                if k.__class__ is str:
-                    strs[k] = (len(flat), len(fids))
-                    flat.extend(fids)
-            num_start = []
-            for _, fids in nums:
-                num_start.append(len(flat))
-                flat.extend(fids)
-            self.anchors[name] = (
-                strs, np.array([v for v, _ in nums], dtype=np.float64),
-                np.array(num_start, dtype=np.int64),
-                np.array([len(f) for _, f in nums], dtype=np.int64),
-                np.array(flat, dtype=np.int64))
-        # constraints whose answer differs between JSON null and a missing attribute
+        # attributes where JSON null and a missing attribute answer differently
         self.null_names = {name for e in entries for name, c in e.filter.constraints
                            if c.matches(None) != c.matches(ABSENT)}
 
@@ -414,9 +490,10 @@ def _floats(col: Any) -> Any:
 class _Values:
     """Exact Python values of one attribute on the rows of a chunk (lazily)."""
 
-    def __init__(self, cols: Columns, name: str, wires: Any, rows: Any,
-                 parsed: dict) -> None:
+    def __init__(self, cols: Columns, name: str, wires: Any, rows: Any, parsed: dict,
+                 resolve: bool) -> None:
         self.cols, self.name, self.wires, self.rows, self.parsed = cols, name, wires, rows, parsed
+        self.resolve = resolve  # do null and missing answer differently here?
         self.values: list | None = None
 
     def get(self, r: int) -> Any:
@@ -434,7 +511,7 @@ class _Values:
                 self.path = ()
                 self.values = [ABSENT] * len(self.rows)
         v = self.values[r]
-        if v is None:  # JSON null, or missing: the text says which
+        if v is None and self.resolve:  # JSON null, or missing: the text says which
             i = int(self.rows[r])
             obj = self.parsed.get(i)
             if obj is None:
@@ -462,53 +539,52 @@ def _expand(starts: Any, counts: Any, flat: Any) -> tuple[Any, Any]:
 
 
 def _candidates(plan: Plan, cols: Columns, fast: Any) -> tuple[Any, Any]:
-    """(row, filter) candidate pairs over the chunk's rows ``fast`` (ascending)."""
+    """(row, filter) candidate pairs over the chunk's rows ``fast`` (in no order)."""
     import numpy as np
     import pyarrow as pa
 
     prs, pfs = [], []
-    for name, (strs, nums, nstart, ncount, flat) in plan.anchors.items():
-        leaf = cols.leaves.get(name)
-        if leaf is None:
-            continue  # missing, or an object: no string or number to equal
-        col = leaf[1]
-        t = col.type
-        if pa.types.is_string(t) or pa.types.is_large_string(t):
-            if not strs:
-                continue
-            enc = col.dictionary_encode()
-            dictionary = enc.dictionary.to_pylist()
-            hit = [strs.get(s, (0, 0)) for s in dictionary]
-            dstart = np.array([h[0] for h in hit] + [0], dtype=np.int64)
-            dcount = np.array([h[1] for h in hit] + [0], dtype=np.int64)
-            codes = enc.indices.fill_null(len(dictionary)).to_numpy(zero_copy_only=False)
-            codes = codes[fast]
-            starts, counts = dstart[codes], dcount[codes]
-        elif t == pa.int64() or t == pa.float64():
-            if not len(nums):
-                continue
-            v = _floats(col)[fast]
-            pos = np.searchsorted(nums, v)
-            pos_c = np.minimum(pos, len(nums) - 1)
-            hit = nums[pos_c] == v  # NaN (null) never equals
-            starts = np.where(hit, nstart[pos_c], 0)
-            counts = np.where(hit, ncount[pos_c], 0)
-        else:
-            continue
+
+    def pairs(starts: Any, counts: Any, flat: Any) -> None:
         owner, fids = _expand(starts, counts, flat)
         prs.append(fast[owner])
         pfs.append(fids)
+
+    for name, a in plan.anchors.items():
+        leaf = cols.leaves.get(name)
+        if leaf is None:
+            continue  # missing, or an object: no string or number to anchor
+        col = leaf[1]
+        t = col.type
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            if not a.has_strings:
+                continue
+            enc = col.dictionary_encode()
+            dictionary = enc.dictionary.to_pylist()
+            dstart, dcount, dflat = a.for_strings(dictionary)
+            codes = enc.indices.fill_null(len(dictionary)).to_numpy(zero_copy_only=False)
+            codes = codes[fast]
+            pairs(dstart[codes], dcount[codes], dflat)
+        elif t == pa.int64() or t == pa.float64():
+            v = _floats(col)[fast]
+            number = ~np.isnan(v)  # null: no number
+            if len(a.num_values):
+                pos = np.minimum(np.searchsorted(a.num_values, v), len(a.num_values) - 1)
+                hit = a.num_values[pos] == v
+                pairs(np.where(hit, a.num_start[pos], 0), np.where(hit, a.num_count[pos], 0),
+                      a.num_flat)
+            for ends, fids, closed, negated in a.sorted_ranges:
+                x = -v if negated else v
+                count = np.searchsorted(ends, x, side="right" if closed else "left")
+                count = np.where(number, count, 0)
+                pairs(np.zeros(len(fast), np.int64), count, fids)
     if len(plan.floating_ids):
         nf = len(plan.floating_ids)
         prs.append(np.repeat(fast, nf))
         pfs.append(np.tile(plan.floating_ids, len(fast)))
     if not prs:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    pr, pf = np.concatenate(prs), np.concatenate(pfs)
-    if len(prs) > 1:
-        order = np.argsort(pr, kind="stable")
-        pr, pf = pr[order], pf[order]
-    return pr, pf
+    return np.concatenate(prs), np.concatenate(pfs)
 
 
 def _check(plan: Plan, cols: Columns, pr: Any, pf: Any, wires: Any, rows: Any) -> Any:
@@ -542,7 +618,8 @@ def _check(plan: Plan, cols: Columns, pr: Any, pf: Any, wires: Any, rows: Any) -
                 for name, test in general[int(pf[i])]:
                     vals = values.get(name)
                     if vals is None:
-                        vals = values[name] = _Values(cols, name, wires, rows, parsed)
+                        vals = values[name] = _Values(cols, name, wires, rows, parsed,
+                                                      name in plan.null_names)
                     if not test(vals.get(r)):
                         keep[i] = False
                         break
@@ -634,7 +711,7 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
         nk = max(len(plan.key_table), 1)
         uniq = np.unique(rows_out * nk + kids_out)
         rows_out, kids_out = uniq // nk, uniq % nk
-    elif len(out_r) > 1 and len(rows_out) > 1 and (np.diff(rows_out) < 0).any():
+    elif len(rows_out) > 1 and (np.diff(rows_out) < 0).any():
         order = np.argsort(rows_out, kind="stable")
         rows_out, kids_out = rows_out[order], kids_out[order]
     return rows_out, plan.key_table[kids_out]

@@ -94,7 +94,8 @@ targeted = st.one_of(
     st.builds(lambda vs: Constraint(Op.IN_SET, frozenset(map(skey, vs))),
               st.lists(pool, min_size=1, max_size=4)),
     st.just(Constraint(Op.EXISTS)), st.just(Constraint(Op.NOT_EXISTS)),
-    st.just(Constraint(Op.PREFIX, "A")),
+    st.builds(Constraint, st.sampled_from([Op.PREFIX, Op.SUFFIX]),
+              st.sampled_from(["", "A", "AA", "x", "L", "é"])),
     st.just(Constraint(Op.ANY, Constraint(Op.EQ, 1))),
     st.just(Constraint(Op.ANY, Constraint(Op.NOT_EXISTS))),
 )
@@ -176,6 +177,23 @@ def test_mixed_kinds_across_rows_nested_and_lists():
              '{"a": {"b": 1.5}, "c": "x"}', '{"a.b": 1, "c": "x"}', '{"a": {"b": 3}, "c": "x"}',
              '{"a": -0.0}', '{"a": 9007199254740993}']
     check(index_of(fs), wires * 3)
+
+
+def test_numeric_anchors_on_a_grid():
+    """Filters anchored by a range alone (sorted ends), by a number, and both, against
+    values around every end: closed and open ends, ±inf, -0.0, ints and floats, nulls."""
+    ends = [-2, -0.0, 0, 0.5, 1, 2 ** 53]
+    cs = [Constraint(op, x) for op in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE) for x in ends]
+    cs += [Constraint(Op.IN_RANGE, Interval(lo, hi, lc, hc)) for lo in (float("-inf"), -2, 0)
+           for hi in (0, 1, float("inf")) for lc in (True, False) for hc in (True, False)]
+    cs += [Constraint(Op.IN_SET, frozenset({skey(0), skey(1.0), skey("0")}))]
+    fs = [RecordFilter.of({"a": c}) for c in cs]
+    fs += [RecordFilter.of({"a": c, "b": Constraint(Op.LE, 0)}) for c in cs[:12]]
+    values = [-3, -2, -1.5, -0.0, 0, 0.25, 0.5, 1, 1.0, 2, 2 ** 53, 1e308, -1e308, None, "0",
+              True]
+    wires = [json.dumps({"a": v, "b": w}) for v in values for w in (-1, 0.0, 1, None)]
+    wires += [json.dumps({"b": 0}), json.dumps({"c": 1})]
+    check(index_of(fs), wires)
 
 
 def test_lists_in_whole_chunks():
