@@ -60,6 +60,9 @@ MIN_CHUNK = 8
 #: Struct columns nested deeper than this take the per-row path (``Record.of`` refuses
 #: more than ``limits.MAX_DEPTH`` levels of objects).
 MAX_STRUCT_DEPTH = 64
+#: Candidate (row, filter) pairs are checked in blocks of rows holding at most this many
+#: (memory stays bounded when many filters are candidates of every row).
+PAIR_BUDGET = 1 << 20
 #: Numbers at or beyond this magnitude are not trusted as float64 (integers past it round).
 EXACT = 2.0 ** 53
 
@@ -538,18 +541,15 @@ def _expand(starts: Any, counts: Any, flat: Any) -> tuple[Any, Any]:
     return owner, flat[np.repeat(starts, counts) + pos]
 
 
-def _candidates(plan: Plan, cols: Columns, fast: Any) -> tuple[Any, Any]:
-    """(row, filter) candidate pairs over the chunk's rows ``fast`` (in no order)."""
+def _sources(plan: Plan, cols: Columns, fast: Any) -> list[tuple[Any, Any, Any]]:
+    """The candidate filters of the chunk's rows ``fast``: a list of (starts, counts,
+    flat), row i of ``fast`` having the candidates flat[starts[i]:starts[i] + counts[i]]
+    of each."""
     import numpy as np
     import pyarrow as pa
 
-    prs, pfs = [], []
-
-    def pairs(starts: Any, counts: Any, flat: Any) -> None:
-        owner, fids = _expand(starts, counts, flat)
-        prs.append(fast[owner])
-        pfs.append(fids)
-
+    out = []
+    zeros = np.zeros(len(fast), np.int64)
     for name, a in plan.anchors.items():
         leaf = cols.leaves.get(name)
         if leaf is None:
@@ -564,31 +564,59 @@ def _candidates(plan: Plan, cols: Columns, fast: Any) -> tuple[Any, Any]:
             dstart, dcount, dflat = a.for_strings(dictionary)
             codes = enc.indices.fill_null(len(dictionary)).to_numpy(zero_copy_only=False)
             codes = codes[fast]
-            pairs(dstart[codes], dcount[codes], dflat)
+            out.append((dstart[codes], dcount[codes], dflat))
         elif t == pa.int64() or t == pa.float64():
             v = _floats(col)[fast]
             number = ~np.isnan(v)  # null: no number
             if len(a.num_values):
                 pos = np.minimum(np.searchsorted(a.num_values, v), len(a.num_values) - 1)
                 hit = a.num_values[pos] == v
-                pairs(np.where(hit, a.num_start[pos], 0), np.where(hit, a.num_count[pos], 0),
-                      a.num_flat)
+                out.append((np.where(hit, a.num_start[pos], 0),
+                            np.where(hit, a.num_count[pos], 0), a.num_flat))
             for ends, fids, closed, negated in a.sorted_ranges:
                 x = -v if negated else v
                 count = np.searchsorted(ends, x, side="right" if closed else "left")
-                count = np.where(number, count, 0)
-                pairs(np.zeros(len(fast), np.int64), count, fids)
+                out.append((zeros, np.where(number, count, 0), fids))
     if len(plan.floating_ids):
-        nf = len(plan.floating_ids)
-        prs.append(np.repeat(fast, nf))
-        pfs.append(np.tile(plan.floating_ids, len(fast)))
+        out.append((zeros, np.full(len(fast), len(plan.floating_ids), np.int64),
+                    plan.floating_ids))
+    return out
+
+
+def _blocks(sources: list, n: int, budget: int) -> list[tuple[int, int]]:
+    """Ranges of rows whose candidate pairs number at most ``budget`` (or one row)."""
+    import numpy as np
+
+    if not sources or not n:
+        return []
+    cum = np.cumsum(sum(c for _, c, _ in sources))
+    edges = [0]
+    while edges[-1] < n:
+        start = edges[-1]
+        base = int(cum[start - 1]) if start else 0
+        end = int(np.searchsorted(cum, base + budget, side="right"))
+        edges.append(min(n, max(end, start + 1)))
+    return list(zip(edges, edges[1:]))
+
+
+def _candidates(sources: list, fast: Any, lo: int, hi: int) -> tuple[Any, Any]:
+    """(row, filter) candidate pairs of the rows fast[lo:hi] (in no order)."""
+    import numpy as np
+
+    prs, pfs = [], []
+    for starts, counts, flat in sources:
+        owner, fids = _expand(starts[lo:hi], counts[lo:hi], flat)
+        prs.append(fast[lo:hi][owner])
+        pfs.append(fids)
     if not prs:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     return np.concatenate(prs), np.concatenate(pfs)
 
 
-def _check(plan: Plan, cols: Columns, pr: Any, pf: Any, wires: Any, rows: Any) -> Any:
-    """The candidate pairs whose filters hold on their rows."""
+def _check(plan: Plan, cols: Columns, pr: Any, pf: Any, wires: Any, rows: Any,
+           values: dict, parsed: dict) -> Any:
+    """The candidate pairs whose filters hold on their rows (``values``, ``parsed``: the
+    chunk's exact values by attribute and its rows parsed by ``json.loads``)."""
     import numpy as np
     import pyarrow as pa
 
@@ -610,8 +638,6 @@ def _check(plan: Plan, cols: Columns, pr: Any, pf: Any, wires: Any, rows: Any) -
     if plan.general:
         idx = np.flatnonzero(keep & plan.has_general[pf])
         if len(idx):
-            parsed: dict[int, Any] = {}
-            values: dict[str, _Values] = {}
             general = plan.general
             for i in idx.tolist():
                 r = int(pr[i])
@@ -681,7 +707,7 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
         rows = stack.pop()
         if not len(rows):
             continue
-        table = cache["parser"].parse(arr.take(rows))
+        table = cache["parser"].parse(arr if len(rows) == n else arr.take(rows))
         cols = Columns(table) if table is not None else None
         if cols is None or not cols.ok:
             if len(rows) < MIN_CHUNK:
@@ -693,12 +719,16 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
         bad = cols.slow_rows(len(rows))
         slow[rows[bad]] = True
         fast = np.flatnonzero(~bad)
-        pr, pf = _candidates(plan, cols, fast)
-        keep = _check(plan, cols, pr, pf, texts, rows)
-        pr, pf = pr[keep], pf[keep]
-        owner, kids = _expand(plan.fk_start[pf], plan.fk_count[pf], plan.fk_flat)
-        out_r.append(rows[pr[owner]])
-        out_k.append(kids)
+        sources = _sources(plan, cols, fast)
+        values: dict[str, _Values] = {}
+        parsed: dict[int, Any] = {}
+        for lo, hi in _blocks(sources, len(fast), PAIR_BUDGET):
+            pr, pf = _candidates(sources, fast, lo, hi)
+            keep = _check(plan, cols, pr, pf, texts, rows, values, parsed)
+            pr, pf = pr[keep], pf[keep]
+            owner, kids = _expand(plan.fk_start[pf], plan.fk_count[pf], plan.fk_flat)
+            out_r.append(rows[pr[owner]])
+            out_k.append(kids)
     slow_rows = np.flatnonzero(slow)
     if len(slow_rows):
         r, keys = match_rows(index, texts, slow_rows.tolist())

@@ -179,9 +179,12 @@ def test_mixed_kinds_across_rows_nested_and_lists():
     check(index_of(fs), wires * 3)
 
 
-def test_numeric_anchors_on_a_grid():
+@pytest.mark.parametrize("budget", [columnar.PAIR_BUDGET, 7])
+def test_numeric_anchors_on_a_grid(budget, monkeypatch):
     """Filters anchored by a range alone (sorted ends), by a number, and both, against
-    values around every end: closed and open ends, ±inf, -0.0, ints and floats, nulls."""
+    values around every end: closed and open ends, ±inf, -0.0, ints and floats, nulls;
+    candidate pairs checked at once, and in blocks of a few rows."""
+    monkeypatch.setattr(columnar, "PAIR_BUDGET", budget)
     ends = [-2, -0.0, 0, 0.5, 1, 2 ** 53]
     cs = [Constraint(op, x) for op in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE) for x in ends]
     cs += [Constraint(Op.IN_RANGE, Interval(lo, hi, lc, hc)) for lo in (float("-inf"), -2, 0)
