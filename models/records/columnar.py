@@ -25,16 +25,27 @@ answers the same question for the whole batch at once:
    non-null scalar at all (``{}`` is refused, ``{"a": null}`` is not). Arrow's null is
    both JSON null and a missing attribute: where a filter's constraint tells them apart
    (``exists``, ``= null``, ...), the row's text is parsed with ``json.loads`` to find out.
-3. **Match column-wise.** Each held filter is *anchored* by one equality or set
-   membership on a string or a number (the most selective, as the index orders paths);
-   a hash of the anchors by value, probed with the batch's distinct values (Arrow's
-   dictionary encoding for strings, ``np.searchsorted`` for numbers), gives every
-   (row, filter) candidate pair in row order with NumPy ``repeat``. The filters' other
-   numeric constraints (``=``, ``<``, ``≤``, ``>``, ``≥``, intervals) are compared on the
-   candidate pairs as float64 arrays (exact: every value and bound is a double or an
-   integer below 2^53); any other constraint is tested with the model's own compiled test
-   on the pair's exact Python value. Filters without an anchor are candidates of every
-   row. Candidates that pass become (row, key) pairs through a key table.
+3. **Match column-wise.** Each held filter is *anchored* by one of its constraints, the
+   most selective first, as the index orders paths: an equality or set membership on
+   strings or numbers (a hash by value, probed with the chunk's distinct strings from
+   Arrow's dictionary encoding, or ``np.searchsorted`` into the sorted numbers), a prefix
+   or suffix (a hash by affix, probed with each distinct string's affixes of the held
+   lengths), or a numeric bound (the filters sorted by their finite end, so that those a
+   value may satisfy are a prefix of the sorted list: one ``np.searchsorted`` per row).
+   NumPy ``repeat`` turns the anchors into (row, filter) candidate pairs, in blocks of at
+   most :data:`PAIR_BUDGET` pairs. The filters' numeric constraints (``=``, ``<``,
+   ``≤``, ``>``, ``≥``, intervals; a range anchor's other end too) are compared on the
+   pairs as float64 arrays (exact: every value and bound is a double or an integer of
+   magnitude at most 2^53); any other constraint is tested with the model's compiled
+   test (``predicates.compile_test``) on the pair's exact Python value. Filters with no
+   anchor are candidates of every row. The pairs that pass become (row, key) pairs
+   through the filters' key table.
+
+Measured with ``bench/records_batch.py`` (5-year quotes, Mühl's quote and quote-interval
+subscriptions, 20,000 events in batches of 10,000, CPU time, one core): at 10k
+subscriptions 6.7× the per-row path in the file's order (607,594 against 90,667
+events/s), 7.8× in date order; at 1k 7.5×. With ``workload.Mix()``'s other kinds too
+(prefixes, portfolios, volumes; 29 deliveries per event) about 4×.
 
 Answers equal the per-row loop's, pair for pair (tests/records/test_columnar.py checks it
 differentially with hypothesis, hostile events included, and on the quotes workload).

@@ -199,6 +199,17 @@ def test_numeric_anchors_on_a_grid(budget, monkeypatch):
     check(index_of(fs), wires)
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(xs=st.lists(st.floats(allow_nan=False, allow_infinity=False)
+                   | st.integers(-(2 ** 60), 2 ** 60), min_size=1, max_size=20))
+def test_numbers_read_by_arrow_equal_pythons(xs):
+    """Arrow's float parsing rounds as Python's: each value equals its own constant and
+    lies on the right side of its neighbours' bounds."""
+    fs = [RecordFilter.of({"a": Constraint(op, x)}) for x in xs[:5]
+          for op in (Op.EQ, Op.LT, Op.GE)]
+    check(index_of(fs), [json.dumps({"a": x}) for x in xs] * 2)
+
+
 def test_lists_in_whole_chunks():
     """Chunks where an attribute holds lists in every row (Arrow parses them as one list
     column; such rows take the per-row path, Arrow's lists are not trusted)."""
