@@ -290,6 +290,7 @@ class Plan:
         self.anchors: dict[str, _Anchors] = {}
         floating: list[int] = []  # filters without an anchor: candidates of every row
         bounds: dict[str, list] = {}
+        str_eq: dict[str, tuple] = {}
         self.general: dict[int, list[tuple[str, Any]]] = {}
         for fid, e in enumerate(entries):
             best = None
@@ -309,7 +310,13 @@ class Plan:
                 if name == exact:
                     continue
                 b = _bounds(c)
-                if b is None:
+                if c.op is Op.EQ and c.operand.__class__ is str:
+                    col = str_eq.get(name)
+                    if col is None:
+                        col = str_eq[name] = (np.zeros(n, bool), [None] * n)
+                    col[0][fid] = True
+                    col[1][fid] = c.operand
+                elif b is None:
                     self.general.setdefault(fid, []).append((name, compile_test(c)))
                 else:
                     col = bounds.get(name)
@@ -324,6 +331,14 @@ class Plan:
             a.freeze()
         self.floating_ids = np.array(floating, dtype=np.int64)
         self.bounds = bounds
+        # string equalities besides the anchor: per attribute, which filters have one,
+        # their distinct constants and each filter's constant as an index into them
+        self.str_eq: dict[str, tuple] = {}
+        for name, (has, consts) in str_eq.items():
+            distinct = sorted({c for c in consts if c is not None})
+            where = {c: i for i, c in enumerate(distinct)}
+            self.str_eq[name] = (has, distinct, np.array(
+                [-1 if c is None else where[c] for c in consts], dtype=np.int64))
         self.has_general = np.zeros(n, bool)
         self.has_general[list(self.general)] = True
         # attributes where JSON null and a missing attribute answer differently
@@ -646,6 +661,21 @@ def _check(plan: Plan, cols: Columns, pr: Any, pf: Any, wires: Any, rows: Any,
             ok = np.where(loc[f], v >= lo[f], v > lo[f])
             ok &= np.where(hic[f], v <= hi[f], v < hi[f])  # NaN (null) fails both
         keep[sel] &= ok
+    for name, (has, distinct, const) in plan.str_eq.items():
+        sel = np.flatnonzero(has[pf])
+        if not len(sel):
+            continue
+        leaf = cols.leaves.get(name)
+        if leaf is None or not (pa.types.is_string(leaf[1].type)
+                                or pa.types.is_large_string(leaf[1].type)):
+            keep[sel] = False  # not a string: no string equals
+            continue
+        enc = leaf[1].dictionary_encode()
+        code_of = {s: i for i, s in enumerate(enc.dictionary.to_pylist())}
+        # each constant's code in this chunk (-1: absent), nulls coded -2: never equal
+        const_code = np.array([code_of.get(c, -1) for c in distinct] + [-1], dtype=np.int64)
+        codes = enc.indices.fill_null(-2).to_numpy(zero_copy_only=False).astype(np.int64)
+        keep[sel] &= codes[pr[sel]] == const_code[const[pf[sel]]]
     if plan.general:
         idx = np.flatnonzero(keep & plan.has_general[pf])
         if len(idx):

@@ -210,6 +210,30 @@ def test_numbers_read_by_arrow_equal_pythons(xs):
     check(index_of(fs), [json.dumps({"a": x}) for x in xs] * 2)
 
 
+def test_string_equalities_beside_the_anchor():
+    """Filters with several equalities: one anchors, the others are compared as codes of
+    the chunk's dictionary; values of other kinds, nulls and missing attributes never
+    equal a string."""
+    import itertools
+    strs = ["x", "y", ""]
+    fs = [RecordFilter.of({"a": Constraint(Op.EQ, u), "b": Constraint(Op.EQ, v)})
+          for u, v in itertools.product(strs + [1], strs)]
+    fs += [RecordFilter.of({"a": Constraint(Op.EQ, "x"), "b": Constraint(Op.EQ, "x"),
+                            "c": Constraint(Op.EQ, v)}) for v in strs]
+    fs += [RecordFilter.of({"a": Constraint(Op.GE, 0), "c": Constraint(Op.EQ, "y")})]
+    index = index_of(fs)
+    a = ["x", "y", "", None, "missing"]
+    c = ["x", "y", None, "missing"]
+    for b in (["x", "y", "", "z"], [1, 1.5, 0], [True, False]):  # one type per column
+        wires = [json.dumps({k: v for k, v in zip("abc", vs) if v != "missing"})
+                 for vs in itertools.product(a, b + [None, "missing"], c)]
+        with mock.patch.object(columnar, "match_rows", wraps=columnar.match_rows) as slow:
+            check(index, wires)
+        # only the rows without a non-null value take the per-row path
+        assert [i for call in slow.call_args_list for i in call.args[2]] == [
+            i for i, w in enumerate(wires) if set(json.loads(w).values()) <= {None}]
+
+
 def test_lists_in_whole_chunks():
     """Chunks where an attribute holds lists in every row (Arrow parses them as one list
     column; such rows take the per-row path, Arrow's lists are not trusted)."""
