@@ -153,6 +153,42 @@ def test_any_texts_equal_the_per_row_answer_or_its_error(fs, wires):
     check(index_of(fs), wires)
 
 
+KINDS = {
+    "str": st.sampled_from(["x", "y", "AAL", "", "ü\u00e9", "A", "xA"]) | st.text(max_size=3),
+    "int": st.integers(-3, 3) | st.sampled_from([2 ** 53, 2 ** 53 + 1, -(2 ** 53), 2 ** 63 - 1]),
+    "float": st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([-0.0, 0.5, 1.0, 1.5, 1e308]),
+    "bool": st.booleans(),
+    "list": st.lists(st.integers(-2, 2), max_size=3),
+}
+KINDS["num"] = KINDS["int"] | KINDS["float"]
+
+
+@st.composite
+def typed_batches(draw):
+    """Rows whose attributes keep one kind across the batch (as Arrow types a column),
+    each present, null or missing: the columnar path answers most of them."""
+    kinds = {name: draw(st.sampled_from(sorted(KINDS))) for name in ("a", "b", "é", "e")}
+    nest = draw(st.booleans())
+    rows = []
+    for _ in range(draw(st.integers(0, 40))):
+        row = {}
+        for name, kind in kinds.items():
+            how = draw(st.sampled_from(["value", "value", "value", "null", "missing"]))
+            if how != "missing":
+                row[name] = None if how == "null" else draw(KINDS[kind])
+        if nest and "e" in row:
+            row["c"] = {"d": {"e": row.pop("e")}}
+        rows.append(row)
+    return [json.dumps(r) for r in rows]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fs=st.lists(record_filters, min_size=1, max_size=8), wires=typed_batches())
+def test_typed_columns_equal_the_per_row_answer(fs, wires):
+    check(index_of(fs, ["k", 2, "k"]), wires)
+
+
 @pytest.mark.parametrize("text", HOSTILE)
 def test_each_hostile_text_alone_and_among_good_rows(text):
     fs = [RecordFilter.of({"a": c}) for c in (Constraint(Op.EXISTS), Constraint(Op.NOT_EXISTS),
