@@ -1,13 +1,15 @@
 """Columnar batch matching of records wire texts against the per-row index path (issue 12 §5).
 
     .venv/bin/python bench/records_batch.py [--sizes 1000,10000] [--events 20000]
-                                            [--batch 10000] [--quick] [--json PATH]
+                                            [--batch 10000] [--mix quotes|all]
+                                            [--quick] [--json PATH]
 
 The Spark job's route stage receives Arrow batches whose rows hold the events' wire form
 as JSON text (``json.dumps(model.dump_event(e))``). For each number of Mühl's quote and
 quote-interval subscriptions (``workload.subscriptions`` with ``Mix(quote=0.5,
-interval=0.5)``, drawn from the whole 5-year S&P 500 quotes file), the same sample of
-quote events (drawn over the whole file) is matched by
+interval=0.5)``; with ``--mix all`` the default ``Mix()``), drawn from the whole 5-year
+S&P 500 quotes file, the same sample of quote events (drawn over the whole file) is
+matched by
 
 * (a) **per row**: ``index.match(model.load_event(json.loads(wire)))`` for each wire,
   the answers kept in a list (what a ``mapInPandas`` loop over ``FilterIndex.match``
@@ -43,7 +45,8 @@ from pubsift.models.records.workload import (Mix, load_quotes, quotes_path, samp
                                              subscriptions)
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "quotes"
-MIX = Mix(quote=0.5, interval=0.5, prefix=0, portfolio=0, volume=0)
+MIXES = {"quotes": Mix(quote=0.5, interval=0.5, prefix=0, portfolio=0, volume=0),
+         "all": Mix()}
 
 
 def pairs_of(answers: list[set]) -> list[tuple[int, object]]:
@@ -51,7 +54,7 @@ def pairs_of(answers: list[set]) -> list[tuple[int, object]]:
 
 
 def run(bench: Bench, sizes: list[int], n_events: int, batch: int, seed: int, repeats: int,
-        console: Console) -> int:
+        mix: str, console: Console) -> int:
     try:
         path = quotes_path(five_years=True, directory=DATA)
     except FileNotFoundError as err:
@@ -64,8 +67,8 @@ def run(bench: Bench, sizes: list[int], n_events: int, batch: int, seed: int, re
     sample = sample_events(quotes, n_events, seed=seed)  # over the whole file, file order
     orders = {"file": sample,
               "date": sorted(sample, key=lambda e: (e["date"], e["symbol"]))}
-    table = Table(title=f"records wire batches, {len(sample):,} quote events in batches of "
-                        f"{batch:,}, seed {seed}, CPU time, median of {repeats} "
+    table = Table(title=f"records wire batches, {mix} subscriptions, {len(sample):,} quote "
+                        f"events in batches of {batch:,}, seed {seed}, CPU time, median of {repeats} "
                         "(±half the spread)")
     for col in ("subs", "order", "hits/ev", "(a) per-row ev/s", "(b) batch ev/s", "b/a",
                 "(c) match alone ev/s"):
@@ -73,7 +76,7 @@ def run(bench: Bench, sizes: list[int], n_events: int, batch: int, seed: int, re
     failures = 0
     for n in sizes:
         index = model.new_index()
-        for k, f in enumerate(subscriptions(quotes, n, seed=seed, mix=MIX)):
+        for k, f in enumerate(subscriptions(quotes, n, seed=seed, mix=MIXES[mix])):
             index.add(f, k)
         for order, events in orders.items():
             wires = [json.dumps(model.dump_event(e)) for e in events]
@@ -107,10 +110,10 @@ def run(bench: Bench, sizes: list[int], n_events: int, batch: int, seed: int, re
             table.add_row(f"{n:,}", order, f"{len(want) / len(wires):.1f}",
                           t_row.fmt_rate(), t_batch.fmt_rate(), f"{r:.1f}×",
                           t_match.fmt_rate())
-            bench.row(subs=n, order=order, events=len(wires), batch=batch,
+            bench.row(subs=n, mix=mix, order=order, events=len(wires), batch=batch,
                       hits_per_event=len(want) / len(wires), per_row=t_row,
                       match_wire_batch=t_batch, match_alone=t_match, ratio_batch_per_row=r)
-            if order == "file":
+            if order == "file" and mix == "quotes":
                 bench.headline(f"records match_wire_batch, {n // 1000}k quote subscriptions",
                                f"{t_batch.rate:,.0f} events/s, {r:.1f}× the per-row "
                                f"json.loads + load_event + match ({t_row.rate:,.0f} events/s)")
@@ -131,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="quote events sampled (default: 20000; quick: 10000)")
     ap.add_argument("--batch", type=int, default=10000, help="wires per Arrow batch")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--mix", choices=sorted(MIXES), default="quotes",
+                    help="quotes: Mühl's quote and quote-interval subscriptions (the issue's "
+                         "bar); all: workload.Mix() (prefixes, portfolios, volumes too)")
     args = bench.parse()
     events = args.events or (10000 if args.quick else 20000)
     try:
@@ -140,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     if not sizes or min(sizes) < 1 or events < 1 or args.batch < 1:
         ap.error("sizes, --events and --batch must be positive")
     console = Console(width=max(Console().width, 130))
-    return run(bench, sizes, events, args.batch, args.seed, args.repeats, console)
+    return run(bench, sizes, events, args.batch, args.seed, args.repeats, args.mix, console)
 
 
 if __name__ == "__main__":

@@ -42,10 +42,10 @@ answers the same question for the whole batch at once:
    through the filters' key table.
 
 Measured with ``bench/records_batch.py`` (5-year quotes, Mühl's quote and quote-interval
-subscriptions, 20,000 events in batches of 10,000, CPU time, one core): at 10k
-subscriptions 6.7× the per-row path in the file's order (607,594 against 90,667
-events/s), 7.8× in date order; at 1k 7.5×. With ``workload.Mix()``'s other kinds too
-(prefixes, portfolios, volumes; 29 deliveries per event) about 4×.
+subscriptions, 20,000 events in batches of 10,000, CPU time of one process, median of 5,
+answers compared): at 10k subscriptions 620,000 events/s, 6.7× the per-row path's 92,000
+in the file's order (7.4× in date order); at 1k 8.8×. With ``--mix all`` (``Mix()``:
+prefixes, portfolios and volumes too, 29 deliveries per event) 5.2× at 10k.
 
 Answers equal the per-row loop's, pair for pair (tests/records/test_columnar.py checks it
 differentially with hypothesis, hostile events included, and on the quotes workload).
