@@ -68,8 +68,8 @@ def run(bench: Bench, sizes: list[int], n_events: int, batch: int, seed: int, re
     orders = {"file": sample,
               "date": sorted(sample, key=lambda e: (e["date"], e["symbol"]))}
     table = Table(title=f"records wire batches, {mix} subscriptions, {len(sample):,} quote "
-                        f"events in batches of {batch:,}, seed {seed}, CPU time, median of {repeats} "
-                        "(±half the spread)")
+                        f"events in batches of {batch:,}, seed {seed}, CPU time, median of "
+                        f"{repeats} (±half the spread)")
     for col in ("subs", "order", "hits/ev", "(a) per-row ev/s", "(b) batch ev/s", "b/a",
                 "(c) match alone ev/s"):
         table.add_column(col, justify="right", no_wrap=True)

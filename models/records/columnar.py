@@ -50,7 +50,7 @@ prefixes, portfolios and volumes too, 29 deliveries per event) 5.2× at 10k.
 Answers equal the per-row loop's, pair for pair (tests/records/test_columnar.py checks it
 differentially with hypothesis, hostile events included, and on the quotes workload).
 NumPy and pyarrow come with the ``spark`` extra and are imported here lazily: without
-pyarrow the function is the per-row loop. The plan built from the index (anchors, bounds,
+pyarrow the function is the per-row loop (without NumPy too, answering lists). The plan built from the index (anchors, bounds,
 key table) is cached on the index, dropped when ``add``/``remove`` change it and not
 pickled (``RecordsIndex.__getstate__``).
 """

@@ -406,8 +406,8 @@ class RecordsIndex(FilterIndex[Hashable]):
         """(rows, keys): wires[rows[i]] matches a filter indexed under keys[i]; each (row,
         key) pair once, rows ascending (keys in any order within a row). ``wires``: a
         sequence of str or a pyarrow string array (large_string too) of JSON texts of the
-        model's dump_event form. Equal to the per-row answer
-        ``[(i, k) for i, w in enumerate(wires) for k in self.match(model.load_event(json.loads(w)))]``.
+        model's dump_event form. Equal to the per-row answer ``[(i, k) for i, w in
+        enumerate(wires) for k in self.match(model.load_event(json.loads(w)))]``.
         keys is an int64 array when every key is an int, else an object array. A wire
         that ``json.loads`` or ``load_event`` refuses raises EventError naming its row.
         Columnar over Arrow and NumPy (issue 12 §5): see
