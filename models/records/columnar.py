@@ -361,20 +361,13 @@ class Parser:
         """A table with one row per wire of ``arr`` (a string array without nulls), or None
         when Arrow refuses the chunk or its schema is not trusted."""
         import pyarrow as pa
-        import pyarrow.compute as pc
         import pyarrow.json as pj
 
-        import numpy as np
-
-        joined = pc.binary_join_element_wise(arr, pa.scalar("", arr.type),
-                                             pa.scalar("\n", arr.type))
-        _, offsets, data = joined.buffers()
-        width = np.int64 if pa.types.is_large_string(joined.type) else np.int32
-        bounds = np.frombuffer(offsets, dtype=width)[joined.offset:joined.offset + len(joined) + 1]
-        start, end = int(bounds[0]), int(bounds[-1])
-        text = data[start:end] if data is not None else pa.py_buffer(b"")
-        end -= start
-        ro = pj.ReadOptions(use_threads=False, block_size=max(end + 1, 1 << 16))
+        try:  # one block: types are inferred over the whole chunk
+            text = _lines(arr)
+            ro = pj.ReadOptions(use_threads=False, block_size=max(text.size + 1, 1 << 16))
+        except (pa.ArrowException, OverflowError, ValueError):
+            return None  # more than 2 GB: the halves are parsed
 
         def read(schema: Any) -> Any:
             po = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer")
@@ -424,6 +417,20 @@ class Parser:
             return [pa.field(k, pa.string() if v is None else pa.struct(build(v)))
                     for k, v in node.items()]
         return pa.schema(build(tree))
+
+
+def _lines(arr: Any) -> Any:
+    """The texts of a string array, one per line, as one Arrow buffer (no copy to Python)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    joined = pc.binary_join_element_wise(arr, pa.scalar("", arr.type),
+                                         pa.scalar("\n", arr.type))
+    _, offsets, data = joined.buffers()
+    width = np.int64 if pa.types.is_large_string(joined.type) else np.int32
+    ends = np.frombuffer(offsets, dtype=width)[joined.offset:joined.offset + len(joined) + 1]
+    return data[int(ends[0]):int(ends[-1])]
 
 
 def _timestamps(schema_or_type: Any, prefix: tuple, out: set) -> None:
