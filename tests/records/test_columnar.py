@@ -191,6 +191,38 @@ def test_typed_columns_equal_the_per_row_answer(fs, wires):
     check(index_of(fs, ["k", 2, "k"]), wires)
 
 
+BASES = ['{"symbol": "AAL", "date": "2013-02-08", "price": 14.75, "volume": 8407500}',
+         '{"a": {"b": 1, "d": "x"}, "c": [1, 2], "e": true, "é": null}',
+         '{"a": -0.0, "b": 1e308, "c": "y\\u00e9\\"", "a.b": 2}']
+EDITS = list('{}[]":,. -+019eE') + ["\\", "\\u", "\\ud800", "null", "true", "NaN",
+                                    "Infinity", "1e400", "9" * 20, "\t", "\ufeff", "é"]
+
+
+@st.composite
+def mutated(draw):
+    """A valid wire with a few edits: texts Arrow and Python may read differently."""
+    text = draw(st.sampled_from(BASES))
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, len(text)))
+        cut = draw(st.integers(0, 2))
+        text = text[:i] + draw(st.sampled_from(EDITS)) + text[i + cut:]
+    return text
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fs=st.lists(record_filters, min_size=1, max_size=6),
+       texts=st.lists(mutated(), min_size=1, max_size=30))
+def test_mutated_texts_equal_the_per_row_answer(fs, texts):
+    """The mutants the per-row path accepts give its answers in one batch (with valid
+    rows around them); each mutant it refuses raises EventError naming its row."""
+    index = index_of(fs)
+    ok = [t for t in texts if isinstance(per_row(index, [t]), list)]
+    check(index, ok + BASES[:1] * 10 + ok, valid=True)
+    for t in texts:
+        if t not in ok:
+            check(index, BASES * 3 + [t])
+
+
 @pytest.mark.parametrize("text", HOSTILE)
 def test_each_hostile_text_alone_and_among_good_rows(text):
     fs = [RecordFilter.of({"a": c}) for c in (Constraint(Op.EXISTS), Constraint(Op.NOT_EXISTS),
