@@ -551,7 +551,10 @@ class _Values:
             i = int(self.rows[r])
             obj = self.parsed.get(i)
             if obj is None:
-                obj = self.parsed[i] = json.loads(self.wires[i])
+                try:
+                    obj = self.parsed[i] = json.loads(self.wires[i])
+                except (ValueError, RecursionError) as exc:  # Arrow read what Python refuses
+                    raise EventError(f"event is not JSON: {exc}", f"row {i}") from None
             for step in self.path:
                 if not isinstance(obj, dict) or step not in obj:
                     return ABSENT
