@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from pubsift.adapters.spark.store import DELIVERY_SCHEMA
 
+#: bytes of events in one Arrow batch of deliveries a task returns
+OUTPUT_BYTES = 32 << 20
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -67,12 +70,15 @@ def router(model_name: str, subscribers: Sequence["Subscriber"], index: Any,
     kept = list(subscribers) if converts else None
 
     def route(batches: Iterator[Any]) -> Iterator[Any]:
+        import numpy as np
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         from pubsift.core.registry import load_model
 
         model = load_model(model_name)
         id_array = pa.array(ids, pa.string())
+        model_value = pa.scalar(model_name, pa.string())
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -80,18 +86,39 @@ def router(model_name: str, subscribers: Sequence["Subscriber"], index: Any,
             rows, keys = matched(index, model, wires)
             if len(rows) == 0:
                 continue
-            take_rows = pa.array(rows, pa.int64())
             if kept is None:
-                events = wires.take(take_rows)
+                sizes = pc.binary_length(wires).to_numpy(zero_copy_only=False)[rows]
             else:
-                events = pa.array(_delivered(model, kept, wires, rows, keys), pa.string())
-            yield pa.RecordBatch.from_arrays(
-                [id_array.take(pa.array(keys, pa.int64())),
-                 batch.column("source").take(take_rows),
-                 batch.column("position").take(take_rows),
-                 pa.array([model_name] * len(rows), pa.string()), events],
-                names=["subscriber", "source", "position", "model", "event"])
+                sizes = np.full(len(rows), 1024)
+            for lo, hi in _chunks(sizes, OUTPUT_BYTES):
+                r = pa.array(rows[lo:hi], pa.int64())
+                if kept is None:
+                    events = wires.take(r)
+                else:
+                    events = pa.array(_delivered(model, kept, wires, rows[lo:hi],
+                                                 keys[lo:hi]), pa.string())
+                yield pa.RecordBatch.from_arrays(
+                    [id_array.take(pa.array(keys[lo:hi], pa.int64())),
+                     batch.column("source").take(r), batch.column("position").take(r),
+                     pa.repeat(model_value, hi - lo), events],
+                    names=["subscriber", "source", "position", "model", "event"])
     return route
+
+
+def _chunks(sizes: Any, limit: int) -> Iterator[tuple[int, int]]:
+    """(lo, hi) slices of the deliveries whose events add up to at most ``limit`` bytes
+    (at least one delivery each): an Arrow batch stays bounded however many subscribers a
+    large document matches."""
+    import numpy as np
+
+    ends = np.cumsum(sizes)
+    lo, n, base = 0, len(sizes), 0
+    while lo < n:
+        hi = int(np.searchsorted(ends, base + limit, side="right"))
+        hi = max(hi, lo + 1)
+        yield lo, hi
+        base = int(ends[hi - 1])
+        lo = hi
 
 
 def _delivered(model: "FilterModel", subscribers: Sequence["Subscriber"], wires: Any,

@@ -30,6 +30,8 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",        # the job shows its own progress
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Arrow batches handed to the tasks stay small however large the files or documents
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(32 << 20),
     "spark.sql.sources.partitionOverwriteMode": "static",
     # subscriber ids and model names are names, never numbers or dates
     "spark.sql.sources.partitionColumnTypeInference.enabled": "false",
