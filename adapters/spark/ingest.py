@@ -3,8 +3,8 @@
 The driver lists the sources' files with the adapters (:func:`pubsift.adapters.inputs.files`:
 directories, glob patterns, links and exclusions mean what they mean to ``pubsift
 convert``); Spark reads them with its ``binaryFile`` source, in partitions balanced by size
-(the few files Spark's file sources hide, :func:`spark_hides`, are opened by the tasks
-themselves, so that none is lost);
+(the few files Spark's file sources hide, :func:`spark_hides`, and empty files, which
+its file scans skip, are opened by the tasks themselves, so that none is lost);
 each partition expands its files (decompression, archive members:
 :func:`pubsift.adapters.inputs.expand`) and converts them with the adapters' readers
 (:func:`pubsift.adapters.reading.read_input`) in ``mapInArrow`` batches. Every record read
@@ -201,8 +201,10 @@ def convert(spark: "SparkSession", listing: Listing, limits: ReadLimits = DEFAUL
     spark.conf.set("spark.sql.files.openCostInBytes", str(min(share, 1 << 20)))
     frames = []
     fn = converter(listing, limits)
-    read_by_spark = [p for p in listing.files if not spark_hides(p)]
-    hidden = [p for p in listing.files if spark_hides(p)]
+    # Spark's file scans skip hidden names and empty files: the tasks open those
+    hidden = [p for p in listing.files if spark_hides(p) or listing.sizes.get(p) == 0]
+    by_task = set(hidden)
+    read_by_spark = [p for p in listing.files if p not in by_task]
     if read_by_spark:
         raw = spark.read.format("binaryFile").load([hadoop_path(p) for p in read_by_spark])
         frames.append(raw.select("path", "content").mapInArrow(fn, CONVERTED_SCHEMA))
