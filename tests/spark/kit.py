@@ -76,7 +76,8 @@ def ubl(doc: str, currency: str, lines: Sequence[tuple[float, float, str]]) -> s
 
 #: the publisher side of the concepts CSV (issue 11; tests/adapters/test_concepts_sources.py)
 QUOTES_PUBLISHER = {"concept": "StockQuote",
-                    "vocabulary": {"close": "FinalPrice", "open": "OpenPrice", "volume": "TradedVolume",
+                    "vocabulary": {"close": "FinalPrice", "open": "OpenPrice",
+                                   "volume": "TradedVolume",
                                    "Name": "Symbol", "date": "DateOfIssue"},
                     "context": {"currency": "USD", "units": {"[]": "count"}},
                     "time_field": "date"}
@@ -210,7 +211,8 @@ def subscriptions(seed: int, records: int = 24) -> list[dict[str, Any]]:
          "context": {"currency": "USD"}},
         {"id": "docs-since-2000", "model": "concepts",
          "filter": "BusinessDocument where DateOfIssue after 2000-01-01"},
-        {"id": "all-symbols", "model": "concepts", "filter": 'StockQuote where Symbol in {"IBM", "KO"}'},
+        {"id": "all-symbols", "model": "concepts",
+         "filter": 'StockQuote where Symbol in {"IBM", "KO"}'},
     ]
     return out
 

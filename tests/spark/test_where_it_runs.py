@@ -54,7 +54,7 @@ def test_the_job_runs_under_spark_submit(routed, sample, tmp_path):
     assert kit.delivered_pairs(out) == expected_for(routed, sample, files)
 
 
-# -- a standalone cluster ------------------------------------------------------------------------
+# -- a standalone cluster ----------------------------------------------------------------------
 def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.terminate()
@@ -123,7 +123,7 @@ def test_the_job_runs_on_a_standalone_cluster(cluster, routed, sample, tmp_path)
     assert kit.delivered_pairs(out) == expected_for(routed, sample, files)
 
 
-# -- a third-party model, found by entry points on the workers ---------------------------------------
+# -- a third-party model, found by entry points on the workers ---------------------------------
 INTS_READER = '''
 """A reader of .ints files (one integer per line) for the toy interval model."""
 from pubsift.adapters import Quarantined, Reader
