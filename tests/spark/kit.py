@@ -186,6 +186,10 @@ def subscriptions(seed: int, records: int = 24) -> list[dict[str, Any]]:
         else:
             spec = {"$or": [dict(_records_clause(rng)[1]) for _ in range(rng.randrange(2, 4))]}
         out.append({"id": f"rec-{i:02d}", "model": "records", "filter": spec})
+    # ids that are partition directory names Spark must escape, or could read as numbers
+    # and dates (issue 12 §2: deliveries/subscriber=<id>/)
+    for i, sid in enumerate(("odd id: 50% = [x]?#", "ünïcode-日本", "007", "2017-01-01")):
+        out[i * 5 % len(out)]["id"] = sid
     out.append({"id": "rec-tagged", "model": "records", "filter": {"tags": ["energy"]}})
     out.append({"id": "rec-all-or", "model": "records",                 # two filters match
                 "filter": {"$or": [{"close": [{"numeric": [">", 0]}]},
