@@ -226,6 +226,36 @@ def write_subscriptions(path: Path, entries: Iterable[Mapping[str, Any]]) -> Pat
     return path
 
 
+def _toml(value: Any) -> str:
+    """A TOML value (strings as JSON strings: the same escapes)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml(v)}"
+                                for k, v in value.items()) + " }"
+    return "[" + ", ".join(_toml(v) for v in value) + "]"
+
+
+def write_job(path: Path, sources: Sequence[Source], subscriptions: Path) -> Path:
+    """A TOML job file (``pubsift route JOB.toml``) of ``sources`` and ``subscriptions``."""
+    from dataclasses import fields
+
+    lines = [f"subscriptions = {_toml(str(subscriptions))}", ""]
+    for src in sources:
+        lines.append("[[source]]")
+        for f in fields(Source):
+            value = getattr(src, f.name)
+            if value not in (None, (), {}) and not (isinstance(value, Mapping) and not value):
+                lines.append(f"{f.name} = {_toml(value)}")
+        lines.append("")
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
 # -- outputs read back without Spark ---------------------------------------------------------------
 def partition_value(dirname: str, column: str) -> str:
     """``column=value`` of a partition directory, with Spark's %XX escapes undone."""
