@@ -3,7 +3,8 @@ loses another record; read = converted + quarantined"): one directory holding ev
 broken input next to good records — a truncated gzip, a zip bomb and zip-slip member names,
 XML with an external entity and a billion-laughs bomb, a broken feed item, CSV rows with
 wrong field counts, JSON lines that are not UTF-8, an empty file, a FIFO, and good files
-with awkward names (``:``, ``[x]``, spaces, a leading ``_``). The job's counts, event store,
+with awkward names (``:``, ``[x]``, ``%41``, ``#``, ``?``, ``{a,b}``, ``*``,
+spaces, a backslash, non-ASCII, a leading ``_``). The job's counts, event store,
 quarantine (JSON lines) and deliveries equal the plain-Python reading with the same limits,
 and every good record is there."""
 from __future__ import annotations
@@ -79,6 +80,7 @@ def hostile_dir(root: Path) -> Path:
     (d / "_odd: name [x].csv").write_text("\n".join([head] + csv_rows(2, 700)) + "\n")
     (d / "spaced [1] file:2.jsonl").write_text('{"Name": "colon", "close": 5}\n')
     (d / "pct%41 #h?{a,b}*.jsonl").write_text('{"Name": "percent", "close": 6}\n')
+    (d / "ünï 日本 back\\slash.jsonl").write_text('{"Name": "unicode", "close": 7}\n')
     return d
 
 
@@ -114,8 +116,8 @@ def test_hostile_inputs_end_in_quarantine_and_lose_no_good_record(spark, tmp_pat
     events = {(e.source, e.position) for e in plain if isinstance(e, Event)}
     names = {os.path.basename(s.split("!")[-1]) for s, _ in events}
     assert {"truncated.csv.gz", "inside.csv", "feed.rss", "fields.csv", "latin.jsonl",
-            "_odd: name [x].csv", "spaced [1] file:2.jsonl", "pct%41 #h?{a,b}*.jsonl"
-            } <= names, names
+            "_odd: name [x].csv", "spaced [1] file:2.jsonl", "pct%41 #h?{a,b}*.jsonl",
+            "ünï 日本 back\\slash.jsonl"} <= names, names
     assert {(str(d / "feed.rss"), 1), (str(d / "feed.rss"), 3),
             (str(d / "_odd: name [x].csv"), 2), (str(d / "latin.jsonl"), 3)} <= events
     assert sum(1 for s, _ in events if s.endswith("fields.csv")) == 4
