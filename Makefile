@@ -25,7 +25,7 @@ install-dev: $(VENV)/.stamp-dev
 
 ## The main job on the embedded default (see README: what `make run` shows).
 run: $(VENV)/.stamp-run
-	$(VENV)/bin/pubsift run
+	$(VENV)/bin/pubsift route examples/job.toml --out out --overwrite
 
 ## The whole suite (Spark and slow tests included), as CI runs it: hypothesis derandomized
 ## (tests/conftest.py, profile "ci"); run pytest directly to explore new random examples.

@@ -139,14 +139,23 @@ def cached_events(spark: Any, store_dir: str, model_name: str, limit: int | None
     return df, df.count()
 
 
+#: the workload's attribute names -> the quotes file's column names
+CSV_NAMES = {"symbol": "Name", "price": "close"}
+
+
 def quote_subscribers(n: int, quotes: Sequence[Any]) -> list[Any]:
     from pubsift.adapters.spark.subscriptions import Subscriber
+    from pubsift.core.registry import load_model
     from pubsift.models.records.workload import Mix, subscriptions
 
+    records = load_model("records")
     fs = subscriptions(quotes, n, seed=12, mix=Mix(quote=0.5, interval=0.5, prefix=0,
                                                    portfolio=0, volume=0))
+    # the workload names the attributes symbol/price; the CSV file's columns are Name/close
+    renamed = [records.load_filter({CSV_NAMES.get(a, a): c for a, c in
+                                    records.dump_filter(f).items()}) for f in fs]
     return [Subscriber(id=f"s{i}", model="records", filters=(f,), where="bench", spec={},
-                       agreement=None) for i, f in enumerate(fs)]
+                       agreement=None) for i, f in enumerate(renamed)]
 
 
 def xpath_subscribers(n: int) -> list[Any]:

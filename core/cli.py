@@ -5,7 +5,8 @@
 ``pubsift convert``  reads files, directories, globs and archives into events (JSON lines)
                      and a quarantine file, and prints counts per source and per reason;
 ``pubsift match``    matches events (JSON lines, or any file the readers know) against filters;
-``pubsift run``      the main job on the embedded default (see README);
+``pubsift demo``     the quote demo: S&P 500 quotes through the records index (bundled
+                     sample, or the full year with --data DIR);
 ``pubsift experiment rebeca``  Mühl's routing experiments (ch. 6) reproduced.
 """
 from __future__ import annotations
@@ -521,7 +522,7 @@ def cmd_readers(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if broken else 0
 
 
-def cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from pubsift.models.records.demo import run_demo
 
     return run_demo(out, data_dir=args.data, err=err)
@@ -589,8 +590,11 @@ def build_parser() -> argparse.ArgumentParser:
     from pubsift.core.experiments import rebeca
 
     rebeca.add_parser(ex_sub)
-    r = sub.add_parser("run", help="the main job on the embedded default")
-    r.add_argument("--data", default=None, help="the shared data folder (default: ../shared/data)")
+    d = sub.add_parser("demo", help="the quote demo: S&P 500 quotes through the records "
+                       "index")
+    d.add_argument("--data", default=None, metavar="DIR",
+                   help="read the full year of quotes from DIR/quotes (default: the bundled "
+                        "sample, examples/sample/quotes)")
     return p
 
 
@@ -609,8 +613,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from pubsift.adapters.spark import cli as spark_cli
 
             return getattr(spark_cli, f"cmd_{args.command}")(args, sys.stdout, sys.stderr)
-        if args.command == "run":
-            return cmd_run(args, sys.stdout, sys.stderr)
+        if args.command == "demo":
+            return cmd_demo(args, sys.stdout, sys.stderr)
         if args.command == "experiment":
             from pubsift.core.experiments import rebeca
 

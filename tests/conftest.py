@@ -22,6 +22,8 @@ import pytest  # noqa: E402
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``spark`` run in one xdist worker (``--dist loadgroup``), so that the
     whole run starts one Spark session, not one per worker."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
     for item in items:
         if item.get_closest_marker("spark") is not None:
             item.add_marker(pytest.mark.xdist_group("spark"))

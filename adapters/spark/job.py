@@ -223,7 +223,10 @@ def _json_value(col: Any) -> Any:
 
 def _delivery_counts(spark: "SparkSession", path: str, fmt: str) -> dict[str, int]:
     """Deliveries per subscriber, read back from what was written."""
-    df = spark.read.parquet(path) if fmt == "parquet" else spark.read.text(path)
+    if fmt == "parquet":   # the schema given: a run with no delivery wrote no file
+        df = spark.read.schema(store.DELIVERY_SCHEMA).parquet(path)
+    else:
+        df = spark.read.schema("value string, subscriber string").text(path)
     return {r[0]: r[1] for r in df.groupBy("subscriber").count().collect()}
 
 
@@ -235,8 +238,9 @@ def show(summary: Mapping[str, Any], console: Console) -> None:
                         f"{summary.get('events', 0)} events, "
                         f"{summary.get('quarantined', 0)} quarantined"
                         + (f" (store {summary['store']})" if "store" in summary else ""))
-        for col in ("source", "read", "events", "quarantined"):
-            t.add_column(col, justify="left" if col == "source" else "right")
+        t.add_column("source", overflow="fold")
+        for col in ("read", "events", "quarantined"):
+            t.add_column(col, justify="right")
         rows = list(summary["sources"].items())
         for src, c in rows[:SHOWN]:
             t.add_row(src, str(c["read"]), str(c["events"]), str(c["quarantined"]))

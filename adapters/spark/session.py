@@ -40,6 +40,10 @@ DEFAULT_CONF: dict[str, str] = {
 }
 
 
+#: Spark's log settings for the job (warnings and errors, one line each, on stderr)
+LOG_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+
 class SparkSetupError(PubsiftError, RuntimeError):
     """Spark cannot start: PySpark or Java missing, a master that cannot be reached."""
 
@@ -81,6 +85,38 @@ def check_java(java_home: str | None = None) -> str:
     return m.group(0).split('"', 1)[1]
 
 
+#: settings a Spark Connect client may set for its session (the server's own settings
+#: decide the rest: file system, UI, logging)
+CONNECT_SETTINGS = ("spark.sql.",)
+
+
+def connect(url: str, app_name: str, conf: Mapping[str, Any] | None = None) -> "SparkSession":
+    """A Spark Connect session at ``url`` (``sc://HOST:PORT``; needs the ``connect``
+    extra). The job ships everything a task needs in its functions' closures, so it runs
+    unchanged; the server must see the files under the paths the client lists, and should
+    run with ``spark.hadoop.fs.file.impl=org.apache.hadoop.fs.RawLocalFileSystem`` for file
+    names with ``:``."""
+    try:
+        from pyspark.sql.connect.utils import check_dependencies
+
+        check_dependencies()
+    except ImportError as exc:
+        raise SparkSetupError(f"Spark Connect needs its client libraries: pip install "
+                              f"'pubsift[connect]' ({exc})") from None
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.remote(url).appName(app_name)
+    for key, value in {**DEFAULT_CONF, **dict(conf or {})}.items():
+        if key.startswith(CONNECT_SETTINGS):
+            builder = builder.config(key, str(value))
+    try:
+        return builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - gRPC errors become one clear message
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SparkSetupError(f"cannot connect to Spark Connect at {url}: {first[:300]}"
+                              ) from None
+
+
 def under_spark_submit() -> bool:
     """Whether this driver was started by ``spark-submit`` (which gives the master)."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
@@ -90,20 +126,26 @@ def start(master: str | None = None, app_name: str = "pubsift",
           conf: Mapping[str, Any] | None = None) -> "SparkSession":
     """A SparkSession for the job: ``master`` (default ``local[*]``, or what spark-submit
     was given), :data:`DEFAULT_CONF` overridden by ``conf``. Checks PySpark and Java
-    first."""
+    first. A master ``sc://HOST:PORT`` connects to a Spark Connect server instead
+    (:func:`connect`)."""
     require_pyspark()
+    if master is not None and master.startswith("sc://"):
+        return connect(master, app_name, conf)
     check_java()
     # the workers must run this interpreter (it has pubsift and the models installed)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    settings = {**DEFAULT_CONF, **dict(conf or {})}
+    if "spark.driver.extraJavaOptions" not in settings and not under_spark_submit():
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={LOG_CONFIG}"
     builder = SparkSession.builder.appName(app_name)
     if master is not None:
         builder = builder.master(master)
     elif not under_spark_submit():
         builder = builder.master("local[*]")
-    for key, value in {**DEFAULT_CONF, **dict(conf or {})}.items():
+    for key, value in settings.items():
         builder = builder.config(key, str(value))
     try:
         spark = builder.getOrCreate()

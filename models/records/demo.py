@@ -1,16 +1,25 @@
-"""The main job on the embedded default (``make run`` / ``pubsift run``).
+"""The quote demo, ``pubsift demo`` (issue 12 §4: "Keep today's quote demo as ``pubsift
+demo``").
 
-Mühl's stock scenario (000, §6.2) on real data: every daily quote of the S&P 500 in
-``../shared/data/quotes`` is published as a records event and matched, through the records
-counting index, against a few hundred quote and quote-interval subscriptions. Prints a
-delivery summary.
+Mühl's stock scenario (000, §6.2) on real data: daily quotes of S&P 500 symbols are
+published as records events and matched, through the records counting index, against a few
+hundred quote and quote-interval subscriptions drawn from them. Prints a delivery summary.
+
+By default it reads the bundled sample (:data:`SAMPLE_QUOTES`, the first half-year of
+twelve symbols in ``examples/sample/quotes``, made by ``examples/make_sample.py``), so it
+runs on a fresh clone; ``--data DIR`` reads the full year of all 505 symbols from
+``DIR/quotes`` (:func:`~pubsift.models.records.workload.quotes_path`). Both quote files are
+read: Kaggle's header ``date,open,high,low,close,volume,Name`` and the records wire form
+``symbol,price,open,high,low,volume,date`` of the sample, plain or gzip-compressed.
 """
 from __future__ import annotations
 
 import csv
-import os
+import gzip
+import io
 import sys
 import time
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import TextIO
@@ -20,30 +29,40 @@ from pubsift.core.registry import load_model
 from pubsift.models.records import workload
 from pubsift.models.records.values import Record
 
-
-def _data_dir(explicit: str | None) -> Path | None:
-    candidates = ([explicit] if explicit else
-                  [os.environ.get("PUBSIFT_DATA"), Path.cwd() / ".." / "shared" / "data",
-                   workload.QUOTES_DIR.parent])
-    for c in candidates:
-        if c and (Path(c) / "quotes").is_dir():
-            return Path(c).resolve()
-    return None
+#: The bundled sample's quotes (a source checkout's ``examples/``; not in a wheel).
+SAMPLE_QUOTES = (Path(__file__).resolve().parents[2] / "examples" / "sample" / "quotes"
+                 / "quotes-2017-02-to-07.csv.gz")
+#: The sample's header: the records wire form of a quote (workload.py's events).
+WIRE_COLUMNS = ("symbol", "price", "open", "high", "low", "volume", "date")
+#: Where each of Kaggle's columns (workload._COLUMNS) is in a wire-form row.
+_FROM_WIRE = tuple(WIRE_COLUMNS.index(c) for c in
+                   ("date", "open", "high", "low", "price", "volume", "symbol"))
 
 
 class QuotesError(Exception):
     """The quotes file cannot be used at all (missing, unreadable, wrong header, no rows)."""
 
 
+def _open(path: Path) -> TextIO:
+    """The quotes file as text with surrogate escapes (bad bytes are reported per line)."""
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8",
+                                errors="surrogateescape", newline="")
+    return open(path, encoding="utf-8", errors="surrogateescape", newline="")
+
+
 def read_quotes(path: Path, err: TextIO) -> tuple[list[Record], int]:
-    """The quotes of ``path`` and the number of lines skipped: a line that is not UTF-8, is
-    not CSV or is not a quote is reported on ``err`` with its file and line, and the rest
-    is read. Raises QuotesError when nothing can be read."""
+    """The quotes of ``path`` (``.gz``: gzip) and the number of lines skipped: a line that
+    is not UTF-8, is not CSV or is not a quote is reported on ``err`` with its file and
+    line, and the rest is read. The header is Kaggle's or the wire form's
+    (:data:`WIRE_COLUMNS`). Raises QuotesError when nothing can be read, or when the
+    gzip stream is corrupt or truncated."""
     quotes: list[Record] = []
     skipped = 0
     header_text = ",".join(workload._COLUMNS)
+    wire = False
     try:
-        with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
+        with _open(path) as fh:
             rows = csv.reader(fh)
             while True:
                 start = rows.line_num + 1
@@ -57,18 +76,24 @@ def read_quotes(path: Path, err: TextIO) -> tuple[list[Record], int]:
                     problem = _not_utf8(row)
                 where = f"{path}:{start}"
                 if start == 1:
-                    if problem or tuple(row) != workload._COLUMNS:
-                        raise QuotesError(f"{where}: expected the header {header_text}, got "
+                    wire = tuple(row) == WIRE_COLUMNS
+                    if problem or not (wire or tuple(row) == workload._COLUMNS):
+                        raise QuotesError(f"{where}: expected the header {header_text} "
+                                          f"or {','.join(WIRE_COLUMNS)}, got "
                                           + (problem or repr(",".join(row)[:200])))
                     continue
                 if not problem:
                     try:
+                        if wire and len(row) == len(WIRE_COLUMNS):
+                            row = [row[i] for i in _FROM_WIRE]
                         quotes.append(workload._quote(row, where))
                         continue
                     except PubsiftError as exc:
                         problem = " ".join(getattr(exc, "message", str(exc)).split())
                 err.write(f"{where}: {problem}; skipped\n")
                 skipped += 1
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise QuotesError(f"{path}: corrupt or truncated gzip stream ({exc})") from None
     except OSError as exc:
         raise QuotesError(f"{path}: cannot read the quotes file: {exc.strerror or exc}") \
             from None
@@ -93,26 +118,27 @@ def _not_utf8(row: list[str]) -> str:
 
 def run_demo(out: TextIO, data_dir: str | None = None, n_subscriptions: int = 300,
              seed: int = 1, err: TextIO = sys.stderr) -> int:
-    """The main job; 0 on success, 1 when quote lines were skipped (each reported on
-    ``err``), 2 when the data folder is absent or the quotes file cannot be used (one line
-    on ``err``)."""
+    """The quote demo over the bundled sample, or over ``data_dir/quotes`` (the full year)
+    when given; 0 on success, 1 when quote lines were skipped (each reported on ``err``),
+    2 when the quotes file is absent or cannot be used (one line on ``err``)."""
     from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
 
     console = Console(file=out)
-    data = _data_dir(data_dir)
-    if data is None:
-        err.write("pubsift run: the data folder with quotes/ (default ../shared/data) is "
-                  "absent; pass --data DIR or set PUBSIFT_DATA to its location\n")
+    if data_dir is None and not SAMPLE_QUOTES.is_file():
+        err.write(f"pubsift demo: the bundled sample quotes {SAMPLE_QUOTES} are absent "
+                  "(examples/ is in a source checkout); pass --data DIR, a folder with "
+                  f"quotes/{workload.QUOTES_1YR}\n")
         return 2
     model = load_model("records")
     try:
-        path = workload.quotes_path(directory=data / "quotes")
+        path = (SAMPLE_QUOTES if data_dir is None else
+                workload.quotes_path(Path(data_dir) / "quotes"))
         console.print(f"reading quotes from [cyan]{path}[/]")
         quotes, skipped = read_quotes(path, err)
     except (OSError, QuotesError) as exc:
-        err.write(f"pubsift run: {' '.join(str(exc).split())}\n")
+        err.write(f"pubsift demo: {' '.join(str(exc).split())}\n")
         return 2
     subs = workload.subscriptions(quotes, n_subscriptions, seed=seed)
     index = model.new_index()
@@ -144,5 +170,5 @@ def run_demo(out: TextIO, data_dir: str | None = None, n_subscriptions: int = 30
         top.add_row(f"{c:,}", model.format_filter(subs[i]))
     console.print(top)
     if skipped:
-        err.write(f"pubsift run: {skipped} bad quote lines skipped\n")
+        err.write(f"pubsift demo: {skipped} bad quote lines skipped\n")
     return 1 if skipped else 0

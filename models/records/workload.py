@@ -1,7 +1,8 @@
 """Mühl's stock-quote scenario over real S&P 500 quotes (000, §6.2 and §5.4.2).
 
-Events are daily quotes of the S&P 500 symbols (``../shared/data/quotes``: Cam Nugent's
-Kaggle data set, ``date,open,high,low,close,volume,Name``) as records events::
+Events are daily quotes of the S&P 500 symbols (Cam Nugent's Kaggle data set,
+``date,open,high,low,close,volume,Name``, in a folder the caller names: the tests and
+benchmarks use the shared data's ``quotes/``) as records events::
 
     {"symbol": "AAPL", "price": 155.3, "open": ..., "high": ..., "low": ...,
      "volume": 21534000, "date": "2017-08-01"}
@@ -37,8 +38,6 @@ from pubsift.models.records.constraints import Constraint, Interval, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.values import STR, Record
 
-#: ``../shared/data/quotes`` next to the project root.
-QUOTES_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "quotes"
 #: One year of daily quotes, 126,663 rows, 505 symbols.
 QUOTES_1YR = "all_stocks_1yr_2017-02-08_2018-02-07.csv"
 #: Five years, 619,040 rows (gzip).
@@ -47,19 +46,20 @@ QUOTES_5YR = "all_stocks_5yr_2013-02-08_2018-02-07.csv.gz"
 _COLUMNS = ("date", "open", "high", "low", "close", "volume", "Name")
 
 
-def quotes_path(five_years: bool = False, directory: Path | None = None) -> Path:
-    """Where the quotes file is; raises FileNotFoundError naming the path if it is missing."""
-    p = (directory or QUOTES_DIR) / (QUOTES_5YR if five_years else QUOTES_1YR)
+def quotes_path(directory: Path, five_years: bool = False) -> Path:
+    """The quotes file in ``directory`` (the folder of :data:`QUOTES_1YR` and
+    :data:`QUOTES_5YR`); raises FileNotFoundError naming the path if it is missing."""
+    p = Path(directory) / (QUOTES_5YR if five_years else QUOTES_1YR)
     if not p.is_file():
         raise FileNotFoundError(
-            f"S&P 500 quotes not found at {p.resolve()}: the records workload reads the shared "
-            "data folder ../shared/data/quotes next to the project (see its README.md)")
+            f"S&P 500 quotes not found at {p.resolve()}: expected the folder of the quotes "
+            f"files {QUOTES_1YR} and {QUOTES_5YR}")
     return p
 
 
-def iter_quotes(path: Path | None = None) -> Iterator[Record]:
+def iter_quotes(path: Path) -> Iterator[Record]:
     """Quote events from a quotes CSV (plain or ``.gz``), in file order."""
-    p = Path(path) if path is not None else quotes_path()
+    p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"quotes file not found: {p}")
     opener = gzip.open if p.suffix == ".gz" else open
@@ -91,7 +91,7 @@ def _quote(row: list[str], where: str) -> Record:
     return Record.of(event, where)
 
 
-def load_quotes(path: Path | None = None, limit: int | None = None) -> list[Record]:
+def load_quotes(path: Path, limit: int | None = None) -> list[Record]:
     """The first ``limit`` quote events (all by default) of the quotes file."""
     out = []
     for r in iter_quotes(path):
@@ -210,5 +210,5 @@ def sample_events(quotes: Sequence[Record], n: int, seed: int = 0) -> list[Recor
     return [quotes[i] for i in idx]
 
 
-__all__ = ["Mix", "QUOTES_DIR", "iter_quotes", "load_quotes", "quotes_path", "sample_events",
+__all__ = ["Mix", "QUOTES_1YR", "QUOTES_5YR", "iter_quotes", "load_quotes", "quotes_path", "sample_events",
            "subscriptions"]

@@ -96,7 +96,7 @@ def test_readme_library_example_runs_and_prints_what_it_says(capsys):
     assert printed[1] == expected[1]
 
 
-def test_run_demo_on_a_small_quotes_file(tmp_path):
+def test_demo_on_a_small_quotes_file(tmp_path):
     quotes = tmp_path / "quotes"
     quotes.mkdir()
     rows = ["date,open,high,low,close,volume,Name"]
@@ -105,17 +105,110 @@ def test_run_demo_on_a_small_quotes_file(tmp_path):
             p = base + day / 4
             rows.append(f"2017-02-{day:02d},{p},{p + 1},{p - 1},{p},{1000 * day},{sym}")
     (quotes / "all_stocks_1yr_2017-02-08_2018-02-07.csv").write_text("\n".join(rows) + "\n")
-    code, out, _ = run(["run", "--data", str(tmp_path)])
+    code, out, _ = run(["demo", "--data", str(tmp_path)])
     assert code == 0
     assert re.search(r"events \(daily quotes\)\s*│\s*60\b", out)
     assert re.search(r"subscriptions\s*│\s*300\b", out)
     assert "busiest subscriptions" in out
 
 
-def test_run_says_so_when_the_shared_data_is_absent(tmp_path):
-    code, out, err = run(["run", "--data", str(tmp_path / "nowhere")])
-    assert code == 2 and "absent" in err and out == ""
+def test_demo_says_so_when_the_data_folder_has_no_quotes(tmp_path):
+    code, out, err = run(["demo", "--data", str(tmp_path / "nowhere")])
+    assert code == 2 and out == ""
+    assert err.startswith("pubsift demo: S&P 500 quotes not found at ")
+    assert str(tmp_path / "nowhere" / "quotes") in err
     assert len(err.strip().splitlines()) == 1, err
+
+
+SAMPLE_QUOTES = ROOT / "examples" / "sample" / "quotes" / "quotes-2017-02-to-07.csv.gz"
+
+
+def test_demo_reads_the_bundled_sample_by_default():
+    """A fresh clone has no shared data: the demo routes the sample's quotes (issue 12 §4)."""
+    import gzip
+
+    from pubsift.models.records import demo
+
+    assert demo.SAMPLE_QUOTES == SAMPLE_QUOTES
+    with gzip.open(SAMPLE_QUOTES, "rt", encoding="utf-8") as fh:
+        n = sum(1 for _ in fh) - 1
+    code, out, err = run(["demo"])
+    assert code == 0, err
+    assert "reading quotes from" in out
+    assert re.search(rf"events \(daily quotes\)\s*│\s*{n:,}\s", out)
+    assert "busiest subscriptions" in out
+
+
+def _wire_sample(tmp_path: Path, monkeypatch, body: bytes, compress: bool = True) -> Path:
+    import gzip
+
+    from pubsift.models.records import demo
+
+    path = tmp_path / "quotes.csv.gz"
+    path.write_bytes(gzip.compress(body, mtime=0) if compress else body)
+    monkeypatch.setattr(demo, "SAMPLE_QUOTES", path)
+    return path
+
+
+def test_demo_reads_wire_form_gzip_quotes_as_the_kaggle_form(tmp_path, monkeypatch):
+    """The sample's header symbol,price,... gives the same events as Kaggle's columns."""
+    from pubsift.models.records import demo, workload
+
+    wire = b"symbol,price,open,high,low,volume,date\n" + b"".join(
+        f"AAA,{1.5 + d},1.0,{2.0 + d},0.5,{1000 * d},2017-02-{d:02d}\n".encode()
+        for d in range(1, 11))
+    kaggle = b"date,open,high,low,close,volume,Name\n" + b"".join(
+        f"2017-02-{d:02d},1.0,{2.0 + d},0.5,{1.5 + d},{1000 * d},AAA\n".encode()
+        for d in range(1, 11))
+    path = _wire_sample(tmp_path, monkeypatch, wire)
+    plain = tmp_path / "kaggle.csv"
+    plain.write_bytes(kaggle)
+    err = io.StringIO()
+    got, skipped = demo.read_quotes(path, err)
+    assert skipped == 0 and err.getvalue() == ""
+    assert [dict(q) for q in got] == [dict(q) for q in workload.load_quotes(plain)]
+    assert got[0]["price"] == 2.5 and got[0]["volume"] == 1000
+
+
+def test_demo_skips_bad_wire_form_rows_naming_them(tmp_path, monkeypatch):
+    body = (b"symbol,price,open,high,low,volume,date\n"
+            b"AAA,1.5,1.0,2.0,0.5,1000,2017-02-01\n"
+            b"AAA,cheap,1.0,2.0,0.5,1000,2017-02-02\n"
+            b"AAA,1.5\n"
+            b"AAA,1.6,1.0,2.0,0.5,1000,2017-02-04\n")
+    path = _wire_sample(tmp_path, monkeypatch, body)
+    code, out, err = run(["demo"])
+    assert code == 1
+    assert re.search(r"events \(daily quotes\)\s*│\s*2\b", out)
+    assert err.splitlines() == [
+        f"{path}:3: not a number: could not convert string to float: 'cheap'; skipped",
+        f"{path}:4: expected 7 fields, got 2; skipped",
+        "pubsift demo: 2 bad quote lines skipped"]
+
+
+@pytest.mark.parametrize("cut", ["truncated", "not gzip"])
+def test_demo_refuses_a_corrupt_gzip_with_one_line(tmp_path, monkeypatch, cut):
+    import gzip
+
+    body = b"symbol,price,open,high,low,volume,date\n" + \
+        b"AAA,1.5,1.0,2.0,0.5,1000,2017-02-01\n" * 2000
+    data = gzip.compress(body, mtime=0)
+    path = _wire_sample(tmp_path, monkeypatch,
+                        data[:len(data) // 2] if cut == "truncated" else b"PK\x03\x04junk",
+                        compress=False)
+    code, out, err = run(["demo"])
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"pubsift demo: {path}: corrupt or truncated gzip stream")
+
+
+def test_demo_without_the_bundled_sample_names_it_and_the_option(tmp_path, monkeypatch):
+    from pubsift.models.records import demo
+
+    monkeypatch.setattr(demo, "SAMPLE_QUOTES", tmp_path / "absent.csv.gz")
+    code, out, err = run(["demo"])
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"bundled sample quotes {tmp_path / 'absent.csv.gz'} are absent" in err
+    assert "--data DIR" in err
 
 
 def test_readme_routing_example_delivers_only_the_matching_quote(capsys):
@@ -266,11 +359,11 @@ def _quotes_dir(tmp_path: Path, body: bytes | None) -> Path:
 HEADER = b"date,open,high,low,close,volume,Name\n"
 
 
-def test_run_refuses_a_header_only_csv_with_one_line(tmp_path):
+def test_demo_refuses_a_header_only_csv_with_one_line(tmp_path):
     csv_path = _quotes_dir(tmp_path, HEADER)
-    code, _, err = pubsift("run", "--data", str(tmp_path))
+    code, _, err = pubsift("demo", "--data", str(tmp_path))
     assert code == 2
-    assert err == (f"pubsift run: {csv_path}: no quotes to route (the file holds no rows "
+    assert err == (f"pubsift demo: {csv_path}: no quotes to route (the file holds no rows "
                    "after the header)\n")
 
 
@@ -279,33 +372,33 @@ def test_run_refuses_a_header_only_csv_with_one_line(tmp_path):
     (b"Date;Price\n", "expected the header date,open,high,low,close,volume,Name"),
     (b"\xff\xfe\x00d\x00a\n", "expected the header"),
 ])
-def test_run_refuses_an_empty_or_foreign_csv(tmp_path, body, problem):
+def test_demo_refuses_an_empty_or_foreign_csv(tmp_path, body, problem):
     csv_path = _quotes_dir(tmp_path, body)
-    code, _, err = pubsift("run", "--data", str(tmp_path))
+    code, _, err = pubsift("demo", "--data", str(tmp_path))
     assert code == 2 and err.count("\n") == 1
-    assert err.startswith(f"pubsift run: {csv_path}") and problem in err
+    assert err.startswith(f"pubsift demo: {csv_path}") and problem in err
 
 
 @pytest.mark.parametrize("kind", ["missing", "directory"])
-def test_run_quotes_file_missing_or_a_directory_is_a_one_line_error(tmp_path, kind):
+def test_demo_quotes_file_missing_or_a_directory_is_a_one_line_error(tmp_path, kind):
     csv_path = _quotes_dir(tmp_path, None)
     if kind == "directory":
         csv_path.mkdir()
-    code, _, err = pubsift("run", "--data", str(tmp_path))
+    code, _, err = pubsift("demo", "--data", str(tmp_path))
     assert code == 2 and err.count("\n") == 1 and str(csv_path) in err
 
 
-def test_run_skips_bad_quote_lines_naming_them_and_routes_the_rest(tmp_path):
+def test_demo_skips_bad_quote_lines_naming_them_and_routes_the_rest(tmp_path):
     rows = [f"2017-02-{d:02d},1.0,2.0,0.5,1.5,{1000 * d},AAA".encode() for d in range(1, 11)]
     rows[2] = b"2017-02-03,1.0,2.0,0.5,\xff,3000,AAA"
     rows[4] = b"2017-02-05,1.0,2.0,0.5,cheap,5000,AAA"
     rows[6] = b"2017-02-07,1.0"
     csv_path = _quotes_dir(tmp_path, HEADER + b"\n".join(rows) + b"\n")
-    code, out, err = pubsift("run", "--data", str(tmp_path))
+    code, out, err = pubsift("demo", "--data", str(tmp_path))
     assert code == 1
     assert re.search(r"events \(daily quotes\)\s*│\s*7\b", out)
     assert err.splitlines() == [
         f"{csv_path}:4: not UTF-8 text (invalid byte 0xff); skipped",
         f"{csv_path}:6: not a number: could not convert string to float: 'cheap'; skipped",
         f"{csv_path}:8: expected 7 fields, got 2; skipped",
-        "pubsift run: 3 bad quote lines skipped"]
+        "pubsift demo: 3 bad quote lines skipped"]
