@@ -170,6 +170,9 @@ def test_an_event_store_routes_twice_as_the_files_do(stored, routed, sample, tmp
     rows = kit.read_rows(out / "deliveries", "jsonl", "subscriber")
     assert all(set(r) == {"subscriber", "source", "position", "model", "event"} for r in rows)
     assert all(isinstance(r["event"], (dict, list, int)) for r in rows)   # JSON, not a string
+    direct = kit.read_rows(routed.out / "deliveries", "parquet", "subscriber")
+    assert {(r["subscriber"], r["source"], r["position"]): r["event"] for r in rows} == \
+        {(r["subscriber"], r["source"], r["position"]): json.loads(r["event"]) for r in direct}
 
 
 @pytest.mark.parametrize("damage", ["cut-file", "bad-event"])
