@@ -55,6 +55,8 @@ def test_the_job_runs_under_spark_submit(routed, sample, tmp_path):
     check_run(done, out)
     assert kit.delivered_pairs(out) == kit.delivered_pairs(routed.out)
     assert kit.summary(out)["sources"] == routed.summary["sources"]
+    # spark-submit's PythonRunner merges the driver's stderr into its stdout
+    assert "Spark started (spark-submit's master)" in done.stdout + done.stderr
 
 
 # -- a standalone cluster ----------------------------------------------------------------------
