@@ -36,8 +36,8 @@ def expected_for(routed, sample, under: Path) -> kit.Pairs:
 
 
 def check_run(done: subprocess.CompletedProcess, out: Path) -> None:
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert (out / "summary.json").is_file() and "Traceback" not in done.stderr
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert (out / "summary.json").is_file() and "Traceback" not in done.stdout + done.stderr
 
 
 def test_the_job_runs_under_spark_submit(routed, sample, tmp_path):
