@@ -3,8 +3,8 @@
 The driver lists the sources' files with the adapters (:func:`pubsift.adapters.inputs.files`:
 directories, glob patterns, links and exclusions mean what they mean to ``pubsift
 convert``); Spark reads them with its ``binaryFile`` source, in partitions balanced by size
-(the few files Spark's file sources hide, :func:`spark_hides`, are opened by the tasks
-themselves, so that none is lost);
+(the few files Spark's file sources skip or cannot name, :func:`task_opens`, are opened
+by the tasks themselves, so that none is lost);
 each partition expands its files (decompression, archive members:
 :func:`pubsift.adapters.inputs.expand`) and converts them with the adapters' readers
 (:func:`pubsift.adapters.reading.read_input`) in ``mapInArrow`` batches. Every record read
@@ -21,7 +21,6 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlparse
 
 from pubsift.adapters.inputs import expand, files
 from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
@@ -94,15 +93,27 @@ def hadoop_path(path: str) -> str:
 
 
 def local_path(uri: str) -> str:
-    """The local path of a path Spark's ``binaryFile`` source reports (``file:/a%20b``)."""
-    parsed = urlparse(uri)
-    return unquote(parsed.path) if parsed.scheme in ("", "file") else uri
+    """The local path of a path Spark's ``binaryFile`` source reports (``file:/a b``)."""
+    # Hadoop's Path.toString: the scheme, then the path as it is, not percent-encoded (a
+    # file named "a%41 #b?.csv" is reported as file:/dir/a%41 #b?.csv): no URI parsing
+    for prefix in ("file://", "file:"):
+        if uri.startswith(prefix) and uri[len(prefix):].startswith("/"):
+            return uri[len(prefix):]
+    return uri
 
 
 def spark_hides(path: str) -> bool:
     """Whether Spark's file sources skip ``path`` even when it is named explicitly: Hadoop
     treats names starting with ``_`` or ``.`` as hidden (``_SUCCESS``, ``.crc``)."""
     return os.path.basename(path)[:1] in ("_", ".")
+
+
+def task_opens(path: str, size: int | None) -> bool:
+    """Whether a conversion task opens ``path`` itself rather than Spark's ``binaryFile``
+    source: a name Spark hides (:func:`spark_hides`), an empty file (Spark's file scans skip
+    it) or a path holding ``:``, which a Hadoop path cannot (``Relative path in absolute
+    URI``: the whole job would fail)."""
+    return spark_hides(path) or size == 0 or ":" in path
 
 
 def _rows(items: Iterator[Event | Quarantined | str], dump: Callable[[Event], str]
@@ -201,8 +212,9 @@ def convert(spark: "SparkSession", listing: Listing, limits: ReadLimits = DEFAUL
     spark.conf.set("spark.sql.files.openCostInBytes", str(min(share, 1 << 20)))
     frames = []
     fn = converter(listing, limits)
-    read_by_spark = [p for p in listing.files if not spark_hides(p)]
-    hidden = [p for p in listing.files if spark_hides(p)]
+    hidden = [p for p in listing.files if task_opens(p, listing.sizes.get(p))]
+    by_task = set(hidden)
+    read_by_spark = [p for p in listing.files if p not in by_task]
     if read_by_spark:
         raw = spark.read.format("binaryFile").load([hadoop_path(p) for p in read_by_spark])
         frames.append(raw.select("path", "content").mapInArrow(fn, CONVERTED_SCHEMA))

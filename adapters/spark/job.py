@@ -69,12 +69,14 @@ def route(subscribers: Sequence["Subscriber"], out: str, settings: Settings,
 def _run(output: store.Output, settings: Settings, console: Console,
          sources: Sequence[Source], event_store: str | None,
          subscribers: Sequence["Subscriber"] | None) -> dict[str, Any]:
-    from pubsift.adapters.spark.session import start
+    from pubsift.adapters.spark.session import start, under_spark_submit
 
     began = time.perf_counter()
     stages = Stages(console)
     try:
-        with stages.stage("start", f"Spark started ({settings.master or 'local[*]'})"):
+        where = settings.master or ("spark-submit's master" if under_spark_submit()
+                                    else "local[*]")
+        with stages.stage("start", f"Spark started ({where})"):
             spark = start(settings.master, settings.app_name, settings.conf)
         stages.spark = spark
         summary: dict[str, Any] = {"format": output.format}
