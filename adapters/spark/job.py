@@ -119,7 +119,30 @@ def _ingest(spark: "SparkSession", sources: Sequence[Source], output: store.Outp
             counts = converted.groupBy("kind", "source", "model", "reason").count().collect()
         finally:
             converted.unpersist()
+        lost = unread(listing, counts)
+        if lost:   # never silent: what Spark did not hand to a task is quarantined
+            rows = [{"source": label, "position": 0, "reason": "unreadable",
+                     "message": "not read: Spark's file source returned nothing for this "
+                                "file (please report it as a pubsift bug)", "excerpt": "",
+                     "model": None} for label in lost]
+            frame = spark.createDataFrame(rows, ", ".join(
+                f"{c} {'long' if c == 'position' else 'string'}"
+                for c in store.QUARANTINE_COLUMNS))
+            _write(frame, output.path("quarantine"), output.format, mode="append")
+            counts = list(counts) + [("quarantine", label, None, "unreadable", 1)
+                                     for label in lost]
     return read_counts(counts)
+
+
+def unread(listing: Any, counts: Sequence[Any]) -> list[str]:
+    """The labels of listed files that gave no row at all (neither ``seen`` nor a record:
+    the file never reached a task)."""
+    reached = set()
+    for _, source, _, _, _ in counts:
+        parts = source.split("!")      # an archive member names its archive: a.zip!m.csv
+        reached.update("!".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return [label for pairs in listing.files.values() for label, _ in pairs
+            if label not in reached]
 
 
 def read_counts(counts: Sequence[Any]) -> dict[str, Any]:
@@ -187,11 +210,12 @@ def _parallelism(spark: "SparkSession") -> int:
         return 2
 
 
-def _write(df: "DataFrame", path: str, fmt: str, partition: str | None = None) -> None:
+def _write(df: "DataFrame", path: str, fmt: str, partition: str | None = None,
+           mode: str = "errorifexists") -> None:
     """Write ``df`` as Parquet, or as JSON lines (``event`` embedded as JSON, not as a
     string holding JSON), optionally partitioned by a column."""
     if fmt == "parquet":
-        writer = df.write
+        writer = df.write.mode(mode)
         if partition:
             writer = writer.partitionBy(partition)
         writer.parquet(path)
@@ -208,7 +232,7 @@ def _write(df: "DataFrame", path: str, fmt: str, partition: str | None = None) -
         parts += [key, value]
     line = F.concat(*parts, F.lit("}")).alias("value")
     cols = [line] + ([F.col(partition)] if partition else [])
-    writer = df.select(*cols).write.option("compression", "none")
+    writer = df.select(*cols).write.mode(mode).option("compression", "none")
     if partition:
         writer = writer.partitionBy(partition)
     writer.text(path)
