@@ -211,11 +211,11 @@ def _parallelism(spark: "SparkSession") -> int:
 
 
 def _write(df: "DataFrame", path: str, fmt: str, partition: str | None = None,
-           mode: str = "errorifexists") -> None:
+           mode: str | None = None) -> None:
     """Write ``df`` as Parquet, or as JSON lines (``event`` embedded as JSON, not as a
     string holding JSON), optionally partitioned by a column."""
     if fmt == "parquet":
-        writer = df.write.mode(mode)
+        writer = df.write if mode is None else df.write.mode(mode)
         if partition:
             writer = writer.partitionBy(partition)
         writer.parquet(path)
@@ -232,7 +232,9 @@ def _write(df: "DataFrame", path: str, fmt: str, partition: str | None = None,
         parts += [key, value]
     line = F.concat(*parts, F.lit("}")).alias("value")
     cols = [line] + ([F.col(partition)] if partition else [])
-    writer = df.select(*cols).write.mode(mode).option("compression", "none")
+    writer = df.select(*cols).write.option("compression", "none")
+    if mode is not None:
+        writer = writer.mode(mode)
     if partition:
         writer = writer.partitionBy(partition)
     writer.text(path)
