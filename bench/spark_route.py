@@ -67,23 +67,38 @@ def wall(work: Callable[[], Any], count: int, inputs: str, repeats: int) -> tupl
 
 
 def per_row(model_name: str, ids: Sequence[str], index: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The per-row path: ``index.match`` for each event, inside ``mapInPandas``."""
+    """The per-row path: ``index.match`` for each event, inside ``mapInPandas``; its
+    output frames are bounded in bytes as the job's are (``route.OUTPUT_BYTES``)."""
+    from pubsift.adapters.spark.route import OUTPUT_BYTES
+
     def route(frames: Iterator[Any]) -> Iterator[Any]:
         import pandas as pd
 
         from pubsift.core.registry import load_model
 
         model = load_model(model_name)
+        subs: list[str] = []
+        srcs: list[str] = []
+        poss: list[int] = []
+        evs: list[str] = []
+        size = 0
+
+        def frame() -> Any:
+            return pd.DataFrame({"subscriber": subs, "source": srcs, "position": poss,
+                                 "model": model_name, "event": evs})
         for pdf in frames:
-            subs, srcs, poss, evs = [], [], [], []
             for src, pos, wire in zip(pdf["source"], pdf["position"], pdf["event"]):
                 for k in index.match(model.load_event(json.loads(wire))):
                     subs.append(ids[k])
                     srcs.append(src)
                     poss.append(pos)
                     evs.append(wire)
-            yield pd.DataFrame({"subscriber": subs, "source": srcs, "position": poss,
-                                "model": model_name, "event": evs})
+                    size += len(wire)
+                if size >= OUTPUT_BYTES:
+                    yield frame()
+                    subs, srcs, poss, evs, size = [], [], [], [], 0
+        if subs:
+            yield frame()
     return route
 
 
