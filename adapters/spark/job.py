@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pubsift.adapters.spark.subscriptions import Subscriber
 
 #: rows of the console's summary table per section (summary.json has them all)
-SHOWN = 12
+SHOWN = 20
 
 
 @dataclass
