@@ -86,6 +86,7 @@ def cmd_ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from pubsift.core.cli import _limits_option, _sources
 
     def prepare() -> tuple[Any, ...]:
+        _existing(args.paths)
         sources = _sources(args.paths, args, args.model)
         settings = Settings(master=args.master, conf=_conf(args.conf),
                             overwrite=args.overwrite, limits=_limits_option(args.limit or []))
@@ -108,11 +109,19 @@ def cmd_route(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if args.subscriptions:
                 raise UsageError("a job file names its subscriptions; --subscriptions is "
                                  "for PATH... or STORE")
+            given = [o for o, v in _source_options(args) if v]
+            if given:
+                raise UsageError(f"{', '.join(given)}: a job file's [[source]] tables hold "
+                                 "the source settings (these options are for PATH...)")
             job = load_job(args.paths[0])
             out_dir = args.out or job.out
             if not out_dir:
                 raise UsageError(f"{args.paths[0]}: no out in the job file and no --out")
-            settings = Settings(master=args.master or job.master, conf={**job.spark, **conf},
+            # under spark-submit, its --master wins over the job file's
+            from pubsift.adapters.spark.session import under_spark_submit
+
+            master = args.master or (None if under_spark_submit() else job.master)
+            settings = Settings(master=master, conf={**job.spark, **conf},
                                 app_name=job.app_name, format=args.out_format or
                                 job.format or "parquet", overwrite=args.overwrite,
                                 limits=limits)
@@ -130,9 +139,27 @@ def cmd_route(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                             "parquet", overwrite=args.overwrite, limits=limits)
         if stores:
             return subscribers, args.out, settings, (), stores[0]
+        _existing(args.paths)
         return subscribers, args.out, settings, _sources(args.paths, args, args.model), None
     return _guarded("route", err, prepare, lambda p: route(
         p[0], p[1], p[2], sources=p[3], event_store=p[4], console=_console(err)))
+
+
+def _source_options(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """The source options of the command line, with their values."""
+    return [("--input-format", args.format), ("--split", args.split), ("--ns", args.ns),
+            ("--columns", args.columns), ("--delimiter", args.delimiter),
+            ("--encoding", args.encoding), ("--exclude", args.exclude),
+            ("--publisher", args.publisher), ("-m/--model", args.model)]
+
+
+def _existing(paths: list[str]) -> None:
+    """UsageError naming every path that names nothing (before Spark starts)."""
+    from pubsift.adapters.spark.jobfile import missing
+
+    gone = [m for m in map(missing, paths) if m]
+    if gone:
+        raise UsageError("; ".join(gone))
 
 
 def _console(err: TextIO) -> Console:

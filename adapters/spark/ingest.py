@@ -59,19 +59,36 @@ class Listing:
 
 
 def list_files(sources: Sequence[Source], limits: ReadLimits = DEFAULT_READ_LIMITS) -> Listing:
-    """The files of ``sources``, listed on the driver by the adapters."""
+    """The files of ``sources``, listed on the driver by the adapters. A file that two
+    sources name under the same label (a directory and a pattern inside it) is read once,
+    with the first source's settings; a file that cannot be read (no permission, gone, a
+    name that is not UTF-8, which Spark cannot carry) is quarantined here, so that one bad
+    file never fails the whole job."""
     found: dict[str, list[tuple[str, Source]]] = {}
     sizes: dict[str, int] = {}
     problems: list[Quarantined] = []
+    labels: set[str] = set()
     for src in sources:
         for item in files(src, limits):
             if isinstance(item, Quarantined):
                 problems.append(item)
                 continue
+            if item.name in labels:
+                continue
+            labels.add(item.name)
             assert item.file is not None
             path = os.path.abspath(item.file)
             try:
+                path.encode("utf-8")
+            except UnicodeEncodeError:
+                problems.append(Quarantined(item.name, 0, "unreadable", (
+                    "not read: the file name is not UTF-8 (rename it); Spark carries paths "
+                    "as UTF-8 text")))
+                continue
+            try:
                 size = os.stat(path).st_size
+                if not os.access(path, os.R_OK):
+                    raise PermissionError(13, "permission denied")
             except OSError as exc:
                 problems.append(Quarantined(item.name, 0, "unreadable",
                                             f"cannot read: {exc.strerror or exc}"))
@@ -112,8 +129,9 @@ def task_opens(path: str, size: int | None) -> bool:
     """Whether a conversion task opens ``path`` itself rather than Spark's ``binaryFile``
     source: a name Spark hides (:func:`spark_hides`), an empty file (Spark's file scans skip
     it) or a path holding ``:``, which a Hadoop path cannot (``Relative path in absolute
-    URI``: the whole job would fail)."""
-    return spark_hides(path) or size == 0 or ":" in path
+    URI``: the whole job would fail), or a name Spark's file index drops as a file being
+    copied (``*._COPYING_``)."""
+    return spark_hides(path) or size == 0 or ":" in path or path.endswith("._COPYING_")
 
 
 def _rows(items: Iterator[Event | Quarantined | str], dump: Callable[[Event], str]
@@ -135,13 +153,18 @@ def _rows(items: Iterator[Event | Quarantined | str], dump: Callable[[Event], st
 def _outcomes(label: str, source: Source, opener: Callable[[], Any], size: int | None,
               limits: ReadLimits) -> Iterator[Event | Quarantined | str]:
     """What one file gives: for each input in it (itself, or its members), the input's
-    name (``seen``) and then its events and quarantined records."""
+    name (``seen``) and then its events and quarantined records; an archive with no
+    member to read (empty, only directories or excluded members) is ``seen`` itself."""
+    empty = True
     for inp in expand(source, label, opener, size, limits):
+        empty = False
         if isinstance(inp, Quarantined):
             yield inp
         else:
             yield inp.name
             yield from read_input(inp, limits)
+    if empty:
+        yield label
 
 
 def event_dumper() -> Callable[[Event], str]:

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
     from pubsift.adapters.spark.subscriptions import Subscriber
 
+#: the event store's columns as read back (model is the partition column)
+EVENTS_SCHEMA = "source string, position long, event string, model string"
+
 #: rows of the console's summary table per section (summary.json has them all)
 SHOWN = 20
 
@@ -52,7 +55,8 @@ def ingest(sources: Sequence[Source], out: str, settings: Settings,
            console: Console | None = None) -> dict[str, Any]:
     """``pubsift ingest``: convert ``sources`` once into an event store at ``out``."""
     console = console or Console(stderr=True)
-    output = store.prepare(out, "parquet", settings.overwrite, "store")
+    output = store.prepare(out, "parquet", settings.overwrite, "store",
+                           [s.path for s in sources])
     return _run(output, settings, console, sources, None, None)
 
 
@@ -62,7 +66,8 @@ def route(subscribers: Sequence["Subscriber"], out: str, settings: Settings,
     """``pubsift route``: route ``sources`` (converted on the way, the store kept in
     ``out/events``) or an existing ``event_store`` against ``subscribers``."""
     console = console or Console(stderr=True)
-    output = store.prepare(out, settings.format, settings.overwrite, "route")
+    inputs = [s.path for s in sources] + ([event_store] if event_store else [])
+    output = store.prepare(out, settings.format, settings.overwrite, "route", inputs)
     return _run(output, settings, console, sources, event_store, subscribers)
 
 
@@ -73,6 +78,7 @@ def _run(output: store.Output, settings: Settings, console: Console,
 
     began = time.perf_counter()
     stages = Stages(console)
+    restore = _terminate_as_interrupt()
     try:
         where = settings.master or ("spark-submit's master" if under_spark_submit()
                                     else "local[*]")
@@ -95,8 +101,25 @@ def _run(output: store.Output, settings: Settings, console: Console,
     except BaseException:
         store.discard(output)
         raise
+    finally:
+        restore()
     show(summary, console)
     return summary
+
+
+def _terminate_as_interrupt() -> Any:
+    """SIGTERM (``kill``, a scheduler stopping the job) interrupts the job like Ctrl-C, so
+    that its staging directory is removed; returns what restores the previous handler."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt("terminated (SIGTERM)")
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, previous)
 
 
 def _ingest(spark: "SparkSession", sources: Sequence[Source], output: store.Output,
@@ -112,7 +135,7 @@ def _ingest(spark: "SparkSession", sources: Sequence[Source], output: store.Outp
             StorageLevel.MEMORY_AND_DISK)
         try:
             (converted.where("kind = 'event'").select(*store.EVENT_COLUMNS)
-             .write.partitionBy("model").parquet(output.path("events")))
+             .write.partitionBy("model").parquet(_uri(output.path("events"))))
             quarantined = converted.where("kind = 'quarantine'")
             _write(quarantined.select(*store.QUARANTINE_COLUMNS).coalesce(1),
                    output.path("quarantine"), output.format)
@@ -184,7 +207,8 @@ def _route(spark: "SparkSession", events_path: str, subscribers: Sequence["Subsc
     groups = by_model(subscribers)
     with stages.stage("route", f"{len(subscribers)} subscribers of "
                       f"{len(groups)} model(s) routed"):
-        events = spark.read.parquet(events_path)
+        # the schema given: a store with no event holds no Parquet file to infer it from
+        events = spark.read.schema(EVENTS_SCHEMA).parquet(_uri(events_path, read=True))
         present = {r[0] for r in events.select("model").distinct().collect()}
         parts = max(2, 2 * _parallelism(spark))
         frames = [routing.route(events, m, subs, parts) for m, subs in groups.items()
@@ -203,6 +227,16 @@ def _route(spark: "SparkSession", events_path: str, subscribers: Sequence["Subsc
     return {"deliveries": sum(counted.values()), "subscribers": counted}
 
 
+def _uri(path: str, read: bool = False) -> str:
+    """A local path as Spark's writers (and, ``read``, readers, which expand glob
+    characters: escaped) must take it: a ``file:`` URI, never resolved against a
+    cluster's default file system."""
+    from pubsift.adapters.spark.ingest import hadoop_path
+
+    path = os.path.abspath(path)
+    return hadoop_path(path) if read else "file://" + path
+
+
 def _parallelism(spark: "SparkSession") -> int:
     try:
         return int(spark.sparkContext.defaultParallelism)
@@ -218,7 +252,7 @@ def _write(df: "DataFrame", path: str, fmt: str, partition: str | None = None,
         writer = df.write if mode is None else df.write.mode(mode)
         if partition:
             writer = writer.partitionBy(partition)
-        writer.parquet(path)
+        writer.parquet(_uri(path))
         return
     from pyspark.sql import functions as F
 
@@ -237,7 +271,7 @@ def _write(df: "DataFrame", path: str, fmt: str, partition: str | None = None,
         writer = writer.mode(mode)
     if partition:
         writer = writer.partitionBy(partition)
-    writer.text(path)
+    writer.text(_uri(path))
 
 
 def _json_value(col: Any) -> Any:
@@ -246,15 +280,16 @@ def _json_value(col: Any) -> Any:
     from pyspark.sql import functions as F
 
     text = F.to_json(F.struct(col.alias("v")), {"ignoreNullFields": "false"})
-    return F.regexp_extract(text, r'^\{"v":(.*)\}$', 1)
+    # (?s): a value may hold U+2028, U+2029 or U+0085, which Java's "." does not match
+    return F.regexp_extract(text, r'(?s)^\{"v":(.*)\}$', 1)
 
 
 def _delivery_counts(spark: "SparkSession", path: str, fmt: str) -> dict[str, int]:
     """Deliveries per subscriber, read back from what was written."""
     if fmt == "parquet":   # the schema given: a run with no delivery wrote no file
-        df = spark.read.schema(store.DELIVERY_SCHEMA).parquet(path)
+        df = spark.read.schema(store.DELIVERY_SCHEMA).parquet(_uri(path, read=True))
     else:
-        df = spark.read.schema("value string, subscriber string").text(path)
+        df = spark.read.schema("value string, subscriber string").text(_uri(path, read=True))
     return {r[0]: r[1] for r in df.groupBy("subscriber").count().collect()}
 
 

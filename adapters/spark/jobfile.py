@@ -243,14 +243,23 @@ def _source(path: str, table: Mapping[str, Any], n: int, base: str,
     except Exception as exc:  # noqa: BLE001 - a setting of a type the checks do not expect
         problems.add(f"{label}: cannot be used ({type(exc).__name__}: {one_line(exc)[:300]})")
         return
-    if glob.has_magic(src.path):
-        if next(glob.iglob(src.path, recursive=True), None) is None:
-            problems.add(f"{label}: the pattern {src.path} matches no file")
-            return
-    elif not os.path.lexists(src.path):
-        problems.add(f"{label}: {src.path} does not exist")
+    gone = missing(src.path)
+    if gone:
+        problems.add(f"{label}: {gone}")
         return
     sources.append(src)
+
+
+def missing(path: str) -> str | None:
+    """Why a source path names nothing (a path that does not exist, a pattern matching no
+    file), or None: Spark's own readers refuse such a path, and a typo should not start a
+    cluster job."""
+    if glob.has_magic(path):
+        if next(glob.iglob(path, recursive=True), None) is None:
+            return f"the pattern {path} matches no file"
+    elif not os.path.lexists(path):
+        return f"{path} does not exist"
+    return None
 
 
 def _from_file(path: str, models: Mapping[str, FilterModel] | None,

@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,10 +60,42 @@ class Output:
         return os.path.join(self.staging, part)
 
 
-def prepare(out: str, fmt: str, overwrite: bool, kind: str) -> Output:
-    """Check ``out`` before Spark starts; OutputError naming the problem."""
+def _root(path: str) -> str:
+    """The real directory or file a source path stands for (a glob pattern: the part
+    before its first wildcard)."""
+    import glob
+
+    if glob.has_magic(path):
+        parts = []
+        for part in path.split(os.sep):
+            if glob.has_magic(part):
+                break
+            parts.append(part)
+        path = os.sep.join(parts) or "."
+    return os.path.realpath(path)
+
+
+def apart(out: str, inputs: Sequence[str]) -> None:
+    """OutputError when ``out`` is, holds, or lies inside one of ``inputs`` (a source or
+    the event store routed): a run would read its own output, or replace its input."""
+    mine = os.path.realpath(out)
+    for given in inputs:
+        other = _root(given)
+        if mine == other or mine.startswith(other.rstrip(os.sep) + os.sep) or \
+                other.startswith(mine.rstrip(os.sep) + os.sep):
+            raise OutputError(f"--out {out} overlaps the input {given}: the job would read "
+                              "its own output or replace what it reads (choose an --out "
+                              "outside the inputs)")
+
+
+def prepare(out: str, fmt: str, overwrite: bool, kind: str,
+            inputs: Sequence[str] = ()) -> Output:
+    """Check ``out`` before Spark starts; OutputError naming the problem. Staging
+    directories left by a run that was killed (``.NAME.partial-*``, with pubsift's
+    marker) are removed first."""
     if fmt not in FORMATS:
         raise OutputError(f"--format is one of {', '.join(FORMATS)}, not {fmt!r}")
+    apart(out, inputs)
     final = os.path.abspath(out)
     if os.path.lexists(final):
         if not os.path.isdir(final) or os.path.islink(final):
@@ -80,12 +113,44 @@ def prepare(out: str, fmt: str, overwrite: bool, kind: str) -> Output:
         raise OutputError(f"--out {out}: the directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise OutputError(f"--out {out}: cannot write in {parent}")
-    staging = os.path.join(parent, f".{os.path.basename(final)}.partial-{uuid.uuid4().hex[:8]}")
+    _sweep(parent, os.path.basename(final))
+    staging = os.path.join(parent, f".{os.path.basename(final)}.partial-{os.getpid()}-"
+                                   f"{uuid.uuid4().hex[:8]}")
     os.mkdir(staging)
     with open(os.path.join(staging, MARKER), "w", encoding="utf-8") as fh:
         json.dump({"written_by": "pubsift", "kind": kind, "format": fmt}, fh)
         fh.write("\n")
     return Output(final, staging, fmt)
+
+
+def _sweep(parent: str, name: str) -> None:
+    """Remove the staging directories of earlier runs into ``name`` that were killed
+    before they could clean up (SIGKILL, a lost machine); only directories with pubsift's
+    marker whose writer (the pid in the name) is gone."""
+    import re
+
+    pattern = re.compile(re.escape(f".{name}.partial-") + r"([0-9]+)-[0-9a-f]{8}(\.old)?\Z")
+    try:
+        entries = os.listdir(parent)
+    except OSError:
+        return
+    for entry in entries:
+        path = os.path.join(parent, entry)
+        m = pattern.match(entry)
+        if m is None or not os.path.isfile(os.path.join(path, MARKER)) or \
+                _alive(int(m.group(1))):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def commit(output: Output) -> None:
