@@ -4,9 +4,11 @@
 
 reads the public data sets in ``DIR`` (default: ``../shared/data`` next to the project
 root) and writes ``examples/sample/`` (or ``--out``): S&P 500 quotes as CSV.gz and as JSON
-lines, RSS 1.0 / Atom feeds (plain and in a zip), YFilter's NITF documents in a tar.gz, UBL
-business documents in a zip, one deliberately truncated feed, and ``PROVENANCE.md`` naming
-each file's origin, upstream source, licence and what was cut or changed.
+lines, feedparser's RSS 1.0 / Atom 0.3 / Atom 1.0 test feeds (plain and in a zip) and one of
+its ill-formed feeds, YFilter's NITF documents in a tar.gz, UBL business documents in a zip,
+and ``PROVENANCE.md`` naming each file's origin, upstream source, whole licence statement
+(with its text) and what was cut or changed. Only files whose licence allows redistribution
+are taken.
 
 The output is the same bytes on every run: fixed member order, fixed timestamps in the zip,
 tar and gzip headers, no randomness. ``tests/spark/test_examples.py`` checks that the
@@ -46,14 +48,21 @@ SPLIT_DATE = "2017-08-01"
 WIRE_COLUMNS = ("symbol", "price", "open", "high", "low", "volume", "date")
 SOURCE_COLUMNS = ("date", "open", "high", "low", "close", "volume", "Name")
 
-REAL_FEEDS = ("feeds/real/ns-rss-news.xml", "feeds/real/ns-atom.xml")
+#: Feeds copied as they are: an RSS 1.0 (RDF) item, an Atom 0.3 entry with a Media RSS
+#: player, and an Atom 1.0 feed of two entries. All are the feedparser project's test feeds
+#: (BSD licence); the real captured feeds of the shared data have no licence that allows
+#: redistribution, so none is bundled.
+PLAIN_FEEDS = ("feeds/feedparser/wellformed/rdf/rdf_item_description.xml",
+               "feeds/feedparser/wellformed/media-rss/media_player1.xml",
+               "feeds/feedparser/wellformed/atom10/entry_link_rel_enclosure_no_href.xml")
 FEEDPARSER = ("feeds/feedparser/wellformed/rss/item_category.xml",
               "feeds/feedparser/wellformed/rss/item_category_multiple.xml",
               "feeds/feedparser/wellformed/atom10/entry_title.xml",
+              "feeds/feedparser/wellformed/atom10/entry_category_term.xml",
               "feeds/feedparser/wellformed/rdf/rdf_item_title.xml")
-TRUNCATED = "feeds/real/ongoing.xml"
-#: Where the truncated feed is cut: inside its fifth entry (four entries stay whole).
-TRUNCATE_AT = 20000
+#: The deliberately broken feed: feedparser's own ill-formed test feed, whose one item is
+#: whole and whose closing tag ``</rss`` lacks its ``>``.
+BROKEN = "feeds/feedparser/illformed/rss_item_link_corrupted_ampersands.xml"
 NITF = tuple(f"yfilter/xmldocs/outFile{i}.xml" for i in (1, 2, 3, 4, 5, 6))
 UBL = ("business/ubl/Invoice.xml", "business/ubl/UBL-OrderResponse-1.0-Joinery-Example.xml",
        "business/ubl/Order.xml")
@@ -61,12 +70,46 @@ UBL = ("business/ubl/Invoice.xml", "business/ubl/UBL-OrderResponse-1.0-Joinery-E
 UBL_EUR = "business/ubl/OrderChange.xml"
 
 #: Where each data folder records its upstream source and licence.
-PROVENANCE_OF = {"quotes": "quotes/PROVENANCE.md", "feeds/real": "business/PROVENANCE.md",
+PROVENANCE_OF = {"quotes": "quotes/PROVENANCE.md",
                  "feeds/feedparser": "feeds/feedparser/PROVENANCE.md",
                  "yfilter": "yfilter/PROVENANCE.md", "business/ubl": "business/PROVENANCE.md"}
-LICENCE_OF = {"quotes": "quotes/LICENSE.MIT.txt", "feeds/real": "business/LEGAL.txt",
-              "feeds/feedparser": None, "yfilter": "yfilter/COPYRIGHT",
-              "business/ubl": "business/LEGAL.txt"}
+#: The licence text copied into a data folder, if any.
+LICENCE_OF = {"quotes": "quotes/LICENSE.MIT.txt", "feeds/feedparser": None,
+              "yfilter": "yfilter/COPYRIGHT", "business/ubl": "business/LEGAL.txt"}
+#: A folder whose licence paragraph names several sets of terms: the one that covers the
+#: files taken from it (business/PROVENANCE.md: "Third-party sample data keeps its own
+#: terms: ... UBL 1.0 examples (OASIS) ..."; Nux's LEGAL.txt covers Nux itself).
+TERMS_OF = {"business/ubl": "UBL 1.0 examples (OASIS)"}
+#: The licence of feedparser and its unit tests, which the shared data names but does not
+#: copy: the license block of LICENSE in https://github.com/kurtmckee/feedparser (its BSD
+#: conditions ask redistributions to carry it).
+FEEDPARSER_LICENSE = """\
+feedparser and its unit tests are released under the following license:
+
+Copyright (C) 2010-2025 Kurt McKee <contactme@kurtmckee.org>
+Copyright (C) 2002-2008 Mark Pilgrim
+All rights reserved.
+
+Redistribution and use in source and binary forms, with or without modification,
+are permitted provided that the following conditions are met:
+
+*   Redistributions of source code must retain the above copyright notice,
+    this list of conditions and the following disclaimer.
+*   Redistributions in binary form must reproduce the above copyright notice,
+    this list of conditions and the following disclaimer in the documentation
+    and/or other materials provided with the distribution.
+
+THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND CONTRIBUTORS 'AS IS'
+AND ANY EXPRESS OR IMPLIED WARRANTIES, INCLUDING, BUT NOT LIMITED TO, THE
+IMPLIED WARRANTIES OF MERCHANTABILITY AND FITNESS FOR A PARTICULAR PURPOSE
+ARE DISCLAIMED. IN NO EVENT SHALL THE COPYRIGHT OWNER OR CONTRIBUTORS BE
+LIABLE FOR ANY DIRECT, INDIRECT, INCIDENTAL, SPECIAL, EXEMPLARY, OR
+CONSEQUENTIAL DAMAGES (INCLUDING, BUT NOT LIMITED TO, PROCUREMENT OF
+SUBSTITUTE GOODS OR SERVICES; LOSS OF USE, DATA, OR PROFITS; OR BUSINESS
+INTERRUPTION) HOWEVER CAUSED AND ON ANY THEORY OF LIABILITY, WHETHER IN
+CONTRACT, STRICT LIABILITY, OR TORT (INCLUDING NEGLIGENCE OR OTHERWISE)
+ARISING IN ANY WAY OUT OF THE USE OF THIS SOFTWARE, EVEN IF ADVISED OF THE
+POSSIBILITY OF SUCH DAMAGE."""
 
 
 class SampleError(Exception):
@@ -170,22 +213,22 @@ def quotes(data: Path) -> list[Made]:
 
 
 def feeds(data: Path) -> list[Made]:
-    """Two real feeds as they are, four feedparser test feeds in a zip, one cut short."""
+    """Three feedparser test feeds as they are, five more in a zip, and its ill-formed one."""
     made = [Made("feeds/" + Path(rel).name, _read(data, rel), [rel], "unchanged")
-            for rel in REAL_FEEDS]
+            for rel in PLAIN_FEEDS]
     members = [(rel.split("/wellformed/")[1], _read(data, rel)) for rel in FEEDPARSER]
     made.append(Made("feeds/feedparser-tests.zip", _zip(members), list(FEEDPARSER),
                      "unchanged, packed in a zip (deflate, fixed timestamps)",
                      [m for m, _ in members]))
-    whole = _read(data, TRUNCATED)
-    cut = whole[:TRUNCATE_AT]
-    if cut.count(b"<entry ") != 5 or cut.count(b"</entry>") != 4:
-        raise SampleError(f"{data / TRUNCATED}: expected five entries starting and four ending in its first "
-                          f"{TRUNCATE_AT} bytes")
-    made.append(Made("feeds/broken/ongoing-truncated.xml", cut, [TRUNCATED],
-                     f"**deliberately broken**: the first {TRUNCATE_AT} of {len(whole)} bytes, "
-                     "cut inside the fifth entry; the four entries before the cut are read, "
-                     "the rest is quarantined `xml-syntax`"))
+    broken = _read(data, BROKEN)
+    if broken.count(b"<item>") != 1 or broken.count(b"</item>") != 1 \
+            or not broken.rstrip().endswith(b"</rss"):
+        raise SampleError(f"{data / BROKEN}: expected one whole item and a last tag '</rss' "
+                          "without its '>'")
+    made.append(Made("feeds/broken/" + Path(BROKEN).name, broken, [BROKEN],
+                     "**deliberately broken**, unchanged: feedparser's ill-formed test feed "
+                     "whose closing `</rss` lacks its `>`; its one item is read, the end "
+                     "is quarantined `xml-syntax`"))
     return made
 
 
@@ -220,13 +263,14 @@ def _folder(rel: str) -> str:
 
 
 def _upstream(data: Path, folder: str) -> tuple[str, str]:
-    """The upstream repository and licence lines of a data folder's PROVENANCE.md."""
+    """The upstream repository line and the whole licence statement of a data folder's
+    PROVENANCE.md: the ``License:`` line with its indented continuation lines."""
     text = _read(data, PROVENANCE_OF[folder]).decode("utf-8")
     repo = re.search(r"^- Repo: (.+)$", text, re.M)
-    licence = re.search(r"\bLicen[sc]e: (.+)$", text, re.M)
+    licence = re.search(r"\bLicen[sc]e: (.+(?:\n[ \t]+\S.*)*)", text)
     if not repo or not licence:
         raise SampleError(f"{data / PROVENANCE_OF[folder]}: no 'Repo:' / 'License:' line")
-    return repo.group(1).strip(), licence.group(1).strip()
+    return repo.group(1).strip(), " ".join(licence.group(1).split())
 
 
 def provenance(data: Path, made: list[Made]) -> bytes:
@@ -243,6 +287,13 @@ def provenance(data: Path, made: list[Made]) -> bytes:
         lines += [f"## `{m.path}` ({len(m.data):,} bytes)", "", f"- What: {m.how}."]
         if m.members:
             lines.append("- Members: " + ", ".join(f"`{x}`" for x in m.members) + ".")
+        folders = {_folder(rel) for rel in m.origins}
+        if len(folders) != 1:
+            raise SampleError(f"{m.path}: made from several data folders {sorted(folders)}")
+        folder, = folders
+        terms = TERMS_OF.get(folder) or _upstream(data, folder)[1]
+        lines.append(f"- Licence (see `{folder}/` under Upstream sources and licences): "
+                     f"{terms}")
         lines.append("- From (shared data path, sha256 of the original):")
         for rel in m.origins:
             digest = hashlib.sha256(_read(data, rel)).hexdigest()
@@ -253,9 +304,20 @@ def provenance(data: Path, made: list[Made]) -> bytes:
         repo, licence = _upstream(data, folder)
         lines += [f"### `{folder}/` (described in `{PROVENANCE_OF[folder]}`)", "",
                   f"- Repository: {repo}", f"- Licence: {licence}"]
+        if folder in TERMS_OF:
+            if TERMS_OF[folder] not in licence:
+                raise SampleError(f"{data / PROVENANCE_OF[folder]}: its licence no longer "
+                                  f"names {TERMS_OF[folder]!r}")
+            lines.append(f"- Terms of the files taken from it: {TERMS_OF[folder]}, as the "
+                         "licence above says of third-party sample data (the files carry "
+                         "no notice of their own); the licence text below is Nux's.")
         if LICENCE_OF[folder]:
             notice = _read(data, LICENCE_OF[folder]).decode("utf-8").strip()
             lines += [f"- Licence text (`{LICENCE_OF[folder]}`):", "", "```", notice, "```"]
+        elif folder == "feeds/feedparser":
+            lines += ["- Licence text (the license block of the repository's `LICENSE`, "
+                      "which the shared data names but does not copy):", "", "```",
+                      FEEDPARSER_LICENSE, "```"]
         lines.append("")
     return ("\n".join(lines).rstrip() + "\n").encode("utf-8")
 

@@ -30,9 +30,11 @@ SAMPLE = EXAMPLES / "sample"
 JOB = EXAMPLES / "job.toml"
 SUBSCRIPTIONS = EXAMPLES / "subscriptions.jsonl"
 DATA = ROOT / ".." / "shared" / "data"
-BROKEN = "feeds/broken/ongoing-truncated.xml"
+BROKEN = "feeds/broken/rss_item_link_corrupted_ampersands.xml"
 CSV_QUOTES = "quotes/quotes-2017-02-to-07.csv.gz"
 JSON_QUOTES = "quotes/quotes-2017-08-to-2018-02.jsonl"
+PLAIN_FEEDS = ("feeds/rdf_item_description.xml", "feeds/media_player1.xml",
+               "feeds/entry_link_rel_enclosure_no_href.xml")
 UBL_LINES = frozenset({"OrderLine", "InvoiceLine", "DespatchLine", "ReceiptLine", "LineItem"})
 
 
@@ -167,10 +169,12 @@ def test_job_sources_read_every_sample_file(outcomes):
 def test_the_broken_file_is_the_only_quarantine_with_its_reason(outcomes):
     quarantined = [o for o in outcomes if isinstance(o, Quarantined)]
     assert [(o.source, o.position, o.reason) for o in quarantined] == [
-        (str(SAMPLE / BROKEN), 5, "xml-syntax")]
-    assert "Premature end of data" in quarantined[0].message
+        (str(SAMPLE / BROKEN), 2, "xml-syntax")]
+    assert "the document ends early" in quarantined[0].message
+    assert "expected '>'" in quarantined[0].message
     broken = [o for o in outcomes if o.source == str(SAMPLE / BROKEN)]
-    assert [o.position for o in broken] == [1, 2, 3, 4, 5]
+    assert [o.position for o in broken] == [1, 2]
+    assert isinstance(broken[0], Event)
 
 
 def _xml_items(data: bytes) -> int:
@@ -197,14 +201,15 @@ def _members(path: Path) -> list[tuple[str, bytes]]:
 
 def test_read_is_events_plus_quarantined_per_file(outcomes):
     """Records in each file counted independently: CSV rows, JSON lines, feed items by
-    lxml, UBL lines, one per NITF document; the truncated feed started five entries."""
+    lxml, UBL lines, one per NITF document; the broken feed: its items plus one quarantine
+    record for its end."""
     expected: Counter[str] = Counter()
     with gzip.open(SAMPLE / CSV_QUOTES, "rt", encoding="utf-8") as fh:
         expected[str(SAMPLE / CSV_QUOTES)] = sum(1 for _ in fh) - 1
     expected[str(SAMPLE / JSON_QUOTES)] = len((SAMPLE / JSON_QUOTES).read_bytes().splitlines())
-    for feed in ("feeds/ns-rss-news.xml", "feeds/ns-atom.xml"):
+    for feed in PLAIN_FEEDS:
         expected[str(SAMPLE / feed)] = _xml_items((SAMPLE / feed).read_bytes())
-    expected[str(SAMPLE / BROKEN)] = (SAMPLE / BROKEN).read_bytes().count(b"<entry ")
+    expected[str(SAMPLE / BROKEN)] = (SAMPLE / BROKEN).read_bytes().count(b"<item>") + 1
     archive = SAMPLE / "feeds/feedparser-tests.zip"
     for name, data in _members(archive):
         expected[f"{archive}!{name}"] = _xml_items(data)
@@ -301,3 +306,55 @@ def test_currency_decides_the_concepts_deliveries(outcomes):
                             if isinstance(o, Event) and o.model == "concepts"
                             and model.matches(f, o.event)}
     assert got == {"eu-order-desk": {"OrderChange-EUR.xml"}, "uk-heavy-orders": {"Order.xml"}}
+
+
+def test_heavy_orders_are_delivered_in_the_subscriber_s_pounds(outcomes):
+    """uk-heavy-orders' context names its mass unit, so the order stored as 100 kilogram is
+    delivered in pounds; oracle: the international pound is exactly 0.45359237 kg."""
+    from pubsift.adapters.spark.subscriptions import load_subscriptions
+
+    sub, = [s for s in load_subscriptions(str(SUBSCRIPTIONS)) if s.id == "uk-heavy-orders"]
+    model = load_model("concepts")
+    hits = [(f, o) for o in outcomes if isinstance(o, Event) and o.model == "concepts"
+            for f in sub.filters if model.matches(f, o.event)]
+    assert len(hits) == 1
+    f, o = hits[0]
+    stored = model.dump_event(o.event)["value"]["NetWeight"]
+    assert stored == {"value": 100, "context": {"unit": "kilogram"}}
+    delivered = sub.delivered(model, f, o.event)
+    assert "unconverted" not in delivered
+    assert delivered["value"]["NetWeight"] == pytest.approx(100 / 0.45359237, rel=1e-12)
+    assert delivered["value"]["TotalAmount"] == 100.0  # already in the context's GBP
+
+
+def test_provenance_records_each_file_s_whole_licence_and_no_unlicensed_source():
+    """Issue 12 §4: every file's licence is recorded, the upstream licence statements are
+    quoted whole (not cut at their first line), and nothing comes from the captured real
+    feeds, whose licence ("feeds (their authors)") does not allow redistribution."""
+    provenance = (SAMPLE / "PROVENANCE.md").read_text(encoding="utf-8")
+    sections = provenance.split("\n## ")[1:]
+    files = [s for s in sections if not s.startswith("Upstream sources")]
+    assert len(files) == len(_committed()) - 1
+    for section in files:
+        assert "\n- Licence (see `" in section, section.splitlines()[0]
+    assert "feeds/real/" not in provenance
+    assert "keeps its own terms:\n" not in provenance
+    assert ("keeps its own terms: XMark (CWI, xml-benchmark.org, free for benchmarking), "
+            "FpML examples (FpML.org public license), UBL 1.0 examples (OASIS)") in provenance
+    assert "Licence (see `business/ubl/` under Upstream sources and licences): UBL 1.0 " \
+           "examples (OASIS)" in provenance
+    # feedparser's BSD conditions: redistributions carry its notice and conditions.
+    assert "Copyright (C) 2002-2008 Mark Pilgrim" in provenance
+    assert "Redistributions of source code must retain the above copyright notice" in provenance
+
+
+def test_upstream_licence_statement_is_read_whole(tmp_path):
+    """_upstream keeps the indented continuation lines of a ``License:`` item and stops at
+    the next item."""
+    ms = _make_sample()
+    (tmp_path / "quotes").mkdir()
+    (tmp_path / "quotes" / "PROVENANCE.md").write_text(
+        "# x\n\n- Repo: https://example.org/r\n- License: first line,\n  second line;\n"
+        "\tthird.\n- Files: not the licence\n", encoding="utf-8")
+    assert ms._upstream(tmp_path, "quotes") == (
+        "https://example.org/r", "first line, second line; third.")
