@@ -119,6 +119,35 @@ def connect(url: str, app_name: str, conf: Mapping[str, Any] | None = None) -> "
                               ) from None
 
 
+#: the forms of a Spark master URL (checked before Spark starts)
+MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|"
+                    r"(spark|k8s|mesos|sc)://\S+|yarn\Z")
+
+
+def check_master(master: str) -> None:
+    """SparkSetupError for a master that is none of Spark's forms (a typo would otherwise
+    surface as a Java stack trace after the JVM started)."""
+    if not MASTER.fullmatch(master):
+        raise SparkSetupError(f"--master {master!r} is not a Spark master URL: local, "
+                              "local[N], local[*], spark://HOST:PORT, yarn, k8s://..., "
+                              "sc://HOST:PORT (Spark Connect)")
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The message of the innermost Java cause of a py4j error (``All masters are
+    unresponsive``), else the exception's first line."""
+    java = getattr(exc, "java_exception", None)
+    message = None
+    try:
+        while java is not None:
+            message = java.getMessage() or message
+            java = java.getCause()
+    except Exception:  # noqa: BLE001 - the JVM is gone: keep what was read
+        pass
+    text = message or str(exc).strip()
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
 def under_spark_submit() -> bool:
     """Whether this driver was started by ``spark-submit`` (which gives the master)."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
@@ -131,6 +160,8 @@ def start(master: str | None = None, app_name: str = "pubsift",
     first. A master ``sc://HOST:PORT`` connects to a Spark Connect server instead
     (:func:`connect`)."""
     require_pyspark()
+    if master is not None:
+        check_master(master)
     if master is not None and master.startswith("sc://"):
         return connect(master, app_name, conf)
     check_java()
@@ -152,7 +183,6 @@ def start(master: str | None = None, app_name: str = "pubsift",
     try:
         spark = builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - py4j/JVM errors become one clear message
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SparkSetupError(f"Spark did not start (master {master or 'local[*]'}): "
-                              f"{first[:300]}") from None
+                              f"{_root_cause(exc)[:300]}") from None
     return spark

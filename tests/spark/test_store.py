@@ -30,3 +30,14 @@ def test_staging_of_a_killed_run_is_swept_and_a_live_one_kept(tmp_path):
     assert not dead.exists() and live.exists() and foreign.exists()
     store.discard(output)
     assert not os.path.exists(output.staging)
+
+
+def test_a_master_that_is_not_a_spark_url_is_refused_before_spark_starts():
+    from pubsift.adapters.spark.session import SparkSetupError, check_master
+
+    for ok in ("local", "local[2]", "local[*]", "spark://127.0.0.1:7077", "yarn",
+               "k8s://https://api:6443", "sc://127.0.0.1:15002"):
+        check_master(ok)
+    for bad in ("bogus://x", "locl", "local[x]", "spark:/x", "", "yarn-cluster"):
+        with pytest.raises(SparkSetupError, match="not a Spark master URL"):
+            check_master(bad)
