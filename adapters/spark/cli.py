@@ -169,7 +169,7 @@ def _console(err: TextIO) -> Console:
 def _guarded(command: str, err: TextIO, prepare: Callable[[], Any],
              run: Callable[[Any], Any]) -> int:
     """Run ``prepare`` (usage problems: exit 2) then the job (Spark failures: exit 1)."""
-    from pubsift.adapters.spark.session import SparkSetupError
+    from pubsift.adapters.spark.session import SparkSetupError, _root_cause
     from pubsift.adapters.spark.subscriptions import JobError
     from pubsift.core.cli import _BadFilters
 
@@ -196,19 +196,11 @@ def _guarded(command: str, err: TextIO, prepare: Callable[[], Any],
         return 130
     except Exception as exc:  # noqa: BLE001 - a failed Spark job: one clear line, exit 1
         err.write(f"pubsift {command}: the Spark job failed, nothing was written to --out: "
-                  f"{_first_line(exc)}\n")
+                  f"{type(exc).__name__}: {_root_cause(exc)[:400]}\n")
         if os.environ.get("PUBSIFT_DEBUG"):
             raise
         return 1
     return 0
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    for line in text.splitlines():
-        if line.strip():
-            return f"{type(exc).__name__}: {line.strip()[:400]}"
-    return type(exc).__name__
 
 
 if __name__ == "__main__":  # spark-submit adapters/spark/cli.py route JOB.toml

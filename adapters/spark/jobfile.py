@@ -40,6 +40,7 @@ from typing import Any
 
 from pubsift.adapters.reading import check
 from pubsift.adapters.source import Source
+from pubsift.adapters.spark.store import FORMATS
 from pubsift.adapters.spark.subscriptions import (JobError, Problems, Subscriber,
                                                   load_subscriptions, subscribers_from_tables)
 from pubsift.core.cli_input import one_line
@@ -49,7 +50,6 @@ from pubsift.core.model import FilterModel
 #: the top-level keys of a job file
 TOP_KEYS = ("spark", "source", "subscriptions", "subscriber", "out", "format")
 SPARK_KEYS = ("master", "app_name", "conf")
-FORMATS = ("parquet", "jsonl")
 DEFAULT_APP_NAME = "pubsift"
 #: a job file larger than this is refused unread
 MAX_JOB_BYTES = 16 << 20

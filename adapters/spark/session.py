@@ -114,9 +114,8 @@ def connect(url: str, app_name: str, conf: Mapping[str, Any] | None = None) -> "
     try:
         return builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - gRPC errors become one clear message
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SparkSetupError(f"cannot connect to Spark Connect at {url}: {first[:300]}"
-                              ) from None
+        raise SparkSetupError(f"cannot connect to Spark Connect at {url}: "
+                              f"{_root_cause(exc)[:300]}") from None
 
 
 #: the forms of a Spark master URL (checked before Spark starts)

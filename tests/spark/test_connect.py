@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,26 +17,21 @@ from pathlib import Path
 
 import pytest
 
+from .kit import delivered_pairs, free_port, pubsift_cmd
+
 pyspark = pytest.importorskip("pyspark")
 pytest.importorskip("grpc", reason="Spark Connect's client libraries (the connect extra)")
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-PUBSIFT = [sys.executable, "-m", "pubsift.core.cli"]
 #: seconds the server may take to start (a cold JVM on a busy 2-core machine)
 START_WITHIN = 180
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def connect_server(tmp_path_factory):
     home = os.path.dirname(pyspark.__file__)
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("connect") / "server.log"
     env = dict(os.environ, SPARK_HOME=home, PYSPARK_PYTHON=sys.executable,
                SPARK_LOCAL_IP="127.0.0.1")
@@ -91,27 +85,18 @@ def _inputs(tmp_path: Path) -> tuple[Path, Path]:
     return data, subs
 
 
-def _deliveries(out: Path) -> dict[str, set[tuple[str, int]]]:
-    got: dict[str, set[tuple[str, int]]] = {}
-    for f in sorted((out / "deliveries").glob("subscriber=*/*.txt")):
-        for line in f.read_text().splitlines():
-            d = json.loads(line)
-            got.setdefault(d["subscriber"], set()).add((d["source"], d["position"]))
-    return got
-
-
 def test_the_job_runs_unchanged_on_spark_connect(connect_server, tmp_path):
     data, subs = _inputs(tmp_path)
     outs = {}
     for name, master in (("connect", connect_server), ("local", "local[2]")):
         out = tmp_path / f"out-{name}"
-        done = subprocess.run(PUBSIFT + ["route", str(data), "--subscriptions", str(subs),
+        done = subprocess.run(pubsift_cmd() + ["route", str(data), "--subscriptions", str(subs),
                                          "--out", str(out), "--format", "jsonl",
                                          "--master", master],
                               capture_output=True, text=True, timeout=600, cwd=tmp_path)
         assert done.returncode == 0, done.stderr[-3000:]
         outs[name] = out
-    connect, local = (_deliveries(outs[k]) for k in ("connect", "local"))
+    connect, local = (delivered_pairs(outs[k], "jsonl") for k in ("connect", "local"))
     assert connect == local
     src = str(data)
     assert local == {
