@@ -6,8 +6,11 @@ shipped to the tasks inside the ``mapInArrow`` function's closure: no broadcast 
 other SparkContext-only feature, so the job also runs on Spark Connect. Each task matches
 whole Arrow batches of events: through the index's ``match_wire_batch`` when it has one
 (records: columnar over the batch), else its ``match_batch``, else ``match`` per event
-(the default of :class:`pubsift.core.model.FilterIndex`). A delivery is one row per
-(subscriber, event), each pair once however many of the subscriber's filters match.
+(the default of :class:`pubsift.core.model.FilterIndex`). A task hands back each matched
+event once with the ids of its subscribers, and Spark's ``explode`` makes the delivery
+rows in the JVM; only deliveries converted per subscriber (concepts) are made in Python.
+A delivery is one row per (subscriber, event), each pair once however many of the
+subscriber's filters match.
 
 This is the same matching the brokers do online (Mühl, ch. 2-3: a subscriber is notified of
 exactly the publications matching one of its filters), so batch and online routing deliver
@@ -16,10 +19,16 @@ the same (tests/spark/test_batch_online.py).
 from __future__ import annotations
 
 import json
+import pickle
+import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pubsift.adapters.spark.store import DELIVERY_SCHEMA
+
+#: one row per matched event and the subscribers it matches (:func:`matcher`)
+MATCHED_SCHEMA = "source string, position long, event string, subscribers array<string>"
 
 #: bytes of events in one Arrow batch of deliveries a task returns
 OUTPUT_BYTES = 32 << 20
@@ -37,6 +46,38 @@ def build_index(model: "FilterModel", subscribers: Sequence["Subscriber"]) -> "F
     index = model.new_index()
     index.bulk_add((f, i) for i, s in enumerate(subscribers) for f in s.filters)
     return index
+
+
+#: how many shipped indexes a Python worker keeps loaded (:class:`Shipped`), least
+#: recently used out first
+KEPT = 4
+_loaded: "OrderedDict[str, Any]" = OrderedDict()
+
+
+class Shipped:
+    """An index on its way to the tasks, inside the closure of the task function: its
+    pickled bytes (cloudpickle: an index may hold compiled tests) and a token naming it.
+    Unpickling ten thousand filters takes a good part of a second, so a Python worker
+    (Spark reuses them across tasks) loads each shipped index once and keeps the last
+    :data:`KEPT` it loaded; the bytes themselves unpickle with the closure in no time."""
+
+    def __init__(self, index: Any) -> None:
+        from pyspark import cloudpickle
+
+        self.token = uuid.uuid4().hex
+        self.blob = cloudpickle.dumps(index)
+
+    def load(self) -> Any:
+        """The index (in a task: this worker's copy)."""
+        index = _loaded.get(self.token)
+        if index is None:
+            index = pickle.loads(self.blob)
+            _loaded[self.token] = index
+            while len(_loaded) > KEPT:
+                _loaded.popitem(last=False)
+        else:
+            _loaded.move_to_end(self.token)
+        return index
 
 
 def _load(model: "FilterModel", wire: str) -> Any:
@@ -58,14 +99,16 @@ def matched(index: Any, model: "FilterModel", wires: Any) -> tuple[Any, Any]:
     return rows, keys
 
 
-def router(model_name: str, subscribers: Sequence["Subscriber"], index: Any,
+def router(model_name: str, subscribers: Sequence["Subscriber"], shipped: Shipped,
            converts: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function routing batches of one model's events (``source``,
-    ``position``, ``event``) to deliveries (:data:`DELIVERY_SCHEMA`). ``converts``: the
-    delivered event is made per subscriber (:meth:`Subscriber.delivered`: concepts
-    converts into the subscriber's vocabulary and context); otherwise it is the stored wire
-    form as it is. ``index`` is built on the driver (:func:`build_index`) and travels in
-    this function's closure."""
+    ``position``, ``event``) to deliveries (:data:`DELIVERY_SCHEMA`), one row per
+    (subscriber, event). ``converts``: the delivered event is made per subscriber
+    (:meth:`Subscriber.delivered`: concepts converts into the subscriber's vocabulary and
+    context); otherwise it is the stored wire form as it is, and :func:`matcher` (one row
+    per matched event, the rows per subscriber made by Spark) is the faster way. The index
+    is built on the driver (:func:`build_index`) and travels in this function's closure
+    as ``shipped``."""
     ids = [s.id for s in subscribers]
     kept = list(subscribers) if converts else None
 
@@ -77,6 +120,7 @@ def router(model_name: str, subscribers: Sequence["Subscriber"], index: Any,
         from pubsift.core.registry import load_model
 
         model = load_model(model_name)
+        index = shipped.load()
         id_array = pa.array(ids, pa.string())
         model_value = pa.scalar(model_name, pa.string())
         for batch in batches:
@@ -103,6 +147,50 @@ def router(model_name: str, subscribers: Sequence["Subscriber"], index: Any,
                      pa.repeat(model_value, hi - lo), events],
                     names=["subscriber", "source", "position", "model", "event"])
     return route
+
+
+def matcher(model_name: str, subscribers: Sequence["Subscriber"], shipped: Shipped
+            ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function matching batches of one model's events (``source``,
+    ``position``, ``event``) to one row per matched event (:data:`MATCHED_SCHEMA`): the
+    event once, with the ids of the subscribers it matches. Spark's ``explode`` then makes
+    the row per (subscriber, event) in the JVM (:func:`route`), so an event matching
+    twelve subscribers crosses from Python to the JVM once, not twelve times."""
+    ids = [s.id for s in subscribers]
+
+    def match(batches: Iterator[Any]) -> Iterator[Any]:
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from pubsift.core.registry import load_model
+
+        model = load_model(model_name)
+        index = shipped.load()
+        id_array = pa.array(ids, pa.string())
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            wires = batch.column("event")
+            rows, keys = matched(index, model, wires)
+            if len(rows) == 0:
+                continue
+            hit, starts = np.unique(rows, return_index=True)   # rows ascending
+            offsets = np.append(starts, len(rows)).astype(np.int64)
+            sizes = (pc.binary_length(wires).to_numpy(zero_copy_only=False)[hit]
+                     + 8 * np.diff(offsets))
+            names = id_array.take(pa.array(keys, pa.int64()))
+            for lo, hi in _chunks(sizes, OUTPUT_BYTES):
+                r = pa.array(hit[lo:hi], pa.int64())
+                first, last = int(offsets[lo]), int(offsets[hi])
+                subs = pa.ListArray.from_arrays(
+                    pa.array(offsets[lo:hi + 1] - first, pa.int32()),
+                    names.slice(first, last - first))
+                yield pa.RecordBatch.from_arrays(
+                    [batch.column("source").take(r), batch.column("position").take(r),
+                     wires.take(r), subs],
+                    names=["source", "position", "event", "subscribers"])
+    return match
 
 
 def _chunks(sizes: Any, limit: int) -> Iterator[tuple[int, int]]:
@@ -137,14 +225,28 @@ def _delivered(model: "FilterModel", subscribers: Sequence["Subscriber"], wires:
     return out
 
 
+def deliveries(events: "DataFrame", model_name: str, subscribers: Sequence["Subscriber"],
+               index: Any) -> "DataFrame":
+    """The deliveries (:data:`DELIVERY_SCHEMA`) of ``events`` (``source``, ``position``,
+    ``event`` of one model) to ``subscribers``, matched through ``index``
+    (:func:`build_index`); lazy, a Spark plan."""
+    shipped = Shipped(index)
+    if any(s.agreement is not None for s in subscribers):
+        return events.mapInArrow(router(model_name, subscribers, shipped, True),
+                                 DELIVERY_SCHEMA)
+    from pyspark.sql import functions as F
+
+    return events.mapInArrow(matcher(model_name, subscribers, shipped), MATCHED_SCHEMA).select(
+        F.explode("subscribers").alias("subscriber"), "source", "position",
+        F.lit(model_name).alias("model"), "event")
+
+
 def route(events: "DataFrame", model_name: str, subscribers: Sequence["Subscriber"],
           partitions: int) -> "DataFrame":
-    """Deliveries of one model's events (lazy: a Spark plan)."""
+    """Deliveries of one model's events in the store ``events`` (lazy: a Spark plan)."""
     from pubsift.core.registry import load_model
 
     model = load_model(model_name)
     index = build_index(model, subscribers)
-    converts = any(s.agreement is not None for s in subscribers)
     mine = events.where(events.model == model_name).select("source", "position", "event")
-    return mine.repartition(partitions).mapInArrow(
-        router(model_name, subscribers, index, converts), DELIVERY_SCHEMA)
+    return deliveries(mine.repartition(partitions), model_name, subscribers, index)
