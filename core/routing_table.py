@@ -19,6 +19,8 @@ overlap (§3.6)         entries overlapping F                         ``overlapp
 =====================  ===========================================  ======================
 
 With leasing (§3.7.2) every entry has an expiry time; adding a present entry renews it.
+:func:`lease_expired` is the one test of a lease running out, :func:`entry_key` the one
+deterministic order of entries (destination, then the filter's ``repr``).
 """
 from __future__ import annotations
 
@@ -33,6 +35,18 @@ class Entry(NamedTuple):
     filter: Filter
     dest: str
     tag: Hashable = None
+
+
+def entry_key(e: Entry) -> tuple[str, str]:
+    """The deterministic order of routing entries: by destination, then by ``repr`` of the
+    filter (filters need not be ordered among themselves)."""
+    return (e.dest, repr(e.filter))
+
+
+def lease_expired(expiry: float, now: float) -> bool:
+    """Whether a lease granted until ``expiry`` has run out at time ``now`` (Mühl 2002,
+    "Large-Scale Content-Based Publish/Subscribe Systems", §3.7.2)."""
+    return expiry <= now
 
 
 class RoutingTable:
@@ -57,8 +71,12 @@ class RoutingTable:
         if new:
             self._index.add(f, e)
             self._by_dest.setdefault(dest, set()).add(e)
-        self.expiry[e] = self.clock() + self.lease if self.lease is not None else float("inf")
+        self.expiry[e] = self.lease_end()
         return new
+
+    def lease_end(self) -> float:
+        """When a lease granted (or renewed) now runs out: now + π, never without leasing."""
+        return self.clock() + self.lease if self.lease is not None else float("inf")
 
     def remove(self, e: Entry) -> bool:
         """Remove entry ``e`` if present; returns whether it was present."""
@@ -81,15 +99,8 @@ class RoutingTable:
     def __iter__(self) -> Iterator[Entry]:
         return iter(list(self.expiry))
 
-    def entries(self, dest: str) -> set[Entry]:
-        """Q_B^O(D) as entries: everything held for destination ``dest``."""
-        return set(self._by_dest.get(dest, ()))
-
     def filters(self, dest: str) -> list[Filter]:
         return [e.filter for e in self._by_dest.get(dest, ())]
-
-    def dests(self) -> set[str]:
-        return set(self._by_dest)
 
     def sizes(self) -> tuple[int, int]:
         """(local entries, remote entries): entries for local clients and for neighbours."""
@@ -98,7 +109,7 @@ class RoutingTable:
 
     def expired(self, now: float) -> list[Entry]:
         """Entries whose lease ran out by ``now`` (§3.7.3)."""
-        return [e for e, t in self.expiry.items() if t <= now]
+        return [e for e, t in self.expiry.items() if lease_expired(t, now)]
 
     # -- Mühl's sets, through the index -------------------------------------------------
     def destinations(self, event: Event) -> set[str]:
@@ -143,9 +154,9 @@ class RoutingTable:
         different destinations would otherwise each count on the other to renew the
         neighbours' leases, and those leases would expire; with a fixed rank exactly one
         of them renews every neighbour that neither really covers."""
-        key = _rank(e)
+        key = entry_key(e)
         real = {g for g in blocking
-                if g != e and (_rank(g) < key or not self.model.covers(e.filter, g.filter))}
+                if g != e and (entry_key(g) < key or not self.model.covers(e.filter, g.filter))}
         return self._free(real, None)
 
     def _free(self, blocking: set[Entry], ignore: Entry | None) -> set[str]:
@@ -156,10 +167,6 @@ class RoutingTable:
         if len(dests) == 1:
             return dests & self.neighbours
         return set()
-
-
-def _rank(e: Entry) -> tuple[str, str]:
-    return (e.dest, repr(e.filter))
 
 
 def _at(entries: set[Entry], dest: str | None) -> set[Entry]:

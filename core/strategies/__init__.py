@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import partial
 
 from pubsift.core.routing_table import RoutingTable
-from pubsift.core.strategies.base import Outbox, Strategy, generate
+from pubsift.core.strategies.base import Outbox, Strategy, activation, generate
 from pubsift.core.strategies.covering import Covering
 from pubsift.core.strategies.flooding import Flooding
 from pubsift.core.strategies.identity import Identity
@@ -40,4 +40,4 @@ def strategy_factory(name: str | StrategyFactory) -> StrategyFactory:
 
 
 __all__ = ["Covering", "Flooding", "Identity", "Merging", "Outbox", "STRATEGIES", "Simple",
-           "Strategy", "StrategyFactory", "generate", "strategy_factory"]
+           "Strategy", "StrategyFactory", "activation", "generate", "strategy_factory"]

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 from pubsift.core.messages import Routed
 from pubsift.core.model import Filter
-from pubsift.core.routing_table import Entry
+from pubsift.core.routing_table import Entry, entry_key
 from pubsift.core.strategies.base import Outbox, Strategy, generate
 
 Sends = list[tuple[Routed, str]]
@@ -66,7 +66,7 @@ class Covering(Strategy):
         pending: dict[Entry, None] = {}
         for f in unsubs:
             fu.extend(((f, None), h) for h in sorted(self.table.d_upper(f) - {sender}))
-            for e in sorted(self.table.covered(f) - self.table.identical(f), key=_order):
+            for e in sorted(self.table.covered(f) - self.table.identical(f), key=entry_key):
                 pending[e] = None                                  # P ∪= C^L(F) \ C^I(F)
         for g in uncovered:
             self.table.add(g, sender)
@@ -83,7 +83,3 @@ class Covering(Strategy):
                 targets.discard(e.dest)
             fs.extend(((e.filter, None), h) for h in sorted(targets))
         return fs, fu
-
-
-def _order(e: Entry) -> tuple[str, str]:
-    return (e.dest, repr(e.filter))

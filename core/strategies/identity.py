@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pubsift.core.messages import Routed
 from pubsift.core.model import Filter
 from pubsift.core.routing_table import Entry
-from pubsift.core.strategies.base import Outbox, Strategy, _activate, generate
+from pubsift.core.strategies.base import Outbox, Strategy, activation, generate
 
 
 class Identity(Strategy):
@@ -40,4 +40,4 @@ class Identity(Strategy):
 
     def activate(self, neighbour: str, candidates: Sequence[Entry],
                  active: Callable[[Filter], bool]) -> list[Routed]:
-        return _activate(self, neighbour, candidates, active, self.table.identical)
+        return activation(self, neighbour, candidates, active, self.table.identical)
