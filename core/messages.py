@@ -96,7 +96,6 @@ class Admin:
     unsubs: tuple[Routed, ...]
 
 
-ClientMessage = Union[Sub, Unsub, Adv, Unadv, Pub]
 BrokerMessage = Union[Forward, Admin]
 Message = Union[Sub, Unsub, Adv, Unadv, Pub, Notify, Forward, Admin]
 
