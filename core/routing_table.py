@@ -62,6 +62,17 @@ class RoutingTable:
         self._index = model.new_index()
         self._by_dest: dict[str, set[Entry]] = {}
         self.expiry: dict[Entry, float] = {}
+        self._constant = False
+
+    # -- constant entries ---------------------------------------------------------------
+    def install_constant(self) -> None:
+        """Initialize the table with the constant entries {(F_T, U) | U ∈ N_B}, F_T(n) = true
+        (flooding, Mühl 2002, "Large-Scale Content-Based Publish/Subscribe Systems",
+        §3.5.1). They follow N_B as neighbours connect, match every notification, and are
+        part of the algorithm rather than of its state: no lease, no removal, not counted
+        in :meth:`sizes`, not in the index queries (F_T is no filter of the model). They
+        show in :meth:`destinations` only, as N_B."""
+        self._constant = True
 
     # -- content ------------------------------------------------------------------------
     def add(self, f: Filter, dest: str, tag: Hashable = None) -> bool:
@@ -113,8 +124,12 @@ class RoutingTable:
 
     # -- Mühl's sets, through the index -------------------------------------------------
     def destinations(self, event: Event) -> set[str]:
-        """F_B(n): every destination with an entry matching ``event`` (3.2)."""
-        return {e.dest for e in self._index.match(event)}
+        """F_B(n): every destination with an entry matching ``event`` (3.2), the constant
+        entries included."""
+        dests = {e.dest for e in self._index.match(event)}
+        if self._constant:
+            dests |= self.neighbours
+        return dests
 
     def identical(self, f: Filter, dest: str | None = None) -> set[Entry]:
         """C_B^I(F, D) (3.13); all destinations when ``dest`` is None."""
