@@ -25,6 +25,7 @@ deterministic order of entries (destination, then the filter's ``repr``).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator
+from functools import cached_property
 from typing import NamedTuple
 
 from pubsift.core.model import Event, Filter, FilterModel
@@ -73,6 +74,15 @@ class RoutingTable:
         in :meth:`sizes`, not in the index queries (F_T is no filter of the model). They
         show in :meth:`destinations` only, as N_B."""
         self._constant = True
+
+    @cached_property
+    def parts(self) -> RoutingTable:
+        """The subscriptions the entries stand for, where an entry stands for several
+        (merging, Mühl 2002, "Large-Scale Content-Based Publish/Subscribe Systems",
+        §3.5.5): a table of its own over the same model, N_B, lease period and clock, so
+        the parts have their index and their leases (§3.7.2: a merger is renewed through
+        its parts) in the same place and form as the entries. Made on first use."""
+        return RoutingTable(self.model, self.neighbours, self.lease, self.clock)
 
     # -- content ------------------------------------------------------------------------
     def add(self, f: Filter, dest: str, tag: Hashable = None) -> bool:
