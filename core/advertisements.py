@@ -1,4 +1,5 @@
-"""Routing with advertisements (Mühl 000, §3.6).
+"""Routing with advertisements (Mühl 2002, "Large-Scale Content-Based Publish/Subscribe
+Systems", §3.6).
 
 Each broker keeps a second table T_B^A of advertisements, updated by the same strategy as
 subscriptions (``admin_A`` messages). The two levels depend on each other in three places,

@@ -1,4 +1,5 @@
-"""A deterministic simulated network of brokers (Mühl 000, §3.2 system model).
+"""A deterministic simulated network of brokers (Mühl 2002, "Large-Scale Content-Based
+Publish/Subscribe Systems", §3.2 system model).
 
 In-process :class:`~pubsift.core.broker.Broker` objects (the same code the networked runtime
 uses) are connected by FIFO links. A seeded scheduler delivers messages in simulated time:

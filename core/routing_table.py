@@ -1,4 +1,5 @@
-"""A broker's routing table T_B for one filter model (Mühl 000, §3.3.1 and §3.5).
+"""A broker's routing table T_B for one filter model (Mühl 2002, "Large-Scale Content-Based
+Publish/Subscribe Systems", §3.3.1 and §3.5).
 
 A routing entry is a filter and a destination (a neighbour broker or a local client), plus
 a ``tag`` that only simple routing uses (§3.5.2: every subscription is uniquely

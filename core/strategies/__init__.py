@@ -1,4 +1,5 @@
-"""Routing strategies (Mühl 000, §3.5), each an ``administer`` for one routing table.
+"""Routing strategies (Mühl 2002, "Large-Scale Content-Based Publish/Subscribe Systems", §3.5),
+each an ``administer`` for one routing table.
 
 ``STRATEGIES`` maps names to factories ``(table, is_local) -> Strategy``; a broker is given
 a name or a factory, so a new strategy is a new module and an entry here (or a factory

@@ -1,4 +1,5 @@
-"""The contract of a routing strategy: Mühl's ``administer`` (000, §3.4, Fig. 3.6).
+"""The contract of a routing strategy: Mühl's ``administer`` (Mühl 2002, "Large-Scale
+Content-Based Publish/Subscribe Systems", §3.4, Fig. 3.6).
 
 A strategy owns the routing entries of one routing table (one model, one level) and decides
 which admin messages a subscription change causes. The broker hardwires everything else

@@ -1,4 +1,5 @@
-"""Routing based on filter covering (Mühl 000, §3.5.4, Fig. 3.22).
+"""Routing based on filter covering (Mühl 2002, "Large-Scale Content-Based Publish/Subscribe
+Systems", §3.5.4, Fig. 3.22).
 
 * A subscription F from S is forwarded to D_B^U(F) \\ {S}; from a neighbour it first
   replaces the entries of S that it covers (C_B^L(F, S)).

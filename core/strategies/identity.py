@@ -1,4 +1,5 @@
-"""Routing based on filter identity (Mühl 000, §3.5.3, Figs. 3.13/3.14).
+"""Routing based on filter identity (Mühl 2002, "Large-Scale Content-Based Publish/Subscribe
+Systems", §3.5.3, Figs. 3.13/3.14).
 
 A subscription is not forwarded to a neighbour that already got an identical one; an
 unsubscription is not forwarded while another destination holds an identical subscription.

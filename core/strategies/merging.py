@@ -8,9 +8,9 @@ subscriptions are independent) live in the table's own parts table
 (:attr:`RoutingTable.parts <pubsift.core.routing_table.RoutingTable.parts>`), with their
 index and their leases; the strategy keeps, per destination, only the *view*: the routing
 entries, each a merger with the parts it stands for. After every change the view is
-recomputed: mergers whose parts are all still there stay, the others are cancelled and their remaining parts
-are merged again. The difference between the old and the new view is then forwarded as
-covering-based routing forwards a change:
+recomputed: mergers whose parts are all still there stay, the others are cancelled and
+their remaining parts are merged again. The difference between the old and the new view
+is then forwarded as covering-based routing forwards a change:
 
 * only additions, each old entry covered by a new one (a new or extended merger, or a
   subscription covering a whole merger — cancellation case 1): forwarded as subscriptions,
