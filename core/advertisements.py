@@ -1,4 +1,5 @@
-"""Routing with advertisements (Mühl 000, §3.6).
+"""Routing with advertisements (Mühl 2002, "Large-Scale Content-Based Publish/Subscribe
+Systems", §3.6).
 
 Each broker keeps a second table T_B^A of advertisements, updated by the same strategy as
 subscriptions (``admin_A`` messages). The two levels depend on each other in three places,
@@ -18,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from pubsift.core.messages import Routed
 from pubsift.core.model import Filter
-from pubsift.core.routing_table import Entry, RoutingTable
+from pubsift.core.routing_table import Entry, RoutingTable, entry_key
 from pubsift.core.strategies.base import Outbox, Strategy
 
 
@@ -53,7 +54,7 @@ def readvertised(subs: Strategy, advs: RoutingTable, source: str, before: Sequen
     if removed:
         doomed: dict[Entry, None] = {}
         for a in removed:
-            for e in sorted(table.overlapping(a), key=_order):
+            for e in sorted(table.overlapping(a), key=entry_key):
                 if (e.dest != source and e.dest in table.neighbours
                         and not {x.dest for x in advs.overlapping(e.filter)} - {e.dest}):
                     doomed[e] = None
@@ -62,13 +63,9 @@ def readvertised(subs: Strategy, advs: RoutingTable, source: str, before: Sequen
         return []
     candidates: dict[Entry, None] = {}
     for a in added:
-        for e in sorted(table.overlapping(a), key=_order):
+        for e in sorted(table.overlapping(a), key=entry_key):
             if e.dest != source and not any(model.overlaps(e.filter, b) for b in before):
                 candidates[e] = None
     if not candidates:
         return []
     return subs.activate(source, list(candidates), lambda f: bool(advs.overlapping(f, source)))
-
-
-def _order(e: Entry) -> tuple[str, str]:
-    return (e.dest, repr(e.filter))

@@ -1,4 +1,6 @@
-"""The broker of Mühl's routing framework (000, §3.4, Fig. 3.6; slides 002 §3.1).
+"""The broker of Mühl's routing framework (Mühl 2002, "Large-Scale Content-Based
+Publish/Subscribe Systems", §3.4, Fig. 3.6; Conan, "Distributed Event-Based System — Addendum"
+(slides) §3.1).
 
 A broker has local clients L_B and neighbour brokers N_B (an acyclic topology). It takes
 messages one at a time in FIFO order: ``pub``/``forward`` are routed through the routing

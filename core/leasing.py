@@ -1,4 +1,5 @@
-"""Self-stabilization by leasing routing entries (Mühl 000, §3.7).
+"""Self-stabilization by leasing routing entries (Mühl 2002, "Large-Scale Content-Based
+Publish/Subscribe Systems", §3.7).
 
 Clients renew their subscriptions and advertisements every refresh period ρ by issuing
 them again (idempotent resubscription, §3.7.2); every routing entry is granted for the

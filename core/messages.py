@@ -1,4 +1,5 @@
-"""Messages of the routing framework (Mühl 000, §2.2 and §3.4, Fig. 3.6).
+"""Messages of the routing framework (Mühl 2002, "Large-Scale Content-Based Publish/Subscribe
+Systems", §2.2 and §3.4, Fig. 3.6).
 
 Clients talk to their broker with ``sub``/``unsub``/``adv``/``unadv``/``pub`` and receive
 ``notify``; brokers exchange ``forward(n)`` and ``admin(S, U)``. Advertisements add a second
@@ -96,7 +97,6 @@ class Admin:
     unsubs: tuple[Routed, ...]
 
 
-ClientMessage = Union[Sub, Unsub, Adv, Unadv, Pub]
 BrokerMessage = Union[Forward, Admin]
 Message = Union[Sub, Unsub, Adv, Unadv, Pub, Notify, Forward, Admin]
 

@@ -1,4 +1,5 @@
-"""A deterministic simulated network of brokers (Mühl 000, §3.2 system model).
+"""A deterministic simulated network of brokers (Mühl 2002, "Large-Scale Content-Based
+Publish/Subscribe Systems", §3.2 system model).
 
 In-process :class:`~pubsift.core.broker.Broker` objects (the same code the networked runtime
 uses) are connected by FIFO links. A seeded scheduler delivers messages in simulated time:
@@ -8,9 +9,9 @@ Client-broker communication is local and instantaneous (§3.4). Every interface 
 (sub, unsub, adv, unadv, pub, notify) is recorded in :attr:`Network.trace` for the
 delivery oracle; ``quiet`` marks the points where no message was in flight.
 
-Counters: admin messages sent/processed per broker (``admin_sent``/``admin_processed``),
-notifications forwarded per directed link (``forwards``), routing-table sizes per broker
-(:meth:`Network.table_sizes`).
+Counters: admin messages sent in all (:meth:`Network.total_admin`) and processed per broker
+(:meth:`Network.admin_processed`), notifications forwarded per directed link (``forwards``),
+routing-table sizes per broker (:meth:`Network.table_sizes`).
 
 Typical use::
 
@@ -142,7 +143,6 @@ class Network:
         #: long benchmark runs)
         self.trace: list[TraceOp] = [] if record else _Discard()
         self.forwards: Counter[tuple[str, str]] = Counter()
-        self.admin_messages: Counter[tuple[str, str]] = Counter()
         self._events: list[tuple[float, int, str, Any]] = []
         self._seq = 0
         self._link_last: dict[tuple[str, str], float] = {}
@@ -184,8 +184,6 @@ class Network:
         link = (broker, neighbour)
         if isinstance(msg, Forward):
             self.forwards[link] += 1
-        else:
-            self.admin_messages[link] += 1
         t = max(self.now + self.rng.uniform(*self.delay), self._link_last.get(link, 0.0))
         self._link_last[link] = t
         self._in_flight += 1
@@ -239,9 +237,6 @@ class Network:
             self.trace.append(TraceOp(self.now, "quiet"))
 
     # -- faults (for self-stabilization experiments) ------------------------------------
-    def in_flight(self) -> list[tuple[str, str, BrokerMessage]]:
-        return [data for _, _, kind, data in self._events if kind == "msg"]
-
     def lose(self, fraction: float) -> int:
         """Lose a random ``fraction`` of the messages in flight; returns how many."""
         kept, lost = [], 0
@@ -267,9 +262,6 @@ class Network:
     def remote_entries(self, level: str = "S") -> int:
         """Σ|R|: remote routing entries over all brokers."""
         return sum(r for _, r in self.table_sizes(level).values())
-
-    def admin_sent(self) -> dict[str, int]:
-        return {name: b.admin_sent for name, b in self.brokers.items()}
 
     def admin_processed(self) -> dict[str, int]:
         return {name: b.admin_processed for name, b in self.brokers.items()}

@@ -1,6 +1,7 @@
 """The delivery oracle: the specification of publish/subscribe systems checked on a trace.
 
-Mühl 000, Def. 2.1 (and Def. 2.4 with advertisements); slides 002 §1.3-1.6. Over the
+Mühl 2002, "Large-Scale Content-Based Publish/Subscribe Systems", Def. 2.1 (and Def. 2.4 with
+advertisements); Conan, "Distributed Event-Based System — Addendum" (slides) §1.3-1.6. Over the
 trace of interface operations (:class:`~pubsift.core.network.TraceOp`) it keeps the
 specification variables S_X (active subscriptions), A_X (active advertisements) and P_X
 (published notifications) and checks

@@ -1,4 +1,5 @@
-"""A broker's routing table T_B for one filter model (Mühl 000, §3.3.1 and §3.5).
+"""A broker's routing table T_B for one filter model (Mühl 2002, "Large-Scale Content-Based
+Publish/Subscribe Systems", §3.3.1 and §3.5).
 
 A routing entry is a filter and a destination (a neighbour broker or a local client), plus
 a ``tag`` that only simple routing uses (§3.5.2: every subscription is uniquely
@@ -19,10 +20,13 @@ overlap (§3.6)         entries overlapping F                         ``overlapp
 =====================  ===========================================  ======================
 
 With leasing (§3.7.2) every entry has an expiry time; adding a present entry renews it.
+:func:`lease_expired` is the one test of a lease running out, :func:`entry_key` the one
+deterministic order of entries (destination, then the filter's ``repr``).
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator
+from functools import cached_property
 from typing import NamedTuple
 
 from pubsift.core.model import Event, Filter, FilterModel
@@ -33,6 +37,18 @@ class Entry(NamedTuple):
     filter: Filter
     dest: str
     tag: Hashable = None
+
+
+def entry_key(e: Entry) -> tuple[str, str]:
+    """The deterministic order of routing entries: by destination, then by ``repr`` of the
+    filter (filters need not be ordered among themselves)."""
+    return (e.dest, repr(e.filter))
+
+
+def lease_expired(expiry: float, now: float) -> bool:
+    """Whether a lease granted until ``expiry`` has run out at time ``now`` (Mühl 2002,
+    "Large-Scale Content-Based Publish/Subscribe Systems", §3.7.2)."""
+    return expiry <= now
 
 
 class RoutingTable:
@@ -48,6 +64,26 @@ class RoutingTable:
         self._index = model.new_index()
         self._by_dest: dict[str, set[Entry]] = {}
         self.expiry: dict[Entry, float] = {}
+        self._constant = False
+
+    # -- constant entries ---------------------------------------------------------------
+    def install_constant(self) -> None:
+        """Initialize the table with the constant entries {(F_T, U) | U ∈ N_B}, F_T(n) = true
+        (flooding, Mühl 2002, "Large-Scale Content-Based Publish/Subscribe Systems",
+        §3.5.1). They follow N_B as neighbours connect, match every notification, and are
+        part of the algorithm rather than of its state: no lease, no removal, not counted
+        in :meth:`sizes`, not in the index queries (F_T is no filter of the model). They
+        show in :meth:`destinations` only, as N_B."""
+        self._constant = True
+
+    @cached_property
+    def parts(self) -> RoutingTable:
+        """The subscriptions the entries stand for, where an entry stands for several
+        (merging, Mühl 2002, "Large-Scale Content-Based Publish/Subscribe Systems",
+        §3.5.5): a table of its own over the same model, N_B, lease period and clock, so
+        the parts have their index and their leases (§3.7.2: a merger is renewed through
+        its parts) in the same place and form as the entries. Made on first use."""
+        return RoutingTable(self.model, self.neighbours, self.lease, self.clock)
 
     # -- content ------------------------------------------------------------------------
     def add(self, f: Filter, dest: str, tag: Hashable = None) -> bool:
@@ -57,8 +93,12 @@ class RoutingTable:
         if new:
             self._index.add(f, e)
             self._by_dest.setdefault(dest, set()).add(e)
-        self.expiry[e] = self.clock() + self.lease if self.lease is not None else float("inf")
+        self.expiry[e] = self.lease_end()
         return new
+
+    def lease_end(self) -> float:
+        """When a lease granted (or renewed) now runs out: now + π, never without leasing."""
+        return self.clock() + self.lease if self.lease is not None else float("inf")
 
     def remove(self, e: Entry) -> bool:
         """Remove entry ``e`` if present; returns whether it was present."""
@@ -81,15 +121,8 @@ class RoutingTable:
     def __iter__(self) -> Iterator[Entry]:
         return iter(list(self.expiry))
 
-    def entries(self, dest: str) -> set[Entry]:
-        """Q_B^O(D) as entries: everything held for destination ``dest``."""
-        return set(self._by_dest.get(dest, ()))
-
     def filters(self, dest: str) -> list[Filter]:
         return [e.filter for e in self._by_dest.get(dest, ())]
-
-    def dests(self) -> set[str]:
-        return set(self._by_dest)
 
     def sizes(self) -> tuple[int, int]:
         """(local entries, remote entries): entries for local clients and for neighbours."""
@@ -98,12 +131,16 @@ class RoutingTable:
 
     def expired(self, now: float) -> list[Entry]:
         """Entries whose lease ran out by ``now`` (§3.7.3)."""
-        return [e for e, t in self.expiry.items() if t <= now]
+        return [e for e, t in self.expiry.items() if lease_expired(t, now)]
 
     # -- Mühl's sets, through the index -------------------------------------------------
     def destinations(self, event: Event) -> set[str]:
-        """F_B(n): every destination with an entry matching ``event`` (3.2)."""
-        return {e.dest for e in self._index.match(event)}
+        """F_B(n): every destination with an entry matching ``event`` (3.2), the constant
+        entries included."""
+        dests = {e.dest for e in self._index.match(event)}
+        if self._constant:
+            dests |= self.neighbours
+        return dests
 
     def identical(self, f: Filter, dest: str | None = None) -> set[Entry]:
         """C_B^I(F, D) (3.13); all destinations when ``dest`` is None."""
@@ -143,9 +180,9 @@ class RoutingTable:
         different destinations would otherwise each count on the other to renew the
         neighbours' leases, and those leases would expire; with a fixed rank exactly one
         of them renews every neighbour that neither really covers."""
-        key = _rank(e)
+        key = entry_key(e)
         real = {g for g in blocking
-                if g != e and (_rank(g) < key or not self.model.covers(e.filter, g.filter))}
+                if g != e and (entry_key(g) < key or not self.model.covers(e.filter, g.filter))}
         return self._free(real, None)
 
     def _free(self, blocking: set[Entry], ignore: Entry | None) -> set[str]:
@@ -156,10 +193,6 @@ class RoutingTable:
         if len(dests) == 1:
             return dests & self.neighbours
         return set()
-
-
-def _rank(e: Entry) -> tuple[str, str]:
-    return (e.dest, repr(e.filter))
 
 
 def _at(entries: set[Entry], dest: str | None) -> set[Entry]:

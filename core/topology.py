@@ -1,4 +1,5 @@
-"""Broker topologies: connected acyclic graphs G = (V, E) (Mühl 000, §3.2).
+"""Broker topologies: connected acyclic graphs G = (V, E) (Mühl 2002, "Large-Scale Content-Based
+Publish/Subscribe Systems", §3.2).
 
 :func:`hierarchy` is the topology of Mühl's experiments (ch. 6): a root router with three
 children per router, four levels of routers (1 + 3 + 9 + 27 = 40), one local broker

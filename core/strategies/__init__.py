@@ -1,4 +1,5 @@
-"""Routing strategies (Mühl 000, §3.5), each an ``administer`` for one routing table.
+"""Routing strategies (Mühl 2002, "Large-Scale Content-Based Publish/Subscribe Systems", §3.5),
+each an ``administer`` for one routing table.
 
 ``STRATEGIES`` maps names to factories ``(table, is_local) -> Strategy``; a broker is given
 a name or a factory, so a new strategy is a new module and an entry here (or a factory
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from functools import partial
 
 from pubsift.core.routing_table import RoutingTable
-from pubsift.core.strategies.base import Outbox, Strategy, generate
+from pubsift.core.strategies.base import Outbox, Strategy, activation, generate
 from pubsift.core.strategies.covering import Covering
 from pubsift.core.strategies.flooding import Flooding
 from pubsift.core.strategies.identity import Identity
@@ -40,4 +41,4 @@ def strategy_factory(name: str | StrategyFactory) -> StrategyFactory:
 
 
 __all__ = ["Covering", "Flooding", "Identity", "Merging", "Outbox", "STRATEGIES", "Simple",
-           "Strategy", "StrategyFactory", "generate", "strategy_factory"]
+           "Strategy", "StrategyFactory", "activation", "generate", "strategy_factory"]

@@ -1,4 +1,5 @@
-"""The contract of a routing strategy: Mühl's ``administer`` (000, §3.4, Fig. 3.6).
+"""The contract of a routing strategy: Mühl's ``administer`` (Mühl 2002, "Large-Scale
+Content-Based Publish/Subscribe Systems", §3.4, Fig. 3.6).
 
 A strategy owns the routing entries of one routing table (one model, one level) and decides
 which admin messages a subscription change causes. The broker hardwires everything else
@@ -57,10 +58,9 @@ class Strategy(ABC):
                  active: Callable[[Filter], bool]) -> list[Routed]:
         """Subscriptions to send to ``neighbour`` now that its new advertisements overlap the
         ``candidates`` (§3.6). ``active(F)``: F overlaps one of the neighbour's current
-        advertisements. Default (covering): skip a candidate covered by an entry from
-        another destination that was active before, or by another candidate (a real
-        cover, or an identical one earlier in the list)."""
-        return _activate(self, neighbour, candidates, active, self.table.covering)
+        advertisements. Default (covering-based): :func:`activation` with covering
+        entries as blockers."""
+        return activation(self, neighbour, candidates, active, self.table.covering)
 
     def drop(self, entries: Iterable[Entry]) -> None:
         """Remove entries silently (unserviceable after an unadvertisement, or expired)."""
@@ -72,9 +72,15 @@ class Strategy(ABC):
         self.drop(self.table.expired(now))
 
 
-def _activate(strategy: Strategy, neighbour: str, candidates: Sequence[Entry],
-              active: Callable[[Filter], bool],
-              blockers: Callable[[Filter], Collection[Entry]]) -> list[Routed]:
+def activation(strategy: Strategy, neighbour: str, candidates: Sequence[Entry],
+               active: Callable[[Filter], bool],
+               blockers: Callable[[Filter], Collection[Entry]]) -> list[Routed]:
+    """The activation step of Mühl 2002, "Large-Scale Content-Based Publish/Subscribe
+    Systems", §3.6, shared by covering- and identity-based routing: the candidates to send
+    to ``neighbour``, skipping one that an entry of ``blockers(F)`` makes redundant — an
+    entry from another destination that was ``active`` before, or another candidate (a
+    real cover, or an identical one earlier in the list). ``blockers`` is the table's
+    ``covering`` (covering-based routing) or ``identical`` (identity-based routing)."""
     rank = {e: i for i, e in enumerate(candidates)}
     out: list[Routed] = []
     for e in candidates:

@@ -1,4 +1,5 @@
-"""Routing based on filter covering (Mühl 000, §3.5.4, Fig. 3.22).
+"""Routing based on filter covering (Mühl 2002, "Large-Scale Content-Based Publish/Subscribe
+Systems", §3.5.4, Fig. 3.22).
 
 * A subscription F from S is forwarded to D_B^U(F) \\ {S}; from a neighbour it first
   replaces the entries of S that it covers (C_B^L(F, S)).
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 from pubsift.core.messages import Routed
 from pubsift.core.model import Filter
-from pubsift.core.routing_table import Entry
+from pubsift.core.routing_table import Entry, entry_key
 from pubsift.core.strategies.base import Outbox, Strategy, generate
 
 Sends = list[tuple[Routed, str]]
@@ -66,7 +67,7 @@ class Covering(Strategy):
         pending: dict[Entry, None] = {}
         for f in unsubs:
             fu.extend(((f, None), h) for h in sorted(self.table.d_upper(f) - {sender}))
-            for e in sorted(self.table.covered(f) - self.table.identical(f), key=_order):
+            for e in sorted(self.table.covered(f) - self.table.identical(f), key=entry_key):
                 pending[e] = None                                  # P ∪= C^L(F) \ C^I(F)
         for g in uncovered:
             self.table.add(g, sender)
@@ -83,7 +84,3 @@ class Covering(Strategy):
                 targets.discard(e.dest)
             fs.extend(((e.filter, None), h) for h in sorted(targets))
         return fs, fu
-
-
-def _order(e: Entry) -> tuple[str, str]:
-    return (e.dest, repr(e.filter))

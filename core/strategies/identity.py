@@ -1,4 +1,5 @@
-"""Routing based on filter identity (Mühl 000, §3.5.3, Figs. 3.13/3.14).
+"""Routing based on filter identity (Mühl 2002, "Large-Scale Content-Based Publish/Subscribe
+Systems", §3.5.3, Figs. 3.13/3.14).
 
 A subscription is not forwarded to a neighbour that already got an identical one; an
 unsubscription is not forwarded while another destination holds an identical subscription.
@@ -10,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pubsift.core.messages import Routed
 from pubsift.core.model import Filter
 from pubsift.core.routing_table import Entry
-from pubsift.core.strategies.base import Outbox, Strategy, _activate, generate
+from pubsift.core.strategies.base import Outbox, Strategy, activation, generate
 
 
 class Identity(Strategy):
@@ -40,4 +41,4 @@ class Identity(Strategy):
 
     def activate(self, neighbour: str, candidates: Sequence[Entry],
                  active: Callable[[Filter], bool]) -> list[Routed]:
-        return _activate(self, neighbour, candidates, active, self.table.identical)
+        return activation(self, neighbour, candidates, active, self.table.identical)

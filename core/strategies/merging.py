@@ -1,13 +1,16 @@
-"""Routing based on filter merging (Mühl 000, §3.5.5), built on covering-based routing.
+"""Routing based on filter merging (Mühl 2002, "Large-Scale Content-Based Publish/Subscribe
+Systems", §3.5.5), built on covering-based routing.
 
 Each broker merges only entries of the *same* destination D into perfect mergers
-(N(M) = ∪ N(F_i)). It keeps, per destination, the filters covering-based routing would
-hold (``raw``: for a neighbour, a subscription replaces the filters it covers; for a local
-client, subscriptions are independent) and a *view*: the routing entries, each a merger
-with the raw filters it stands for. After every change the view is recomputed: mergers
-whose parts are all still there stay, the others are cancelled and their remaining parts
-are merged again. The difference between the old and the new view is then forwarded as
-covering-based routing forwards a change:
+(N(M) = ∪ N(F_i)). The filters covering-based routing would hold (the *parts*: for a
+neighbour, a subscription replaces the filters it covers; for a local client,
+subscriptions are independent) live in the table's own parts table
+(:attr:`RoutingTable.parts <pubsift.core.routing_table.RoutingTable.parts>`), with their
+index and their leases; the strategy keeps, per destination, only the *view*: the routing
+entries, each a merger with the parts it stands for. After every change the view is
+recomputed: mergers whose parts are all still there stay, the others are cancelled and
+their remaining parts are merged again. The difference between the old and the new view
+is then forwarded as covering-based routing forwards a change:
 
 * only additions, each old entry covered by a new one (a new or extended merger, or a
   subscription covering a whole merger — cancellation case 1): forwarded as subscriptions,
@@ -35,7 +38,7 @@ from dataclasses import dataclass, field
 
 from pubsift.core.messages import Routed
 from pubsift.core.model import Filter
-from pubsift.core.routing_table import Entry, RoutingTable
+from pubsift.core.routing_table import Entry, RoutingTable, entry_key
 from pubsift.core.strategies.base import Outbox, generate
 from pubsift.core.strategies.covering import Covering
 
@@ -44,12 +47,11 @@ Parts = frozenset
 
 @dataclass
 class _Destination:
-    """What merging-based routing keeps for one destination."""
-    #: raw filter -> lease expiry
-    raw: dict[Filter, float] = field(default_factory=dict)
-    #: view filter (a routing entry) -> (raw filters it stands for, imperfect?)
+    """The view of one destination: which parts (entries of ``table.parts``) each merger
+    (an entry of the table) stands for. Entries, parts and their leases live in the table."""
+    #: view filter (a routing entry) -> (parts it stands for, imperfect?)
     view: dict[Filter, tuple[Parts, bool]] = field(default_factory=dict)
-    #: raw filter -> the view filter holding it
+    #: part -> the view filter holding it
     holder: dict[Filter, Filter] = field(default_factory=dict)
 
 
@@ -78,34 +80,20 @@ class Merging(Covering):
         self.bound = bound
         self.imperfect_mergers = 0
         self.dests: dict[str, _Destination] = {}
-        self._raw_index = self.model.new_index()
+        self.parts = table.parts
 
-    # -- raw filters of a destination ---------------------------------------------------
+    # -- parts of a destination -----------------------------------------------------------
     def _state(self, dest: str) -> _Destination:
         st = self.dests.get(dest)
         if st is None:
             st = self.dests[dest] = _Destination()
         return st
 
-    def _raw_add(self, st: _Destination, dest: str, f: Filter) -> bool:
-        """Insert (or renew) raw filter f of ``dest``; True if it is new."""
-        new = f not in st.raw
-        if new and not self.is_local(dest):                # only neighbours' are queried
-            self._raw_index.add(f, (f, dest))
-        st.raw[f] = (self.table.clock() + self.table.lease if self.table.lease is not None
-                     else float("inf"))
-        return new
+    def _has_part(self, dest: str, f: Filter) -> bool:
+        return Entry(f, dest) in self.parts
 
-    def _raw_remove(self, st: _Destination, dest: str, f: Filter) -> bool:
-        if f not in st.raw:
-            return False
-        del st.raw[f]
-        if not self.is_local(dest):
-            self._raw_index.remove(f, (f, dest))
-        return True
-
-    def _raw_covered(self, dest: str, f: Filter) -> list[Filter]:
-        return [g for g, d in self._raw_index.covered_by(f) if d == dest]
+    def _parts_covered(self, dest: str, f: Filter) -> list[Filter]:
+        return [e.filter for e in sorted(self.parts.covered(f, dest), key=entry_key)]
 
     # -- administer ---------------------------------------------------------------------
     def administer(self, sender: str, subs: Sequence[Routed], unsubs: Sequence[Routed]) -> Outbox:
@@ -117,17 +105,17 @@ class Merging(Covering):
         gone: dict[Filter, None] = {}
         fresh: dict[Filter, None] = {}
         for f in unsub_fs:
-            for g in (self._raw_covered(sender, f) if neighbour else [f]):
-                if self._raw_remove(st, sender, g):
+            for g in (self._parts_covered(sender, f) if neighbour else [f]):
+                if self.parts.remove(Entry(g, sender)):
                     gone[g] = None
                     fresh.pop(g, None)
         for f in sub_fs:
             if neighbour:
-                for g in self._raw_covered(sender, f):
-                    if g != f and self._raw_remove(st, sender, g):
+                for g in self._parts_covered(sender, f):
+                    if g != f and self.parts.remove(Entry(g, sender)):
                         gone[g] = None
                         fresh.pop(g, None)
-            if self._raw_add(st, sender, f):
+            if self.parts.add(f, sender):                  # new, or its lease renewed
                 fresh[f] = None
         change = self._update(sender, st, gone, fresh)
         removed, added = change.removed(st.view), change.added(st.view)
@@ -146,7 +134,8 @@ class Merging(Covering):
         by the forwarding step, which computes D^U without them)."""
         for f in removed:
             self.table.remove(Entry(f, dest))
-        if not self.dests[dest].raw and not self.dests[dest].view:
+        st = self.dests[dest]
+        if not st.view and not st.holder:
             del self.dests[dest]
 
     def _update(self, dest: str, st: _Destination, gone: Iterable[Filter],
@@ -163,13 +152,13 @@ class Merging(Covering):
             change.cancelled[g] = None
             for q in sorted(parts - {p}, key=repr):
                 st.holder.pop(q, None)
-                if q in st.raw:
+                if self._has_part(dest, q):
                     loose[q] = None
         for f in new:
             if f not in st.holder:
                 loose[f] = None
         for f in loose:
-            if f in st.raw and f not in st.holder:
+            if f not in st.holder and self._has_part(dest, f):
                 self._place(dest, st, change, f, Parts([f]), False)
         return change
 
@@ -235,22 +224,21 @@ class Merging(Covering):
                 parts, _ = st.view.pop(e.filter)
                 for p in parts:
                     st.holder.pop(p, None)
-                    self._raw_remove(st, e.dest, p)
-                if not st.raw and not st.view:
+                    self.parts.remove(Entry(p, e.dest))
+                if not st.view and not st.holder:
                     del self.dests[e.dest]
             self.table.remove(e)
 
     def expire(self, now: float) -> None:
-        """Leases belong to the raw subscriptions (§3.7.2: mergers are renewed through
-        their parts); expired parts leave their mergers, which are recomputed silently.
-        Table entries that stand for no raw subscription (garbage) expire with their own
-        lease."""
-        for dest, st in list(self.dests.items()):
-            gone = [f for f, t in st.raw.items() if t <= now]
-            if not gone:
-                continue
-            for f in gone:
-                self._raw_remove(st, dest, f)
+        """Leases belong to the parts (§3.7.2: mergers are renewed through their parts);
+        expired parts leave their mergers, which are recomputed silently. Table entries
+        that stand for no part (garbage) expire with their own lease."""
+        expired: dict[str, list[Filter]] = {}
+        for e in self.parts.expired(now):
+            self.parts.remove(e)
+            expired.setdefault(e.dest, []).append(e.filter)
+        for dest, gone in expired.items():
+            st = self._state(dest)
             change = self._update(dest, st, gone, ())
             self._uninstall(dest, change.removed(st.view))
             for f in change.added(st.view):

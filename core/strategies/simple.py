@@ -1,4 +1,5 @@
-"""Simple filter-based routing (Mühl 000, §3.5.2, Fig. 3.8).
+"""Simple filter-based routing (Mühl 2002, "Large-Scale Content-Based Publish/Subscribe
+Systems", §3.5.2, Fig. 3.8).
 
 Every (un)subscription is flooded to every broker. The only assumption is that each
 subscription is uniquely identified: an entry is tagged with the client that issued it, so
