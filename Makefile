@@ -9,15 +9,15 @@ PIP    := $(VENV)/bin/pip
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit("pubsift needs Python >= 3.11, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
+	$(PIP) install -qq --upgrade pip
 
 # Reinstall only when pyproject.toml changed (the stamp records the last install).
 $(VENV)/.stamp-run: pyproject.toml | $(PY)
-	$(PIP) install -q -e '.[spark]'
+	$(PIP) install -qq -e '.[spark]'
 	@touch $@
 
 $(VENV)/.stamp-dev: pyproject.toml | $(PY)
-	$(PIP) install -q -e '.[dev]'
+	$(PIP) install -qq -e '.[dev]'
 	@touch $@ $(VENV)/.stamp-run
 
 install: $(VENV)/.stamp-run

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from pubsift.models.xml.parsing import DEFAULT_LIMITS, ParseLimits, hardened_options
+from pubsift.models.xml.parsing import (DEFAULT_LIMITS, ParseLimits, hardened_iterparse,
+                                        hardened_options)
 
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 RSS1 = "http://purl.org/rss/1.0/"
@@ -119,8 +120,8 @@ def kind_of(head: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> Kind | None:
     sniffs; enough when they hold the root's start tag), read with the hardened settings;
     None when no root element starts in them."""
     try:
-        for _, root in etree.iterparse(io.BytesIO(head), events=("start",),
-                                       **hardened_options(limits)):
+        for _, root in hardened_iterparse(io.BytesIO(head), hardened_options(limits),
+                                          events=("start",)):
             return detect(root.tag, root.nsmap)
     except etree.XMLSyntaxError:
         return None

@@ -45,6 +45,8 @@ from dataclasses import dataclass
 
 from lxml import etree
 
+from pubsift.models.xml.parsing import hardened_parser, hardened_pull_parser
+
 #: strict parses of a cut document before giving up (each marks at least one more item)
 MAX_ATTEMPTS = 64
 _DECLARATION = re.compile(r"<\?xml[ \t\r\n][^>]*\?>")
@@ -196,7 +198,7 @@ def salvage(data: bytes, find: Callable[[etree._Element], list], options: Mappin
     it is lost whole (see the module docstring). ``options``: the hardened parser options
     of the strict parses; ``recover``: a hardened parser in recovery mode (used only to
     delimit); ``classify``: the reason and problem of a strict parse's error."""
-    strict = etree.XMLParser(**options)
+    strict = hardened_parser(huge=bool(options.get("huge_tree")))
     try:
         probe = etree.fromstring(data, recover)
     except etree.XMLSyntaxError:
@@ -336,7 +338,7 @@ def _debris(items: list, broken: dict) -> XmlProblem | None:
 def _open_elements(text: str, options: Mapping) -> list | None:
     """The elements still open at the end of ``text`` (outermost first), read strictly
     with the hardened ``options``; None when the text has an error before its end."""
-    pull = etree.XMLPullParser(events=("start", "end"), **options)
+    pull = hardened_pull_parser(options, events=("start", "end"))
     stack: list = []
     try:
         pull.feed(text)

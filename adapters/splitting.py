@@ -34,6 +34,7 @@ from lxml import etree
 from pubsift.adapters.feeds import Kind
 from pubsift.adapters.readers import ReadError
 from pubsift.adapters.source import SourceError
+from pubsift.models.xml.parsing import hardened_iterparse
 
 _NAME = r"[A-Za-z_][\w.\-]*"
 _SPLIT = re.compile(rf"(?:\{{(?P<uri>[^{{}}]*)\}}|(?P<prefix>{_NAME}):)?(?P<local>{_NAME})\Z")
@@ -250,7 +251,7 @@ def stream_skeleton(fh: BinaryIO, selector: Selector, options: Mapping,
     skeleton = Skeleton()
     pending = None
     stream = fh if budget is None else _Budget(fh, budget)
-    parse = etree.iterparse(stream, events=("start", "end"), tag=selector.tag, **options)
+    parse = hardened_iterparse(stream, options, events=("start", "end"), tag=selector.tag)
     started = None      # the outermost item started and not ended
     try:
         for event, el in parse:
@@ -292,7 +293,7 @@ def stream_items(fh: BinaryIO, selector: Selector, options: Mapping,
     pending = None
     k = 0
     try:
-        for _, el in etree.iterparse(fh, events=("end",), tag=selector.tag, **options):
+        for _, el in hardened_iterparse(fh, options, events=("end",), tag=selector.tag):
             if pending is not None:
                 yield k - 1, pending
                 pending = None

@@ -91,8 +91,9 @@ from pubsift.core.model import FilterModel
 from pubsift.models.xml import XmlModel
 from pubsift.models.xml.parsing import (MAX_DEPTH_CEILING, ParseLimits, XmlEvent,
                                         check_depth, check_entities,
-                                        check_entity_declarations, hardened_options,
-                                        hardened_parser, parser_depth_ceiling)
+                                        check_entity_declarations, hardened_iterparse,
+                                        hardened_options, hardened_parser,
+                                        parser_depth_ceiling)
 
 _E = etree.ErrorTypes
 #: libxml2 errors about the bytes' encoding (invalid bytes, unknown or unsupported names)
@@ -437,10 +438,8 @@ class _Reading:
         # recovery only delimits the items; an item beyond libxml2's plain depth (256)
         # ends its parse, so that one delimits with huge_tree (2048 levels), still
         # hardened otherwise; the events come from strict parses with the real limits
-        options = hardened_options(self.limits.xml)
-        if reason == "xml-too-deep":
-            options["huge_tree"] = True
-        recover = etree.XMLParser(recover=True, **options)
+        recover = hardened_parser(self.limits.xml, recover=True,
+                                  huge=True if reason == "xml-too-deep" else None)
         # which elements are items is told by the recovered root (a named split: its tag)
         sels: list[Selector | None] = []
 
@@ -484,8 +483,8 @@ class _Reading:
         options = hardened_options(self.limits.xml)
         try:
             with self.inp.open() as fh:
-                root = next((el for _, el in etree.iterparse(fh, events=("start",),
-                                                              **options)), None)
+                root = next((el for _, el in hardened_iterparse(fh, options,
+                                                                 events=("start",))), None)
                 if root is None:
                     yield self.whole("xml-syntax", "empty XML document")
                     return

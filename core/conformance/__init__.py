@@ -8,7 +8,8 @@ A model package subclasses :class:`ModelConformance` (or the parts it wants:
 The pytest plugin :mod:`pubsift.core.conformance.plugin` supplies the defaults.
 
 This package imports hypothesis only when a base class is first used, so that the plugin
-stays cheap in every pytest run.
+stays cheap in every pytest run and loads where hypothesis is not installed (the kit's
+dependencies are the ``kit`` extra: ``pip install 'pubsift[kit]'``).
 """
 from __future__ import annotations
 
@@ -31,5 +32,12 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        try:
+            module = importlib.import_module(_LAZY[name])
+        except ModuleNotFoundError as exc:
+            if exc.name not in ("hypothesis", "pytest"):
+                raise
+            raise ImportError(f"pubsift's conformance kit needs {exc.name}, which is not "
+                              "installed: pip install 'pubsift[kit]'") from exc
+        return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,8 +4,10 @@ Loaded by every pytest run wherever pubsift is installed, so it imports nothing 
 (hypothesis is imported inside the ``conformance_settings`` fixture only). It registers the
 ``conformance`` marker and the ini option ``pubsift_conformance_examples``, and provides the
 default fixtures of the kit. Plugin fixtures have the lowest precedence: a model's
-``conftest.py``, test module or test class overrides them. The four a model must provide
-fail with a message saying what to provide.
+``conftest.py``, test module or test class overrides them. The three a model must provide
+(``model``, ``filter_strategy``, ``event_strategy``) may also be given as attributes of the
+test class (``model_name``, ``filters``, ``events``); when neither is there they fail with
+a message saying what to provide.
 """
 from __future__ import annotations
 
@@ -22,11 +24,11 @@ INI_EXAMPLES = "pubsift_conformance_examples"
 DEFAULT_EXAMPLES = 40
 
 _REQUIRED = {
-    "model": "the FilterModel instance under test, e.g. `return load_model(\"mymodel\")`",
-    "filter_strategy": "a hypothesis strategy generating the model's filters",
-    "event_strategy": "a hypothesis strategy generating the model's (parsed) events",
-    "matching_event": "a callable f -> hypothesis strategy of events that match filter f "
-                      "(or None when it cannot build one), so soundness checks are not vacuous",
+    "model": ("the FilterModel instance under test, e.g. `return load_model(\"mymodel\")`",
+              "model_name"),
+    "filter_strategy": ("a hypothesis strategy generating the model's filters", "filters"),
+    "event_strategy": ("a hypothesis strategy generating the model's (parsed) events",
+                       "events"),
 }
 
 
@@ -53,34 +55,49 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xfail(reason=known[name], strict=False))
 
 
-def _missing(name: str) -> Any:
-    pytest.fail(
-        f"pubsift conformance kit: provide a `{name}` fixture ({_REQUIRED[name]}) in your "
-        "conftest.py, test module or test class; see docs/conformance.md", pytrace=False)
+def _from_class(request: pytest.FixtureRequest, fixture: str) -> Any:
+    """The test class's attribute standing for ``fixture`` (``model_name``, ``filters``,
+    ``events``), or a failure saying what to provide."""
+    what, attribute = _REQUIRED[fixture]
+    value = getattr(request.cls, attribute, None)
+    if value is None:
+        pytest.fail(
+            f"pubsift conformance kit: provide a `{fixture}` fixture ({what}) in your "
+            f"conftest.py, test module or test class, or set `{attribute}` on the test "
+            "class; see docs/conformance.md", pytrace=False)
+    return value
 
 
 @pytest.fixture
-def model() -> Any:
-    """The filter model under test (must be provided by the model's tests)."""
-    return _missing("model")
+def model(request: pytest.FixtureRequest) -> Any:
+    """The filter model under test: the fixture of the model's tests, else the model
+    registered under the test class's ``model_name`` (entry point ``pubsift.models``)."""
+    from pubsift.core.registry import load_model
+
+    return load_model(_from_class(request, "model"))
 
 
 @pytest.fixture
-def filter_strategy() -> Any:
-    """Strategy of filters (must be provided by the model's tests)."""
-    return _missing("filter_strategy")
+def filter_strategy(request: pytest.FixtureRequest) -> Any:
+    """Strategy of filters: the fixture of the model's tests, else the test class's
+    ``filters``."""
+    return _from_class(request, "filter_strategy")
 
 
 @pytest.fixture
-def event_strategy() -> Any:
-    """Strategy of events (must be provided by the model's tests)."""
-    return _missing("event_strategy")
+def event_strategy(request: pytest.FixtureRequest) -> Any:
+    """Strategy of events: the fixture of the model's tests, else the test class's
+    ``events``."""
+    return _from_class(request, "event_strategy")
 
 
 @pytest.fixture
-def matching_event() -> Any:
-    """f -> strategy of events matching f (must be provided by the model's tests)."""
-    return _missing("matching_event")
+def matching_event(model: Any, event_strategy: Any) -> Any:
+    """f -> strategy of events matching f. Default: the events of ``event_strategy`` that
+    match f (every event the kit builds is verified with ``matches`` anyway). Provide a
+    builder when random events rarely match a filter: hypothesis then gives up on the
+    example, and a claimed relation that never met a matching event fails as vacuous."""
+    return lambda f: event_strategy.filter(lambda e: model.matches(f, e))
 
 
 @pytest.fixture

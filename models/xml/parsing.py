@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from lxml import etree
 
@@ -80,21 +82,51 @@ def huge_tree(limits: ParseLimits) -> bool:
 
 def hardened_options(limits: ParseLimits = DEFAULT_LIMITS) -> dict:
     """The keyword arguments that make lxml parsing hardened, the one definition used by
-    :func:`hardened_parser`, :func:`parse_document` and the streaming readers
-    (``etree.iterparse(source, **hardened_options(limits))``; issue 11 §1): no network
-    access, no DTD loading or validation, no entity substitution, ``huge_tree`` only as
-    far as ``limits`` allow. What libxml2 parses under these options is then checked by
+    every parser of the project (:func:`hardened_parser`, :func:`hardened_iterparse`,
+    :func:`hardened_pull_parser`; issue 11 §1, issue 13 §3): no network access, no DTD
+    loading or validation, no entity substitution, ``huge_tree`` only as far as ``limits``
+    allow. What libxml2 parses under these options is then checked by
     :func:`check_entities` and :func:`check_depth`."""
     return {"resolve_entities": False, "no_network": True, "load_dtd": False,
             "dtd_validation": False, "huge_tree": huge_tree(limits)}
 
 
+def _options(options: Mapping[str, Any] | None) -> dict:
+    """:func:`hardened_options` with only ``huge_tree`` taken from ``options`` (the
+    hardened ones of some limits, possibly with ``huge_tree`` raised to delimit a
+    document that is too deep): nothing a caller passes turns the hardening off."""
+    hardened = hardened_options()
+    if options is not None:
+        hardened["huge_tree"] = bool(options.get("huge_tree", hardened["huge_tree"]))
+    return hardened
+
+
 def hardened_parser(limits: ParseLimits = DEFAULT_LIMITS, *,
-                    recover: bool = False) -> etree.XMLParser:
+                    recover: bool = False, huge: bool | None = None) -> etree.XMLParser:
     """A new lxml parser with :func:`hardened_options`. ``recover=True`` (libxml2's
     recovery mode, still hardened) is for readers that salvage the well-formed parts of a
-    broken document; its ``error_log`` lists what was repaired."""
-    return etree.XMLParser(recover=recover, **hardened_options(limits))
+    broken document; its ``error_log`` lists what was repaired. ``huge=True`` parses up to
+    libxml2's ceiling whatever ``limits`` say (to delimit a document refused as too
+    deep)."""
+    options = hardened_options(limits)
+    if huge is not None:
+        options["huge_tree"] = huge
+    return etree.XMLParser(recover=recover, **options)
+
+
+def hardened_iterparse(source: Any, options: Mapping[str, Any] | None = None,
+                       **kwargs: Any) -> etree.iterparse:
+    """``etree.iterparse(source, **kwargs)`` (``events``, ``tag``) under
+    :func:`hardened_options`; ``options``: the hardened options of the caller's limits
+    (only their ``huge_tree`` is used). The streaming readers parse with it."""
+    return etree.iterparse(source, **kwargs, **_options(options))
+
+
+def hardened_pull_parser(options: Mapping[str, Any] | None = None,
+                         **kwargs: Any) -> etree.XMLPullParser:
+    """``etree.XMLPullParser(**kwargs)`` (``events``) under :func:`hardened_options`, as
+    :func:`hardened_iterparse`."""
+    return etree.XMLPullParser(**kwargs, **_options(options))
 
 
 class XmlEvent:

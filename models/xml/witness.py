@@ -20,6 +20,7 @@ from pubsift.models.records import relations
 from pubsift.models.records.constraints import Op
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, Node, XPathFilter
 from pubsift.models.xml.numbers import format_number
+from pubsift.models.xml.parsing import hardened_parser
 from pubsift.models.xml.predicates import ANY, NUM, SELF, TEXT, Pred
 
 NAMES = ("a", "b", "c", "d")
@@ -151,7 +152,7 @@ def witness(f: XPathFilter, rnd: random.Random | None = None,
         return None  # positional fillers at the top: a document has one root element
     xml = etree.tostring(root)
     ns = f.namespaces()
-    doc = etree.fromstring(xml)
+    doc = etree.fromstring(xml, hardened_parser(huge=True))
     if not etree.XPath(f.xpath(), namespaces=ns)(doc.getroottree()):
         return None
     return xml

@@ -122,6 +122,79 @@ def test_bad_input_is_named(model, tmp_path):
     assert refused.reason == "xml-entity"     # the xml model's hardened parser refuses it
 
 
+UBL_NS = ('xmlns="urn:oasis:names:specification:ubl:schema:xsd:Order-2" '
+          'xmlns:cbc="urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-2" '
+          'xmlns:cac="urn:oasis:names:specification:ubl:schema:xsd:'
+          'CommonAggregateComponents-2"')
+UBL_LINE = ('<cac:OrderLine><cac:LineItem><cbc:ID>1</cbc:ID><cbc:Quantity unitCode="KGM">3'
+            '</cbc:Quantity><cbc:LineExtensionAmount currencyID="GBP">10'
+            '</cbc:LineExtensionAmount></cac:LineItem></cac:OrderLine>')
+
+
+def _ubl(doctype, note="&x;"):
+    return (f'<?xml version="1.0"?>{doctype}<Order {UBL_NS}><cbc:Note>{note}</cbc:Note>'
+            f'{UBL_LINE}</Order>')
+
+
+@pytest.fixture
+def listener():
+    """A local TCP port that records whether anything connected (a DTD or entity fetch)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        s.setblocking(False)
+        yield s
+
+
+def _connected(listener):
+    try:
+        listener.accept()[0].close()
+    except BlockingIOError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("stream_above", [32 << 20, 1], ids=["whole", "streamed"])
+@pytest.mark.parametrize("doctype, message", [
+    ('<!DOCTYPE Order [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+     '<!ENTITY x "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>', "entity declaration 'a' refused"),
+    ('<!DOCTYPE Order [<!ENTITY x SYSTEM "file:///etc/passwd">]>',
+     "external entity 'x' refused"),
+    ('<!DOCTYPE Order [<!ENTITY x SYSTEM "http://127.0.0.1:{port}/x">]>',
+     "external entity 'x' refused"),
+    ('<!DOCTYPE Order [<!ENTITY % p SYSTEM "http://127.0.0.1:{port}/p.dtd"> %p;]>',
+     "external entity 'p' refused"),
+    ('<!DOCTYPE Order SYSTEM "http://127.0.0.1:{port}/order.dtd">', "reference to entity &x;"),
+], ids=["billion-laughs", "xxe-file", "xxe-http", "parameter-entity", "external-dtd"])
+def test_ubl_entities_and_dtds_are_quarantined_not_parsed(model, tmp_path, listener,
+                                                          doctype, message, stream_above):
+    """A UBL document given to the concepts reader goes through the xml model's hardened
+    parser (issue 13 §3): entity declarations, external entities and entities of an
+    external DTD are quarantined with the reason ``xml-entity``; nothing is fetched."""
+    from pubsift.adapters.limits import ReadLimits
+
+    port = listener.getsockname()[1]
+    doc = tmp_path / "order.xml"
+    doc.write_text(_ubl(doctype.format(port=port)))
+    got = list(read(Source(str(doc), model="concepts"), models={"concepts": model},
+                    limits=ReadLimits(stream_above=stream_above)))
+    assert [(type(o).__name__, o.reason) for o in got] == [("Quarantined", "xml-entity")], got
+    assert message in got[0].message
+    assert "root:x:0" not in got[0].message + got[0].excerpt  # no /etc/passwd
+    assert not _connected(listener)
+
+
+def test_ubl_with_an_external_dtd_is_read_without_loading_it(model, tmp_path, listener):
+    doc = tmp_path / "order.xml"
+    port = listener.getsockname()[1]
+    doc.write_text(_ubl(f'<!DOCTYPE Order SYSTEM "http://127.0.0.1:{port}/order.dtd">',
+                        note="plain"))
+    got = list(read(Source(str(doc), model="concepts"), models={"concepts": model}))
+    assert [type(o).__name__ for o in got] == ["Event"], got
+    assert not _connected(listener)
+
+
 def _csv(tmp_path, text):
     p = tmp_path / "q.csv"
     p.write_text(text)

@@ -32,3 +32,23 @@ def test_bad_examples_setting_is_reported(monkeypatch, request, bad):
     with pytest.raises(pytest.fail.Exception, match=f"{ENV_EXAMPLES}={bad!r} is not a positive"):
         request.getfixturevalue("max_examples")
 
+
+
+def test_runtime_and_plugin_work_without_hypothesis():
+    """What `import pubsift`, the built-in models, the CLI and the pytest plugin load runs
+    where hypothesis is not installed (base pubsift; the kit is the `kit` extra); the kit
+    itself then says what to install. (test_kit_fresh_venv.py checks it in a real
+    environment without hypothesis.)"""
+    code = (
+        "import sys; sys.modules['hypothesis'] = None\n"
+        "import pubsift, pubsift.core, pubsift.adapters, pubsift.core.cli\n"
+        "import pubsift.core.conformance.plugin, pubsift.core.conformance as kit\n"
+        "from pubsift.core import load_model\n"
+        "for name in ('records', 'xml', 'concepts'): load_model(name)\n"
+        "try:\n"
+        "    kit.ModelConformance\n"
+        "except ImportError as exc:\n"
+        "    assert \"pip install 'pubsift[kit]'\" in str(exc), exc\n"
+        "else:\n"
+        "    raise AssertionError('the kit imported without hypothesis')\n")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -128,3 +128,40 @@ def test_nitf_wire_documents_parse(data_dir):
     assert files
     for p in files:
         assert parse_document(p.read_bytes()).root is not None
+
+
+LAUGHS = (b'<!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">]>'
+          b'<r><x>&b;</x></r>')
+
+
+def test_streaming_parsers_stay_hardened_whatever_options_they_are_given():
+    """Only huge_tree comes from the caller's options (issue 13 §3)."""
+    import io
+
+    from pubsift.models.xml.parsing import hardened_iterparse, hardened_pull_parser
+
+    unsafe = {"resolve_entities": True, "load_dtd": True, "no_network": False,
+              "huge_tree": False}
+    (_, x), = list(hardened_iterparse(io.BytesIO(LAUGHS), unsafe, events=("end",), tag="x"))
+    assert x.text is None and x[0].tag is etree.Entity   # the reference is not expanded
+    pull = hardened_pull_parser(unsafe, events=("end",))
+    pull.feed(LAUGHS)
+    x = next(el for _, el in pull.read_events() if el.tag == "x")
+    assert x.text is None and x[0].tag is etree.Entity
+
+
+def test_no_xml_parser_outside_the_xml_models_parsing_module():
+    """Every XML read of pubsift goes through pubsift.models.xml.parsing (issue 13 §3):
+    no other module makes an lxml parser, streams with iterparse, or parses without one."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    made_here = re.compile(r"etree\.(XMLParser|XMLPullParser|iterparse|XML|parse|HTMLParser)\(|"
+                           r"etree\.fromstring\([^,()]*\)")
+    found = [f"{p.relative_to(root)}:{n}: {line.strip()}"
+             for d in ("core", "models", "adapters", "bench", "examples")
+             for p in sorted((root / d).rglob("*.py")) if p.name != "parsing.py" or
+             p.parent.name != "xml"
+             for n, line in enumerate(p.read_text().splitlines(), 1) if made_here.search(line)]
+    assert found == ["bench/adapters.py:167: root = etree.parse(p, parser).getroot()"], found
