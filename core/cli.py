@@ -523,7 +523,7 @@ def cmd_readers(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from pubsift.models.records.demo import run_demo
+    from pubsift.experiments.demo import run_demo
 
     return run_demo(out, data_dir=args.data, err=err)
 
@@ -587,7 +587,7 @@ def build_parser() -> argparse.ArgumentParser:
     spark_parsers(sub, _input_options)
     ex = sub.add_parser("experiment", help="reproduce the seeds' experiments")
     ex_sub = ex.add_subparsers(dest="experiment", required=True)
-    from pubsift.core.experiments import rebeca
+    from pubsift.experiments import rebeca
 
     rebeca.add_parser(ex_sub)
     d = sub.add_parser("demo", help="the quote demo: S&P 500 quotes through the records "
@@ -616,7 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             return cmd_demo(args, sys.stdout, sys.stderr)
         if args.command == "experiment":
-            from pubsift.core.experiments import rebeca
+            from pubsift.experiments import rebeca
 
             return rebeca.run(args)
     except (PubsiftError, OSError) as exc:

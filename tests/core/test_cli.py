@@ -127,7 +127,7 @@ def test_demo_reads_the_bundled_sample_by_default():
     """A fresh clone has no shared data: the demo routes the sample's quotes (issue 12 §4)."""
     import gzip
 
-    from pubsift.models.records import demo
+    from pubsift.experiments import demo
 
     assert demo.SAMPLE_QUOTES == SAMPLE_QUOTES
     with gzip.open(SAMPLE_QUOTES, "rt", encoding="utf-8") as fh:
@@ -142,7 +142,7 @@ def test_demo_reads_the_bundled_sample_by_default():
 def _wire_sample(tmp_path: Path, monkeypatch, body: bytes, compress: bool = True) -> Path:
     import gzip
 
-    from pubsift.models.records import demo
+    from pubsift.experiments import demo
 
     path = tmp_path / "quotes.csv.gz"
     path.write_bytes(gzip.compress(body, mtime=0) if compress else body)
@@ -152,7 +152,8 @@ def _wire_sample(tmp_path: Path, monkeypatch, body: bytes, compress: bool = True
 
 def test_demo_reads_wire_form_gzip_quotes_as_the_kaggle_form(tmp_path, monkeypatch):
     """The sample's header symbol,price,... gives the same events as Kaggle's columns."""
-    from pubsift.models.records import demo, workload
+    from pubsift.experiments import demo
+    from pubsift.models.records import workload
 
     wire = b"symbol,price,open,high,low,volume,date\n" + b"".join(
         f"AAA,{1.5 + d},1.0,{2.0 + d},0.5,{1000 * d},2017-02-{d:02d}\n".encode()
@@ -202,7 +203,7 @@ def test_demo_refuses_a_corrupt_gzip_with_one_line(tmp_path, monkeypatch, cut):
 
 
 def test_demo_without_the_bundled_sample_names_it_and_the_option(tmp_path, monkeypatch):
-    from pubsift.models.records import demo
+    from pubsift.experiments import demo
 
     monkeypatch.setattr(demo, "SAMPLE_QUOTES", tmp_path / "absent.csv.gz")
     code, out, err = run(["demo"])

@@ -3,7 +3,7 @@
 Oracles: the seed's analytical values (106·x and 106 messages per change, P_avg = 3.73,
 the factor 28.4, Table 6.2, the limits 212,000, |V| - 1 and one entry per neighbour), the
 exact count of remote entries a perfect algorithm must hold for the generated consumers
-(:mod:`pubsift.core.experiments.analytic`), differential runs (covering = identity with
+(:mod:`pubsift.experiments.analytic`), differential runs (covering = identity with
 quote subscriptions; merging with intervals = identity with quotes; the symbol-partitioned
 index = the records index), and the linear scan for the index.
 """
@@ -18,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pubsift.core.experiments import analytic
-from pubsift.core.experiments.consumers import TABLE_6_3, quote, quote_interval, subnet_range
-from pubsift.core.experiments.partitioned import PartitionedModel, SymbolIndex
-from pubsift.core.experiments.rebeca import Experiment, Setup, add_parser, axis
+from pubsift.experiments import analytic
+from pubsift.experiments.consumers import TABLE_6_3, quote, quote_interval, subnet_range
+from pubsift.experiments.partitioned import PartitionedModel, SymbolIndex
+from pubsift.experiments.rebeca import Experiment, Setup, add_parser, axis
 from pubsift.core.index import LinearIndex
 from pubsift.core.registry import load_model
 from pubsift.core.topology import hierarchy

@@ -30,7 +30,7 @@ from pubsift.models.records import workload
 from pubsift.models.records.values import Record
 
 #: The bundled sample's quotes (a source checkout's ``examples/``; not in a wheel).
-SAMPLE_QUOTES = (Path(__file__).resolve().parents[2] / "examples" / "sample" / "quotes"
+SAMPLE_QUOTES = (Path(__file__).resolve().parents[1] / "examples" / "sample" / "quotes"
                  / "quotes-2017-02-to-07.csv.gz")
 #: The sample's header: the records wire form of a quote (workload.py's events).
 WIRE_COLUMNS = ("symbol", "price", "open", "high", "low", "volume", "date")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from pubsift.core.experiments.rebeca import Point
+    from pubsift.experiments.rebeca import Point
 
 V, M = 107, 1000
 P_AVG = 250 / 67

@@ -13,7 +13,7 @@ local broker, with x = 10 · 67 · n active subscriptions:
   measured by toggling random consumers off and on again (each of their unsubscriptions
   and subscriptions settled before the next), so the network stays at x;
 * the exact Σ|R| a perfect algorithm must reach for these consumers where the seed gives
-  one (:mod:`pubsift.core.experiments.analytic`), to compare against.
+  one (:mod:`pubsift.experiments.analytic`), to compare against.
 
 The locality experiment (§6.5.1, Table 6.3) draws the stocks of the three subnets below
 the root from ranges that overlap by the parameter d, leaves the root's local broker
@@ -21,7 +21,7 @@ without consumers, and also measures the payload traffic saved against flooding 
 of every stock published at the source).
 
 The brokers, strategies and network are the routing core's; routing tables use
-:class:`~pubsift.core.experiments.partitioned.SymbolIndex` unless ``--index records``
+:class:`~pubsift.experiments.partitioned.SymbolIndex` unless ``--index records``
 asks for the records model's own index (same answers, slower on these workloads).
 """
 from __future__ import annotations
@@ -35,9 +35,9 @@ from dataclasses import asdict, dataclass, fields
 from fractions import Fraction
 from pathlib import Path
 
-from pubsift.core.experiments import analytic
-from pubsift.core.experiments.consumers import KINDS, TABLE_6_3, interests, subnet_range
-from pubsift.core.experiments.partitioned import PartitionedModel
+from pubsift.experiments import analytic
+from pubsift.experiments.consumers import KINDS, TABLE_6_3, interests, subnet_range
+from pubsift.experiments.partitioned import PartitionedModel
 from pubsift.core.network import Client, Network
 from pubsift.core.registry import load_model
 from pubsift.core.topology import Topology, hierarchy
@@ -181,7 +181,7 @@ class Experiment:
 
     def expected_entries(self) -> int | None:
         """Σ|R| a perfect algorithm holds for these consumers, where the seed says (see
-        :mod:`~pubsift.core.experiments.analytic`); None for covering with intervals."""
+        :mod:`~pubsift.experiments.analytic`); None for covering with intervals."""
         s = self.setup
         if s.strategy == "simple":
             key, measure = (lambda f: f), analytic.every
@@ -444,7 +444,7 @@ def report(rows: Sequence[Point], out: Path, experiment: str, seconds: float, co
     from rich.console import Console
     from rich.table import Table
 
-    from pubsift.core.experiments import figures
+    from pubsift.experiments import figures
 
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / f"rebeca-{experiment}.csv"
