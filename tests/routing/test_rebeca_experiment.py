@@ -1,4 +1,5 @@
-"""Mühl's experiments (000, ch. 6; SEEDS.md's figures to reproduce) on the routing core.
+"""Mühl's experiments (Mühl 2002, Large-Scale Content-Based Publish/Subscribe Systems, ch. 6:
+the figures to reproduce) on the routing core.
 
 Oracles: the seed's analytical values (106·x and 106 messages per change, P_avg = 3.73,
 the factor 28.4, Table 6.2, the limits 212,000, |V| - 1 and one entry per neighbour), the
