@@ -36,8 +36,8 @@ from rich.table import Table
 
 from harness import Bench, Timing, ratio
 
-from pubsift.core.experiments.consumers import interests
-from pubsift.core.experiments.partitioned import PartitionedModel
+from pubsift.experiments.consumers import interests
+from pubsift.experiments.partitioned import PartitionedModel
 from pubsift.core.model import FilterModel
 from pubsift.core.network import Client, Network
 from pubsift.core.registry import load_model
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="route with advertisements (the source advertises everything)")
     ap.add_argument("--index", choices=("records", "partitioned"), default="records",
                     help="routing-table index: the records model's (default) or per-symbol "
-                         "buckets (pubsift.core.experiments.partitioned)")
+                         "buckets (pubsift.experiments.partitioned)")
     ap.add_argument("--strategies", default=None,
                     help=f"default {','.join(STRATEGIES)}; quick: flooding,covering")
     ap.add_argument("--seed", type=int, default=0)

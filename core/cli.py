@@ -5,9 +5,15 @@
 ``pubsift convert``  reads files, directories, globs and archives into events (JSON lines)
                      and a quarantine file, and prints counts per source and per reason;
 ``pubsift match``    matches events (JSON lines, or any file the readers know) against filters;
+``pubsift ingest``, ``pubsift route``  the Spark job (:mod:`pubsift.adapters.spark.cli`);
 ``pubsift demo``     the quote demo: S&P 500 quotes through the records index (bundled
-                     sample, or the full year with --data DIR);
-``pubsift experiment rebeca``  Mühl's routing experiments (ch. 6) reproduced.
+                     sample, or the full year with --data DIR or PUBSIFT_DATA);
+``pubsift experiment rebeca``  Mühl's routing experiments reproduced (Mühl 2002,
+                     Large-Scale Content-Based Publish/Subscribe Systems, ch. 6).
+
+Every subcommand is one entry of :data:`COMMANDS`, whose module is imported only when the
+subcommand runs, and one handler ``func(args, console) -> int``. Models are reached only
+through the registry (:mod:`pubsift.core.registry`).
 """
 from __future__ import annotations
 
@@ -24,6 +30,8 @@ from pubsift.core.model import FilterModel
 from pubsift.core.registry import installed_models, load_model
 
 if TYPE_CHECKING:  # adapters are imported inside the commands (core does not need them)
+    from rich.console import Console
+
     from pubsift.adapters import Source
     from pubsift.adapters.limits import ReadLimits
 
@@ -36,7 +44,10 @@ def _provided_hooks(model: FilterModel) -> list[str]:
             if getattr(type(model), h) is not getattr(FilterModel, h)]
 
 
-def cmd_models(args: argparse.Namespace, out: TextIO) -> int:
+def cmd_models(args: argparse.Namespace, console: Console) -> int:
+    """The installed models (loaded through the registry) with their optional hooks,
+    capabilities and index; exit 1 when one is broken."""
+    out = console.file
     rows = []
     status = 0
     for info in installed_models():
@@ -63,7 +74,7 @@ def cmd_models(args: argparse.Namespace, out: TextIO) -> int:
         table.add_column(col)
     for r in rows:
         table.add_row(*r)
-    Console(file=out, width=max(120, 0)).print(table)
+    Console(file=out, width=120).print(table)   # wide enough for every column
     return status
 
 
@@ -72,10 +83,13 @@ class _BadFilters(Exception):
     line), or a bad input option of ``match``/``convert``."""
 
 
-def _filter_sources(specs: Sequence[str], files: Sequence[str]) -> Iterator[tuple[str, str]]:
-    """(label, spec) of command-line specs and filter files (one per line; ``#`` comments)."""
+def _filter_sources(specs: Sequence[str], files: Sequence[str],
+                    names: dict[int, str] | None = None) -> Iterator[tuple[str, str]]:
+    """(label, spec) of command-line specs and filter files (one per line; ``#`` comments).
+    A command-line filter is labelled by its text, or by its ``--name``; a line of a file
+    by ``FILE:LINE``."""
     for i, s in enumerate(specs):
-        yield f"arg{i + 1}", s
+        yield (names or {}).get(i, s), s
     for path in files:
         try:
             for line in read_lines(path, "filters"):
@@ -101,12 +115,18 @@ def _show_spec(exc: FilterSyntaxError, label: str) -> str:
     return f"{label}: {head}" + (f" ({'; '.join(where)})" if where else "")
 
 
-def _read_filters(model: FilterModel, specs: Sequence[str], files: Sequence[str]
-                  ) -> list[tuple[str, Any]]:
+def _read_filters(model: FilterModel, specs: Sequence[str], files: Sequence[str],
+                  names: dict[int, str] | None = None) -> list[tuple[str, Any]]:
     """(label, filter) pairs; a line starting with ``{`` is a JSON form, parsed strictly
-    (duplicate keys refused, as the models refuse them). Raises _BadFilters."""
+    (duplicate keys refused, as the models refuse them). Raises _BadFilters, also when two
+    filters have one label."""
     out: list[tuple[str, Any]] = []
-    for label, spec in _filter_sources(specs, files):
+    seen: set[str] = set()
+    for label, spec in _filter_sources(specs, files, names):
+        if label in seen:
+            raise _BadFilters(f"{label}: two filters have this label; name them with "
+                              "--name NAME after each -f")
+        seen.add(label)
         parsed: Any = spec
         if spec.startswith("{"):
             try:
@@ -124,6 +144,22 @@ def _read_filters(model: FilterModel, specs: Sequence[str], files: Sequence[str]
         for j, f in enumerate(fs):
             out.append((label if len(fs) == 1 else f"{label}#{j + 1}", f))
     return out
+
+
+def _with_rates(model: FilterModel, path: str, base: str) -> FilterModel:
+    """``model`` converting currencies with the rates of ``path`` (``--rates``): the
+    model's own ``with_rates(path, base)`` (the concepts model has it). Raises
+    _BadFilters when the model converts no currencies or the table cannot be used."""
+    with_rates = getattr(model, "with_rates", None)
+    if with_rates is None:
+        raise _BadFilters(f"--rates: model {model.name!r} converts no currencies "
+                          "(use -m concepts)")
+    if not os.path.isfile(path):
+        raise _BadFilters(f"--rates: {path}: no such file")
+    try:
+        return with_rates(path, base)
+    except PubsiftError as exc:
+        raise _BadFilters(f"--rates {path}: {one_line(exc)}") from None
 
 
 def _internal(model: FilterModel, hook: str, exc: BaseException) -> str:
@@ -258,15 +294,19 @@ def _warn_broken_readers(command: str, err: TextIO) -> None:
                   f"broken: {exc.reason}\n")
 
 
-def cmd_match(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def cmd_match(args: argparse.Namespace, console: Console) -> int:
     """Exit 0; 1 when event lines were skipped or records quarantined (each reported with
     where it is); 2 when the filters or an events file cannot be used."""
     from pubsift.adapters.source import SourceError
 
+    out, err = console.file, sys.stderr
+
     model = load_model(args.model)
     paths = args.events or ["-"]
     try:
-        filters = _read_filters(model, args.filter or [], args.filters or [])
+        if args.rates is not None:
+            model = _with_rates(model, args.rates, args.rates_base)
+        filters = _read_filters(model, args.filter or [], args.filters or [], args.names)
         if not filters:
             raise _BadFilters("no filters given (use -f FILTER or --filters FILE)")
         index = model.new_index()
@@ -403,7 +443,7 @@ def _event_line(item: Any, models: dict[str, FilterModel]) -> str:
                        "event": wire}, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def cmd_convert(args: argparse.Namespace, console: Console) -> int:
     """Exit 0 when every record became an event, 1 when something was quarantined, 2 on
     a usage error (bad option, unknown model or format, a setting that cannot be used),
     then with nothing written. ``--out -`` writes the events to standard output; the
@@ -413,6 +453,7 @@ def cmd_convert(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from pubsift.adapters.source import SourceError
     from pubsift.adapters.summary import Summary
 
+    out, err = console.file, sys.stderr
     if args.out == "-" and not args.quarantine:
         err.write("pubsift convert: --out - (standard output) needs --quarantine FILE\n")
         return 2
@@ -504,10 +545,11 @@ def _print_summary(summary: Any, out: TextIO, events_path: str, quarantine_path:
               + (f"; {empty} inputs gave no record" if empty else "") + "\n")
 
 
-def cmd_readers(args: argparse.Namespace, out: TextIO) -> int:
+def cmd_readers(args: argparse.Namespace, console: Console) -> int:
     """The readers by format name (installed and broken); exit 1 when one is broken."""
     from pubsift.adapters.readers import broken_readers, readers
 
+    out = console.file
     rows = [{"name": name, "extensions": list(r.extensions), "model": r.default_model,
              "status": "ok"} for name, r in sorted(readers().items())]
     broken = broken_readers()
@@ -522,14 +564,27 @@ def cmd_readers(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if broken else 0
 
 
-def cmd_demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from pubsift.models.records.demo import run_demo
+def cmd_demo(args: argparse.Namespace, console: Console) -> int:
+    """The quote demo (:mod:`pubsift.experiments.demo`) on the bundled sample, or on the
+    shared data folder named by ``--data DIR`` or the environment variable PUBSIFT_DATA."""
+    from pubsift.experiments.demo import run_demo
 
-    return run_demo(out, data_dir=args.data, err=err)
+    if args.data is not None:
+        return run_demo(console, data_dir=args.data, origin="--data", err=sys.stderr)
+    env = os.environ.get(DATA_ENV) or None
+    return run_demo(console, data_dir=env, origin=DATA_ENV, err=sys.stderr)
 
 
-def _input_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", help="the files' format (default: from name and content)")
+#: the environment variable naming the shared data folder (``pubsift demo``)
+DATA_ENV = "PUBSIFT_DATA"
+
+
+def input_options(p: argparse.ArgumentParser, format_option: str = "--format") -> None:
+    """The source settings of ``match``, ``convert``, ``ingest`` and ``route``; the files'
+    format is ``format_option`` (``route --input-format``: its ``--format`` is the
+    output's)."""
+    p.add_argument(format_option, dest="format",
+                   help="the files' format (default: from name and content)")
     p.add_argument("--split", metavar="ELEMENT", help="XML element each event is split on")
     p.add_argument("--ns", action="append", metavar="PREFIX=URI",
                    help="a namespace prefix used by --split (repeatable)")
@@ -551,74 +606,146 @@ def _input_options(p: argparse.ArgumentParser) -> None:
                         "makes the records semantic objects")
 
 
+class _FilterName(argparse.Action):
+    """``--name NAME``: the label of the ``-f FILTER`` given just before it."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        specs = namespace.filter or []
+        names = dict(getattr(namespace, self.dest) or {})
+        if not specs or len(specs) - 1 in names:
+            parser.error("--name NAME labels the -f FILTER given just before it")
+        names[len(specs) - 1] = values
+        setattr(namespace, self.dest, names)
+
+
+def _models_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_models)
+
+
+def _readers_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_readers)
+
+
+def _match_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("events", nargs="*", help="JSON-lines files of events (ids file:line), "
+                   "or files, directories, globs and archives the readers know (ids "
+                   "source#position); default: JSON lines on stdin")
+    p.add_argument("-m", "--model", default="records", help="filter model (default: records)")
+    p.add_argument("-f", "--filter", action="append",
+                   help="a filter (text or JSON form), labelled by its text in the output")
+    p.add_argument("--name", action=_FilterName, dest="names", default=None,
+                   help="the label of the -f FILTER just before it (default: its text)")
+    p.add_argument("--filters", action="append", help="a file of filters, one per line "
+                   "(labelled FILE:LINE)")
+    p.add_argument("--all", action="store_true", help="also print events with no match")
+    p.add_argument("--rates", metavar="FILE.csv",
+                   help="dated exchange rates for the concepts model: CSV rows "
+                        "currency,rate,valid_from,valid_to (rate units of the currency per "
+                        "one --rates-base; ISO dates, empty = unbounded)")
+    p.add_argument("--rates-base", default="USD", metavar="CUR",
+                   help="the currency the --rates are quoted against (default USD)")
+    input_options(p)
+    p.set_defaults(func=cmd_match)
+
+
+def _convert_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="files, directories, glob patterns, archives")
+    p.add_argument("-m", "--model", default=None,
+                   help="filter model of the events (default: each reader's own)")
+    p.add_argument("--out", required=True, metavar="FILE.jsonl",
+                   help="events, one JSON line each: model, source, position, event "
+                        "(- : standard output, then --quarantine is needed)")
+    p.add_argument("--quarantine", metavar="FILE",
+                   help="quarantine records (default: FILE.quarantine.jsonl beside --out)")
+    p.add_argument("--summary", metavar="FILE.json",
+                   help="the full counts per source and reason as JSON (the printed "
+                        f"summary lists at most {SUMMARY_SOURCES} sources)")
+    input_options(p)
+    p.set_defaults(func=cmd_convert)
+
+
+def _demo_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", default=None, metavar="DIR",
+                   help=f"the shared data folder: read the full year of quotes from "
+                        f"DIR/quotes (default: ${DATA_ENV} if set, else the bundled sample, "
+                        f"examples/sample/quotes)")
+    p.set_defaults(func=cmd_demo)
+
+
+def _experiment_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="experiment", required=True, action=_LazySubcommands)
+    for name, (text, target) in EXPERIMENTS.items():
+        sub.add_lazy(name, text, target)
+
+
+#: The subcommands: name -> (one-line help, ``module:function`` adding its arguments and
+#: its handler ``func(args, console) -> int``). A subcommand's module is imported only
+#: when that subcommand runs (or shows its help): ``pubsift --help`` imports none of them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "models": ("list installed filter models", f"{__name__}:_models_arguments"),
+    "readers": ("list installed file readers", f"{__name__}:_readers_arguments"),
+    "match": ("match events against filters", f"{__name__}:_match_arguments"),
+    "convert": ("read files into events (JSON lines) and a quarantine file",
+                f"{__name__}:_convert_arguments"),
+    "ingest": ("convert files and archives into an event store (Spark)",
+               "pubsift.adapters.spark.cli:add_ingest_arguments"),
+    "route": ("route files or an event store to subscribers (Spark)",
+              "pubsift.adapters.spark.cli:add_route_arguments"),
+    "experiment": ("reproduce the seeds' experiments", f"{__name__}:_experiment_arguments"),
+    "demo": ("the quote demo: S&P 500 quotes through the records index",
+             f"{__name__}:_demo_arguments"),
+}
+#: ``pubsift experiment NAME``, the same way.
+EXPERIMENTS: dict[str, tuple[str, str]] = {
+    "rebeca": ("reproduce Mühl's routing experiments (routing-table sizes, filter-forwarding "
+               "overhead, locality)", "pubsift.experiments.rebeca_cli:add_arguments"),
+}
+
+
+class _LazySubcommands(argparse._SubParsersAction):
+    """Subcommands whose arguments are added when one of them is chosen: the parser of
+    each is made up front with its name and help only, and its ``module:function`` is
+    imported and called just before the chosen one parses the rest of the line."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pending: dict[str, str] = {}
+
+    def add_lazy(self, name: str, text: str, target: str) -> argparse.ArgumentParser:
+        self._pending[name] = target
+        return self.add_parser(name, help=text, description=text)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        target = self._pending.pop(values[0], None)
+        if target is not None:
+            import importlib
+
+            module, _, function = target.partition(":")
+            getattr(importlib.import_module(module), function)(self.choices[values[0]])
+        super().__call__(parser, namespace, values, option_string)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pubsift", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    m = sub.add_parser("models", help="list installed filter models")
-    m.add_argument("--json", action="store_true", help="machine-readable output")
-    rd = sub.add_parser("readers", help="list installed file readers")
-    rd.add_argument("--json", action="store_true", help="machine-readable output")
-    mt = sub.add_parser("match", help="match events against filters")
-    mt.add_argument("events", nargs="*", help="JSON-lines files of events (ids file:line), "
-                    "or files, directories, globs and archives the readers know (ids "
-                    "source#position); default: JSON lines on stdin")
-    mt.add_argument("-m", "--model", default="records", help="filter model (default: records)")
-    mt.add_argument("-f", "--filter", action="append", help="a filter (text or JSON form)")
-    mt.add_argument("--filters", action="append", help="a file of filters, one per line")
-    mt.add_argument("--all", action="store_true", help="also print events with no match")
-    _input_options(mt)
-    cv = sub.add_parser("convert", help="read files into events (JSON lines) and a "
-                        "quarantine file")
-    cv.add_argument("paths", nargs="+", metavar="PATH",
-                    help="files, directories, glob patterns, archives")
-    cv.add_argument("-m", "--model", default=None,
-                    help="filter model of the events (default: each reader's own)")
-    cv.add_argument("--out", required=True, metavar="FILE.jsonl",
-                    help="events, one JSON line each: model, source, position, event "
-                         "(- : standard output, then --quarantine is needed)")
-    cv.add_argument("--quarantine", metavar="FILE",
-                    help="quarantine records (default: FILE.quarantine.jsonl beside --out)")
-    cv.add_argument("--summary", metavar="FILE.json",
-                    help="the full counts per source and reason as JSON (the printed "
-                         f"summary lists at most {SUMMARY_SOURCES} sources)")
-    _input_options(cv)
-    from pubsift.adapters.spark.cli import add_parsers as spark_parsers
-
-    spark_parsers(sub, _input_options)
-    ex = sub.add_parser("experiment", help="reproduce the seeds' experiments")
-    ex_sub = ex.add_subparsers(dest="experiment", required=True)
-    from pubsift.core.experiments import rebeca
-
-    rebeca.add_parser(ex_sub)
-    d = sub.add_parser("demo", help="the quote demo: S&P 500 quotes through the records "
-                       "index")
-    d.add_argument("--data", default=None, metavar="DIR",
-                   help="read the full year of quotes from DIR/quotes (default: the bundled "
-                        "sample, examples/sample/quotes)")
+    sub = p.add_subparsers(dest="command", required=True, action=_LazySubcommands)
+    for name, (text, target) in COMMANDS.items():
+        sub.add_lazy(name, text, target)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the command line and run its handler, ``args.func(args, console)``: results
+    on ``console`` (rich, standard output), problems and progress on standard error."""
+    from rich.console import Console
+
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "models":
-            return cmd_models(args, sys.stdout)
-        if args.command == "readers":
-            return cmd_readers(args, sys.stdout)
-        if args.command == "match":
-            return cmd_match(args, sys.stdout, sys.stderr)
-        if args.command == "convert":
-            return cmd_convert(args, sys.stdout, sys.stderr)
-        if args.command in ("ingest", "route"):
-            from pubsift.adapters.spark import cli as spark_cli
-
-            return getattr(spark_cli, f"cmd_{args.command}")(args, sys.stdout, sys.stderr)
-        if args.command == "demo":
-            return cmd_demo(args, sys.stdout, sys.stderr)
-        if args.command == "experiment":
-            from pubsift.core.experiments import rebeca
-
-            return rebeca.run(args)
+        return args.func(args, Console())
     except (PubsiftError, OSError) as exc:
         if isinstance(exc, BrokenPipeError):  # the reader went away (| head): stop quietly
             sys.stdout = open(os.devnull, "w")
@@ -628,7 +755,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write(f"pubsift {args.command}: interrupted\n")
         return 130
-    return 2
 
 
 if __name__ == "__main__":

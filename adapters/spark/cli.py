@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any
 
 from rich.console import Console
 
@@ -22,11 +22,11 @@ from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
 
 
-def add_parsers(sub: Any, input_options: Callable[[argparse.ArgumentParser], None]) -> None:
-    """The two subcommands' arguments; ``input_options`` adds the source options that
-    ``pubsift convert`` has too."""
-    ing = sub.add_parser("ingest", help="convert files and archives into an event store "
-                         "(Spark)")
+def add_ingest_arguments(ing: argparse.ArgumentParser) -> None:
+    """``pubsift ingest``: its arguments (the source options of ``pubsift convert``
+    included) and its handler."""
+    from pubsift.core.cli import input_options
+
     ing.add_argument("paths", nargs="+", metavar="PATH",
                      help="files, directories, glob patterns, archives")
     ing.add_argument("--out", required=True, metavar="STORE", help="the event store to write")
@@ -34,13 +34,18 @@ def add_parsers(sub: Any, input_options: Callable[[argparse.ArgumentParser], Non
                      help="filter model of the events (default: each reader's own)")
     _spark_options(ing)
     input_options(ing)
-    # --format is the output's format here (issue 12 §2); the files' format is
-    # --input-format (``pubsift convert --format``)
-    rt = sub.add_parser("route", help="route files or an event store to subscribers (Spark)",
-                        conflict_handler="resolve")
+    ing.set_defaults(func=cmd_ingest)
+
+
+def add_route_arguments(rt: argparse.ArgumentParser) -> None:
+    """``pubsift route``: its arguments and its handler. ``--format`` is the output's
+    format here (issue 12 §2); the files' format is ``--input-format`` (``pubsift convert
+    --format``)."""
+    from pubsift.core.cli import input_options
+
     rt.add_argument("paths", nargs="+", metavar="JOB.toml|PATH|STORE",
                     help="a job file, or files/directories/archives, or an event store "
-                         "that pubsift ingest wrote")
+                    "that pubsift ingest wrote")
     rt.add_argument("--subscriptions", metavar="SUBS.jsonl",
                     help="subscribers, one JSON object per line (id, model, filter; "
                          "vocabulary and context for concepts)")
@@ -49,12 +54,11 @@ def add_parsers(sub: Any, input_options: Callable[[argparse.ArgumentParser], Non
     rt.add_argument("-m", "--model", default=None,
                     help="filter model of the events (default: each reader's own)")
     _spark_options(rt)
-    input_options(rt)
+    input_options(rt, format_option="--input-format")
     rt.add_argument("--format", dest="out_format", choices=("parquet", "jsonl"),
                     default=None, help="deliveries and quarantine as Parquet (default) or "
                     "JSON lines")
-    rt.add_argument("--input-format", dest="format",
-                    help="the files' format (default: from name and content)")
+    rt.set_defaults(func=cmd_route)
 
 
 def _spark_options(p: argparse.ArgumentParser) -> None:
@@ -81,7 +85,8 @@ def _conf(values: list[str]) -> dict[str, str]:
     return out
 
 
-def cmd_ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
+    """Files -> event store. Progress, the summary and problems go to standard error."""
     from pubsift.adapters.spark.job import Settings, ingest
     from pubsift.core.cli import _limits_option, _sources
 
@@ -91,11 +96,12 @@ def cmd_ingest(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         settings = Settings(master=args.master, conf=_conf(args.conf),
                             overwrite=args.overwrite, limits=_limits_option(args.limit or []))
         return sources, settings
-    return _guarded("ingest", err, prepare,
-                    lambda s: ingest(s[0], args.out, s[1], _console(err)))
+    return _guarded("ingest", prepare, lambda s: ingest(s[0], args.out, s[1], _console()))
 
 
-def cmd_route(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+def cmd_route(args: argparse.Namespace, console: Console) -> int:
+    """Files, a store or a job file -> deliveries. Progress, the summary and problems go
+    to standard error."""
     from pubsift.adapters.spark.job import Settings, route
     from pubsift.adapters.spark.store import store_format
     from pubsift.core.cli import _limits_option, _sources
@@ -141,8 +147,8 @@ def cmd_route(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             return subscribers, args.out, settings, (), stores[0]
         _existing(args.paths)
         return subscribers, args.out, settings, _sources(args.paths, args, args.model), None
-    return _guarded("route", err, prepare, lambda p: route(
-        p[0], p[1], p[2], sources=p[3], event_store=p[4], console=_console(err)))
+    return _guarded("route", prepare, lambda p: route(
+        p[0], p[1], p[2], sources=p[3], event_store=p[4], console=_console()))
 
 
 def _source_options(args: argparse.Namespace) -> list[tuple[str, Any]]:
@@ -162,13 +168,15 @@ def _existing(paths: list[str]) -> None:
         raise UsageError("; ".join(gone))
 
 
-def _console(err: TextIO) -> Console:
-    return Console(file=err, highlight=False)
+def _console() -> Console:
+    """The job's progress and summary: standard error."""
+    return Console(file=sys.stderr, highlight=False)
 
 
-def _guarded(command: str, err: TextIO, prepare: Callable[[], Any],
-             run: Callable[[Any], Any]) -> int:
-    """Run ``prepare`` (usage problems: exit 2) then the job (Spark failures: exit 1)."""
+def _guarded(command: str, prepare: Callable[[], Any], run: Callable[[Any], Any]) -> int:
+    """Run ``prepare`` (usage problems: exit 2) then the job (Spark failures: exit 1);
+    problems on standard error."""
+    err = sys.stderr
     from pubsift.adapters.spark.session import SparkSetupError, _root_cause
     from pubsift.adapters.spark.subscriptions import JobError
     from pubsift.core.cli import _BadFilters

@@ -78,6 +78,14 @@ class ConceptsModel(FilterModel):
         self.matcher = Matcher(self.ontology, self.manager)
         self.relations = Relations(self.ontology, self.manager)
 
+    def with_rates(self, source: str, base: str = "USD") -> "ConceptsModel":
+        """This model with the exchange rates of the CSV file ``source`` (rows
+        ``currency,rate,valid_from,valid_to``, see :meth:`RateTable.from_csv`) quoted
+        against ``base``; ontology, conversions and contexts are this model's
+        (``pubsift match -m concepts --rates FILE``). Raises ConversionError."""
+        return ConceptsModel(self.ontology, RateTable.from_csv(source, base),
+                             self.manager.conversions, self.contexts)
+
     # -- parsing ----------------------------------------------------------------------
     def parse_filter(self, spec: str | Mapping[str, Any], client: ClientContext | None = None,
                      terms: Mapping[str, str] | None = None) -> ConceptFilter:

@@ -139,8 +139,8 @@ def test_pubsift_convert_and_match_read_the_plugin_format(toy, tmp_path):
                           str(data / "words.toy")], env)
     assert code == 1
     assert [json.loads(x) for x in out.splitlines()] == [
-        {"event": f"{data}/words.toy#1", "matches": ["arg1"]},
-        {"event": f"{data}/words.toy#4", "matches": ["arg1"]}]
+        {"event": f"{data}/words.toy#1", "matches": ["5"]},
+        {"event": f"{data}/words.toy#4", "matches": ["5"]}]
     assert "2 events" not in err and "3 events, 1 filters, 2 matches, 1 quarantined" in err
 
 

@@ -18,6 +18,12 @@ from pubsift.core import cli
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _no_shared_data_from_the_environment(monkeypatch):
+    """``pubsift demo`` reads PUBSIFT_DATA; these tests say what they read."""
+    monkeypatch.delenv("PUBSIFT_DATA", raising=False)
+
+
 def run(argv, stdin: str = ""):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
@@ -53,7 +59,8 @@ def test_match_reports_matches_and_skips_bad_lines_without_losing_the_rest():
     code, out, err = run(["match", "-f", 'symbol = "IBM" and price > 45',
                           "-f", "price >= 100", "--all"], EVENTS)
     lines = [json.loads(x) for x in out.splitlines()]
-    assert [x["matches"] for x in lines] == [["arg1"], [], [], ["arg2"]]
+    assert [x["matches"] for x in lines] == [['symbol = "IBM" and price > 45'], [], [],
+                                             ["price >= 100"]]
     assert [x["event"] for x in lines] == ["stdin:1", "stdin:2", "stdin:4", "stdin:6"]
     assert "stdin:3: invalid JSON" in err and "stdin:5:" in err and "JSON object" in err
     assert "4 events, 2 filters, 2 matches, 2 bad lines skipped" in err
@@ -76,8 +83,59 @@ def test_match_reads_filter_files_and_eventbridge_or_patterns(tmp_path):
 def test_match_rejects_a_bad_filter_with_its_position():
     code, _, err = run(["match", "-f", "price >> 3"], "")
     assert code == 2
-    assert "arg1:" in err and "column 8" in err and "price >> 3" in err
+    assert err.startswith("pubsift match: price >> 3: ") and "column 8" in err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_match_labels_filters_by_their_text_or_their_name():
+    code, out, err = run(["match", "-f", 'symbol = "IBM"', "--name", "ibm", "-f", "price > 45",
+                          "-f", "price > 10", "--name", "cheap"],
+                         json.dumps({"symbol": "IBM", "price": 50}) + "\n")
+    assert code == 0, err
+    assert json.loads(out)["matches"] == ["ibm", "price > 45", "cheap"]
+
+
+def test_match_refuses_two_filters_with_one_label_and_a_name_without_filter(capsys):
+    code, _, err = run(["match", "-f", "price > 1", "-f", "a = 1", "--name", "price > 1"], "")
+    assert code == 2 and "price > 1: two filters have this label" in err
+    with pytest.raises(SystemExit):
+        cli.main(["match", "--name", "x", "-f", "a = 1"])
+    assert "--name NAME labels the -f FILTER given just before it" in capsys.readouterr().err
+
+
+RATES = ("currency,rate,valid_from,valid_to\n"
+         "EUR,0.90,,2017-07-01\n"
+         "EUR,0.85,2017-07-01,\n")
+
+
+def test_match_concepts_with_rates_converts_eur_events_for_a_usd_filter(tmp_path):
+    rates = tmp_path / "rates.csv"
+    rates.write_text(RATES)
+    events = "\n".join(json.dumps({"concept": "StockQuote", "time": t,
+                                   "context": {"currency": "EUR"}, "value": {"FinalPrice": v}})
+                       for t, v in (("2017-06-01", 89.0), ("2017-06-01", 91.0),
+                                    ("2017-08-01", 84.0))) + "\n"
+    usd = "StockQuote where FinalPrice < 100 USD"
+    code, out, err = run(["match", "-m", "concepts", "--rates", str(rates), "-f", usd, "--all"],
+                         events)
+    assert code == 0, err
+    # 89 EUR at 0.90 is 98.9 USD; 91 EUR is 101.1 USD; 84 EUR at 0.85 is 98.8 USD
+    assert [json.loads(x)["matches"] for x in out.splitlines()] == [[usd], [], [usd]]
+    code, out, err = run(["match", "-m", "concepts", "-f", usd], events)   # no rates: none
+    assert out == ""
+
+
+def test_match_rates_that_cannot_be_used_are_a_usage_error(tmp_path):
+    code, _, err = run(["match", "--rates", str(tmp_path / "rates.csv"), "-f", "a = 1"], "")
+    assert code == 2 and "--rates: model 'records' converts no currencies" in err
+    code, _, err = run(["match", "-m", "concepts", "--rates", str(tmp_path / "absent.csv"),
+                        "-f", "StockQuote where FinalPrice < 1 USD"], "")
+    assert code == 2 and "absent.csv: no such file" in err
+    bad = tmp_path / "bad.csv"
+    bad.write_text("currency,rate\nEUR,lots\n")
+    code, _, err = run(["match", "-m", "concepts", "--rates", str(bad),
+                        "-f", "StockQuote where FinalPrice < 1 USD"], "")
+    assert code == 2 and err.startswith(f"pubsift match: --rates {bad}: rate table line 2")
 
 
 def test_match_needs_filters():
@@ -112,12 +170,30 @@ def test_demo_on_a_small_quotes_file(tmp_path):
     assert "busiest subscriptions" in out
 
 
-def test_demo_says_so_when_the_data_folder_has_no_quotes(tmp_path):
+def test_demo_says_so_when_the_data_folder_has_no_quotes(tmp_path, monkeypatch):
+    monkeypatch.delenv("PUBSIFT_DATA", raising=False)
     code, out, err = run(["demo", "--data", str(tmp_path / "nowhere")])
     assert code == 2 and out == ""
     assert err.startswith("pubsift demo: S&P 500 quotes not found at ")
     assert str(tmp_path / "nowhere" / "quotes") in err
+    assert "given by --data" in err and "PUBSIFT_DATA" in err
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_demo_reads_the_data_folder_named_by_pubsift_data(tmp_path, monkeypatch):
+    monkeypatch.setenv("PUBSIFT_DATA", str(tmp_path / "nowhere"))
+    code, out, err = run(["demo"])
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert str(tmp_path / "nowhere" / "quotes") in err and "given by PUBSIFT_DATA" in err
+    quotes = tmp_path / "quotes"
+    quotes.mkdir()
+    rows = ["date,open,high,low,close,volume,Name"] + [
+        f"2017-02-{d:02d},1.0,2.0,0.5,{1.5 + d},{1000 * d},AAA" for d in range(1, 11)]
+    (quotes / "all_stocks_1yr_2017-02-08_2018-02-07.csv").write_text("\n".join(rows) + "\n")
+    monkeypatch.setenv("PUBSIFT_DATA", str(tmp_path))
+    code, out, err = run(["demo"])
+    assert code == 0, err
+    assert re.search(r"events \(daily quotes\)\s*│\s*10\b", out)
 
 
 SAMPLE_QUOTES = ROOT / "examples" / "sample" / "quotes" / "quotes-2017-02-to-07.csv.gz"
@@ -127,7 +203,7 @@ def test_demo_reads_the_bundled_sample_by_default():
     """A fresh clone has no shared data: the demo routes the sample's quotes (issue 12 §4)."""
     import gzip
 
-    from pubsift.models.records import demo
+    from pubsift.experiments import demo
 
     assert demo.SAMPLE_QUOTES == SAMPLE_QUOTES
     with gzip.open(SAMPLE_QUOTES, "rt", encoding="utf-8") as fh:
@@ -142,7 +218,7 @@ def test_demo_reads_the_bundled_sample_by_default():
 def _wire_sample(tmp_path: Path, monkeypatch, body: bytes, compress: bool = True) -> Path:
     import gzip
 
-    from pubsift.models.records import demo
+    from pubsift.experiments import demo
 
     path = tmp_path / "quotes.csv.gz"
     path.write_bytes(gzip.compress(body, mtime=0) if compress else body)
@@ -152,7 +228,8 @@ def _wire_sample(tmp_path: Path, monkeypatch, body: bytes, compress: bool = True
 
 def test_demo_reads_wire_form_gzip_quotes_as_the_kaggle_form(tmp_path, monkeypatch):
     """The sample's header symbol,price,... gives the same events as Kaggle's columns."""
-    from pubsift.models.records import demo, workload
+    from pubsift.experiments import demo
+    from pubsift.models.records import workload
 
     wire = b"symbol,price,open,high,low,volume,date\n" + b"".join(
         f"AAA,{1.5 + d},1.0,{2.0 + d},0.5,{1000 * d},2017-02-{d:02d}\n".encode()
@@ -202,7 +279,7 @@ def test_demo_refuses_a_corrupt_gzip_with_one_line(tmp_path, monkeypatch, cut):
 
 
 def test_demo_without_the_bundled_sample_names_it_and_the_option(tmp_path, monkeypatch):
-    from pubsift.models.records import demo
+    from pubsift.experiments import demo
 
     monkeypatch.setattr(demo, "SAMPLE_QUOTES", tmp_path / "absent.csv.gz")
     code, out, err = run(["demo"])
@@ -308,7 +385,7 @@ def test_match_refuses_a_json_pattern_with_a_duplicate_key(tmp_path):
     assert err == (f'pubsift match: {filters}:2: invalid JSON: duplicate key "a" in a JSON '
                    "object\n")
     code, _, err = pubsift("match", "-f", '{"a": {"b": [1], "b": [2]}}', stdin=b"")
-    assert code == 2 and 'arg1: invalid JSON: duplicate key "b"' in err
+    assert code == 2 and '{"a": {"b": [1], "b": [2]}}: invalid JSON: duplicate key "b"' in err
 
 
 def test_match_skips_event_lines_the_library_would_refuse(tmp_path):

@@ -1,9 +1,10 @@
-"""Mühl's experiments (000, ch. 6; SEEDS.md's figures to reproduce) on the routing core.
+"""Mühl's experiments (Mühl 2002, Large-Scale Content-Based Publish/Subscribe Systems, ch. 6:
+the figures to reproduce) on the routing core.
 
 Oracles: the seed's analytical values (106·x and 106 messages per change, P_avg = 3.73,
 the factor 28.4, Table 6.2, the limits 212,000, |V| - 1 and one entry per neighbour), the
 exact count of remote entries a perfect algorithm must hold for the generated consumers
-(:mod:`pubsift.core.experiments.analytic`), differential runs (covering = identity with
+(:mod:`pubsift.experiments.analytic`), differential runs (covering = identity with
 quote subscriptions; merging with intervals = identity with quotes; the symbol-partitioned
 index = the records index), and the linear scan for the index.
 """
@@ -12,16 +13,19 @@ from __future__ import annotations
 import argparse
 import csv
 import re
+import sys
 from fractions import Fraction
 
 import pytest
+from rich.console import Console
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pubsift.core.experiments import analytic
-from pubsift.core.experiments.consumers import TABLE_6_3, quote, quote_interval, subnet_range
-from pubsift.core.experiments.partitioned import PartitionedModel, SymbolIndex
-from pubsift.core.experiments.rebeca import Experiment, Setup, add_parser, axis
+from pubsift.experiments import analytic
+from pubsift.experiments.consumers import TABLE_6_3, quote, quote_interval, subnet_range
+from pubsift.experiments.partitioned import PartitionedModel, SymbolIndex
+from pubsift.experiments.rebeca import Experiment, Setup, axis
+from pubsift.experiments.rebeca_cli import add_arguments
 from pubsift.core.index import LinearIndex
 from pubsift.core.registry import load_model
 from pubsift.core.topology import hierarchy
@@ -213,11 +217,11 @@ def test_partitioned_index_gives_the_figures_of_the_records_index(strategy, kind
 # -- the command ----------------------------------------------------------------------------------
 def test_command_writes_csv_and_plots(tmp_path):
     parser = argparse.ArgumentParser()
-    add_parser(parser.add_subparsers())
+    add_arguments(parser.add_subparsers().add_parser("rebeca"))
     args = parser.parse_args(["rebeca", "--strategies", "identity", "--consumers", "2",
                               "--step", "1", "--toggles", "2", "--subscriptions", "2",
                               "--stocks", "100", "--out", str(tmp_path)])
-    assert args.func(args) == 0
+    assert args.func(args, Console()) == 0
     with open(tmp_path / "rebeca-tables.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert [(r["advertisements"], r["consumers_per_broker"]) for r in rows] == [
@@ -229,17 +233,17 @@ def test_command_writes_csv_and_plots(tmp_path):
 
 def test_command_refuses_an_unknown_strategy(tmp_path, capsys):
     parser = argparse.ArgumentParser()
-    add_parser(parser.add_subparsers())
+    add_arguments(parser.add_subparsers().add_parser("rebeca"))
     args = parser.parse_args(["rebeca", "--strategies", "flooding", "--out", str(tmp_path)])
-    assert args.func(args) == 2
+    assert args.func(args, Console()) == 2
     assert "flooding has no routing tables" in capsys.readouterr().err
 
 
 def _command(tmp_path, *argv):
     parser = argparse.ArgumentParser()
-    add_parser(parser.add_subparsers())
+    add_arguments(parser.add_subparsers().add_parser("rebeca"))
     args = parser.parse_args(["rebeca", *argv])
-    return args.func(args)
+    return args.func(args, Console())
 
 
 def _rows(path):
@@ -305,6 +309,32 @@ def test_a_failing_curve_in_a_worker_is_reported_with_its_name(tmp_path, capsys)
     # both curves fail; whichever worker reports first is named
     assert re.search(r"error: curve identity( \+ adv)? \(quote\): ValueError: 5 distinct "
                      r"subscriptions need at least 5 stocks, got 3", err), err
+
+
+def test_a_missing_matplotlib_is_named_with_its_extra_before_any_work(tmp_path, capsys,
+                                                                     monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)     # find_spec: not installed
+    assert _command(tmp_path, "--strategies", "identity", *SMALL,
+                    "--out", str(tmp_path / "o")) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "the plots need matplotlib" in err and "pip install 'pubsift[plot]'" in err
+    assert not (tmp_path / "o").exists()                     # nothing was run
+
+
+def test_a_failure_while_plotting_keeps_the_csv_and_the_summary(tmp_path, capsys,
+                                                                monkeypatch):
+    from pubsift.experiments import figures
+
+    def broken(*_):
+        raise RuntimeError("no display")
+    monkeypatch.setattr(figures, "plot", broken)
+    assert _command(tmp_path, "--strategies", "identity", "--advertisements", "on", *SMALL,
+                    "--out", str(tmp_path)) == 1
+    captured = capsys.readouterr()
+    assert "Mühl ch. 6 reproduced" in captured.out
+    err = " ".join(captured.err.split())
+    assert "the plots failed (RuntimeError: no display)" in err
+    assert len(_rows(tmp_path / "rebeca-tables.csv")) == 2
 
 
 def test_jobs_must_be_positive(tmp_path, capsys):

@@ -1,5 +1,5 @@
 """A routing-table index partitioned by stock symbol, for Mühl's stock-quote experiments
-(000, §6.2).
+(Mühl 2002, Large-Scale Content-Based Publish/Subscribe Systems, §6.2).
 
 Every filter of the experiments names its stock (``symbol = S`` or, after merging,
 ``symbol in {S1, ...}``), so a routing table is a union of small per-stock tables. This

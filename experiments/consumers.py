@@ -1,4 +1,5 @@
-"""The consumers of Mühl's experiments (000, §6.2.2, §6.3.5 and Table 6.3).
+"""The consumers of Mühl's experiments (Mühl 2002, Large-Scale Content-Based Publish/Subscribe
+Systems, §6.2.2, §6.3.5 and Table 6.3).
 
 m stocks ``S000`` ... ``S999``; each consumer has k random but distinct subscriptions, one
 per stock:

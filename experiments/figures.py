@@ -1,5 +1,6 @@
-"""Plots of the REBECA experiments in the style of Mühl's Fig. 6.2-6.7 and 6.8-6.12
-(000, ch. 6), drawn with matplotlib's Agg backend.
+"""Plots of the REBECA experiments in the style of Mühl's Fig. 6.2-6.7 and 6.8-6.12 (Mühl 2002,
+Large-Scale Content-Based Publish/Subscribe Systems, ch. 6), drawn with matplotlib's Agg
+backend.
 
 Each figure is written on its own (``fig6_2.png`` ...) and all of them together on one
 overview sheet (``rebeca-tables.png`` / ``rebeca-locality.png``). The seed's analytical
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from pubsift.core.experiments.rebeca import Point
+    from pubsift.experiments.rebeca import Point
 
 V, M = 107, 1000
 P_AVG = 250 / 67

@@ -1,5 +1,6 @@
-"""Mühl's analytical results for the experiments (000, §6.3-§6.5), and an exact count of the
-remote routing entries a perfect routing algorithm must hold for a given set of consumers.
+"""Mühl's analytical results for the experiments (Mühl 2002, Large-Scale Content-Based
+Publish/Subscribe Systems, §6.3-§6.5), and an exact count of the remote routing entries a
+perfect routing algorithm must hold for a given set of consumers.
 
 Remote entries: broker B holds an entry for neighbour H for every filter that the
 consumers behind H (in the part of the tree H leads to) need, counted per strategy:
@@ -86,23 +87,6 @@ def remote_entries(topo: Topology, source: str, behind: Mapping[str, Iterable[Ha
         if not advertisements:
             count += measure(total - sub[b])              # at b, for destination p
     return count
-
-
-def router_share(topo: Topology, router: str) -> Fraction:
-    """Share of the access brokers in the subtree of ``router`` (Table 6.2 with uniform
-    consumers: 1, 22/67, 7/67, 2/67 by level)."""
-    parent = parents(topo, topo.root or topo.brokers[0])
-    below = {b for b in parent if _under(b, router, parent)}
-    return Fraction(len(below & set(topo.access)), len(topo.access))
-
-
-def _under(b: str, router: str, parent: Mapping[str, str | None]) -> bool:
-    x: str | None = b
-    while x is not None:
-        if x == router:
-            return True
-        x = parent[x]
-    return False
 
 
 def identity_limit(n_brokers: int, m: int, advertisements: bool) -> int:

@@ -1,15 +1,17 @@
 """The quote demo, ``pubsift demo`` (issue 12 §4: "Keep today's quote demo as ``pubsift
 demo``").
 
-Mühl's stock scenario (000, §6.2) on real data: daily quotes of S&P 500 symbols are
-published as records events and matched, through the records counting index, against a few
-hundred quote and quote-interval subscriptions drawn from them. Prints a delivery summary.
+Mühl's stock scenario (Mühl 2002, Large-Scale Content-Based Publish/Subscribe Systems, §6.2)
+on real data: daily quotes of S&P 500 symbols are published as records events and matched,
+through the records counting index, against a few hundred quote and quote-interval
+subscriptions drawn from them. Prints a delivery summary.
 
-By default it reads the bundled sample (:data:`SAMPLE_QUOTES`, the first half-year of
-twelve symbols in ``examples/sample/quotes``, made by ``examples/make_sample.py``), so it
-runs on a fresh clone; ``--data DIR`` reads the full year of all 505 symbols from
-``DIR/quotes`` (:func:`~pubsift.models.records.workload.quotes_path`). Both quote files are
-read: Kaggle's header ``date,open,high,low,close,volume,Name`` and the records wire form
+By default it reads the bundled sample (:data:`SAMPLE_QUOTES`, the first half-year of twelve
+symbols in ``examples/sample/quotes``, made by ``examples/make_sample.py``), so it runs on a
+fresh clone; ``--data DIR`` (or the environment variable PUBSIFT_DATA) reads the full year
+of all 505 symbols from ``DIR/quotes``
+(:func:`~pubsift.models.records.workload.quotes_path`). Both quote files are read: Kaggle's
+header ``date,open,high,low,close,volume,Name`` and the records wire form
 ``symbol,price,open,high,low,volume,date`` of the sample, plain or gzip-compressed.
 """
 from __future__ import annotations
@@ -22,15 +24,18 @@ import time
 import zlib
 from collections import Counter
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from pubsift.core.errors import PubsiftError
 from pubsift.core.registry import load_model
 from pubsift.models.records import workload
 from pubsift.models.records.values import Record
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 #: The bundled sample's quotes (a source checkout's ``examples/``; not in a wheel).
-SAMPLE_QUOTES = (Path(__file__).resolve().parents[2] / "examples" / "sample" / "quotes"
+SAMPLE_QUOTES = (Path(__file__).resolve().parents[1] / "examples" / "sample" / "quotes"
                  / "quotes-2017-02-to-07.csv.gz")
 #: The sample's header: the records wire form of a quote (workload.py's events).
 WIRE_COLUMNS = ("symbol", "price", "open", "high", "low", "volume", "date")
@@ -116,19 +121,19 @@ def _not_utf8(row: list[str]) -> str:
     return ""
 
 
-def run_demo(out: TextIO, data_dir: str | None = None, n_subscriptions: int = 300,
-             seed: int = 1, err: TextIO = sys.stderr) -> int:
+def run_demo(console: Console, data_dir: str | None = None, origin: str = "--data",
+             n_subscriptions: int = 300, seed: int = 1, err: TextIO = sys.stderr) -> int:
     """The quote demo over the bundled sample, or over ``data_dir/quotes`` (the full year)
-    when given; 0 on success, 1 when quote lines were skipped (each reported on ``err``),
+    when given (``origin`` says by what: ``--data`` or ``PUBSIFT_DATA``); the results on
+    ``console``. 0 on success, 1 when quote lines were skipped (each reported on ``err``),
     2 when the quotes file is absent or cannot be used (one line on ``err``)."""
-    from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
 
-    console = Console(file=out)
     if data_dir is None and not SAMPLE_QUOTES.is_file():
         err.write(f"pubsift demo: the bundled sample quotes {SAMPLE_QUOTES} are absent "
-                  "(examples/ is in a source checkout); pass --data DIR, a folder with "
+                  "(examples/ is in a source checkout); pass --data DIR or set "
+                  "PUBSIFT_DATA=DIR, the shared data folder with "
                   f"quotes/{workload.QUOTES_1YR}\n")
         return 2
     model = load_model("records")
@@ -137,6 +142,11 @@ def run_demo(out: TextIO, data_dir: str | None = None, n_subscriptions: int = 30
                 workload.quotes_path(Path(data_dir) / "quotes"))
         console.print(f"reading quotes from [cyan]{path}[/]")
         quotes, skipped = read_quotes(path, err)
+    except FileNotFoundError as exc:
+        err.write(f"pubsift demo: {' '.join(str(exc).split())} (the shared data folder "
+                  f"{data_dir}, given by {origin}; --data DIR or PUBSIFT_DATA=DIR names "
+                  "it)\n")
+        return 2
     except (OSError, QuotesError) as exc:
         err.write(f"pubsift demo: {' '.join(str(exc).split())}\n")
         return 2

@@ -1,5 +1,0 @@
-"""Experiments on the routing core: Mühl's REBECA evaluation reproduced (000, ch. 6).
-
-``pubsift experiment rebeca`` (:func:`~pubsift.core.experiments.rebeca.add_parser`,
-:func:`~pubsift.core.experiments.rebeca.run`).
-"""

@@ -1,0 +1,60 @@
+"""What the core and the command line import (issue 13 §1): the routing core reaches models
+only through the registry, and ``pubsift --help`` finds the subcommands without importing
+them. Each check runs in a fresh interpreter, so nothing imported by other tests counts."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("pandas", "rdflib", "pyspark", "matplotlib")
+
+
+def _loaded(code: str) -> list[str]:
+    """The names in sys.modules after ``code`` ran in a fresh interpreter."""
+    done = subprocess.run([sys.executable, "-c", code + "\nimport json, sys\n"
+                           "print(json.dumps(sorted(sys.modules)))"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_core_and_every_module_under_it_import_no_model():
+    walk = """
+import importlib, pkgutil
+import pubsift.core
+names = [m.name for m in pkgutil.walk_packages(pubsift.core.__path__, "pubsift.core.")]
+assert "pubsift.core.conformance.plugin" in names and "pubsift.core.cli" in names, names
+for name in names:
+    importlib.import_module(name)
+"""
+    loaded = _loaded(walk)
+    assert "pubsift.core.conformance.kit" in loaded
+    assert [m for m in loaded if m == "pubsift.models" or m.startswith("pubsift.models.")] == []
+    assert [m for m in loaded if m.startswith("pubsift.experiments")] == []
+
+
+def test_help_imports_no_heavy_module_no_model_and_no_experiment():
+    loaded = _loaded("""
+from pubsift.core.cli import main
+try:
+    main(["--help"])
+except SystemExit:
+    pass
+""")
+    assert "pubsift.core.cli" in loaded
+    heavy = [m for m in loaded if m.split(".")[0] in HEAVY]
+    ours = [m for m in loaded if m.startswith(("pubsift.models", "pubsift.experiments"))]
+    assert heavy == [] and ours == []
+
+
+def test_a_subcommand_help_imports_only_its_own_module():
+    loaded = _loaded("""
+from pubsift.core.cli import main
+try:
+    main(["experiment", "rebeca", "--help"])
+except SystemExit:
+    pass
+""")
+    assert "pubsift.experiments.rebeca_cli" in loaded
+    assert "pubsift.adapters.spark.cli" not in loaded and "matplotlib" not in loaded
