@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
-from pubsift.models.records import limits
-from pubsift.models.records.automata import MAX_CELLS
-from pubsift.models.records.multivalues import TooComplex
-from pubsift.models.records.constraints import ELEMENT_OPS, Constraint, Interval, Op, TypeSet
+from pubsift.models.constraints import limits
+from pubsift.models.constraints.automata import MAX_CELLS
+from pubsift.models.constraints.multivalues import TooComplex
+from pubsift.models.constraints.constraints import ELEMENT_OPS, Constraint, Interval, Op, TypeSet
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.relations import Conjunction, NotRepresentable, Unsatisfiable
+from pubsift.models.constraints.relations import Conjunction, NotRepresentable, Unsatisfiable
 from pubsift.models.records.typesystem import Schema, UnknownTypeError
-from pubsift.models.records.values import Scalar, skey, sort_key
+from pubsift.models.constraints.values import Scalar, skey, sort_key
 
 # --------------------------------------------------------------------------------------
 # tokens

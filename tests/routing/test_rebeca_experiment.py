@@ -25,7 +25,7 @@ from pubsift.core.experiments.rebeca import Experiment, Setup, add_parser, axis
 from pubsift.core.index import LinearIndex
 from pubsift.core.registry import load_model
 from pubsift.core.topology import hierarchy
-from pubsift.models.records.constraints import Constraint, Interval, Op
+from pubsift.models.constraints.constraints import Constraint, Interval, Op
 from pubsift.models.records.filters import RecordFilter
 
 V = 107
