@@ -35,6 +35,8 @@ the concepts model its clauses after unit and currency conversion. Modules, one 
 ``relations``       covering, identity, overlap, conjunction, merging, witnesses
 ``wire``            JSON forms :func:`dump_constraint` / :func:`load_constraint`
 ``limits``          limits on constants (integer digits, string length, surrogates)
+``lexer``           the lexical parts of the filter text forms (one token type, JSON
+                    numbers and strings), shared by the records and concepts parsers
 ==================  ==============================================================
 """
 from pubsift.models.constraints import relations
