@@ -102,7 +102,7 @@ def _number(lexeme: str, text: str, pos: int) -> int | float:
     if digits > limits.MAX_INT_DIGITS and not any(c in lexeme for c in ".eE"):
         raise FilterSyntaxError(limits.int_message(digits), text, pos)
     v = number_value(lexeme)
-    if math.isinf(v):
+    if isinstance(v, float) and math.isinf(v):
         raise FilterSyntaxError(f"number {lexeme} is too large for a 64-bit float "
                                 "(write inf or -inf for an unbounded end)", text, pos)
     return v
