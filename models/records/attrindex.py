@@ -32,8 +32,8 @@ from collections.abc import Hashable
 from typing import Any
 
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
-from pubsift.models.records.predicates import compile_test
 from pubsift.models.constraints.values import NUM, STR, kind, skey
+from pubsift.models.records.predicates import compile_test
 
 _EMPTY: tuple = ()
 

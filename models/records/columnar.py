@@ -62,8 +62,8 @@ from typing import Any
 
 from pubsift.core.errors import EventError
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
-from pubsift.models.records.predicates import compile_test
 from pubsift.models.constraints.values import NUM, STR
+from pubsift.models.records.predicates import compile_test
 
 #: Chunks that Arrow refuses are split in halves; below this many rows they take the
 #: per-row path.

@@ -22,9 +22,9 @@ from typing import Any
 
 from pubsift.models.constraints import relations as rel
 from pubsift.models.constraints.constraints import ABSENT, Constraint
-from pubsift.models.records.filters import RecordFilter
 from pubsift.models.constraints.multivalues import TooComplex
 from pubsift.models.constraints.valuesets import ValueSet, everything, surely_equal, value_set
+from pubsift.models.records.filters import RecordFilter
 
 _NO_INTS: frozenset[str] = frozenset()
 

@@ -42,7 +42,8 @@ type), ``wildcard`` with a ``*`` inside the value, case-insensitive prefix/suffi
 used as a plain field name (event-ruler's legacy reading), unknown matchers, patterns that
 expand into more than :data:`MAX_FILTERS` conjunctive filters, a field addressed twice in one
 object (a dotted name and a nested object, in either order), and input beyond the limits
-of :mod:`.limits` (nesting, integer digits, non-finite numbers, lone surrogates).
+of :mod:`.limits` and :mod:`pubsift.models.constraints.limits` (nesting, integer digits,
+non-finite numbers, lone surrogates).
 
 Semantic differences to event-ruler (documented in docs/records-syntax.md):
 
@@ -71,15 +72,15 @@ from typing import Any, NamedTuple
 
 from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.constraints import limits
-from pubsift.models.records import limits as record_limits
 from pubsift.models.constraints.constraints import Constraint, Interval, Op
-from pubsift.models.records.filters import RecordFilter
-from pubsift.models.constraints.relations import Conjunction, NotRepresentable, Unsatisfiable
 from pubsift.models.constraints.multivalues import TooComplex
-from pubsift.models.records.syntax import clause_text, too_complex_message, unsatisfiable_message
-from pubsift.models.records.typesystem import Schema
+from pubsift.models.constraints.relations import Conjunction, NotRepresentable, Unsatisfiable
 from pubsift.models.constraints.values import skey
 from pubsift.models.constraints.wire import json_type as _json_type
+from pubsift.models.records import limits as record_limits
+from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.syntax import clause_text, too_complex_message, unsatisfiable_message
+from pubsift.models.records.typesystem import Schema
 
 #: The largest number of conjunctive filters one pattern may expand into.
 MAX_FILTERS = 256

@@ -20,10 +20,10 @@ from typing import Any
 from hypothesis import strategies as st
 
 from pubsift.models.constraints.constraints import Constraint, Interval, Op
-from pubsift.models.records.filters import RecordFilter
 from pubsift.models.constraints.relations import NotRepresentable, Unsatisfiable, normalize, witness
-from pubsift.models.records.typesystem import Schema
 from pubsift.models.constraints.values import skey
+from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.typesystem import Schema
 from pubsift.models.records.values import Record
 
 #: attribute names filters use; events may also carry ``z``, which no filter constrains.

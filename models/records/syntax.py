@@ -24,16 +24,16 @@ from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.constraints import limits
+from pubsift.models.constraints.automata import MAX_CELLS
+from pubsift.models.constraints.constraints import ELEMENT_OPS, Constraint, Interval, Op, TypeSet
 from pubsift.models.constraints.lexer import (
     END, NUMBER, NUMBER_RE, PUNCT, STRING, WORD, Token, number_value, quote, read_string,
 )
-from pubsift.models.constraints.automata import MAX_CELLS
 from pubsift.models.constraints.multivalues import TooComplex
-from pubsift.models.constraints.constraints import ELEMENT_OPS, Constraint, Interval, Op, TypeSet
-from pubsift.models.records.filters import RecordFilter
 from pubsift.models.constraints.relations import Conjunction, NotRepresentable, Unsatisfiable
-from pubsift.models.records.typesystem import Schema, UnknownTypeError
 from pubsift.models.constraints.values import Scalar, skey, sort_key
+from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.typesystem import Schema, UnknownTypeError
 
 # --------------------------------------------------------------------------------------
 # tokens

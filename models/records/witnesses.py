@@ -17,10 +17,10 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from pubsift.models.records.attrindex import SortedItems
 from pubsift.models.constraints.constraints import Constraint, Op
-from pubsift.models.records.predicates import compile_test
 from pubsift.models.constraints.values import MULTI, NUM, STR, kind, skey
+from pubsift.models.records.attrindex import SortedItems
+from pubsift.models.records.predicates import compile_test
 
 _MAXCHAR = "\U0010ffff"
 

@@ -35,8 +35,8 @@ from statistics import median
 
 from pubsift.core.errors import EventError
 from pubsift.models.constraints.constraints import Constraint, Interval, Op
-from pubsift.models.records.filters import RecordFilter
 from pubsift.models.constraints.values import STR
+from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.values import Record
 
 #: One year of daily quotes, 126,663 rows, 505 symbols.
