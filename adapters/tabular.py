@@ -35,7 +35,7 @@ and the column) and the rows around it are read.
 * a number literal the records model cannot hold is a bad record, ``csv-type``: an
   exponent literal beyond the 64-bit float range (``1e999``; it is a number, but not one
   that can be compared) and an integer of more than 4,300 digits
-  (:data:`pubsift.models.records.limits.MAX_INT_DIGITS`).
+  (:data:`pubsift.models.constraints.limits.MAX_INT_DIGITS`).
 
 **Declared column types** (``source.columns``) replace inference for those columns and
 are looser about spelling, since the source says what the column holds: surrounding
@@ -80,7 +80,7 @@ from pubsift.adapters.lines import (bad_bytes, codec_for, nul_problem, open_text
 from pubsift.adapters.outcomes import Event, Quarantined, excerpt
 from pubsift.adapters.readers import SNIFF_BYTES, Reader, strip_compression
 from pubsift.adapters.reading import converter
-from pubsift.models.records.limits import MAX_INT_DIGITS
+from pubsift.models.constraints import MAX_INT_DIGITS
 
 if TYPE_CHECKING:
     from pubsift.adapters.inputs import Input

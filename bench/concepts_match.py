@@ -47,7 +47,7 @@ from pubsift.models.concepts import ConceptsModel, RatePeriod, RateTable
 from pubsift.models.concepts.context import ClientContext
 from pubsift.models.concepts.filters import FilterBuilder
 from pubsift.models.concepts.syntax import parse_text
-from pubsift.models.records.constraints import ABSENT
+from pubsift.models.constraints import ABSENT
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "quotes"
 QUOTES = DATA / "all_stocks_1yr_2017-02-08_2018-02-07.csv"

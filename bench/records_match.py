@@ -52,7 +52,7 @@ from pubsift.core.index import LinearIndex
 from pubsift.models.records import RecordsModel
 from pubsift.models.records import conjunctive
 from pubsift.models.records.attrindex import AttributeIndex
-from pubsift.models.records.constraints import ABSENT, Constraint
+from pubsift.models.constraints.constraints import ABSENT, Constraint
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.values import Record
 from pubsift.models.records.workload import (Mix, load_quotes, quotes_path, sample_events,

@@ -1,4 +1,4 @@
-"""Throughput of the records constraint algebra (covers / overlaps / identical) on the pairs
+"""Throughput of the shared constraint algebra (covers / overlaps / identical) on the pairs
 routing tables meet most (equality, ranges, sets, prefixes), against the baseline of
 deciding the same pairs through the general value sets (``valuesets.value_set``, cached).
 
@@ -13,11 +13,11 @@ import sys
 
 from harness import Bench, ratio, time_it
 
-from pubsift.models.records import relations as rel
-from pubsift.models.records.constraints import Constraint as C
-from pubsift.models.records.constraints import Interval, Op
-from pubsift.models.records.values import skey
-from pubsift.models.records.valuesets import value_set
+from pubsift.models.constraints import relations as rel
+from pubsift.models.constraints.constraints import Constraint as C
+from pubsift.models.constraints.constraints import Interval, Op
+from pubsift.models.constraints.values import skey
+from pubsift.models.constraints.valuesets import value_set
 
 
 def workload(n: int, seed: int = 1) -> list[tuple[C, C]]:

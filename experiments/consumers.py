@@ -18,8 +18,8 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
-from pubsift.models.records.constraints import Constraint, Interval, Op
-from pubsift.models.records.filters import RecordFilter
+from pubsift.models.constraints import Constraint, Interval, Op
+from pubsift.models.records import RecordFilter
 
 KINDS = ("quote", "quote-interval")
 #: Table 6.3's values of d.

@@ -31,8 +31,8 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from typing import Any
 
 from pubsift.core.model import Event, Filter, FilterIndex, FilterModel
-from pubsift.models.records.constraints import Op
-from pubsift.models.records.filters import RecordFilter
+from pubsift.models.constraints import Op
+from pubsift.models.records import RecordFilter
 
 Pair = tuple[Filter, Hashable]
 WILD = None

@@ -1,8 +1,8 @@
 """Covering, identity, overlap and merging of concept filters.
 
 Mühl's conjunctive-filter rules (000, Cor. 4.1-4.3, §4.3.7) carried over to concepts
-(Cilia et al., 003 §3.1, §4.3): the records constraint algebra
-(:mod:`pubsift.models.records.relations`) decides clause pairs whose constants were
+(Cilia et al., 003 §3.1, §4.3): the shared constraint algebra
+(:mod:`pubsift.models.constraints.relations`) decides clause pairs whose constants were
 normalized into the same matching context, and concept subsumption decides the concepts
 (an event of a specialization matches a filter on its generalization).
 
@@ -28,8 +28,7 @@ from collections.abc import Sequence
 from pubsift.models.concepts.conversion import ConversionManager
 from pubsift.models.concepts.filters import Clause, ConceptFilter, make_filter
 from pubsift.models.concepts.ontology import Ontology
-from pubsift.models.records import relations
-from pubsift.models.records.constraints import Constraint, Interval, Op
+from pubsift.models.constraints import Constraint, Interval, Op, relations
 
 EPS = 1e-9
 """Relative widening of constants compared across exchange rates."""

@@ -3,7 +3,7 @@ objects are matched against them (Cilia et al., 003 §3.1-3.2, §4.3).
 
 A :class:`ConceptFilter` names a concept (an event matches if its concept is that concept or
 a specialization of it) and a conjunction of :class:`Clause`\\ s. A clause is a records
-:class:`~pubsift.models.records.constraints.Constraint` on the value at a path of member
+:class:`~pubsift.models.constraints.constraints.Constraint` on the value at a path of member
 concepts, with its constant *normalized into the matching context* ``target``:
 
 * quantities: the concept's matching unit (``ps:matchingUnit``, else the SI base unit), scale 1;
@@ -37,10 +37,8 @@ from pubsift.models.concepts.ontology import (DATE, MONEY, PLAIN, QUANTITY, Onto
 from pubsift.models.concepts.semantic_objects import Path, SemanticObject
 from pubsift.models.concepts.syntax import Condition, FilterSpec, Literal
 from pubsift.models.concepts.units import base_unit, canonical_unit
-from pubsift.models.records import relations
-from pubsift.models.records.limits import string_message, string_too_long
-from pubsift.models.records.constraints import ABSENT, Constraint, Interval, Op
-from pubsift.models.records.values import skey
+from pubsift.models.constraints import ABSENT, Constraint, Interval, Op, relations, skey
+from pubsift.models.constraints.limits import string_message, string_too_long
 
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
 _MAX = sys.float_info.max
@@ -290,7 +288,7 @@ def _is_unit(token: str) -> bool:
 
 
 def _constraint(cond: Condition, values: list[Any], err, where: str) -> Constraint:
-    for v in values:  # the records algebra's limit on filter strings (its wire form too)
+    for v in values:  # the constraint algebra's limit on filter strings (its wire form too)
         if isinstance(v, str) and string_too_long(v):
             raise err(string_message(v), cond.pos, where)
     op = cond.op
@@ -385,5 +383,5 @@ class Matcher:
 
 
 def _cut(message: str) -> str:
-    """A message of the records algebra, cut short (it shows whole constants)."""
+    """A message of the constraint algebra, cut short (it shows whole constants)."""
     return message if len(message) <= 300 else message[:297] + "..."

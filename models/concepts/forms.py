@@ -28,11 +28,10 @@ from pubsift.models.concepts.ontology import (DATE, MONEY, PLAIN, QUANTITY, Onto
                                               UnknownConcept)
 from pubsift.models.concepts.syntax import _UNIT, count_tokens
 from pubsift.models.concepts.units import UREG, base_unit, canonical_unit
-from pubsift.models.records import relations
-from pubsift.models.records.constraints import Constraint, Interval, Op
-from pubsift.models.records.values import NUM, sort_key
-from pubsift.models.records.limits import TooComplex
-from pubsift.models.records.wire import dump_constraint, load_constraint
+from pubsift.models.constraints import (
+    NUM, Constraint, Interval, Op, TooComplex, dump_constraint, load_constraint, relations,
+    sort_key,
+)
 
 
 def dump_filter(f: ConceptFilter, onto: Ontology) -> dict:

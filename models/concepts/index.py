@@ -3,7 +3,7 @@ conversion (Cilia et al., 003 §4.3: Rebeca "specialized in order to delay the c
 much as possible"; Mühl 000, §4.3.8 for the index underneath).
 
 A concept filter is a conjunction of records constraints on (path, matching context) pairs
-plus the concept test, so it is held as a :class:`~pubsift.models.records.filters.RecordFilter`
+plus the concept test, so it is held as a :class:`~pubsift.models.records.RecordFilter`
 over *virtual attributes*: one per (path, target context) that any held filter constrains,
 and ``@concept`` (the set of the filter concept's specializations). An event is matched by
 converting each of its values once into each target context the index knows for its path —
@@ -26,11 +26,8 @@ from pubsift.core.model import FilterIndex
 from pubsift.models.concepts.filters import _FAIL, Clause, ConceptFilter
 from pubsift.models.concepts.forms import check_filter
 from pubsift.models.concepts.semantic_objects import SemanticObject
-from pubsift.models.records.constraints import Constraint, Op
-from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.index import RecordsIndex
-from pubsift.models.records.model import RecordsModel
-from pubsift.models.records.values import skey
+from pubsift.models.constraints import Constraint, Op, skey
+from pubsift.models.records import RecordFilter, RecordsModel
 
 _CONCEPT = "@concept"
 
@@ -59,7 +56,7 @@ class ConceptsIndex(FilterIndex[Hashable]):
     def __init__(self, model: Any) -> None:
         self.model = model
         self._scan = LinearIndex(model)
-        self._records = RecordsIndex(RecordsModel())
+        self._records = RecordsModel().new_index()
         self._names: dict[tuple, str] = {}           # (path, target) -> virtual attribute
         self._by_path: dict[tuple, dict[str, Clause]] = {}
         self._uses: dict[str, int] = {}

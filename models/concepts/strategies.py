@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pubsift.models.concepts.conversion import RatePeriod, RateTable
 from pubsift.models.concepts.filters import ConceptFilter
 from pubsift.models.concepts.ontology import DATE, MONEY, QUANTITY
-from pubsift.models.records.constraints import ABSENT, Op
+from pubsift.models.constraints import ABSENT, Op
 
 FILTER_CONCEPTS = ("Event", "Quote", "StockQuote", "BondQuote", "Order")
 EVENT_CONCEPTS = ("Quote", "StockQuote", "BondQuote", "Order")

@@ -35,7 +35,6 @@ JSON form::
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -43,6 +42,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
+from pubsift.models.constraints.lexer import (
+    END, NUMBER_RE, STRING_RE, Token, number_value, read_string,
+)
 from pubsift.models.concepts.limits import (MAX_NUMBER_TEXT, MAX_TEXT_LENGTH, MAX_TOKENS,
                                             number_problem, text_problem)
 
@@ -87,13 +89,13 @@ class FilterSpec:
 _TOKEN = re.compile(r"""
     (?P<ws>\s+)
   | (?P<date>\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?)
-  | (?P<number>-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
-  | (?P<string>"[^"\\]*+(?:\\.[^"\\]*+)*+")
+  | (?P<number>{number})
+  | (?P<string>(?s:{string}))
   | (?P<op><=|>=|!=|==|<|>|=)
   | (?P<punct>[\[\](){},.*/^])
   | (?P<word>[^\W\d][\w°µ]*)
   | (?P<unitsym>[°µ$€£%][\w°µ]*)
-""", re.VERBOSE)
+""".replace("{number}", NUMBER_RE.pattern).replace("{string}", STRING_RE.pattern), re.VERBOSE)
 
 _KEYWORDS = {"where", "with", "and", "between", "in", "not", "after", "before", "on",
              "prefix", "suffix", "contains", "exists", "true", "false", "null"}
@@ -101,14 +103,7 @@ _CMP = {"<", "<=", ">", ">=", "=", "==", "!="}
 _DATE_OPS = {"after": ">", "before": "<", "on": "="}
 
 
-@dataclass(slots=True)
-class _Tok:
-    kind: str
-    text: str
-    pos: int
-
-
-def _tokens(text: str) -> Iterator[_Tok]:
+def _tokens(text: str) -> Iterator[Token]:
     """The tokens of ``text`` (spaces dropped), then an ``end`` token. The string pattern
     is possessive (unrolled, no backtracking): a literal of any length costs no memory
     beyond its text (Friedl, *Mastering Regular Expressions*, "unrolling the loop")."""
@@ -120,9 +115,9 @@ def _tokens(text: str) -> Iterator[_Tok]:
                     f"unexpected character {text[i]!r}")
             raise FilterSyntaxError(what, text, i)
         if m.lastgroup != "ws":
-            yield _Tok(m.lastgroup, m.group(), i)
+            yield Token(m.lastgroup, m.group(), m.group(), i)
         i = m.end()
-    yield _Tok("end", "", n)
+    yield Token(END, "", None, n)
 
 
 def count_tokens(text: str) -> int:
@@ -130,7 +125,7 @@ def count_tokens(text: str) -> int:
     return sum(1 for _ in _tokens(text))
 
 
-def _tokenize(text: str) -> list[_Tok]:
+def _tokenize(text: str) -> list[Token]:
     if len(text) > MAX_TEXT_LENGTH:  # before any work: the limit bounds time and memory
         raise FilterSyntaxError(f"filter too long: {len(text):,} characters (at most "
                                 f"{MAX_TEXT_LENGTH:,} in the text form)", text,
@@ -139,7 +134,7 @@ def _tokenize(text: str) -> list[_Tok]:
     if bad is not None:  # shown with U+FFFD in their place: messages must be printable
         raise FilterSyntaxError(text_problem(text), _SURROGATE.sub("\ufffd", text),
                                 bad.start())
-    out: list[_Tok] = []
+    out: list[Token] = []
     for t in _tokens(text):
         if len(out) == MAX_TOKENS:
             raise FilterSyntaxError(f"filter too long: more than {MAX_TOKENS:,} tokens",
@@ -156,7 +151,7 @@ class _Parser:
 
     # helpers
     @property
-    def tok(self) -> _Tok:
+    def tok(self) -> Token:
         return self.toks[self.i]
 
     def error(self, msg: str, pos: int | None = None) -> FilterSyntaxError:
@@ -166,12 +161,12 @@ class _Parser:
         t = self.tok
         return t.kind == "word" and t.text.lower() in words
 
-    def take(self) -> _Tok:
+    def take(self) -> Token:
         t = self.tok
         self.i += 1
         return t
 
-    def expect_punct(self, p: str) -> _Tok:
+    def expect_punct(self, p: str) -> Token:
         if self.tok.text != p or self.tok.kind not in ("punct", "op"):
             raise self.error(f"expected {p!r}, found {self.tok.text or 'end of filter'!r}")
         return self.take()
@@ -198,16 +193,9 @@ class _Parser:
             raise self.error(f"unexpected {self.tok.text!r}: expected 'and' or the end")
         return FilterSpec(concept, tuple(conds), None, self.text, pos)
 
-    def string(self, t: _Tok) -> str:
-        """The value of a quoted string token (JSON escapes)."""
-        try:
-            v = json.loads(t.text)
-        except json.JSONDecodeError as exc:
-            raise self.error(f"bad string: {exc.msg}", t.pos + exc.pos) from None
-        problem = text_problem(v)
-        if problem:
-            raise self.error(f"bad string: {problem}", t.pos)
-        return v
+    def string(self, t: Token) -> str:
+        """The value of a quoted string token (a JSON string literal)."""
+        return read_string(self.text, t.pos)[0]
 
     def term(self) -> str:
         t = self.tok
@@ -300,7 +288,7 @@ class _Parser:
             if len(t.text) > MAX_NUMBER_TEXT:
                 raise self.error(f"number of {len(t.text)} characters: out of range "
                                  f"(at most ±1.8e308)", t.pos)
-            v = float(t.text) if any(c in t.text for c in ".eE") else int(t.text)
+            v = number_value(t.text)
             if number_problem(v) or isinstance(v, float) and math.isinf(v):
                 raise self.error(f"number {t.text[:40]} is out of range (at most ±1.8e308)",
                                  t.pos)

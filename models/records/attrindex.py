@@ -6,7 +6,7 @@ holds (constraint, item) pairs for one attribute name and answers :meth:`~Attrib
 the items whose constraint accepts a value, exactly (``Constraint.matches``):
 
 * ``=`` and ``in`` set members: hash maps keyed per kind (strings, numbers with ``1 == 1.0``,
-  and :func:`~pubsift.models.records.values.skey` for booleans and null, so ``True != 1``);
+  and :func:`~pubsift.models.constraints.values.skey` for booleans and null, so ``True != 1``);
 * equals-ignore-case: a hash map of case-folded operands; ``instanceof``: a hash map of the
   members of the type set;
 * prefix / suffix: a hash map of operands probed with the value's prefixes (suffixes) of every
@@ -31,9 +31,9 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Hashable
 from typing import Any
 
-from pubsift.models.records.constraints import ABSENT, Constraint, Op
+from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
+from pubsift.models.constraints.values import NUM, STR, kind, skey
 from pubsift.models.records.predicates import compile_test
-from pubsift.models.records.values import NUM, STR, kind, skey
 
 _EMPTY: tuple = ()
 

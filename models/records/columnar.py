@@ -61,9 +61,9 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from pubsift.core.errors import EventError
-from pubsift.models.records.constraints import ABSENT, Constraint, Op
+from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
+from pubsift.models.constraints.values import NUM, STR
 from pubsift.models.records.predicates import compile_test
-from pubsift.models.records.values import NUM, STR
 
 #: Chunks that Arrow refuses are split in halves; below this many rows they take the
 #: per-row path.

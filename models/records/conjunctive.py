@@ -20,11 +20,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache, reduce
 from typing import Any
 
-from pubsift.models.records import relations as rel
-from pubsift.models.records.constraints import ABSENT, Constraint
+from pubsift.models.constraints import relations as rel
+from pubsift.models.constraints.constraints import ABSENT, Constraint
+from pubsift.models.constraints.multivalues import TooComplex
+from pubsift.models.constraints.valuesets import ValueSet, everything, surely_equal, value_set
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.multivalues import TooComplex
-from pubsift.models.records.valuesets import ValueSet, everything, surely_equal, value_set
 
 _NO_INTS: frozenset[str] = frozenset()
 

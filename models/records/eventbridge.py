@@ -42,7 +42,8 @@ type), ``wildcard`` with a ``*`` inside the value, case-insensitive prefix/suffi
 used as a plain field name (event-ruler's legacy reading), unknown matchers, patterns that
 expand into more than :data:`MAX_FILTERS` conjunctive filters, a field addressed twice in one
 object (a dotted name and a nested object, in either order), and input beyond the limits
-of :mod:`.limits` (nesting, integer digits, non-finite numbers, lone surrogates).
+of :mod:`.limits` and :mod:`pubsift.models.constraints.limits` (nesting, integer digits,
+non-finite numbers, lone surrogates).
 
 Semantic differences to event-ruler (documented in docs/records-syntax.md):
 
@@ -70,15 +71,16 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from pubsift.core.errors import FilterSyntaxError
-from pubsift.models.records import limits
-from pubsift.models.records.constraints import Constraint, Interval, Op
+from pubsift.models.constraints import limits
+from pubsift.models.constraints.constraints import Constraint, Interval, Op
+from pubsift.models.constraints.multivalues import TooComplex
+from pubsift.models.constraints.relations import Conjunction, NotRepresentable, Unsatisfiable
+from pubsift.models.constraints.values import skey
+from pubsift.models.constraints.wire import json_type as _json_type
+from pubsift.models.records import limits as record_limits
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.relations import Conjunction, NotRepresentable, Unsatisfiable
-from pubsift.models.records.multivalues import TooComplex
 from pubsift.models.records.syntax import clause_text, too_complex_message, unsatisfiable_message
 from pubsift.models.records.typesystem import Schema
-from pubsift.models.records.values import skey
-from pubsift.models.records.wire import json_type as _json_type
 
 #: The largest number of conjunctive filters one pattern may expand into.
 MAX_FILTERS = 256
@@ -119,8 +121,8 @@ def parse_pattern(spec: str | Mapping[str, Any], schema: Schema | None = None
                                 f"{_json_type(spec)}", text, None, "$")
     if text is None:
         try:
-            limits.check_depth(spec)
-        except limits.InputLimit as e:
+            record_limits.check_depth(spec)
+        except record_limits.InputLimit as e:
             raise _err(e.message, str(e.where)) from None
     branches = _object(spec, "", "$", in_or=False, seen={})
     filters: list[RecordFilter] = []
@@ -457,11 +459,11 @@ def _load_json(text: str) -> Any:
         return d
 
     try:
-        return limits.loads(text, pairs)
+        return record_limits.loads(text, pairs)
     except json.JSONDecodeError as e:
         raise FilterSyntaxError(f"malformed JSON: {e.msg}", limits.printable(text),
                                 e.pos) from None
-    except limits.InputLimit as e:
+    except record_limits.InputLimit as e:
         pos = e.where if isinstance(e.where, int) else None
         raise FilterSyntaxError(e.message, limits.printable(text) if pos is not None else None,
                                 pos) from None

@@ -78,14 +78,14 @@ from collections.abc import Hashable, Iterator
 from typing import Any
 
 from pubsift.core.model import FilterIndex, FilterModel
+from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
+from pubsift.models.constraints.limits import TooComplex
+from pubsift.models.constraints.relations import Unsatisfiable, span_key, witness
 from pubsift.models.records import checks
 from pubsift.models.records.attrindex import AttributeIndex
-from pubsift.models.records.constraints import ABSENT, Constraint, Op
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.limits import TooComplex
 from pubsift.models.records.plans import NodePlan, walk
 from pubsift.models.records.predicates import compile_test
-from pubsift.models.records.relations import Unsatisfiable, span_key, witness
 from pubsift.models.records.values import Record
 from pubsift.models.records.witnesses import WitnessValues
 

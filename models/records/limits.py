@@ -1,24 +1,17 @@
-"""Input limits of the records model: what a hostile or broken peer may send is refused
-with a clear error before any recursive or costly work (DESIGN.md §2.1: every hook answers
-or raises a ``PubsiftError``; docs/records-syntax.md §4 lists the limits).
+"""Input limits of the records model's JSON forms: what a hostile or broken peer may send
+is refused with a clear error before any recursive or costly work (DESIGN.md §2.1: every
+hook answers or raises a ``PubsiftError``; docs/records-syntax.md §4 lists the limits).
 
 * **Nesting**: JSON objects and arrays nest at most :data:`MAX_DEPTH` levels (events,
   EventBridge patterns, wire forms; text and Python mappings alike; a mapping that contains
   itself is refused by the same check).
-* **Integers** have at most :data:`MAX_INT_DIGITS` decimal digits (Python's own default
-  ``int_max_str_digits``, independent of the interpreter's setting); within it every
-  comparison of integers and floats is exact (Python compares ``int`` and ``float``
-  exactly; nothing converts an integer to a float).
-* **Floats** are finite: JSON has no NaN or infinity, and a literal like ``1e309``, which
-  rounds to infinity, is refused (the text and wire forms spell unbounded ends ``inf``).
-* **Strings** in filters (literals and attribute names) have at most :data:`MAX_STRING`
-  characters: relations on them (automata, common substrings) take time linear in their
-  length with large factors (a 1 MB literal took 8-12 s to merge); events' strings are
-  not limited (matching is linear: ``str`` comparisons and affix tests).
-* **Strings** hold Unicode scalar values: a lone surrogate (U+D800-U+DFFF, as a character
-  or as a ``\\uXXXX`` escape not paired with its partner) has no UTF-8 encoding, so it
-  could not be sent on the wire and two of them would come back as one other character;
-  it is refused in names and values of every form.
+* **Numbers**: :func:`loads` reads integers of at most
+  :data:`~pubsift.models.constraints.limits.MAX_INT_DIGITS` digits and finite floats only
+  (JSON has no NaN or infinity, and a literal like ``1e309``, which rounds to infinity, is
+  refused; the text and wire forms spell unbounded ends ``inf``).
+
+The limits on constants (integer digits, string length, lone surrogates) are the constraint
+algebra's: :mod:`pubsift.models.constraints.limits`.
 """
 from __future__ import annotations
 
@@ -27,25 +20,13 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pubsift.models.constraints.limits import MAX_INT_DIGITS, int_message
+
 #: The deepest nesting of JSON objects/arrays accepted in an event or filter.
 MAX_DEPTH = 128
-#: The most decimal digits of an integer in an event or filter.
-MAX_INT_DIGITS = 4300
-#: The most characters of a string literal or attribute name in a filter (events' strings
-#: are not limited: matching them is linear in their length).
-MAX_STRING = 65536
 
-_INT_BOUND = 10 ** MAX_INT_DIGITS
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKETS = re.compile(r"[\[\]{}]")
-
-
-class TooComplex(OverflowError):
-    """Deciding a relation exactly would cost too much: a set operation on multi values
-    would need more than ``multivalues.MAX_CUBES`` cubes (the difference of unions of cubes
-    grows exponentially with their number), or a string automaton more than
-    ``automata.MAX_CELLS`` transitions. Callers give the sound answer instead."""
 
 
 class InputLimit(ValueError):
@@ -55,64 +36,6 @@ class InputLimit(ValueError):
     def __init__(self, message: str, where: str | int | None = None) -> None:
         super().__init__(message)
         self.message, self.where = message, where
-
-
-def int_too_large(v: int) -> bool:
-    """More than :data:`MAX_INT_DIGITS` digits (booleans are never too large)."""
-    return not -_INT_BOUND < v < _INT_BOUND
-
-
-def int_message(digits: int | None = None) -> str:
-    got = "" if digits is None else f" (this one has {digits})"
-    return f"integers have at most {MAX_INT_DIGITS} digits{got}"
-
-
-def string_too_long(s: str) -> bool:
-    return len(s) > MAX_STRING
-
-
-def string_message(s: str) -> str:
-    return (f"a string in a filter has at most {MAX_STRING} characters (this one has "
-            f"{len(s)})")
-
-
-def has_surrogate(s: str) -> bool:
-    return _SURROGATE.search(s) is not None
-
-
-def first_surrogate(s: str) -> int:
-    m = _SURROGATE.search(s)
-    return -1 if m is None else m.start()
-
-
-def printable(s: str) -> str:
-    """``s`` with every surrogate replaced by U+FFFD (same length: offsets stay valid)."""
-    return _SURROGATE.sub("\ufffd", s)
-
-
-def surrogate_message(s: str) -> str:
-    m = _SURROGATE.search(s)
-    assert m is not None
-    return (f"lone surrogate U+{ord(m.group()):04X} at character {m.start()} of a string; "
-            "strings hold Unicode characters that UTF-8 can encode")
-
-
-def show(v: Any, json_text: Callable[[Any], str] = repr) -> str:
-    """A short, printable rendering of an input value for an error message: ``json_text``
-    (e.g. ``json.dumps``) for scalars, the JSON type for containers, never a failure
-    (integers beyond the digit limit, lone surrogates, huge strings)."""
-    if isinstance(v, int) and not isinstance(v, bool) and int_too_large(v):
-        return f"an integer of more than {MAX_INT_DIGITS} digits"
-    if v is None or isinstance(v, (str, int, float)):
-        try:
-            s = json_text(v)
-        except (TypeError, ValueError):
-            s = repr(v)
-    else:
-        s = ("an object" if isinstance(v, Mapping) else "an array"
-             if isinstance(v, (list, tuple)) else f"a {type(v).__name__}")
-    s = printable(s)
-    return s if len(s) <= 80 else s[:60] + "..." + s[-10:]
 
 
 def check_text_depth(text: str) -> None:
@@ -200,6 +123,4 @@ def loads(text: str, pairs_hook: Callable[[list[tuple[str, Any]]], Any]) -> Any:
                       parse_float=_parse_float, parse_constant=_constant)
 
 
-__all__ = ["InputLimit", "MAX_DEPTH", "MAX_INT_DIGITS", "MAX_STRING", "check_depth",
-           "check_text_depth", "first_surrogate", "has_surrogate", "string_message", "string_too_long", "printable",
-           "show", "int_message", "int_too_large", "loads", "surrogate_message"]
+__all__ = ["InputLimit", "MAX_DEPTH", "check_depth", "check_text_depth", "loads"]

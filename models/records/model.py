@@ -15,10 +15,10 @@ from typing import Any
 
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import FilterIndex, FilterModel, JSON
+from pubsift.models.constraints.multivalues import TooComplex
+from pubsift.models.constraints.relations import Unsatisfiable, normalize
 from pubsift.models.records import checks, conjunctive, limits, syntax, wire
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.multivalues import TooComplex
-from pubsift.models.records.relations import Unsatisfiable, normalize
 from pubsift.models.records.typesystem import Schema
 from pubsift.models.records.values import Record
 

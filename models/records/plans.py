@@ -33,8 +33,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from typing import Any
 
+from pubsift.models.constraints.constraints import ABSENT
 from pubsift.models.records.attrindex import AttributeIndex, SortedItems, _Ranges
-from pubsift.models.records.constraints import ABSENT
 
 #: Region tables hold at most this many (region, interval) entries per interval, plus
 #: :data:`REGION_SLACK`; beyond that a segment tree (O(log) entries per interval) is used.

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pubsift.models.records.constraints import Constraint, Interval, Op
-from pubsift.models.records.values import NUM, STR
+from pubsift.models.constraints.constraints import Constraint, Interval, Op
+from pubsift.models.constraints.values import NUM, STR
 
 Test = Callable[[Any], bool]
 

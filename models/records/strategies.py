@@ -19,11 +19,12 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from pubsift.models.records.constraints import Constraint, Interval, Op
+from pubsift.models.constraints.constraints import Constraint, Interval, Op
+from pubsift.models.constraints.relations import NotRepresentable, Unsatisfiable, normalize, witness
+from pubsift.models.constraints.values import skey
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.relations import NotRepresentable, Unsatisfiable, normalize, witness
 from pubsift.models.records.typesystem import Schema
-from pubsift.models.records.values import Record, skey
+from pubsift.models.records.values import Record
 
 #: attribute names filters use; events may also carry ``z``, which no filter constrains.
 NAMES = ("a", "b", "c", "d.e", "d.f")

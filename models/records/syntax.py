@@ -20,46 +20,28 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
-from pubsift.models.records import limits
-from pubsift.models.records.automata import MAX_CELLS
-from pubsift.models.records.multivalues import TooComplex
-from pubsift.models.records.constraints import ELEMENT_OPS, Constraint, Interval, Op, TypeSet
+from pubsift.models.constraints import limits
+from pubsift.models.constraints.automata import MAX_CELLS
+from pubsift.models.constraints.constraints import ELEMENT_OPS, Constraint, Interval, Op, TypeSet
+from pubsift.models.constraints.lexer import (
+    END, NUMBER, NUMBER_RE, PUNCT, STRING, WORD, Token, number_value, quote, read_string,
+)
+from pubsift.models.constraints.multivalues import TooComplex
+from pubsift.models.constraints.relations import Conjunction, NotRepresentable, Unsatisfiable
+from pubsift.models.constraints.values import Scalar, skey, sort_key
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.relations import Conjunction, NotRepresentable, Unsatisfiable
 from pubsift.models.records.typesystem import Schema, UnknownTypeError
-from pubsift.models.records.values import Scalar, skey, sort_key
 
 # --------------------------------------------------------------------------------------
 # tokens
 
 _WORD = r"(?:[^\W\d]|\$)[\w$-]*(?:\.[\w$-]+)*"
 _WORD_RE = re.compile(_WORD)
-_NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _NEG_INF_RE = re.compile(r"-inf(?![\w$.-])", re.IGNORECASE)
 _PUNCT = ("<=", ">=", "!=", "<", ">", "=", "[", "]", "(", ")", "{", "}", ",")
-_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r",
-            "t": "\t"}
-
-WORD, STRING, NUMBER, PUNCT, END = "word", "string", "number", "punct", "end"
-
-
-@dataclass(frozen=True, slots=True)
-class Token:
-    kind: str
-    text: str
-    value: Any
-    pos: int
-
-    def describe(self) -> str:
-        if self.kind == END:
-            return "the end of the filter"
-        if self.kind == STRING:
-            return f"string {self.text}"
-        return f"{self.kind} {self.text!r}" if self.kind != PUNCT else repr(self.text)
 
 
 def tokenize(text: str) -> list[Token]:
@@ -74,7 +56,7 @@ def tokenize(text: str) -> list[Token]:
             return toks
         c = text[i]
         if c == '"':
-            s, j = _read_string(text, i)
+            s, j = read_string(text, i)
             if limits.string_too_long(s):
                 raise FilterSyntaxError(limits.string_message(s), text, i)
             toks.append(Token(STRING, text[i:j], s, i))
@@ -85,7 +67,7 @@ def tokenize(text: str) -> list[Token]:
             i = m.end()
             continue
         if c in "0123456789-":
-            m = _NUMBER_RE.match(text, i)
+            m = NUMBER_RE.match(text, i)
             if m is None:
                 raise FilterSyntaxError("malformed number: a '-' must be followed by digits "
                                         "or inf", text, i)
@@ -116,66 +98,14 @@ def tokenize(text: str) -> list[Token]:
 
 
 def _number(lexeme: str, text: str, pos: int) -> int | float:
-    if re.fullmatch(r"-?[0-9]+", lexeme):
-        digits = len(lexeme) - lexeme.startswith("-")
-        if digits > limits.MAX_INT_DIGITS:
-            raise FilterSyntaxError(limits.int_message(digits), text, pos)
-        return int(lexeme)
-    v = float(lexeme)
-    if math.isinf(v):
+    digits = len(lexeme) - lexeme.startswith("-")
+    if digits > limits.MAX_INT_DIGITS and not any(c in lexeme for c in ".eE"):
+        raise FilterSyntaxError(limits.int_message(digits), text, pos)
+    v = number_value(lexeme)
+    if isinstance(v, float) and math.isinf(v):
         raise FilterSyntaxError(f"number {lexeme} is too large for a 64-bit float "
                                 "(write inf or -inf for an unbounded end)", text, pos)
     return v
-
-
-def _read_string(text: str, start: int) -> tuple[str, int]:
-    """A JSON string literal starting at ``text[start] == '"'``; returns (value, end)."""
-    out: list[str] = []
-    i, n = start + 1, len(text)
-    while True:
-        if i >= n:
-            raise FilterSyntaxError("unterminated string: missing closing '\"'", text, start)
-        c = text[i]
-        if c == '"':
-            return "".join(out), i + 1
-        if c == "\\":
-            if i + 1 >= n:
-                raise FilterSyntaxError("unterminated string: missing closing '\"'", text,
-                                        start)
-            e = text[i + 1]
-            if e in _ESCAPES:
-                out.append(_ESCAPES[e])
-                i += 2
-            elif e == "u":
-                cp = _hex4(text, i)
-                if 0xD800 <= cp < 0xDC00 and text.startswith("\\u", i + 6):
-                    lo = _hex4(text, i + 6)
-                    if 0xDC00 <= lo < 0xE000:
-                        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00)
-                        i += 6
-                if 0xD800 <= cp < 0xE000:
-                    raise FilterSyntaxError(f"\\u{cp:04x} is a lone surrogate; strings hold "
-                                            "Unicode characters (a surrogate escape pairs a "
-                                            "high \\uD800-\\uDBFF with a low \\uDC00-\\uDFFF)",
-                                            text, i)
-                i += 6
-                out.append(chr(cp))
-            else:
-                raise FilterSyntaxError(f"invalid escape '\\{e}' in a string (valid: \\\" \\\\ "
-                                        "\\/ \\b \\f \\n \\r \\t \\uXXXX)", text, i)
-        elif ord(c) < 0x20:
-            raise FilterSyntaxError(f"control character U+{ord(c):04X} inside a string; "
-                                    "write it as an escape such as \\n or \\u0000", text, i)
-        else:
-            out.append(c)
-            i += 1
-
-
-def _hex4(text: str, i: int) -> int:
-    h = text[i + 2:i + 6]
-    if len(h) < 4 or not all(ch in "0123456789abcdefABCDEF" for ch in h):
-        raise FilterSyntaxError("\\u must be followed by four hex digits", text, i)
-    return int(h, 16)
 
 
 # --------------------------------------------------------------------------------------
@@ -415,7 +345,7 @@ class _Parser:
                 self.advance()
                 return _WORD_LITERALS[w]
             raise self.error(f"expected a value, found the bare word {t.text!r}; strings "
-                             f"are written in double quotes: {_quote(t.text)}")
+                             f"are written in double quotes: {quote(t.text)}")
         raise self.error("expected a value (a \"string\", a number, true, false, null), "
                          f"found {t.describe()}")
 
@@ -503,7 +433,7 @@ def format_filter(f: RecordFilter) -> str:
 
 def format_name(name: str) -> str:
     bare = _WORD_RE.fullmatch(name) and name.casefold() not in _KEYWORDS
-    return name if bare else _quote(name)
+    return name if bare else quote(name)
 
 
 def format_constraint(c: Constraint) -> str:
@@ -522,7 +452,7 @@ def format_constraint(c: Constraint) -> str:
     if op in (Op.IN_SET, Op.NOT_IN_SET):
         return f"{'not in' if op is Op.NOT_IN_SET else 'in'} {_format_set(x)}"
     if op in _STRING_TEXT:
-        return f"{_STRING_TEXT[op]} {_quote(x)}"
+        return f"{_STRING_TEXT[op]} {quote(x)}"
     if op in _MULTI_TEXT:
         return f"{_MULTI_TEXT[op]} {_format_set(x)}"
     if op in (Op.CONTAINS, Op.NOT_CONTAINS):
@@ -541,7 +471,7 @@ _MULTI_TEXT = {Op.SUBSET: "subset", Op.SUPERSET: "superset", Op.DISJOINT: "disjo
 
 
 def _format_type(t: TypeSet) -> str:
-    return t.name if _WORD_RE.fullmatch(t.name) else _quote(t.name)
+    return t.name if _WORD_RE.fullmatch(t.name) else quote(t.name)
 
 
 def _format_interval(i: Interval) -> str:
@@ -570,34 +500,9 @@ def format_literal(v: Scalar) -> str:
             return "inf" if v > 0 else "-inf"
         return repr(v)
     if isinstance(v, str):
-        return _quote(v)
+        return quote(v)
     raise TypeError(f"not a records scalar: {v!r}")
 
-
-def _quote(s: str) -> str:
-    """JSON-style string literal; non-printable characters become escapes."""
-    out = ['"']
-    for ch in s:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch.isprintable():
-            out.append(ch)
-        elif ch in _SHORT_ESCAPES:
-            out.append(_SHORT_ESCAPES[ch])
-        else:
-            cp = ord(ch)
-            if cp > 0xFFFF:
-                cp -= 0x10000
-                out.append(f"\\u{0xD800 + (cp >> 10):04x}\\u{0xDC00 + (cp & 0x3FF):04x}")
-            else:
-                out.append(f"\\u{cp:04x}")
-    out.append('"')
-    return "".join(out)
-
-
-_SHORT_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 __all__ = ["format_constraint", "format_filter", "format_literal", "format_name",
            "parse_filter", "parse_filters", "parse_text", "tokenize"]

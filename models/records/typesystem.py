@@ -6,7 +6,7 @@ it allows *multiple inheritance*. A :class:`TypeHierarchy` is declared as a mapp
 ``type -> supertypes``; a type named only as a supertype is a root type. Cycles are rejected.
 ``n instanceof T`` matches the names of ``T`` and all its (transitive) subtypes, so Table 4.1
 (``n instanceof T1`` covers ``n instanceof T2`` iff ``T1 = T2`` or ``T1`` is a supertype of
-``T2``) is exactly set inclusion of the :class:`~pubsift.models.records.constraints.TypeSet`
+``T2``) is exactly set inclusion of the :class:`~pubsift.models.constraints.constraints.TypeSet`
 operands.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pubsift.models.records.constraints import TypeSet
+from pubsift.models.constraints.constraints import TypeSet
 
 
 class TypeHierarchyError(ValueError):

@@ -1,56 +1,23 @@
-"""Values and events of the records model (Mühl 000, §4.3.1).
+"""Events of the records model (Mühl 000, §4.3.1).
 
 A notification is a set of name/value attributes. Nested mappings are addressed with dotted
-names (``position.x``). A value is *simple* (string, number, boolean, null) or a *multi value*
-(a JSON list, treated as a finite set by the multi-value operators).
-
-Kinds: numbers (int and float, compared numerically; booleans are **not** numbers), strings,
-booleans, null. Python's ``True == 1`` is avoided everywhere by keying scalars with
-:func:`skey`, which tags each scalar with its kind.
+names (``position.x``). Values are those of the constraint algebra
+(:mod:`pubsift.models.constraints.values`): simple (string, number, boolean, null) or multi
+values (a JSON list, treated as a finite set by the multi-value operators).
 """
 from __future__ import annotations
 
 import json
 import math
 from collections.abc import Iterator, Mapping
-from typing import Any, Union
+from typing import Any
 
 from pubsift.core.errors import EventError
-from pubsift.models.records.limits import (
-    MAX_DEPTH, has_surrogate, int_message, int_too_large, surrogate_message,
+from pubsift.models.constraints.limits import (
+    has_surrogate, int_message, int_too_large, surrogate_message,
 )
-
-Scalar = Union[str, int, float, bool, None]
-Value = Union[Scalar, tuple]  # a tuple is a multi value (list of scalars)
-
-NUM, STR, BOOL, NULL, MULTI = "num", "str", "bool", "null", "multi"
-
-
-def kind(v: Any) -> str:
-    """The kind of a value: ``num``, ``str``, ``bool``, ``null`` or ``multi``."""
-    if v is None:
-        return NULL
-    if isinstance(v, bool):
-        return BOOL
-    if isinstance(v, (int, float)):
-        return NUM
-    if isinstance(v, str):
-        return STR
-    if isinstance(v, (tuple, list, frozenset, set)):
-        return MULTI
-    raise TypeError(f"not a records value: {v!r}")
-
-
-def skey(v: Scalar) -> tuple[str, Scalar]:
-    """Hash/equality key of a scalar that keeps booleans apart from numbers and makes
-    ``1 == 1.0``: ``("num", 1)``, ``("bool", True)``, ``("str", "a")``, ``("null", None)``."""
-    return (kind(v), v)
-
-
-def sort_key(v: Scalar) -> tuple:
-    """A total order over scalars of all kinds, for canonical (deterministic) output."""
-    k = kind(v)
-    return (k, "" if v is None else v)
+from pubsift.models.constraints.values import Scalar, Value, skey
+from pubsift.models.records.limits import MAX_DEPTH
 
 
 class Record(Mapping[str, Value]):

@@ -1,74 +1,31 @@
 """JSON-safe wire forms of records filters and events (DESIGN.md §2.1: round-trip exact).
 
-Filter: a JSON object ``{attribute: constraint}`` (keys sorted), each constraint an object
-with ``"op"`` (the :class:`Op` value) and its operand::
+Filter: a JSON object ``{attribute: constraint}`` (keys sorted), each constraint in the
+constraint algebra's wire form (:mod:`pubsift.models.constraints.wire`)::
 
     {"price": {"op": "in-range", "lo": 10, "hi": {"float": "inf"},
                "lo_closed": false, "hi_closed": true},
-     "symbol": {"op": "in", "values": ["IBM", "MSFT"]},
-     "type": {"op": "instanceof", "type": "Quote", "members": ["Quote", "StockQuote"]}}
+     "symbol": {"op": "in", "values": ["IBM", "MSFT"]}}
 
-======================  ===========================================================
-op                      operand members
-======================  ===========================================================
-exists, not-exists      (none)
-instanceof              ``type``: name, ``members``: sorted list of names
-= != < <= > >=          ``value``: scalar
-contains, not-contains  ``value``: scalar
-in-range, not-in-range  ``lo``, ``hi`` (``null`` = unbounded above, strings only),
-                        ``lo_closed``, ``hi_closed``
-in, not-in, subset,     ``values``: list of scalars in a deterministic order
-superset, disjoint,
-overlaps
-prefix, not-prefix,     ``value``: string
-suffix, not-suffix,
-substring,
-equals-ignore-case
-any                     ``of``: the inner constraint (a scalar one, ``exists`` or
-                        ``not-exists``), e.g. ``{"op": "any", "of": {"op": "=",
-                        "value": "admin"}}``
-======================  ===========================================================
-
-Scalars keep their kind exactly: ``true`` is not ``1``, ``1.0`` stays a float and ``-0.0``
-keeps its sign (Python's ``json`` writes floats with ``repr``); the infinities, which JSON
-lacks, are ``{"float": "inf"}`` / ``{"float": "-inf"}``. The wire form is not normalized:
-``load_filter(dump_filter(f)) == f`` for every filter, canonical or not.
+The wire form is not normalized: ``load_filter(dump_filter(f)) == f`` for every filter,
+canonical or not.
 
 Event: the nested JSON object the event was built from; ``load_event(dump_event(e)) == e``.
 """
 from __future__ import annotations
 
-import json
-import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
-from pubsift.models.records import limits
-from pubsift.models.records.constraints import ELEMENT_OPS, Constraint, Interval, Op, TypeSet
+from pubsift.models.constraints import limits
+from pubsift.models.constraints.constraints import Constraint
+from pubsift.models.constraints.wire import (
+    JSON, dump_constraint, json_type, load_constraint, load_string, path_step,
+)
+from pubsift.models.records import limits as record_limits
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.values import Record, skey, sort_key
-
-JSON = Any
-
-_NONE = frozenset({Op.EXISTS, Op.NOT_EXISTS})
-_VALUE = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
-_ELEMENT = frozenset({Op.CONTAINS, Op.NOT_CONTAINS})
-_RANGE = frozenset({Op.IN_RANGE, Op.NOT_IN_RANGE})
-_SETS = frozenset({Op.IN_SET, Op.NOT_IN_SET, Op.SUBSET, Op.SUPERSET, Op.DISJOINT,
-                   Op.OVERLAPS})
-_STRINGS = frozenset({Op.PREFIX, Op.NOT_PREFIX, Op.SUFFIX, Op.NOT_SUFFIX, Op.SUBSTRING,
-                      Op.EQ_IGNORE_CASE})
-_OPS = {o.value: o for o in Op}
-_MEMBERS = {
-    **{op: ("op",) for op in _NONE},
-    Op.INSTANCEOF: ("op", "type", "members"),
-    **{op: ("op", "value") for op in _VALUE | _ELEMENT | _STRINGS},
-    **{op: ("op", "lo", "hi", "lo_closed", "hi_closed") for op in _RANGE},
-    **{op: ("op", "values") for op in _SETS},
-    Op.ANY: ("op", "of"),
-}
+from pubsift.models.records.values import Record
 
 
 # --------------------------------------------------------------------------------------
@@ -80,191 +37,27 @@ def dump_filter(f: RecordFilter) -> JSON:
     return {name: dump_constraint(c) for name, c in f.constraints}
 
 
-def dump_constraint(c: Constraint) -> JSON:
-    op, x = c.op, c.operand
-    out: dict[str, Any] = {"op": op.value}
-    if op is Op.INSTANCEOF:
-        out["type"] = x.name
-        out["members"] = sorted(x.members)
-    elif op in _VALUE or op in _STRINGS:
-        out["value"] = _dump_scalar(x)
-    elif op in _ELEMENT:
-        out["value"] = _dump_scalar(x[1])
-    elif op in _RANGE:
-        out.update(lo=_dump_scalar(x.lo), hi=None if x.hi is None else _dump_scalar(x.hi),
-                   lo_closed=x.lo_closed, hi_closed=x.hi_closed)
-    elif op in _SETS:
-        out["values"] = [_dump_scalar(v) for v in sorted((v for _, v in x), key=sort_key)]
-    elif op is Op.ANY:
-        out["of"] = dump_constraint(x)
-    return out
-
-
-def _dump_scalar(v: Any) -> JSON:
-    if isinstance(v, float) and not math.isfinite(v):
-        if math.isnan(v):
-            raise ValueError("NaN has no wire form (it never matches anything)")
-        return {"float": "inf" if v > 0 else "-inf"}
-    return v
-
-
 def load_filter(obj: JSON) -> RecordFilter:
     """Inverse of :func:`dump_filter`; malformed input is a :class:`FilterSyntaxError`
     naming the JSON path."""
     if not isinstance(obj, Mapping):
         raise _ferr(f"a records filter's wire form is a JSON object, not {json_type(obj)}", "$")
     try:
-        limits.check_depth(obj)
-    except limits.InputLimit as e:
+        record_limits.check_depth(obj)
+    except record_limits.InputLimit as e:
         raise _ferr(e.message, str(e.where)) from None
     out: dict[str, Constraint] = {}
     for name, c in obj.items():
         if not isinstance(name, str) or not name:
             raise _ferr(f"attribute names are non-empty strings, got {_show(name)}", "$")
         path = "$" + path_step(name)
-        _string(name, path)
+        load_string(name, path)
         out[name] = load_constraint(c, path)
     return RecordFilter.of(out)
 
 
-def load_constraint(obj: JSON, path: str = "$") -> Constraint:
-    if not isinstance(obj, Mapping):
-        raise _ferr(f"a constraint is a JSON object with \"op\", not {json_type(obj)}", path)
-    op = obj.get("op")
-    if not isinstance(op, str) or op not in _OPS:
-        known = ", ".join(o.value for o in Op)
-        raise _ferr(f"unknown op {_show(op)} (known: {known})", path + ".op")
-    op = _OPS[op]
-    expected = _MEMBERS[op]
-    extra = sorted(set(obj) - set(expected), key=str)
-    if extra:
-        raise _ferr(f"unexpected member {_show(extra[0])} for op {op.value!r} (members: "
-                    f"{', '.join(expected)})", path)
-    missing = [m for m in expected if m not in obj]
-    if missing:
-        raise _ferr(f"op {op.value!r} needs member {missing[0]!r}", path)
-    if op in _NONE:
-        return Constraint(op)
-    if op is Op.ANY:
-        inner = obj["of"]
-        if isinstance(inner, Mapping) and inner.get("op") == Op.ANY.value:
-            raise _ferr("\"any\" applies to a scalar constraint, not to another \"any\"",
-                        path + ".of.op")
-        c = load_constraint(inner, path + ".of")
-        if c.op not in ELEMENT_OPS:
-            raise _ferr(f"\"any\" applies to a scalar constraint, exists or not-exists, not "
-                        f"to {c.op.value!r}", path + ".of.op")
-        return Constraint(op, c)
-    if op is Op.INSTANCEOF:
-        name = _string(obj["type"], path + ".type")
-        members = obj["members"]
-        if not isinstance(members, list):
-            raise _ferr("members is a list of type names", path + ".members")
-        ms = frozenset(_string(m, f"{path}.members[{i}]") for i, m in enumerate(members))
-        if name not in ms:
-            raise _ferr(f"the members of instanceof {name!r} include the type itself",
-                        path + ".members")
-        return Constraint(op, TypeSet(name, ms))
-    if op in _STRINGS:
-        return Constraint(op, _string(obj["value"], path + ".value"))
-    if op in _VALUE:
-        v = _load_scalar(obj["value"], path + ".value")
-        if op not in (Op.EQ, Op.NE) and (isinstance(v, bool) or v is None):
-            raise _ferr(f"{op.value} compares numbers or strings, not {v!r}", path + ".value")
-        return Constraint(op, v)
-    if op in _ELEMENT:
-        return Constraint(op, skey(_load_scalar(obj["value"], path + ".value")))
-    if op in _RANGE:
-        return Constraint(op, _load_interval(obj, path))
-    vals = obj["values"]
-    if not isinstance(vals, list):
-        raise _ferr("values is a list of scalars", path + ".values")
-    s = frozenset(skey(_load_scalar(v, f"{path}.values[{i}]")) for i, v in enumerate(vals))
-    if not s and op in (Op.IN_SET, Op.NOT_IN_SET):
-        raise _ferr(f"the set of {op.value!r} must not be empty", path + ".values")
-    return Constraint(op, s)
-
-
-def _load_interval(obj: Mapping, path: str) -> Interval:
-    lo = _load_scalar(obj["lo"], path + ".lo")
-    hi = obj["hi"]
-    hi = None if hi is None else _load_scalar(hi, path + ".hi")
-    for k in ("lo_closed", "hi_closed"):
-        if not isinstance(obj[k], bool):
-            raise _ferr(f"{k} is true or false", f"{path}.{k}")
-    if isinstance(lo, str):
-        if not (hi is None or isinstance(hi, str)):
-            raise _ferr("a string interval ends at a string or null (unbounded)", path + ".hi")
-    elif _is_number(lo):
-        if not _is_number(hi):
-            raise _ferr("a numeric interval ends at a number", path + ".hi")
-    else:
-        raise _ferr(f"interval ends are numbers or strings, not {lo!r}", path + ".lo")
-    return Interval(lo, hi, obj["lo_closed"], obj["hi_closed"])
-
-
-def _load_scalar(v: JSON, path: str) -> Any:
-    if isinstance(v, Mapping):
-        if set(v) == {"float"} and v["float"] in ("inf", "-inf"):
-            return math.inf if v["float"] == "inf" else -math.inf
-        raise _ferr("a scalar object is {\"float\": \"inf\"} or {\"float\": \"-inf\"}", path)
-    if v is None or isinstance(v, bool):
-        return v
-    if isinstance(v, str):
-        return _string(v, path)
-    if isinstance(v, int):
-        if limits.int_too_large(v):
-            raise _ferr(limits.int_message(), path)
-        return v
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            raise _ferr(f"{v!r} is not JSON; write {{\"float\": \"inf\"}}", path)
-        return v
-    raise _ferr(f"expected a string, number, boolean or null, not {json_type(v)}", path)
-
-
-def _string(v: JSON, path: str) -> str:
-    if not isinstance(v, str):
-        raise _ferr(f"expected a string, not {json_type(v)}", path)
-    if limits.has_surrogate(v):
-        raise _ferr(limits.surrogate_message(v), path)
-    if limits.string_too_long(v):
-        raise _ferr(limits.string_message(v), path)
-    return v
-
-
 def _show(v: Any) -> str:
     return limits.show(v)
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def json_type(v: Any) -> str:
-    """How an error message names the JSON type of ``v`` ("a number", "an array", ...)."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "a boolean"
-    if _is_number(v):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, (list, tuple)):
-        return "an array"
-    if isinstance(v, Mapping):
-        return "an object"
-    return f"a {type(v).__name__}"
-
-
-_PLAIN = re.compile(r"[A-Za-z_$][\w$-]*")
-
-
-def path_step(key: Any) -> str:
-    """The JSON path step of a member name in messages: ``.name`` or ``["a b"]``."""
-    key = str(key)
-    return f".{key}" if _PLAIN.fullmatch(key) else f"[{json.dumps(key)}]"
 
 
 def _ferr(msg: str, path: str) -> FilterSyntaxError:
@@ -293,5 +86,4 @@ def _copy(v: Any) -> Any:
     return v
 
 
-__all__ = ["dump_constraint", "dump_event", "dump_filter", "load_constraint", "load_event",
-           "load_filter"]
+__all__ = ["dump_event", "dump_filter", "load_event", "load_filter"]

@@ -4,7 +4,7 @@ Fig. 4.8).
 If f ⊒ g then g's witness event e_g ∈ N(g) ⊆ N(f), so f's attribute filter on every one of
 its attributes accepts e_g's value there. :class:`WitnessValues` keeps, per attribute, the
 items (held filters) by the value of their witness on it — hashed by
-:func:`~pubsift.models.records.values.skey`, and numbers and strings also sorted — and
+:func:`~pubsift.models.constraints.values.skey`, and numbers and strings also sorted — and
 answers "the items whose witness value on ``name`` the constraint ``c`` accepts" with hash
 lookups (``=``, ``in``), a :mod:`bisect` range (comparisons, intervals, prefixes) or, for
 the other operators, a scan of the attribute's items; :meth:`~WitnessValues.estimate` says
@@ -17,10 +17,10 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Iterable
 from typing import Any
 
+from pubsift.models.constraints.constraints import Constraint, Op
+from pubsift.models.constraints.values import MULTI, NUM, STR, kind, skey
 from pubsift.models.records.attrindex import SortedItems
-from pubsift.models.records.constraints import Constraint, Op
 from pubsift.models.records.predicates import compile_test
-from pubsift.models.records.values import MULTI, NUM, STR, kind, skey
 
 _MAXCHAR = "\U0010ffff"
 

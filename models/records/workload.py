@@ -20,7 +20,7 @@ are drawn deterministically from a seed, in a :class:`Mix` of
 * *volume subscriptions* ``symbol = X and volume ≥ m · median volume of X`` or, for a
   quarter of them, ``volume ≥ v`` with v a high quantile of all volumes.
 
-Filters are built directly from :class:`~pubsift.models.records.constraints.Constraint`
+Filters are built directly from :class:`~pubsift.models.constraints.constraints.Constraint`
 objects in canonical form (``=`` for one value, ``in`` for two or more, closed intervals).
 """
 from __future__ import annotations
@@ -34,9 +34,10 @@ from pathlib import Path
 from statistics import median
 
 from pubsift.core.errors import EventError
-from pubsift.models.records.constraints import Constraint, Interval, Op
+from pubsift.models.constraints.constraints import Constraint, Interval, Op
+from pubsift.models.constraints.values import STR
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.values import STR, Record
+from pubsift.models.records.values import Record
 
 #: One year of daily quotes, 126,663 rows, 505 symbols.
 QUOTES_1YR = "all_stocks_1yr_2017-02-08_2018-02-07.csv"

@@ -2,7 +2,7 @@
 
 * Perfect merging (N(merger) = ∪ N(inputs)): when one input covers the others it is the
   merger; when two patterns are identical but for one value predicate on the same node and
-  target whose constraints merge perfectly in the records algebra (and the result is one
+  target whose constraints merge perfectly in the constraint algebra (and the result is one
   XPath comparison, NaN behaving the same), the merger replaces that predicate. Several
   inputs are merged pairwise, each step exact.
 * Imperfect merging (only when asked): the most specific of a fixed ladder of
@@ -16,8 +16,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from pubsift.models.records import relations
-from pubsift.models.records.constraints import Constraint, Op
+from pubsift.models.constraints import Constraint, Op, relations
 from pubsift.models.xml import lexical
 from pubsift.models.xml.covering import covers
 from pubsift.models.xml.minimize import minimize

@@ -7,7 +7,7 @@ unique name), so patterns are reported disjoint when
 * one of them can match no document (a numeric comparison with NaN), or
 * both fix the root element's tag to different names, or
 * they put contradicting predicates on the same single-valued target (an attribute or the
-  string value) of the root element (records constraint algebra, NaN handled here).
+  string value) of the root element (shared constraint algebra, NaN handled here).
 
 Everything else is answered True.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from pubsift.models.records import relations
+from pubsift.models.constraints import relations
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, Node, XPathFilter
 from pubsift.models.xml.predicates import ANY, NUM, Pred
 

@@ -2,7 +2,7 @@
 
 A value predicate constrains one *target* of an element: an attribute (``@name``), the
 element's text-node children (``text()``) or its string value (``.``). Its constraint is a
-records :class:`~pubsift.models.records.constraints.Constraint` applied to
+records :class:`~pubsift.models.constraints.constraints.Constraint` applied to
 
 * the target's string, in the ``str`` domain (XPath ``=`` / ``!=`` against a string literal,
   ``starts-with``, ``contains``), or
@@ -16,8 +16,8 @@ satisfies it. Attributes and the string value are single nodes; ``text()`` may h
 text nodes, which is why two ``text()`` predicates are never conjoined.
 
 Covering between predicates (Mühl §4.4.3, "covering of attribute filters": same name and
-L_A(A1) ⊇ L_A(A2)) is delegated to the records constraint algebra
-(:mod:`pubsift.models.records.relations`) within one domain, with ``NaN`` handled here; a
+L_A(A1) ⊇ L_A(A2)) is delegated to the shared constraint algebra
+(:mod:`pubsift.models.constraints.relations`) within one domain, with ``NaN`` handled here; a
 string equality also implies numeric predicates on the same target.
 """
 from __future__ import annotations
@@ -26,8 +26,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pubsift.models.records import relations
-from pubsift.models.records.constraints import Constraint, Op
+from pubsift.models.constraints import Constraint, Op, relations
 from pubsift.models.xml.numbers import NUMBER_CHARS, format_number, xpath_number
 
 STR, NUM, ANY = "str", "num", "any"
@@ -110,7 +109,7 @@ class Pred:
 
     @property
     def infinite(self) -> bool:
-        """A numeric comparison with ±Infinity (``@x < "1e999"``). The records algebra
+        """A numeric comparison with ±Infinity (``@x < "1e999"``). The constraint algebra
         reads numbers as finite, while number() of a document value may be Infinity, so
         such a predicate is compared only with itself (covering, overlap, merging)."""
         return self.domain == NUM and self.constraint.operand in _INFINITE

@@ -3,8 +3,8 @@
 The builder instantiates the pattern: a tag node becomes an element with that tag, ``*`` an
 element with a name drawn from ``names``, ``//`` zero to two intermediate elements, a
 positional predicate filler siblings before the element, and value predicates attribute
-values and text chosen with the records algebra's witnesses
-(:func:`pubsift.models.records.relations.witness`). Random extra elements and attributes
+values and text chosen with the constraint algebra's witnesses
+(:func:`pubsift.models.constraints.relations.witness`). Random extra elements and attributes
 are added as noise. Some patterns have no witness of this simple shape (e.g. conflicting
 string-value predicates); the builder then returns None. Every witness returned was checked
 with lxml's own XPath evaluation.
@@ -16,8 +16,7 @@ from collections.abc import Sequence
 
 from lxml import etree
 
-from pubsift.models.records import relations
-from pubsift.models.records.constraints import Op
+from pubsift.models.constraints import Op, relations
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, Node, XPathFilter
 from pubsift.models.xml.numbers import format_number
 from pubsift.models.xml.parsing import hardened_parser

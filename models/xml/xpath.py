@@ -35,7 +35,7 @@ from elementpath import XPath1Parser
 from lxml import etree
 
 from pubsift.core.errors import FilterSyntaxError
-from pubsift.models.records.constraints import Op
+from pubsift.models.constraints import Op
 from pubsift.models.xml import lexical
 from pubsift.models.xml import predicates as P
 from pubsift.models.xml.minimize import minimize

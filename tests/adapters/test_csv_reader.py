@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from pubsift.adapters import Event, Input, Quarantined, ReadLimits, Source, SourceError, read_input
 from pubsift.adapters.tabular import CSV_READER, CellError, infer, sniff_delimiter
 from pubsift.models.records import RecordsModel
-from pubsift.models.records.limits import MAX_INT_DIGITS
+from pubsift.models.constraints.limits import MAX_INT_DIGITS
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 MODEL = RecordsModel()

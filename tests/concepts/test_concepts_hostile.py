@@ -13,11 +13,11 @@ from pubsift.models.concepts import ClientContext, Context
 from pubsift.models.concepts.conversion import CACHE_SIZE, ConversionManager
 from pubsift.models.concepts.filters import Clause, ConceptFilter
 from pubsift.models.concepts.limits import MAX_DEPTH, MAX_TEXT_LENGTH, MAX_TOKENS
-from pubsift.models.records.limits import MAX_STRING
+from pubsift.models.constraints.limits import MAX_STRING
 from pubsift.models.concepts.ontology import QUANTITY, Ontology, UnknownConcept
 from pubsift.models.concepts.vocabulary import VocabularyAgreement
-from pubsift.models.records import relations
-from pubsift.models.records.constraints import Constraint, Op
+from pubsift.models.constraints import relations
+from pubsift.models.constraints.constraints import Constraint, Op
 
 
 def _order(model, value, context=None, time=None):
@@ -662,7 +662,7 @@ def test_filter_beyond_the_text_form_limits_is_formatted_as_its_wire_form(model)
 
 
 def test_filter_strings_longer_than_the_records_limit_are_refused_in_text_and_json(model):
-    # the records algebra (and its wire form, which concepts' wire form reuses) refuses
+    # the constraint algebra (and its wire form, which concepts' wire form reuses) refuses
     # longer strings, so the concepts forms refuse them too: every form loads back
     s = "a" * (MAX_STRING + 1)
     with pytest.raises(FilterSyntaxError, match=f"at most {MAX_STRING} characters"):

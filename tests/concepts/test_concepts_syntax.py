@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from pubsift.core.errors import ConversionError, FilterSyntaxError
 from pubsift.models.concepts import strategies as cs
 from pubsift.models.concepts.context import ClientContext
-from pubsift.models.records.constraints import Interval, Op
+from pubsift.models.constraints.constraints import Interval, Op
 
 
 def test_text_and_json_forms_agree(model):

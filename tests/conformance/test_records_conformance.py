@@ -13,7 +13,8 @@ from pubsift.core import load_model
 from pubsift.core.conformance import ModelConformance, merging, soundness
 from pubsift.core.conformance.kit import Kit, run
 from pubsift.core.conformance.mutations import Case, nested_dict
-from pubsift.models.records import RecordsModel, relations, strategies
+from pubsift.models.constraints import relations
+from pubsift.models.records import RecordsModel, strategies
 
 
 def _nested_or(depth: int) -> dict:

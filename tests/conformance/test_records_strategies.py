@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pubsift.models.records import Op, RecordsModel, Schema, strategies
-from pubsift.models.records.relations import normalize
+from pubsift.models.constraints.relations import normalize
 
 SETTINGS = settings(max_examples=300, deadline=None, database=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])

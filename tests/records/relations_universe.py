@@ -8,10 +8,10 @@ import math
 
 from hypothesis import strategies as st
 
-from pubsift.models.records.constraints import (
+from pubsift.models.constraints.constraints import (
     ABSENT, ELEMENT_OPS, Constraint, Interval, Op, TypeSet,
 )
-from pubsift.models.records.values import skey
+from pubsift.models.constraints.values import skey
 
 ALPHABET = "ab"
 NUMS = sorted({x / 2 for x in range(-8, 9)} | {-1e9, 1e9, 0.25})

@@ -7,10 +7,10 @@ import math
 
 from hypothesis import strategies as st
 
-from pubsift.models.records.constraints import Constraint, Interval, Op
+from pubsift.models.constraints.constraints import Constraint, Interval, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.typesystem import Schema
-from pubsift.models.records.values import skey
+from pubsift.models.constraints.values import skey
 
 SCHEMA = Schema.of(integer_attrs=["n"], types={
     "Event": [], "Quote": ["Event"], "StockQuote": ["Quote"], "BondQuote": ["Quote"],

@@ -23,9 +23,9 @@ pa = pytest.importorskip("pyarrow")
 
 from pubsift.core.errors import EventError  # noqa: E402
 from pubsift.models.records import RecordsModel, columnar  # noqa: E402
-from pubsift.models.records.constraints import Constraint, Interval, Op  # noqa: E402
+from pubsift.models.constraints.constraints import Constraint, Interval, Op  # noqa: E402
 from pubsift.models.records.filters import RecordFilter  # noqa: E402
-from pubsift.models.records.values import skey  # noqa: E402
+from pubsift.models.constraints.values import skey  # noqa: E402
 
 from rstrategies import constraints  # noqa: E402
 

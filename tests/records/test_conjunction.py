@@ -8,11 +8,11 @@ import time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pubsift.models.records import relations as rel
-from pubsift.models.records.constraints import Constraint, Op
+from pubsift.models.constraints import relations as rel
+from pubsift.models.constraints.constraints import Constraint, Op
 from pubsift.models.records.model import RecordsModel
 from pubsift.models.records.strategies import numbers, raw_constraints, strings
-from pubsift.models.records.values import skey
+from pubsift.models.constraints.values import skey
 
 # Hang ceilings: the '< N' checks on process_time below are not performance claims (those
 # live in bench/); each guards against a blow-up issue 10 removed (seconds to minutes of

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pubsift.models.records import conjunctive as cj
-from pubsift.models.records import relations as rel
-from pubsift.models.records.constraints import ABSENT, Constraint, Interval, Op
+from pubsift.models.constraints import relations as rel
+from pubsift.models.constraints.constraints import ABSENT, Constraint, Interval, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.values import Record
 

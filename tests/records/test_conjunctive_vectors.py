@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 
 from pubsift.models.records import conjunctive as cj
-from pubsift.models.records.constraints import Constraint as C
-from pubsift.models.records.constraints import Interval, Op
+from pubsift.models.constraints.constraints import Constraint as C
+from pubsift.models.constraints.constraints import Interval, Op
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.values import Record, skey
+from pubsift.models.constraints.values import skey
+from pubsift.models.records.values import Record
 
 INF = math.inf
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 import pytest
 
 from pubsift.core.errors import FilterSyntaxError
-from pubsift.models.records import RecordsModel, relations, wire
-from pubsift.models.records.constraints import ABSENT, Constraint, Op
+from pubsift.models.constraints import relations
+from pubsift.models.records import RecordsModel, wire
+from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
 from pubsift.models.records.eventbridge import parse_pattern
 from pubsift.models.records.syntax import format_filter, parse_text
 from pubsift.models.records.values import Record

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pubsift.core.errors import EventError, FilterSyntaxError
-from pubsift.models.records import limits
-from pubsift.models.records.constraints import Constraint, Op
+from pubsift.models.constraints import limits
+from pubsift.models.records import limits as record_limits
+from pubsift.models.constraints.constraints import Constraint, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.model import RecordsModel
 from pubsift.models.records.typesystem import Schema
@@ -174,15 +175,15 @@ def test_non_finite_numbers_in_events_are_refused(raw):
 
 def test_an_event_nested_500_levels_is_refused_at_parse_time():
     for raw in (nested(500, 1), '{"a": ' * 500 + "1" + "}" * 500, "[" * 5000 + "]" * 5000):
-        with pytest.raises(EventError, match=f"deeper than {limits.MAX_DEPTH} levels"):
+        with pytest.raises(EventError, match=f"deeper than {record_limits.MAX_DEPTH} levels"):
             M.parse_event(raw)
     with pytest.raises(EventError, match="deeper than"):
         M.load_event(nested(500, 1))
 
 
 def test_events_nested_up_to_the_limit_are_accepted():
-    e = M.parse_event(json.dumps(nested(limits.MAX_DEPTH - 1, [1])))
-    name = ".".join(["a"] * (limits.MAX_DEPTH - 1))
+    e = M.parse_event(json.dumps(nested(record_limits.MAX_DEPTH - 1, [1])))
+    name = ".".join(["a"] * (record_limits.MAX_DEPTH - 1))
     assert e[name] == (1,)
     assert M.load_event(M.dump_event(e)) == e
 
@@ -419,7 +420,7 @@ def test_long_any_suffix_is_indexed_and_related_in_bounded_time():
 
 
 def test_dfa_samples_of_a_long_suffix_take_linear_time():
-    from pubsift.models.records.automata import dfa_kmp
+    from pubsift.models.constraints.automata import dfa_kmp
 
     t = time.process_time()
     samples = list(dfa_kmp("ab" * 10000, absorbing=False).samples())
@@ -429,9 +430,9 @@ def test_dfa_samples_of_a_long_suffix_take_linear_time():
 
 
 def test_any_constraints_past_the_automaton_bound_get_the_sound_answers(monkeypatch):
-    from pubsift.models.records import automata
-    from pubsift.models.records.limits import TooComplex
-    from pubsift.models.records.valuesets import value_set
+    from pubsift.models.constraints import automata
+    from pubsift.models.constraints.limits import TooComplex
+    from pubsift.models.constraints.valuesets import value_set
 
     s = "ba" * 200  # each automaton fits a bound of 3,000 transitions, their product not
     suffix = M.parse_filter(f'x any suffix "{s}"')
@@ -454,7 +455,7 @@ def test_any_constraints_past_the_automaton_bound_get_the_sound_answers(monkeypa
 
 
 def test_an_any_clause_whose_automaton_is_too_large_is_refused_at_parse_time():
-    from pubsift.models.records import automata
+    from pubsift.models.constraints import automata
 
     s = "".join(chr(0x4E00 + i) for i in range(400))  # 401 states x 801 classes
     for spec in (f'x any suffix "{s}"', {"x": [{"suffix": s}]},
@@ -468,7 +469,7 @@ def test_an_any_clause_whose_automaton_is_too_large_is_refused_at_parse_time():
 
 
 def test_a_string_constraint_whose_automaton_is_too_large_is_refused():
-    import pubsift.models.records.automata as automata
+    import pubsift.models.constraints.automata as automata
 
     s = "".join(chr(0x4E00 + i) for i in range(400))  # 401 states x 801 classes
     for spec in (f'x suffix "{s}"', {"x": [{"suffix": s}]},):
@@ -482,7 +483,7 @@ def test_a_string_constraint_whose_automaton_is_too_large_is_refused():
 
 
 def test_hull_of_long_common_substrings_is_found_quickly():
-    from pubsift.models.records import relations as rel
+    from pubsift.models.constraints import relations as rel
 
     a, b = "x" * 3000 + "core" + "y" * 3000, "z" * 3000 + "core" + "w" * 3000
     t = time.process_time()

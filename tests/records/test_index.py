@@ -14,11 +14,12 @@ from hypothesis import strategies as st
 from pubsift.core.index import LinearIndex
 from pubsift.models.records import RecordsModel, Schema
 from pubsift.models.records.attrindex import AttributeIndex
-from pubsift.models.records.constraints import ABSENT, Constraint, Interval, Op, TypeSet
+from pubsift.models.constraints.constraints import ABSENT, Constraint, Interval, Op, TypeSet
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.index import RecordsIndex
 from pubsift.models.records.predicates import compile_test
-from pubsift.models.records.values import Record, skey
+from pubsift.models.constraints.values import skey
+from pubsift.models.records.values import Record
 from pubsift.models.records.witnesses import WitnessValues
 
 from relations_universe import UNIVERSE, any_constraint, constraints_of
@@ -314,7 +315,7 @@ needs_quotes = pytest.mark.skipif(not DATA.is_dir(),
 
 @needs_quotes
 def test_workload_is_deterministic_and_valid():
-    from pubsift.models.records import relations
+    from pubsift.models.constraints import relations
     from pubsift.models.records.workload import (load_quotes, sample_events, subscriptions,
                                                  quotes_path)
     quotes = load_quotes(quotes_path(directory=DATA), limit=3000)

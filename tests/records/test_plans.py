@@ -15,10 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pubsift.models.records import RecordsModel, plans
-from pubsift.models.records.constraints import ABSENT, Constraint, Interval, Op
+from pubsift.models.constraints.constraints import ABSENT, Constraint, Interval, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.index import RecordsIndex, _Node
-from pubsift.models.records.values import Record, skey
+from pubsift.models.constraints.values import skey
+from pubsift.models.records.values import Record
 
 from relations_universe import UNIVERSE, any_constraint
 

@@ -1,15 +1,15 @@
-"""The string automata behind the records algebra: lexical spans as DFAs agree with the
+"""The string automata behind the constraint algebra: lexical spans as DFAs agree with the
 spans, minimal DFAs are canonical, and long constants stay linear (no recursion limits)."""
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pubsift.models.records import relations as rel
-from pubsift.models.records.automata import StrSet, dfa_kmp, dfa_span, dfa_words
-from pubsift.models.records.constraints import Constraint, Op
-from pubsift.models.records.intervals import prefix_span
-from pubsift.models.records.valuesets import value_set
+from pubsift.models.constraints import relations as rel
+from pubsift.models.constraints.automata import StrSet, dfa_kmp, dfa_span, dfa_words
+from pubsift.models.constraints.constraints import Constraint, Op
+from pubsift.models.constraints.intervals import prefix_span
+from pubsift.models.constraints.valuesets import value_set
 
 from relations_universe import CASE_VARIANTS, WORDS, constraints_of
 

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pubsift.models.records import relations as rel
-from pubsift.models.records.constraints import ABSENT, Constraint, Interval, Op
-from pubsift.models.records.valuesets import value_set
+from pubsift.models.constraints import relations as rel
+from pubsift.models.constraints.constraints import ABSENT, Constraint, Interval, Op
+from pubsift.models.constraints.valuesets import value_set
 
 from relations_universe import any_constraint, constraints_of, key, matching, universe
 

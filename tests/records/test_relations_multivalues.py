@@ -7,13 +7,13 @@ import math
 import pytest
 
 from pubsift.models.records import conjunctive as cj
-from pubsift.models.records import relations as rel
-from pubsift.models.records.constraints import Constraint as C
-from pubsift.models.records.constraints import Op
+from pubsift.models.constraints import relations as rel
+from pubsift.models.constraints.constraints import Constraint as C
+from pubsift.models.constraints.constraints import Op
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.multivalues import MultiSet, TooComplex
-from pubsift.models.records.values import skey
-from pubsift.models.records.valuesets import value_set
+from pubsift.models.constraints.multivalues import MultiSet, TooComplex
+from pubsift.models.constraints.values import skey
+from pubsift.models.constraints.valuesets import value_set
 
 SUPERSETS = [C(Op.SUPERSET, frozenset(skey(i) for i in range(10 * k, 10 * k + 40)))
              for k in range(6)]

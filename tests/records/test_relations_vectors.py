@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-from pubsift.models.records import relations as rel
-from pubsift.models.records.constraints import Constraint as C
-from pubsift.models.records.constraints import Interval, Op, TypeSet
-from pubsift.models.records.values import skey
+from pubsift.models.constraints import relations as rel
+from pubsift.models.constraints.constraints import Constraint as C
+from pubsift.models.constraints.constraints import Interval, Op, TypeSet
+from pubsift.models.constraints.values import skey
 
 INF = math.inf
 

@@ -14,13 +14,14 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 from pubsift.core.errors import FilterSyntaxError
-from pubsift.models.records import relations
-from pubsift.models.records.constraints import Constraint, Interval, Op
+from pubsift.models.constraints import relations
+from pubsift.models.constraints.constraints import Constraint, Interval, Op
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.syntax import (format_filter, format_literal, parse_filter,
                                            parse_filters, parse_text, tokenize)
 from pubsift.models.records.typesystem import Schema
-from pubsift.models.records.values import Record, skey
+from pubsift.models.constraints.values import skey
+from pubsift.models.records.values import Record
 
 from rstrategies import SCHEMA, constraints, filters, scalars, strict
 

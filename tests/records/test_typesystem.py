@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pubsift.models.records.constraints import ABSENT, Constraint, Op
+from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
 from pubsift.models.records.typesystem import (Schema, TypeHierarchy, TypeHierarchyError,
                                                UnknownTypeError)
 

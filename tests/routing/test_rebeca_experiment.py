@@ -29,7 +29,7 @@ from pubsift.experiments.rebeca_cli import add_arguments
 from pubsift.core.index import LinearIndex
 from pubsift.core.registry import load_model
 from pubsift.core.topology import hierarchy
-from pubsift.models.records.constraints import Constraint, Interval, Op
+from pubsift.models.constraints.constraints import Constraint, Interval, Op
 from pubsift.models.records.filters import RecordFilter
 
 V = 107

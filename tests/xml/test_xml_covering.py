@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from pubsift.models.records.constraints import Constraint, Op
+from pubsift.models.constraints.constraints import Constraint, Op
 from pubsift.models.xml import XmlModel
 from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node, XPathFilter, make
 from pubsift.models.xml.predicates import NUM, Pred

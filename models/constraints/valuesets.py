@@ -42,12 +42,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from pubsift.models.records.automata import StrSet, dfa_caseless, dfa_kmp, dfa_words
-from pubsift.models.records.constraints import ABSENT, Constraint, Op
-from pubsift.models.records.intervals import INF, INTEGER, LEX, REAL, TOP, Line, Spans, prefix_span
-from pubsift.models.records.elements import ALL_ELEMS, NO_ELEMS, Elems
-from pubsift.models.records.multivalues import ALL_CUBE, MultiSet, TooComplex, cube
-from pubsift.models.records.values import BOOL, MULTI, NULL, NUM, STR, kind, skey
+from pubsift.models.constraints.automata import StrSet, dfa_caseless, dfa_kmp, dfa_words
+from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
+from pubsift.models.constraints.elements import ALL_ELEMS, NO_ELEMS, Elems
+from pubsift.models.constraints.intervals import INF, INTEGER, LEX, REAL, TOP, Line, Spans, prefix_span
+from pubsift.models.constraints.multivalues import ALL_CUBE, MultiSet, TooComplex, cube
+from pubsift.models.constraints.values import BOOL, MULTI, NULL, NUM, STR, kind, skey
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ValueSet:

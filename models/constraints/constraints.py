@@ -3,7 +3,7 @@
 An attribute filter is (name, Op, constants); here a :class:`Constraint` is (Op, operand) and
 the name lives in the conjunctive filter. ``L_A(c)`` — the set of values for which
 ``c.matches(v)`` is true — is what every relation (identity, covering, overlap, merging in
-:mod:`pubsift.models.records.relations`) is derived from.
+:mod:`pubsift.models.constraints.relations`) is derived from.
 
 Kinds and types: every operator except ``exists``/``not-exists`` expects a kind of value
 (numbers, strings, booleans, null, multi values = lists). A value of another kind never
@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from pubsift.models.records.values import BOOL, MULTI, NULL, NUM, STR, Scalar, kind, skey
+from pubsift.models.constraints.values import BOOL, MULTI, NULL, NUM, STR, Scalar, kind, skey
 
 
 class _Absent:

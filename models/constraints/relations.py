@@ -35,13 +35,13 @@ from fractions import Fraction
 from functools import lru_cache, reduce, wraps
 from typing import Any
 
-from pubsift.models.records.constraints import ABSENT, Constraint, Op
-from pubsift.models.records.multivalues import TooComplex
-from pubsift.models.records.representation import (
+from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
+from pubsift.models.constraints.multivalues import TooComplex
+from pubsift.models.constraints.representation import (
     canonical_hint, lex_span_constraint, part_keys, represent, span_constraint,
 )
-from pubsift.models.records.values import BOOL, MULTI, NULL, NUM, STR, skey
-from pubsift.models.records.valuesets import (
+from pubsift.models.constraints.values import BOOL, MULTI, NULL, NUM, STR, skey
+from pubsift.models.constraints.valuesets import (
     INF, INTEGER, LEX, REAL, TOP, Spans, ValueSet, prefix_span, value_set,
 )
 

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from pubsift.models.records.intervals import LEX, MAXCP, TOP, Spans
-from pubsift.models.records.limits import TooComplex
+from pubsift.models.constraints.intervals import LEX, MAXCP, TOP, Spans
+from pubsift.models.constraints.limits import TooComplex
 
 #: The most transitions (states × symbol classes) of an automaton built for a string
 #: constraint or a combination of two; beyond it :class:`TooComplex` is raised and the

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pubsift.models.records.constraints import Constraint, Interval, Op
-from pubsift.models.records.elements import ALL_ELEMS
-from pubsift.models.records.values import BOOL, MULTI, NULL, NUM, STR, skey
-from pubsift.models.records.valuesets import (
+from pubsift.models.constraints.constraints import Constraint, Interval, Op
+from pubsift.models.constraints.elements import ALL_ELEMS
+from pubsift.models.constraints.values import BOOL, MULTI, NULL, NUM, STR, skey
+from pubsift.models.constraints.valuesets import (
     INF, TOP, Spans, ValueSet, everything, prefix_span, surely_equal, value_set,
 )
 

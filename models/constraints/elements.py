@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pubsift.models.records.automata import StrSet
-from pubsift.models.records.intervals import INF, LEX, REAL, TOP, Spans
-from pubsift.models.records.values import BOOL, NULL, NUM, STR, kind
+from pubsift.models.constraints.automata import StrSet
+from pubsift.models.constraints.intervals import INF, LEX, REAL, TOP, Spans
+from pubsift.models.constraints.values import BOOL, NULL, NUM, STR, kind
 
 _BOOLS = frozenset({True, False})
 #: finite (co-finite) sets up to this size are kept in the finite form

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from pubsift.models.records.elements import ALL_ELEMS, Elems
-from pubsift.models.records.limits import TooComplex
-from pubsift.models.records.values import skey
+from pubsift.models.constraints.elements import ALL_ELEMS, Elems
+from pubsift.models.constraints.limits import TooComplex
+from pubsift.models.constraints.values import skey
 
 
 def _fresh(avoid: frozenset) -> tuple:
