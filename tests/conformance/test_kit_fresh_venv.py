@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import venv
 from pathlib import Path
 
@@ -28,7 +29,9 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 TOY = Path(__file__).resolve().parent / "toy_dist"
-SOURCES = ("pyproject.toml", "README.md", "core", "models", "adapters")
+#: what a build of pubsift reads: pyproject, the README and every folder package-dir maps
+SOURCES = ("pyproject.toml", "README.md", *sorted(set(tomllib.loads(
+    (ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values())))
 
 TRIVIAL = '''
 def test_unrelated(request):
