@@ -99,6 +99,23 @@ def matched(index: Any, model: "FilterModel", wires: Any) -> tuple[Any, Any]:
     return rows, keys
 
 
+def _matches(model_name: str, shipped: Shipped, batches: Iterator[Any]
+             ) -> Iterator[tuple[Any, Any, Any, Any, Any]]:
+    """(model, batch, wires, rows, keys) of each batch of events that matched a subscriber
+    (:func:`matched`), in a task: the model from the registry, the index from ``shipped``."""
+    from pubsift.core.registry import load_model
+
+    model = load_model(model_name)
+    index = shipped.load()
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        wires = batch.column("event")
+        rows, keys = matched(index, model, wires)
+        if len(rows):
+            yield model, batch, wires, rows, keys
+
+
 def router(model_name: str, subscribers: Sequence["Subscriber"], shipped: Shipped,
            converts: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function routing batches of one model's events (``source``,
@@ -117,19 +134,9 @@ def router(model_name: str, subscribers: Sequence["Subscriber"], shipped: Shippe
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from pubsift.core.registry import load_model
-
-        model = load_model(model_name)
-        index = shipped.load()
         id_array = pa.array(ids, pa.string())
         model_value = pa.scalar(model_name, pa.string())
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            wires = batch.column("event")
-            rows, keys = matched(index, model, wires)
-            if len(rows) == 0:
-                continue
+        for model, batch, wires, rows, keys in _matches(model_name, shipped, batches):
             if kept is None:
                 sizes = pc.binary_length(wires).to_numpy(zero_copy_only=False)[rows]
             else:
@@ -163,18 +170,8 @@ def matcher(model_name: str, subscribers: Sequence["Subscriber"], shipped: Shipp
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from pubsift.core.registry import load_model
-
-        model = load_model(model_name)
-        index = shipped.load()
         id_array = pa.array(ids, pa.string())
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            wires = batch.column("event")
-            rows, keys = matched(index, model, wires)
-            if len(rows) == 0:
-                continue
+        for _, batch, wires, rows, keys in _matches(model_name, shipped, batches):
             hit, starts = np.unique(rows, return_index=True)   # rows ascending
             offsets = np.append(starts, len(rows)).astype(np.int64)
             sizes = (pc.binary_length(wires).to_numpy(zero_copy_only=False)[hit]
