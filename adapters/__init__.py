@@ -5,6 +5,7 @@ the networked runtime (DESIGN.md §2.4).
 >>> for item in read("quotes.csv.gz"):          # doctest: +SKIP
 ...     print(item.id, item)
 """
+
 from pubsift.adapters.inputs import Input
 from pubsift.adapters.limits import ReadLimits
 from pubsift.adapters.outcomes import REASONS, Event, Quarantined
@@ -12,5 +13,17 @@ from pubsift.adapters.readers import Reader, ReadError, register_reader
 from pubsift.adapters.reading import read, read_input
 from pubsift.adapters.source import Source, SourceError
 
-__all__ = ["Event", "Input", "Quarantined", "REASONS", "ReadError", "ReadLimits", "Reader",
-           "Source", "SourceError", "read", "read_input", "register_reader"]
+__all__ = [
+    "REASONS",
+    "Event",
+    "Input",
+    "Quarantined",
+    "ReadError",
+    "ReadLimits",
+    "Reader",
+    "Source",
+    "SourceError",
+    "read",
+    "read_input",
+    "register_reader",
+]

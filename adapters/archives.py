@@ -22,6 +22,7 @@ tar members in the order of the tar stream (a compressed tar is streamed front t
 never listed first). Directory entries are skipped: they hold no records.
 A member's ``open()`` is valid while the archive is open, i.e. until the iterator moves on.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,7 +42,11 @@ from pubsift.core.errors import printable
 
 #: tar suffixes and the compression of the tar stream
 TAR_SUFFIXES: dict[str, str | None] = {
-    ".tar": None, ".tar.gz": ".gz", ".tgz": ".gz", ".tar.bz2": ".bz2", ".tbz2": ".bz2",
+    ".tar": None,
+    ".tar.gz": ".gz",
+    ".tgz": ".gz",
+    ".tar.bz2": ".bz2",
+    ".tbz2": ".bz2",
     ".tbz": ".bz2",
 }
 
@@ -120,25 +125,32 @@ def _refused(mlabel: str, why: str, reason: str = "archive-member") -> Quarantin
     return Quarantined(mlabel, 0, reason, f"not read: {why}")
 
 
-def zip_members(label: str, raw: Any, limits: ReadLimits, budget: Budget
-                ) -> Iterator[Member | Quarantined]:
+def zip_members(
+    label: str, raw: Any, limits: ReadLimits, budget: Budget
+) -> Iterator[Member | Quarantined]:
     """The members of the zip archive in ``raw`` (a seekable binary stream)."""
     counting = CountingFile(raw)
     try:
         zf = zipfile.ZipFile(counting)  # type: ignore[arg-type]
     except (zipfile.BadZipFile, EOFError, ValueError) as exc:
-        yield Quarantined(label, 0, "archive-member", f"not a readable zip archive: "
-                          f"{one_line(exc)}")
+        yield Quarantined(
+            label, 0, "archive-member", f"not a readable zip archive: {one_line(exc)}"
+        )
         return
     with zf:
         infos = sorted(zf.infolist(), key=lambda i: (i.header_offset, i.orig_filename))
         gate = _Gate(label, limits)
         for info in infos:
             if gate.too_many():
-                yield Quarantined(label, 0, "archive-bomb", f"{len(infos)} entries, more than "
-                                  f"max_members = {limits.max_members}: the last "
-                                  f"{len(infos) - limits.max_members} (in archive order) are "
-                                  "not read")
+                yield Quarantined(
+                    label,
+                    0,
+                    "archive-bomb",
+                    f"{len(infos)} entries, more than "
+                    f"max_members = {limits.max_members}: the last "
+                    f"{len(infos) - limits.max_members} (in archive order) are "
+                    "not read",
+                )
                 return
             if info.is_dir():
                 continue
@@ -151,8 +163,9 @@ def zip_members(label: str, raw: Any, limits: ReadLimits, budget: Budget
             if why:
                 yield _refused(mlabel, why, "archive-bomb")
                 continue
-            yield Member(mlabel, _zip_opener(zf, info, mlabel, counting, limits, budget),
-                         info.file_size)
+            yield Member(
+                mlabel, _zip_opener(zf, info, mlabel, counting, limits, budget), info.file_size
+            )
 
 
 def _zip_kind(info: zipfile.ZipInfo) -> str | None:
@@ -173,44 +186,57 @@ def _declared_bomb(info: zipfile.ZipInfo, limits: ReadLimits, budget: Budget) ->
     if budget.exceeded:
         return budget.exceeded
     if info.file_size > limits.max_total_bytes:
-        return (f"declares {info.file_size} bytes uncompressed, more than max_total_bytes "
-                f"= {limits.max_total_bytes}")
-    if info.file_size > limits.ratio_floor and \
-            info.file_size > limits.max_ratio * max(info.compress_size, 1):
-        return (f"declares a compression ratio above max_ratio = {limits.max_ratio} "
-                f"({info.file_size} bytes out of {info.compress_size})")
+        return (
+            f"declares {info.file_size} bytes uncompressed, more than max_total_bytes "
+            f"= {limits.max_total_bytes}"
+        )
+    if info.file_size > limits.ratio_floor and info.file_size > limits.max_ratio * max(
+        info.compress_size, 1
+    ):
+        return (
+            f"declares a compression ratio above max_ratio = {limits.max_ratio} "
+            f"({info.file_size} bytes out of {info.compress_size})"
+        )
     return None
 
 
-def _zip_opener(zf: zipfile.ZipFile, info: zipfile.ZipInfo, mlabel: str,
-                counting: CountingFile, limits: ReadLimits, budget: Budget
-                ) -> Callable[[], BinaryIO]:
+def _zip_opener(
+    zf: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    mlabel: str,
+    counting: CountingFile,
+    limits: ReadLimits,
+    budget: Budget,
+) -> Callable[[], BinaryIO]:
     def open_member() -> BinaryIO:
         start = counting.count
         try:
             inner = zf.open(info)
         except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError) as exc:
-            raise ReadError("archive-member", f"cannot open the member: {one_line(exc)}"
-                            ) from None
+            raise ReadError("archive-member", f"cannot open the member: {one_line(exc)}") from None
         return guarded(inner, mlabel, limits, budget, lambda: counting.count - start)
+
     return open_member
 
 
-def tar_members(label: str, raw: Any, kind: str, limits: ReadLimits, budget: Budget
-                ) -> Iterator[Member | Quarantined]:
+def tar_members(
+    label: str, raw: Any, kind: str, limits: ReadLimits, budget: Budget
+) -> Iterator[Member | Quarantined]:
     """The members of the tar archive in ``raw``; ``kind`` is a key of
     :data:`TAR_SUFFIXES` (the compression of the whole tar stream)."""
     compression = TAR_SUFFIXES[kind]
     counting = CountingFile(raw)
     inner = DECOMPRESSORS[compression](counting) if compression else counting
-    stream = guarded(inner, label, limits, budget,
-                     (lambda: counting.count) if compression else None)
+    stream = guarded(
+        inner, label, limits, budget, (lambda: counting.count) if compression else None
+    )
     try:
         tf = tarfile.open(fileobj=stream, mode="r:")
     except tarfile.TarError as exc:
         stream.close()
-        yield Quarantined(label, 0, "archive-member", f"not a readable tar archive: "
-                          f"{one_line(exc)}")
+        yield Quarantined(
+            label, 0, "archive-member", f"not a readable tar archive: {one_line(exc)}"
+        )
         return
     with tf, stream:
         gate = _Gate(label, limits)
@@ -218,14 +244,22 @@ def tar_members(label: str, raw: Any, kind: str, limits: ReadLimits, budget: Bud
             try:
                 ti = tf.next()
             except tarfile.TarError as exc:
-                yield Quarantined(label, 0, "archive-member", f"corrupt tar archive after "
-                                  f"{gate.entries} entries: {one_line(exc)}")
+                yield Quarantined(
+                    label,
+                    0,
+                    "archive-member",
+                    f"corrupt tar archive after {gate.entries} entries: {one_line(exc)}",
+                )
                 return
             if ti is None:
                 return
             if gate.too_many():
-                yield Quarantined(label, 0, "archive-bomb", f"more than max_members = "
-                                  f"{limits.max_members} entries: the rest is not read")
+                yield Quarantined(
+                    label,
+                    0,
+                    "archive-bomb",
+                    f"more than max_members = {limits.max_members} entries: the rest is not read",
+                )
                 return
             if ti.isdir():
                 continue
@@ -250,16 +284,17 @@ def _tar_kind(ti: tarfile.TarInfo) -> str | None:
     return None
 
 
-def _tar_opener(tf: tarfile.TarFile, ti: tarfile.TarInfo, mlabel: str, limits: ReadLimits
-                ) -> Callable[[], BinaryIO]:
+def _tar_opener(
+    tf: tarfile.TarFile, ti: tarfile.TarInfo, mlabel: str, limits: ReadLimits
+) -> Callable[[], BinaryIO]:
     def open_member() -> BinaryIO:
         try:
             inner = tf.extractfile(ti)
         except tarfile.TarError as exc:
-            raise ReadError("archive-member", f"cannot open the member: {one_line(exc)}"
-                            ) from None
+            raise ReadError("archive-member", f"cannot open the member: {one_line(exc)}") from None
         if inner is None:
             raise ReadError("archive-member", "not a regular file")
         # bytes are counted by the archive stream's guard; this one translates errors
         return guarded(inner, mlabel, limits, None, None)
+
     return open_member

@@ -21,6 +21,7 @@ The guard also turns the errors of corrupt archives and compressed streams into
 (truncated or corrupt gzip/bzip2/deflate data) or ``archive-member`` (a corrupt zip or tar
 member, e.g. a bad CRC), so that a reader never sees a library-specific exception.
 """
+
 from __future__ import annotations
 
 import bz2
@@ -60,9 +61,11 @@ class Budget:
             self.total += high_water - before
         self.total += again
         if self.total > self.limits.max_total_bytes and not self.exceeded:
-            self.exceeded = (f"{self.label}: more than {self.limits.max_total_bytes} bytes "
-                             "uncompressed, counting what seeking decompressed again "
-                             "(limit max_total_bytes)")
+            self.exceeded = (
+                f"{self.label}: more than {self.limits.max_total_bytes} bytes "
+                "uncompressed, counting what seeking decompressed again "
+                "(limit max_total_bytes)"
+            )
         if self.exceeded:
             raise ReadError("archive-bomb", self.exceeded)
 
@@ -82,7 +85,7 @@ class CountingFile:
 
     def readinto(self, b: Any) -> int:
         data = self.read(len(b))
-        b[:len(data)] = data
+        b[: len(data)] = data
         return len(data)
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
@@ -110,8 +113,7 @@ def translated(exc: BaseException) -> ReadError | None:
     if isinstance(exc, (zipfile.BadZipFile, tarfile.TarError, NotImplementedError)):
         return ReadError("archive-member", f"corrupt archive member: {one_line(exc)}")
     if isinstance(exc, (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile)):
-        return ReadError("compression", f"corrupt or truncated compressed data: "
-                         f"{one_line(exc)}")
+        return ReadError("compression", f"corrupt or truncated compressed data: {one_line(exc)}")
     if isinstance(exc, OSError) and "invalid data stream" in str(exc).lower():  # bz2
         return ReadError("compression", f"corrupt compressed data: {one_line(exc)}")
     return None
@@ -122,8 +124,15 @@ class GuardedStream(io.RawIOBase):
     counted); ``compressed()`` gives the compressed bytes consumed so far (None: no ratio,
     the stream is not a decompression)."""
 
-    def __init__(self, inner: Any, key: str, limits: ReadLimits, budget: Budget | None,
-                 compressed: Callable[[], int] | None, also_close: Any = None) -> None:
+    def __init__(
+        self,
+        inner: Any,
+        key: str,
+        limits: ReadLimits,
+        budget: Budget | None,
+        compressed: Callable[[], int] | None,
+        also_close: Any = None,
+    ) -> None:
         super().__init__()
         self._inner = inner
         self._read1 = getattr(inner, "read1", inner.read)
@@ -158,7 +167,7 @@ class GuardedStream(io.RawIOBase):
             return fn(*args)
         except ReadError:
             raise
-        except Exception as exc:  # noqa: BLE001 - translated when it is a known kind
+        except Exception as exc:
             err = translated(exc)
             if err is None:
                 raise
@@ -189,14 +198,18 @@ class GuardedStream(io.RawIOBase):
         if pos > self._high or (again and self._compressed is not None):
             self._high = max(self._high, pos)
             if self._budget is not None:
-                self._budget.charge(self._key, self._high,
-                                    again if self._compressed is not None else 0)
+                self._budget.charge(
+                    self._key, self._high, again if self._compressed is not None else 0
+                )
         lim = self._limits
         if self._compressed is not None and pos > lim.ratio_floor:
             packed = max(self._compressed(), 1)
             if pos > lim.max_ratio * packed:
-                raise ReadError("archive-bomb", f"compression ratio above {lim.max_ratio} "
-                                f"({pos} bytes out of {packed} compressed; limit max_ratio)")
+                raise ReadError(
+                    "archive-bomb",
+                    f"compression ratio above {lim.max_ratio} "
+                    f"({pos} bytes out of {packed} compressed; limit max_ratio)",
+                )
 
     def close(self) -> None:
         if not self.closed:
@@ -208,8 +221,14 @@ class GuardedStream(io.RawIOBase):
                 super().close()
 
 
-def guarded(inner: Any, key: str, limits: ReadLimits, budget: Budget | None,
-            compressed: Callable[[], int] | None, also_close: Any = None) -> BinaryIO:
+def guarded(
+    inner: Any,
+    key: str,
+    limits: ReadLimits,
+    budget: Budget | None,
+    compressed: Callable[[], int] | None,
+    also_close: Any = None,
+) -> BinaryIO:
     """A buffered binary stream of ``inner`` under the limits (see :class:`GuardedStream`);
     closing it closes ``inner`` and ``also_close``."""
     raw = GuardedStream(inner, key, limits, budget, compressed, also_close)
@@ -232,8 +251,7 @@ def compression_of(name: str) -> str | None:
     return None
 
 
-def decompressed(raw: Any, suffix: str, key: str, limits: ReadLimits,
-                 budget: Budget) -> BinaryIO:
+def decompressed(raw: Any, suffix: str, key: str, limits: ReadLimits, budget: Budget) -> BinaryIO:
     """The guarded decompressed stream of ``raw`` (a binary file object) for a
     ``.gz``/``.bz2`` suffix."""
     counting = CountingFile(raw)

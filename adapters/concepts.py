@@ -15,6 +15,7 @@ according to the subscriber preferences"). Only the concepts enrichment lives he
 * :class:`Subscriber` is the subscriber side: subscriptions in the subscriber's vocabulary
   and context, deliveries converted back (:mod:`pubsift.models.concepts.vocabulary`).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lxml import etree
-
 from pubsift.adapters.outcomes import Event, Quarantined, excerpt
 from pubsift.adapters.source import Source, SourceError
 from pubsift.adapters.tabular import parse_number
@@ -57,8 +57,10 @@ class Publisher:
     def __post_init__(self) -> None:
         self.context = ClientContext.of(self.context)
         if not isinstance(self.vocabulary, Mapping):
-            raise ConversionError(f"a vocabulary maps local terms to concepts (a JSON "
-                                  f"object), not {type(self.vocabulary).__name__}")
+            raise ConversionError(
+                f"a vocabulary maps local terms to concepts (a JSON "
+                f"object), not {type(self.vocabulary).__name__}"
+            )
         self._terms = Vocabulary(dict(self.vocabulary)).resolved(self.model.ontology)
         self._concept = self._resolve(self.concept, "concept")
 
@@ -68,8 +70,10 @@ class Publisher:
         try:
             return self.model.ontology.resolve(term)
         except UnknownConcept as exc:
-            raise EventError(f"field {term!r} is not in the publisher's vocabulary nor the "
-                             f"ontology ({exc})", where) from None
+            raise EventError(
+                f"field {term!r} is not in the publisher's vocabulary nor the ontology ({exc})",
+                where,
+            ) from None
 
     def enrich(self, record: Mapping[str, Any], where: str = "record") -> SemanticObject:
         """A plain record -> a semantic object in the publisher's context (EventError says
@@ -87,8 +91,7 @@ class Publisher:
             c = self._resolve(name, f"{where}.{name}")
             kind = onto.kind(c)
             ctx = self.context.context_for(onto, c).to_json()
-            value[onto.name(c)] = {"value": _typed(raw, kind, f"{where}.{name}"),
-                                   "context": ctx}
+            value[onto.name(c)] = {"value": _typed(raw, kind, f"{where}.{name}"), "context": ctx}
         obj = {"concept": onto.name(self._concept), "value": value}
         if time:
             obj["time"] = time
@@ -128,8 +131,10 @@ def publisher_for(model: FilterModel, source: Source) -> Publisher:
     if spec is None:
         raise SourceError(f"{where}: the source has no publisher side")
     try:
-        key: tuple[int, str] | None = (id(model), json.dumps(dict(spec), sort_keys=True,
-                                                              default=repr))
+        key: tuple[int, str] | None = (
+            id(model),
+            json.dumps(dict(spec), sort_keys=True, default=repr),
+        )
     except (TypeError, ValueError):
         key = None
     if key is not None:
@@ -146,39 +151,51 @@ def publisher_for(model: FilterModel, source: Source) -> Publisher:
 
 def _publisher(model: FilterModel, spec: Mapping[str, Any], where: str) -> Publisher:
     if not isinstance(model, ConceptsModel):
-        raise SourceError(f"{where}: a publisher side makes semantic objects of the concepts "
-                          f"model, but the source's model is {model.name!r} (set model = "
-                          "\"concepts\")")
+        raise SourceError(
+            f"{where}: a publisher side makes semantic objects of the concepts "
+            f"model, but the source's model is {model.name!r} (set model = "
+            '"concepts")'
+        )
     unknown = sorted(map(str, set(spec) - set(PUBLISHER_SETTINGS)))
     if unknown:
-        raise SourceError(f"{where}: unknown setting(s) {', '.join(unknown)}; the settings "
-                          f"are {', '.join(PUBLISHER_SETTINGS)}")
+        raise SourceError(
+            f"{where}: unknown setting(s) {', '.join(unknown)}; the settings "
+            f"are {', '.join(PUBLISHER_SETTINGS)}"
+        )
     concept = spec.get("concept")
     if not isinstance(concept, str) or not concept:
-        raise SourceError(f"{where}: concept is the concept of every record (a non-empty "
-                          f"string), not {concept!r}")
+        raise SourceError(
+            f"{where}: concept is the concept of every record (a non-empty string), not {concept!r}"
+        )
     vocabulary = spec.get("vocabulary") or {}
     if not isinstance(vocabulary, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in vocabulary.items()):
+        isinstance(k, str) and isinstance(v, str) for k, v in vocabulary.items()
+    ):
         raise SourceError(f"{where}: vocabulary maps field names to concepts (strings)")
     time_field = spec.get("time_field")
     if time_field is not None and not isinstance(time_field, str):
         raise SourceError(f"{where}: time_field is a field name, not {time_field!r}")
     ignore = spec.get("ignore") or ()
-    if not isinstance(ignore, (list, tuple, set, frozenset)) or \
-            not all(isinstance(x, str) for x in ignore):
+    if not isinstance(ignore, (list, tuple, set, frozenset)) or not all(
+        isinstance(x, str) for x in ignore
+    ):
         raise SourceError(f"{where}: ignore is a list of field names, not {ignore!r}")
     try:
-        return Publisher(model, concept, dict(vocabulary), spec.get("context"), time_field,
-                         frozenset(ignore))
+        return Publisher(
+            model, concept, dict(vocabulary), spec.get("context"), time_field, frozenset(ignore)
+        )
     except PubsiftError as exc:
         raise SourceError(f"{where}: {exc}") from None
 
 
 # -- UBL -----------------------------------------------------------------------------------
 _LINES = {"OrderLine", "InvoiceLine", "DespatchLine", "ReceiptLine", "LineItem"}
-_DIMENSION_CONCEPT = {"[mass]": "NetWeight", "[length]": "Distance", "[]": "ItemCount",
-                      "[length] ** 3": "Volume"}
+_DIMENSION_CONCEPT = {
+    "[mass]": "NetWeight",
+    "[length]": "Distance",
+    "[]": "ItemCount",
+    "[length] ** 3": "Volume",
+}
 
 
 def _local(el: etree._Element) -> str:
@@ -192,8 +209,9 @@ def _first(el: etree._Element, name: str) -> etree._Element | None:
     return None
 
 
-def ubl_semantic_objects(root: etree._Element, model: ConceptsModel, name: str
-                         ) -> Iterator[Event | Quarantined]:
+def ubl_semantic_objects(
+    root: etree._Element, model: ConceptsModel, name: str
+) -> Iterator[Event | Quarantined]:
     """The semantic objects of a parsed UBL document (parsed with the xml model's hardened
     parser: :func:`pubsift.models.xml.parsing.parse_document`), one per document line
     (``OrderLine``, ``InvoiceLine``, ``DespatchLine``, ``ReceiptLine``, ``LineItem``, the
@@ -221,8 +239,9 @@ def ubl_semantic_objects(root: etree._Element, model: ConceptsModel, name: str
         try:
             concept = onto.name(onto.resolve(doc_type))
         except UnknownConcept as exc:
-            raise EventError(f"document type {doc_type} is not a concept ({exc})",
-                             f"XML line {root.sourceline}") from None
+            raise EventError(
+                f"document type {doc_type} is not a concept ({exc})", f"XML line {root.sourceline}"
+            ) from None
         ident = next((x for x in root if isinstance(x.tag, str) and _local(x) == "ID"), None)
         if ident is not None and ident.text:
             head["Identifier"] = ident.text.strip()
@@ -230,14 +249,21 @@ def ubl_semantic_objects(root: etree._Element, model: ConceptsModel, name: str
         time = issue.text.strip() if issue is not None and issue.text else None
         if time:
             head["DateOfIssue"] = time
-        total = next((x for x in root if isinstance(x.tag, str)
-                      and _local(x) == "LineExtensionTotalAmount"), None)
+        total = next(
+            (x for x in root if isinstance(x.tag, str) and _local(x) == "LineExtensionTotalAmount"),
+            None,
+        )
         if total is not None:
             head["TotalAmount"] = _amount(total, f"XML line {total.sourceline}")
     except EventError as exc:
         problem = str(exc)
-    lines = [x for x in root.iter() if isinstance(x.tag, str) and _local(x) in _LINES
-             and not any(_local(a) in _LINES for a in x.iterancestors())]
+    lines = [
+        x
+        for x in root.iter()
+        if isinstance(x.tag, str)
+        and _local(x) in _LINES
+        and not any(_local(a) in _LINES for a in x.iterancestors())
+    ]
     for position, line in enumerate(lines or [root], 1):  # a document without lines: one
         if problem:
             yield _refused(name, position, problem, line, model)
@@ -245,8 +271,18 @@ def ubl_semantic_objects(root: etree._Element, model: ConceptsModel, name: str
         where = f"XML line {line.sourceline}"
         try:
             value = dict(head)
-            q = next((x for x in line.iter() if isinstance(x.tag, str)
-                      and _local(x).endswith("Quantity")), None) if lines else None
+            q = (
+                next(
+                    (
+                        x
+                        for x in line.iter()
+                        if isinstance(x.tag, str) and _local(x).endswith("Quantity")
+                    ),
+                    None,
+                )
+                if lines
+                else None
+            )
             if q is not None:
                 code = q.get("quantityUnitCode") or q.get("unitCode") or ""
                 try:
@@ -255,13 +291,17 @@ def ubl_semantic_objects(root: etree._Element, model: ConceptsModel, name: str
                     unit = None
                 member = _DIMENSION_CONCEPT.get(dimensionality(unit)) if unit else None
                 if member is None:
-                    what = (f"quantity {(q.text or '').strip()} {code!r} is not a unit of "
-                            "measure" if code else f"quantity {(q.text or '').strip()} has "
-                            "no unit code")
-                    raise EventError(f"{_local(q)}: {what}; the line is not converted "
-                                     "(its quantity would be lost)", where)
-                value[member] = {"value": _number(q.text, where),
-                                 "context": {"unit": unit}}
+                    what = (
+                        f"quantity {(q.text or '').strip()} {code!r} is not a unit of measure"
+                        if code
+                        else f"quantity {(q.text or '').strip()} has no unit code"
+                    )
+                    raise EventError(
+                        f"{_local(q)}: {what}; the line is not converted "
+                        "(its quantity would be lost)",
+                        where,
+                    )
+                value[member] = {"value": _number(q.text, where), "context": {"unit": unit}}
             price = _first(line, "PriceAmount") if lines else None
             if price is not None:
                 value["UnitPrice"] = _amount(price, where)
@@ -273,11 +313,13 @@ def ubl_semantic_objects(root: etree._Element, model: ConceptsModel, name: str
             yield _refused(name, position, str(exc), line, model)
 
 
-def _refused(name: str, position: int, message: str, line: etree._Element,
-             model: ConceptsModel) -> Quarantined:
+def _refused(
+    name: str, position: int, message: str, line: etree._Element, model: ConceptsModel
+) -> Quarantined:
     text = etree.tostring(line, encoding="unicode", with_tail=False)[:1000]
-    return Quarantined(name, position, "concept-enrichment", " ".join(message.split()),
-                       excerpt(text), model.name)
+    return Quarantined(
+        name, position, "concept-enrichment", " ".join(message.split()), excerpt(text), model.name
+    )
 
 
 def _number(text: str | None, where: str) -> float | int:
@@ -299,8 +341,12 @@ class Subscriber:
     """A subscriber's edge: subscriptions in its vocabulary and context; matching objects
     delivered converted back (ready to process)."""
 
-    def __init__(self, model: ConceptsModel, vocabulary: Mapping[str, str] | None = None,
-                 context: ClientContext | Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: ConceptsModel,
+        vocabulary: Mapping[str, str] | None = None,
+        context: ClientContext | Mapping[str, Any] | None = None,
+    ) -> None:
         self.model = model
         self.agreement = VocabularyAgreement(model, vocabulary, context)
         self.filters: list[ConceptFilter] = []
@@ -312,9 +358,11 @@ class Subscriber:
 
     def receive(self, e: SemanticObject) -> list[Delivery]:
         """The deliveries of ``e`` for each subscription it matches (once per filter)."""
-        return [self.agreement.deliver(f, e) for f in dict.fromkeys(self.filters)
-                if self.model.matches(f, e)]
+        return [
+            self.agreement.deliver(f, e)
+            for f in dict.fromkeys(self.filters)
+            if self.model.matches(f, e)
+        ]
 
 
-__all__ = ["PUBLISHER_SETTINGS", "Publisher", "Subscriber", "publisher_for",
-           "ubl_semantic_objects"]
+__all__ = ["PUBLISHER_SETTINGS", "Publisher", "Subscriber", "publisher_for", "ubl_semantic_objects"]

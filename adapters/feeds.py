@@ -24,6 +24,7 @@ rdf       ``rdf:RDF`` of anything else                          whole document
 xml       anything else                                         whole document
 ========  ====================================================  ===========================
 """
+
 from __future__ import annotations
 
 import io
@@ -31,9 +32,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lxml import etree
-
-from pubsift.models.xml.parsing import (DEFAULT_LIMITS, ParseLimits, hardened_iterparse,
-                                        hardened_options)
+from pubsift.models.xml.parsing import (
+    DEFAULT_LIMITS,
+    ParseLimits,
+    hardened_iterparse,
+    hardened_options,
+)
 
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 RSS1 = "http://purl.org/rss/1.0/"
@@ -73,8 +77,9 @@ RDF_XML = Kind("rdf")
 XML = Kind("xml")
 
 #: every kind, by name
-KINDS: dict[str, Kind] = {k.name: k for k in (RSS, RSS_1, RSS_090, ATOM_1, ATOM_03, NITF,
-                                              NEWSML, UBL, FPML, RDF_XML, XML)}
+KINDS: dict[str, Kind] = {
+    k.name: k for k in (RSS, RSS_1, RSS_090, ATOM_1, ATOM_03, NITF, NEWSML, UBL, FPML, RDF_XML, XML)
+}
 
 
 def split_clark(tag: str) -> tuple[str | None, str]:
@@ -105,8 +110,9 @@ def detect(root_tag: str, nsmap: Mapping[str | None, str] | None = None) -> Kind
         return ATOM_03
     if local == "nitf" and (uri is None or "nitf" in uri.lower()):
         return NITF
-    if local == "NewsML" or uri is not None and uri.startswith(IPTC_G2_PREFIX) \
-            and local in ("newsMessage", "newsItem"):
+    if local == "NewsML" or (
+        uri is not None and uri.startswith(IPTC_G2_PREFIX) and local in ("newsMessage", "newsItem")
+    ):
         return NEWSML
     if uri is not None and uri.startswith(UBL_PREFIX):
         return UBL
@@ -120,8 +126,9 @@ def kind_of(head: bytes, limits: ParseLimits = DEFAULT_LIMITS) -> Kind | None:
     sniffs; enough when they hold the root's start tag), read with the hardened settings;
     None when no root element starts in them."""
     try:
-        for _, root in hardened_iterparse(io.BytesIO(head), hardened_options(limits),
-                                          events=("start",)):
+        for _, root in hardened_iterparse(
+            io.BytesIO(head), hardened_options(limits), events=("start",)
+        ):
             return detect(root.tag, root.nsmap)
     except etree.XMLSyntaxError:
         return None

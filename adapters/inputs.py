@@ -35,6 +35,7 @@ to one (a FIFO, a socket, a device: opening it could block forever), is quaranti
 decompressed byte is counted against the limits of :class:`~pubsift.adapters.limits.ReadLimits`
 (:mod:`pubsift.adapters.bombguard`).
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -87,8 +88,9 @@ def files(source: Source, limits: ReadLimits) -> Iterator[Input | Quarantined]:
     return _walk(source, limits, _whole)
 
 
-def _whole(source: Source, path: str, limits: ReadLimits, size: int | None = None
-           ) -> Iterator[Input | Quarantined]:
+def _whole(
+    source: Source, path: str, limits: ReadLimits, size: int | None = None
+) -> Iterator[Input | Quarantined]:
     yield Input(path, source.with_path(path), lambda: open(path, "rb"), size, path)
 
 
@@ -122,8 +124,9 @@ def _walk(source: Source, limits: ReadLimits, leaf: _Leaf) -> Iterator[Input | Q
 
 def _special(path: str) -> Quarantined:
     """A FIFO, socket or device: never opened (a FIFO's open blocks until a writer comes)."""
-    return Quarantined(path, 0, "unreadable", "not read: not a regular file (a FIFO, "
-                       "socket or device)")
+    return Quarantined(
+        path, 0, "unreadable", "not read: not a regular file (a FIFO, socket or device)"
+    )
 
 
 def _excluded(source: Source, relative: str) -> bool:
@@ -133,12 +136,15 @@ def _excluded(source: Source, relative: str) -> bool:
     if not source.exclude:
         return False
     base = relative.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatchcase(relative, pat) or fnmatch.fnmatchcase(base, pat)
-               for pat in source.exclude)
+    return any(
+        fnmatch.fnmatchcase(relative, pat) or fnmatch.fnmatchcase(base, pat)
+        for pat in source.exclude
+    )
 
 
-def _pattern(source: Source, pattern: str, limits: ReadLimits, leaf: _Leaf
-             ) -> Iterator[Input | Quarantined]:
+def _pattern(
+    source: Source, pattern: str, limits: ReadLimits, leaf: _Leaf
+) -> Iterator[Input | Quarantined]:
     matches = sorted(glob.glob(pattern, recursive=True))
     if not matches:
         yield Quarantined(pattern, 0, "unreadable", "the pattern matches no file")
@@ -159,8 +165,9 @@ def _pattern(source: Source, pattern: str, limits: ReadLimits, leaf: _Leaf
             yield from leaf(source, match, limits, None)
 
 
-def _tree(source: Source, root: str, limits: ReadLimits, leaf: _Leaf
-          ) -> Iterator[Input | Quarantined]:
+def _tree(
+    source: Source, root: str, limits: ReadLimits, leaf: _Leaf
+) -> Iterator[Input | Quarantined]:
     """The files under ``root``, depth first, entries of each directory sorted by name."""
     real_root = os.path.realpath(root)
     inside = real_root.rstrip(os.sep) + os.sep
@@ -174,16 +181,19 @@ def _tree(source: Source, root: str, limits: ReadLimits, leaf: _Leaf
             with os.scandir(path) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            return Quarantined(path, 0, "unreadable", f"cannot read the directory: "
-                               f"{exc.strerror or one_line(exc)}")
+            return Quarantined(
+                path, 0, "unreadable", f"cannot read the directory: {exc.strerror or one_line(exc)}"
+            )
         stack.append((iter(entries), relative))
         return None
 
     def walked(target: str) -> bool:
         """Whether the walk reads ``target`` (a real path inside the tree) by itself."""
         rel = os.path.relpath(target, real_root)
-        return rel == os.curdir or not any(part.startswith(".") for part in rel.split(os.sep)) and \
-            not (os.path.isfile(target) and _excluded(source, rel.replace(os.sep, "/")))
+        return rel == os.curdir or (
+            not any(part.startswith(".") for part in rel.split(os.sep))
+            and not (os.path.isfile(target) and _excluded(source, rel.replace(os.sep, "/")))
+        )
 
     problem = enter(root, "")
     if problem:
@@ -229,22 +239,24 @@ def _tree(source: Source, root: str, limits: ReadLimits, leaf: _Leaf
                     yield problem
             elif entry.is_file(follow_symlinks=False):
                 found = True
-                yield from leaf(source, label, limits,
-                                 entry.stat(follow_symlinks=False).st_size)
+                yield from leaf(source, label, limits, entry.stat(follow_symlinks=False).st_size)
             else:
                 found = True
                 yield _special(label)
         except OSError as exc:
             found = True
-            yield Quarantined(label, 0, "unreadable", f"cannot read: "
-                              f"{exc.strerror or one_line(exc)}")
+            yield Quarantined(
+                label, 0, "unreadable", f"cannot read: {exc.strerror or one_line(exc)}"
+            )
     if not found:
-        yield Quarantined(root, 0, "unreadable", "the directory holds no file to read "
-                          "(hidden files are skipped)")
+        yield Quarantined(
+            root, 0, "unreadable", "the directory holds no file to read (hidden files are skipped)"
+        )
 
 
-def _file(source: Source, path: str, limits: ReadLimits, size: int | None = None
-          ) -> Iterator[Input | Quarantined]:
+def _file(
+    source: Source, path: str, limits: ReadLimits, size: int | None = None
+) -> Iterator[Input | Quarantined]:
     if size is None:
         try:
             size = os.stat(path).st_size
@@ -253,9 +265,16 @@ def _file(source: Source, path: str, limits: ReadLimits, size: int | None = None
     return expand(source, path, lambda: open(path, "rb"), size, limits, file=path)
 
 
-def expand(source: Source, label: str, opener: Callable[[], BinaryIO], size: int | None,
-           limits: ReadLimits, depth: int = 0, budget: Budget | None = None,
-           file: str | None = None) -> Iterator[Input | Quarantined]:
+def expand(
+    source: Source,
+    label: str,
+    opener: Callable[[], BinaryIO],
+    size: int | None,
+    limits: ReadLimits,
+    depth: int = 0,
+    budget: Budget | None = None,
+    file: str | None = None,
+) -> Iterator[Input | Quarantined]:
     """The inputs of one file named ``label`` (opened by ``opener``): itself, decompressed
     when compressed, or its members when it is an archive. ``depth``: archives around it;
     ``budget``: the byte budget of the top-level archive it is in (None: it is the top);
@@ -265,40 +284,51 @@ def expand(source: Source, label: str, opener: Callable[[], BinaryIO], size: int
         suffix = compression_of(label)
         if suffix is not None:
             own = budget or Budget(label, limits)
-            yield Input(label, source.with_path(label),
-                        lambda: decompressed(opener(), suffix, label, limits, own), None)
+            yield Input(
+                label,
+                source.with_path(label),
+                lambda: decompressed(opener(), suffix, label, limits, own),
+                None,
+            )
         else:
             yield Input(label, source.with_path(label), opener, size, file)
         return
     if depth > limits.max_nesting:
-        yield Quarantined(label, 0, "archive-member", f"not read: an archive nested {depth} "
-                          f"deep (limit max_nesting = {limits.max_nesting})")
+        yield Quarantined(
+            label,
+            0,
+            "archive-member",
+            f"not read: an archive nested {depth} deep (limit max_nesting = {limits.max_nesting})",
+        )
         return
     budget = budget or Budget(label, limits)
     started = False
     try:
         with opener() as raw:
-            members = zip_members(label, raw, limits, budget) if kind == "zip" else \
-                tar_members(label, raw, kind, limits, budget)
+            members = (
+                zip_members(label, raw, limits, budget)
+                if kind == "zip"
+                else tar_members(label, raw, kind, limits, budget)
+            )
             for m in members:
                 started = True
-                if not isinstance(m, Quarantined) and \
-                        _excluded(source, m.label[len(label) + 1:]):
+                if not isinstance(m, Quarantined) and _excluded(source, m.label[len(label) + 1 :]):
                     continue
                 if isinstance(m, Quarantined):
                     yield m
                 else:
-                    yield from expand(source, m.label, m.open, m.size, limits, depth + 1,
-                                      budget)
-    except Exception as exc:  # noqa: BLE001 - a hostile archive is quarantined, not raised
+                    yield from expand(source, m.label, m.open, m.size, limits, depth + 1, budget)
+    except Exception as exc:
         err = exc if isinstance(exc, ReadError) else translated(exc)
         if err is not None:
             reason, message = err.reason, err.message
         elif isinstance(exc, OSError):
             reason, message = "unreadable", f"cannot read: {exc.strerror or one_line(exc)}"
         else:
-            reason, message = "archive-member", (f"corrupt archive ({type(exc).__name__}: "
-                                                 f"{one_line(exc)[:300]})")
+            reason, message = (
+                "archive-member",
+                (f"corrupt archive ({type(exc).__name__}: {one_line(exc)[:300]})"),
+            )
         if started:
             message += "; the rest of the archive is not read"
         yield Quarantined(label, 0, reason, message)

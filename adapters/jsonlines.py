@@ -21,14 +21,23 @@
   which is not JSON lines; it is read as JSON lines when its content says so: the first
   non-blank line is a complete JSON object (:meth:`JsonLinesReader.sniff`).
 """
+
 from __future__ import annotations
 
 import io
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from pubsift.adapters.lines import (ESCAPE, UTF8, bad_bytes, has_bad_bytes, nul_problem,
-                                    open_bytes, shown, skip_rest)
+from pubsift.adapters.lines import (
+    ESCAPE,
+    UTF8,
+    bad_bytes,
+    has_bad_bytes,
+    nul_problem,
+    open_bytes,
+    shown,
+    skip_rest,
+)
 from pubsift.adapters.outcomes import Event, Quarantined, excerpt
 from pubsift.adapters.readers import Reader
 from pubsift.adapters.reading import converter
@@ -40,8 +49,14 @@ if TYPE_CHECKING:
     from pubsift.core.model import FilterModel
 
 _BOM = b"\xef\xbb\xbf"
-_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number",
-               bool: "a boolean", type(None): "null"}
+_JSON_TYPES = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
 
 
 class JsonLinesReader(Reader):
@@ -54,8 +69,8 @@ class JsonLinesReader(Reader):
     def sniff(self, head: bytes) -> bool:
         """The first non-blank line is complete and a strict JSON object."""
         if head.startswith(_BOM):
-            head = head[len(_BOM):]
-        for line in head.split(b"\n")[:-1]:     # complete lines only
+            head = head[len(_BOM) :]
+        for line in head.split(b"\n")[:-1]:  # complete lines only
             if line.strip():
                 try:
                     return isinstance(strict_json(line.decode("utf-8")), dict)
@@ -63,32 +78,42 @@ class JsonLinesReader(Reader):
                     return False
         return False
 
-    def read(self, inp: "Input", model: "FilterModel", limits: "ReadLimits"
-             ) -> Iterator[Event | Quarantined]:
+    def read(
+        self, inp: Input, model: FilterModel, limits: ReadLimits
+    ) -> Iterator[Event | Quarantined]:
         convert = converter(model, inp.source)
         name, model_name = inp.name, model.name
         limit = limits.max_record_bytes
-        cap = limit + 2             # room for the line end after a line at the limit
+        cap = limit + 2  # room for the line end after a line at the limit
 
         def bad(position: int, reason: str, message: str, raw: object) -> Quarantined:
             return Quarantined(name, position, reason, message, excerpt(raw), model_name)
 
         with inp.open() as fh:
             stream, codec = open_bytes(fh, inp.source.encoding)
-            if codec == UTF8:           # lines of bytes, each decoded on its own
+            if codec == UTF8:  # lines of bytes, each decoded on its own
                 if stream.peek(len(_BOM)).startswith(_BOM):
-                    stream.read(len(_BOM))      # before the line limit counts the line
+                    stream.read(len(_BOM))  # before the line limit counts the line
                 readline = stream.readline
                 raw = readline(cap)
                 number = 0
                 while raw:
                     number += 1
-                    line = raw[:-2] if raw.endswith(b"\r\n") else \
-                        raw[:-1] if raw.endswith(b"\n") else raw
+                    line = (
+                        raw[:-2]
+                        if raw.endswith(b"\r\n")
+                        else raw[:-1]
+                        if raw.endswith(b"\n")
+                        else raw
+                    )
                     if len(line) > limit:
                         skip_rest(readline, raw, (b"\n",))
-                        yield bad(number, "too-large", f"the line is longer than {limit} "
-                                  "bytes", line[:800])
+                        yield bad(
+                            number,
+                            "too-large",
+                            f"the line is longer than {limit} bytes",
+                            line[:800],
+                        )
                     elif line.strip():
                         yield self._record(line, name, number, convert, bad)
                     raw = readline(cap)
@@ -96,21 +121,22 @@ class JsonLinesReader(Reader):
             text_stream = io.TextIOWrapper(stream, encoding=codec, errors=ESCAPE, newline="\n")
             yield from self._decoded(text_stream, codec, limit, name, convert, bad)
 
-    def _decoded(self, text_stream, codec: str, limit: int, name: str, convert, bad
-                 ) -> Iterator[Event | Quarantined]:
+    def _decoded(
+        self, text_stream, codec: str, limit: int, name: str, convert, bad
+    ) -> Iterator[Event | Quarantined]:
         """The lines of a file in another encoding than UTF-8, decoded by the stream; the
         size of a line is counted as UTF-8."""
         readline = text_stream.readline
         number = 0
         while raw := readline(limit + 2):
             number += 1
-            line = raw[:-2] if raw.endswith("\r\n") else raw[:-1] if raw.endswith("\n") \
-                else raw
+            line = raw[:-2] if raw.endswith("\r\n") else raw[:-1] if raw.endswith("\n") else raw
             size = len(line.encode("utf-8", "surrogatepass"))
             if size > limit:
                 skip_rest(readline, raw, ("\n",))
-                yield bad(number, "too-large", f"the line is longer than {limit} bytes",
-                          shown(line[:800]))
+                yield bad(
+                    number, "too-large", f"the line is longer than {limit} bytes", shown(line[:800])
+                )
             elif has_bad_bytes(line):
                 yield bad(number, "encoding", bad_bytes(line, codec), shown(line))
             elif "\x00" in line:
@@ -119,15 +145,18 @@ class JsonLinesReader(Reader):
                 yield self._parsed(line, name, number, convert, bad)
 
     @classmethod
-    def _record(cls, line: bytes, name: str, number: int, convert, bad
-                ) -> Event | Quarantined:
-        if b"\x00" in line:            # before UTF-8: UTF-16 read as UTF-8 says so
+    def _record(cls, line: bytes, name: str, number: int, convert, bad) -> Event | Quarantined:
+        if b"\x00" in line:  # before UTF-8: UTF-16 read as UTF-8 says so
             return bad(number, "encoding", nul_problem(line.decode("utf-8", "replace")), line)
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
-            return bad(number, "encoding", f"not UTF-8: byte 0x{line[exc.start]:02x} at "
-                       f"column {exc.start + 1}", line)
+            return bad(
+                number,
+                "encoding",
+                f"not UTF-8: byte 0x{line[exc.start]:02x} at column {exc.start + 1}",
+                line,
+            )
         return cls._parsed(text, name, number, convert, bad)
 
     @staticmethod
@@ -137,8 +166,12 @@ class JsonLinesReader(Reader):
         except JsonError as exc:
             return bad(number, "json-syntax", str(exc), text)
         if type(obj) is not dict:
-            return bad(number, "not-an-object", f"the line is {_JSON_TYPES[type(obj)]}, not "
-                       "a JSON object", text)
+            return bad(
+                number,
+                "not-an-object",
+                f"the line is {_JSON_TYPES[type(obj)]}, not a JSON object",
+                text,
+            )
         return convert(obj, name, number)
 
 

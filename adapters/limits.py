@@ -1,5 +1,6 @@
 """Limits of the readers (issue 11 §1: archive and zip bombs are refused like entity bombs;
 DESIGN.md §3: never unbounded memory). Each is a setting of :class:`ReadLimits`."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
@@ -36,12 +37,16 @@ class ReadLimits:
             v = getattr(self, f.name)
             if f.name == "xml":
                 if not isinstance(v, ParseLimits):
-                    raise ReadLimitsError(f"ReadLimits.xml is a ParseLimits, not "
-                                          f"{type(v).__name__}")
-            elif not isinstance(v, int) or isinstance(v, bool) or v < 0 or \
-                    (v == 0 and f.name != "max_nesting"):
-                raise ReadLimitsError(f"ReadLimits.{f.name} must be a positive integer, "
-                                      f"not {v!r}")
+                    raise ReadLimitsError(
+                        f"ReadLimits.xml is a ParseLimits, not {type(v).__name__}"
+                    )
+            elif (
+                not isinstance(v, int)
+                or isinstance(v, bool)
+                or v < 0
+                or (v == 0 and f.name != "max_nesting")
+            ):
+                raise ReadLimitsError(f"ReadLimits.{f.name} must be a positive integer, not {v!r}")
 
 
 DEFAULT_READ_LIMITS = ReadLimits()

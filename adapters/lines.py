@@ -14,12 +14,14 @@ the ``encoding`` setting when the line looks like UTF-16 or UTF-32 read as UTF-8
 **Oversized lines.** A reader reads a line at most ``limit`` (+ its line end) long and, when
 it is longer, skips the rest in chunks (:func:`skip_rest`), so memory stays bounded.
 """
+
 from __future__ import annotations
 
 import codecs
 import io
 import re
-from typing import IO, AnyStr, Callable
+from collections.abc import Callable
+from typing import IO, AnyStr
 
 #: the error handler decoding a byte that is not text as U+DC00 + byte
 ESCAPE = "pubsift-bytes"
@@ -27,9 +29,13 @@ ESCAPE = "pubsift-bytes"
 SKIP_CHUNK = 1 << 16
 #: byte-order marks, longest first (a UTF-32-LE BOM starts like a UTF-16-LE one); the codec
 #: named consumes the BOM itself
-BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
-        (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
-        (codecs.BOM_UTF16_BE, "utf-16"))
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 #: the codec of a file without setting and without BOM
 UTF8 = "utf-8-sig"
 _ESCAPED = re.compile("[\udc00-\udcff]")
@@ -38,7 +44,7 @@ _ESCAPED = re.compile("[\udc00-\udcff]")
 def _escape(exc: UnicodeError) -> tuple[str, int]:
     if not isinstance(exc, UnicodeDecodeError):
         raise exc
-    bad = exc.object[exc.start:exc.end]
+    bad = exc.object[exc.start : exc.end]
     return "".join(chr(0xDC00 + b) for b in bad), exc.end
 
 
@@ -48,7 +54,7 @@ codecs.register_error(ESCAPE, _escape)
 def check_encoding(name: str) -> None:
     """LookupError unless ``name`` is a text encoding Python knows (``rot13`` and
     ``hex`` are codecs, but not text encodings)."""
-    b"a".decode(name, "replace")     # (an empty input is not looked up)
+    b"a".decode(name, "replace")  # (an empty input is not looked up)
 
 
 def codec_for(head: bytes, declared: str | None) -> str:
@@ -60,8 +66,10 @@ def codec_for(head: bytes, declared: str | None) -> str:
         name = codecs.lookup(declared).name
         if name == "utf-8":
             return UTF8
-        return next((codec for bom, codec in BOMS
-                     if head.startswith(bom) and name.startswith(codec)), declared)
+        return next(
+            (codec for bom, codec in BOMS if head.startswith(bom) and name.startswith(codec)),
+            declared,
+        )
     for bom, codec in BOMS:
         if head.startswith(bom):
             return codec
@@ -91,7 +99,7 @@ class _Prefixed(io.RawIOBase):
             self._head = self._head[n:]
             return n
         data = self._rest.read(len(buffer))
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         return len(data)
 
 
@@ -113,8 +121,7 @@ def open_bytes(fh: IO[bytes], declared: str | None) -> tuple[IO[bytes], str]:
     return io.BufferedReader(_Prefixed(head, fh), 1 << 16), codec_for(head, declared)
 
 
-def open_text(fh: IO[bytes], declared: str | None, newline: str
-              ) -> tuple[io.TextIOWrapper, str]:
+def open_text(fh: IO[bytes], declared: str | None, newline: str) -> tuple[io.TextIOWrapper, str]:
     """``fh`` decoded by its codec (:func:`codec_for`), bad bytes escaped (:data:`ESCAPE`)."""
     stream, codec = open_bytes(fh, declared)
     return io.TextIOWrapper(stream, encoding=codec, errors=ESCAPE, newline=newline), codec
@@ -127,8 +134,10 @@ def bad_bytes(text: str, codec: str, where: str = "") -> str:
     m = _ESCAPED.search(text)
     if m is None:
         return f"not {encoding_name(codec)} (a line break inside the record holds the byte)"
-    return (f"not {encoding_name(codec)}: byte 0x{ord(m.group()) - 0xDC00:02x}{where} at "
-            f"character {m.start() + 1}")
+    return (
+        f"not {encoding_name(codec)}: byte 0x{ord(m.group()) - 0xDC00:02x}{where} at "
+        f"character {m.start() + 1}"
+    )
 
 
 def shown(text: str) -> str:
@@ -150,18 +159,32 @@ def nul_problem(text: str, where: str = "", line: str | None = None) -> str:
     whole = text if line is None else line
     hint = ""
     if whole.count("\x00") * 4 >= len(whole.rstrip("\r\n")):
-        hint = ("; UTF-16 or UTF-32 text without a byte-order mark? Set the source's "
-                "encoding (e.g. encoding = \"utf-16-le\")")
+        hint = (
+            "; UTF-16 or UTF-32 text without a byte-order mark? Set the source's "
+            'encoding (e.g. encoding = "utf-16-le")'
+        )
     return f"binary data: a NUL byte{where} at character {at}{hint}"
 
 
-def skip_rest(readline: Callable[[int], AnyStr], line: AnyStr, ends: tuple[AnyStr, ...]
-              ) -> None:
+def skip_rest(readline: Callable[[int], AnyStr], line: AnyStr, ends: tuple[AnyStr, ...]) -> None:
     """Read, in chunks of :data:`SKIP_CHUNK`, to the end of the line that ``line`` began."""
     while line and not line.endswith(ends):
         line = readline(SKIP_CHUNK)
 
 
-__all__ = ["BOMS", "ESCAPE", "SKIP_CHUNK", "UTF8", "bad_bytes", "check_encoding", "codec_for",
-           "encoding_name", "has_bad_bytes", "nul_problem", "open_bytes", "open_text",
-           "shown", "skip_rest"]
+__all__ = [
+    "BOMS",
+    "ESCAPE",
+    "SKIP_CHUNK",
+    "UTF8",
+    "bad_bytes",
+    "check_encoding",
+    "codec_for",
+    "encoding_name",
+    "has_bad_bytes",
+    "nul_problem",
+    "open_bytes",
+    "open_text",
+    "shown",
+    "skip_rest",
+]

@@ -9,6 +9,7 @@ position identify a record uniquely and stably, so a re-run gives the same ids. 
 is the source as a whole, used when no record could be delimited at all (a file that cannot
 be opened, a document that does not parse, a format that is not known).
 """
+
 from __future__ import annotations
 
 import re
@@ -38,11 +39,10 @@ REASONS: dict[str, str] = {
     "invalid-event": "a record the filter model refuses as an event (EventError)",
     "concept-enrichment": "a record the publisher side cannot turn into a semantic object",
     "archive-member": "an archive member that is not read: unsafe name (../, absolute), "
-                      "link, device, nested too deep, or a corrupt archive",
-    "archive-bomb": "an archive beyond the member count, total size or compression ratio "
-                    "limits",
+    "link, device, nested too deep, or a corrupt archive",
+    "archive-bomb": "an archive beyond the member count, total size or compression ratio limits",
     "reader-error": "a reader broke its contract (raised something other than a "
-                    "PubsiftError); a bug in the reader, reported, not raised",
+    "PubsiftError); a bug in the reader, reported, not raised",
 }
 
 _CODE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
@@ -54,11 +54,11 @@ EXCERPT_LENGTH = 200
 def excerpt(raw: Any, length: int = EXCERPT_LENGTH) -> str:
     """A short, printable excerpt of a bad record (bytes are decoded leniently)."""
     if isinstance(raw, (bytes, bytearray, memoryview)):
-        text = bytes(raw[:length * 4]).decode("utf-8", "backslashreplace")
+        text = bytes(raw[: length * 4]).decode("utf-8", "backslashreplace")
     else:
         text = raw if isinstance(raw, str) else repr(raw)
     text = printable(text)
-    return text if len(text) <= length else text[:length - 1] + "…"
+    return text if len(text) <= length else text[: length - 1] + "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +89,18 @@ class Quarantined:
 
     def __post_init__(self) -> None:
         if not _CODE.match(self.reason):
-            raise ValueError(f"reason code {self.reason!r} is not lower-case words joined "
-                             "by '-'")
+            raise ValueError(f"reason code {self.reason!r} is not lower-case words joined by '-'")
 
     @property
     def id(self) -> str:
         return f"{self.source}#{self.position}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "position": self.position, "reason": self.reason,
-                "message": self.message, "excerpt": self.excerpt, "model": self.model}
+        return {
+            "source": self.source,
+            "position": self.position,
+            "reason": self.reason,
+            "message": self.message,
+            "excerpt": self.excerpt,
+            "model": self.model,
+        }

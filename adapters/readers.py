@@ -11,11 +11,12 @@ readers (``csv``, ``jsonl``, ``xml``) register under the entry-point group
 so that a new model's files are read without touching ``adapters/``. The entry point names
 a :class:`Reader` instance (or a class instantiated without arguments).
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING
 
@@ -61,8 +62,9 @@ class Reader(ABC):
         return False
 
     @abstractmethod
-    def read(self, inp: "Input", model: "FilterModel", limits: "ReadLimits"
-             ) -> Iterator["Event | Quarantined"]:
+    def read(
+        self, inp: Input, model: FilterModel, limits: ReadLimits
+    ) -> Iterator[Event | Quarantined]:
         """Events and quarantine records of ``inp``, in order of position. A problem that
         ends the file is raised as :class:`ReadError` (or OSError/EOFError from the
         stream); anything else a record does wrong is a yielded Quarantined."""
@@ -75,8 +77,11 @@ def register_reader(reader: Reader) -> None:
     """Register a reader in this process (tests; programs that build readers at run
     time). Entry points are the way for installed packages."""
     if not isinstance(reader, Reader) or not reader.name:
-        raise PluginError(getattr(reader, "name", "?") or "?", repr(reader),
-                          "is not a pubsift.adapters.Reader with a name")
+        raise PluginError(
+            getattr(reader, "name", "?") or "?",
+            repr(reader),
+            "is not a pubsift.adapters.Reader with a name",
+        )
     _extra[reader.name] = reader
     _suffixes.cache_clear()
 
@@ -87,7 +92,7 @@ def unregister_reader(name: str) -> None:
     _suffixes.cache_clear()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _installed() -> tuple[dict[str, Reader], dict[str, PluginError]]:
     found: dict[str, Reader] = {}
     broken: dict[str, PluginError] = {}
@@ -97,16 +102,19 @@ def _installed() -> tuple[dict[str, Reader], dict[str, PluginError]]:
         try:
             obj = ep.load()
             reader = obj() if isinstance(obj, type) else obj
-        except Exception as exc:  # noqa: BLE001 - a broken plug-in is reported, not raised
-            broken[ep.name] = PluginError(ep.name, ep.value, f"cannot be loaded: "
-                                          f"{type(exc).__name__}: {exc}")
+        except Exception as exc:
+            broken[ep.name] = PluginError(
+                ep.name, ep.value, f"cannot be loaded: {type(exc).__name__}: {exc}"
+            )
             continue
         if not isinstance(reader, Reader):
-            broken[ep.name] = PluginError(ep.name, ep.value, f"is a {type(reader).__name__}"
-                                          ", not a pubsift.adapters.Reader")
+            broken[ep.name] = PluginError(
+                ep.name, ep.value, f"is a {type(reader).__name__}, not a pubsift.adapters.Reader"
+            )
         elif reader.name != ep.name:
-            broken[ep.name] = PluginError(ep.name, ep.value, f"calls itself "
-                                          f"{reader.name!r}, registered as {ep.name!r}")
+            broken[ep.name] = PluginError(
+                ep.name, ep.value, f"calls itself {reader.name!r}, registered as {ep.name!r}"
+            )
         else:
             found[ep.name] = reader
     return found, broken
@@ -164,6 +172,6 @@ def by_content(head: bytes) -> Reader | None:
         try:
             if r.sniff(head):
                 return r
-        except Exception:  # noqa: BLE001 - a plug-in's sniff that breaks claims nothing
+        except Exception:
             continue
     return None

@@ -3,6 +3,7 @@
 :class:`~pubsift.adapters.outcomes.Event` or a
 :class:`~pubsift.adapters.outcomes.Quarantined`, and no exception escapes for bad data.
 """
+
 from __future__ import annotations
 
 import zlib
@@ -12,17 +13,27 @@ from typing import Any
 from pubsift.adapters.inputs import Input, inputs
 from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
 from pubsift.adapters.outcomes import Event, Quarantined, excerpt
-from pubsift.adapters.readers import (SNIFF_BYTES, ReadError, Reader, by_content, by_extension,
-                                      readers)
+from pubsift.adapters.readers import (
+    SNIFF_BYTES,
+    Reader,
+    ReadError,
+    by_content,
+    by_extension,
+    readers,
+)
 from pubsift.adapters.source import Source, SourceError
 from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
 from pubsift.core.model import FilterModel
 from pubsift.core.registry import load_model
 
-def read(*sources: Source | str | Mapping[str, Any], limits: ReadLimits = DEFAULT_READ_LIMITS,
-         models: Mapping[str, FilterModel] | None = None,
-         seen: Callable[[str], None] | None = None) -> Iterator[Event | Quarantined]:
+
+def read(
+    *sources: Source | str | Mapping[str, Any],
+    limits: ReadLimits = DEFAULT_READ_LIMITS,
+    models: Mapping[str, FilterModel] | None = None,
+    seen: Callable[[str], None] | None = None,
+) -> Iterator[Event | Quarantined]:
     """Events and quarantine records of every source, in order: sources in the order
     given, files in sorted order within a directory, members in archive order, records in
     order of position. ``models`` provides model instances by name (default: the installed
@@ -36,8 +47,12 @@ def read(*sources: Source | str | Mapping[str, Any], limits: ReadLimits = DEFAUL
     return _read(srcs, limits, models, seen)
 
 
-def _read(srcs: list[Source], limits: ReadLimits, models: Mapping[str, FilterModel] | None,
-          seen: Callable[[str], None] | None) -> Iterator[Event | Quarantined]:
+def _read(
+    srcs: list[Source],
+    limits: ReadLimits,
+    models: Mapping[str, FilterModel] | None,
+    seen: Callable[[str], None] | None,
+) -> Iterator[Event | Quarantined]:
     for src in srcs:
         for inp in inputs(src, limits):
             if isinstance(inp, Quarantined):
@@ -48,8 +63,7 @@ def _read(srcs: list[Source], limits: ReadLimits, models: Mapping[str, FilterMod
                 yield from read_input(inp, limits, models)
 
 
-def check(sources: Iterable[Source], models: Mapping[str, FilterModel] | None = None
-          ) -> None:
+def check(sources: Iterable[Source], models: Mapping[str, FilterModel] | None = None) -> None:
     """SourceError, naming the source and the setting, for the first source whose settings
     cannot be used: a format no reader provides, a model that is not installed, a split
     element that is not an element name, a publisher side its model cannot build."""
@@ -57,8 +71,10 @@ def check(sources: Iterable[Source], models: Mapping[str, FilterModel] | None = 
 
     for src in sources:
         if src.format is not None and src.format not in readers():
-            raise SourceError(f"source {src.path}: no reader for format {src.format!r} "
-                              f"(readers: {', '.join(sorted(readers()))})")
+            raise SourceError(
+                f"source {src.path}: no reader for format {src.format!r} "
+                f"(readers: {', '.join(sorted(readers()))})"
+            )
         if src.split is not None:
             try:
                 SplitName.parse(src.split)
@@ -70,8 +86,9 @@ def check(sources: Iterable[Source], models: Mapping[str, FilterModel] | None = 
         try:
             model = _model(name, models)
         except PubsiftError as exc:
-            raise SourceError(f"source {src.path}: model {name!r} cannot be used: "
-                              f"{one_line(exc)}") from None
+            raise SourceError(
+                f"source {src.path}: model {name!r} cannot be used: {one_line(exc)}"
+            ) from None
         if src.publisher is not None:
             from pubsift.adapters.concepts import publisher_for
 
@@ -85,8 +102,10 @@ def reader_for(inp: Input) -> Reader | None:
     if fmt is not None:
         found = readers().get(fmt)
         if found is None:
-            raise SourceError(f"source {inp.source.path}: no reader for format {fmt!r} "
-                              f"(readers: {', '.join(sorted(readers()))})")
+            raise SourceError(
+                f"source {inp.source.path}: no reader for format {fmt!r} "
+                f"(readers: {', '.join(sorted(readers()))})"
+            )
         return found
     found = by_extension(inp.name)
     if found is not None:
@@ -102,9 +121,11 @@ def _model(name: str, models: Mapping[str, FilterModel] | None) -> FilterModel:
     return load_model(name)
 
 
-def read_input(inp: Input, limits: ReadLimits = DEFAULT_READ_LIMITS,
-               models: Mapping[str, FilterModel] | None = None
-               ) -> Iterator[Event | Quarantined]:
+def read_input(
+    inp: Input,
+    limits: ReadLimits = DEFAULT_READ_LIMITS,
+    models: Mapping[str, FilterModel] | None = None,
+) -> Iterator[Event | Quarantined]:
     """Events and quarantine records of one input (a file or archive member). A problem
     that ends the input is quarantined at the position after the last record read."""
     last = 0
@@ -116,13 +137,19 @@ def read_input(inp: Input, limits: ReadLimits = DEFAULT_READ_LIMITS,
     try:
         reader = reader_for(inp)
         if reader is None:
-            yield Quarantined(inp.name, 0, "unknown-format", "no reader knows this file's "
-                              "format (give the source a format: "
-                              f"{', '.join(sorted(readers()))})", "", model_name)
+            yield Quarantined(
+                inp.name,
+                0,
+                "unknown-format",
+                "no reader knows this file's "
+                "format (give the source a format: "
+                f"{', '.join(sorted(readers()))})",
+                "",
+                model_name,
+            )
             return
         if model_name is None:  # a publisher side makes semantic objects
-            model_name = "concepts" if inp.source.publisher is not None \
-                else reader.default_model
+            model_name = "concepts" if inp.source.publisher is not None else reader.default_model
         model = _model(model_name, models)
         for out in reader.read(inp, model, limits):
             if out.position > last:
@@ -140,15 +167,17 @@ def read_input(inp: Input, limits: ReadLimits = DEFAULT_READ_LIMITS,
         msg = exc.strerror or one_line(exc)
         reason = "compression" if _is_compression(exc) else "unreadable"
         yield ended(reason, f"cannot read: {msg}")
-    except Exception as exc:  # noqa: BLE001 - a reader bug is reported, not raised
-        yield ended("reader-error", f"internal error in the reader ({type(exc).__name__}: "
-                    f"{one_line(exc)[:300]}); this is a bug in the reader")
+    except Exception as exc:
+        yield ended(
+            "reader-error",
+            f"internal error in the reader ({type(exc).__name__}: "
+            f"{one_line(exc)[:300]}); this is a bug in the reader",
+        )
 
 
 def _is_compression(exc: OSError) -> bool:
     text = str(exc).lower()
-    return "gzip" in text or "compressed" in text or "crc" in text or \
-        "invalid data stream" in text
+    return "gzip" in text or "compressed" in text or "crc" in text or "invalid data stream" in text
 
 
 def converter(model: FilterModel, source: Source) -> Callable[[Any, str, int], Event | Quarantined]:
@@ -173,8 +202,10 @@ def converter(model: FilterModel, source: Source) -> Callable[[Any, str, int], E
             try:
                 return Event(name, where, position, enrich(raw))
             except PubsiftError as exc:
-                return Quarantined(where, position, "concept-enrichment", one_line(exc),
-                                   excerpt(raw), name)
+                return Quarantined(
+                    where, position, "concept-enrichment", one_line(exc), excerpt(raw), name
+                )
+
         return enriched
 
     parse = model.parse_event
@@ -182,7 +213,7 @@ def converter(model: FilterModel, source: Source) -> Callable[[Any, str, int], E
     def convert(raw: Any, where: str, position: int) -> Event | Quarantined:
         try:
             return Event(name, where, position, parse(raw))
-        except PubsiftError as exc:     # EventError, and any other refusal of the model
-            return Quarantined(where, position, "invalid-event", one_line(exc),
-                               excerpt(raw), name)
+        except PubsiftError as exc:  # EventError, and any other refusal of the model
+            return Quarantined(where, position, "invalid-event", one_line(exc), excerpt(raw), name)
+
     return convert

@@ -35,6 +35,7 @@ an item whose end tag is missing, an item whose start tag sits in a CDATA sectio
 open) is lost with it, in its one quarantine record; the items after it keep the positions
 the strict reading of the text gives them.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -44,7 +45,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from lxml import etree
-
 from pubsift.models.xml.parsing import hardened_parser, hardened_pull_parser
 
 #: strict parses of a cut document before giving up (each marks at least one more item)
@@ -62,8 +62,7 @@ class XmlProblem:
     message: str
 
     def __str__(self) -> str:
-        where = f"line {self.line}, column {self.column}" if self.column else \
-            f"line {self.line}"
+        where = f"line {self.line}, column {self.column}" if self.column else f"line {self.line}"
         return f"{where}: {self.message}"
 
 
@@ -84,7 +83,7 @@ class Salvaged:
     root: etree._Element
     count: int
     broken: dict[int, tuple[str, XmlProblem]]
-    shown: dict[int, str]       # the start of each broken item's text (an excerpt)
+    shown: dict[int, str]  # the start of each broken item's text (an excerpt)
     #: the document ends early outside the items: where, read as closed there
     truncated: XmlProblem | None = None
 
@@ -129,14 +128,17 @@ def decode(data: bytes, encoding: str | None) -> str | None:
         text = text[1:]
     m = _DECLARATION.match(text)
     if m:
-        text = re.sub(r"[^\n]", " ", m.group()) + text[m.end():]
+        text = re.sub(r"[^\n]", " ", m.group()) + text[m.end() :]
     return text
 
 
 def _encoding(data: bytes, detected: str | None) -> str | None:
     """The encoding of ``data``: its byte-order mark, else what libxml2 detected."""
-    for bom, name in ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"),
-                      (b"\xfe\xff", "utf-16")):
+    for bom, name in (
+        (b"\xef\xbb\xbf", "utf-8-sig"),
+        (b"\xff\xfe", "utf-16"),
+        (b"\xfe\xff", "utf-16"),
+    ):
         if data.startswith(bom):
             return name
     return detected
@@ -181,19 +183,25 @@ class _Locator:
             if at < floor:
                 return -1
             if self.text.startswith("<", at):
-                ok = spelled.match(self.text, at) if isinstance(spelled, re.Pattern) \
+                ok = (
+                    spelled.match(self.text, at)
+                    if isinstance(spelled, re.Pattern)
                     else self.text.startswith(spelled, at)
+                )
                 if ok:
                     return at
                 if isinstance(node.tag, str):
-                    return -1       # an element's start tag is the last '<' before its end
+                    return -1  # an element's start tag is the last '<' before its end
         return -1
 
 
-def salvage(data: bytes, find: Callable[[etree._Element], list], options: Mapping,
-            recover: etree.XMLParser,
-            classify: Callable[[etree.XMLSyntaxError], tuple[str, XmlProblem]]
-            ) -> Salvaged | Lost:
+def salvage(
+    data: bytes,
+    find: Callable[[etree._Element], list],
+    options: Mapping,
+    recover: etree.XMLParser,
+    classify: Callable[[etree.XMLSyntaxError], tuple[str, XmlProblem]],
+) -> Salvaged | Lost:
     """The strictly parsed rest of a broken document whose items ``find`` selects, or why
     it is lost whole (see the module docstring). ``options``: the hardened parser options
     of the strict parses; ``recover``: a hardened parser in recovery mode (used only to
@@ -227,8 +235,12 @@ def salvage(data: bytes, find: Callable[[etree._Element], list], options: Mappin
     for item in items:
         begin = loc.start(item, floor)
         if begin < 0:
-            return Lost(XmlProblem(item.sourceline or 0, 0, "an item's start tag cannot be "
-                              "located in the text"), False)
+            return Lost(
+                XmlProblem(
+                    item.sourceline or 0, 0, "an item's start tag cannot be located in the text"
+                ),
+                False,
+            )
         last = [n for n in item.iter() if n.tag is not etree.Entity][-1]
         k = index[last] + 1
         end, closing = len(text), [a for a in item.iterancestors()]
@@ -236,8 +248,14 @@ def salvage(data: bytes, find: Callable[[etree._Element], list], options: Mappin
             nxt = nodes[k]
             end = loc.start(nxt, begin + 1)
             if end < 0:
-                return Lost(XmlProblem(nxt.sourceline or 0, 0, "the markup after an item "
-                                  "cannot be located in the text"), False)
+                return Lost(
+                    XmlProblem(
+                        nxt.sourceline or 0,
+                        0,
+                        "the markup after an item cannot be located in the text",
+                    ),
+                    False,
+                )
             keep = set(nxt.iterancestors())
             closing = [a for a in closing if a not in keep]
         tags = "".join(f"</{_qname(a)}>" for a in closing)
@@ -310,12 +328,11 @@ def salvage(data: bytes, find: Callable[[etree._Element], list], options: Mappin
         good = find(sroot)
         kept = [it for i, it in enumerate(items) if i not in broken]
         if len(good) != len(kept) or any(_shape(a) != _shape(b) for a, b in zip(good, kept)):
-            return Lost(XmlProblem(0, 0, "the items read strictly are not those recovery "
-                                   "found"), False)
-        shown = {i: text[regions[i][0]:min(regions[i][1], regions[i][0] + 200)]
-                 for i in broken}
-        return Salvaged(sroot, len(items), broken, shown,
-                        truncated if pos < trunc_at else None)
+            return Lost(
+                XmlProblem(0, 0, "the items read strictly are not those recovery found"), False
+            )
+        shown = {i: text[regions[i][0] : min(regions[i][1], regions[i][0] + 200)] for i in broken}
+        return Salvaged(sroot, len(items), broken, shown, truncated if pos < trunc_at else None)
     return Lost(XmlProblem(0, 0, f"more than {MAX_ATTEMPTS} broken items"), False)
 
 
@@ -330,8 +347,11 @@ def _debris(items: list, broken: dict) -> XmlProblem | None:
             if sib in others:
                 break
             if sib.tag is not etree.Entity:
-                return XmlProblem(sib.sourceline or 0, 0, f"markup after broken item {i + 1} "
-                                  "cannot be told from that item's own content")
+                return XmlProblem(
+                    sib.sourceline or 0,
+                    0,
+                    f"markup after broken item {i + 1} cannot be told from that item's own content",
+                )
     return None
 
 

@@ -3,6 +3,7 @@ glob pattern or archive), and optionally the format, the model, the split elemen
 types and, for the concepts model, the publisher side. The Spark job's TOML ``[[source]]``
 tables map onto it one to one (:meth:`Source.from_mapping`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -26,7 +27,7 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def _frozen(m: Mapping[str, Any] | None, what: str) -> Mapping[str, Any]:
-    if m is None or m is _EMPTY or type(m) is dict and not m:
+    if m is None or m is _EMPTY or (type(m) is dict and not m):
         return _EMPTY
     if not isinstance(m, Mapping):
         raise SourceError(f"{what} is a table (mapping), not {type(m).__name__}")
@@ -73,38 +74,44 @@ class Source:
         for name in ("format", "model", "split", "delimiter", "encoding"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, str) or not v):
-                raise SourceError(f"source {self.path}: {name} is a non-empty string, not "
-                                  f"{v!r}")
+                raise SourceError(f"source {self.path}: {name} is a non-empty string, not {v!r}")
         if self.delimiter is not None and len(self.delimiter) != 1:
-            raise SourceError(f"source {self.path}: delimiter is one character, not "
-                              f"{self.delimiter!r}")
+            raise SourceError(
+                f"source {self.path}: delimiter is one character, not {self.delimiter!r}"
+            )
         if self.encoding is not None:
             try:
                 check_encoding(self.encoding)
             except LookupError:
-                raise SourceError(f"source {self.path}: encoding {self.encoding!r} is not a "
-                                  "text encoding Python knows (e.g. utf-8, latin-1, cp1252, "
-                                  "utf-16)") from None
+                raise SourceError(
+                    f"source {self.path}: encoding {self.encoding!r} is not a "
+                    "text encoding Python knows (e.g. utf-8, latin-1, cp1252, "
+                    "utf-16)"
+                ) from None
         object.__setattr__(self, "namespaces", _frozen(self.namespaces, "namespaces"))
         object.__setattr__(self, "columns", _frozen(self.columns, "columns"))
         for col, typ in self.columns.items():
             if typ not in COLUMN_TYPES:
-                raise SourceError(f"source {self.path}: column {col!r} has type {typ!r}; "
-                                  f"the types are {', '.join(COLUMN_TYPES)}")
+                raise SourceError(
+                    f"source {self.path}: column {col!r} has type {typ!r}; "
+                    f"the types are {', '.join(COLUMN_TYPES)}"
+                )
         for p, uri in self.namespaces.items():
             if not isinstance(p, str) or not isinstance(uri, str) or not uri:
                 raise SourceError(f"source {self.path}: namespaces map prefixes to URIs")
         exclude = (self.exclude,) if isinstance(self.exclude, str) else self.exclude
-        if not isinstance(exclude, (tuple, list)) or \
-                not all(isinstance(p, str) and p for p in exclude):
-            raise SourceError(f"source {self.path}: exclude is a list of glob patterns, not "
-                              f"{self.exclude!r}")
+        if not isinstance(exclude, (tuple, list)) or not all(
+            isinstance(p, str) and p for p in exclude
+        ):
+            raise SourceError(
+                f"source {self.path}: exclude is a list of glob patterns, not {self.exclude!r}"
+            )
         object.__setattr__(self, "exclude", tuple(exclude))
         if self.publisher is not None:
             object.__setattr__(self, "publisher", _frozen(self.publisher, "publisher"))
 
     @classmethod
-    def of(cls, spec: "Source | str | Mapping[str, Any]") -> "Source":
+    def of(cls, spec: Source | str | Mapping[str, Any]) -> Source:
         """A Source from a Source, a path, or a mapping (a TOML ``[[source]]`` table)."""
         if isinstance(spec, Source):
             return spec
@@ -121,16 +128,18 @@ class Source:
         raise SourceError(f"a source is a path or a table, not {type(spec).__name__}")
 
     @classmethod
-    def from_mapping(cls, table: Mapping[str, Any]) -> "Source":
+    def from_mapping(cls, table: Mapping[str, Any]) -> Source:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(table) - known)
         if unknown:
-            raise SourceError(f"source {table.get('path', '?')}: unknown setting(s) "
-                              f"{', '.join(unknown)}; the settings are "
-                              f"{', '.join(sorted(known))}")
+            raise SourceError(
+                f"source {table.get('path', '?')}: unknown setting(s) "
+                f"{', '.join(unknown)}; the settings are "
+                f"{', '.join(sorted(known))}"
+            )
         return cls(**dict(table))
 
-    def with_path(self, path: str) -> "Source":
+    def with_path(self, path: str) -> Source:
         """The same settings for another path (a file found in a directory or archive).
         The settings were checked when this source was made and are read-only, so they
         are copied as they are (done per file read: issue 11 §5)."""

@@ -22,6 +22,7 @@ then :meth:`Skeleton.take` each) and a document streamed twice with ``iterparse`
 (:func:`stream_skeleton`, :func:`stream_items`): memory is then the skeleton plus one
 item, and the events are the same.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,7 +31,6 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from lxml import etree
-
 from pubsift.adapters.feeds import Kind
 from pubsift.adapters.readers import ReadError
 from pubsift.adapters.source import SourceError
@@ -56,16 +56,17 @@ class SplitName:
     local: str
 
     @classmethod
-    def parse(cls, text: str) -> "SplitName":
+    def parse(cls, text: str) -> SplitName:
         m = _SPLIT.match(text.strip())
         if m is None:
-            raise SourceError(f"split element {text!r} is not an element name: give "
-                              "'local', 'prefix:local' or '{uri}local' (one XPath step, "
-                              "no axes or predicates)")
+            raise SourceError(
+                f"split element {text!r} is not an element name: give "
+                "'local', 'prefix:local' or '{uri}local' (one XPath step, "
+                "no axes or predicates)"
+            )
         return cls(text, m["prefix"], m["uri"], m["local"])
 
-    def tag(self, namespaces: Mapping[str, str],
-            root_nsmap: Mapping[str | None, str]) -> str:
+    def tag(self, namespaces: Mapping[str, str], root_nsmap: Mapping[str | None, str]) -> str:
         """The Clark tag: a prefix is resolved with the source's ``namespaces``, failing
         that with the prefixes declared on the document's root; a name without prefix is
         in the source's default namespace (key ``""``), else the root's default namespace,
@@ -78,7 +79,8 @@ class SplitName:
             if uri is None:
                 raise UndeclaredPrefix(
                     f"split element {self.text!r}: prefix {self.prefix!r} is declared "
-                    "neither in the source's namespaces nor on the document's root")
+                    "neither in the source's namespaces nor on the document's root"
+                )
         else:
             uri = namespaces.get("") or root_nsmap.get(None) or ""
         return f"{{{uri}}}{self.local}" if uri else self.local
@@ -94,7 +96,7 @@ class Selector:
     tag: str
 
     @classmethod
-    def of_feed(cls, kind: Kind) -> "Selector":
+    def of_feed(cls, kind: Kind) -> Selector:
         return cls(kind.items[-1])
 
     def find(self, root: etree._Element) -> list[etree._Element]:
@@ -110,7 +112,7 @@ class Skeleton:
     slot (the parent, and the node that precedes it once every item is out, or None when it
     becomes the parent's first child)."""
 
-    __slots__ = ("root", "_slots", "_addresses")
+    __slots__ = ("_addresses", "_slots", "root")
 
     def __init__(self, root: etree._Element | None = None) -> None:
         self.root = root
@@ -139,8 +141,7 @@ class Skeleton:
         finally:
             parent.remove(el)
 
-    def tree_with(self, index: int, el: etree._Element, last: bool = False
-                  ) -> etree._Element:
+    def tree_with(self, index: int, el: etree._Element, last: bool = False) -> etree._Element:
         """A new tree: a copy of the skeleton with item ``index`` ``el`` *moved* into its
         place (``el`` leaves its document). Serialized, it is :meth:`text_with`'s text;
         the cost is a copy of the skeleton, not of the item. ``last``: the skeleton is not
@@ -168,8 +169,11 @@ class Skeleton:
         """Whether the skeleton's document is its root alone (no DOCTYPE, comment or
         processing instruction beside it), as a copy of the root is."""
         root = self.root
-        return root.getprevious() is None and root.getnext() is None and \
-            not root.getroottree().docinfo.doctype
+        return (
+            root.getprevious() is None
+            and root.getnext() is None
+            and not root.getroottree().docinfo.doctype
+        )
 
     def _address(self, index: int) -> tuple[tuple[int, ...], int]:
         """The slot as child indices from the root to the parent, and the index of the
@@ -204,9 +208,12 @@ class _Budget:
     def read(self, n: int = -1) -> bytes:
         # lxml has parsed all it read before asking again: count only those bytes
         if self.consumed - self.taken > self.limit:
-            raise ReadError("too-large", f"more than {self.limit} bytes outside the split "
-                            "elements taken so far: the document's metadata (or one split "
-                            "element) is too large for any event")
+            raise ReadError(
+                "too-large",
+                f"more than {self.limit} bytes outside the split "
+                "elements taken so far: the document's metadata (or one split "
+                "element) is too large for any event",
+            )
         data = self.fh.read(n)
         self.consumed += len(data)
         return data
@@ -218,17 +225,17 @@ class BrokenStream(Exception):
     is inside an item (an item started and not ended), which is then cut out of the
     skeleton with everything after it."""
 
-    def __init__(self, error: etree.XMLSyntaxError, skeleton: Skeleton,
-                 in_item: bool, shown: bytes = b"") -> None:
+    def __init__(
+        self, error: etree.XMLSyntaxError, skeleton: Skeleton, in_item: bool, shown: bytes = b""
+    ) -> None:
         super().__init__(str(error))
         self.error = error
         self.skeleton = skeleton
         self.in_item = in_item
-        self.shown = shown      # the start of the broken item, as parsed
+        self.shown = shown  # the start of the broken item, as parsed
 
 
-def _broken(exc: etree.XMLSyntaxError, skeleton: Skeleton, pending, root,
-            started) -> BrokenStream:
+def _broken(exc: etree.XMLSyntaxError, skeleton: Skeleton, pending, root, started) -> BrokenStream:
     if pending is not None:
         skeleton.take(pending)
     skeleton.root = root
@@ -239,9 +246,13 @@ def _broken(exc: etree.XMLSyntaxError, skeleton: Skeleton, pending, root,
     return BrokenStream(exc, skeleton, started is not None, shown)
 
 
-def stream_skeleton(fh: BinaryIO, selector: Selector, options: Mapping,
-                    check: Callable[[etree._Element], None] | None = None,
-                    budget: int | None = None) -> Skeleton:
+def stream_skeleton(
+    fh: BinaryIO,
+    selector: Selector,
+    options: Mapping,
+    check: Callable[[etree._Element], None] | None = None,
+    budget: int | None = None,
+) -> Skeleton:
     """Pass 1 over a document too large to hold: its skeleton, the items dropped as soon
     as their tail is read (the next item's end, or the end of the document).
     ``check(item)`` runs on each item while it is still in its document; ``budget``
@@ -252,7 +263,7 @@ def stream_skeleton(fh: BinaryIO, selector: Selector, options: Mapping,
     pending = None
     stream = fh if budget is None else _Budget(fh, budget)
     parse = hardened_iterparse(stream, options, events=("start", "end"), tag=selector.tag)
-    started = None      # the outermost item started and not ended
+    started = None  # the outermost item started and not ended
     try:
         for event, el in parse:
             if event == "start":
@@ -272,8 +283,11 @@ def stream_skeleton(fh: BinaryIO, selector: Selector, options: Mapping,
                 pending = el
     except etree.XMLSyntaxError as exc:
         known = started if started is not None else pending
-        root = parse.root if parse.root is not None else (
-            None if known is None else known.getroottree().getroot())
+        root = (
+            parse.root
+            if parse.root is not None
+            else (None if known is None else known.getroottree().getroot())
+        )
         if root is None or root is started:
             raise
         raise _broken(exc, skeleton, pending, root, started) from None
@@ -283,8 +297,9 @@ def stream_skeleton(fh: BinaryIO, selector: Selector, options: Mapping,
     return skeleton
 
 
-def stream_items(fh: BinaryIO, selector: Selector, options: Mapping,
-                 skeleton: Skeleton) -> Iterator[tuple[int, etree._Element]]:
+def stream_items(
+    fh: BinaryIO, selector: Selector, options: Mapping, skeleton: Skeleton
+) -> Iterator[tuple[int, etree._Element]]:
     """Pass 2: (0-based index, element) of each item, once its tail is read; the caller
     puts it into the skeleton of pass 1 (:meth:`Skeleton.text_with` or
     :meth:`Skeleton.tree_with`, which take it out of the streamed document) before asking
@@ -300,8 +315,10 @@ def stream_items(fh: BinaryIO, selector: Selector, options: Mapping,
             if selector.accepts(el):
                 k += 1
                 if k > len(skeleton):
-                    raise ReadError("unreadable", "the document changed while it was "
-                                    "read: more items than in the first pass")
+                    raise ReadError(
+                        "unreadable",
+                        "the document changed while it was read: more items than in the first pass",
+                    )
                 pending = el
     except etree.XMLSyntaxError:
         if pending is not None:
@@ -310,5 +327,7 @@ def stream_items(fh: BinaryIO, selector: Selector, options: Mapping,
     if pending is not None:
         yield k - 1, pending
     if k != len(skeleton):
-        raise ReadError("unreadable", "the document changed while it was read: "
-                        f"{k} items, {len(skeleton)} in the first pass")
+        raise ReadError(
+            "unreadable",
+            f"the document changed while it was read: {k} items, {len(skeleton)} in the first pass",
+        )

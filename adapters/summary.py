@@ -7,6 +7,7 @@ counts per source (read, events, quarantined) and per quarantine reason. Summari
 of a read (a Spark partition, one file) combine with :meth:`Summary.merge`; the JSON form
 (:meth:`Summary.to_json`) is what ``summary.json`` holds.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -53,7 +54,7 @@ class Summary:
             counts.events += 1
         return item
 
-    def merge(self, other: "Summary") -> "Summary":
+    def merge(self, other: Summary) -> Summary:
         """This summary plus ``other`` (e.g. the summaries of two partitions)."""
         for source, c in other.sources.items():
             mine = self.sources.setdefault(source, SourceCounts())
@@ -77,14 +78,18 @@ class Summary:
     def to_json(self) -> dict[str, Any]:
         """The JSON form (``summary.json``; ``pubsift convert --summary``)."""
         return {
-            "read": self.read, "events": self.events, "quarantined": self.quarantined,
-            "sources": {s: {"read": c.read, "events": c.events, "quarantined": c.quarantined}
-                        for s, c in self.sources.items()},
+            "read": self.read,
+            "events": self.events,
+            "quarantined": self.quarantined,
+            "sources": {
+                s: {"read": c.read, "events": c.events, "quarantined": c.quarantined}
+                for s, c in self.sources.items()
+            },
             "reasons": dict(sorted(self.reasons.items())),
         }
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "Summary":
+    def from_json(cls, obj: dict[str, Any]) -> Summary:
         """The summary :meth:`to_json` wrote (e.g. one per Spark partition, to merge)."""
         s = cls()
         for source, c in obj.get("sources", {}).items():

@@ -66,6 +66,7 @@ it are read as rows: no recovery can know where the field was meant to end).
 stay the strings they are, and the publisher types them by concept
 (:func:`pubsift.adapters.concepts.Publisher.enrich`); see :func:`~pubsift.adapters.reading.converter`.
 """
+
 from __future__ import annotations
 
 import csv
@@ -75,8 +76,7 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from pubsift.adapters.lines import (bad_bytes, codec_for, nul_problem, open_text, shown,
-                                    skip_rest)
+from pubsift.adapters.lines import bad_bytes, codec_for, nul_problem, open_text, shown, skip_rest
 from pubsift.adapters.outcomes import Event, Quarantined, excerpt
 from pubsift.adapters.readers import SNIFF_BYTES, Reader, strip_compression
 from pubsift.adapters.reading import converter
@@ -93,10 +93,9 @@ DELIMITERS = ",;\t|"
 _NUMBER = re.compile(r"[+-]?(?:(?:0|[1-9][0-9]*)(\.[0-9]*)?|(\.[0-9]+))([eE][+-]?[0-9]+)?")
 _LOOSE_NUMBER = re.compile(r"[+-]?(?:[0-9]+(\.[0-9]*)?|(\.[0-9]+))([eE][+-]?[0-9]+)?")
 _LOOSE_INT = re.compile(r"[+-]?[0-9]+")
-_BOOLS = {"true": True, "True": True, "TRUE": True,
-          "false": False, "False": False, "FALSE": False}
+_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 _DECLARED_BOOLS = {"true": True, "1": True, "false": False, "0": False}
-_NOT_TEXT = re.compile("[\x00\udc00-\udcff]")    # NUL or an escaped byte (lines.ESCAPE)
+_NOT_TEXT = re.compile("[\x00\udc00-\udcff]")  # NUL or an escaped byte (lines.ESCAPE)
 _LINE_ENDS = ("\r\n", "\n", "\r")
 
 
@@ -107,7 +106,7 @@ class CellError(ValueError):
 
 def _float(text: str) -> float:
     v = float(text)
-    if v - v != 0:              # inf (nan is never produced from our grammar)
+    if v - v != 0:  # inf (nan is never produced from our grammar)
         raise CellError(f"{_show(text)} is beyond the range of a 64-bit float")
     return v
 
@@ -115,8 +114,9 @@ def _float(text: str) -> float:
 def _int(text: str) -> int:
     digits = len(text) - (text[0] in "+-")
     if digits > MAX_INT_DIGITS:
-        raise CellError(f"an integer of {digits} digits is beyond the records model's "
-                        f"{MAX_INT_DIGITS}")
+        raise CellError(
+            f"an integer of {digits} digits is beyond the records model's {MAX_INT_DIGITS}"
+        )
     return int(text)
 
 
@@ -129,7 +129,7 @@ def infer(cell: str) -> Any:
     m = _NUMBER.fullmatch(cell)
     if m is None:
         return _BOOLS.get(cell, cell)
-    if m.lastindex is None:     # no fraction, no exponent: an integer literal
+    if m.lastindex is None:  # no fraction, no exponent: an integer literal
         return _int(cell) if len(cell) > MAX_INT_DIGITS else int(cell)
     return _float(cell)
 
@@ -171,7 +171,11 @@ def _as_is(cell: str) -> str:
 
 
 DECLARED: dict[str, Callable[[str], Any]] = {
-    "int": _declared_int, "float": _declared_float, "bool": _declared_bool, "str": _as_is}
+    "int": _declared_int,
+    "float": _declared_float,
+    "bool": _declared_bool,
+    "str": _as_is,
+}
 
 
 # -- the fast path of inference: row shapes ---------------------------------------------------
@@ -182,7 +186,7 @@ DECLARED: dict[str, Callable[[str], Any]] = {
 # ``int``/``float`` per cell by a function generated for the shape, without a loop. Any other row takes the slow path
 # (:func:`infer` per cell), whose result is the same by construction (tests compare both),
 # and its shape becomes the one tried next.
-_SEP = "\x1f"                   # a cell holding it never matches a shape: slow path
+_SEP = "\x1f"  # a cell holding it never matches a shape: slow path
 _SAFE_INT = r"[+-]?(?:0|[1-9][0-9]{0,17})"
 _SAFE_FLOAT = r"[+-]?(?:(?:0|[1-9][0-9]{0,17})\.[0-9]{0,17}|\.[0-9]{1,17})"
 _BOOL_WORDS = "|".join(_BOOLS)
@@ -213,8 +217,9 @@ def _kind(cell: str, value: Any) -> str | None:
     return "float" if _safe_float(cell) else None
 
 
-def _shape_of(header: tuple[str, ...], row: list[str], record: dict[str, Any]
-              ) -> tuple[Any, ...] | None:
+def _shape_of(
+    header: tuple[str, ...], row: list[str], record: dict[str, Any]
+) -> tuple[Any, ...] | None:
     """(fullmatch, typing function) of the row's shape, None if it has none."""
     kinds = []
     for column, cell in zip(header, row):
@@ -245,12 +250,14 @@ def _compiled(header: tuple[str, ...], kinds: tuple[str, ...]) -> tuple[Any, ...
             params.append(f"c{i}")
             args.append(conv)
             items.append(f"n{i}: c{i}(r[{i}])")
-    source = (f"def shape({', '.join(params)}):\n"
-              f"    def typed(r):\n"
-              f"        return {{{', '.join(items)}}}\n"
-              f"    return typed\n")
+    source = (
+        f"def shape({', '.join(params)}):\n"
+        f"    def typed(r):\n"
+        f"        return {{{', '.join(items)}}}\n"
+        f"    return typed\n"
+    )
     namespace: dict[str, Any] = {}
-    exec(source, namespace)     # noqa: S102 - generated from indices only
+    exec(source, namespace)
     return match, namespace["shape"](*args)
 
 
@@ -269,17 +276,17 @@ class _Lines:
     bytes raises :class:`_TooLarge` after skipping to the end of the line it was found on,
     so that memory stays bounded by the limit."""
 
-    __slots__ = ("_readline", "_cap", "_limit", "size", "bad", "last")
+    __slots__ = ("_cap", "_limit", "_readline", "bad", "last", "size")
 
     def __init__(self, text: io.TextIOBase, limit: int) -> None:
         self._readline = text.readline
         self._limit = limit
-        self._cap = limit + 2       # characters; a character is at least one byte
+        self._cap = limit + 2  # characters; a character is at least one byte
         self.size = 0
         self.bad = False
         self.last = ""
 
-    def __iter__(self) -> "_Lines":
+    def __iter__(self) -> _Lines:
         return self
 
     def __next__(self) -> str:
@@ -304,7 +311,7 @@ class _Lines:
         if end:
             tail = line[-2:] if line.endswith("\r\n") else line[-1]
             if self.size - len(tail.encode()) <= self._limit:
-                return              # the limit was reached by the line end only
+                return  # the limit was reached by the line end only
         head = line[:400]
         skip_rest(self._readline, line, _LINE_ENDS)
         self.size = 0
@@ -321,18 +328,18 @@ def sniff_delimiter(sample: str) -> str:
         return ","
 
 
-def _sample(inp: "Input") -> str:
+def _sample(inp: Input) -> str:
     with inp.open() as fh:
         head = fh.read(SNIFF_BYTES)
     text = head.decode(codec_for(head, inp.source.encoding), "replace")
-    if len(head) >= SNIFF_BYTES:    # drop the last, probably partial, line
+    if len(head) >= SNIFF_BYTES:  # drop the last, probably partial, line
         cut = max(text.rfind("\n"), text.rfind("\r"))
         if cut > 0:
-            text = text[:cut + 1]
+            text = text[: cut + 1]
     return text
 
 
-def delimiter_of(inp: "Input") -> str:
+def delimiter_of(inp: Input) -> str:
     """The source's delimiter, a tab for ``.tsv``, else sniffed on the file's start."""
     if inp.source.delimiter is not None:
         return inp.source.delimiter
@@ -341,17 +348,19 @@ def delimiter_of(inp: "Input") -> str:
     return sniff_delimiter(_sample(inp))
 
 
-def _encoding_problem(row: list[str], header: list[str] | None, codec: str,
-                      delimiter: str) -> str:
+def _encoding_problem(row: list[str], header: list[str] | None, codec: str, delimiter: str) -> str:
     for i, cell in enumerate(row):
         m = _NOT_TEXT.search(cell)
         if m is not None:
-            where = f" in column {header[i]!r}" if header is not None and i < len(header) \
-                and header[i] else f" in field {i + 1}"
+            where = (
+                f" in column {header[i]!r}"
+                if header is not None and i < len(header) and header[i]
+                else f" in field {i + 1}"
+            )
             if m.group() == "\x00":
                 return nul_problem(cell, where, delimiter.join(row))
             return bad_bytes(cell, codec, where)
-    return bad_bytes("", codec)         # the byte is in a line break inside the row
+    return bad_bytes("", codec)  # the byte is in a line break inside the row
 
 
 class CsvReader(Reader):
@@ -381,8 +390,9 @@ class CsvReader(Reader):
             return False
         return len(widths) == 1 and widths.pop() >= 2
 
-    def read(self, inp: "Input", model: "FilterModel", limits: "ReadLimits"
-             ) -> Iterator[Event | Quarantined]:
+    def read(
+        self, inp: Input, model: FilterModel, limits: ReadLimits
+    ) -> Iterator[Event | Quarantined]:
         convert = converter(model, inp.source)
         delimiter = delimiter_of(inp)
         typed = inp.source.publisher is None
@@ -397,9 +407,16 @@ class CsvReader(Reader):
             yield from _rows(inp, model.name, text, delimiter, typed, convert, limit, codec)
 
 
-def _rows(inp: "Input", model: str, text: io.TextIOBase, delimiter: str, typed: bool,
-          convert: Callable[[Any, str, int], Event | Quarantined], limit: int, codec: str
-          ) -> Iterator[Event | Quarantined]:
+def _rows(
+    inp: Input,
+    model: str,
+    text: io.TextIOBase,
+    delimiter: str,
+    typed: bool,
+    convert: Callable[[Any, str, int], Event | Quarantined],
+    limit: int,
+    codec: str,
+) -> Iterator[Event | Quarantined]:
     name = inp.name
     lines = _Lines(text, limit)
     rows = csv.reader(lines, delimiter=delimiter, strict=True)
@@ -424,8 +441,9 @@ def _rows(inp: "Input", model: str, text: io.TextIOBase, delimiter: str, typed: 
         return
     problem = _header_problem(header, lines.bad, codec, delimiter)
     if problem:
-        yield bad(0, "encoding" if lines.bad else "csv-header", problem,
-                  shown(delimiter.join(header)))
+        yield bad(
+            0, "encoding" if lines.bad else "csv-header", problem, shown(delimiter.join(header))
+        )
         return
     width = len(header)
     named = [i for i, column in enumerate(header) if column]
@@ -451,24 +469,31 @@ def _rows(inp: "Input", model: str, text: io.TextIOBase, delimiter: str, typed: 
                 lines.size = 0
                 if len(row) != width:
                     if not row:
-                        continue        # a blank line is not a row
+                        continue  # a blank line is not a row
                     position += 1
-                    yield bad(position, "csv-field-count", f"{len(row)} fields, the header "
-                              f"has {width} columns", delimiter.join(row))
+                    yield bad(
+                        position,
+                        "csv-field-count",
+                        f"{len(row)} fields, the header has {width} columns",
+                        delimiter.join(row),
+                    )
                     lines.bad = False
                     continue
                 position += 1
                 if lines.bad:
                     lines.bad = False
-                    yield bad(position, "encoding", _encoding_problem(row, header, codec,
-                                                                      delimiter),
-                              shown(delimiter.join(row)))
+                    yield bad(
+                        position,
+                        "encoding",
+                        _encoding_problem(row, header, codec, delimiter),
+                        shown(delimiter.join(row)),
+                    )
                     continue
                 cells = row if project is None else project(row)
                 record = {}
                 try:
                     if inferred_only:
-                        if shape_match(_SEP.join(cells)) is not None:   # the fast path
+                        if shape_match(_SEP.join(cells)) is not None:  # the fast path
                             record = shape_typed(cells)
                         else:
                             for column, cell in zip(names, cells):
@@ -484,25 +509,39 @@ def _rows(inp: "Input", model: str, text: io.TextIOBase, delimiter: str, typed: 
                             if cell:
                                 record[column] = conv(cell)
                 except CellError as exc:
-                    yield bad(position, "csv-type", f"column {column!r}: {exc}",
-                              delimiter.join(row))
+                    yield bad(
+                        position, "csv-type", f"column {column!r}: {exc}", delimiter.join(row)
+                    )
                     continue
                 yield convert(record, name, position)
             return
         except _TooLarge as exc:
             position += 1
-            yield bad(position, "too-large", f"the row is longer than {limit} bytes; "
-                      "reading resumes at the next line", exc.head)
+            yield bad(
+                position,
+                "too-large",
+                f"the row is longer than {limit} bytes; reading resumes at the next line",
+                exc.head,
+            )
         except csv.Error as exc:
             position += 1
             message = str(exc)
             if "field larger than field limit" in message:
-                yield bad(position, "too-large", f"a field is longer than the csv module's "
-                          f"field_size_limit ({csv.field_size_limit()} characters); reading "
-                          "resumes at the next line", lines.last)
+                yield bad(
+                    position,
+                    "too-large",
+                    f"a field is longer than the csv module's "
+                    f"field_size_limit ({csv.field_size_limit()} characters); reading "
+                    "resumes at the next line",
+                    lines.last,
+                )
             else:
-                yield bad(position, "csv-syntax", f"{message}; reading resumes at the next "
-                          "line", lines.last)
+                yield bad(
+                    position,
+                    "csv-syntax",
+                    f"{message}; reading resumes at the next line",
+                    lines.last,
+                )
 
 
 def _header_problem(header: list[str], not_text: bool, codec: str, delimiter: str) -> str:
@@ -521,5 +560,13 @@ def _header_problem(header: list[str], not_text: bool, codec: str, delimiter: st
 
 CSV_READER = CsvReader()
 
-__all__ = ["CSV_READER", "CellError", "CsvReader", "DECLARED", "delimiter_of", "infer",
-           "parse_number", "sniff_delimiter"]
+__all__ = [
+    "CSV_READER",
+    "DECLARED",
+    "CellError",
+    "CsvReader",
+    "delimiter_of",
+    "infer",
+    "parse_number",
+    "sniff_delimiter",
+]

@@ -65,6 +65,7 @@ outside the items quarantines the document whole. Items too deep for a lower
 ``max_depth`` are quarantined one by one. A streamed document read whole (not split) is
 read in memory when within ``xml.max_bytes``, else ``too-large``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -76,31 +77,54 @@ from dataclasses import replace
 from typing import Any, BinaryIO
 
 from lxml import etree
-
 from pubsift.adapters.feeds import KINDS, detect, kind_of
 from pubsift.adapters.inputs import Input
 from pubsift.adapters.limits import ReadLimits
 from pubsift.adapters.outcomes import Event, Quarantined, excerpt
+from pubsift.adapters.readers import Reader, ReadError
 from pubsift.adapters.reading import converter
-from pubsift.adapters.readers import ReadError, Reader
 from pubsift.adapters.salvage import Lost, XmlProblem, salvage
-from pubsift.adapters.splitting import (BrokenStream, Selector, Skeleton, SplitName,
-                                        UndeclaredPrefix, stream_items, stream_skeleton)
+from pubsift.adapters.splitting import (
+    BrokenStream,
+    Selector,
+    Skeleton,
+    SplitName,
+    UndeclaredPrefix,
+    stream_items,
+    stream_skeleton,
+)
 from pubsift.core.errors import EventError
 from pubsift.core.model import FilterModel
 from pubsift.models.xml import XmlModel
-from pubsift.models.xml.parsing import (MAX_DEPTH_CEILING, ParseLimits, XmlEvent,
-                                        check_depth, check_entities,
-                                        check_entity_declarations, hardened_iterparse,
-                                        hardened_options, hardened_parser,
-                                        parser_depth_ceiling)
+from pubsift.models.xml.parsing import (
+    MAX_DEPTH_CEILING,
+    ParseLimits,
+    XmlEvent,
+    check_depth,
+    check_entities,
+    check_entity_declarations,
+    hardened_iterparse,
+    hardened_options,
+    hardened_parser,
+    parser_depth_ceiling,
+)
 
 _E = etree.ErrorTypes
 #: libxml2 errors about the bytes' encoding (invalid bytes, unknown or unsupported names)
-ENCODING_ERRORS = frozenset(getattr(_E, n) for n in (
-    "ERR_INVALID_ENCODING", "ERR_UNKNOWN_ENCODING", "ERR_UNSUPPORTED_ENCODING",
-    "ERR_ENCODING_NAME", "ERR_MISSING_ENCODING", "I18N_CONV_FAILED", "I18N_NO_HANDLER",
-    "IO_ENCODER") if hasattr(_E, n))
+ENCODING_ERRORS = frozenset(
+    getattr(_E, n)
+    for n in (
+        "ERR_INVALID_ENCODING",
+        "ERR_UNKNOWN_ENCODING",
+        "ERR_UNSUPPORTED_ENCODING",
+        "ERR_ENCODING_NAME",
+        "ERR_MISSING_ENCODING",
+        "I18N_CONV_FAILED",
+        "I18N_NO_HANDLER",
+        "IO_ENCODER",
+    )
+    if hasattr(_E, n)
+)
 #: the item selector of each feed kind
 _FEEDS = {k.name: Selector.of_feed(k) for k in KINDS.values() if k.is_feed}
 #: the most UTF-8 bytes an item event's serialization takes per byte of the well-formed
@@ -116,8 +140,9 @@ _WHERE_SUFFIX = re.compile(r", line \d+, column \d+\Z")
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 
 
-def syntax_problem(exc: etree.XMLSyntaxError, limits: ParseLimits | None = None
-                   ) -> tuple[str, XmlProblem]:
+def syntax_problem(
+    exc: etree.XMLSyntaxError, limits: ParseLimits | None = None
+) -> tuple[str, XmlProblem]:
     """The quarantine reason and the located problem of a document lxml refused, in one
     line and in our own words where libxml2's are about its options."""
     msg = " ".join(_WHERE_SUFFIX.sub("", (exc.msg or str(exc)).strip()).split())
@@ -129,8 +154,9 @@ def syntax_problem(exc: etree.XMLSyntaxError, limits: ParseLimits | None = None
     if "Excessive depth" in msg:
         depth = (limits or ParseLimits()).max_depth
         ceiling = parser_depth_ceiling(limits or ParseLimits())
-        return "xml-too-deep", XmlProblem(line or 0, column or 0, too_deep_message(
-            min(depth, ceiling)))
+        return "xml-too-deep", XmlProblem(
+            line or 0, column or 0, too_deep_message(min(depth, ceiling))
+        )
     if exc.code == _E.ERR_RESOURCE_LIMIT:
         return "too-large", XmlProblem(line or 0, column or 0, msg)
     return "xml-syntax", XmlProblem(line or 0, column or 0, msg)
@@ -139,10 +165,13 @@ def syntax_problem(exc: etree.XMLSyntaxError, limits: ParseLimits | None = None
 def too_deep_message(limit: int) -> str:
     """Nesting beyond ``limit`` levels, and how to accept it."""
     if limit >= MAX_DEPTH_CEILING:
-        return (f"nested more than {limit} levels deep, the most libxml2 parses (no "
-                "setting accepts it)")
-    return (f"nested more than {limit} levels deep (raise ReadLimits.xml = ParseLimits("
-            f"max_depth=...), at most {MAX_DEPTH_CEILING}, to accept it)")
+        return (
+            f"nested more than {limit} levels deep, the most libxml2 parses (no setting accepts it)"
+        )
+    return (
+        f"nested more than {limit} levels deep (raise ReadLimits.xml = ParseLimits("
+        f"max_depth=...), at most {MAX_DEPTH_CEILING}, to accept it)"
+    )
 
 
 def _not_text(data: bytes) -> str | None:
@@ -150,14 +179,18 @@ def _not_text(data: bytes) -> str | None:
     ASCII-compatible encoding (NUL bytes: UTF-16/32 without a BOM), else None."""
     if data.startswith(_BOMS) or b"\x00" not in data[:512]:
         return None
-    return ("NUL bytes: the text looks like UTF-16 or UTF-32 without a byte-order mark "
-            "or encoding declaration (add a BOM or declare the encoding)")
+    return (
+        "NUL bytes: the text looks like UTF-16 or UTF-32 without a byte-order mark "
+        "or encoding declaration (add a BOM or declare the encoding)"
+    )
 
 
 def _refused_reference(ref: etree._Element) -> str:
     # strict parsing keeps one only under a DOCTYPE naming an external DTD (never loaded)
-    return (f"reference to entity &{ref.name}; (line {ref.sourceline}) refused: only "
-            "the predefined entities are read, no DTD is loaded")
+    return (
+        f"reference to entity &{ref.name}; (line {ref.sourceline}) refused: only "
+        "the predefined entities are read, no DTD is loaded"
+    )
 
 
 def _line_of(data: bytes, line: int, column: int = 0) -> bytes:
@@ -174,7 +207,7 @@ def _line_of(data: bytes, line: int, column: int = 0) -> bytes:
     end = end if end >= 0 else len(data)
     if column > 150 and end - start > 200:
         start = min(start + column - 100, end)
-    return data[start:min(end, start + 200)]
+    return data[start : min(end, start + 200)]
 
 
 def _stream_line(fh: BinaryIO, line: int, column: int) -> bytes:
@@ -190,7 +223,7 @@ def _stream_line(fh: BinaryIO, line: int, column: int) -> bytes:
             at = buf.find(b"\n")
             if at < 0:
                 break
-            buf = buf[at + 1:]
+            buf = buf[at + 1 :]
             n += 1
         if n < line:
             tail = b""
@@ -212,8 +245,9 @@ class _Reading:
         self.convert = converter(model, inp.source)
         # the xml model with the reader's own parse limits: an event is built from the
         # checked tree itself (see fast_event)
-        self.fast = isinstance(model, XmlModel) and (model.limits is limits.xml or
-                                                     model.limits == limits.xml)
+        self.fast = isinstance(model, XmlModel) and (
+            model.limits is limits.xml or model.limits == limits.xml
+        )
         # the bytes of the strictly parsed document without internal DTD subset the items
         # come from (None: another tree, whose events are measured exactly)
         self.source_bytes: int | None = None
@@ -225,8 +259,9 @@ class _Reading:
         """The whole document quarantined: at position 1 when it is read whole (the id its
         event would have), at 0 when it is a feed or split document none of whose items
         could be delimited."""
-        return Quarantined(self.name, 0 if self.splits else 1, reason, message,
-                           excerpt(raw), self.model.name)
+        return Quarantined(
+            self.name, 0 if self.splits else 1, reason, message, excerpt(raw), self.model.name
+        )
 
     def learn(self, head: bytes) -> None:
         """Whether a document that does not parse is split (a named split element, the
@@ -234,14 +269,17 @@ class _Reading:
         problems are then at 0."""
         kind = kind_of(head, self.limits.xml)
         if kind is None:
-            try:       # the first bytes may hold an error before the parser gives events
+            try:  # the first bytes may hold an error before the parser gives events
                 root = etree.fromstring(head, hardened_parser(self.limits.xml, recover=True))
             except etree.XMLSyntaxError:
                 root = None
             kind = None if root is None else detect(root.tag, root.nsmap)
         # the concepts model splits a document into its lines (ubl_semantic_objects)
-        self.splits = self.split is not None or self.model.name == "concepts" or \
-            kind is not None and kind.is_feed
+        self.splits = (
+            self.split is not None
+            or self.model.name == "concepts"
+            or (kind is not None and kind.is_feed)
+        )
 
     def event(self, position: int, raw: str | bytes) -> Event | Quarantined:
         """The model's event of one document text (``model.parse_event``), or
@@ -255,9 +293,14 @@ class _Reading:
             size = len(raw.encode("utf-8"))
         if size <= max_bytes:
             return None
-        return Quarantined(self.name, position, "too-large", f"event of {size} bytes > "
-                           f"ReadLimits.xml.max_bytes {max_bytes}", excerpt(raw),
-                           self.model.name)
+        return Quarantined(
+            self.name,
+            position,
+            "too-large",
+            f"event of {size} bytes > ReadLimits.xml.max_bytes {max_bytes}",
+            excerpt(raw),
+            self.model.name,
+        )
 
     def fast_event(self, position: int, root: etree._Element) -> Event | Quarantined:
         """The xml model's event of a tree lxml built under the same hardened settings and
@@ -271,40 +314,54 @@ class _Reading:
         if size is not None and size * SERIALIZED_PER_BYTE <= self.limits.xml.max_bytes:
             return Event(self.model.name, self.name, position, XmlEvent(root))
         xml = etree.tostring(root, encoding="unicode", with_tail=False)
-        return self.too_large(position, xml) or \
-            Event(self.model.name, self.name, position, XmlEvent(root, xml))
+        return self.too_large(position, xml) or Event(
+            self.model.name, self.name, position, XmlEvent(root, xml)
+        )
 
     def document_event(self, root: etree._Element, data: bytes) -> Event | Quarantined:
         """The event of a whole document, sized by its bytes as ``parse_event`` does."""
         if not self.fast:
             return self.event(1, data)
-        return self.too_large(1, data) or \
-            Event(self.model.name, self.name, 1, XmlEvent(root))
+        return self.too_large(1, data) or Event(self.model.name, self.name, 1, XmlEvent(root))
 
-    def item_event(self, skeleton: Skeleton, index: int, el: etree._Element,
-                   references: bool = True) -> Event | Quarantined:
+    def item_event(
+        self, skeleton: Skeleton, index: int, el: etree._Element, references: bool = True
+    ) -> Event | Quarantined:
         """The event of item ``index`` (``references=False``: the caller knows the item
         holds no entity reference)."""
         ref = next(el.iter(etree.Entity), None) if references else None
         if ref is not None:
-            return Quarantined(self.name, index + 1, "xml-entity", _refused_reference(ref),
-                               f"&{ref.name};", self.model.name)
+            return Quarantined(
+                self.name,
+                index + 1,
+                "xml-entity",
+                _refused_reference(ref),
+                f"&{ref.name};",
+                self.model.name,
+            )
         if self.fast:
-            return self.fast_event(index + 1, skeleton.tree_with(
-                index, el, last=index == len(skeleton) - 1))
+            return self.fast_event(
+                index + 1, skeleton.tree_with(index, el, last=index == len(skeleton) - 1)
+            )
         return self.event(index + 1, skeleton.text_with(index, el))
 
     def too_deep(self, position: int, el: etree._Element) -> Quarantined:
-        return Quarantined(self.name, position, "xml-too-deep",
-                           f"item {too_deep_message(self.limits.xml.max_depth)}",
-                           etree.tostring(el, with_tail=False)[:200], self.model.name)
+        return Quarantined(
+            self.name,
+            position,
+            "xml-too-deep",
+            f"item {too_deep_message(self.limits.xml.max_depth)}",
+            etree.tostring(el, with_tail=False)[:200],
+            self.model.name,
+        )
 
     def depth_checked(self) -> bool:
         """Whether depth is checked after parsing (a limit below libxml2's own)."""
         return self.limits.xml.max_depth < parser_depth_ceiling(self.limits.xml)
 
-    def refused(self, root: etree._Element, references: bool = True,
-                depth: bool = True) -> Quarantined | None:
+    def refused(
+        self, root: etree._Element, references: bool = True, depth: bool = True
+    ) -> Quarantined | None:
         """``xml-entity`` or ``xml-too-deep`` for a parsed document, else None
         (``references=False``: entity references are left to the caller; ``depth=False``:
         depth too, checked per item)."""
@@ -317,16 +374,20 @@ class _Reading:
                 check_depth(root, self.limits.xml)
             except EventError as exc:
                 where = f" (at {exc.where})" if exc.where else ""
-                return self.whole("xml-too-deep",
-                                  too_deep_message(self.limits.xml.max_depth) + where)
+                return self.whole(
+                    "xml-too-deep", too_deep_message(self.limits.xml.max_depth) + where
+                )
         return None
 
     def references(self, root: etree._Element) -> Quarantined | None:
         """``xml-entity`` for a tree (a document, a skeleton) that keeps an entity
         reference, else None."""
         ref = next(root.iter(etree.Entity), None)
-        return None if ref is None else self.whole("xml-entity", _refused_reference(ref),
-                                                   f"&{ref.name};")
+        return (
+            None
+            if ref is None
+            else self.whole("xml-entity", _refused_reference(ref), f"&{ref.name};")
+        )
 
     def selector(self, root_tag: str, nsmap: dict) -> Selector | Quarantined | None:
         """How the document splits: a Selector, None (read whole), or ``xml-no-split``."""
@@ -361,8 +422,11 @@ class _Reading:
         if sel is None or root.tag == sel.tag:
             self.splits = False
             # entity references are refused per item (one in the metadata: the document)
-            yield self.refused(root, references=False) or self.references(root) or \
-                self.document_event(root, data)
+            yield (
+                self.refused(root, references=False)
+                or self.references(root)
+                or self.document_event(root, data)
+            )
             return
         self.splits = True
         bad = self.refused(root, references=False, depth=False)
@@ -371,29 +435,37 @@ class _Reading:
             return
         yield from self.items(root, sel, {}, None)
 
-    def items(self, root: etree._Element, sel: Selector,
-              broken: dict[int, tuple[str, XmlProblem]], count: int | None,
-              shown: dict[int, str] | None = None) -> Iterator[Event | Quarantined]:
+    def items(
+        self,
+        root: etree._Element,
+        sel: Selector,
+        broken: dict[int, tuple[str, XmlProblem]],
+        count: int | None,
+        shown: dict[int, str] | None = None,
+    ) -> Iterator[Event | Quarantined]:
         """Split events of a strictly parsed document; with ``count``, it is a broken
         document's salvaged rest (:mod:`.salvage`): ``count`` items in the original, the
         ``broken`` ones (0-based index -> reason and problem) cut out of ``root``."""
         items = sel.find(root)
         if not items and not broken:
             if self.split is not None:
-                yield self.whole("xml-no-split", f"no {self.split.text} element "
-                                 f"({sel.tag}) in the document")
+                yield self.whole(
+                    "xml-no-split", f"no {self.split.text} element ({sel.tag}) in the document"
+                )
             return
         deep: set[int] = set()
         if self.depth_checked():
-            deep = {k for k, el in enumerate(items)
-                    if _too_deep_item(el, self.limits.xml.max_depth)}
+            deep = {
+                k for k, el in enumerate(items) if _too_deep_item(el, self.limits.xml.max_depth)
+            }
         # one look for entity references in the whole tree (there are none, as a rule)
         references = next(root.iter(etree.Entity), None) is not None
         skeleton = Skeleton(root)
         for el in items:
             skeleton.take(el)
-        bad = (self.references(root) if references else None) or \
-            self.refused(root, references=False)
+        bad = (self.references(root) if references else None) or self.refused(
+            root, references=False
+        )
         if bad is not None:
             yield bad
             return
@@ -402,11 +474,16 @@ class _Reading:
         for position in range(1, total + 1):
             if position - 1 in broken:
                 reason, problem = broken[position - 1]
-                yield Quarantined(self.name, position, reason,
-                                  f"item not well-formed: {problem}" if reason ==
-                                  "xml-syntax" else f"item {problem}",
-                                  excerpt((shown or {}).get(position - 1, "")),
-                                  self.model.name)
+                yield Quarantined(
+                    self.name,
+                    position,
+                    reason,
+                    f"item not well-formed: {problem}"
+                    if reason == "xml-syntax"
+                    else f"item {problem}",
+                    excerpt((shown or {}).get(position - 1, "")),
+                    self.model.name,
+                )
                 continue
             k = next(good)
             if k in deep:
@@ -415,52 +492,67 @@ class _Reading:
                 yield self.item_event(skeleton, k, items[k], references)
             else:
                 out = self.item_event(skeleton, k, items[k], references)
-                if out.position != position:    # the k-th good item is item ``position``
+                if out.position != position:  # the k-th good item is item ``position``
                     out = _moved(out, position)
                 yield out
 
-    def salvage(self, data: bytes, exc: etree.XMLSyntaxError
-                ) -> Iterator[Event | Quarantined]:
+    def salvage(self, data: bytes, exc: etree.XMLSyntaxError) -> Iterator[Event | Quarantined]:
         """A document the strict parser refused: whole-document quarantine, or its intact
         items, strictly parsed, when only items are broken (:mod:`.salvage`)."""
         reason, problem = syntax_problem(exc, self.limits.xml)
         if reason == "xml-syntax" and _not_text(data):
-            reason, problem = "encoding", XmlProblem(problem.line, problem.column,
-                                                     _not_text(data))
+            reason, problem = "encoding", XmlProblem(problem.line, problem.column, _not_text(data))
         self.learn(data[:65536])
         raw = _line_of(data, problem.line, problem.column)
-        whole = self.whole(reason, f"not well-formed: {problem}" if reason == "xml-syntax"
-                           else str(problem), raw)
-        if reason not in ("xml-syntax", "xml-too-deep") or self.model.name == "concepts" \
-                or not self.splits:
+        whole = self.whole(
+            reason, f"not well-formed: {problem}" if reason == "xml-syntax" else str(problem), raw
+        )
+        if (
+            reason not in ("xml-syntax", "xml-too-deep")
+            or self.model.name == "concepts"
+            or not self.splits
+        ):
             yield whole
             return
         # recovery only delimits the items; an item beyond libxml2's plain depth (256)
         # ends its parse, so that one delimits with huge_tree (2048 levels), still
         # hardened otherwise; the events come from strict parses with the real limits
-        recover = hardened_parser(self.limits.xml, recover=True,
-                                  huge=True if reason == "xml-too-deep" else None)
+        recover = hardened_parser(
+            self.limits.xml, recover=True, huge=True if reason == "xml-too-deep" else None
+        )
         # which elements are items is told by the recovered root (a named split: its tag)
         sels: list[Selector | None] = []
 
         def find(root: etree._Element) -> list:
             if not sels:
                 sel = self.selector(root.tag, root.nsmap)
-                sels.append(sel if isinstance(sel, Selector) and root.tag != sel.tag
-                            else None)
+                sels.append(sel if isinstance(sel, Selector) and root.tag != sel.tag else None)
             return [] if sels[0] is None else sels[0].find(root)
 
-        found = salvage(data, find, hardened_options(self.limits.xml), recover,
-                        lambda e: syntax_problem(e, self.limits.xml))
+        found = salvage(
+            data,
+            find,
+            hardened_options(self.limits.xml),
+            recover,
+            lambda e: syntax_problem(e, self.limits.xml),
+        )
         if isinstance(found, Lost):
             lost = found.problem
             if found.outside:
-                yield self.whole(reason, ("not well-formed outside the items: " if reason ==
-                                          "xml-syntax" else "outside the items: ") +
-                                 str(lost), _line_of(data, lost.line, lost.column))
+                yield self.whole(
+                    reason,
+                    (
+                        "not well-formed outside the items: "
+                        if reason == "xml-syntax"
+                        else "outside the items: "
+                    )
+                    + str(lost),
+                    _line_of(data, lost.line, lost.column),
+                )
             else:
-                yield self.whole(reason, f"{whole.message} (its items cannot be read "
-                                 f"apart: {lost.message})", raw)
+                yield self.whole(
+                    reason, f"{whole.message} (its items cannot be read apart: {lost.message})", raw
+                )
             return
         bad = self.refused(found.root, references=False, depth=False)
         if bad is not None:
@@ -468,14 +560,22 @@ class _Reading:
             return
         yield from self.items(found.root, sels[0], found.broken, found.count, found.shown)
         if found.truncated is not None:
-            yield Quarantined(self.name, found.count + 1, "xml-syntax", (
-                f"the document ends early ({found.truncated}): its items up to there are "
-                "read as if it were closed there, anything after is missing"),
-                excerpt(data[-200:]), self.model.name)
+            yield Quarantined(
+                self.name,
+                found.count + 1,
+                "xml-syntax",
+                (
+                    f"the document ends early ({found.truncated}): its items up to there are "
+                    "read as if it were closed there, anything after is missing"
+                ),
+                excerpt(data[-200:]),
+                self.model.name,
+            )
 
     def concepts(self, root: etree._Element) -> Iterator[Event | Quarantined]:
         # written by the concepts helper of issue 11; imported when first needed
         from pubsift.adapters.concepts import ubl_semantic_objects
+
         yield from ubl_semantic_objects(root, self.model, self.name)
 
     # -- streamed ----------------------------------------------------------------------------
@@ -483,8 +583,9 @@ class _Reading:
         options = hardened_options(self.limits.xml)
         try:
             with self.inp.open() as fh:
-                root = next((el for _, el in hardened_iterparse(fh, options,
-                                                                 events=("start",))), None)
+                root = next(
+                    (el for _, el in hardened_iterparse(fh, options, events=("start",))), None
+                )
                 if root is None:
                     yield self.whole("xml-syntax", "empty XML document")
                     return
@@ -524,17 +625,25 @@ class _Reading:
         except (OSError, ReadError):
             shown = b""
         where = "outside the items" if self.splits else "(a streamed document)"
-        return self.whole(reason, (f"not well-formed {where}: {problem}")
-                          if reason == "xml-syntax" else str(problem), shown)
+        return self.whole(
+            reason,
+            (f"not well-formed {where}: {problem}") if reason == "xml-syntax" else str(problem),
+            shown,
+        )
 
     def whole_streamed(self) -> Iterator[Event | Quarantined]:
         max_bytes = self.limits.xml.max_bytes
         with self.inp.open() as fh:
             data = _read_at_most(fh.read, max_bytes + 1)
         if len(data) > max_bytes:
-            yield Quarantined(self.name, 1, "too-large", f"document of more than "
-                              f"{max_bytes} bytes (ReadLimits.xml.max_bytes) is one event",
-                              excerpt(data), self.model.name)
+            yield Quarantined(
+                self.name,
+                1,
+                "too-large",
+                f"document of more than {max_bytes} bytes (ReadLimits.xml.max_bytes) is one event",
+                excerpt(data),
+                self.model.name,
+            )
             return
         yield from self.from_bytes(data)
 
@@ -543,22 +652,27 @@ class _Reading:
         seen = [0]
         check = None
         if self.depth_checked():
+
             def check(el: etree._Element) -> None:
                 if _too_deep_item(el, self.limits.xml.max_depth):
                     deep.add(seen[0])
                 seen[0] += 1
+
         broken: BrokenStream | None = None
         try:
             with self.inp.open() as fh:
                 # the skeleton is in every event: beyond max_bytes, no event can be made
-                skeleton = stream_skeleton(fh, sel, options, check,
-                                           budget=2 * self.limits.xml.max_bytes)
+                skeleton = stream_skeleton(
+                    fh, sel, options, check, budget=2 * self.limits.xml.max_bytes
+                )
         except etree.XMLSyntaxError as exc:
             yield self.stream_problem(exc)
             return
         except BrokenStream as exc:
-            if not exc.in_item or syntax_problem(exc.error)[0] not in ("xml-syntax",
-                                                                         "xml-too-deep"):
+            if not exc.in_item or syntax_problem(exc.error)[0] not in (
+                "xml-syntax",
+                "xml-too-deep",
+            ):
                 yield self.stream_problem(exc.error)
                 return
             broken, skeleton = exc, exc.skeleton
@@ -568,20 +682,24 @@ class _Reading:
             return
         if not len(skeleton) and broken is None:
             if self.split is not None:
-                yield self.whole("xml-no-split", f"no {self.split.text} element "
-                                 f"({sel.tag}) in the document")
+                yield self.whole(
+                    "xml-no-split", f"no {self.split.text} element ({sel.tag}) in the document"
+                )
             return
         done = 0
         try:
             with self.inp.open() as fh:
                 for k, el in stream_items(fh, sel, options, skeleton):
                     done = k + 1
-                    yield self.too_deep(k + 1, el) if k in deep else \
-                        self.item_event(skeleton, k, el)
+                    yield (
+                        self.too_deep(k + 1, el) if k in deep else self.item_event(skeleton, k, el)
+                    )
         except etree.XMLSyntaxError as exc:
             if broken is None or done != len(skeleton):
-                raise ReadError("unreadable", f"the document changed while it was read: "
-                                f"{syntax_problem(exc)[1]}") from None
+                raise ReadError(
+                    "unreadable",
+                    f"the document changed while it was read: {syntax_problem(exc)[1]}",
+                ) from None
         if broken is not None:
             yield from self.stream_rest(broken, len(skeleton))
 
@@ -591,16 +709,29 @@ class _Reading:
         reason, problem = syntax_problem(broken.error, self.limits.xml)
         with self.inp.open() as fh:
             shown = _stream_line(fh, problem.line, problem.column)
-        yield Quarantined(self.name, done + 1, reason, (
-            f"item not well-formed: {problem}" if reason == "xml-syntax" else
-            f"item {problem}"), excerpt(shown), self.model.name)
+        yield Quarantined(
+            self.name,
+            done + 1,
+            reason,
+            (f"item not well-formed: {problem}" if reason == "xml-syntax" else f"item {problem}"),
+            excerpt(shown),
+            self.model.name,
+        )
         if broken.error.msg and broken.error.msg.startswith("Premature end of data"):
-            return      # the document ends in that item: no rest
-        yield Quarantined(self.name, done + 2, reason, (
-            f"the rest of the document after line {problem.line} is not read: a streamed "
-            "document is read up to its first error (the items after it, if any, are "
-            "this record; read the file with ReadLimits.stream_above above its size to "
-            "salvage them)"), "", self.model.name)
+            return  # the document ends in that item: no rest
+        yield Quarantined(
+            self.name,
+            done + 2,
+            reason,
+            (
+                f"the rest of the document after line {problem.line} is not read: a streamed "
+                "document is read up to its first error (the items after it, if any, are "
+                "this record; read the file with ReadLimits.stream_above above its size to "
+                "salvage them)"
+            ),
+            "",
+            self.model.name,
+        )
 
 
 class XmlReader(Reader):
@@ -614,15 +745,16 @@ class XmlReader(Reader):
         """An optional byte-order mark and blanks, then ``<``."""
         for bom in _BOMS:
             if head.startswith(bom):
-                head = head[len(bom):]
+                head = head[len(bom) :]
                 if bom != _BOMS[0]:
                     enc = "utf-16-le" if bom == b"\xff\xfe" else "utf-16-be"
                     head = head[: len(head) // 2 * 2].decode(enc, "ignore").encode()
                 break
         return head.lstrip()[:1] == b"<"
 
-    def read(self, inp: Input, model: FilterModel, limits: ReadLimits
-             ) -> Iterator[Event | Quarantined]:
+    def read(
+        self, inp: Input, model: FilterModel, limits: ReadLimits
+    ) -> Iterator[Event | Quarantined]:
         reading = _Reading(inp, model, limits)
         if inp.size is None or inp.size <= limits.stream_above:
             if inp.file is None:

@@ -25,6 +25,7 @@ run, then the median of ``--repeats`` runs with the spread (max - min over the m
 ``--json PATH`` writes the figures for ``make bench``'s table. Exit status 1 when the
 counts of ours and the baseline differ on the CSV rows.
 """
+
 from __future__ import annotations
 
 import csv
@@ -35,31 +36,33 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from lxml import etree
-from rich.console import Console
-from rich.table import Table
-
 from harness import Bench, ratio, time_it
-
+from lxml import etree
 from pubsift.adapters import Event, Input, Source, read, read_input
 from pubsift.adapters.inputs import inputs
 from pubsift.adapters.limits import DEFAULT_READ_LIMITS
 from pubsift.adapters.readers import broken_readers, readers
 from pubsift.models.records import RecordsModel
 from pubsift.models.xml.parsing import hardened_parser
+from rich.console import Console
+from rich.table import Table
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 QUICK_ROWS = 100_000
 BAR = 1.5
-FEED_NS = {"rss": "http://purl.org/rss/1.0/", "atom": "http://www.w3.org/2005/Atom",
-           "rss090": "http://my.netscape.com/rdf/simple/0.9/",
-           "atom03": "http://purl.org/atom/ns#"}
+FEED_NS = {
+    "rss": "http://purl.org/rss/1.0/",
+    "atom": "http://www.w3.org/2005/Atom",
+    "rss090": "http://my.netscape.com/rdf/simple/0.9/",
+    "atom03": "http://purl.org/atom/ns#",
+}
 #: the items of every feed kind the reader splits (outermost: items do not nest in feeds)
 FEED_ITEMS = "//item | //rss:item | //rss090:item | //atom:entry | //atom03:entry"
 
 
-def _compare(ours: Callable[[], int], base: Callable[[], int], repeats: int, inputs: str
-             ) -> dict[str, Any]:
+def _compare(
+    ours: Callable[[], int], base: Callable[[], int], repeats: int, inputs: str
+) -> dict[str, Any]:
     """Both sides timed by the shared harness (warm-up, CPU time, median of ``repeats``)
     on the same inputs; the figure is ours' time over the baseline's."""
     counts: dict[str, int] = {}
@@ -67,19 +70,26 @@ def _compare(ours: Callable[[], int], base: Callable[[], int], repeats: int, inp
     def counted(name: str, fn: Callable[[], int]) -> Callable[[], None]:
         def run() -> None:
             counts[name] = fn()
+
         return run
 
     t_base = time_it(counted("base", base), 1, inputs, repeats)
     t_ours = time_it(counted("ours", ours), 1, inputs, repeats)
-    ratio(t_ours, t_base)   # refuses a comparison over different inputs
-    return {"ours_s": t_ours.median, "baseline_s": t_base.median,
-            "ratio": t_ours.median / t_base.median,
-            "ours_per_s": counts["ours"] / t_ours.median,
-            "baseline_per_s": counts["base"] / t_base.median,
-            "ours_count": counts["ours"], "baseline_count": counts["base"],
-            "ours_spread": t_ours.spread, "baseline_spread": t_base.spread,
-            "repeats": repeats, "cpu_s": sum(t_ours.seconds) + sum(t_base.seconds),
-            "inputs": inputs}
+    ratio(t_ours, t_base)  # refuses a comparison over different inputs
+    return {
+        "ours_s": t_ours.median,
+        "baseline_s": t_base.median,
+        "ratio": t_ours.median / t_base.median,
+        "ours_per_s": counts["ours"] / t_ours.median,
+        "baseline_per_s": counts["base"] / t_base.median,
+        "ours_count": counts["ours"],
+        "baseline_count": counts["base"],
+        "ours_spread": t_ours.spread,
+        "baseline_spread": t_base.spread,
+        "repeats": repeats,
+        "cpu_s": sum(t_ours.seconds) + sum(t_base.seconds),
+        "inputs": inputs,
+    }
 
 
 # -- CSV ------------------------------------------------------------------------------------
@@ -109,8 +119,7 @@ def csv_section(rows: int | None, repeats: int) -> dict[str, Any] | str:
         how = "read_input(Input(path, gzip.open)) (the inputs layer does not decompress yet)"
 
         def outcomes() -> Iterator[Any]:
-            return read_input(Input(path, Source(path), lambda: gzip.open(path)),
-                              models=models)
+            return read_input(Input(path, Source(path), lambda: gzip.open(path)), models=models)
 
     def ours() -> int:
         n = 0
@@ -127,8 +136,7 @@ def csv_section(rows: int | None, repeats: int) -> dict[str, Any] | str:
                 n += 1
         return n
 
-    result = _compare(ours, baseline, repeats,
-                      f"{rows or 'all'} rows of {Path(path).name}")
+    result = _compare(ours, baseline, repeats, f"{rows or 'all'} rows of {Path(path).name}")
     result.update(file=Path(path).name, how=how, bar=BAR)
     return result
 
@@ -136,15 +144,19 @@ def csv_section(rows: int | None, repeats: int) -> dict[str, Any] | str:
 # -- feeds ----------------------------------------------------------------------------------
 def feed_files() -> list[Path]:
     root = DATA / "feeds"
-    return sorted([*(root / "feedparser" / "wellformed").rglob("*.xml"),
-                   *(root / "real").rglob("*.xml")])
+    return sorted(
+        [*(root / "feedparser" / "wellformed").rglob("*.xml"), *(root / "real").rglob("*.xml")]
+    )
 
 
 def feeds_section(repeats: int, rounds: int) -> dict[str, Any] | str:
     if "xml" not in readers():
         why = broken_readers().get("xml")
-        return ("feeds: skipped, no xml reader installed (pubsift.adapters.xmlfiles" +
-                (f": {why}" if why else "") + ")")
+        return (
+            "feeds: skipped, no xml reader installed (pubsift.adapters.xmlfiles"
+            + (f": {why}" if why else "")
+            + ")"
+        )
     files = feed_files()
     if not files:
         return f"feeds: skipped, no feeds under {DATA / 'feeds'}"
@@ -159,7 +171,7 @@ def feeds_section(repeats: int, rounds: int) -> dict[str, Any] | str:
         return n
 
     def baseline() -> int:
-        parser = hardened_parser(limits)      # the xml model's own settings
+        parser = hardened_parser(limits)  # the xml model's own settings
         n = 0
         for _ in range(rounds):
             for p in paths:
@@ -170,8 +182,9 @@ def feeds_section(repeats: int, rounds: int) -> dict[str, Any] | str:
                 n += len(root.xpath(FEED_ITEMS, namespaces=FEED_NS))
         return n
 
-    result = _compare(ours, baseline, repeats,
-                      f"{len(paths)} feeds of shared/data/feeds x {rounds}")
+    result = _compare(
+        ours, baseline, repeats, f"{len(paths)} feeds of shared/data/feeds x {rounds}"
+    )
     result.update(files=len(paths), rounds=rounds, bar=BAR)
     return result
 
@@ -179,15 +192,30 @@ def feeds_section(repeats: int, rounds: int) -> dict[str, Any] | str:
 # -- output ---------------------------------------------------------------------------------
 def _table(title: str, unit: str, r: dict[str, Any]) -> Table:
     table = Table(title=title)
-    for col in (f"ours {unit}/s", f"baseline {unit}/s", "time ratio", "bar",
-                "ours s ±", "baseline s ±", "ours n", "baseline n", "CPU s"):
+    for col in (
+        f"ours {unit}/s",
+        f"baseline {unit}/s",
+        "time ratio",
+        "bar",
+        "ours s ±",
+        "baseline s ±",
+        "ours n",
+        "baseline n",
+        "CPU s",
+    ):
         table.add_column(col, justify="right", no_wrap=True)
     verdict = "met" if r["ratio"] <= r["bar"] else "missed"
-    table.add_row(f"{r['ours_per_s']:,.0f}", f"{r['baseline_per_s']:,.0f}",
-                  f"{r['ratio']:.2f}×", f"≤ {r['bar']}× ({verdict})",
-                  f"{r['ours_s']:.2f} (±{r['ours_spread']:.0%})",
-                  f"{r['baseline_s']:.2f} (±{r['baseline_spread']:.0%})",
-                  f"{r['ours_count']:,}", f"{r['baseline_count']:,}", f"{r['cpu_s']:.1f}")
+    table.add_row(
+        f"{r['ours_per_s']:,.0f}",
+        f"{r['baseline_per_s']:,.0f}",
+        f"{r['ratio']:.2f}×",
+        f"≤ {r['bar']}× ({verdict})",
+        f"{r['ours_s']:.2f} (±{r['ours_spread']:.0%})",
+        f"{r['baseline_s']:.2f} (±{r['baseline_spread']:.0%})",
+        f"{r['ours_count']:,}",
+        f"{r['baseline_count']:,}",
+        f"{r['cpu_s']:.1f}",
+    )
     return table
 
 
@@ -198,8 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     status = 0
     console = Console(width=max(Console().width, 140))
     results = {}
-    for name, run in (("csv", lambda: csv_section(rows, args.repeats)),
-                      ("feeds", lambda: feeds_section(args.repeats, 10))):
+    for name, run in (
+        ("csv", lambda: csv_section(rows, args.repeats)),
+        ("feeds", lambda: feeds_section(args.repeats, 10)),
+    ):
         r = run()
         if isinstance(r, str):
             console.print(r)
@@ -210,24 +240,34 @@ def main(argv: list[str] | None = None) -> int:
             if r["ours_count"] != r["baseline_count"]:
                 status = 1
             console.print(f"{r['file']}: ours = {r['how']}")
-            console.print(_table(f"CSV quotes into records events, {r['repeats']} "
-                                 "repeats (median)", "rows", r))
+            console.print(
+                _table(
+                    f"CSV quotes into records events, {r['repeats']} repeats (median)", "rows", r
+                )
+            )
         else:
-            console.print(_table(f"feed items, {r['files']} feeds read {r['rounds']} "
-                                 f"times per run, {r['repeats']} repeats (median)",
-                                 "items", r))
+            console.print(
+                _table(
+                    f"feed items, {r['files']} feeds read {r['rounds']} "
+                    f"times per run, {r['repeats']} repeats (median)",
+                    "items",
+                    r,
+                )
+            )
     if not results:
         return bench.skip(f"no quotes nor feeds under {DATA}")
     if "csv" in results:
         r = results["csv"]
-        bench.headline(f"CSV reader vs csv.DictReader + parse_event, {r['ours_count']:,} "
-                       "quote rows", f"{r['ours_per_s']:,.0f} rows/s, {r['ratio']:.2f}× "
-                       f"the baseline's time (bar ≤ {BAR}×)")
+        bench.headline(
+            f"CSV reader vs csv.DictReader + parse_event, {r['ours_count']:,} quote rows",
+            f"{r['ours_per_s']:,.0f} rows/s, {r['ratio']:.2f}× the baseline's time (bar ≤ {BAR}×)",
+        )
     if "feeds" in results:
         r = results["feeds"]
-        bench.headline(f"feed reader (one event per item) vs lxml parse + item XPath, "
-                       f"{r['files']} feeds", f"{r['ours_per_s']:,.0f} items/s, "
-                       f"{r['ratio']:.2f}× the baseline's time (bar ≤ {BAR}×)")
+        bench.headline(
+            f"feed reader (one event per item) vs lxml parse + item XPath, {r['files']} feeds",
+            f"{r['ours_per_s']:,.0f} items/s, {r['ratio']:.2f}× the baseline's time (bar ≤ {BAR}×)",
+        )
     if status == 1:
         console.print("[red]the CSV event count differs from the baseline's row count[/red]")
     return bench.finish(status)

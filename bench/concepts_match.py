@@ -28,6 +28,7 @@ very same events**; the headline ratio is against the model's own ``LinearIndex`
 fair baseline), the naive one is the worst case. Every delivery set of the index is
 compared with both baselines' (exit status 1 if any differs).
 """
+
 from __future__ import annotations
 
 import csv
@@ -39,7 +40,6 @@ from datetime import datetime
 from pathlib import Path
 
 from harness import Bench, ratio, time_it
-
 from pubsift.adapters.concepts import Publisher
 from pubsift.core.errors import ConversionError
 from pubsift.core.index import LinearIndex
@@ -51,9 +51,15 @@ from pubsift.models.constraints import ABSENT
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "quotes"
 QUOTES = DATA / "all_stocks_1yr_2017-02-08_2018-02-07.csv"
-VOCABULARY = {"close": "FinalPrice", "open": "OpenPrice", "high": "HighPrice",
-              "low": "LowPrice", "volume": "TradedVolume", "Name": "Symbol",
-              "date": "DateOfIssue"}
+VOCABULARY = {
+    "close": "FinalPrice",
+    "open": "OpenPrice",
+    "high": "HighPrice",
+    "low": "LowPrice",
+    "volume": "TradedVolume",
+    "Name": "Symbol",
+    "date": "DateOfIssue",
+}
 START = {"EUR": 0.94, "GBP": 0.80, "JPY": 113.0}
 END = {"EUR": 0.81, "GBP": 0.71, "JPY": 109.0}
 
@@ -66,8 +72,11 @@ def synthetic_rates() -> RateTable:
         periods = []
         for i, start in enumerate(months):
             r = START[cur] + (END[cur] - START[cur]) * i / (len(months) - 1)
-            periods.append(RatePeriod(None if i == 0 else start,
-                                      months[i + 1] if i + 1 < len(months) else None, r))
+            periods.append(
+                RatePeriod(
+                    None if i == 0 else start, months[i + 1] if i + 1 < len(months) else None, r
+                )
+            )
         rates[cur] = periods
     return RateTable("USD", rates)
 
@@ -93,8 +102,7 @@ def workload(n_subs: int, n_events: int, seed: int):
         cur = rnd.choice(["USD", "EUR", "GBP", "JPY"])
         scale = rnd.choice([1, 1, 1000])
         vol_unit = rnd.choice(["count", "dozen", "kilocount"])
-        ctx = ClientContext.of({"currency": cur, "scale": scale,
-                                "units": {"[]": vol_unit}})
+        ctx = ClientContext.of({"currency": cur, "scale": scale, "units": {"[]": vol_unit}})
         rate = {"USD": 1.0, **START}[cur] / scale
         sym = rnd.choice(symbols)
         price = rnd.choice(closes[sym]) * rate
@@ -110,8 +118,9 @@ def workload(n_subs: int, n_events: int, seed: int):
         else:
             conds.append(f"HighPrice > {price:.4g}")
         if rnd.random() < 0.5:
-            shares = rnd.choice([1e5, 1e6, 5e6]) / {"count": 1, "dozen": 12,
-                                                    "kilocount": 1000}[vol_unit]
+            shares = (
+                rnd.choice([1e5, 1e6, 5e6]) / {"count": 1, "dozen": 12, "kilocount": 1000}[vol_unit]
+            )
             conds.append(f"TradedVolume > {shares:.4g}")
         text = "StockQuote where " + " and ".join(conds)
         subs.append((text, ctx))
@@ -121,12 +130,15 @@ def workload(n_subs: int, n_events: int, seed: int):
 def main(argv: list[str] | None = None) -> int:
     bench = Bench("concepts_match", __doc__, argv)
     ap = bench.parser
-    ap.add_argument("--subscriptions", type=int, default=None,
-                    help="default 10000")
+    ap.add_argument("--subscriptions", type=int, default=None, help="default 10000")
     ap.add_argument("--events", type=int, default=None, help="default 2000; quick: 500")
-    ap.add_argument("--baseline-events", type=int, default=None,
-                    help="events the baselines (and the index, for the ratios) run on "
-                         "(default: 100; quick: 20)")
+    ap.add_argument(
+        "--baseline-events",
+        type=int,
+        default=None,
+        help="events the baselines (and the index, for the ratios) run on "
+        "(default: 100; quick: 20)",
+    )
     ap.add_argument("--seed", type=int, default=5)
     args = bench.parse()
     n_subs = args.subscriptions or 10000
@@ -134,32 +146,40 @@ def main(argv: list[str] | None = None) -> int:
         return bench.skip(f"real data absent: {QUOTES.resolve()} (see ../shared/data/README.md)")
     model = ConceptsModel(rates=synthetic_rates(), conversions={})
     rows, subs = workload(n_subs, args.events or (500 if args.quick else 2000), args.seed)
-    pub = Publisher(model, "StockQuote", VOCABULARY, {"currency": "USD",
-                                                      "units": {"[]": "count"}},
-                    time_field="date")
+    pub = Publisher(
+        model,
+        "StockQuote",
+        VOCABULARY,
+        {"currency": "USD", "units": {"[]": "count"}},
+        time_field="date",
+    )
     events = [pub.enrich(r) for r in rows]
     filters = [model.parse_filter(t, client=c) for t, c in subs]
     local = LocalBuilder(model.ontology, model.manager)
     naive_filters = [local.build(parse_text(t), c) for t, c in subs]
     onto, manager = model.ontology, model.manager
-    sub_ctx = [{o.concept: c.context_for(onto, o.concept) for _, o in events[0].walk()
-                if not o.is_complex} for _, c in subs]
+    sub_ctx = [
+        {o.concept: c.context_for(onto, o.concept) for _, o in events[0].walk() if not o.is_complex}
+        for _, c in subs
+    ]
 
     def naive(e):
         out = set()
         for i, f in enumerate(naive_filters):
             ctxs = sub_ctx[i]
             vals = {}
-            for path, o in e.walk():       # every attribute, for every subscription
+            for path, o in e.walk():  # every attribute, for every subscription
                 if o.is_complex:
                     continue
                 try:
-                    vals[path] = manager.convert(onto.kind(o.concept), o.value, o.context,
-                                                 ctxs[o.concept], e.time)
+                    vals[path] = manager.convert(
+                        onto.kind(o.concept), o.value, o.context, ctxs[o.concept], e.time
+                    )
                 except ConversionError:
                     vals[path] = None
             if onto.is_a(e.concept, f.concept) and all(
-                    c.constraint.matches(vals.get(c.path, ABSENT)) for c in f.clauses):
+                c.constraint.matches(vals.get(c.path, ABSENT)) for c in f.clauses
+            ):
                 out.add(i)
         return out
 
@@ -173,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         linear.add(f, i)
 
     def fresh(evs):
-        for e in evs:                # the per-event conversion cache starts empty
+        for e in evs:  # the per-event conversion cache starts empty
             e._cache.clear()
 
     n_base = min(len(events), args.baseline_events or (20 if args.quick else 100))
@@ -189,22 +209,47 @@ def main(argv: list[str] | None = None) -> int:
     reps = args.repeats
     every = f"{len(events)} quotes"
     same = f"first {n_base} quotes"
-    t_all = time_it(lambda: [index.match(e) for e in events], len(events), every, reps,
-                    setup=lambda: fresh(events))
-    t_idx = time_it(lambda: [index.match(e) for e in base], n_base, same, reps,
-                    min_seconds=0.1, setup=lambda: fresh(base))
-    t_lin = time_it(lambda: [linear.match(e) for e in base], n_base, same, reps, warmup=0,
-                    setup=lambda: fresh(base))
-    t_nai = time_it(lambda: [naive(e) for e in base], n_base, same, max(1, reps - 2),
-                    warmup=0, setup=lambda: fresh(base))
+    t_all = time_it(
+        lambda: [index.match(e) for e in events],
+        len(events),
+        every,
+        reps,
+        setup=lambda: fresh(events),
+    )
+    t_idx = time_it(
+        lambda: [index.match(e) for e in base],
+        n_base,
+        same,
+        reps,
+        min_seconds=0.1,
+        setup=lambda: fresh(base),
+    )
+    t_lin = time_it(
+        lambda: [linear.match(e) for e in base],
+        n_base,
+        same,
+        reps,
+        warmup=0,
+        setup=lambda: fresh(base),
+    )
+    t_nai = time_it(
+        lambda: [naive(e) for e in base],
+        n_base,
+        same,
+        max(1, reps - 2),
+        warmup=0,
+        setup=lambda: fresh(base),
+    )
     r_l, r_n = ratio(t_idx, t_lin), ratio(t_idx, t_nai)
     hits = sum(map(len, r_idx)) / len(events)
-    print(f"concepts matching: {len(filters)} subscriptions in USD/EUR/GBP/JPY (scale 1 or "
-          f"1000) and shares/dozens/thousands; {len(events)} real quotes "
-          f"(baselines and ratios on the first {n_base}); {hits:.2f} deliveries per event; "
-          f"index build {t_add / len(filters) * 1e6:.0f} µs per subscription; "
-          f"{len(index._names)} (path, context) pairs converted per event at most; "
-          f"CPU time, median of {reps} runs (naive: {len(t_nai.seconds)}), ±half the spread")
+    print(
+        f"concepts matching: {len(filters)} subscriptions in USD/EUR/GBP/JPY (scale 1 or "
+        f"1000) and shares/dozens/thousands; {len(events)} real quotes "
+        f"(baselines and ratios on the first {n_base}); {hits:.2f} deliveries per event; "
+        f"index build {t_add / len(filters) * 1e6:.0f} µs per subscription; "
+        f"{len(index._names)} (path, context) pairs converted per event at most; "
+        f"CPU time, median of {reps} runs (naive: {len(t_nai.seconds)}), ±half the spread"
+    )
     print(f"  {'concepts index (all)':30s} {t_all.fmt_rate():>16s} events/s")
     print(f"  {'concepts index (first ' + str(n_base) + ')':30s} {t_idx.fmt_rate():>16s} events/s")
     print(f"  {'LinearIndex over matches':30s} {t_lin.fmt_rate(1):>16s} events/s")
@@ -212,13 +257,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  ratio index / LinearIndex (fair baseline, same {n_base} events): {r_l:,.1f}x")
     print(f"  ratio index / naive (worst case, same {n_base} events): {r_n:,.1f}x")
     print(f"  answers differing from the index: linear {bad_lin}, naive {bad_nai}")
-    bench.row(subs=len(filters), events=len(events), hits_per_event=hits,
-              add_us=t_add / len(filters) * 1e6, index_all=t_all, index=t_idx,
-              linear=t_lin, naive=t_nai, ratio_linear=r_l, ratio_naive=r_n)
-    bench.headline(f"concepts index vs its LinearIndex over matches, {len(filters) // 1000}k "
-                   "subscriptions in 4 currencies and 3 units",
-                   f"{r_l:,.1f}× on the same {n_base} quotes (worst case, convert everything "
-                   f"per subscription: {r_n:,.0f}×); {t_all.rate:,.0f} events/s")
+    bench.row(
+        subs=len(filters),
+        events=len(events),
+        hits_per_event=hits,
+        add_us=t_add / len(filters) * 1e6,
+        index_all=t_all,
+        index=t_idx,
+        linear=t_lin,
+        naive=t_nai,
+        ratio_linear=r_l,
+        ratio_naive=r_n,
+    )
+    bench.headline(
+        f"concepts index vs its LinearIndex over matches, {len(filters) // 1000}k "
+        "subscriptions in 4 currencies and 3 units",
+        f"{r_l:,.1f}× on the same {n_base} quotes (worst case, convert everything "
+        f"per subscription: {r_n:,.0f}×); {t_all.rate:,.0f} events/s",
+    )
     return bench.finish(1 if bad_lin or bad_nai else 0)
 
 

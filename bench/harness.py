@@ -14,6 +14,7 @@ then ``repeats`` times, and reports the median with the spread ``(max - min) / m
     bench.row(subs=10_000, index=t_ix, linear=t_lin, ratio=ratio(t_same, t_lin))
     sys.exit(bench.finish())                          # prints the JSON when asked
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,7 +27,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,13 +68,25 @@ class Timing:
         return f"{self.per_item * 1e3:,.{digits}f} ±{self.spread / 2:.0%}"
 
     def as_json(self) -> dict[str, Any]:
-        return {"count": self.count, "inputs": self.inputs, "rate": self.rate,
-                "median_s": self.median, "spread": self.spread, "repeats": len(self.seconds)}
+        return {
+            "count": self.count,
+            "inputs": self.inputs,
+            "rate": self.rate,
+            "median_s": self.median,
+            "spread": self.spread,
+            "repeats": len(self.seconds),
+        }
 
 
-def time_it(work: Callable[[], Any], count: int, inputs: str, repeats: int = 5,
-            warmup: int = 1, min_seconds: float = 0.0,
-            setup: Callable[[], Any] | None = None) -> Timing:
+def time_it(
+    work: Callable[[], Any],
+    count: int,
+    inputs: str,
+    repeats: int = 5,
+    warmup: int = 1,
+    min_seconds: float = 0.0,
+    setup: Callable[[], Any] | None = None,
+) -> Timing:
     """Runs ``work`` ``warmup`` times untimed, then ``repeats`` timed runs in CPU time.
     With ``min_seconds``, a timed run calls ``work`` as often as needed to last that
     long (measured during warm-up), and its time is divided by the number of calls.
@@ -107,8 +120,10 @@ def time_it(work: Callable[[], Any], count: int, inputs: str, repeats: int = 5,
 def ratio(fast: Timing, slow: Timing) -> float:
     """How many times faster ``fast`` is than ``slow``: only over the same inputs."""
     if fast.inputs != slow.inputs or fast.count != slow.count:
-        raise ValueError(f"a ratio compares like with like: {fast.inputs!r} ({fast.count}) "
-                         f"vs {slow.inputs!r} ({slow.count})")
+        raise ValueError(
+            f"a ratio compares like with like: {fast.inputs!r} ({fast.count}) "
+            f"vs {slow.inputs!r} ({slow.count})"
+        )
     return slow.median / fast.median if fast.median > 0 else float("inf")
 
 
@@ -116,15 +131,21 @@ def ratio_line(name: str, fast: Timing, slow: Timing, unit: str = "items/s") -> 
     """``name: 123× (fast 1,234 ±2% vs slow 10 ±5% items/s, same inputs: ..., median
     of n repeats)``."""
     r = ratio(fast, slow)
-    return (f"{name}: {r:,.1f}× ({fast.fmt_rate()} vs {slow.fmt_rate(1)} {unit}; same "
-            f"inputs: {fast.inputs}; median of {len(fast.seconds)}/{len(slow.seconds)} "
-            f"repeats, spread ±half of max-min)")
+    return (
+        f"{name}: {r:,.1f}× ({fast.fmt_rate()} vs {slow.fmt_rate(1)} {unit}; same "
+        f"inputs: {fast.inputs}; median of {len(fast.seconds)}/{len(slow.seconds)} "
+        f"repeats, spread ±half of max-min)"
+    )
 
 
 def machine() -> dict[str, Any]:
-    return {"cpus": os.cpu_count(), "python": platform.python_version(),
-            "platform": platform.platform(terse=True), "processor": platform.machine(),
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "processor": platform.machine(),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
 
 
 class Bench:
@@ -132,18 +153,32 @@ class Bench:
     figures it reports: ``row(...)`` adds one line of the machine-readable output,
     ``headline(...)`` the figure ``make bench`` puts in the README table."""
 
-    def __init__(self, name: str, doc: str | None, argv: list[str] | None = None,
-                 parser: argparse.ArgumentParser | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        doc: str | None,
+        argv: list[str] | None = None,
+        parser: argparse.ArgumentParser | None = None,
+    ) -> None:
         self.name = name
         self.parser = parser or argparse.ArgumentParser(
             description=(doc or "").split("\n\n")[0],
-            formatter_class=argparse.RawDescriptionHelpFormatter)
-        self.parser.add_argument("--quick", action="store_true",
-                                 help="small sizes and few repeats (what `make bench` runs)")
-        self.parser.add_argument("--json", metavar="PATH",
-                                 help="also write the figures as JSON to PATH ('-': stdout)")
-        self.parser.add_argument("--repeats", type=int, default=None,
-                                 help="timed repeats per figure (default: 5, quick: 3)")
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        self.parser.add_argument(
+            "--quick",
+            action="store_true",
+            help="small sizes and few repeats (what `make bench` runs)",
+        )
+        self.parser.add_argument(
+            "--json", metavar="PATH", help="also write the figures as JSON to PATH ('-': stdout)"
+        )
+        self.parser.add_argument(
+            "--repeats",
+            type=int,
+            default=None,
+            help="timed repeats per figure (default: 5, quick: 3)",
+        )
         self._argv = argv
         self.rows: list[dict[str, Any]] = []
         self.headlines: list[dict[str, Any]] = []
@@ -153,14 +188,22 @@ class Bench:
         self.args = self.parser.parse_args(self._argv)
         if self.args.repeats is None:
             self.args.repeats = 3 if self.args.quick else 5
-        self.command = "python bench/" + self.name + ".py" + "".join(
-            " " + a for a in (self._argv if self._argv is not None else sys.argv[1:])
-            if not a.startswith("--json") and not a.endswith(".json"))
+        self.command = (
+            "python bench/"
+            + self.name
+            + ".py"
+            + "".join(
+                " " + a
+                for a in (self._argv if self._argv is not None else sys.argv[1:])
+                if not a.startswith("--json") and not a.endswith(".json")
+            )
+        )
         return self.args
 
     def row(self, **fields: Any) -> None:
-        self.rows.append({k: (v.as_json() if isinstance(v, Timing) else v)
-                          for k, v in fields.items()})
+        self.rows.append(
+            {k: (v.as_json() if isinstance(v, Timing) else v) for k, v in fields.items()}
+        )
 
     def headline(self, what: str, figure: str) -> None:
         """One line of the README table: what is compared, and the figure."""
@@ -179,9 +222,15 @@ class Bench:
     def _write(self, extra: dict[str, Any]) -> None:
         if self.args is None or not self.args.json:
             return
-        doc = {"bench": self.name, "command": getattr(self, "command", self.name),
-               "quick": self.args.quick, "machine": machine(), "headlines": self.headlines,
-               "rows": self.rows, **extra}
+        doc = {
+            "bench": self.name,
+            "command": getattr(self, "command", self.name),
+            "quick": self.args.quick,
+            "machine": machine(),
+            "headlines": self.headlines,
+            "rows": self.rows,
+            **extra,
+        }
         text = json.dumps(doc, indent=1, default=str)
         if self.args.json == "-":
             print(text)

@@ -27,6 +27,7 @@ more cache misses for the per-row walk). CPU time of this process, warm-up, medi
 3× at 10k subscriptions). Every batch's answer is compared with the per-row answer (the
 same (row, key) pairs); exit status 1 if any differs.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,43 +36,62 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+from harness import Bench, ratio, time_it
+from pubsift.models.records import RecordsModel
+from pubsift.models.records.workload import (
+    Mix,
+    load_quotes,
+    quotes_path,
+    sample_events,
+    subscriptions,
+)
 from rich.console import Console
 from rich.table import Table
 
-from harness import Bench, ratio, time_it
-
-from pubsift.models.records import RecordsModel
-from pubsift.models.records.workload import (Mix, load_quotes, quotes_path, sample_events,
-                                             subscriptions)
-
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "quotes"
-MIXES = {"quotes": Mix(quote=0.5, interval=0.5, prefix=0, portfolio=0, volume=0),
-         "all": Mix()}
+MIXES = {"quotes": Mix(quote=0.5, interval=0.5, prefix=0, portfolio=0, volume=0), "all": Mix()}
 
 
 def pairs_of(answers: list[set]) -> list[tuple[int, object]]:
     return sorted((i, k) for i, keys in enumerate(answers) for k in keys)
 
 
-def run(bench: Bench, sizes: list[int], n_events: int, batch: int, seed: int, repeats: int,
-        mix: str, console: Console) -> int:
+def run(
+    bench: Bench,
+    sizes: list[int],
+    n_events: int,
+    batch: int,
+    seed: int,
+    repeats: int,
+    mix: str,
+    console: Console,
+) -> int:
     try:
         path = quotes_path(five_years=True, directory=DATA)
     except FileNotFoundError as err:
         return bench.skip(str(err).split(":")[0] + f" ({DATA.resolve()})")
     t = time.process_time()
     quotes = load_quotes(path)
-    console.print(f"loaded {len(quotes):,} quotes from {path.name} in "
-                  f"{time.process_time() - t:.1f} s")
+    console.print(
+        f"loaded {len(quotes):,} quotes from {path.name} in {time.process_time() - t:.1f} s"
+    )
     model = RecordsModel()
     sample = sample_events(quotes, n_events, seed=seed)  # over the whole file, file order
-    orders = {"file": sample,
-              "date": sorted(sample, key=lambda e: (e["date"], e["symbol"]))}
-    table = Table(title=f"records wire batches, {mix} subscriptions, {len(sample):,} quote "
-                        f"events in batches of {batch:,}, seed {seed}, CPU time, median of "
-                        f"{repeats} (±half the spread)")
-    for col in ("subs", "order", "hits/ev", "(a) per-row ev/s", "(b) batch ev/s", "b/a",
-                "(c) match alone ev/s"):
+    orders = {"file": sample, "date": sorted(sample, key=lambda e: (e["date"], e["symbol"]))}
+    table = Table(
+        title=f"records wire batches, {mix} subscriptions, {len(sample):,} quote "
+        f"events in batches of {batch:,}, seed {seed}, CPU time, median of "
+        f"{repeats} (±half the spread)"
+    )
+    for col in (
+        "subs",
+        "order",
+        "hits/ev",
+        "(a) per-row ev/s",
+        "(b) batch ev/s",
+        "b/a",
+        "(c) match alone ev/s",
+    ):
         table.add_column(col, justify="right", no_wrap=True)
     failures = 0
     for n in sizes:
@@ -80,8 +100,9 @@ def run(bench: Bench, sizes: list[int], n_events: int, batch: int, seed: int, re
             index.add(f, k)
         for order, events in orders.items():
             wires = [json.dumps(model.dump_event(e)) for e in events]
-            batches = [pa.array(wires[i:i + batch], pa.string())
-                       for i in range(0, len(wires), batch)]
+            batches = [
+                pa.array(wires[i : i + batch], pa.string()) for i in range(0, len(wires), batch)
+            ]
             loaded = [model.load_event(json.loads(w)) for w in wires]
             match, load = index.match, model.load_event
             loads = json.loads
@@ -99,24 +120,42 @@ def run(bench: Bench, sizes: list[int], n_events: int, batch: int, seed: int, re
                 base += len(b)
             if sorted(got) != want:
                 failures += 1
-                console.print(f"[red]match_wire_batch differs from the per-row path at {n} "
-                              f"subscriptions ({order} order)[/red]")
+                console.print(
+                    f"[red]match_wire_batch differs from the per-row path at {n} "
+                    f"subscriptions ({order} order)[/red]"
+                )
             inputs = f"{len(wires):,} quote wires ({order} order), {n:,} subscriptions"
             t_row = time_it(per_row, len(wires), inputs, repeats)
             t_batch = time_it(batched, len(wires), inputs, repeats, min_seconds=0.2)
-            t_match = time_it(lambda: [match(e) for e in loaded], len(wires), inputs,
-                              repeats)
+            t_match = time_it(lambda: [match(e) for e in loaded], len(wires), inputs, repeats)
             r = ratio(t_batch, t_row)
-            table.add_row(f"{n:,}", order, f"{len(want) / len(wires):.1f}",
-                          t_row.fmt_rate(), t_batch.fmt_rate(), f"{r:.1f}×",
-                          t_match.fmt_rate())
-            bench.row(subs=n, mix=mix, order=order, events=len(wires), batch=batch,
-                      hits_per_event=len(want) / len(wires), per_row=t_row,
-                      match_wire_batch=t_batch, match_alone=t_match, ratio_batch_per_row=r)
+            table.add_row(
+                f"{n:,}",
+                order,
+                f"{len(want) / len(wires):.1f}",
+                t_row.fmt_rate(),
+                t_batch.fmt_rate(),
+                f"{r:.1f}×",
+                t_match.fmt_rate(),
+            )
+            bench.row(
+                subs=n,
+                mix=mix,
+                order=order,
+                events=len(wires),
+                batch=batch,
+                hits_per_event=len(want) / len(wires),
+                per_row=t_row,
+                match_wire_batch=t_batch,
+                match_alone=t_match,
+                ratio_batch_per_row=r,
+            )
             if order == "file" and mix == "quotes":
-                bench.headline(f"records match_wire_batch, {n // 1000}k quote subscriptions",
-                               f"{t_batch.rate:,.0f} events/s, {r:.1f}× the per-row "
-                               f"json.loads + load_event + match ({t_row.rate:,.0f} events/s)")
+                bench.headline(
+                    f"records match_wire_batch, {n // 1000}k quote subscriptions",
+                    f"{t_batch.rate:,.0f} events/s, {r:.1f}× the per-row "
+                    f"json.loads + load_event + match ({t_row.rate:,.0f} events/s)",
+                )
     console.print(table)
     if failures:
         console.print(f"[red]{failures} answers differ[/red]")
@@ -128,15 +167,26 @@ def run(bench: Bench, sizes: list[int], n_events: int, batch: int, seed: int, re
 def main(argv: list[str] | None = None) -> int:
     bench = Bench("records_batch", __doc__, argv)
     ap = bench.parser
-    ap.add_argument("--sizes", default="1000,10000",
-                    help="comma-separated numbers of subscriptions (default: 1000,10000)")
-    ap.add_argument("--events", type=int, default=None,
-                    help="quote events sampled (default: 20000; quick: 10000)")
+    ap.add_argument(
+        "--sizes",
+        default="1000,10000",
+        help="comma-separated numbers of subscriptions (default: 1000,10000)",
+    )
+    ap.add_argument(
+        "--events",
+        type=int,
+        default=None,
+        help="quote events sampled (default: 20000; quick: 10000)",
+    )
     ap.add_argument("--batch", type=int, default=10000, help="wires per Arrow batch")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--mix", choices=sorted(MIXES), default="quotes",
-                    help="quotes: Mühl's quote and quote-interval subscriptions (the issue's "
-                         "bar); all: workload.Mix() (prefixes, portfolios, volumes too)")
+    ap.add_argument(
+        "--mix",
+        choices=sorted(MIXES),
+        default="quotes",
+        help="quotes: Mühl's quote and quote-interval subscriptions (the issue's "
+        "bar); all: workload.Mix() (prefixes, portfolios, volumes too)",
+    )
     args = bench.parse()
     events = args.events or (10000 if args.quick else 20000)
     try:

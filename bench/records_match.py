@@ -34,6 +34,7 @@ covered_by, identical, overlapping, merge_candidates) of the index against
 queries, on the same queries for both, answers compared.
 Exit status 1 if any answer differs.
 """
+
 from __future__ import annotations
 
 import random
@@ -43,20 +44,22 @@ from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from harness import Bench, Timing, ratio, time_it
-
 from pubsift.core.index import LinearIndex
-from pubsift.models.records import RecordsModel
-from pubsift.models.records import conjunctive
-from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.constraints.constraints import ABSENT, Constraint
+from pubsift.models.records import RecordsModel, conjunctive
+from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.values import Record
-from pubsift.models.records.workload import (Mix, load_quotes, quotes_path, sample_events,
-                                             subscriptions)
+from pubsift.models.records.workload import (
+    Mix,
+    load_quotes,
+    quotes_path,
+    sample_events,
+    subscriptions,
+)
+from rich.console import Console
+from rich.table import Table
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "quotes"
 
@@ -99,15 +102,24 @@ class Counting:
 def linear(pairs: Sequence[tuple[RecordFilter, Hashable]]) -> Callable[[Record], set]:
     def match(event: Record) -> set[Hashable]:
         return {k for f, k in pairs if f.matches(event)}
+
     return match
 
 
 QUERIES = ("covering", "covered_by", "identical", "overlapping", "merge_candidates")
 
 
-def relations(index: Any, pairs: Sequence[tuple[RecordFilter, Hashable]], n_queries: int,
-              seed: int, budget: float, repeats: int, table: Table, bench: Bench,
-              console: Console) -> int:
+def relations(
+    index: Any,
+    pairs: Sequence[tuple[RecordFilter, Hashable]],
+    n_queries: int,
+    seed: int,
+    budget: float,
+    repeats: int,
+    table: Table,
+    bench: Bench,
+    console: Console,
+) -> int:
     """Times the routing-table queries of the index against LinearIndex on the same
     subscriptions and the same queries (a seeded sample of them, cut to what the linear
     scan answers in about ``budget`` seconds); returns the number of differences."""
@@ -119,7 +131,7 @@ def relations(index: Any, pairs: Sequence[tuple[RecordFilter, Hashable]], n_quer
     for name in QUERIES:
         ask_index, ask_linear = getattr(index, name), getattr(linear_index, name)
         conjunctive.cache_clear()
-        seen, spent = 0, 0.0                     # warm-up of the scan, and the answers
+        seen, spent = 0, 0.0  # warm-up of the scan, and the answers
         while seen < len(queries) and (seen < 2 or spent < budget):
             t = time.process_time()
             want = ask_linear(queries[seen])
@@ -130,15 +142,27 @@ def relations(index: Any, pairs: Sequence[tuple[RecordFilter, Hashable]], n_quer
             seen += 1
         qs = queries[:seen]
         inputs = f"{seen} queries over {len(pairs):,} subscriptions"
-        t_index = time_it(lambda: each(ask_index, qs), seen, inputs, repeats,
-                          min_seconds=0.05)
+        t_index = time_it(lambda: each(ask_index, qs), seen, inputs, repeats, min_seconds=0.05)
         t_linear = time_it(lambda: each(ask_linear, qs), seen, inputs, repeats, warmup=0)
         keys = sum(len(ask_index(f)) for f in qs) / seen
         r = ratio(t_index, t_linear)
-        table.add_row(f"{len(pairs):,}", name, f"{keys:,.1f}", t_index.fmt_ms(3),
-                      f"{t_linear.fmt_ms(1)} ({seen})", f"{r:,.0f}×")
-        bench.row(table="relations", subs=len(pairs), query=name, keys_per_query=keys,
-                  index=t_index, linear=t_linear, ratio=r)
+        table.add_row(
+            f"{len(pairs):,}",
+            name,
+            f"{keys:,.1f}",
+            t_index.fmt_ms(3),
+            f"{t_linear.fmt_ms(1)} ({seen})",
+            f"{r:,.0f}×",
+        )
+        bench.row(
+            table="relations",
+            subs=len(pairs),
+            query=name,
+            keys_per_query=keys,
+            index=t_index,
+            linear=t_linear,
+            ratio=r,
+        )
     return failures
 
 
@@ -149,9 +173,16 @@ def each(match: Callable, events: Sequence[Record]) -> None:
         match(e)
 
 
-def baseline(name: str, matcher: Callable[[Record], set], events: Sequence[Record],
-             answers: Sequence[set], budget: float, repeats: int, match: Callable,
-             console: Console) -> tuple[Timing, Timing, int]:
+def baseline(
+    name: str,
+    matcher: Callable[[Record], set],
+    events: Sequence[Record],
+    answers: Sequence[set],
+    budget: float,
+    repeats: int,
+    match: Callable,
+    console: Console,
+) -> tuple[Timing, Timing, int]:
     """Runs ``matcher`` on the first events until ``budget`` seconds have passed (at
     least 20 events; answers compared), then times it and the index's ``match`` on
     exactly those events. Returns (baseline, index on the same events, differences)."""
@@ -171,39 +202,61 @@ def baseline(name: str, matcher: Callable[[Record], set], events: Sequence[Recor
     return base, same, failures
 
 
-def run(bench: Bench, sizes: list[int], n_events: int, seed: int, budget: float,
-        n_queries: int, repeats: int, console: Console) -> int:
+def run(
+    bench: Bench,
+    sizes: list[int],
+    n_events: int,
+    seed: int,
+    budget: float,
+    n_queries: int,
+    repeats: int,
+    console: Console,
+) -> int:
     try:
         path = quotes_path(directory=DATA)
     except FileNotFoundError as err:
         return bench.skip(str(err).split(":")[0] + f" ({DATA.resolve()})")
     t = time.process_time()
     quotes = load_quotes(path)
-    console.print(f"loaded {len(quotes):,} quotes from {path.name} in "
-                  f"{time.process_time() - t:.1f} s")
+    console.print(
+        f"loaded {len(quotes):,} quotes from {path.name} in {time.process_time() - t:.1f} s"
+    )
     events = sample_events(quotes, n_events, seed=seed)
     # the sample keeps the file's order (by symbol, then date); a feed publishes by date
     by_date = sorted(events, key=lambda e: (e["date"], e["symbol"]))
-    table = Table(title=f"records matching, {len(events):,} quote events, seed {seed}, "
-                        f"CPU time, median of {repeats} (±half the spread)")
-    for col in ("subs", "filters", "hits/ev", "index ev/s", "by date ev/s", "cold ev/s",
-                "kept ev/s",
-                "match_batch ev/s",
-                "counting ev/s (k)", "linear ev/s (k)", "index/counting", "index/linear",
-                "add µs", "remove µs"):
+    table = Table(
+        title=f"records matching, {len(events):,} quote events, seed {seed}, "
+        f"CPU time, median of {repeats} (±half the spread)"
+    )
+    for col in (
+        "subs",
+        "filters",
+        "hits/ev",
+        "index ev/s",
+        "by date ev/s",
+        "cold ev/s",
+        "kept ev/s",
+        "match_batch ev/s",
+        "counting ev/s (k)",
+        "linear ev/s (k)",
+        "index/counting",
+        "index/linear",
+        "add µs",
+        "remove µs",
+    ):
         table.add_column(col, justify="right", no_wrap=True)
-    rel_table = Table(title=f"routing-table queries, {n_queries} subscriptions as queries "
-                            "(index and linear on the same queries)")
-    for col in ("subs", "query", "keys/query", "index ms", "linear ms (queries)",
-                "linear/index"):
+    rel_table = Table(
+        title=f"routing-table queries, {n_queries} subscriptions as queries "
+        "(index and linear on the same queries)"
+    )
+    for col in ("subs", "query", "keys/query", "index ms", "linear ms (queries)", "linear/index"):
         rel_table.add_column(col, justify="right", no_wrap=True)
     failures = 0
     model = RecordsModel()
     sample = f"{len(events):,} sampled quote events"
     for n in sizes:
         console.print(f"{n:,} subscriptions ...")
-        pairs = list((f, k) for k, f in enumerate(subscriptions(quotes, n, seed=seed,
-                                                                mix=Mix())))
+        pairs = list((f, k) for k, f in enumerate(subscriptions(quotes, n, seed=seed, mix=Mix())))
         index = model.new_index()
         t = time.process_time()
         for f, k in pairs:
@@ -212,13 +265,15 @@ def run(bench: Bench, sizes: list[int], n_events: int, seed: int, budget: float,
         match = index.match
 
         t = time.process_time()
-        answers = [match(e) for e in events]           # the cold pass builds the plans
+        answers = [match(e) for e in events]  # the cold pass builds the plans
         cold = len(events) / (time.process_time() - t)
-        t_index = time_it(lambda: each(match, events), len(events), sample, repeats,
-                          warmup=2, min_seconds=0.2)
+        t_index = time_it(
+            lambda: each(match, events), len(events), sample, repeats, warmup=2, min_seconds=0.2
+        )
         t_loop = time_it(lambda: [match(e) for e in events], len(events), sample, repeats)
-        t_dated = time_it(lambda: each(match, by_date), len(events), sample, repeats,
-                          min_seconds=0.2)
+        t_dated = time_it(
+            lambda: each(match, by_date), len(events), sample, repeats, min_seconds=0.2
+        )
         batch = getattr(index, "match_batch", None) or (lambda evs: [match(e) for e in evs])
         if batch(events) != answers:
             failures += 1
@@ -226,17 +281,20 @@ def run(bench: Bench, sizes: list[int], n_events: int, seed: int, budget: float,
         t_batch = time_it(lambda: batch(events), len(events), sample, repeats)
         delivered = sum(map(len, answers))
 
-        t_count, same_count, bad = baseline("counting", Counting(pairs).match, events,
-                                            answers, budget, repeats, match, console)
+        t_count, same_count, bad = baseline(
+            "counting", Counting(pairs).match, events, answers, budget, repeats, match, console
+        )
         failures += bad
-        t_lin, same_lin, bad = baseline("linear", linear(pairs), events, answers, budget,
-                                        repeats, match, console)
+        t_lin, same_lin, bad = baseline(
+            "linear", linear(pairs), events, answers, budget, repeats, match, console
+        )
         failures += bad
         r_count, r_lin = ratio(same_count, t_count), ratio(same_lin, t_lin)
 
         if n_queries:
-            failures += relations(index, pairs, n_queries, seed, budget, repeats, rel_table,
-                                  bench, console)
+            failures += relations(
+                index, pairs, n_queries, seed, budget, repeats, rel_table, bench, console
+            )
 
         t = time.process_time()
         for f, k in pairs:
@@ -245,27 +303,50 @@ def run(bench: Bench, sizes: list[int], n_events: int, seed: int, budget: float,
         assert len(index) == 0
 
         filters = len({f for f, _ in pairs})
-        table.add_row(f"{n:,}", f"{filters:,}", f"{delivered / len(events):.1f}",
-                      t_index.fmt_rate(), t_dated.fmt_rate(), f"{cold:,.0f}",
-                      t_loop.fmt_rate(),
-                      t_batch.fmt_rate(),
-                      f"{t_count.fmt_rate()} ({t_count.count:,})",
-                      f"{t_lin.fmt_rate(1)} ({t_lin.count:,})", f"{r_count:,.1f}×",
-                      f"{r_lin:,.0f}×", f"{t_add / max(n, 1) * 1e6:.1f}",
-                      f"{t_remove / max(n, 1) * 1e6:.1f}")
-        bench.row(table="matching", subs=n, filters=filters, events=len(events),
-                  hits_per_event=delivered / len(events), index=t_index,
-                  index_by_date=t_dated, cold_rate=cold,
-                  match_loop_kept=t_loop, match_batch=t_batch,
-                  ratio_batch_loop=ratio(t_batch, t_loop), counting=t_count, index_on_counting_events=same_count,
-                  ratio_counting=r_count, linear=t_lin, index_on_linear_events=same_lin,
-                  ratio_linear=r_lin, add_us=t_add / max(n, 1) * 1e6,
-                  remove_us=t_remove / max(n, 1) * 1e6)
-        bench.headline(f"records index, {n // 1000}k quote subscriptions",
-                       f"{t_index.rate:,.0f} events/s ({r_count:,.1f}× counting, "
-                       f"{r_lin:,.0f}× linear); the same events in date order "
-                       f"{t_dated.rate:,.0f} events/s; match_batch {t_batch.rate:,.0f} "
-                       "events/s")
+        table.add_row(
+            f"{n:,}",
+            f"{filters:,}",
+            f"{delivered / len(events):.1f}",
+            t_index.fmt_rate(),
+            t_dated.fmt_rate(),
+            f"{cold:,.0f}",
+            t_loop.fmt_rate(),
+            t_batch.fmt_rate(),
+            f"{t_count.fmt_rate()} ({t_count.count:,})",
+            f"{t_lin.fmt_rate(1)} ({t_lin.count:,})",
+            f"{r_count:,.1f}×",
+            f"{r_lin:,.0f}×",
+            f"{t_add / max(n, 1) * 1e6:.1f}",
+            f"{t_remove / max(n, 1) * 1e6:.1f}",
+        )
+        bench.row(
+            table="matching",
+            subs=n,
+            filters=filters,
+            events=len(events),
+            hits_per_event=delivered / len(events),
+            index=t_index,
+            index_by_date=t_dated,
+            cold_rate=cold,
+            match_loop_kept=t_loop,
+            match_batch=t_batch,
+            ratio_batch_loop=ratio(t_batch, t_loop),
+            counting=t_count,
+            index_on_counting_events=same_count,
+            ratio_counting=r_count,
+            linear=t_lin,
+            index_on_linear_events=same_lin,
+            ratio_linear=r_lin,
+            add_us=t_add / max(n, 1) * 1e6,
+            remove_us=t_remove / max(n, 1) * 1e6,
+        )
+        bench.headline(
+            f"records index, {n // 1000}k quote subscriptions",
+            f"{t_index.rate:,.0f} events/s ({r_count:,.1f}× counting, "
+            f"{r_lin:,.0f}× linear); the same events in date order "
+            f"{t_dated.rate:,.0f} events/s; match_batch {t_batch.rate:,.0f} "
+            "events/s",
+        )
     console.print(table)
     if n_queries:
         console.print(rel_table)
@@ -279,17 +360,32 @@ def run(bench: Bench, sizes: list[int], n_events: int, seed: int, budget: float,
 def main(argv: list[str] | None = None) -> int:
     bench = Bench("records_match", __doc__, argv)
     ap = bench.parser
-    ap.add_argument("--sizes", default=None,
-                    help="comma-separated numbers of subscriptions "
-                         "(default: 1000,10000,100000; quick: 10000,100000)")
-    ap.add_argument("--events", type=int, default=None,
-                    help="quote events sampled for matching (default: 20000; quick: 5000)")
+    ap.add_argument(
+        "--sizes",
+        default=None,
+        help="comma-separated numbers of subscriptions "
+        "(default: 1000,10000,100000; quick: 10000,100000)",
+    )
+    ap.add_argument(
+        "--events",
+        type=int,
+        default=None,
+        help="quote events sampled for matching (default: 20000; quick: 5000)",
+    )
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--baseline-seconds", type=float, default=None,
-                    help="length of one timed run of a baseline (default: 2; quick: 0.5)")
-    ap.add_argument("--queries", type=int, default=None,
-                    help="subscriptions used as covering/identity/overlap/merge queries "
-                         "(0: skip; default: 20; quick: 0)")
+    ap.add_argument(
+        "--baseline-seconds",
+        type=float,
+        default=None,
+        help="length of one timed run of a baseline (default: 2; quick: 0.5)",
+    )
+    ap.add_argument(
+        "--queries",
+        type=int,
+        default=None,
+        help="subscriptions used as covering/identity/overlap/merge queries "
+        "(0: skip; default: 20; quick: 0)",
+    )
     args = bench.parse()
     q = args.quick
     sizes_text = args.sizes or ("10000,100000" if q else "1000,10000,100000")

@@ -6,13 +6,13 @@ Run: ``.venv/bin/python bench/records_relations.py [--pairs 20000] [--quick] [--
 (``bench/harness.py``: CPU time, a warm-up run, the median of ``--repeats``, spread
 printed; both sides on the same pairs, answers compared).
 """
+
 from __future__ import annotations
 
 import random
 import sys
 
 from harness import Bench, ratio, time_it
-
 from pubsift.models.constraints import relations as rel
 from pubsift.models.constraints.constraints import Constraint as C
 from pubsift.models.constraints.constraints import Interval, Op
@@ -55,8 +55,9 @@ def baseline(fn_name: str):
 
 def main(argv: list[str] | None = None) -> int:
     bench = Bench("records_relations", __doc__, argv)
-    bench.parser.add_argument("--pairs", type=int, default=None,
-                              help="constraint pairs (default 20000; quick: 5000)")
+    bench.parser.add_argument(
+        "--pairs", type=int, default=None, help="constraint pairs (default 20000; quick: 5000)"
+    )
     args = bench.parse()
     pairs = workload(args.pairs or (5_000 if args.quick else 20_000))
     for a, b in pairs:  # warm the value-set caches for the baseline
@@ -70,16 +71,16 @@ def main(argv: list[str] | None = None) -> int:
         if not all(fast_fn(a, b) == base_fn(a, b) for a, b in pairs):
             print(f"{name}: answers differ from the value sets")
             status = 1
-        fast = time_it(lambda: [fast_fn(a, b) for a, b in pairs], len(pairs), inputs,
-                       args.repeats)
-        base = time_it(lambda: [base_fn(a, b) for a, b in pairs], len(pairs), inputs,
-                       args.repeats)
+        fast = time_it(lambda: [fast_fn(a, b) for a, b in pairs], len(pairs), inputs, args.repeats)
+        base = time_it(lambda: [base_fn(a, b) for a, b in pairs], len(pairs), inputs, args.repeats)
         r = ratio(fast, base)
         print(f"{name:10s} {fast.fmt_rate():>16s} {base.fmt_rate():>16s} {r:6.1f}x")
         bench.row(relation=name, algebra=fast, value_sets=base, ratio=r)
         if name == "covers":
-            bench.headline("records covers() vs general value sets (cached)",
-                           f"{fast.rate:,.0f} covers/s ({r:.1f}×)")
+            bench.headline(
+                "records covers() vs general value sets (cached)",
+                f"{fast.rate:,.0f} covers/s ({r:.1f}×)",
+            )
     return bench.finish(status)
 
 

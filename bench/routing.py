@@ -22,6 +22,7 @@ Flooding is the baseline: its ratios are 1. Times are the CPU time of this proce
 ``--repeats`` times (interleaved with the others) and the median is shown with its spread. Every strategy must deliver
 exactly the notifications flooding delivers; exit status 1 if one does not.
 """
+
 from __future__ import annotations
 
 import gc
@@ -30,19 +31,17 @@ import sys
 import time
 from dataclasses import dataclass
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
 from harness import Bench, Timing, ratio
-
-from pubsift.experiments.consumers import interests
-from pubsift.experiments.partitioned import PartitionedModel
 from pubsift.core.model import FilterModel
 from pubsift.core.network import Client, Network
 from pubsift.core.registry import load_model
 from pubsift.core.topology import hierarchy
+from pubsift.experiments.consumers import interests
+from pubsift.experiments.partitioned import PartitionedModel
 from pubsift.models.records.filters import RecordFilter
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 STRATEGIES = ("flooding", "simple", "identity", "covering", "merging")
 MODEL = "records"
@@ -53,10 +52,10 @@ STOCKS = 1000
 class Result:
     strategy: str
     settle_s: float
-    churn_s: float          # CPU seconds of all changes
+    churn_s: float  # CPU seconds of all changes
     n_ops: int
     admin_per_op: float
-    pub_s: float            # CPU seconds of all publications
+    pub_s: float  # CPU seconds of all publications
     delivered: int
     links_per_pub: float
     deliveries: list
@@ -67,19 +66,30 @@ def workload(consumers: int, churn: int, pubs: int, seed: int) -> tuple[list, li
     every strategy."""
     rng, prices = random.Random(seed), random.Random(seed + 1)
     access = hierarchy().access
-    people = [(b, interests(rng, "quote-interval", range(STOCKS), 10, prices))
-              for _ in range(consumers) for b in access]
-    ops = [(rng.randrange(len(people)), rng.randrange(10),
-            interests(rng, "quote-interval", range(STOCKS), 1, prices)[0])
-           for _ in range(churn // 2)]
-    quotes = [{"symbol": f"S{rng.randrange(STOCKS):03d}", "price": round(rng.uniform(0, 100), 2)}
-              for _ in range(pubs)]
+    people = [
+        (b, interests(rng, "quote-interval", range(STOCKS), 10, prices))
+        for _ in range(consumers)
+        for b in access
+    ]
+    ops = [
+        (
+            rng.randrange(len(people)),
+            rng.randrange(10),
+            interests(rng, "quote-interval", range(STOCKS), 1, prices)[0],
+        )
+        for _ in range(churn // 2)
+    ]
+    quotes = [
+        {"symbol": f"S{rng.randrange(STOCKS):03d}", "price": round(rng.uniform(0, 100), 2)}
+        for _ in range(pubs)
+    ]
     return people, ops, quotes
 
 
-def run(strategy: str, model: FilterModel, advertisements: bool, people: list, ops: list,
-        quotes: list) -> Result:
-    gc.collect()                     # the previous strategy's network must not slow this one
+def run(
+    strategy: str, model: FilterModel, advertisements: bool, people: list, ops: list, quotes: list
+) -> Result:
+    gc.collect()  # the previous strategy's network must not slow this one
     net = Network(hierarchy(), [model], strategy, advertisements, seed=0)
     source = net.client("source", "r0")
     if advertisements:
@@ -112,25 +122,46 @@ def run(strategy: str, model: FilterModel, advertisements: bool, people: list, o
         net.run_until_quiet()
     pub_t = time.process_time() - t0
     deliveries = sorted((op.client, op.pub_id) for op in net.trace[mark:] if op.kind == "notify")
-    return Result(strategy, settle, churn_t, n_ops, admin / n_ops if n_ops else 0.0, pub_t,
-                  len(deliveries), (net.total_forwards() - fwd0) / len(events), deliveries)
+    return Result(
+        strategy,
+        settle,
+        churn_t,
+        n_ops,
+        admin / n_ops if n_ops else 0.0,
+        pub_t,
+        len(deliveries),
+        (net.total_forwards() - fwd0) / len(events),
+        deliveries,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     bench = Bench("routing", __doc__, argv)
     ap = bench.parser
     ap.add_argument("--consumers", type=int, default=1, help="consumers per local broker")
-    ap.add_argument("--churn", type=int, default=None,
-                    help="subscription changes (default 100; quick: 40)")
-    ap.add_argument("--pubs", type=int, default=None,
-                    help="quotes published (default 1000; quick: 300)")
-    ap.add_argument("--advertisements", action="store_true",
-                    help="route with advertisements (the source advertises everything)")
-    ap.add_argument("--index", choices=("records", "partitioned"), default="records",
-                    help="routing-table index: the records model's (default) or per-symbol "
-                         "buckets (pubsift.experiments.partitioned)")
-    ap.add_argument("--strategies", default=None,
-                    help=f"default {','.join(STRATEGIES)}; quick: flooding,covering")
+    ap.add_argument(
+        "--churn", type=int, default=None, help="subscription changes (default 100; quick: 40)"
+    )
+    ap.add_argument(
+        "--pubs", type=int, default=None, help="quotes published (default 1000; quick: 300)"
+    )
+    ap.add_argument(
+        "--advertisements",
+        action="store_true",
+        help="route with advertisements (the source advertises everything)",
+    )
+    ap.add_argument(
+        "--index",
+        choices=("records", "partitioned"),
+        default="records",
+        help="routing-table index: the records model's (default) or per-symbol "
+        "buckets (pubsift.experiments.partitioned)",
+    )
+    ap.add_argument(
+        "--strategies",
+        default=None,
+        help=f"default {','.join(STRATEGIES)}; quick: flooding,covering",
+    )
     ap.add_argument("--seed", type=int, default=0)
     args = bench.parse()
     churn = args.churn if args.churn is not None else (40 if args.quick else 100)
@@ -144,27 +175,48 @@ def main(argv: list[str] | None = None) -> int:
     people, ops, quotes = workload(args.consumers, churn, pubs, args.seed)
     console = Console(width=max(Console().width, 150))
     runs: dict[str, list[Result]] = {}
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as progress:
         task = progress.add_task("routing", total=len(strategies) * args.repeats)
-        for _ in range(args.repeats):        # strategies interleaved: load hits all alike
+        for _ in range(args.repeats):  # strategies interleaved: load hits all alike
             for s in strategies:
                 progress.update(task, description=f"{s:<10}")
                 runs.setdefault(s, []).append(
-                    run(s, model, args.advertisements, people, ops, quotes))
+                    run(s, model, args.advertisements, people, ops, quotes)
+                )
                 progress.advance(task)
-    inputs = (f"{len(people) * 10:,} subscriptions, {2 * len(ops)} changes, {len(quotes)} "
-              "quotes")
+    inputs = f"{len(people) * 10:,} subscriptions, {2 * len(ops)} changes, {len(quotes)} quotes"
 
     def timings(rs: list[Result]) -> tuple[Timing, Timing]:
-        return (Timing(rs[0].n_ops, inputs, [r.churn_s for r in rs]),
-                Timing(rs[0].delivered, inputs, [r.pub_s for r in rs]))
+        return (
+            Timing(rs[0].n_ops, inputs, [r.churn_s for r in rs]),
+            Timing(rs[0].delivered, inputs, [r.pub_s for r in rs]),
+        )
+
     base_churn, base_pub = timings(runs["flooding"])
-    table = Table(title=f"bench/routing.py: 107 brokers, {inputs}, index={args.index}, "
-                        f"advertisements={'on' if args.advertisements else 'off'} (CPU time, "
-                        f"median of {args.repeats} runs, ±half the spread)")
-    for col in ("strategy", "settle s", "changes/s", "× flooding", "admin/change",
-                "notifications/s", "× flooding", "link msgs/pub", "delivered", "= flooding"):
+    table = Table(
+        title=f"bench/routing.py: 107 brokers, {inputs}, index={args.index}, "
+        f"advertisements={'on' if args.advertisements else 'off'} (CPU time, "
+        f"median of {args.repeats} runs, ±half the spread)"
+    )
+    for col in (
+        "strategy",
+        "settle s",
+        "changes/s",
+        "× flooding",
+        "admin/change",
+        "notifications/s",
+        "× flooding",
+        "link msgs/pub",
+        "delivered",
+        "= flooding",
+    ):
         table.add_column(col, justify="left" if col == "strategy" else "right")
     ok = True
     base_deliveries = runs["flooding"][0].deliveries
@@ -177,18 +229,35 @@ def main(argv: list[str] | None = None) -> int:
         # same quotes, same deliveries (checked): notifications/s ratio = time ratio
         r_pub = ratio(t_pub, base_pub) if same else float("nan")
         settle = sorted(r.settle_s for r in rs)[len(rs) // 2]
-        table.add_row(s, f"{settle:.1f}", t_churn.fmt_rate(), f"{r_churn:.3f}",
-                      f"{rs[0].admin_per_op:.2f}", t_pub.fmt_rate(), f"{r_pub:.2f}",
-                      f"{rs[0].links_per_pub:.1f}", f"{rs[0].delivered:,}",
-                      "yes" if same else "NO")
-        bench.row(strategy=s, settle_s=settle, churn=t_churn, churn_vs_flooding=r_churn,
-                  admin_per_change=rs[0].admin_per_op, notifications=t_pub,
-                  notifications_vs_flooding=r_pub, link_msgs_per_pub=rs[0].links_per_pub,
-                  delivered=rs[0].delivered, equals_flooding=same)
+        table.add_row(
+            s,
+            f"{settle:.1f}",
+            t_churn.fmt_rate(),
+            f"{r_churn:.3f}",
+            f"{rs[0].admin_per_op:.2f}",
+            t_pub.fmt_rate(),
+            f"{r_pub:.2f}",
+            f"{rs[0].links_per_pub:.1f}",
+            f"{rs[0].delivered:,}",
+            "yes" if same else "NO",
+        )
+        bench.row(
+            strategy=s,
+            settle_s=settle,
+            churn=t_churn,
+            churn_vs_flooding=r_churn,
+            admin_per_change=rs[0].admin_per_op,
+            notifications=t_pub,
+            notifications_vs_flooding=r_pub,
+            link_msgs_per_pub=rs[0].links_per_pub,
+            delivered=rs[0].delivered,
+            equals_flooding=same,
+        )
         if s in ("covering", "merging"):
-            bench.headline(f"routing, 107 brokers, {s} vs flooding",
-                           f"{r_pub:.1f}× flooding's notifications/s; "
-                           f"{t_churn.rate:,.0f} changes/s")
+            bench.headline(
+                f"routing, 107 brokers, {s} vs flooding",
+                f"{r_pub:.1f}× flooding's notifications/s; {t_churn.rate:,.0f} changes/s",
+            )
     console.print(table)
     if not ok:
         console.print("[red]a strategy delivered other notifications than flooding[/red]")

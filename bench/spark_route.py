@@ -36,6 +36,7 @@ machine. Each figure is the median of ``--repeats`` runs after one warm-up run, 
 spread. ``--quick`` routes the first 200,000 quotes in the stage timings (3 repeats by
 default) and runs the whole job once.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -50,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import Bench, Timing  # noqa: E402
+from harness import Bench, Timing
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 QUOTES = DATA / "quotes" / "all_stocks_5yr_2013-02-08_2018-02-07.csv.gz"
@@ -71,15 +72,15 @@ def wall(work: Callable[[], Any], count: int, inputs: str, repeats: int) -> tupl
     return t, result
 
 
-def per_row(model_name: str, ids: Sequence[str], shipped: Any
-            ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def per_row(
+    model_name: str, ids: Sequence[str], shipped: Any
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The per-row path: ``index.match`` for each event, inside ``mapInPandas``; its
     output frames are bounded in bytes as the job's are (``route.OUTPUT_BYTES``)."""
     from pubsift.adapters.spark.route import OUTPUT_BYTES
 
     def route(frames: Iterator[Any]) -> Iterator[Any]:
         import pandas as pd
-
         from pubsift.core.registry import load_model
 
         model = load_model(model_name)
@@ -91,8 +92,16 @@ def per_row(model_name: str, ids: Sequence[str], shipped: Any
         size = 0
 
         def frame() -> Any:
-            return pd.DataFrame({"subscriber": subs, "source": srcs, "position": poss,
-                                 "model": model_name, "event": evs})
+            return pd.DataFrame(
+                {
+                    "subscriber": subs,
+                    "source": srcs,
+                    "position": poss,
+                    "model": model_name,
+                    "event": evs,
+                }
+            )
+
         for pdf in frames:
             for src, pos, wire in zip(pdf["source"], pdf["position"], pdf["event"]):
                 for k in index.match(model.load_event(json.loads(wire))):
@@ -106,19 +115,21 @@ def per_row(model_name: str, ids: Sequence[str], shipped: Any
                     subs, srcs, poss, evs, size = [], [], [], [], 0
         if subs:
             yield frame()
+
     return route
 
 
-def per_row_explode(model_name: str, ids: Sequence[str], shipped: Any
-                    ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def per_row_explode(
+    model_name: str, ids: Sequence[str], shipped: Any
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The per-row path with the job's output shape: ``index.match`` for each event inside
     ``mapInPandas``, each matched event handed back once with its subscribers' ids, the
     delivery rows made by Spark's ``explode`` as the job makes them
     (:func:`pubsift.adapters.spark.route.deliveries`): only the matching differs from
     the job's path."""
+
     def match(frames: Iterator[Any]) -> Iterator[Any]:
         import pandas as pd
-
         from pubsift.core.registry import load_model
 
         model = load_model(model_name)
@@ -134,6 +145,7 @@ def per_row_explode(model_name: str, ids: Sequence[str], shipped: Any
                 out = pdf.iloc[keep].reset_index(drop=True)
                 out["subscribers"] = pd.Series(subs, dtype=object)
                 yield out
+
     return match
 
 
@@ -142,20 +154,28 @@ def digest(df: Any) -> tuple[int, int]:
     from pyspark.sql import functions as F
 
     # the event too: what the job writes, so neither path is spared making it
-    row = df.agg(F.count(F.lit(1)), F.sum(F.hash("subscriber", "source", "position",
-                                                 "model", "event"))).collect()[0]
+    row = df.agg(
+        F.count(F.lit(1)), F.sum(F.hash("subscriber", "source", "position", "model", "event"))
+    ).collect()[0]
     return int(row[0]), int(row[1] or 0)
 
 
-def compare(bench: Bench, spark: Any, events: Any, n_events: int, model_name: str,
-            subscribers: Sequence[Any], label: str, repeats: int) -> bool:
+def compare(
+    bench: Bench,
+    spark: Any,
+    events: Any,
+    n_events: int,
+    model_name: str,
+    subscribers: Sequence[Any],
+    label: str,
+    repeats: int,
+) -> bool:
     import pickle
-
-    from pyspark.sql import functions as F
 
     from pubsift.adapters.spark.route import MATCHED_SCHEMA, Shipped, build_index, deliveries
     from pubsift.adapters.spark.store import DELIVERY_SCHEMA
     from pubsift.core.registry import load_model
+    from pyspark.sql import functions as F
 
     model = load_model(model_name)
     index = build_index(model, subscribers)
@@ -172,10 +192,15 @@ def compare(bench: Bench, spark: Any, events: Any, n_events: int, model_name: st
     paths = {
         "job": deliveries(events, model_name, subscribers, index),
         "per_row": events.mapInPandas(per_row(model_name, ids, shipped), DELIVERY_SCHEMA),
-        "explode": events.mapInPandas(per_row_explode(model_name, ids, shipped),
-                                      MATCHED_SCHEMA).select(
-            F.explode("subscribers").alias("subscriber"), "source", "position",
-            F.lit(model_name).alias("model"), "event"),
+        "explode": events.mapInPandas(
+            per_row_explode(model_name, ids, shipped), MATCHED_SCHEMA
+        ).select(
+            F.explode("subscribers").alias("subscriber"),
+            "source",
+            "position",
+            F.lit(model_name).alias("model"),
+            "event",
+        ),
     }
     ours, got = wall(lambda: digest(paths["job"]), n_events, inputs, repeats)
     base, want = wall(lambda: digest(paths["per_row"]), n_events, inputs, repeats)
@@ -184,35 +209,57 @@ def compare(bench: Bench, spark: Any, events: Any, n_events: int, model_name: st
     r = base.median / ours.median
     r_fair = fair.median / ours.median
     per_core = lambda t: n_events / t.median / CORES  # noqa: E731
-    print(f"{label} {len(subscribers):>6} subs: job path {per_core(ours):>10,.0f} ev/s/core "
-          f"±{ours.spread / 2:.0%}; per-row {per_core(base):>9,.0f} ±{base.spread / 2:.0%} "
-          f"({r:.1f}×); per-row with the job's output (explode) {per_core(fair):>9,.0f} "
-          f"±{fair.spread / 2:.0%} ({r_fair:.1f}×); deliveries {got[0]:,} "
-          f"{'(equal)' if same else f'DIFFER: per-row {want[0]:,}, {also[0]:,}'}; "
-          f"shipping the index (once per job): pickled in {packed:.2f} s on the driver, "
-          f"{len(shipped.blob) / 1e6:.1f} MB, loaded in {unpacked:.2f} s per Python worker")
-    bench.row(model=model_name, subscriptions=len(subscribers), events=n_events,
-              job_path=ours, per_row=base, per_row_explode=fair, ratio=r, ratio_fair=r_fair,
-              deliveries=got[0], equal=same, job_events_per_s_core=per_core(ours),
-              per_row_events_per_s_core=per_core(base),
-              per_row_explode_events_per_s_core=per_core(fair), index_pickled_s=packed,
-              index_bytes=len(shipped.blob), index_loaded_s=unpacked)
+    print(
+        f"{label} {len(subscribers):>6} subs: job path {per_core(ours):>10,.0f} ev/s/core "
+        f"±{ours.spread / 2:.0%}; per-row {per_core(base):>9,.0f} ±{base.spread / 2:.0%} "
+        f"({r:.1f}×); per-row with the job's output (explode) {per_core(fair):>9,.0f} "
+        f"±{fair.spread / 2:.0%} ({r_fair:.1f}×); deliveries {got[0]:,} "
+        f"{'(equal)' if same else f'DIFFER: per-row {want[0]:,}, {also[0]:,}'}; "
+        f"shipping the index (once per job): pickled in {packed:.2f} s on the driver, "
+        f"{len(shipped.blob) / 1e6:.1f} MB, loaded in {unpacked:.2f} s per Python worker"
+    )
+    bench.row(
+        model=model_name,
+        subscriptions=len(subscribers),
+        events=n_events,
+        job_path=ours,
+        per_row=base,
+        per_row_explode=fair,
+        ratio=r,
+        ratio_fair=r_fair,
+        deliveries=got[0],
+        equal=same,
+        job_events_per_s_core=per_core(ours),
+        per_row_events_per_s_core=per_core(base),
+        per_row_explode_events_per_s_core=per_core(fair),
+        index_pickled_s=packed,
+        index_bytes=len(shipped.blob),
+        index_loaded_s=unpacked,
+    )
     if len(subscribers) >= 10_000:
-        bench.headline(f"Spark routing stage, {label}, {len(subscribers) // 1000}k subs "
-                       f"(job path vs per-row index.match in mapInPandas, local[2], wall "
-                       f"time)", f"{per_core(ours):,.0f} ev/s/core: {min(r, r_fair):.1f}× "
-                       f"the faster per-row path ({r_fair:.1f}× the per-row path with the "
-                       f"job's output shape, exploded by Spark; {r:.1f}× the one building "
-                       f"a pandas row per delivery); shipping the index once per job: "
-                       f"{packed:.1f} s + {unpacked:.1f} s per worker")
+        bench.headline(
+            f"Spark routing stage, {label}, {len(subscribers) // 1000}k subs "
+            f"(job path vs per-row index.match in mapInPandas, local[2], wall "
+            f"time)",
+            f"{per_core(ours):,.0f} ev/s/core: {min(r, r_fair):.1f}× "
+            f"the faster per-row path ({r_fair:.1f}× the per-row path with the "
+            f"job's output shape, exploded by Spark; {r:.1f}× the one building "
+            f"a pandas row per delivery); shipping the index once per job: "
+            f"{packed:.1f} s + {unpacked:.1f} s per worker",
+        )
     return same
 
 
-def cached_events(spark: Any, store_dir: str, model_name: str, limit: int | None) -> tuple[Any, int]:
+def cached_events(
+    spark: Any, store_dir: str, model_name: str, limit: int | None
+) -> tuple[Any, int]:
     from pyspark import StorageLevel
 
-    df = spark.read.parquet(os.path.join(store_dir, "events")).where(
-        f"model = '{model_name}'").select("source", "position", "event")
+    df = (
+        spark.read.parquet(os.path.join(store_dir, "events"))
+        .where(f"model = '{model_name}'")
+        .select("source", "position", "event")
+    )
     if limit:
         df = df.orderBy("source", "position").limit(limit)
     df = df.repartition(CORES).persist(StorageLevel.MEMORY_ONLY)
@@ -229,13 +276,20 @@ def quote_subscribers(n: int, quotes: Sequence[Any]) -> list[Any]:
     from pubsift.models.records.workload import Mix, subscriptions
 
     records = load_model("records")
-    fs = subscriptions(quotes, n, seed=12, mix=Mix(quote=0.5, interval=0.5, prefix=0,
-                                                   portfolio=0, volume=0))
+    fs = subscriptions(
+        quotes, n, seed=12, mix=Mix(quote=0.5, interval=0.5, prefix=0, portfolio=0, volume=0)
+    )
     # the workload names the attributes symbol/price; the CSV file's columns are Name/close
-    renamed = [records.load_filter({CSV_NAMES.get(a, a): c for a, c in
-                                    records.dump_filter(f).items()}) for f in fs]
-    return [Subscriber(id=f"s{i}", model="records", filters=(f,), where="bench", spec={},
-                       agreement=None) for i, f in enumerate(renamed)]
+    renamed = [
+        records.load_filter({CSV_NAMES.get(a, a): c for a, c in records.dump_filter(f).items()})
+        for f in fs
+    ]
+    return [
+        Subscriber(
+            id=f"s{i}", model="records", filters=(f,), where="bench", spec={}, agreement=None
+        )
+        for i, f in enumerate(renamed)
+    ]
 
 
 def xpath_subscribers(n: int) -> list[Any]:
@@ -245,24 +299,35 @@ def xpath_subscribers(n: int) -> list[Any]:
     xml = load_model("xml")
     with gzip.open(QUERIES, "rt", encoding="utf-8") as fh:
         queries = list(dict.fromkeys(q.strip() for q in fh if q.strip()))[:n]
-    return [Subscriber(id=f"x{i}", model="xml", filters=(xml.parse_filter(q),),
-                       where="bench", spec={}, agreement=None) for i, q in enumerate(queries)]
+    return [
+        Subscriber(
+            id=f"x{i}",
+            model="xml",
+            filters=(xml.parse_filter(q),),
+            where="bench",
+            spec={},
+            agreement=None,
+        )
+        for i, q in enumerate(queries)
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
     bench = Bench("spark_route", __doc__, argv)
-    bench.parser.add_argument("--parts", default="records,xml,job",
-                              help="what to run (comma-separated): records, xml, job")
+    bench.parser.add_argument(
+        "--parts",
+        default="records,xml,job",
+        help="what to run (comma-separated): records, xml, job",
+    )
     args = bench.parse()
     parts = set(args.parts.split(","))
     if not QUOTES.is_file() or not NITF.is_dir() or not QUERIES.is_file():
         return bench.skip(f"shared data absent ({QUOTES.parent}, {NITF})")
-    from rich.console import Console
-
     from pubsift.adapters.source import Source
     from pubsift.adapters.spark.job import Settings, ingest, route
     from pubsift.adapters.spark.session import start
     from pubsift.models.records.workload import load_quotes
+    from rich.console import Console
 
     t0 = time.perf_counter()
     spark = start("local[2]", "pubsift-bench", {"spark.sql.shuffle.partitions": "4"})
@@ -278,16 +343,24 @@ def main(argv: list[str] | None = None) -> int:
         ingest([Source(str(QUOTES))], qstore, settings, quiet)
         ingest([Source(str(NITF))], xstore, settings, quiet)
         if "records" in parts:
-            events, n = cached_events(spark, qstore, "records",
-                                      200_000 if args.quick else None)
+            events, n = cached_events(spark, qstore, "records", 200_000 if args.quick else None)
             for size in (1_000, 10_000):
-                ok &= compare(bench, spark, events, n, "records",
-                              quote_subscribers(size, quotes), "quotes", args.repeats)
+                ok &= compare(
+                    bench,
+                    spark,
+                    events,
+                    n,
+                    "records",
+                    quote_subscribers(size, quotes),
+                    "quotes",
+                    args.repeats,
+                )
             events.unpersist()
         if "xml" in parts:
             events, n = cached_events(spark, xstore, "xml", None)
-            ok &= compare(bench, spark, events, n, "xml", xpath_subscribers(10_000), "NITF",
-                          args.repeats)
+            ok &= compare(
+                bench, spark, events, n, "xml", xpath_subscribers(10_000), "NITF", args.repeats
+            )
             events.unpersist()
         if "job" not in parts:
             spark.stop()
@@ -295,19 +368,34 @@ def main(argv: list[str] | None = None) -> int:
         subs = quote_subscribers(10_000, quotes)
         jobs = []
         for _ in range(1 if args.quick else max(1, args.repeats)):
-            summary = route(subs, os.path.join(tmp, "job"), settings,
-                            sources=[Source(str(QUOTES))], console=quiet)
+            summary = route(
+                subs,
+                os.path.join(tmp, "job"),
+                settings,
+                sources=[Source(str(QUOTES))],
+                console=quiet,
+            )
             jobs.append(summary["seconds"]["total"])
         total = statistics.median(jobs)
-        print(f"whole job (pubsift route, {summary['events']:,} quotes, 10k subscriptions, "
-              f"{summary['deliveries']:,} deliveries written): {total:.1f} s wall "
-              f"(median of {len(jobs)}; stages {summary['seconds']}), Spark start "
-              f"{started:.1f} s")
-        bench.row(whole_job_s=total, stages=summary["seconds"], events=summary["events"],
-                  deliveries=summary["deliveries"], spark_start_s=started)
-        bench.headline(f"Spark job, {summary['events'] // 1000}k quotes x 10k subs, "
-                       f"{summary['deliveries'] / 1e6:.1f}M deliveries written, local[2] "
-                       "(wall time)", f"{total:.0f} s, and {started:.0f} s for Spark's start")
+        print(
+            f"whole job (pubsift route, {summary['events']:,} quotes, 10k subscriptions, "
+            f"{summary['deliveries']:,} deliveries written): {total:.1f} s wall "
+            f"(median of {len(jobs)}; stages {summary['seconds']}), Spark start "
+            f"{started:.1f} s"
+        )
+        bench.row(
+            whole_job_s=total,
+            stages=summary["seconds"],
+            events=summary["events"],
+            deliveries=summary["deliveries"],
+            spark_start_s=started,
+        )
+        bench.headline(
+            f"Spark job, {summary['events'] // 1000}k quotes x 10k subs, "
+            f"{summary['deliveries'] / 1e6:.1f}M deliveries written, local[2] "
+            "(wall time)",
+            f"{total:.0f} s, and {started:.0f} s for Spark's start",
+        )
     spark.stop()
     return bench.finish(0 if ok else 1)
 

@@ -9,6 +9,7 @@ machine (CPU count, Python) and date come from the files. With ``--readme``, the
 between the ``<!-- bench:begin -->`` and ``<!-- bench:end -->`` lines of that file is
 replaced by this one (nothing else in the file changes).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,21 +27,25 @@ def before_after(docs: list[dict], before: list[dict]) -> str:
     lines = ["| what | before | after |", "|---|---|---|"]
     for d in docs:
         for h in d.get("headlines", ()):
-            lines.append(f"| {h['what']} | {old.get((d['bench'], h['what']), '-')} | "
-                         f"{h['figure']} |")
+            lines.append(
+                f"| {h['what']} | {old.get((d['bench'], h['what']), '-')} | {h['figure']} |"
+            )
     return "\n".join(lines) + "\n"
 
 
 def render(docs: list[dict]) -> str:
-    machines = {(d["machine"]["cpus"], d["machine"]["python"], d["machine"]["platform"])
-                for d in docs}
+    machines = {
+        (d["machine"]["cpus"], d["machine"]["python"], d["machine"]["platform"]) for d in docs
+    }
     dates = sorted(d["machine"]["date"] for d in docs)
     lines = []
     for cpus, python, plat in sorted(machines, key=str):
-        lines.append(f"Measured by `make bench` ({dates[0]} to {dates[-1]}) on {cpus} CPUs, "
-                     f"Python {python}, {plat}; CPU time of one process, median of the "
-                     "repeats after a warm-up, both sides of every ratio on the same inputs "
-                     "(`bench/harness.py`).")
+        lines.append(
+            f"Measured by `make bench` ({dates[0]} to {dates[-1]}) on {cpus} CPUs, "
+            f"Python {python}, {plat}; CPU time of one process, median of the "
+            "repeats after a warm-up, both sides of every ratio on the same inputs "
+            "(`bench/harness.py`)."
+        )
     lines += ["", "| command | what | figure |", "|---|---|---|"]
     for d in docs:
         if "skipped" in d:
@@ -57,18 +62,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--readme", type=Path)
-    ap.add_argument("--before", type=Path, nargs="+", metavar="JSON",
-                    help="an earlier run's JSON files: adds a before/after table to --out")
-    ap.add_argument("--before-note", default="",
-                    help="one line saying what the earlier run measured")
+    ap.add_argument(
+        "--before",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="an earlier run's JSON files: adds a before/after table to --out",
+    )
+    ap.add_argument(
+        "--before-note", default="", help="one line saying what the earlier run measured"
+    )
     args = ap.parse_args(argv)
     docs = [json.loads(p.read_text()) for p in args.files]
     table = render(docs)
     text = "# Benchmark figures\n\n" + table
     if args.before:
         before = [json.loads(p.read_text()) for p in args.before]
-        text += ("\n## Before and after\n\n" + (args.before_note + "\n\n" if args.before_note
-                                                 else "") + before_after(docs, before))
+        text += (
+            "\n## Before and after\n\n"
+            + (args.before_note + "\n\n" if args.before_note else "")
+            + before_after(docs, before)
+        )
     args.out.write_text(text)
     print(table)
     if args.readme:

@@ -21,6 +21,7 @@ index's on every one of them. The index's figure over all documents is shown bes
 Timing by ``bench/harness.py``: CPU time (``time.process_time``), a warm-up run, the
 median of ``--repeats`` runs, the spread printed. Exit status 1 if an answer differs.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -28,13 +29,11 @@ import sys
 import time
 from pathlib import Path
 
+from harness import Bench, ratio, time_it
 from lxml import etree
+from pubsift.models.xml import XmlModel, parse_document
 from rich.console import Console
 from rich.table import Table
-
-from harness import Bench, ratio, time_it
-
-from pubsift.models.xml import XmlModel, parse_document
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "yfilter"
 
@@ -56,11 +55,19 @@ def _fresh(index, events: list, automaton: bool = True) -> None:
 def main(argv: list[str] | None = None) -> int:
     bench = Bench("xml_match", __doc__, argv)
     ap = bench.parser
-    ap.add_argument("--sizes", type=_ints, default=None,
-                    help="numbers of subscriptions (default 1000,10000,100000; quick: 1000,10000)")
+    ap.add_argument(
+        "--sizes",
+        type=_ints,
+        default=None,
+        help="numbers of subscriptions (default 1000,10000,100000; quick: 1000,10000)",
+    )
     ap.add_argument("--docs", type=int, default=500)
-    ap.add_argument("--baseline-seconds", type=float, default=None,
-                    help="length of one baseline run (default 20; quick: 3)")
+    ap.add_argument(
+        "--baseline-seconds",
+        type=float,
+        default=None,
+        help="length of one baseline run (default 20; quick: 3)",
+    )
     args = bench.parse()
     sizes = args.sizes or ([1000, 10000] if args.quick else [1000, 10000, 100000])
     budget = args.baseline_seconds or (3.0 if args.quick else 20.0)
@@ -70,13 +77,26 @@ def main(argv: list[str] | None = None) -> int:
         return bench.skip(f"YFilter data not found under {DATA.resolve()}")
     with gzip.open(qfile, "rt") as fh:
         queries = list(dict.fromkeys(q.strip() for q in fh if q.strip()))
-    raws = [p.read_bytes() for p in sorted((DATA / "xmldocs-500").glob("*.xml"))][:args.docs]
+    raws = [p.read_bytes() for p in sorted((DATA / "xmldocs-500").glob("*.xml"))][: args.docs]
     model = XmlModel()
-    table = Table(title=f"XML matching: {len(raws)} YFilter NITF documents, CPU time, median "
-                        f"of {args.repeats} (±half the spread)")
-    for col in ("subscriptions", "parse (ms/sub)", "add (ms/sub)", "|T(R)|",
-                "index docs/s (all)", "index docs/s (k)", "lxml loop docs/s (k)", "k",
-                "speed-up (same k)", "warm docs/s (k)", "warm speed-up", "hits/doc"):
+    table = Table(
+        title=f"XML matching: {len(raws)} YFilter NITF documents, CPU time, median "
+        f"of {args.repeats} (±half the spread)"
+    )
+    for col in (
+        "subscriptions",
+        "parse (ms/sub)",
+        "add (ms/sub)",
+        "|T(R)|",
+        "index docs/s (all)",
+        "index docs/s (k)",
+        "lxml loop docs/s (k)",
+        "k",
+        "speed-up (same k)",
+        "warm docs/s (k)",
+        "warm speed-up",
+        "hits/doc",
+    ):
         table.add_column(col, justify="right")
     ok = True
     for n in sizes:
@@ -92,12 +112,17 @@ def main(argv: list[str] | None = None) -> int:
         events = [parse_document(r) for r in raws]
         got = [ix.match(e) for e in events]
         match = ix.match
-        t_all = time_it(lambda: [match(e) for e in events], len(events),
-                        f"{len(events)} documents", args.repeats, min_seconds=0.2,
-                        setup=lambda: _fresh(ix, events))
+        t_all = time_it(
+            lambda: [match(e) for e in events],
+            len(events),
+            f"{len(events)} documents",
+            args.repeats,
+            min_seconds=0.2,
+            setup=lambda: _fresh(ix, events),
+        )
         compiled = [etree.XPath(q) for q in qs]
         trees = [e.tree() for e in events[:50]]
-        t0, seen = time.process_time(), 0          # warm-up of the baseline, answers compared
+        t0, seen = time.process_time(), 0  # warm-up of the baseline, answers compared
         while seen < len(trees) and (seen < 3 or time.process_time() - t0 < budget):
             want = {i for i, x in enumerate(compiled) if x(trees[seen])}
             if want != got[seen]:
@@ -106,8 +131,13 @@ def main(argv: list[str] | None = None) -> int:
             seen += 1
         k_trees, k_events = trees[:seen], events[:seen]
         inputs = f"first {seen} documents"
-        t_lx = time_it(lambda: [[x(tr) for x in compiled] for tr in k_trees], seen, inputs,
-                       args.repeats, warmup=0)
+        t_lx = time_it(
+            lambda: [[x(tr) for x in compiled] for tr in k_trees],
+            seen,
+            inputs,
+            args.repeats,
+            warmup=0,
+        )
         others = events[seen:]
 
         def warm_on_others() -> None:
@@ -115,22 +145,53 @@ def main(argv: list[str] | None = None) -> int:
             for e in others:
                 match(e)
             _fresh(ix, k_events, automaton=False)  # keep what the others built
-        t_ix = time_it(lambda: [match(e) for e in k_events], seen, inputs, args.repeats,
-                       min_seconds=0.2, setup=lambda: _fresh(ix, k_events))
-        t_warm = time_it(lambda: [match(e) for e in k_events], seen, inputs, args.repeats,
-                         setup=warm_on_others)
+
+        t_ix = time_it(
+            lambda: [match(e) for e in k_events],
+            seen,
+            inputs,
+            args.repeats,
+            min_seconds=0.2,
+            setup=lambda: _fresh(ix, k_events),
+        )
+        t_warm = time_it(
+            lambda: [match(e) for e in k_events], seen, inputs, args.repeats, setup=warm_on_others
+        )
         r, r_warm = ratio(t_ix, t_lx), ratio(t_warm, t_lx)
         hits = sum(map(len, got)) / len(got)
-        table.add_row(f"{n:,}", f"{t_parse:.3f}", f"{t_add:.3f}", f"{ix.tree.nodes:,}",
-                      t_all.fmt_rate(1), t_ix.fmt_rate(1), t_lx.fmt_rate(2), f"{seen}",
-                      f"{r:.1f}×", t_warm.fmt_rate(1), f"{r_warm:.1f}×", f"{hits:.1f}")
-        bench.row(subs=n, parse_ms=t_parse, add_ms=t_add, tree_nodes=ix.tree.nodes,
-                  index_all=t_all, index=t_ix, lxml=t_lx, ratio=r, index_warm=t_warm,
-                  ratio_warm=r_warm, hits_per_doc=hits)
-        bench.headline(f"XML shared matching vs compiled lxml XPath loop, {n // 1000}k "
-                       "YFilter queries", f"{r:.1f}× on the same {seen} NITF documents, cold "
-                       f"({r_warm:.1f}× warm on the others; {t_all.rate:,.0f} docs/s over "
-                       f"all {len(events)})")
+        table.add_row(
+            f"{n:,}",
+            f"{t_parse:.3f}",
+            f"{t_add:.3f}",
+            f"{ix.tree.nodes:,}",
+            t_all.fmt_rate(1),
+            t_ix.fmt_rate(1),
+            t_lx.fmt_rate(2),
+            f"{seen}",
+            f"{r:.1f}×",
+            t_warm.fmt_rate(1),
+            f"{r_warm:.1f}×",
+            f"{hits:.1f}",
+        )
+        bench.row(
+            subs=n,
+            parse_ms=t_parse,
+            add_ms=t_add,
+            tree_nodes=ix.tree.nodes,
+            index_all=t_all,
+            index=t_ix,
+            lxml=t_lx,
+            ratio=r,
+            index_warm=t_warm,
+            ratio_warm=r_warm,
+            hits_per_doc=hits,
+        )
+        bench.headline(
+            f"XML shared matching vs compiled lxml XPath loop, {n // 1000}k YFilter queries",
+            f"{r:.1f}× on the same {seen} NITF documents, cold "
+            f"({r_warm:.1f}× warm on the others; {t_all.rate:,.0f} docs/s over "
+            f"all {len(events)})",
+        )
     console.print(table)
     return bench.finish(0 if ok else 1)
 

@@ -6,19 +6,41 @@ in :data:`STRATEGIES`, :class:`Leasing`, the deterministic :class:`Network` simu
 topology builders in :mod:`pubsift.core.topology` and the delivery oracle
 :mod:`pubsift.core.oracle`.
 """
-from pubsift.core.errors import (ConversionError, EventError, FilterSyntaxError, PluginError,
-                                 PubsiftError, UnknownModelError)
+
+from pubsift.core.broker import Broker
+from pubsift.core.errors import (
+    ConversionError,
+    EventError,
+    FilterSyntaxError,
+    PluginError,
+    PubsiftError,
+    UnknownModelError,
+)
 from pubsift.core.index import LinearIndex
-from pubsift.core.model import CAPABILITIES, Event, Filter, FilterIndex, FilterModel
-from pubsift.core.registry import installed_models, load_all, load_model
-from pubsift.core.broker import Broker  # noqa: E402  (after the contract it builds on)
 from pubsift.core.leasing import Leasing
+from pubsift.core.model import CAPABILITIES, Event, Filter, FilterIndex, FilterModel
 from pubsift.core.network import Network
+from pubsift.core.registry import installed_models, load_all, load_model
 from pubsift.core.strategies import STRATEGIES
 
 __all__ = [
-    "Broker", "CAPABILITIES", "ConversionError", "Event", "EventError", "Filter",
-    "FilterIndex", "FilterModel", "FilterSyntaxError", "Leasing", "LinearIndex", "Network",
-    "PluginError", "PubsiftError", "STRATEGIES", "UnknownModelError", "installed_models",
-    "load_all", "load_model",
+    "CAPABILITIES",
+    "STRATEGIES",
+    "Broker",
+    "ConversionError",
+    "Event",
+    "EventError",
+    "Filter",
+    "FilterIndex",
+    "FilterModel",
+    "FilterSyntaxError",
+    "Leasing",
+    "LinearIndex",
+    "Network",
+    "PluginError",
+    "PubsiftError",
+    "UnknownModelError",
+    "installed_models",
+    "load_all",
+    "load_model",
 ]

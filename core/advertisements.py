@@ -13,6 +13,7 @@ implemented here so that every strategy gets them unchanged:
   neighbours that no advertisement from any other destination overlaps any more are dropped
   (they are unserviceable; the neighbour drops its own side in the same way).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -41,8 +42,14 @@ def restrict(out: Outbox, advs: RoutingTable) -> Outbox:
     return kept
 
 
-def readvertised(subs: Strategy, advs: RoutingTable, source: str, before: Sequence[Filter],
-                 after: Sequence[Filter], is_local: Callable[[str], bool]) -> list[Routed]:
+def readvertised(
+    subs: Strategy,
+    advs: RoutingTable,
+    source: str,
+    before: Sequence[Filter],
+    after: Sequence[Filter],
+    is_local: Callable[[str], bool],
+) -> list[Routed]:
     """React to the advertisements of destination ``source`` changing from ``before`` to
     ``after``: drop unserviceable subscription entries and return the subscriptions to send
     to ``source`` (empty if ``source`` is a local client)."""
@@ -55,8 +62,11 @@ def readvertised(subs: Strategy, advs: RoutingTable, source: str, before: Sequen
         doomed: dict[Entry, None] = {}
         for a in removed:
             for e in sorted(table.overlapping(a), key=entry_key):
-                if (e.dest != source and e.dest in table.neighbours
-                        and not {x.dest for x in advs.overlapping(e.filter)} - {e.dest}):
+                if (
+                    e.dest != source
+                    and e.dest in table.neighbours
+                    and not {x.dest for x in advs.overlapping(e.filter)} - {e.dest}
+                ):
                     doomed[e] = None
         subs.drop(doomed)
     if not added or is_local(source):

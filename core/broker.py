@@ -12,6 +12,7 @@ advertisements, one advertisement table per model, §3.6).
 The broker knows no transport: it hands outgoing messages to a :class:`Port`, so the same
 code runs in the simulated network (:mod:`pubsift.core.network`) and over real connections.
 """
+
 from __future__ import annotations
 
 from collections import Counter, deque
@@ -20,8 +21,19 @@ from typing import Protocol
 
 from pubsift.core.advertisements import readvertised, restrict
 from pubsift.core.errors import PubsiftError, UnknownModelError
-from pubsift.core.messages import (Admin, Adv, BrokerMessage, Forward, Level, Message, Notify,
-                                   Pub, Routed, Sub, Unsub)
+from pubsift.core.messages import (
+    Admin,
+    Adv,
+    BrokerMessage,
+    Forward,
+    Level,
+    Message,
+    Notify,
+    Pub,
+    Routed,
+    Sub,
+    Unsub,
+)
 from pubsift.core.model import FilterModel
 from pubsift.core.routing_table import RoutingTable
 from pubsift.core.strategies import Strategy, StrategyFactory, strategy_factory
@@ -45,9 +57,16 @@ class BrokerError(PubsiftError, ValueError):
 class ModelRouting:
     """Routing state of one broker for one model: T_B^S and, with advertisements, T_B^A."""
 
-    def __init__(self, model: FilterModel, factory: StrategyFactory, neighbours: set[str],
-                 is_local: Callable[[str], bool], advertisements: bool, lease: float | None,
-                 clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        model: FilterModel,
+        factory: StrategyFactory,
+        neighbours: set[str],
+        is_local: Callable[[str], bool],
+        advertisements: bool,
+        lease: float | None,
+        clock: Callable[[], float],
+    ) -> None:
         self.model = model
         self.subs = RoutingTable(model, neighbours, lease, clock)
         self.sub_strategy: Strategy = factory(self.subs, is_local)
@@ -65,9 +84,16 @@ class Broker:
     """One broker. ``strategy`` is a name from :data:`~pubsift.core.strategies.STRATEGIES`
     or a factory; ``lease`` is the lease period π (None: no leasing)."""
 
-    def __init__(self, name: str, models: Mapping[str, FilterModel] | Sequence[FilterModel],
-                 strategy: str | StrategyFactory, port: Port, advertisements: bool = False,
-                 lease: float | None = None, clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        models: Mapping[str, FilterModel] | Sequence[FilterModel],
+        strategy: str | StrategyFactory,
+        port: Port,
+        advertisements: bool = False,
+        lease: float | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.name = name
         self.port = port
         self.advertisements = advertisements
@@ -75,11 +101,22 @@ class Broker:
         self.neighbours: set[str] = set()
         self.clients: set[str] = set()
         factory = strategy_factory(strategy)
-        self.strategy_name = strategy if isinstance(strategy, str) else getattr(strategy, "name", "custom")
+        self.strategy_name = (
+            strategy if isinstance(strategy, str) else getattr(strategy, "name", "custom")
+        )
         ms = models.values() if isinstance(models, Mapping) else models
         self.routing: dict[str, ModelRouting] = {
-            m.name: ModelRouting(m, factory, self.neighbours, self.clients.__contains__,
-                                 advertisements, lease, self.clock) for m in ms}
+            m.name: ModelRouting(
+                m,
+                factory,
+                self.neighbours,
+                self.clients.__contains__,
+                advertisements,
+                lease,
+                self.clock,
+            )
+            for m in ms
+        }
         self._inbox: deque[tuple[Message, str]] = deque()
         self._busy = False
         #: admin messages sent / processed; notifications forwarded per neighbour;
@@ -134,7 +171,7 @@ class Broker:
             while self._inbox:
                 try:
                     self._process(*self._inbox.popleft())
-                except PubsiftError as exc:      # bad input: report it, keep the rest
+                except PubsiftError as exc:  # bad input: report it, keep the rest
                     refused.append(exc)
         finally:
             self._busy = False
@@ -159,19 +196,24 @@ class Broker:
             return
         if isinstance(msg, Admin):
             if sender not in self.neighbours:
-                raise BrokerError(f"broker {self.name}: admin message from {sender!r}, "
-                                  f"which is not a neighbour")
+                raise BrokerError(
+                    f"broker {self.name}: admin message from {sender!r}, which is not a neighbour"
+                )
             self.admin_processed += 1
             self._administer(msg.model, msg.level, sender, msg.subs, msg.unsubs)
             return
         if isinstance(msg, Notify) or sender not in self.clients:
-            raise BrokerError(f"broker {self.name}: {type(msg).__name__} from {sender!r}, "
-                              f"which is not a local client")
+            raise BrokerError(
+                f"broker {self.name}: {type(msg).__name__} from {sender!r}, "
+                f"which is not a local client"
+            )
         item: tuple[Routed, ...] = ((msg.filter, None),)
         level: Level = "S" if isinstance(msg, (Sub, Unsub)) else "A"
         if level == "A" and not self.advertisements:
-            raise BrokerError(f"broker {self.name} routes without advertisements; "
-                              f"{type(msg).__name__.lower()} from {sender!r} refused")
+            raise BrokerError(
+                f"broker {self.name} routes without advertisements; "
+                f"{type(msg).__name__.lower()} from {sender!r} refused"
+            )
         if isinstance(msg, (Sub, Adv)):
             self._administer(msg.model, level, sender, item, ())
         else:
@@ -183,7 +225,7 @@ class Broker:
             if sender not in self.clients:
                 raise BrokerError(f"broker {self.name}: pub from {sender!r}, not a local client")
             if r.advs is not None and sender not in r.advs.destinations(msg.event):
-                self.dropped_publications += 1      # Def. 2.4: matches no advertisement of X
+                self.dropped_publications += 1  # Def. 2.4: matches no advertisement of X
                 return
         elif sender not in self.neighbours:
             raise BrokerError(f"broker {self.name}: forward from {sender!r}, not a neighbour")
@@ -191,7 +233,7 @@ class Broker:
         exclude = sender if isinstance(msg, Forward) else None
         dests = sorted(r.sub_strategy.destinations(msg.event, exclude))
         if exclude is not None and not dests:
-            self.useless_forwards += 1          # forwarded here for nothing: not perfect
+            self.useless_forwards += 1  # forwarded here for nothing: not perfect
         for d in dests:
             if d in self.neighbours:
                 self.forwarded[d] += 1
@@ -200,8 +242,14 @@ class Broker:
                 self.notified += 1
                 self.port.deliver(self.name, Notify(d, msg.model, msg.event, msg.pub_id))
 
-    def _administer(self, model: str, level: Level, sender: str, subs: Sequence[Routed],
-                    unsubs: Sequence[Routed]) -> None:
+    def _administer(
+        self,
+        model: str,
+        level: Level,
+        sender: str,
+        subs: Sequence[Routed],
+        unsubs: Sequence[Routed],
+    ) -> None:
         r = self._routing(model)
         if level == "S":
             out = r.sub_strategy.administer(sender, subs, unsubs)
@@ -210,12 +258,20 @@ class Broker:
             self._send(model, "S", sender, out)
             return
         if r.advs is None or r.adv_strategy is None:
-            raise BrokerError(f"broker {self.name} routes without advertisements; "
-                              f"advertisement admin message from {sender!r} refused")
+            raise BrokerError(
+                f"broker {self.name} routes without advertisements; "
+                f"advertisement admin message from {sender!r} refused"
+            )
         before = r.advs.filters(sender)
         out = r.adv_strategy.administer(sender, subs, unsubs)
-        activated = readvertised(r.sub_strategy, r.advs, sender, before, r.advs.filters(sender),
-                                 self.clients.__contains__)
+        activated = readvertised(
+            r.sub_strategy,
+            r.advs,
+            sender,
+            before,
+            r.advs.filters(sender),
+            self.clients.__contains__,
+        )
         self._send(model, "A", sender, out)
         if activated:
             self._send(model, "S", None, {sender: (activated, [])})

@@ -15,6 +15,7 @@ Every subcommand is one entry of :data:`COMMANDS`, whose module is imported only
 subcommand runs, and one handler ``func(args, console) -> int``. Models are reached only
 through the registry (:mod:`pubsift.core.registry`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,23 +26,21 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from pubsift.core.cli_input import InputError, one_line, read_lines, strict_json
-from pubsift.core.errors import printable, FilterSyntaxError, PluginError, PubsiftError
+from pubsift.core.errors import FilterSyntaxError, PluginError, PubsiftError, printable
 from pubsift.core.model import FilterModel
 from pubsift.core.registry import installed_models, load_model
 
 if TYPE_CHECKING:  # adapters are imported inside the commands (core does not need them)
-    from rich.console import Console
-
     from pubsift.adapters import Source
     from pubsift.adapters.limits import ReadLimits
+    from rich.console import Console
 
 _OPTIONAL_HOOKS = ("identical", "overlaps", "merge", "parse_filters", "format_filter", "new_index")
 
 
 def _provided_hooks(model: FilterModel) -> list[str]:
     """The optional hooks a model overrides (the others use the sound defaults)."""
-    return [h for h in _OPTIONAL_HOOKS
-            if getattr(type(model), h) is not getattr(FilterModel, h)]
+    return [h for h in _OPTIONAL_HOOKS if getattr(type(model), h) is not getattr(FilterModel, h)]
 
 
 def cmd_models(args: argparse.Namespace, console: Console) -> int:
@@ -54,14 +53,29 @@ def cmd_models(args: argparse.Namespace, console: Console) -> int:
         try:
             model = load_model(info.name)
         except PluginError as exc:
-            rows.append((info.name, info.distribution or "?", info.version or "?",
-                         f"BROKEN: {exc.reason}", "", ""))
+            rows.append(
+                (
+                    info.name,
+                    info.distribution or "?",
+                    info.version or "?",
+                    f"BROKEN: {exc.reason}",
+                    "",
+                    "",
+                )
+            )
             status = 1
             continue
         index = type(model.new_index()).__name__
-        rows.append((info.name, info.distribution or "?", info.version or "?",
-                     ", ".join(_provided_hooks(model)) or "required hooks only",
-                     ", ".join(sorted(model.capabilities)) or "-", index))
+        rows.append(
+            (
+                info.name,
+                info.distribution or "?",
+                info.version or "?",
+                ", ".join(_provided_hooks(model)) or "required hooks only",
+                ", ".join(sorted(model.capabilities)) or "-",
+                index,
+            )
+        )
     if args.json:
         keys = ("name", "distribution", "version", "hooks", "capabilities", "index")
         out.write(json.dumps([dict(zip(keys, r)) for r in rows], indent=2) + "\n")
@@ -74,7 +88,7 @@ def cmd_models(args: argparse.Namespace, console: Console) -> int:
         table.add_column(col)
     for r in rows:
         table.add_row(*r)
-    Console(file=out, width=120).print(table)   # wide enough for every column
+    Console(file=out, width=120).print(table)  # wide enough for every column
     return status
 
 
@@ -83,8 +97,9 @@ class _BadFilters(Exception):
     line), or a bad input option of ``match``/``convert``."""
 
 
-def _filter_sources(specs: Sequence[str], files: Sequence[str],
-                    names: dict[int, str] | None = None) -> Iterator[tuple[str, str]]:
+def _filter_sources(
+    specs: Sequence[str], files: Sequence[str], names: dict[int, str] | None = None
+) -> Iterator[tuple[str, str]]:
     """(label, spec) of command-line specs and filter files (one per line; ``#`` comments).
     A command-line filter is labelled by its text, or by its ``--name``; a line of a file
     by ``FILE:LINE``."""
@@ -109,14 +124,18 @@ def _show_spec(exc: FilterSyntaxError, label: str) -> str:
         where.append(f"at {exc.path}")
     if exc.text is not None and exc.position is not None:
         line_start = exc.text.rfind("\n", 0, exc.position) + 1
-        excerpt = printable(exc.text[max(line_start, exc.position - 20):exc.position + 20])
+        excerpt = printable(exc.text[max(line_start, exc.position - 20) : exc.position + 20])
         where.append(f"at line {exc.line}, column {exc.column}, near {excerpt!r}")
     head = one_line(FilterSyntaxError(exc.message))
     return f"{label}: {head}" + (f" ({'; '.join(where)})" if where else "")
 
 
-def _read_filters(model: FilterModel, specs: Sequence[str], files: Sequence[str],
-                  names: dict[int, str] | None = None) -> list[tuple[str, Any]]:
+def _read_filters(
+    model: FilterModel,
+    specs: Sequence[str],
+    files: Sequence[str],
+    names: dict[int, str] | None = None,
+) -> list[tuple[str, Any]]:
     """(label, filter) pairs; a line starting with ``{`` is a JSON form, parsed strictly
     (duplicate keys refused, as the models refuse them). Raises _BadFilters, also when two
     filters have one label."""
@@ -124,8 +143,9 @@ def _read_filters(model: FilterModel, specs: Sequence[str], files: Sequence[str]
     seen: set[str] = set()
     for label, spec in _filter_sources(specs, files, names):
         if label in seen:
-            raise _BadFilters(f"{label}: two filters have this label; name them with "
-                              "--name NAME after each -f")
+            raise _BadFilters(
+                f"{label}: two filters have this label; name them with --name NAME after each -f"
+            )
         seen.add(label)
         parsed: Any = spec
         if spec.startswith("{"):
@@ -152,8 +172,7 @@ def _with_rates(model: FilterModel, path: str, base: str) -> FilterModel:
     _BadFilters when the model converts no currencies or the table cannot be used."""
     with_rates = getattr(model, "with_rates", None)
     if with_rates is None:
-        raise _BadFilters(f"--rates: model {model.name!r} converts no currencies "
-                          "(use -m concepts)")
+        raise _BadFilters(f"--rates: model {model.name!r} converts no currencies (use -m concepts)")
     if not os.path.isfile(path):
         raise _BadFilters(f"--rates: {path}: no such file")
     try:
@@ -164,13 +183,24 @@ def _with_rates(model: FilterModel, path: str, base: str) -> FilterModel:
 
 def _internal(model: FilterModel, hook: str, exc: BaseException) -> str:
     """A model hook broke the contract (raised something other than a PubsiftError)."""
-    return (f"internal error in model {model.name!r} ({hook} raised "
-            f"{type(exc).__name__}: {one_line(exc)[:300]}); this is a bug in the model")
+    return (
+        f"internal error in model {model.name!r} ({hook} raised "
+        f"{type(exc).__name__}: {one_line(exc)[:300]}); this is a bug in the model"
+    )
 
 
 #: file names read as JSON lines of events line by line, as before issue 11 (ids ``file:line``)
 _EVENT_LINES = (".jsonl", ".ndjson", ".json")
-_INPUT_OPTIONS = ("format", "split", "ns", "columns", "delimiter", "encoding", "publisher", "exclude")
+_INPUT_OPTIONS = (
+    "format",
+    "split",
+    "ns",
+    "columns",
+    "delimiter",
+    "encoding",
+    "publisher",
+    "exclude",
+)
 
 
 def _line_events(path: str, args: argparse.Namespace) -> bool:
@@ -210,8 +240,12 @@ def _pairs_option(values: Sequence[str], what: str, sep: str = "=") -> dict[str,
     return out
 
 
-def _sources(paths: Sequence[str], args: argparse.Namespace, model: str | None,
-             models: dict[str, FilterModel] | None = None) -> list["Source"]:
+def _sources(
+    paths: Sequence[str],
+    args: argparse.Namespace,
+    model: str | None,
+    models: dict[str, FilterModel] | None = None,
+) -> list[Source]:
     """The sources the command line names, checked (:func:`pubsift.adapters.reading.check`;
     raises _BadFilters or SourceError: a usage error)."""
     from pubsift.adapters import Source
@@ -219,21 +253,32 @@ def _sources(paths: Sequence[str], args: argparse.Namespace, model: str | None,
     from pubsift.adapters.reading import check
 
     if args.format is not None and args.format not in readers():
-        raise _BadFilters(f"no reader for format {args.format!r} (formats: "
-                          f"{', '.join(sorted(readers()))})")
-    columns = _pairs_option([c for v in args.columns or [] for c in v.split(",") if c],
-                            "--columns")
+        raise _BadFilters(
+            f"no reader for format {args.format!r} (formats: {', '.join(sorted(readers()))})"
+        )
+    columns = _pairs_option([c for v in args.columns or [] for c in v.split(",") if c], "--columns")
     delimiter = {"\\t": "\t", "tab": "\t"}.get(args.delimiter, args.delimiter)
     publisher = _publisher_option(args.publisher)
-    sources = [Source(p, format=args.format, model=model, split=args.split,
-                      namespaces=_pairs_option(args.ns or [], "--ns"), columns=columns,
-                      delimiter=delimiter, publisher=publisher, encoding=args.encoding,
-                      exclude=tuple(args.exclude or ())) for p in paths]
+    sources = [
+        Source(
+            p,
+            format=args.format,
+            model=model,
+            split=args.split,
+            namespaces=_pairs_option(args.ns or [], "--ns"),
+            columns=columns,
+            delimiter=delimiter,
+            publisher=publisher,
+            encoding=args.encoding,
+            exclude=tuple(args.exclude or ()),
+        )
+        for p in paths
+    ]
     check(sources, models)  # SourceError: a usage error, before anything is read
     return sources
 
 
-def _limits_option(values: Sequence[str]) -> "ReadLimits":
+def _limits_option(values: Sequence[str]) -> ReadLimits:
     """``--limit NAME=N`` (repeatable): the integer settings of ReadLimits."""
     from dataclasses import replace
 
@@ -258,7 +303,7 @@ def _publisher_option(value: str | None) -> dict[str, Any] | None:
     """``--publisher``: a JSON object, or ``@FILE`` holding one (``.toml``: a TOML table)."""
     if value is None:
         return None
-    where = "--publisher"   # the prefix of every message
+    where = "--publisher"  # the prefix of every message
     text = value
     if value.startswith("@"):
         where = f"--publisher {value[1:]}"
@@ -266,8 +311,9 @@ def _publisher_option(value: str | None) -> dict[str, Any] | None:
             with open(value[1:], "rb") as fh:
                 raw = fh.read()
         except OSError as exc:
-            raise _BadFilters(f"{where}: cannot read the file: "
-                              f"{exc.strerror or one_line(exc)}") from None
+            raise _BadFilters(
+                f"{where}: cannot read the file: {exc.strerror or one_line(exc)}"
+            ) from None
         if value.lower().endswith(".toml"):
             import tomllib
 
@@ -281,8 +327,10 @@ def _publisher_option(value: str | None) -> dict[str, Any] | None:
     except ValueError as exc:
         raise _BadFilters(f"{where}: {exc}") from None
     if not isinstance(obj, dict):
-        raise _BadFilters(f"{where}: a publisher side is a JSON object "
-                          "(concept, vocabulary, context, time_field, ignore)")
+        raise _BadFilters(
+            f"{where}: a publisher side is a JSON object "
+            "(concept, vocabulary, context, time_field, ignore)"
+        )
     return obj
 
 
@@ -290,8 +338,10 @@ def _warn_broken_readers(command: str, err: TextIO) -> None:
     from pubsift.adapters.readers import broken_readers
 
     for name, exc in sorted(broken_readers().items()):
-        err.write(f"pubsift {command}: warning: reader plug-in {name!r} ({exc.target}) is "
-                  f"broken: {exc.reason}\n")
+        err.write(
+            f"pubsift {command}: warning: reader plug-in {name!r} ({exc.target}) is "
+            f"broken: {exc.reason}\n"
+        )
 
 
 def cmd_match(args: argparse.Namespace, console: Console) -> int:
@@ -318,12 +368,15 @@ def cmd_match(args: argparse.Namespace, console: Console) -> int:
             except Exception as exc:
                 raise _BadFilters(f"{label}: {_internal(model, 'index.add', exc)}") from None
         if "-" in paths and any(getattr(args, o) for o in _INPUT_OPTIONS):
-            raise _BadFilters("standard input (-) is read as JSON lines of events; "
-                              f"--{'/--'.join(_INPUT_OPTIONS)} apply to files")
+            raise _BadFilters(
+                "standard input (-) is read as JSON lines of events; "
+                f"--{'/--'.join(_INPUT_OPTIONS)} apply to files"
+            )
         models = {model.name: model}
-        read_with = [None if _line_events(p, args) else _sources([p], args, args.model,
-                                                                  models)[0]
-                     for p in paths]
+        read_with = [
+            None if _line_events(p, args) else _sources([p], args, args.model, models)[0]
+            for p in paths
+        ]
         limits = _limits_option(args.limit or [])
     except (_BadFilters, SourceError) as exc:
         err.write(f"pubsift match: {one_line(exc)}\n")
@@ -359,8 +412,10 @@ def cmd_match(args: argparse.Namespace, console: Console) -> int:
 
             for item in read(source, limits=limits, models=models):
                 if isinstance(item, Quarantined):
-                    err.write(f"{printable(item.id)}: {item.reason}: "
-                              f"{printable(item.message)}; quarantined\n")
+                    err.write(
+                        f"{printable(item.id)}: {item.reason}: "
+                        f"{printable(item.message)}; quarantined\n"
+                    )
                     n_quarantined += 1
                 else:
                     deliver(item.id, item.event)
@@ -387,9 +442,12 @@ def cmd_match(args: argparse.Namespace, console: Console) -> int:
         except InputError as exc:
             err.write(f"pubsift match: {exc}\n")
             return 2
-    err.write(f"{n_events} events, {len(filters)} filters, {n_deliveries} matches"
-              + (f", {n_bad} bad lines skipped" if n_bad else "")
-              + (f", {n_quarantined} quarantined" if n_quarantined else "") + "\n")
+    err.write(
+        f"{n_events} events, {len(filters)} filters, {n_deliveries} matches"
+        + (f", {n_bad} bad lines skipped" if n_bad else "")
+        + (f", {n_quarantined} quarantined" if n_quarantined else "")
+        + "\n"
+    )
     return 1 if n_bad or n_quarantined else 0
 
 
@@ -409,8 +467,10 @@ class _AtomicFile:
             return
         self.path = os.path.realpath(path)
         if os.path.exists(self.path) and not os.path.isfile(self.path):
-            raise _BadFilters(f"cannot write {path}: not a regular file (a directory, a "
-                              "device or a FIFO); use - for standard output")
+            raise _BadFilters(
+                f"cannot write {path}: not a regular file (a directory, a "
+                "device or a FIFO); use - for standard output"
+            )
         folder, name = os.path.split(self.path)
         fd, self.tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=folder)
         # backslashreplace: a lone surrogate (from bytes that were not UTF-8) is written as
@@ -439,8 +499,14 @@ def _event_line(item: Any, models: dict[str, FilterModel]) -> str:
     """The JSON line of an event: model, source, position and the model's wire form."""
     model = models.get(item.model) or models.setdefault(item.model, load_model(item.model))
     wire = model.dump_event(item.event)
-    return json.dumps({"model": item.model, "source": item.source, "position": item.position,
-                       "event": wire}, ensure_ascii=False, allow_nan=False) + "\n"
+    return (
+        json.dumps(
+            {"model": item.model, "source": item.source, "position": item.position, "event": wire},
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+        + "\n"
+    )
 
 
 def cmd_convert(args: argparse.Namespace, console: Console) -> int:
@@ -462,10 +528,14 @@ def cmd_convert(args: argparse.Namespace, console: Console) -> int:
     opened: list[_AtomicFile] = []
     try:
         if quarantine == "-" or args.summary == "-":
-            raise _BadFilters("--quarantine and --summary name files (standard output "
-                              "is for --out -)")
-        names = [os.path.realpath(p) for p in (args.out, quarantine, args.summary or "")
-                 if p and p != "-"]
+            raise _BadFilters(
+                "--quarantine and --summary name files (standard output is for --out -)"
+            )
+        names = [
+            os.path.realpath(p)
+            for p in (args.out, quarantine, args.summary or "")
+            if p and p != "-"
+        ]
         if len(set(names)) != len(names):
             raise _BadFilters("--out, --quarantine and --summary name the same file")
         models: dict[str, FilterModel] = {}
@@ -491,11 +561,16 @@ def cmd_convert(args: argparse.Namespace, console: Console) -> int:
             if not isinstance(item, Quarantined):
                 try:
                     events.fh.write(_event_line(item, models))
-                except Exception as exc:  # noqa: BLE001 - a model that cannot write an event
-                    item = Quarantined(item.source, item.position, "invalid-event",
-                                       f"the model cannot write the event (dump_event: "
-                                       f"{type(exc).__name__}: {one_line(exc)[:300]})", "",
-                                       item.model)
+                except Exception as exc:
+                    item = Quarantined(
+                        item.source,
+                        item.position,
+                        "invalid-event",
+                        f"the model cannot write the event (dump_event: "
+                        f"{type(exc).__name__}: {one_line(exc)[:300]})",
+                        "",
+                        item.model,
+                    )
             if isinstance(item, Quarantined):
                 bad.fh.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
             summary.add(item)
@@ -508,14 +583,13 @@ def cmd_convert(args: argparse.Namespace, console: Console) -> int:
         for f in opened:
             f.discard()
         raise
-    _print_summary(summary, report, "standard output" if args.out == "-" else args.out,
-                   quarantine)
+    _print_summary(summary, report, "standard output" if args.out == "-" else args.out, quarantine)
     return 1 if summary.quarantined else 0
 
 
 def _beside(path: str, suffix: str) -> str:
     """``out.jsonl`` -> ``out.quarantine.jsonl`` (the suffix replaces a ``.jsonl``)."""
-    stem = path[:-len(".jsonl")] if path.lower().endswith(".jsonl") else path
+    stem = path[: -len(".jsonl")] if path.lower().endswith(".jsonl") else path
     return stem + suffix
 
 
@@ -528,11 +602,14 @@ def _print_summary(summary: Any, out: TextIO, events_path: str, quarantine_path:
     :data:`SUMMARY_SOURCES` sources, the ones with quarantined records first (most first),
     then those that gave no record, then the busiest; then how many more there are."""
     out.write("sources:\n")
-    ranked = sorted(summary.sources.items(),
-                    key=lambda sc: (-sc[1].quarantined, sc[1].read != 0, -sc[1].read))
+    ranked = sorted(
+        summary.sources.items(), key=lambda sc: (-sc[1].quarantined, sc[1].read != 0, -sc[1].read)
+    )
     for source, c in ranked[:SUMMARY_SOURCES]:
-        out.write(f"  {printable(source)}: {c.read} read, {c.events} events, "
-                  f"{c.quarantined} quarantined\n")
+        out.write(
+            f"  {printable(source)}: {c.read} read, {c.events} events, "
+            f"{c.quarantined} quarantined\n"
+        )
     if len(ranked) > SUMMARY_SOURCES:
         out.write(f"  … and {len(ranked) - SUMMARY_SOURCES} more sources\n")
     if summary.reasons:
@@ -540,9 +617,12 @@ def _print_summary(summary: Any, out: TextIO, events_path: str, quarantine_path:
         for reason, n in sorted(summary.reasons.items()):
             out.write(f"  {reason}: {n}\n")
     empty = sum(1 for c in summary.sources.values() if not c.read)
-    out.write(f"total: {summary.read} read, {summary.events} events -> {events_path}, "
-              f"{summary.quarantined} quarantined -> {quarantine_path}"
-              + (f"; {empty} inputs gave no record" if empty else "") + "\n")
+    out.write(
+        f"total: {summary.read} read, {summary.events} events -> {events_path}, "
+        f"{summary.quarantined} quarantined -> {quarantine_path}"
+        + (f"; {empty} inputs gave no record" if empty else "")
+        + "\n"
+    )
 
 
 def cmd_readers(args: argparse.Namespace, console: Console) -> int:
@@ -550,17 +630,23 @@ def cmd_readers(args: argparse.Namespace, console: Console) -> int:
     from pubsift.adapters.readers import broken_readers, readers
 
     out = console.file
-    rows = [{"name": name, "extensions": list(r.extensions), "model": r.default_model,
-             "status": "ok"} for name, r in sorted(readers().items())]
+    rows = [
+        {"name": name, "extensions": list(r.extensions), "model": r.default_model, "status": "ok"}
+        for name, r in sorted(readers().items())
+    ]
     broken = broken_readers()
-    rows += [{"name": name, "extensions": [], "model": "", "status": f"BROKEN: {exc.reason}"}
-             for name, exc in sorted(broken.items())]
+    rows += [
+        {"name": name, "extensions": [], "model": "", "status": f"BROKEN: {exc.reason}"}
+        for name, exc in sorted(broken.items())
+    ]
     if args.json:
         out.write(json.dumps(rows, indent=2) + "\n")
     else:
         for r in rows:
-            out.write(f"{r['name']}: {' '.join(r['extensions']) or '-'} -> "
-                      f"{r['model'] or '-'} ({r['status']})\n")
+            out.write(
+                f"{r['name']}: {' '.join(r['extensions']) or '-'} -> "
+                f"{r['model'] or '-'} ({r['status']})\n"
+            )
     return 1 if broken else 0
 
 
@@ -583,34 +669,62 @@ def input_options(p: argparse.ArgumentParser, format_option: str = "--format") -
     """The source settings of ``match``, ``convert``, ``ingest`` and ``route``; the files'
     format is ``format_option`` (``route --input-format``: its ``--format`` is the
     output's)."""
-    p.add_argument(format_option, dest="format",
-                   help="the files' format (default: from name and content)")
+    p.add_argument(
+        format_option, dest="format", help="the files' format (default: from name and content)"
+    )
     p.add_argument("--split", metavar="ELEMENT", help="XML element each event is split on")
-    p.add_argument("--ns", action="append", metavar="PREFIX=URI",
-                   help="a namespace prefix used by --split (repeatable)")
-    p.add_argument("--columns", action="append", metavar="COL=TYPE,...",
-                   help="declared CSV column types: int, float, bool, str")
+    p.add_argument(
+        "--ns",
+        action="append",
+        metavar="PREFIX=URI",
+        help="a namespace prefix used by --split (repeatable)",
+    )
+    p.add_argument(
+        "--columns",
+        action="append",
+        metavar="COL=TYPE,...",
+        help="declared CSV column types: int, float, bool, str",
+    )
     p.add_argument("--delimiter", help="the CSV delimiter (default: sniffed; tab: \\t)")
-    p.add_argument("--encoding", help="text encoding of CSV and JSON-lines files (default: "
-                   "UTF-8, or what a byte-order mark says)")
-    p.add_argument("--exclude", action="append", metavar="GLOB",
-                   help="files not to read nor count, matched against the path inside the "
-                        "directory or archive and the file name (repeatable): '*.md'")
-    p.add_argument("--limit", action="append", metavar="NAME=N",
-                   help="a read limit (repeatable): max_members, max_total_bytes, "
-                        "max_ratio, ratio_floor, max_nesting, max_record_bytes, "
-                        "stream_above")
-    p.add_argument("--publisher", metavar="JSON|@FILE",
-                   help="the concepts publisher side (concept, vocabulary, context, "
-                        "time_field, ignore) as a JSON object, or @FILE of JSON or TOML; "
-                        "makes the records semantic objects")
+    p.add_argument(
+        "--encoding",
+        help="text encoding of CSV and JSON-lines files (default: "
+        "UTF-8, or what a byte-order mark says)",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        metavar="GLOB",
+        help="files not to read nor count, matched against the path inside the "
+        "directory or archive and the file name (repeatable): '*.md'",
+    )
+    p.add_argument(
+        "--limit",
+        action="append",
+        metavar="NAME=N",
+        help="a read limit (repeatable): max_members, max_total_bytes, "
+        "max_ratio, ratio_floor, max_nesting, max_record_bytes, "
+        "stream_above",
+    )
+    p.add_argument(
+        "--publisher",
+        metavar="JSON|@FILE",
+        help="the concepts publisher side (concept, vocabulary, context, "
+        "time_field, ignore) as a JSON object, or @FILE of JSON or TOML; "
+        "makes the records semantic objects",
+    )
 
 
 class _FilterName(argparse.Action):
     """``--name NAME``: the label of the ``-f FILTER`` given just before it."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         specs = namespace.filter or []
         names = dict(getattr(namespace, self.dest) or {})
         if not specs or len(specs) - 1 in names:
@@ -630,49 +744,89 @@ def _readers_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _match_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("events", nargs="*", help="JSON-lines files of events (ids file:line), "
-                   "or files, directories, globs and archives the readers know (ids "
-                   "source#position); default: JSON lines on stdin")
+    p.add_argument(
+        "events",
+        nargs="*",
+        help="JSON-lines files of events (ids file:line), "
+        "or files, directories, globs and archives the readers know (ids "
+        "source#position); default: JSON lines on stdin",
+    )
     p.add_argument("-m", "--model", default="records", help="filter model (default: records)")
-    p.add_argument("-f", "--filter", action="append",
-                   help="a filter (text or JSON form), labelled by its text in the output")
-    p.add_argument("--name", action=_FilterName, dest="names", default=None,
-                   help="the label of the -f FILTER just before it (default: its text)")
-    p.add_argument("--filters", action="append", help="a file of filters, one per line "
-                   "(labelled FILE:LINE)")
+    p.add_argument(
+        "-f",
+        "--filter",
+        action="append",
+        help="a filter (text or JSON form), labelled by its text in the output",
+    )
+    p.add_argument(
+        "--name",
+        action=_FilterName,
+        dest="names",
+        default=None,
+        help="the label of the -f FILTER just before it (default: its text)",
+    )
+    p.add_argument(
+        "--filters", action="append", help="a file of filters, one per line (labelled FILE:LINE)"
+    )
     p.add_argument("--all", action="store_true", help="also print events with no match")
-    p.add_argument("--rates", metavar="FILE.csv",
-                   help="dated exchange rates for the concepts model: CSV rows "
-                        "currency,rate,valid_from,valid_to (rate units of the currency per "
-                        "one --rates-base; ISO dates, empty = unbounded)")
-    p.add_argument("--rates-base", default="USD", metavar="CUR",
-                   help="the currency the --rates are quoted against (default USD)")
+    p.add_argument(
+        "--rates",
+        metavar="FILE.csv",
+        help="dated exchange rates for the concepts model: CSV rows "
+        "currency,rate,valid_from,valid_to (rate units of the currency per "
+        "one --rates-base; ISO dates, empty = unbounded)",
+    )
+    p.add_argument(
+        "--rates-base",
+        default="USD",
+        metavar="CUR",
+        help="the currency the --rates are quoted against (default USD)",
+    )
     input_options(p)
     p.set_defaults(func=cmd_match)
 
 
 def _convert_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="files, directories, glob patterns, archives")
-    p.add_argument("-m", "--model", default=None,
-                   help="filter model of the events (default: each reader's own)")
-    p.add_argument("--out", required=True, metavar="FILE.jsonl",
-                   help="events, one JSON line each: model, source, position, event "
-                        "(- : standard output, then --quarantine is needed)")
-    p.add_argument("--quarantine", metavar="FILE",
-                   help="quarantine records (default: FILE.quarantine.jsonl beside --out)")
-    p.add_argument("--summary", metavar="FILE.json",
-                   help="the full counts per source and reason as JSON (the printed "
-                        f"summary lists at most {SUMMARY_SOURCES} sources)")
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="files, directories, glob patterns, archives"
+    )
+    p.add_argument(
+        "-m",
+        "--model",
+        default=None,
+        help="filter model of the events (default: each reader's own)",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="FILE.jsonl",
+        help="events, one JSON line each: model, source, position, event "
+        "(- : standard output, then --quarantine is needed)",
+    )
+    p.add_argument(
+        "--quarantine",
+        metavar="FILE",
+        help="quarantine records (default: FILE.quarantine.jsonl beside --out)",
+    )
+    p.add_argument(
+        "--summary",
+        metavar="FILE.json",
+        help="the full counts per source and reason as JSON (the printed "
+        f"summary lists at most {SUMMARY_SOURCES} sources)",
+    )
     input_options(p)
     p.set_defaults(func=cmd_convert)
 
 
 def _demo_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data", default=None, metavar="DIR",
-                   help=f"the shared data folder: read the full year of quotes from "
-                        f"DIR/quotes (default: ${DATA_ENV} if set, else the bundled sample, "
-                        f"examples/sample/quotes)")
+    p.add_argument(
+        "--data",
+        default=None,
+        metavar="DIR",
+        help=f"the shared data folder: read the full year of quotes from "
+        f"DIR/quotes (default: ${DATA_ENV} if set, else the bundled sample, "
+        f"examples/sample/quotes)",
+    )
     p.set_defaults(func=cmd_demo)
 
 
@@ -689,20 +843,31 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("list installed filter models", f"{__name__}:_models_arguments"),
     "readers": ("list installed file readers", f"{__name__}:_readers_arguments"),
     "match": ("match events against filters", f"{__name__}:_match_arguments"),
-    "convert": ("read files into events (JSON lines) and a quarantine file",
-                f"{__name__}:_convert_arguments"),
-    "ingest": ("convert files and archives into an event store (Spark)",
-               "pubsift.adapters.spark.cli:add_ingest_arguments"),
-    "route": ("route files or an event store to subscribers (Spark)",
-              "pubsift.adapters.spark.cli:add_route_arguments"),
+    "convert": (
+        "read files into events (JSON lines) and a quarantine file",
+        f"{__name__}:_convert_arguments",
+    ),
+    "ingest": (
+        "convert files and archives into an event store (Spark)",
+        "pubsift.adapters.spark.cli:add_ingest_arguments",
+    ),
+    "route": (
+        "route files or an event store to subscribers (Spark)",
+        "pubsift.adapters.spark.cli:add_route_arguments",
+    ),
     "experiment": ("reproduce the seeds' experiments", f"{__name__}:_experiment_arguments"),
-    "demo": ("the quote demo: S&P 500 quotes through the records index",
-             f"{__name__}:_demo_arguments"),
+    "demo": (
+        "the quote demo: S&P 500 quotes through the records index",
+        f"{__name__}:_demo_arguments",
+    ),
 }
 #: ``pubsift experiment NAME``, the same way.
 EXPERIMENTS: dict[str, tuple[str, str]] = {
-    "rebeca": ("reproduce Mühl's routing experiments (routing-table sizes, filter-forwarding "
-               "overhead, locality)", "pubsift.experiments.rebeca_cli:add_arguments"),
+    "rebeca": (
+        "reproduce Mühl's routing experiments (routing-table sizes, filter-forwarding "
+        "overhead, locality)",
+        "pubsift.experiments.rebeca_cli:add_arguments",
+    ),
 }
 
 
@@ -719,8 +884,13 @@ class _LazySubcommands(argparse._SubParsersAction):
         self._pending[name] = target
         return self.add_parser(name, help=text, description=text)
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         target = self._pending.pop(values[0], None)
         if target is not None:
             import importlib

@@ -6,6 +6,7 @@ reported with its file and line number and the rest is still read. JSON is parse
 a duplicate key, ``NaN``/``Infinity``, an integer beyond Python's digit limit or a nesting
 too deep for the parser is an error, as it is when the models parse JSON themselves.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,9 @@ def _decode(raw: bytes) -> tuple[str | None, str]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, (f"not UTF-8 text (invalid byte 0x{raw[exc.start]:02x} at column "
-                      f"{exc.start + 1})")
+        return None, (
+            f"not UTF-8 text (invalid byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+        )
     if "\x00" in text:
         return None, f"binary data (a NUL byte at column {text.index(chr(0)) + 1})"
     return text, ""
@@ -59,8 +61,9 @@ def read_lines(path: str, what: str) -> Iterator[Line]:
         else:
             stream = open(path, "rb")
     except OSError as exc:
-        raise InputError(f"{name}: cannot read the {what} file: "
-                         f"{exc.strerror or one_line(exc)}") from None
+        raise InputError(
+            f"{name}: cannot read the {what} file: {exc.strerror or one_line(exc)}"
+        ) from None
     n = 0
     try:
         for n, raw in enumerate(stream, 1):
@@ -70,8 +73,9 @@ def read_lines(path: str, what: str) -> Iterator[Line]:
             elif text.strip():
                 yield Line(f"{name}:{n}", text)
     except OSError as exc:
-        raise InputError(f"{name}:{n + 1}: cannot read the {what} file: "
-                         f"{exc.strerror or one_line(exc)}") from None
+        raise InputError(
+            f"{name}:{n + 1}: cannot read the {what} file: {exc.strerror or one_line(exc)}"
+        ) from None
     finally:
         if path != STDIN:
             stream.close()
@@ -114,7 +118,8 @@ def strict_json(text: str) -> Any:
     except _Duplicate as exc:
         raise JsonError(f"invalid JSON: {exc}") from None
     except ValueError:  # an integer beyond the digit limit (Python's message advises a call)
-        raise JsonError(f"invalid JSON: an integer of more than "
-                        f"{sys.get_int_max_str_digits():,} digits") from None
+        raise JsonError(
+            f"invalid JSON: an integer of more than {sys.get_int_max_str_digits():,} digits"
+        ) from None
     except RecursionError:
         raise JsonError("invalid JSON: nested too deeply") from None

@@ -3,6 +3,7 @@
 Every error says *what* was wrong and *where*, so that a caller can report it and carry on
 with the rest of its work (DESIGN.md §3: bad input gets a clear error and loses nothing).
 """
+
 from __future__ import annotations
 
 import re
@@ -31,8 +32,13 @@ class FilterSyntaxError(PubsiftError, ValueError):
     form, where ``path`` names the offending member instead).
     """
 
-    def __init__(self, message: str, text: str | None = None, position: int | None = None,
-                 path: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        text: str | None = None,
+        position: int | None = None,
+        path: str | None = None,
+    ) -> None:
         self.message = message
         self.text = text
         self.position = position
@@ -68,7 +74,9 @@ class FilterSyntaxError(PubsiftError, ValueError):
             before = "…" if start > line_start else ""
             after = "…" if end < line_end else ""
             excerpt = printable(self.text[start:end])
-            head += f"\n  {before}{excerpt}{after}\n  {' ' * (len(before) + self.position - start)}^"
+            head += (
+                f"\n  {before}{excerpt}{after}\n  {' ' * (len(before) + self.position - start)}^"
+            )
         return printable(head)
 
 
@@ -89,8 +97,10 @@ class UnknownModelError(PubsiftError, LookupError):
         self.name = name
         self.available = sorted(available or [])
         known = ", ".join(self.available) or "none"
-        super().__init__(f"no filter model named {name!r} is installed (installed: {known}); "
-                         f"models register under the entry-point group 'pubsift.models'")
+        super().__init__(
+            f"no filter model named {name!r} is installed (installed: {known}); "
+            f"models register under the entry-point group 'pubsift.models'"
+        )
 
 
 class PluginError(PubsiftError, ImportError):

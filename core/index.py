@@ -3,6 +3,7 @@
 It lets a new model route on day one; built-in models ship faster indexes whose answers
 must equal this one's (the conformance kit checks that).
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator

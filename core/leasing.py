@@ -7,6 +7,7 @@ lease period π and dropped when its lease runs out. Leases must survive the ren
 along the longest path (3.21): π > ρ + d(δmax − δmin). From an arbitrary state the system
 then delivers correctly within ΔT = δmax + d(δmax − δmin) + π (3.22).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ class LeaseTimingError(PubsiftError, ValueError):
 @dataclass(frozen=True)
 class Leasing:
     """Lease period π and refresh period ρ."""
+
     period: float
     refresh: float
 
@@ -29,7 +31,8 @@ class Leasing:
         if self.refresh <= 0 or self.period <= 0 or not 0 <= delay_min <= delay_max:
             raise LeaseTimingError(
                 f"leasing needs π > 0, ρ > 0 and 0 ≤ δmin ≤ δmax (got π={self.period}, "
-                f"ρ={self.refresh}, δ in [{delay_min}, {delay_max}])")
+                f"ρ={self.refresh}, δ in [{delay_min}, {delay_max}])"
+            )
         need = self.refresh + diameter * (delay_max - delay_min)
         if not self.period > need:
             raise LeaseTimingError(
@@ -37,7 +40,8 @@ class Leasing:
                 f"network diameter d={diameter} and link delays in [{delay_min}, {delay_max}], "
                 f"a renewal can reach the far end of the longest path up to "
                 f"ρ + d(δmax − δmin) = {need:g} after the previous one, so entries would expire "
-                f"before they are renewed; choose π > {need:g} (Mühl 3.21) or a shorter ρ")
+                f"before they are renewed; choose π > {need:g} (Mühl 3.21) or a shorter ρ"
+            )
 
     def stabilization_time(self, diameter: int, delay_min: float, delay_max: float) -> float:
         """ΔT = δmax + d(δmax − δmin) + π (3.22)."""

@@ -14,6 +14,7 @@ filter with the client that issued it.
 :func:`to_wire` / :func:`from_wire` give the JSON-safe forms the networked runtime sends,
 built on the models' own ``dump_*``/``load_*`` hooks.
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
@@ -32,6 +33,7 @@ Routed = tuple[Filter, Hashable]
 @dataclass(frozen=True, slots=True)
 class Sub:
     """sub(X, F): client ``client`` subscribes to ``filter`` of model ``model``."""
+
     client: str
     model: str
     filter: Filter
@@ -40,6 +42,7 @@ class Sub:
 @dataclass(frozen=True, slots=True)
 class Unsub:
     """unsub(X, F)."""
+
     client: str
     model: str
     filter: Filter
@@ -48,6 +51,7 @@ class Unsub:
 @dataclass(frozen=True, slots=True)
 class Adv:
     """adv(X, F): client ``client`` intends to publish notifications matching ``filter``."""
+
     client: str
     model: str
     filter: Filter
@@ -56,6 +60,7 @@ class Adv:
 @dataclass(frozen=True, slots=True)
 class Unadv:
     """unadv(X, F)."""
+
     client: str
     model: str
     filter: Filter
@@ -65,6 +70,7 @@ class Unadv:
 class Pub:
     """pub(X, n). ``pub_id`` makes the notification unique (Mühl §2.2: each notification is
     published once)."""
+
     client: str
     model: str
     event: Event
@@ -74,6 +80,7 @@ class Pub:
 @dataclass(frozen=True, slots=True)
 class Notify:
     """notify(Y, n): the broker delivers notification ``pub_id`` to its client ``client``."""
+
     client: str
     model: str
     event: Event
@@ -83,6 +90,7 @@ class Notify:
 @dataclass(frozen=True, slots=True)
 class Forward:
     """forward(n) between neighbour brokers."""
+
     model: str
     event: Event
     pub_id: Hashable
@@ -91,6 +99,7 @@ class Forward:
 @dataclass(frozen=True, slots=True)
 class Admin:
     """admin(S, U) between neighbour brokers; ``level`` says which table it updates."""
+
     model: str
     level: Level
     subs: tuple[Routed, ...]
@@ -100,8 +109,9 @@ class Admin:
 BrokerMessage = Union[Forward, Admin]
 Message = Union[Sub, Unsub, Adv, Unadv, Pub, Notify, Forward, Admin]
 
-_KINDS: dict[str, type] = {c.__name__.lower(): c for c in (Sub, Unsub, Adv, Unadv, Pub, Notify,
-                                                            Forward, Admin)}
+_KINDS: dict[str, type] = {
+    c.__name__.lower(): c for c in (Sub, Unsub, Adv, Unadv, Pub, Notify, Forward, Admin)
+}
 
 
 def to_wire(msg: Message, models: Mapping[str, FilterModel]) -> JSON:
@@ -109,17 +119,34 @@ def to_wire(msg: Message, models: Mapping[str, FilterModel]) -> JSON:
     model = models[msg.model]
     kind = type(msg).__name__.lower()
     if isinstance(msg, (Sub, Unsub, Adv, Unadv)):
-        return {"kind": kind, "client": msg.client, "model": msg.model,
-                "filter": model.dump_filter(msg.filter)}
+        return {
+            "kind": kind,
+            "client": msg.client,
+            "model": msg.model,
+            "filter": model.dump_filter(msg.filter),
+        }
     if isinstance(msg, (Pub, Notify)):
-        return {"kind": kind, "client": msg.client, "model": msg.model,
-                "event": model.dump_event(msg.event), "pub_id": msg.pub_id}
+        return {
+            "kind": kind,
+            "client": msg.client,
+            "model": msg.model,
+            "event": model.dump_event(msg.event),
+            "pub_id": msg.pub_id,
+        }
     if isinstance(msg, Forward):
-        return {"kind": kind, "model": msg.model, "event": model.dump_event(msg.event),
-                "pub_id": msg.pub_id}
-    return {"kind": kind, "model": msg.model, "level": msg.level,
-            "subs": [[model.dump_filter(f), t] for f, t in msg.subs],
-            "unsubs": [[model.dump_filter(f), t] for f, t in msg.unsubs]}
+        return {
+            "kind": kind,
+            "model": msg.model,
+            "event": model.dump_event(msg.event),
+            "pub_id": msg.pub_id,
+        }
+    return {
+        "kind": kind,
+        "model": msg.model,
+        "level": msg.level,
+        "subs": [[model.dump_filter(f), t] for f, t in msg.subs],
+        "unsubs": [[model.dump_filter(f), t] for f, t in msg.unsubs],
+    }
 
 
 def from_wire(obj: Mapping[str, Any], models: Mapping[str, FilterModel]) -> Message:
@@ -138,9 +165,12 @@ def from_wire(obj: Mapping[str, Any], models: Mapping[str, FilterModel]) -> Mess
         return Forward(obj["model"], model.load_event(obj["event"]), obj["pub_id"])
     if obj.get("level") not in ("S", "A"):
         raise ValueError(f"malformed admin message: level {obj.get('level')!r} is not 'S' or 'A'")
-    return Admin(obj["model"], obj["level"],
-                 tuple((model.load_filter(f), _tag(t)) for f, t in obj["subs"]),
-                 tuple((model.load_filter(f), _tag(t)) for f, t in obj["unsubs"]))
+    return Admin(
+        obj["model"],
+        obj["level"],
+        tuple((model.load_filter(f), _tag(t)) for f, t in obj["subs"]),
+        tuple((model.load_filter(f), _tag(t)) for f, t in obj["unsubs"]),
+    )
 
 
 def _tag(t: Any) -> Hashable:

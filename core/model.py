@@ -16,6 +16,7 @@ overlaps      N(f) ∩ N(g) ≠ ∅                   may say True when unsure, 
 merge         f' with N(f') ⊇ ∪N(fs)            perfect=True: N(f') = ∪N(fs) exactly, or None
 ============  ===============================  ============================================
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -115,7 +116,7 @@ class FilterModel(ABC):
         """Inverse of :meth:`dump_event`."""
 
     # -- indexing ---------------------------------------------------------------------
-    def new_index(self) -> "FilterIndex[Any]":
+    def new_index(self) -> FilterIndex[Any]:
         """A fresh :class:`FilterIndex` for routing tables. Default: linear scan."""
         from pubsift.core.index import LinearIndex
 

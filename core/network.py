@@ -20,6 +20,7 @@ Typical use::
     quotes.advertise("records", f_all); alice.subscribe("records", f_ibm)
     net.run_until_quiet(); quotes.publish("records", event); net.run_until_quiet()
 """
+
 from __future__ import annotations
 
 import heapq
@@ -31,8 +32,17 @@ from typing import Any
 
 from pubsift.core.broker import Broker
 from pubsift.core.leasing import Leasing
-from pubsift.core.messages import (Adv, BrokerMessage, Forward, Message, Notify, Pub, Sub, Unadv,
-                                   Unsub)
+from pubsift.core.messages import (
+    Adv,
+    BrokerMessage,
+    Forward,
+    Message,
+    Notify,
+    Pub,
+    Sub,
+    Unadv,
+    Unsub,
+)
 from pubsift.core.model import Event, Filter, FilterModel
 from pubsift.core.strategies import StrategyFactory
 from pubsift.core.topology import Topology
@@ -42,6 +52,7 @@ from pubsift.core.topology import Topology
 class TraceOp:
     """One interface operation (or a ``quiet`` marker) at simulated ``time``. ``kind`` is
     sub, unsub, adv, unadv, renew-sub, renew-adv, pub, notify or quiet."""
+
     time: float
     kind: str
     client: str | None = None
@@ -54,6 +65,7 @@ class TraceOp:
 @dataclass(frozen=True)
 class Counters:
     """Network-wide totals (see :meth:`Network.snapshot`)."""
+
     admin_sent: int
     admin_processed: int
     forwards: int
@@ -62,7 +74,7 @@ class Counters:
     remote_entries: int
     useless_forwards: int
 
-    def __sub__(self, other: "Counters") -> "Counters":
+    def __sub__(self, other: Counters) -> Counters:
         return Counters(*(a - b for a, b in zip(astuple(self), astuple(other))))
 
 
@@ -76,7 +88,7 @@ class _Discard(list):
 class Client:
     """A client attached to one broker; its operations are the interface of Table 2.1."""
 
-    def __init__(self, net: "Network", name: str, broker: str) -> None:
+    def __init__(self, net: Network, name: str, broker: str) -> None:
         self.net, self.name, self.broker = net, name, broker
         self.subscriptions: dict[tuple[str, Filter], None] = {}
         self.advertisements: dict[tuple[str, Filter], None] = {}
@@ -102,25 +114,34 @@ class Client:
         """Publish ``event``; returns its unique publication id."""
         pid = self.net._next_pub
         self.net._next_pub += 1
-        self.net.trace.append(TraceOp(self.net.now, "pub", self.name, model, event=event, pub_id=pid))
+        self.net.trace.append(
+            TraceOp(self.net.now, "pub", self.name, model, event=event, pub_id=pid)
+        )
         self.net._to_broker(self, Pub(self.name, model, event, pid))
         return pid
 
     def renew(self) -> None:
         """Issue every active subscription and advertisement again (§3.7.2)."""
-        for (model, f) in list(self.subscriptions):
+        for model, f in list(self.subscriptions):
             self.net._op("renew-sub", self, model, f, Sub(self.name, model, f))
-        for (model, f) in list(self.advertisements):
+        for model, f in list(self.advertisements):
             self.net._op("renew-adv", self, model, f, Adv(self.name, model, f))
 
 
 class Network:
     """Brokers on the ``topology``, all running ``strategy`` for every model in ``models``."""
 
-    def __init__(self, topology: Topology, models: Sequence[FilterModel] | Mapping[str, FilterModel],
-                 strategy: str | StrategyFactory = "covering", advertisements: bool = False,
-                 seed: int = 0, delay: tuple[float, float] = (1.0, 2.0),
-                 leasing: Leasing | None = None, record: bool = True) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        models: Sequence[FilterModel] | Mapping[str, FilterModel],
+        strategy: str | StrategyFactory = "covering",
+        advertisements: bool = False,
+        seed: int = 0,
+        delay: tuple[float, float] = (1.0, 2.0),
+        leasing: Leasing | None = None,
+        record: bool = True,
+    ) -> None:
         self.topology = topology
         self.models = dict(models) if isinstance(models, Mapping) else {m.name: m for m in models}
         self.advertisements = advertisements
@@ -132,9 +153,17 @@ class Network:
         self.rng = random.Random(seed)
         self.now = 0.0
         self.brokers: dict[str, Broker] = {
-            b: Broker(b, self.models, strategy, self, advertisements,
-                      leasing.period if leasing else None, self._clock)
-            for b in topology.brokers}
+            b: Broker(
+                b,
+                self.models,
+                strategy,
+                self,
+                advertisements,
+                leasing.period if leasing else None,
+                self._clock,
+            )
+            for b in topology.brokers
+        }
         for a, b in topology.edges:
             self.brokers[a].connect(b)
             self.brokers[b].connect(a)
@@ -163,7 +192,7 @@ class Network:
         c = Client(self, name, broker)
         self.clients[name] = c
         self.brokers[broker].attach(name)
-        if self.leasing is not None:      # renewal rounds of all clients start together
+        if self.leasing is not None:  # renewal rounds of all clients start together
             self._push(self.now + self.rng.uniform(0, self.leasing.refresh / 10), "renew", name)
         return c
 
@@ -190,8 +219,9 @@ class Network:
         self._push(t, "msg", (broker, neighbour, msg))
 
     def deliver(self, broker: str, msg: Notify) -> None:
-        self.trace.append(TraceOp(self.now, "notify", msg.client, msg.model, event=msg.event,
-                                  pub_id=msg.pub_id))
+        self.trace.append(
+            TraceOp(self.now, "notify", msg.client, msg.model, event=msg.event, pub_id=msg.pub_id)
+        )
         self.clients[msg.client].received.append(msg.pub_id)
         self.delivered += 1
 
@@ -272,13 +302,18 @@ class Network:
     def total_forwards(self) -> int:
         return sum(self.forwards.values())
 
-    def snapshot(self) -> "Counters":
+    def snapshot(self) -> Counters:
         """Totals of every counter now (subtract two snapshots to measure a phase)."""
         sizes = self.table_sizes()
-        return Counters(self.total_admin(), sum(self.admin_processed().values()),
-                        self.total_forwards(), self.delivered,
-                        sum(lo for lo, _ in sizes.values()), sum(r for _, r in sizes.values()),
-                        self.useless_forwards())
+        return Counters(
+            self.total_admin(),
+            sum(self.admin_processed().values()),
+            self.total_forwards(),
+            self.delivered,
+            sum(lo for lo, _ in sizes.values()),
+            sum(r for _, r in sizes.values()),
+            self.useless_forwards(),
+        )
 
     def useless_forwards(self) -> int:
         """Notifications a broker received and neither delivered nor forwarded."""

@@ -18,6 +18,7 @@ specification variables S_X (active subscriptions), A_X (active advertisements) 
 Matching is the models' ``matches`` hook, evaluated by brute force: the oracle shares no
 code with the routing tables or the indexes.
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
@@ -28,7 +29,7 @@ from pubsift.core.model import Event, Filter, FilterModel
 
 @dataclass(frozen=True)
 class Violation:
-    kind: str                 # duplicate, unpublished, unsubscribed, unadvertised, missing, extra
+    kind: str  # duplicate, unpublished, unsubscribed, unadvertised, missing, extra
     pub_id: Hashable
     client: str
     detail: str = ""
@@ -50,8 +51,8 @@ class _Publication:
 @dataclass
 class Verdict:
     violations: list[Violation]
-    settled: int          # publications whose delivery set was checked exactly
-    unsettled: int        # publications only checked for safety
+    settled: int  # publications whose delivery set was checked exactly
+    unsettled: int  # publications only checked for safety
     deliveries: int
     settled_ids: frozenset = frozenset()
 
@@ -60,13 +61,19 @@ class Verdict:
         return not self.violations
 
     def __str__(self) -> str:
-        head = (f"{len(self.violations)} violation(s); {self.settled} settled and "
-                f"{self.unsettled} unsettled publications, {self.deliveries} deliveries")
+        head = (
+            f"{len(self.violations)} violation(s); {self.settled} settled and "
+            f"{self.unsettled} unsettled publications, {self.deliveries} deliveries"
+        )
         return "\n".join([head] + [f"  {v}" for v in self.violations[:20]])
 
 
-def check(trace: Iterable, models: Mapping[str, FilterModel], advertisements: bool = False,
-          since: float | None = None) -> Verdict:
+def check(
+    trace: Iterable,
+    models: Mapping[str, FilterModel],
+    advertisements: bool = False,
+    since: float | None = None,
+) -> Verdict:
     """Check ``trace`` against Def. 2.1 (Def. 2.4 if ``advertisements``). With ``since``,
     only publications made at or after that time are judged (self-stabilization: Def. 2.3
     demands safety only eventually)."""
@@ -102,12 +109,17 @@ def check(trace: Iterable, models: Mapping[str, FilterModel], advertisements: bo
                 p.closed = True
             open_pubs = []
         elif k == "pub":
-            advertised = (not advertisements
-                          or matching(advs.get(op.client, set()), op.model, op.event))
-            expected = ({y for y, fs in subs.items() if matching(fs, op.model, op.event)}
-                        if advertised else set())
-            p = _Publication(op.client, op.model, op.event, op.time, advertised, expected,
-                             settled=not changed)
+            advertised = not advertisements or matching(
+                advs.get(op.client, set()), op.model, op.event
+            )
+            expected = (
+                {y for y, fs in subs.items() if matching(fs, op.model, op.event)}
+                if advertised
+                else set()
+            )
+            p = _Publication(
+                op.client, op.model, op.event, op.time, advertised, expected, settled=not changed
+            )
             pubs[op.pub_id] = p
             open_pubs.append(p)
         elif k == "notify":
@@ -122,11 +134,23 @@ def check(trace: Iterable, models: Mapping[str, FilterModel], advertisements: bo
                 violations.append(Violation("duplicate", op.pub_id, op.client))
             p.delivered.append(op.client)
             if not matching(subs.get(op.client, set()), p.model, p.event):
-                violations.append(Violation("unsubscribed", op.pub_id, op.client,
-                                            f"no active subscription matches {p.event!r}"))
+                violations.append(
+                    Violation(
+                        "unsubscribed",
+                        op.pub_id,
+                        op.client,
+                        f"no active subscription matches {p.event!r}",
+                    )
+                )
             if not p.advertised:
-                violations.append(Violation("unadvertised", op.pub_id, op.client,
-                                            f"{p.publisher} advertised nothing matching {p.event!r}"))
+                violations.append(
+                    Violation(
+                        "unadvertised",
+                        op.pub_id,
+                        op.client,
+                        f"{p.publisher} advertised nothing matching {p.event!r}",
+                    )
+                )
     settled = unsettled = 0
     settled_ids = set()
     for pid, p in pubs.items():

@@ -4,10 +4,11 @@ Built-in models register the same way a third party does (pyproject
 ``[project.entry-points."pubsift.models"]``). A broken plug-in is reported with a clear
 :class:`~pubsift.core.errors.PluginError` and does not hide the others.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 
 from pubsift.core.errors import PluginError, UnknownModelError
@@ -38,23 +39,29 @@ def installed_models() -> list[ModelInfo]:
     infos = []
     for name, ep in sorted(_entry_points().items()):
         dist = ep.dist
-        infos.append(ModelInfo(name, ep.value, dist.name if dist else None,
-                               dist.version if dist else None))
+        infos.append(
+            ModelInfo(name, ep.value, dist.name if dist else None, dist.version if dist else None)
+        )
     return infos
 
 
 def _instantiate(name: str, ep: EntryPoint) -> FilterModel:
     try:
         obj = ep.load()
-    except Exception as exc:  # noqa: BLE001 - any import failure makes the plug-in broken
-        raise PluginError(name, ep.value, f"cannot be imported: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:
+        raise PluginError(
+            name, ep.value, f"cannot be imported: {type(exc).__name__}: {exc}"
+        ) from exc
     try:
         model = obj() if isinstance(obj, type) else obj
-    except Exception as exc:  # noqa: BLE001
-        raise PluginError(name, ep.value, f"cannot be instantiated: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:
+        raise PluginError(
+            name, ep.value, f"cannot be instantiated: {type(exc).__name__}: {exc}"
+        ) from exc
     if not isinstance(model, FilterModel):
-        raise PluginError(name, ep.value,
-                          f"is a {type(model).__name__}, not a pubsift.core.FilterModel")
+        raise PluginError(
+            name, ep.value, f"is a {type(model).__name__}, not a pubsift.core.FilterModel"
+        )
     if not model.name:
         model.name = name
     elif model.name != name:
@@ -62,7 +69,7 @@ def _instantiate(name: str, ep: EntryPoint) -> FilterModel:
     return model
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_model(name: str) -> FilterModel:
     """The installed model registered as ``name`` (one shared instance per name)."""
     eps = _entry_points()

@@ -23,6 +23,7 @@ With leasing (§3.7.2) every entry has an expiry time; adding a present entry re
 :func:`lease_expired` is the one test of a lease running out, :func:`entry_key` the one
 deterministic order of entries (destination, then the filter's ``repr``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator
@@ -34,6 +35,7 @@ from pubsift.core.model import Event, Filter, FilterModel
 
 class Entry(NamedTuple):
     """A routing entry (F, D) with the tag of simple routing (``None`` otherwise)."""
+
     filter: Filter
     dest: str
     tag: Hashable = None
@@ -54,11 +56,18 @@ def lease_expired(expiry: float, now: float) -> bool:
 class RoutingTable:
     """The routing table of one broker for one model (subscriptions or advertisements)."""
 
-    def __init__(self, model: FilterModel, neighbours: Iterable[str] | None = None,
-                 lease: float | None = None, clock: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        model: FilterModel,
+        neighbours: Iterable[str] | None = None,
+        lease: float | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.model = model
         #: N_B: shared with the broker (the broker adds neighbours as it connects)
-        self.neighbours: set[str] = neighbours if isinstance(neighbours, set) else set(neighbours or ())
+        self.neighbours: set[str] = (
+            neighbours if isinstance(neighbours, set) else set(neighbours or ())
+        )
         self.lease = lease
         self.clock = clock or (lambda: 0.0)
         self._index = model.new_index()
@@ -181,8 +190,11 @@ class RoutingTable:
         neighbours' leases, and those leases would expire; with a fixed rank exactly one
         of them renews every neighbour that neither really covers."""
         key = entry_key(e)
-        real = {g for g in blocking
-                if g != e and (entry_key(g) < key or not self.model.covers(e.filter, g.filter))}
+        real = {
+            g
+            for g in blocking
+            if g != e and (entry_key(g) < key or not self.model.covers(e.filter, g.filter))
+        }
         return self._free(real, None)
 
     def _free(self, blocking: set[Entry], ignore: Entry | None) -> set[str]:

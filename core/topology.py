@@ -6,6 +6,7 @@ children per router, four levels of routers (1 + 3 + 9 + 27 = 40), one local bro
 attached to every non-leaf router and two to every leaf router (13 + 54 = 67), |V| = 107.
 Clients attach to ``access`` brokers (the local brokers there; every broker elsewhere).
 """
+
 from __future__ import annotations
 
 import random
@@ -29,7 +30,9 @@ class Topology:
         for a, b in self.edges:
             self._adj[a].append(b)
             self._adj[b].append(a)
-        if len(self.edges) != len(self.brokers) - 1 or len(self._reach(self.brokers[0])) != len(self.brokers):
+        if len(self.edges) != len(self.brokers) - 1 or len(self._reach(self.brokers[0])) != len(
+            self.brokers
+        ):
             raise ValueError("a broker topology must be a tree (connected and acyclic)")
 
     def neighbours(self, b: str) -> list[str]:

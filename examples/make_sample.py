@@ -14,6 +14,7 @@ The output is the same bytes on every run: fixed member order, fixed timestamps 
 tar and gzip headers, no randomness. ``tests/spark/test_examples.py`` checks that the
 committed sample is what this script writes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,7 @@ ZIP_TIME = (2000, 1, 1, 0, 0, 0)
 
 QUOTES_1YR = "quotes/all_stocks_1yr_2017-02-08_2018-02-07.csv"
 #: Twelve symbols from several sectors; the first half year goes to the CSV, the rest to JSON.
-SYMBOLS = ("AAPL", "AMZN", "BA", "GE", "GOOGL", "IBM", "JPM", "KO", "MSFT", "NVDA", "WMT",
-           "XOM")
+SYMBOLS = ("AAPL", "AMZN", "BA", "GE", "GOOGL", "IBM", "JPM", "KO", "MSFT", "NVDA", "WMT", "XOM")
 SPLIT_DATE = "2017-08-01"
 #: The records wire form of a quote (models/records/workload.py): Name -> symbol, close -> price.
 WIRE_COLUMNS = ("symbol", "price", "open", "high", "low", "volume", "date")
@@ -52,30 +52,44 @@ SOURCE_COLUMNS = ("date", "open", "high", "low", "close", "volume", "Name")
 #: player, and an Atom 1.0 feed of two entries. All are the feedparser project's test feeds
 #: (BSD licence); the real captured feeds of the shared data have no licence that allows
 #: redistribution, so none is bundled.
-PLAIN_FEEDS = ("feeds/feedparser/wellformed/rdf/rdf_item_description.xml",
-               "feeds/feedparser/wellformed/media-rss/media_player1.xml",
-               "feeds/feedparser/wellformed/atom10/entry_link_rel_enclosure_no_href.xml")
-FEEDPARSER = ("feeds/feedparser/wellformed/rss/item_category.xml",
-              "feeds/feedparser/wellformed/rss/item_category_multiple.xml",
-              "feeds/feedparser/wellformed/atom10/entry_title.xml",
-              "feeds/feedparser/wellformed/atom10/entry_category_term.xml",
-              "feeds/feedparser/wellformed/rdf/rdf_item_title.xml")
+PLAIN_FEEDS = (
+    "feeds/feedparser/wellformed/rdf/rdf_item_description.xml",
+    "feeds/feedparser/wellformed/media-rss/media_player1.xml",
+    "feeds/feedparser/wellformed/atom10/entry_link_rel_enclosure_no_href.xml",
+)
+FEEDPARSER = (
+    "feeds/feedparser/wellformed/rss/item_category.xml",
+    "feeds/feedparser/wellformed/rss/item_category_multiple.xml",
+    "feeds/feedparser/wellformed/atom10/entry_title.xml",
+    "feeds/feedparser/wellformed/atom10/entry_category_term.xml",
+    "feeds/feedparser/wellformed/rdf/rdf_item_title.xml",
+)
 #: The deliberately broken feed: feedparser's own ill-formed test feed, whose one item is
 #: whole and whose closing tag ``</rss`` lacks its ``>``.
 BROKEN = "feeds/feedparser/illformed/rss_item_link_corrupted_ampersands.xml"
 NITF = tuple(f"yfilter/xmldocs/outFile{i}.xml" for i in (1, 2, 3, 4, 5, 6))
-UBL = ("business/ubl/Invoice.xml", "business/ubl/UBL-OrderResponse-1.0-Joinery-Example.xml",
-       "business/ubl/Order.xml")
+UBL = (
+    "business/ubl/Invoice.xml",
+    "business/ubl/UBL-OrderResponse-1.0-Joinery-Example.xml",
+    "business/ubl/Order.xml",
+)
 #: A copy with its amounts in euros: the UBL examples have only GBP and USD amounts.
 UBL_EUR = "business/ubl/OrderChange.xml"
 
 #: Where each data folder records its upstream source and licence.
-PROVENANCE_OF = {"quotes": "quotes/PROVENANCE.md",
-                 "feeds/feedparser": "feeds/feedparser/PROVENANCE.md",
-                 "yfilter": "yfilter/PROVENANCE.md", "business/ubl": "business/PROVENANCE.md"}
+PROVENANCE_OF = {
+    "quotes": "quotes/PROVENANCE.md",
+    "feeds/feedparser": "feeds/feedparser/PROVENANCE.md",
+    "yfilter": "yfilter/PROVENANCE.md",
+    "business/ubl": "business/PROVENANCE.md",
+}
 #: The licence text copied into a data folder, if any.
-LICENCE_OF = {"quotes": "quotes/LICENSE.MIT.txt", "feeds/feedparser": None,
-              "yfilter": "yfilter/COPYRIGHT", "business/ubl": "business/LEGAL.txt"}
+LICENCE_OF = {
+    "quotes": "quotes/LICENSE.MIT.txt",
+    "feeds/feedparser": None,
+    "yfilter": "yfilter/COPYRIGHT",
+    "business/ubl": "business/LEGAL.txt",
+}
 #: A folder whose licence paragraph names several sets of terms: the one that covers the
 #: files taken from it (business/PROVENANCE.md: "Third-party sample data keeps its own
 #: terms: ... UBL 1.0 examples (OASIS) ..."; Nux's LEGAL.txt covers Nux itself).
@@ -132,8 +146,9 @@ def _read(data: Path, rel: str) -> bytes:
     try:
         return p.read_bytes()
     except OSError as exc:
-        raise SampleError(f"{p}: cannot read ({exc.strerror or exc}); is --data the shared "
-                          "data folder?") from None
+        raise SampleError(
+            f"{p}: cannot read ({exc.strerror or exc}); is --data the shared data folder?"
+        ) from None
 
 
 def _gzip(payload: bytes) -> bytes:
@@ -184,60 +199,98 @@ def quotes(data: Path) -> list[Made]:
     text = _read(data, QUOTES_1YR).decode("utf-8")
     rows = csv.DictReader(io.StringIO(text, newline=""))
     if tuple(rows.fieldnames or ()) != SOURCE_COLUMNS:
-        raise SampleError(f"{data / QUOTES_1YR}: expected the header "
-                          f"{','.join(SOURCE_COLUMNS)}, got {rows.fieldnames}")
-    chosen = sorted((_quote(r) for r in rows if r["Name"] in SYMBOLS),
-                    key=lambda q: (q["symbol"], q["date"]))
+        raise SampleError(
+            f"{data / QUOTES_1YR}: expected the header "
+            f"{','.join(SOURCE_COLUMNS)}, got {rows.fieldnames}"
+        )
+    chosen = sorted(
+        (_quote(r) for r in rows if r["Name"] in SYMBOLS), key=lambda q: (q["symbol"], q["date"])
+    )
     first = [q for q in chosen if q["date"] < SPLIT_DATE]
     second = [q for q in chosen if q["date"] >= SPLIT_DATE]
     if not first or not second:
-        raise SampleError(f"{data / QUOTES_1YR}: no quotes of {', '.join(SYMBOLS)} on both "
-                          f"sides of {SPLIT_DATE}")
+        raise SampleError(
+            f"{data / QUOTES_1YR}: no quotes of {', '.join(SYMBOLS)} on both sides of {SPLIT_DATE}"
+        )
     out = io.StringIO(newline="")
     w = csv.writer(out, lineterminator="\n")
     w.writerow(WIRE_COLUMNS)
     for q in first:
-        w.writerow([repr(q[c]) if isinstance(q.get(c), float) else q.get(c, "")
-                    for c in WIRE_COLUMNS])
+        w.writerow(
+            [repr(q[c]) if isinstance(q.get(c), float) else q.get(c, "") for c in WIRE_COLUMNS]
+        )
     jsonl = "".join(json.dumps(q) + "\n" for q in second)
-    what = (f"the rows of {len(SYMBOLS)} symbols ({', '.join(SYMBOLS)}) "
-            "in the records wire form (`Name` -> `symbol`, `close` -> `price`; numbers "
-            "as Python floats, volume as an integer; columns "
-            f"{','.join(WIRE_COLUMNS)})")
-    return [Made("quotes/quotes-2017-02-to-07.csv.gz", _gzip(out.getvalue().encode()),
-                 [QUOTES_1YR], f"{len(first)} quotes dated before {SPLIT_DATE}: {what}; "
-                 "gzip"),
-            Made("quotes/quotes-2017-08-to-2018-02.jsonl", jsonl.encode(), [QUOTES_1YR],
-                 f"{len(second)} quotes dated {SPLIT_DATE} or later, one JSON object a "
-                 f"line: {what}")]
+    what = (
+        f"the rows of {len(SYMBOLS)} symbols ({', '.join(SYMBOLS)}) "
+        "in the records wire form (`Name` -> `symbol`, `close` -> `price`; numbers "
+        "as Python floats, volume as an integer; columns "
+        f"{','.join(WIRE_COLUMNS)})"
+    )
+    return [
+        Made(
+            "quotes/quotes-2017-02-to-07.csv.gz",
+            _gzip(out.getvalue().encode()),
+            [QUOTES_1YR],
+            f"{len(first)} quotes dated before {SPLIT_DATE}: {what}; gzip",
+        ),
+        Made(
+            "quotes/quotes-2017-08-to-2018-02.jsonl",
+            jsonl.encode(),
+            [QUOTES_1YR],
+            f"{len(second)} quotes dated {SPLIT_DATE} or later, one JSON object a line: {what}",
+        ),
+    ]
 
 
 def feeds(data: Path) -> list[Made]:
     """Three feedparser test feeds as they are, five more in a zip, and its ill-formed one."""
-    made = [Made("feeds/" + Path(rel).name, _read(data, rel), [rel], "unchanged")
-            for rel in PLAIN_FEEDS]
+    made = [
+        Made("feeds/" + Path(rel).name, _read(data, rel), [rel], "unchanged") for rel in PLAIN_FEEDS
+    ]
     members = [(rel.split("/wellformed/")[1], _read(data, rel)) for rel in FEEDPARSER]
-    made.append(Made("feeds/feedparser-tests.zip", _zip(members), list(FEEDPARSER),
-                     "unchanged, packed in a zip (deflate, fixed timestamps)",
-                     [m for m, _ in members]))
+    made.append(
+        Made(
+            "feeds/feedparser-tests.zip",
+            _zip(members),
+            list(FEEDPARSER),
+            "unchanged, packed in a zip (deflate, fixed timestamps)",
+            [m for m, _ in members],
+        )
+    )
     broken = _read(data, BROKEN)
-    if broken.count(b"<item>") != 1 or broken.count(b"</item>") != 1 \
-            or not broken.rstrip().endswith(b"</rss"):
-        raise SampleError(f"{data / BROKEN}: expected one whole item and a last tag '</rss' "
-                          "without its '>'")
-    made.append(Made("feeds/broken/" + Path(BROKEN).name, broken, [BROKEN],
-                     "**deliberately broken**, unchanged: feedparser's ill-formed test feed "
-                     "whose closing `</rss` lacks its `>`; its one item is read, the end "
-                     "is quarantined `xml-syntax`"))
+    if (
+        broken.count(b"<item>") != 1
+        or broken.count(b"</item>") != 1
+        or not broken.rstrip().endswith(b"</rss")
+    ):
+        raise SampleError(
+            f"{data / BROKEN}: expected one whole item and a last tag '</rss' without its '>'"
+        )
+    made.append(
+        Made(
+            "feeds/broken/" + Path(BROKEN).name,
+            broken,
+            [BROKEN],
+            "**deliberately broken**, unchanged: feedparser's ill-formed test feed "
+            "whose closing `</rss` lacks its `>`; its one item is read, the end "
+            "is quarantined `xml-syntax`",
+        )
+    )
     return made
 
 
 def nitf(data: Path) -> list[Made]:
     """Six YFilter NITF documents in a tar.gz."""
     members = [("nitf/" + Path(rel).name, _read(data, rel)) for rel in NITF]
-    return [Made("nitf/yfilter-nitf.tar.gz", _tar_gz(members), list(NITF),
-                 "unchanged, packed in a tar.gz (ustar, fixed timestamps, gzip mtime 0)",
-                 [m for m, _ in members])]
+    return [
+        Made(
+            "nitf/yfilter-nitf.tar.gz",
+            _tar_gz(members),
+            list(NITF),
+            "unchanged, packed in a tar.gz (ustar, fixed timestamps, gzip mtime 0)",
+            [m for m, _ in members],
+        )
+    ]
 
 
 def ubl(data: Path) -> list[Made]:
@@ -248,11 +301,17 @@ def ubl(data: Path) -> list[Made]:
     if euro == original:
         raise SampleError(f"{data / UBL_EUR}: no GBP amount to turn into euros")
     members.append(("ubl/OrderChange-EUR.xml", euro))
-    return [Made("business/ubl-documents.zip", _zip(members), [*UBL, UBL_EUR],
-                 "packed in a zip (deflate, fixed timestamps); unchanged except "
-                 "`OrderChange-EUR.xml`, a copy of `OrderChange.xml` whose "
-                 'amountCurrencyID="GBP" are "EUR" (the examples have no euro amounts)',
-                 [m for m, _ in members])]
+    return [
+        Made(
+            "business/ubl-documents.zip",
+            _zip(members),
+            [*UBL, UBL_EUR],
+            "packed in a zip (deflate, fixed timestamps); unchanged except "
+            "`OrderChange-EUR.xml`, a copy of `OrderChange.xml` whose "
+            'amountCurrencyID="GBP" are "EUR" (the examples have no euro amounts)',
+            [m for m, _ in members],
+        )
+    ]
 
 
 MAKERS: tuple[Callable[[Path], list[Made]], ...] = (quotes, feeds, nitf, ubl)
@@ -275,14 +334,16 @@ def _upstream(data: Path, folder: str) -> tuple[str, str]:
 
 def provenance(data: Path, made: list[Made]) -> bytes:
     """PROVENANCE.md: every file, its origins (with sha256), upstream and licence."""
-    lines = ["# Provenance of the sample archive",
-             "",
-             "Generated by `python examples/make_sample.py` (optionally `--data DIR`, the "
-             "shared data folder, default `../shared/data`) — do not edit: re-run the script. "
-             "Every file below is derived from public data sets kept in the shared data "
-             "folder; their upstream sources and licences are quoted from that folder's "
-             "PROVENANCE.md and licence files.",
-             ""]
+    lines = [
+        "# Provenance of the sample archive",
+        "",
+        "Generated by `python examples/make_sample.py` (optionally `--data DIR`, the "
+        "shared data folder, default `../shared/data`) — do not edit: re-run the script. "
+        "Every file below is derived from public data sets kept in the shared data "
+        "folder; their upstream sources and licences are quoted from that folder's "
+        "PROVENANCE.md and licence files.",
+        "",
+    ]
     for m in made:
         lines += [f"## `{m.path}` ({len(m.data):,} bytes)", "", f"- What: {m.how}."]
         if m.members:
@@ -290,10 +351,9 @@ def provenance(data: Path, made: list[Made]) -> bytes:
         folders = {_folder(rel) for rel in m.origins}
         if len(folders) != 1:
             raise SampleError(f"{m.path}: made from several data folders {sorted(folders)}")
-        folder, = folders
+        (folder,) = folders
         terms = TERMS_OF.get(folder) or _upstream(data, folder)[1]
-        lines.append(f"- Licence (see `{folder}/` under Upstream sources and licences): "
-                     f"{terms}")
+        lines.append(f"- Licence (see `{folder}/` under Upstream sources and licences): {terms}")
         lines.append("- From (shared data path, sha256 of the original):")
         for rel in m.origins:
             digest = hashlib.sha256(_read(data, rel)).hexdigest()
@@ -302,22 +362,35 @@ def provenance(data: Path, made: list[Made]) -> bytes:
     lines += ["## Upstream sources and licences", ""]
     for folder in PROVENANCE_OF:
         repo, licence = _upstream(data, folder)
-        lines += [f"### `{folder}/` (described in `{PROVENANCE_OF[folder]}`)", "",
-                  f"- Repository: {repo}", f"- Licence: {licence}"]
+        lines += [
+            f"### `{folder}/` (described in `{PROVENANCE_OF[folder]}`)",
+            "",
+            f"- Repository: {repo}",
+            f"- Licence: {licence}",
+        ]
         if folder in TERMS_OF:
             if TERMS_OF[folder] not in licence:
-                raise SampleError(f"{data / PROVENANCE_OF[folder]}: its licence no longer "
-                                  f"names {TERMS_OF[folder]!r}")
-            lines.append(f"- Terms of the files taken from it: {TERMS_OF[folder]}, as the "
-                         "licence above says of third-party sample data (the files carry "
-                         "no notice of their own); the licence text below is Nux's.")
+                raise SampleError(
+                    f"{data / PROVENANCE_OF[folder]}: its licence no longer "
+                    f"names {TERMS_OF[folder]!r}"
+                )
+            lines.append(
+                f"- Terms of the files taken from it: {TERMS_OF[folder]}, as the "
+                "licence above says of third-party sample data (the files carry "
+                "no notice of their own); the licence text below is Nux's."
+            )
         if LICENCE_OF[folder]:
             notice = _read(data, LICENCE_OF[folder]).decode("utf-8").strip()
             lines += [f"- Licence text (`{LICENCE_OF[folder]}`):", "", "```", notice, "```"]
         elif folder == "feeds/feedparser":
-            lines += ["- Licence text (the license block of the repository's `LICENSE`, "
-                      "which the shared data names but does not copy):", "", "```",
-                      FEEDPARSER_LICENSE, "```"]
+            lines += [
+                "- Licence text (the license block of the repository's `LICENSE`, "
+                "which the shared data names but does not copy):",
+                "",
+                "```",
+                FEEDPARSER_LICENSE,
+                "```",
+            ]
         lines.append("")
     return ("\n".join(lines).rstrip() + "\n").encode("utf-8")
 
@@ -334,10 +407,13 @@ def build(data: Path) -> dict[str, bytes]:
 
 def check_out(out: Path) -> None:
     """Refuse an output folder this script did not write (it is replaced whole)."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())
-                         and not (out / "PROVENANCE.md").is_file()):
-        raise SampleError(f"{out}: exists and was not written by this script "
-                          "(no PROVENANCE.md); refusing to replace it")
+    if out.exists() and (
+        not out.is_dir() or (any(out.iterdir()) and not (out / "PROVENANCE.md").is_file())
+    ):
+        raise SampleError(
+            f"{out}: exists and was not written by this script "
+            "(no PROVENANCE.md); refusing to replace it"
+        )
 
 
 def write(files: dict[str, bytes], out: Path) -> None:
@@ -353,10 +429,18 @@ def write(files: dict[str, bytes], out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA,
-                    help="the shared data folder (default: ../shared/data next to the project)")
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                    help="where to write the sample (default: examples/sample)")
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help="the shared data folder (default: ../shared/data next to the project)",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="where to write the sample (default: examples/sample)",
+    )
     args = ap.parse_args(argv)
     try:
         check_out(args.out)

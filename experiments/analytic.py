@@ -13,6 +13,7 @@ consumers behind H (in the part of the tree H leads to) need, counted per strate
 With advertisements and the only source at the root, B holds entries only for the
 neighbours away from the source (§6.3.2), so the count runs over parent-to-child links.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -68,13 +69,18 @@ def average_path_length(topo: Topology, source: str, brokers: Iterable[str]) -> 
     return Fraction(sum(dist[b] for b in bs), len(bs))
 
 
-def remote_entries(topo: Topology, source: str, behind: Mapping[str, Iterable[Hashable]],
-                   measure: Measure, advertisements: bool) -> int:
+def remote_entries(
+    topo: Topology,
+    source: str,
+    behind: Mapping[str, Iterable[Hashable]],
+    measure: Measure,
+    advertisements: bool,
+) -> int:
     """Σ|R| of a perfect routing algorithm: per link side, ``measure`` of the keys (one per
     active subscription) of the consumers at the brokers behind it."""
     parent = parents(topo, source)
     sub: dict[str, Counter] = {b: Counter(behind.get(b, ())) for b in parent}
-    for b in reversed(list(parent)):                       # children before parents
+    for b in reversed(list(parent)):  # children before parents
         p = parent[b]
         if p is not None:
             sub[p].update(sub[b])
@@ -83,9 +89,9 @@ def remote_entries(topo: Topology, source: str, behind: Mapping[str, Iterable[Ha
     for b, p in parent.items():
         if p is None:
             continue
-        count += measure(sub[b])                          # at p, for destination b
+        count += measure(sub[b])  # at p, for destination b
         if not advertisements:
-            count += measure(total - sub[b])              # at b, for destination p
+            count += measure(total - sub[b])  # at b, for destination p
     return count
 
 

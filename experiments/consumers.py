@@ -13,6 +13,7 @@ Locality (§6.5.1, Table 6.3): the three subnets below the root router draw thei
 from the ranges ``[0, d·m)``, ``[(1-d)/2·m, (1+d)/2·m)`` and ``[(1-d)·m, m)``; d = 1/3
 gives disjoint interests, d = 1 none of locality.
 """
+
 from __future__ import annotations
 
 import random
@@ -50,8 +51,9 @@ def subnet_range(subnet: int, d: float, m: int) -> tuple[int, int]:
     return round(lo * m), round((lo + d) * m)
 
 
-def interests(rng: random.Random, kind: str, stocks: range, k: int,
-              prices: random.Random) -> tuple[RecordFilter, ...]:
+def interests(
+    rng: random.Random, kind: str, stocks: range, k: int, prices: random.Random
+) -> tuple[RecordFilter, ...]:
     """k random distinct subscriptions of ``kind`` over ``stocks``. The stocks come from
     ``rng`` and the intervals from ``prices``, so both kinds pick the same stocks."""
     if kind not in KINDS:

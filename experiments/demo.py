@@ -14,6 +14,7 @@ of all 505 symbols from ``DIR/quotes``
 header ``date,open,high,low,close,volume,Name`` and the records wire form
 ``symbol,price,open,high,low,volume,date`` of the sample, plain or gzip-compressed.
 """
+
 from __future__ import annotations
 
 import csv
@@ -35,13 +36,19 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 #: The bundled sample's quotes (a source checkout's ``examples/``; not in a wheel).
-SAMPLE_QUOTES = (Path(__file__).resolve().parents[1] / "examples" / "sample" / "quotes"
-                 / "quotes-2017-02-to-07.csv.gz")
+SAMPLE_QUOTES = (
+    Path(__file__).resolve().parents[1]
+    / "examples"
+    / "sample"
+    / "quotes"
+    / "quotes-2017-02-to-07.csv.gz"
+)
 #: The sample's header: the records wire form of a quote (workload.py's events).
 WIRE_COLUMNS = ("symbol", "price", "open", "high", "low", "volume", "date")
 #: Where each of Kaggle's columns (workload._COLUMNS) is in a wire-form row.
-_FROM_WIRE = tuple(WIRE_COLUMNS.index(c) for c in
-                   ("date", "open", "high", "low", "price", "volume", "symbol"))
+_FROM_WIRE = tuple(
+    WIRE_COLUMNS.index(c) for c in ("date", "open", "high", "low", "price", "volume", "symbol")
+)
 
 
 class QuotesError(Exception):
@@ -51,8 +58,9 @@ class QuotesError(Exception):
 def _open(path: Path) -> TextIO:
     """The quotes file as text with surrogate escapes (bad bytes are reported per line)."""
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8",
-                                errors="surrogateescape", newline="")
+        return io.TextIOWrapper(
+            gzip.open(path, "rb"), encoding="utf-8", errors="surrogateescape", newline=""
+        )
     return open(path, encoding="utf-8", errors="surrogateescape", newline="")
 
 
@@ -83,9 +91,11 @@ def read_quotes(path: Path, err: TextIO) -> tuple[list[Record], int]:
                 if start == 1:
                     wire = tuple(row) == WIRE_COLUMNS
                     if problem or not (wire or tuple(row) == workload._COLUMNS):
-                        raise QuotesError(f"{where}: expected the header {header_text} "
-                                          f"or {','.join(WIRE_COLUMNS)}, got "
-                                          + (problem or repr(",".join(row)[:200])))
+                        raise QuotesError(
+                            f"{where}: expected the header {header_text} "
+                            f"or {','.join(WIRE_COLUMNS)}, got "
+                            + (problem or repr(",".join(row)[:200]))
+                        )
                     continue
                 if not problem:
                     try:
@@ -100,13 +110,19 @@ def read_quotes(path: Path, err: TextIO) -> tuple[list[Record], int]:
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         raise QuotesError(f"{path}: corrupt or truncated gzip stream ({exc})") from None
     except OSError as exc:
-        raise QuotesError(f"{path}: cannot read the quotes file: {exc.strerror or exc}") \
-            from None
+        raise QuotesError(f"{path}: cannot read the quotes file: {exc.strerror or exc}") from None
     if not quotes:
-        raise QuotesError(f"{path}: no quotes to route ("
-                          + (f"{skipped} bad lines" if skipped else
-                             "the file holds no rows after the header" if rows.line_num else
-                             f"the file is empty; expected the header {header_text}") + ")")
+        raise QuotesError(
+            f"{path}: no quotes to route ("
+            + (
+                f"{skipped} bad lines"
+                if skipped
+                else "the file holds no rows after the header"
+                if rows.line_num
+                else f"the file is empty; expected the header {header_text}"
+            )
+            + ")"
+        )
     return quotes, skipped
 
 
@@ -121,8 +137,14 @@ def _not_utf8(row: list[str]) -> str:
     return ""
 
 
-def run_demo(console: Console, data_dir: str | None = None, origin: str = "--data",
-             n_subscriptions: int = 300, seed: int = 1, err: TextIO = sys.stderr) -> int:
+def run_demo(
+    console: Console,
+    data_dir: str | None = None,
+    origin: str = "--data",
+    n_subscriptions: int = 300,
+    seed: int = 1,
+    err: TextIO = sys.stderr,
+) -> int:
     """The quote demo over the bundled sample, or over ``data_dir/quotes`` (the full year)
     when given (``origin`` says by what: ``--data`` or ``PUBSIFT_DATA``); the results on
     ``console``. 0 on success, 1 when quote lines were skipped (each reported on ``err``),
@@ -131,21 +153,26 @@ def run_demo(console: Console, data_dir: str | None = None, origin: str = "--dat
     from rich.table import Table
 
     if data_dir is None and not SAMPLE_QUOTES.is_file():
-        err.write(f"pubsift demo: the bundled sample quotes {SAMPLE_QUOTES} are absent "
-                  "(examples/ is in a source checkout); pass --data DIR or set "
-                  "PUBSIFT_DATA=DIR, the shared data folder with "
-                  f"quotes/{workload.QUOTES_1YR}\n")
+        err.write(
+            f"pubsift demo: the bundled sample quotes {SAMPLE_QUOTES} are absent "
+            "(examples/ is in a source checkout); pass --data DIR or set "
+            "PUBSIFT_DATA=DIR, the shared data folder with "
+            f"quotes/{workload.QUOTES_1YR}\n"
+        )
         return 2
     model = load_model("records")
     try:
-        path = (SAMPLE_QUOTES if data_dir is None else
-                workload.quotes_path(Path(data_dir) / "quotes"))
+        path = (
+            SAMPLE_QUOTES if data_dir is None else workload.quotes_path(Path(data_dir) / "quotes")
+        )
         console.print(f"reading quotes from [cyan]{path}[/]")
         quotes, skipped = read_quotes(path, err)
     except FileNotFoundError as exc:
-        err.write(f"pubsift demo: {' '.join(str(exc).split())} (the shared data folder "
-                  f"{data_dir}, given by {origin}; --data DIR or PUBSIFT_DATA=DIR names "
-                  "it)\n")
+        err.write(
+            f"pubsift demo: {' '.join(str(exc).split())} (the shared data folder "
+            f"{data_dir}, given by {origin}; --data DIR or PUBSIFT_DATA=DIR names "
+            "it)\n"
+        )
         return 2
     except (OSError, QuotesError) as exc:
         err.write(f"pubsift demo: {' '.join(str(exc).split())}\n")

@@ -25,6 +25,7 @@ of satisfiable filters are satisfiable).
 hook, so a :class:`~pubsift.core.network.Network` built on it runs the same brokers and
 strategies with faster routing tables.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
@@ -150,8 +151,10 @@ class SymbolIndex(FilterIndex[Hashable]):
         return self._select(self._near(f), lambda g: self.model.overlaps(g, f))
 
     def merge_candidates(self, f: Filter) -> set[Hashable]:
-        return self._select(self._near(f, by_rest=True),
-                            lambda g: self.model.merge([g, f], perfect=True) is not None)
+        return self._select(
+            self._near(f, by_rest=True),
+            lambda g: self.model.merge([g, f], perfect=True) is not None,
+        )
 
     def filters(self, key: Hashable) -> list[Filter]:
         return [g for g, k in self._pairs.values() if k == key]

@@ -4,6 +4,7 @@
 Reading converts each cell to the type its field is declared with (resolved with
 :func:`typing.get_type_hints`), so ``--from-csv`` gets back exactly the points written.
 """
+
 from __future__ import annotations
 
 import csv
@@ -58,13 +59,19 @@ def _number(kind: type) -> Callable[[str], Any]:
         try:
             return kind(text)
         except ValueError:
-            raise ValueError(f"expected {'an integer' if kind is int else 'a number'}, "
-                             f"got {text!r}") from None
+            raise ValueError(
+                f"expected {'an integer' if kind is int else 'a number'}, got {text!r}"
+            ) from None
+
     return convert
 
 
-_CONVERT: dict[type, Callable[[str], Any]] = {str: str, bool: _boolean, int: _number(int),
-                                              float: _number(float)}
+_CONVERT: dict[type, Callable[[str], Any]] = {
+    str: str,
+    bool: _boolean,
+    int: _number(int),
+    float: _number(float),
+}
 
 
 def _reader(tp: Any) -> Callable[[str | None], Any]:
@@ -77,6 +84,7 @@ def _reader(tp: Any) -> Callable[[str | None], Any]:
         if text is None:
             raise ValueError("the row has too few cells")
         return None if optional and text == "" else convert(text)
+
     return read
 
 

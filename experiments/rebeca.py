@@ -25,6 +25,7 @@ The brokers, strategies and network are the routing core's; routing tables use
 :class:`~pubsift.experiments.partitioned.SymbolIndex` unless ``--index records``
 asks for the records model's own index (same answers, slower on these workloads).
 """
+
 from __future__ import annotations
 
 import random
@@ -32,25 +33,30 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from pubsift.experiments import analytic
-from pubsift.experiments.consumers import KINDS, interests, subnet_range
-from pubsift.experiments.partitioned import PartitionedModel
 from pubsift.core.network import Client, Network
 from pubsift.core.registry import load_model
 from pubsift.core.topology import Topology, hierarchy
+from pubsift.experiments import analytic
+from pubsift.experiments.consumers import KINDS, interests, subnet_range
+from pubsift.experiments.partitioned import PartitionedModel
 from pubsift.models.records.filters import RecordFilter
 
 MODEL = "records"
 STRATEGIES = ("simple", "identity", "covering", "merging")
 #: Mühl's pairing (Fig. 6.2/6.3): quote subscriptions for simple and identity-based
 #: routing, quote-interval subscriptions for covering- and merging-based routing.
-AUTO_KIND = {"simple": "quote", "identity": "quote", "covering": "quote-interval",
-             "merging": "quote-interval"}
+AUTO_KIND = {
+    "simple": "quote",
+    "identity": "quote",
+    "covering": "quote-interval",
+    "merging": "quote-interval",
+}
 
 
 @dataclass(frozen=True)
 class Setup:
     """One curve: a strategy with or without advertisements on one workload."""
+
     strategy: str
     advertisements: bool
     kind: str = "quote"
@@ -70,6 +76,7 @@ class Setup:
 @dataclass
 class Point:
     """One measurement (a CSV row)."""
+
     experiment: str
     strategy: str
     advertisements: bool
@@ -105,10 +112,11 @@ class Experiment:
         assert topo.root is not None
         model = load_model(MODEL)
         self.model = PartitionedModel(model) if setup.index == "partitioned" else model
-        self.net = Network(topo, [self.model], setup.strategy, setup.advertisements,
-                           seed=setup.seed)
+        self.net = Network(
+            topo, [self.model], setup.strategy, setup.advertisements, seed=setup.seed
+        )
         self.source = self.net.client("source", topo.root)
-        if setup.advertisements:                          # §6.2.3: overlaps every subscription
+        if setup.advertisements:  # §6.2.3: overlaps every subscription
             self.source.advertise(MODEL, RecordFilter())
             self.net.run_until_quiet()
         self._workload = random.Random(setup.seed)
@@ -129,7 +137,7 @@ class Experiment:
             top = b
             while parent[top] != topo.root:
                 top = parent[top]  # type: ignore[assignment]
-            if top in subnets:                            # §6.5.1: root's local broker idle
+            if top in subnets:  # §6.5.1: root's local broker idle
                 brokers.append(b)
                 stocks[b] = range(*subnet_range(subnets.index(top), s.locality, s.stocks))
         return brokers, stocks
@@ -153,8 +161,11 @@ class Experiment:
     def overhead(self, toggles: int) -> tuple[float, int]:
         """Admin messages per subscription change over ``toggles`` random consumers (all of
         them if there are fewer) switched off and on again; and the number of changes."""
-        picked = (list(range(len(self.consumers))) if toggles >= len(self.consumers)
-                  else self._toggling.sample(range(len(self.consumers)), toggles))
+        picked = (
+            list(range(len(self.consumers)))
+            if toggles >= len(self.consumers)
+            else self._toggling.sample(range(len(self.consumers)), toggles)
+        )
         before, changes = self.net.total_admin(), 0
         for i in picked:
             c, fs = self.consumers[i]
@@ -170,8 +181,9 @@ class Experiment:
         the routing tables save, over one quote of every stock (§6.5.1, Fig. 6.12)."""
         before = self.net.total_forwards()
         for i in range(self.setup.stocks):
-            self.source.publish(MODEL, self.model.parse_event(
-                {"symbol": f"S{i:03d}", "price": 50.0}))
+            self.source.publish(
+                MODEL, self.model.parse_event({"symbol": f"S{i:03d}", "price": 50.0})
+            )
             self.net.run_until_quiet()
         sent = self.net.total_forwards() - before
         return 1 - sent / ((len(self.topology.brokers) - 1) * self.setup.stocks)
@@ -183,17 +195,22 @@ class Experiment:
         if s.strategy == "simple":
             key, measure = (lambda f: f), analytic.every
         elif s.strategy == "merging":
-            key = lambda f: f.get("symbol")                       # noqa: E731
+            key = lambda f: f.get("symbol")  # noqa: E731
             measure = analytic.nonempty if s.kind == "quote" else analytic.distinct
-        elif s.kind == "quote":                           # identity, or covering = identity
+        elif s.kind == "quote":  # identity, or covering = identity
             key, measure = (lambda f: f), analytic.distinct
         else:
             return None
         behind: dict[str, list] = {}
         for c, fs in self.consumers:
             behind.setdefault(c.broker, []).extend(key(f) for f in fs)
-        return analytic.remote_entries(self.topology, self.topology.root,  # type: ignore[arg-type]
-                                       behind, measure, s.advertisements)
+        return analytic.remote_entries(
+            self.topology,
+            self.topology.root,  # type: ignore[arg-type]
+            behind,
+            measure,
+            s.advertisements,
+        )
 
     def measure(self, toggles: int, traffic: bool = False, experiment: str = "tables") -> Point:
         t0 = time.perf_counter()
@@ -208,17 +225,35 @@ class Experiment:
             rs = [sizes[b][1] for b, lv in topo.level.items() if lv == k]
             return sum(rs) / len(rs) if rs else 0.0
 
-        return Point(experiment, s.strategy, s.advertisements, s.kind,
-                     "" if s.locality is None else _fmt_d(s.locality),
-                     len(self.consumers) // len(self.brokers), self.active, remote, expected,
-                     round(per_change, 4), changes, sizes[topo.root][1],  # type: ignore[index]
-                     level(2), level(3), level(4), sum(sizes[b][1] for b in topo.access),
-                     None if saved is None else round(saved, 6),
-                     round(time.perf_counter() - t0, 3))
+        return Point(
+            experiment,
+            s.strategy,
+            s.advertisements,
+            s.kind,
+            "" if s.locality is None else _fmt_d(s.locality),
+            len(self.consumers) // len(self.brokers),
+            self.active,
+            remote,
+            expected,
+            round(per_change, 4),
+            changes,
+            sizes[topo.root][1],  # type: ignore[index]
+            level(2),
+            level(3),
+            level(4),
+            sum(sizes[b][1] for b in topo.access),
+            None if saved is None else round(saved, 6),
+            round(time.perf_counter() - t0, 3),
+        )
 
 
-def sweep(setup: Setup, points: Sequence[int], toggles: int, traffic: bool = False,
-          experiment: str = "tables") -> Iterator[Point]:
+def sweep(
+    setup: Setup,
+    points: Sequence[int],
+    toggles: int,
+    traffic: bool = False,
+    experiment: str = "tables",
+) -> Iterator[Point]:
     """Grow one network through ``points`` (consumers per local broker), measuring at each."""
     exp = Experiment(setup)
     for n in points:
@@ -238,5 +273,3 @@ def axis(maximum: int, step: int) -> list[int]:
 
 def _fmt_d(d: float) -> str:
     return "1/3" if abs(d - 1 / 3) < 1e-9 else f"{d:g}"
-
-

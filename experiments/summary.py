@@ -1,11 +1,11 @@
 """The summary of a ``pubsift experiment rebeca`` run: the last point of every curve."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.table import Table
-
 from pubsift.experiments.rebeca import Point
+from rich.table import Table
 
 
 def summary_table(rows: Sequence[Point], experiment: str, seconds: float) -> Table:
@@ -18,10 +18,14 @@ def summary_table(rows: Sequence[Point], experiment: str, seconds: float) -> Tab
     for p in rows:
         last[_label(p)] = p
     for label, p in last.items():
-        table.add_row(label, f"{p.active_subscriptions:,}", f"{p.remote_entries:,}",
-                      "" if p.expected_entries is None else f"{p.expected_entries:,}",
-                      f"{p.admin_per_change:.2f}",
-                      "" if p.saved_traffic is None else f"{p.saved_traffic:.3f}")
+        table.add_row(
+            label,
+            f"{p.active_subscriptions:,}",
+            f"{p.remote_entries:,}",
+            "" if p.expected_entries is None else f"{p.expected_entries:,}",
+            f"{p.admin_per_change:.2f}",
+            "" if p.saved_traffic is None else f"{p.saved_traffic:.3f}",
+        )
     return table
 
 

@@ -8,6 +8,7 @@ Exit status 2 for everything found before Spark starts (each problem of the job 
 subscriptions listed with its line), 1 when the Spark job fails, 0 when it ran (quarantined
 records are part of a run, not a failure: the summary counts them).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,10 +17,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from rich.console import Console
-
 from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
+from rich.console import Console
 
 
 def add_ingest_arguments(ing: argparse.ArgumentParser) -> None:
@@ -27,11 +27,16 @@ def add_ingest_arguments(ing: argparse.ArgumentParser) -> None:
     included) and its handler."""
     from pubsift.core.cli import input_options
 
-    ing.add_argument("paths", nargs="+", metavar="PATH",
-                     help="files, directories, glob patterns, archives")
+    ing.add_argument(
+        "paths", nargs="+", metavar="PATH", help="files, directories, glob patterns, archives"
+    )
     ing.add_argument("--out", required=True, metavar="STORE", help="the event store to write")
-    ing.add_argument("-m", "--model", default=None,
-                     help="filter model of the events (default: each reader's own)")
+    ing.add_argument(
+        "-m",
+        "--model",
+        default=None,
+        help="filter model of the events (default: each reader's own)",
+    )
     _spark_options(ing)
     input_options(ing)
     ing.set_defaults(func=cmd_ingest)
@@ -43,32 +48,60 @@ def add_route_arguments(rt: argparse.ArgumentParser) -> None:
     --format``)."""
     from pubsift.core.cli import input_options
 
-    rt.add_argument("paths", nargs="+", metavar="JOB.toml|PATH|STORE",
-                    help="a job file, or files/directories/archives, or an event store "
-                    "that pubsift ingest wrote")
-    rt.add_argument("--subscriptions", metavar="SUBS.jsonl",
-                    help="subscribers, one JSON object per line (id, model, filter; "
-                         "vocabulary and context for concepts)")
-    rt.add_argument("--out", metavar="DIR", help="where deliveries/, quarantine/, events/ "
-                    "and summary.json go (a job file may say)")
-    rt.add_argument("-m", "--model", default=None,
-                    help="filter model of the events (default: each reader's own)")
+    rt.add_argument(
+        "paths",
+        nargs="+",
+        metavar="JOB.toml|PATH|STORE",
+        help="a job file, or files/directories/archives, or an event store "
+        "that pubsift ingest wrote",
+    )
+    rt.add_argument(
+        "--subscriptions",
+        metavar="SUBS.jsonl",
+        help="subscribers, one JSON object per line (id, model, filter; "
+        "vocabulary and context for concepts)",
+    )
+    rt.add_argument(
+        "--out",
+        metavar="DIR",
+        help="where deliveries/, quarantine/, events/ and summary.json go (a job file may say)",
+    )
+    rt.add_argument(
+        "-m",
+        "--model",
+        default=None,
+        help="filter model of the events (default: each reader's own)",
+    )
     _spark_options(rt)
     input_options(rt, format_option="--input-format")
-    rt.add_argument("--format", dest="out_format", choices=("parquet", "jsonl"),
-                    default=None, help="deliveries and quarantine as Parquet (default) or "
-                    "JSON lines")
+    rt.add_argument(
+        "--format",
+        dest="out_format",
+        choices=("parquet", "jsonl"),
+        default=None,
+        help="deliveries and quarantine as Parquet (default) or JSON lines",
+    )
     rt.set_defaults(func=cmd_route)
 
 
 def _spark_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--master", metavar="URL", help="Spark master: local[*] (default), "
-                   "local[N], spark://HOST:PORT, yarn, k8s://...")
-    p.add_argument("--conf", action="append", metavar="KEY=VALUE", default=[],
-                   help="a Spark setting (repeatable): spark.sql.shuffle.partitions=8")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace the output of an earlier run (only a directory a "
-                        "pubsift job wrote)")
+    p.add_argument(
+        "--master",
+        metavar="URL",
+        help="Spark master: local[*] (default), local[N], spark://HOST:PORT, yarn, k8s://...",
+    )
+    p.add_argument(
+        "--conf",
+        action="append",
+        metavar="KEY=VALUE",
+        default=[],
+        help="a Spark setting (repeatable): spark.sql.shuffle.partitions=8",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the output of an earlier run (only a directory a pubsift job wrote)",
+    )
 
 
 class UsageError(PubsiftError):
@@ -93,9 +126,14 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
     def prepare() -> tuple[Any, ...]:
         _existing(args.paths)
         sources = _sources(args.paths, args, args.model)
-        settings = Settings(master=args.master, conf=_conf(args.conf),
-                            overwrite=args.overwrite, limits=_limits_option(args.limit or []))
+        settings = Settings(
+            master=args.master,
+            conf=_conf(args.conf),
+            overwrite=args.overwrite,
+            limits=_limits_option(args.limit or []),
+        )
         return sources, settings
+
     return _guarded("ingest", prepare, lambda s: ingest(s[0], args.out, s[1], _console()))
 
 
@@ -113,12 +151,15 @@ def cmd_route(args: argparse.Namespace, console: Console) -> int:
             from pubsift.adapters.spark.jobfile import load_job
 
             if args.subscriptions:
-                raise UsageError("a job file names its subscriptions; --subscriptions is "
-                                 "for PATH... or STORE")
+                raise UsageError(
+                    "a job file names its subscriptions; --subscriptions is for PATH... or STORE"
+                )
             given = [o for o, v in _source_options(args) if v]
             if given:
-                raise UsageError(f"{', '.join(given)}: a job file's [[source]] tables hold "
-                                 "the source settings (these options are for PATH...)")
+                raise UsageError(
+                    f"{', '.join(given)}: a job file's [[source]] tables hold "
+                    "the source settings (these options are for PATH...)"
+                )
             job = load_job(args.paths[0])
             out_dir = args.out or job.out
             if not out_dir:
@@ -127,36 +168,58 @@ def cmd_route(args: argparse.Namespace, console: Console) -> int:
             from pubsift.adapters.spark.session import under_spark_submit
 
             master = args.master or (None if under_spark_submit() else job.master)
-            settings = Settings(master=master, conf={**job.spark, **conf},
-                                app_name=job.app_name, format=args.out_format or
-                                job.format or "parquet", overwrite=args.overwrite,
-                                limits=limits)
+            settings = Settings(
+                master=master,
+                conf={**job.spark, **conf},
+                app_name=job.app_name,
+                format=args.out_format or job.format or "parquet",
+                overwrite=args.overwrite,
+                limits=limits,
+            )
             return job.subscribers, out_dir, settings, job.sources, None
         from pubsift.adapters.spark.subscriptions import load_subscriptions
 
         if not args.subscriptions or not args.out:
-            raise UsageError("route PATH...|STORE needs --subscriptions SUBS.jsonl and --out "
-                             "DIR (or give a job file: route JOB.toml)")
+            raise UsageError(
+                "route PATH...|STORE needs --subscriptions SUBS.jsonl and --out "
+                "DIR (or give a job file: route JOB.toml)"
+            )
         stores = [p for p in args.paths if store_format(p) is not None]
         if stores and len(args.paths) > 1:
             raise UsageError(f"{stores[0]} is an event store: route one store, or files")
         subscribers = load_subscriptions(args.subscriptions)
-        settings = Settings(master=args.master, conf=conf, format=args.out_format or
-                            "parquet", overwrite=args.overwrite, limits=limits)
+        settings = Settings(
+            master=args.master,
+            conf=conf,
+            format=args.out_format or "parquet",
+            overwrite=args.overwrite,
+            limits=limits,
+        )
         if stores:
             return subscribers, args.out, settings, (), stores[0]
         _existing(args.paths)
         return subscribers, args.out, settings, _sources(args.paths, args, args.model), None
-    return _guarded("route", prepare, lambda p: route(
-        p[0], p[1], p[2], sources=p[3], event_store=p[4], console=_console()))
+
+    return _guarded(
+        "route",
+        prepare,
+        lambda p: route(p[0], p[1], p[2], sources=p[3], event_store=p[4], console=_console()),
+    )
 
 
 def _source_options(args: argparse.Namespace) -> list[tuple[str, Any]]:
     """The source options of the command line, with their values."""
-    return [("--input-format", args.format), ("--split", args.split), ("--ns", args.ns),
-            ("--columns", args.columns), ("--delimiter", args.delimiter),
-            ("--encoding", args.encoding), ("--exclude", args.exclude),
-            ("--publisher", args.publisher), ("-m/--model", args.model)]
+    return [
+        ("--input-format", args.format),
+        ("--split", args.split),
+        ("--ns", args.ns),
+        ("--columns", args.columns),
+        ("--delimiter", args.delimiter),
+        ("--encoding", args.encoding),
+        ("--exclude", args.exclude),
+        ("--publisher", args.publisher),
+        ("-m/--model", args.model),
+    ]
 
 
 def _existing(paths: list[str]) -> None:
@@ -202,9 +265,11 @@ def _guarded(command: str, prepare: Callable[[], Any], run: Callable[[Any], Any]
     except KeyboardInterrupt:
         err.write(f"pubsift {command}: interrupted; nothing was written to --out\n")
         return 130
-    except Exception as exc:  # noqa: BLE001 - a failed Spark job: one clear line, exit 1
-        err.write(f"pubsift {command}: the Spark job failed, nothing was written to --out: "
-                  f"{type(exc).__name__}: {_root_cause(exc)[:400]}\n")
+    except Exception as exc:
+        err.write(
+            f"pubsift {command}: the Spark job failed, nothing was written to --out: "
+            f"{type(exc).__name__}: {_root_cause(exc)[:400]}\n"
+        )
         if os.environ.get("PUBSIFT_DEBUG"):
             raise
         return 1

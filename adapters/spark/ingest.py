@@ -12,6 +12,7 @@ becomes one row: an event of its model, or a quarantined record with its reason;
 opened also gives a ``seen`` row, so that a file with no record is still counted. Reading a
 file is written once, in the adapters; this module only moves bytes and rows.
 """
+
 from __future__ import annotations
 
 import io
@@ -81,22 +82,39 @@ def list_files(sources: Sequence[Source], limits: ReadLimits = DEFAULT_READ_LIMI
             try:
                 path.encode("utf-8")
             except UnicodeEncodeError:
-                problems.append(Quarantined(item.name, 0, "unreadable", (
-                    "not read: the file name is not UTF-8 (rename it); Spark carries paths "
-                    "as UTF-8 text")))
+                problems.append(
+                    Quarantined(
+                        item.name,
+                        0,
+                        "unreadable",
+                        (
+                            "not read: the file name is not UTF-8 (rename it); Spark carries paths "
+                            "as UTF-8 text"
+                        ),
+                    )
+                )
                 continue
             try:
                 size = os.stat(path).st_size
                 if not os.access(path, os.R_OK):
                     raise PermissionError(13, "permission denied")
             except OSError as exc:
-                problems.append(Quarantined(item.name, 0, "unreadable",
-                                            f"cannot read: {exc.strerror or exc}"))
+                problems.append(
+                    Quarantined(item.name, 0, "unreadable", f"cannot read: {exc.strerror or exc}")
+                )
                 continue
             if size > MAX_FILE_BYTES:
-                problems.append(Quarantined(item.name, 0, "too-large", (
-                    f"not read: {size} bytes; the Spark job reads files of at most "
-                    f"{MAX_FILE_BYTES} bytes (Spark's binaryFile row limit): split it")))
+                problems.append(
+                    Quarantined(
+                        item.name,
+                        0,
+                        "too-large",
+                        (
+                            f"not read: {size} bytes; the Spark job reads files of at most "
+                            f"{MAX_FILE_BYTES} bytes (Spark's binaryFile row limit): split it"
+                        ),
+                    )
+                )
                 continue
             found.setdefault(path, []).append((item.name, item.source))
             sizes[path] = size
@@ -114,8 +132,8 @@ def local_path(uri: str) -> str:
     # Hadoop's Path.toString: the scheme, then the path as it is, not percent-encoded (a
     # file named "a%41 #b?.csv" is reported as file:/dir/a%41 #b?.csv): no URI parsing
     for prefix in ("file://", "file:"):
-        if uri.startswith(prefix) and uri[len(prefix):].startswith("/"):
-            return uri[len(prefix):]
+        if uri.startswith(prefix) and uri[len(prefix) :].startswith("/"):
+            return uri[len(prefix) :]
     return uri
 
 
@@ -134,24 +152,48 @@ def task_opens(path: str, size: int | None) -> bool:
     return spark_hides(path) or size == 0 or ":" in path or path.endswith("._COPYING_")
 
 
-def _rows(items: Iterator[Event | Quarantined | str], dump: Callable[[Event], str]
-          ) -> Iterator[dict[str, Any]]:
+def _rows(
+    items: Iterator[Event | Quarantined | str], dump: Callable[[Event], str]
+) -> Iterator[dict[str, Any]]:
     for item in items:
         if isinstance(item, str):
-            yield {"kind": "seen", "model": None, "source": item, "position": 0,
-                   "event": None, "reason": None, "message": None, "excerpt": None}
+            yield {
+                "kind": "seen",
+                "model": None,
+                "source": item,
+                "position": 0,
+                "event": None,
+                "reason": None,
+                "message": None,
+                "excerpt": None,
+            }
         elif isinstance(item, Quarantined):
-            yield {"kind": "quarantine", "model": item.model, "source": item.source,
-                   "position": item.position, "event": None, "reason": item.reason,
-                   "message": item.message, "excerpt": item.excerpt}
+            yield {
+                "kind": "quarantine",
+                "model": item.model,
+                "source": item.source,
+                "position": item.position,
+                "event": None,
+                "reason": item.reason,
+                "message": item.message,
+                "excerpt": item.excerpt,
+            }
         else:
-            yield {"kind": "event", "model": item.model, "source": item.source,
-                   "position": item.position, "event": dump(item), "reason": None,
-                   "message": None, "excerpt": None}
+            yield {
+                "kind": "event",
+                "model": item.model,
+                "source": item.source,
+                "position": item.position,
+                "event": dump(item),
+                "reason": None,
+                "message": None,
+                "excerpt": None,
+            }
 
 
-def _outcomes(label: str, source: Source, opener: Callable[[], Any], size: int | None,
-              limits: ReadLimits) -> Iterator[Event | Quarantined | str]:
+def _outcomes(
+    label: str, source: Source, opener: Callable[[], Any], size: int | None, limits: ReadLimits
+) -> Iterator[Event | Quarantined | str]:
     """What one file gives: for each input in it (itself, or its members), the input's
     name (``seen``) and then its events and quarantined records; an archive with no
     member to read (empty, only directories or excluded members) is ``seen`` itself."""
@@ -177,8 +219,8 @@ def event_dumper() -> Callable[[Event], str]:
         model = models.get(item.model)
         if model is None:
             model = models[item.model] = load_model(item.model)
-        return json.dumps(model.dump_event(item.event), ensure_ascii=False,
-                          separators=(",", ":"))
+        return json.dumps(model.dump_event(item.event), ensure_ascii=False, separators=(",", ":"))
+
     return dump
 
 
@@ -212,20 +254,30 @@ def converter(listing: Listing, limits: ReadLimits) -> Callable[[Iterator[Any]],
                             out = []
         if out:
             yield pa.RecordBatch.from_pylist(out, schema=schema)
+
     return convert
 
 
 def _arrow_schema() -> Any:
     import pyarrow as pa
 
-    return pa.schema([("kind", pa.string()), ("model", pa.string()),
-                      ("source", pa.string()), ("position", pa.int64()),
-                      ("event", pa.string()), ("reason", pa.string()),
-                      ("message", pa.string()), ("excerpt", pa.string())])
+    return pa.schema(
+        [
+            ("kind", pa.string()),
+            ("model", pa.string()),
+            ("source", pa.string()),
+            ("position", pa.int64()),
+            ("event", pa.string()),
+            ("reason", pa.string()),
+            ("message", pa.string()),
+            ("excerpt", pa.string()),
+        ]
+    )
 
 
-def convert(spark: "SparkSession", listing: Listing, limits: ReadLimits = DEFAULT_READ_LIMITS
-            ) -> "DataFrame":
+def convert(
+    spark: SparkSession, listing: Listing, limits: ReadLimits = DEFAULT_READ_LIMITS
+) -> DataFrame:
     """The converted rows of every listed file (lazy: a Spark plan), plus the listing's
     problems. Spark reads the files (``binaryFile``) in partitions of about an equal share
     of the bytes, at least one per core."""
@@ -243,14 +295,26 @@ def convert(spark: "SparkSession", listing: Listing, limits: ReadLimits = DEFAUL
         frames.append(raw.select("path", "content").mapInArrow(fn, CONVERTED_SCHEMA))
     if hidden:
         paths = spark.createDataFrame([(p,) for p in hidden], "path string")
-        frames.append(paths.repartition(min(len(hidden), parts)).mapInArrow(
-            fn, CONVERTED_SCHEMA))
+        frames.append(paths.repartition(min(len(hidden), parts)).mapInArrow(fn, CONVERTED_SCHEMA))
     if listing.problems:
-        frames.append(spark.createDataFrame(
-            [{"kind": "quarantine", "model": q.model, "source": q.source,
-              "position": q.position, "event": None, "reason": q.reason,
-              "message": q.message, "excerpt": q.excerpt} for q in listing.problems],
-            CONVERTED_SCHEMA))
+        frames.append(
+            spark.createDataFrame(
+                [
+                    {
+                        "kind": "quarantine",
+                        "model": q.model,
+                        "source": q.source,
+                        "position": q.position,
+                        "event": None,
+                        "reason": q.reason,
+                        "message": q.message,
+                        "excerpt": q.excerpt,
+                    }
+                    for q in listing.problems
+                ],
+                CONVERTED_SCHEMA,
+            )
+        )
     if not frames:
         return spark.createDataFrame([], CONVERTED_SCHEMA)
     df = frames[0]
@@ -259,9 +323,9 @@ def convert(spark: "SparkSession", listing: Listing, limits: ReadLimits = DEFAUL
     return df
 
 
-def _has_context(spark: "SparkSession") -> bool:
+def _has_context(spark: SparkSession) -> bool:
     try:
         spark.sparkContext  # noqa: B018 - not available on Spark Connect
-    except Exception:  # noqa: BLE001
+    except Exception:
         return False
     return True

@@ -8,6 +8,7 @@ event store and the quarantine, routes each model's events against its subscribe
 (:mod:`.route`) and writes the deliveries; ``summary.json`` holds the counts and the wall
 time of each stage, and the console ends with the summary as a table.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,19 +18,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
-
 from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
 from pubsift.adapters.source import Source
 from pubsift.adapters.spark import store
 from pubsift.adapters.spark.progress import Stages
 from pubsift.adapters.summary import SourceCounts, Summary
+from rich.console import Console
+from rich.table import Table
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-
     from pubsift.adapters.spark.subscriptions import Subscriber
+    from pyspark.sql import DataFrame, SparkSession
 
 #: the event store's columns as read back (model is the partition column)
 EVENTS_SCHEMA = "source string, position long, event string, model string"
@@ -51,18 +50,23 @@ class Settings:
     limits: ReadLimits = DEFAULT_READ_LIMITS
 
 
-def ingest(sources: Sequence[Source], out: str, settings: Settings,
-           console: Console | None = None) -> dict[str, Any]:
+def ingest(
+    sources: Sequence[Source], out: str, settings: Settings, console: Console | None = None
+) -> dict[str, Any]:
     """``pubsift ingest``: convert ``sources`` once into an event store at ``out``."""
     console = console or Console(stderr=True)
-    output = store.prepare(out, "parquet", settings.overwrite, "store",
-                           [s.path for s in sources])
+    output = store.prepare(out, "parquet", settings.overwrite, "store", [s.path for s in sources])
     return _run(output, settings, console, sources, None, None)
 
 
-def route(subscribers: Sequence["Subscriber"], out: str, settings: Settings,
-          sources: Sequence[Source] = (), event_store: str | None = None,
-          console: Console | None = None) -> dict[str, Any]:
+def route(
+    subscribers: Sequence[Subscriber],
+    out: str,
+    settings: Settings,
+    sources: Sequence[Source] = (),
+    event_store: str | None = None,
+    console: Console | None = None,
+) -> dict[str, Any]:
     """``pubsift route``: route ``sources`` (converted on the way, the store kept in
     ``out/events``) or an existing ``event_store`` against ``subscribers``."""
     console = console or Console(stderr=True)
@@ -71,17 +75,21 @@ def route(subscribers: Sequence["Subscriber"], out: str, settings: Settings,
     return _run(output, settings, console, sources, event_store, subscribers)
 
 
-def _run(output: store.Output, settings: Settings, console: Console,
-         sources: Sequence[Source], event_store: str | None,
-         subscribers: Sequence["Subscriber"] | None) -> dict[str, Any]:
+def _run(
+    output: store.Output,
+    settings: Settings,
+    console: Console,
+    sources: Sequence[Source],
+    event_store: str | None,
+    subscribers: Sequence[Subscriber] | None,
+) -> dict[str, Any]:
     from pubsift.adapters.spark.session import start, under_spark_submit
 
     began = time.perf_counter()
     stages = Stages(console)
     restore = _terminate_as_interrupt()
     try:
-        where = settings.master or ("spark-submit's master" if under_spark_submit()
-                                    else "local[*]")
+        where = settings.master or ("spark-submit's master" if under_spark_submit() else "local[*]")
         with stages.stage("start", f"Spark started ({where})"):
             spark = start(settings.master, settings.app_name, settings.conf)
         stages.spark = spark
@@ -94,8 +102,10 @@ def _run(output: store.Output, settings: Settings, console: Console,
             summary.update(_store_summary(event_store))
         if subscribers is not None:
             summary.update(_route(spark, events_path, subscribers, output, stages))
-        summary["seconds"] = {**{k: round(v, 3) for k, v in stages.seconds.items()},
-                              "total": round(time.perf_counter() - began, 3)}
+        summary["seconds"] = {
+            **{k: round(v, 3) for k, v in stages.seconds.items()},
+            "total": round(time.perf_counter() - began, 3),
+        }
         store.write_json(output.path("summary.json"), summary)
         store.commit(output)
     except BaseException:
@@ -118,42 +128,64 @@ def _terminate_as_interrupt() -> Any:
 
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt("terminated (SIGTERM)")
+
     previous = signal.signal(signal.SIGTERM, interrupt)
     return lambda: signal.signal(signal.SIGTERM, previous)
 
 
-def _ingest(spark: "SparkSession", sources: Sequence[Source], output: store.Output,
-            settings: Settings, stages: Stages) -> dict[str, Any]:
-    from pyspark import StorageLevel
-
+def _ingest(
+    spark: SparkSession,
+    sources: Sequence[Source],
+    output: store.Output,
+    settings: Settings,
+    stages: Stages,
+) -> dict[str, Any]:
     from pubsift.adapters.spark.ingest import convert, list_files
+    from pyspark import StorageLevel
 
     with stages.stage("list", "files listed"):
         listing = list_files(sources, settings.limits)
     with stages.stage("convert", f"{len(listing.files)} files converted into events"):
-        converted = convert(spark, listing, settings.limits).persist(
-            StorageLevel.MEMORY_AND_DISK)
+        converted = convert(spark, listing, settings.limits).persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            (converted.where("kind = 'event'").select(*store.EVENT_COLUMNS)
-             .write.partitionBy("model").parquet(_uri(output.path("events"))))
+            (
+                converted.where("kind = 'event'")
+                .select(*store.EVENT_COLUMNS)
+                .write.partitionBy("model")
+                .parquet(_uri(output.path("events")))
+            )
             quarantined = converted.where("kind = 'quarantine'")
-            _write(quarantined.select(*store.QUARANTINE_COLUMNS).coalesce(1),
-                   output.path("quarantine"), output.format)
+            _write(
+                quarantined.select(*store.QUARANTINE_COLUMNS).coalesce(1),
+                output.path("quarantine"),
+                output.format,
+            )
             counts = converted.groupBy("kind", "source", "model", "reason").count().collect()
         finally:
             converted.unpersist()
         lost = unread(listing, counts)
-        if lost:   # never silent: what Spark did not hand to a task is quarantined
-            rows = [{"source": label, "position": 0, "reason": "unreadable",
-                     "message": "not read: Spark's file source returned nothing for this "
-                                "file (please report it as a pubsift bug)", "excerpt": "",
-                     "model": None} for label in lost]
-            frame = spark.createDataFrame(rows, ", ".join(
-                f"{c} {'long' if c == 'position' else 'string'}"
-                for c in store.QUARANTINE_COLUMNS))
+        if lost:  # never silent: what Spark did not hand to a task is quarantined
+            rows = [
+                {
+                    "source": label,
+                    "position": 0,
+                    "reason": "unreadable",
+                    "message": "not read: Spark's file source returned nothing for this "
+                    "file (please report it as a pubsift bug)",
+                    "excerpt": "",
+                    "model": None,
+                }
+                for label in lost
+            ]
+            frame = spark.createDataFrame(
+                rows,
+                ", ".join(
+                    f"{c} {'long' if c == 'position' else 'string'}"
+                    for c in store.QUARANTINE_COLUMNS
+                ),
+            )
             _write(frame, output.path("quarantine"), output.format, mode="append")
-            counts = list(counts) + [("quarantine", label, None, "unreadable", 1)
-                                     for label in lost]
+            counts = list(counts) + [("quarantine", label, None, "unreadable", 1) for label in lost]
     return read_counts(counts)
 
 
@@ -162,10 +194,9 @@ def unread(listing: Any, counts: Sequence[Any]) -> list[str]:
     the file never reached a task)."""
     reached = set()
     for _, source, _, _, _ in counts:
-        parts = source.split("!")      # an archive member names its archive: a.zip!m.csv
+        parts = source.split("!")  # an archive member names its archive: a.zip!m.csv
         reached.update("!".join(parts[:i]) for i in range(1, len(parts) + 1))
-    return [label for pairs in listing.files.values() for label, _ in pairs
-            if label not in reached]
+    return [label for pairs in listing.files.values() for label, _ in pairs if label not in reached]
 
 
 def read_counts(counts: Sequence[Any]) -> dict[str, Any]:
@@ -199,27 +230,33 @@ def _store_summary(path: str) -> dict[str, Any]:
     return {"store": os.path.abspath(path), **{k: old[k] for k in keep if k in old}}
 
 
-def _route(spark: "SparkSession", events_path: str, subscribers: Sequence["Subscriber"],
-           output: store.Output, stages: Stages) -> dict[str, Any]:
+def _route(
+    spark: SparkSession,
+    events_path: str,
+    subscribers: Sequence[Subscriber],
+    output: store.Output,
+    stages: Stages,
+) -> dict[str, Any]:
     from pubsift.adapters.spark import route as routing
     from pubsift.adapters.spark.subscriptions import by_model
 
     groups = by_model(subscribers)
-    with stages.stage("route", f"{len(subscribers)} subscribers of "
-                      f"{len(groups)} model(s) routed"):
+    with stages.stage("route", f"{len(subscribers)} subscribers of {len(groups)} model(s) routed"):
         # the schema given: a store with no event holds no Parquet file to infer it from
         events = spark.read.schema(EVENTS_SCHEMA).parquet(_uri(events_path, read=True))
         present = {r[0] for r in events.select("model").distinct().collect()}
         parts = max(2, 2 * _parallelism(spark))
-        frames = [routing.route(events, m, subs, parts) for m, subs in groups.items()
-                  if m in present]
+        frames = [
+            routing.route(events, m, subs, parts) for m, subs in groups.items() if m in present
+        ]
         path = output.path("deliveries")
         if frames:
             deliveries = frames[0]
             for f in frames[1:]:
                 deliveries = deliveries.unionByName(f)
-            _write(deliveries.repartition("subscriber"), path, output.format,
-                   partition="subscriber")
+            _write(
+                deliveries.repartition("subscriber"), path, output.format, partition="subscriber"
+            )
             per = _delivery_counts(spark, path, output.format)
         else:
             per = {}
@@ -237,15 +274,16 @@ def _uri(path: str, read: bool = False) -> str:
     return hadoop_path(path) if read else "file://" + path
 
 
-def _parallelism(spark: "SparkSession") -> int:
+def _parallelism(spark: SparkSession) -> int:
     try:
         return int(spark.sparkContext.defaultParallelism)
-    except Exception:  # noqa: BLE001 - Spark Connect
+    except Exception:
         return 2
 
 
-def _write(df: "DataFrame", path: str, fmt: str, partition: str | None = None,
-           mode: str | None = None) -> None:
+def _write(
+    df: DataFrame, path: str, fmt: str, partition: str | None = None, mode: str | None = None
+) -> None:
     """Write ``df`` as Parquet, or as JSON lines (``event`` embedded as JSON, not as a
     string holding JSON), optionally partitioned by a column."""
     if fmt == "parquet":
@@ -284,9 +322,9 @@ def _json_value(col: Any) -> Any:
     return F.regexp_extract(text, r'(?s)^\{"v":(.*)\}$', 1)
 
 
-def _delivery_counts(spark: "SparkSession", path: str, fmt: str) -> dict[str, int]:
+def _delivery_counts(spark: SparkSession, path: str, fmt: str) -> dict[str, int]:
     """Deliveries per subscriber, read back from what was written."""
-    if fmt == "parquet":   # the schema given: a run with no delivery wrote no file
+    if fmt == "parquet":  # the schema given: a run with no delivery wrote no file
         df = spark.read.schema(store.DELIVERY_SCHEMA).parquet(_uri(path, read=True))
     else:
         df = spark.read.schema("value string, subscriber string").text(_uri(path, read=True))
@@ -297,10 +335,12 @@ def show(summary: Mapping[str, Any], console: Console) -> None:
     """The summary as tables: per source, per reason, per subscriber, per stage."""
     console.print()
     if "sources" in summary:
-        t = Table(title=f"read: {summary.get('read', 0)} records, "
-                        f"{summary.get('events', 0)} events, "
-                        f"{summary.get('quarantined', 0)} quarantined"
-                        + (f" (store {summary['store']})" if "store" in summary else ""))
+        t = Table(
+            title=f"read: {summary.get('read', 0)} records, "
+            f"{summary.get('events', 0)} events, "
+            f"{summary.get('quarantined', 0)} quarantined"
+            + (f" (store {summary['store']})" if "store" in summary else "")
+        )
         t.add_column("source", overflow="fold")
         for col in ("read", "events", "quarantined"):
             t.add_column(col, justify="right")

@@ -27,6 +27,7 @@ Every problem (a TOML syntax error with its line and column, an unknown key, a s
 setting that cannot be used, every bad subscriber) is reported in one
 :class:`~pubsift.adapters.spark.subscriptions.JobError`, in file order.
 """
+
 from __future__ import annotations
 
 import glob
@@ -41,8 +42,13 @@ from typing import Any
 from pubsift.adapters.reading import check
 from pubsift.adapters.source import Source
 from pubsift.adapters.spark.store import FORMATS
-from pubsift.adapters.spark.subscriptions import (JobError, Problems, Subscriber,
-                                                  load_subscriptions, subscribers_from_tables)
+from pubsift.adapters.spark.subscriptions import (
+    JobError,
+    Problems,
+    Subscriber,
+    load_subscriptions,
+    subscribers_from_tables,
+)
 from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
 from pubsift.core.model import FilterModel
@@ -82,14 +88,21 @@ def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
     sources: list[Source] = []
     subscribers: list[Subscriber] = []
     spark: dict[str, str] = {}
-    settings: dict[str, Any] = {"master": None, "app_name": DEFAULT_APP_NAME, "out": None,
-                                "format": None}
+    settings: dict[str, Any] = {
+        "master": None,
+        "app_name": DEFAULT_APP_NAME,
+        "out": None,
+        "format": None,
+    }
     if "subscriptions" in doc and "subscriber" in doc:
-        problems.add(f"{path}: give either subscriptions = \"FILE\" or [[subscriber]] tables, "
-                     "not both")
+        problems.add(
+            f'{path}: give either subscriptions = "FILE" or [[subscriber]] tables, not both'
+        )
     elif "subscriptions" not in doc and "subscriber" not in doc:
-        problems.add(f"{path}: no subscribers: give subscriptions = \"FILE\" (JSON lines) or "
-                     "[[subscriber]] tables")
+        problems.add(
+            f'{path}: no subscribers: give subscriptions = "FILE" (JSON lines) or '
+            "[[subscriber]] tables"
+        )
     if "source" not in doc:
         problems.add(f"{path}: no [[source]] table: a job reads at least one source")
     for key, value in doc.items():
@@ -102,8 +115,10 @@ def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
             if isinstance(value, str) and value and "subscriber" not in doc:
                 _from_file(_resolve(base, value), models, subscribers, problems)
             elif not isinstance(value, str) or not value:
-                problems.add(f"{path}: subscriptions is the path of a JSON-lines file (a "
-                             f"string), not {value!r:.80}")
+                problems.add(
+                    f"{path}: subscriptions is the path of a JSON-lines file (a "
+                    f"string), not {value!r:.80}"
+                )
         elif key == "subscriber":
             tables = _tables(path, key, value, problems)
             if tables and "subscriptions" not in doc:
@@ -120,14 +135,22 @@ def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
             if value in FORMATS:
                 settings["format"] = value
             else:
-                problems.add(f"{path}: format is {' or '.join(map(repr, FORMATS))}, not "
-                             f"{value!r:.80}")
+                problems.add(
+                    f"{path}: format is {' or '.join(map(repr, FORMATS))}, not {value!r:.80}"
+                )
         else:
-            problems.add(f"{path}: unknown key {key!r:.80}; the keys are "
-                         f"{', '.join(TOP_KEYS)}")
+            problems.add(f"{path}: unknown key {key!r:.80}; the keys are {', '.join(TOP_KEYS)}")
     problems.raise_if_any()
-    return Job(tuple(sources), tuple(subscribers), spark, settings["master"],
-               settings["app_name"], settings["out"], settings["format"], path)
+    return Job(
+        tuple(sources),
+        tuple(subscribers),
+        spark,
+        settings["master"],
+        settings["app_name"],
+        settings["out"],
+        settings["format"],
+        path,
+    )
 
 
 def _toml(path: str, problems: Problems) -> dict[str, Any]:
@@ -145,8 +168,10 @@ def _toml(path: str, problems: Problems) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        problems.add(f"{path}:{line}:{column}: not UTF-8 text (invalid byte "
-                     f"0x{raw[exc.start]:02x}); TOML files are UTF-8")
+        problems.add(
+            f"{path}:{line}:{column}: not UTF-8 text (invalid byte "
+            f"0x{raw[exc.start]:02x}); TOML files are UTF-8"
+        )
         return {}
     try:
         return tomllib.loads(text)
@@ -154,7 +179,7 @@ def _toml(path: str, problems: Problems) -> dict[str, Any]:
         message = str(exc)
         m = _TOML_POSITION.search(message)
         if m:
-            problems.add(f"{path}:{m[1]}:{m[2]}: invalid TOML: {message[:m.start()]}")
+            problems.add(f"{path}:{m[1]}:{m[2]}: invalid TOML: {message[: m.start()]}")
         else:
             problems.add(f"{path}: invalid TOML: {one_line(exc)}")
     except RecursionError:
@@ -178,13 +203,16 @@ def _tables(path: str, key: str, value: Any, problems: Problems) -> list[Mapping
     """The tables of an array of tables ``[[key]]``; anything else is a problem."""
     if isinstance(value, list) and all(isinstance(t, Mapping) for t in value):
         return value
-    problems.add(f"{path}: {key} is an array of tables (write [[{key}]] before each), not "
-                 f"{'a single table' if isinstance(value, Mapping) else repr(value)[:80]}")
+    problems.add(
+        f"{path}: {key} is an array of tables (write [[{key}]] before each), not "
+        f"{'a single table' if isinstance(value, Mapping) else repr(value)[:80]}"
+    )
     return []
 
 
-def _spark(path: str, value: Any, spark: dict[str, str], settings: dict[str, Any],
-           problems: Problems) -> None:
+def _spark(
+    path: str, value: Any, spark: dict[str, str], settings: dict[str, Any], problems: Problems
+) -> None:
     if not isinstance(value, Mapping):
         problems.add(f"{path}: spark is a table ([spark]), not {value!r:.80}")
         return
@@ -200,12 +228,15 @@ def _spark(path: str, value: Any, spark: dict[str, str], settings: dict[str, Any
             else:
                 problems.add(f"{path}: [spark] conf is a table ([spark.conf]), not {v!r:.80}")
         else:
-            problems.add(f"{path}: [spark] unknown key {key!r:.80}; the keys are "
-                         f"{', '.join(SPARK_KEYS)} (Spark settings go in [spark.conf])")
+            problems.add(
+                f"{path}: [spark] unknown key {key!r:.80}; the keys are "
+                f"{', '.join(SPARK_KEYS)} (Spark settings go in [spark.conf])"
+            )
 
 
-def _conf(path: str, table: Mapping[str, Any], prefix: str, spark: dict[str, str],
-          problems: Problems) -> None:
+def _conf(
+    path: str, table: Mapping[str, Any], prefix: str, spark: dict[str, str], problems: Problems
+) -> None:
     """Spark settings -> strings; a nested table (bare dotted keys) is joined back."""
     for key, v in table.items():
         name = prefix + key
@@ -223,13 +254,20 @@ def _conf(path: str, table: Mapping[str, Any], prefix: str, spark: dict[str, str
         elif isinstance(v, str):
             spark[name] = v
         else:
-            problems.add(f"{path}: [spark.conf] {name!r:.80} is a string, number or boolean, "
-                         f"not {v!r:.80}")
+            problems.add(
+                f"{path}: [spark.conf] {name!r:.80} is a string, number or boolean, not {v!r:.80}"
+            )
 
 
-def _source(path: str, table: Mapping[str, Any], n: int, base: str,
-            models: Mapping[str, FilterModel] | None, sources: list[Source],
-            problems: Problems) -> None:
+def _source(
+    path: str,
+    table: Mapping[str, Any],
+    n: int,
+    base: str,
+    models: Mapping[str, FilterModel] | None,
+    sources: list[Source],
+    problems: Problems,
+) -> None:
     label = f"{path}: [[source]] {n}"
     spec = dict(table)
     if isinstance(spec.get("path"), str) and spec["path"]:
@@ -240,7 +278,7 @@ def _source(path: str, table: Mapping[str, Any], n: int, base: str,
     except PubsiftError as exc:
         problems.add(f"{label}: {one_line(exc)}")
         return
-    except Exception as exc:  # noqa: BLE001 - a setting of a type the checks do not expect
+    except Exception as exc:
         problems.add(f"{label}: cannot be used ({type(exc).__name__}: {one_line(exc)[:300]})")
         return
     gone = missing(src.path)
@@ -262,12 +300,16 @@ def missing(path: str) -> str | None:
     return None
 
 
-def _from_file(path: str, models: Mapping[str, FilterModel] | None,
-               subscribers: list[Subscriber], problems: Problems) -> None:
+def _from_file(
+    path: str,
+    models: Mapping[str, FilterModel] | None,
+    subscribers: list[Subscriber],
+    problems: Problems,
+) -> None:
     try:
         subscribers.extend(load_subscriptions(path, models))
     except JobError as exc:
         problems.extend(exc)
 
 
-__all__ = ["FORMATS", "Job", "TOP_KEYS", "load_job"]
+__all__ = ["FORMATS", "TOP_KEYS", "Job", "load_job"]

@@ -2,6 +2,7 @@
 Spark works"): one line per stage of the job, with a bar of Spark's tasks on a terminal
 (polled from Spark's status tracker), and the wall time of each stage for the summary.
 """
+
 from __future__ import annotations
 
 import threading
@@ -33,13 +34,20 @@ class Stages:
         if tracker is None or not self.console.is_terminal:
             yield
         else:
-            with Progress(TextColumn("{task.description}"), BarColumn(),
-                          MofNCompleteColumn(), TextColumn("tasks"), TimeElapsedColumn(),
-                          console=self.console, transient=True) as bar:
+            with Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("tasks"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            ) as bar:
                 task = bar.add_task(what, total=None)
                 stop = threading.Event()
-                poller = threading.Thread(target=_poll, args=(tracker, bar, task, stop),
-                                          daemon=True)
+                poller = threading.Thread(
+                    target=_poll, args=(tracker, bar, task, stop), daemon=True
+                )
                 poller.start()
                 try:
                     yield
@@ -55,7 +63,7 @@ class Stages:
             return None
         try:
             return self.spark.sparkContext.statusTracker()
-        except Exception:  # noqa: BLE001 - Spark Connect has no status tracker
+        except Exception:
             return None
 
 
@@ -69,7 +77,7 @@ def _poll(tracker: Any, bar: Progress, task: Any, stop: threading.Event) -> None
                 if info is not None:
                     total += info.numTasks
                     done += info.numCompletedTasks
-        except Exception:  # noqa: BLE001 - the session is stopping
+        except Exception:
             return
         if total:
             bar.update(task, total=total, completed=done)

@@ -16,6 +16,7 @@ This is the same matching the brokers do online (Mühl, ch. 2-3: a subscriber is
 exactly the publications matching one of its filters), so batch and online routing deliver
 the same (tests/spark/test_batch_online.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -34,13 +35,12 @@ MATCHED_SCHEMA = "source string, position long, event string, subscribers array<
 OUTPUT_BYTES = 32 << 20
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
     from pubsift.adapters.spark.subscriptions import Subscriber
     from pubsift.core.model import FilterIndex, FilterModel
+    from pyspark.sql import DataFrame
 
 
-def build_index(model: "FilterModel", subscribers: Sequence["Subscriber"]) -> "FilterIndex[int]":
+def build_index(model: FilterModel, subscribers: Sequence[Subscriber]) -> FilterIndex[int]:
     """One index of ``model`` holding every filter of ``subscribers``, keyed by the
     subscriber's number in ``subscribers``."""
     index = model.new_index()
@@ -51,7 +51,7 @@ def build_index(model: "FilterModel", subscribers: Sequence["Subscriber"]) -> "F
 #: how many shipped indexes a Python worker keeps loaded (:class:`Shipped`), least
 #: recently used out first
 KEPT = 4
-_loaded: "OrderedDict[str, Any]" = OrderedDict()
+_loaded: OrderedDict[str, Any] = OrderedDict()
 
 
 class Shipped:
@@ -80,11 +80,11 @@ class Shipped:
         return index
 
 
-def _load(model: "FilterModel", wire: str) -> Any:
+def _load(model: FilterModel, wire: str) -> Any:
     return model.load_event(json.loads(wire))
 
 
-def matched(index: Any, model: "FilterModel", wires: Any) -> tuple[Any, Any]:
+def matched(index: Any, model: FilterModel, wires: Any) -> tuple[Any, Any]:
     """(rows, keys) of a batch of wire texts (a pyarrow string array): row ``rows[i]``
     matches subscriber ``keys[i]``; each pair once, rows ascending."""
     import numpy as np
@@ -99,8 +99,9 @@ def matched(index: Any, model: "FilterModel", wires: Any) -> tuple[Any, Any]:
     return rows, keys
 
 
-def _matches(model_name: str, shipped: Shipped, batches: Iterator[Any]
-             ) -> Iterator[tuple[Any, Any, Any, Any, Any]]:
+def _matches(
+    model_name: str, shipped: Shipped, batches: Iterator[Any]
+) -> Iterator[tuple[Any, Any, Any, Any, Any]]:
     """(model, batch, wires, rows, keys) of each batch of events that matched a subscriber
     (:func:`matched`), in a task: the model from the registry, the index from ``shipped``."""
     from pubsift.core.registry import load_model
@@ -116,8 +117,9 @@ def _matches(model_name: str, shipped: Shipped, batches: Iterator[Any]
             yield model, batch, wires, rows, keys
 
 
-def router(model_name: str, subscribers: Sequence["Subscriber"], shipped: Shipped,
-           converts: bool) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def router(
+    model_name: str, subscribers: Sequence[Subscriber], shipped: Shipped, converts: bool
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function routing batches of one model's events (``source``,
     ``position``, ``event``) to deliveries (:data:`DELIVERY_SCHEMA`), one row per
     (subscriber, event). ``converts``: the delivered event is made per subscriber
@@ -146,18 +148,26 @@ def router(model_name: str, subscribers: Sequence["Subscriber"], shipped: Shippe
                 if kept is None:
                     events = wires.take(r)
                 else:
-                    events = pa.array(_delivered(model, kept, wires, rows[lo:hi],
-                                                 keys[lo:hi]), pa.string())
+                    events = pa.array(
+                        _delivered(model, kept, wires, rows[lo:hi], keys[lo:hi]), pa.string()
+                    )
                 yield pa.RecordBatch.from_arrays(
-                    [id_array.take(pa.array(keys[lo:hi], pa.int64())),
-                     batch.column("source").take(r), batch.column("position").take(r),
-                     pa.repeat(model_value, hi - lo), events],
-                    names=["subscriber", "source", "position", "model", "event"])
+                    [
+                        id_array.take(pa.array(keys[lo:hi], pa.int64())),
+                        batch.column("source").take(r),
+                        batch.column("position").take(r),
+                        pa.repeat(model_value, hi - lo),
+                        events,
+                    ],
+                    names=["subscriber", "source", "position", "model", "event"],
+                )
+
     return route
 
 
-def matcher(model_name: str, subscribers: Sequence["Subscriber"], shipped: Shipped
-            ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def matcher(
+    model_name: str, subscribers: Sequence[Subscriber], shipped: Shipped
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function matching batches of one model's events (``source``,
     ``position``, ``event``) to one row per matched event (:data:`MATCHED_SCHEMA`): the
     event once, with the ids of the subscribers it matches. Spark's ``explode`` then makes
@@ -172,21 +182,29 @@ def matcher(model_name: str, subscribers: Sequence["Subscriber"], shipped: Shipp
 
         id_array = pa.array(ids, pa.string())
         for _, batch, wires, rows, keys in _matches(model_name, shipped, batches):
-            hit, starts = np.unique(rows, return_index=True)   # rows ascending
+            hit, starts = np.unique(rows, return_index=True)  # rows ascending
             offsets = np.append(starts, len(rows)).astype(np.int64)
-            sizes = (pc.binary_length(wires).to_numpy(zero_copy_only=False)[hit]
-                     + 8 * np.diff(offsets))
+            sizes = pc.binary_length(wires).to_numpy(zero_copy_only=False)[hit] + 8 * np.diff(
+                offsets
+            )
             names = id_array.take(pa.array(keys, pa.int64()))
             for lo, hi in _chunks(sizes, OUTPUT_BYTES):
                 r = pa.array(hit[lo:hi], pa.int64())
                 first, last = int(offsets[lo]), int(offsets[hi])
                 subs = pa.ListArray.from_arrays(
-                    pa.array(offsets[lo:hi + 1] - first, pa.int32()),
-                    names.slice(first, last - first))
+                    pa.array(offsets[lo : hi + 1] - first, pa.int32()),
+                    names.slice(first, last - first),
+                )
                 yield pa.RecordBatch.from_arrays(
-                    [batch.column("source").take(r), batch.column("position").take(r),
-                     wires.take(r), subs],
-                    names=["source", "position", "event", "subscribers"])
+                    [
+                        batch.column("source").take(r),
+                        batch.column("position").take(r),
+                        wires.take(r),
+                        subs,
+                    ],
+                    names=["source", "position", "event", "subscribers"],
+                )
+
     return match
 
 
@@ -206,8 +224,9 @@ def _chunks(sizes: Any, limit: int) -> Iterator[tuple[int, int]]:
         lo = hi
 
 
-def _delivered(model: "FilterModel", subscribers: Sequence["Subscriber"], wires: Any,
-               rows: Any, keys: Any) -> list[str]:
+def _delivered(
+    model: FilterModel, subscribers: Sequence[Subscriber], wires: Any, rows: Any, keys: Any
+) -> list[str]:
     """The delivered events of the pairs (rows, keys), made per subscriber."""
     loaded: dict[int, Any] = {}
     out = []
@@ -217,29 +236,35 @@ def _delivered(model: "FilterModel", subscribers: Sequence["Subscriber"], wires:
             event = loaded[row] = _load(model, wires[row].as_py())
         sub = subscribers[key]
         f = next(f for f in sub.filters if model.matches(f, event))
-        out.append(json.dumps(sub.delivered(model, f, event), ensure_ascii=False,
-                              separators=(",", ":")))
+        out.append(
+            json.dumps(sub.delivered(model, f, event), ensure_ascii=False, separators=(",", ":"))
+        )
     return out
 
 
-def deliveries(events: "DataFrame", model_name: str, subscribers: Sequence["Subscriber"],
-               index: Any) -> "DataFrame":
+def deliveries(
+    events: DataFrame, model_name: str, subscribers: Sequence[Subscriber], index: Any
+) -> DataFrame:
     """The deliveries (:data:`DELIVERY_SCHEMA`) of ``events`` (``source``, ``position``,
     ``event`` of one model) to ``subscribers``, matched through ``index``
     (:func:`build_index`); lazy, a Spark plan."""
     shipped = Shipped(index)
     if any(s.agreement is not None for s in subscribers):
-        return events.mapInArrow(router(model_name, subscribers, shipped, True),
-                                 DELIVERY_SCHEMA)
+        return events.mapInArrow(router(model_name, subscribers, shipped, True), DELIVERY_SCHEMA)
     from pyspark.sql import functions as F
 
     return events.mapInArrow(matcher(model_name, subscribers, shipped), MATCHED_SCHEMA).select(
-        F.explode("subscribers").alias("subscriber"), "source", "position",
-        F.lit(model_name).alias("model"), "event")
+        F.explode("subscribers").alias("subscriber"),
+        "source",
+        "position",
+        F.lit(model_name).alias("model"),
+        "event",
+    )
 
 
-def route(events: "DataFrame", model_name: str, subscribers: Sequence["Subscriber"],
-          partitions: int) -> "DataFrame":
+def route(
+    events: DataFrame, model_name: str, subscribers: Sequence[Subscriber], partitions: int
+) -> DataFrame:
     """Deliveries of one model's events in the store ``events`` (lazy: a Spark plan)."""
     from pubsift.core.registry import load_model
 

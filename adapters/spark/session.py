@@ -7,6 +7,7 @@ same job on a cluster; under ``spark-submit`` the master and settings spark-subm
 are kept. The workers run the Python that runs the driver (``PYSPARK_PYTHON``), so they find
 pubsift and every installed model (entry points included) through the same installation.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,7 +29,7 @@ MIN_JAVA = 17
 #: settings every session of the job gets (a job file's ``[spark.conf]`` may change them)
 DEFAULT_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",        # the job shows its own progress
+    "spark.ui.showConsoleProgress": "false",  # the job shows its own progress
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     # Arrow batches handed to the tasks stay small however large the files or documents
     "spark.sql.execution.arrow.maxBytesPerBatch": str(32 << 20),
@@ -55,8 +56,9 @@ def require_pyspark() -> None:
     try:
         import pyspark  # noqa: F401
     except ImportError:
-        raise SparkSetupError("the Spark job needs PySpark: pip install 'pubsift[spark]' "
-                              "(make run installs it)") from None
+        raise SparkSetupError(
+            "the Spark job needs PySpark: pip install 'pubsift[spark]' (make run installs it)"
+        ) from None
 
 
 def check_java(java_home: str | None = None) -> str:
@@ -66,9 +68,11 @@ def check_java(java_home: str | None = None) -> str:
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     where = f"JAVA_HOME={home}" if home else "the PATH"
     if not java or not os.access(java, os.X_OK):
-        raise SparkSetupError(f"Spark needs Java {MIN_JAVA} or later and there is no java "
-                              f"in {where}: install a JDK {MIN_JAVA}+ (e.g. apt install "
-                              f"openjdk-{MIN_JAVA}-jre-headless) or set JAVA_HOME")
+        raise SparkSetupError(
+            f"Spark needs Java {MIN_JAVA} or later and there is no java "
+            f"in {where}: install a JDK {MIN_JAVA}+ (e.g. apt install "
+            f"openjdk-{MIN_JAVA}-jre-headless) or set JAVA_HOME"
+        )
     try:
         proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -76,14 +80,18 @@ def check_java(java_home: str | None = None) -> str:
     text = proc.stderr + proc.stdout
     m = re.search(r'version "(\d+)(?:\.(\d+))?', text)
     if not m:
-        raise SparkSetupError(f"cannot tell the version of {java} (it printed "
-                              f"{text.strip()[:200]!r}); Spark needs Java {MIN_JAVA}+")
+        raise SparkSetupError(
+            f"cannot tell the version of {java} (it printed "
+            f"{text.strip()[:200]!r}); Spark needs Java {MIN_JAVA}+"
+        )
     major = int(m.group(1))
-    if major == 1 and m.group(2):          # "1.8.0_392": Java 8
+    if major == 1 and m.group(2):  # "1.8.0_392": Java 8
         major = int(m.group(2))
     if major < MIN_JAVA:
-        raise SparkSetupError(f"Spark needs Java {MIN_JAVA} or later; {java} is Java {major} "
-                              f"({where}): install a JDK {MIN_JAVA}+ or point JAVA_HOME at one")
+        raise SparkSetupError(
+            f"Spark needs Java {MIN_JAVA} or later; {java} is Java {major} "
+            f"({where}): install a JDK {MIN_JAVA}+ or point JAVA_HOME at one"
+        )
     return m.group(0).split('"', 1)[1]
 
 
@@ -92,7 +100,7 @@ def check_java(java_home: str | None = None) -> str:
 CONNECT_SETTINGS = ("spark.sql.",)
 
 
-def connect(url: str, app_name: str, conf: Mapping[str, Any] | None = None) -> "SparkSession":
+def connect(url: str, app_name: str, conf: Mapping[str, Any] | None = None) -> SparkSession:
     """A Spark Connect session at ``url`` (``sc://HOST:PORT``; needs the ``connect``
     extra). The job ships everything a task needs in its functions' closures, so it runs
     unchanged; the server must see the files under the paths the client lists, and should
@@ -103,8 +111,9 @@ def connect(url: str, app_name: str, conf: Mapping[str, Any] | None = None) -> "
 
         check_dependencies()
     except ImportError as exc:
-        raise SparkSetupError(f"Spark Connect needs its client libraries: pip install "
-                              f"'pubsift[connect]' ({exc})") from None
+        raise SparkSetupError(
+            f"Spark Connect needs its client libraries: pip install 'pubsift[connect]' ({exc})"
+        ) from None
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.remote(url).appName(app_name)
@@ -113,23 +122,28 @@ def connect(url: str, app_name: str, conf: Mapping[str, Any] | None = None) -> "
             builder = builder.config(key, str(value))
     try:
         return builder.getOrCreate()
-    except Exception as exc:  # noqa: BLE001 - gRPC errors become one clear message
-        raise SparkSetupError(f"cannot connect to Spark Connect at {url}: "
-                              f"{_root_cause(exc)[:300]}") from None
+    except Exception as exc:
+        raise SparkSetupError(
+            f"cannot connect to Spark Connect at {url}: {_root_cause(exc)[:300]}"
+        ) from None
 
 
 #: the forms of a Spark master URL (checked before Spark starts)
-MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|"
-                    r"(spark|k8s|mesos|sc)://\S+|yarn\Z")
+MASTER = re.compile(
+    r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|"
+    r"(spark|k8s|mesos|sc)://\S+|yarn\Z"
+)
 
 
 def check_master(master: str) -> None:
     """SparkSetupError for a master that is none of Spark's forms (a typo would otherwise
     surface as a Java stack trace after the JVM started)."""
     if not MASTER.fullmatch(master):
-        raise SparkSetupError(f"--master {master!r} is not a Spark master URL: local, "
-                              "local[N], local[*], spark://HOST:PORT, yarn, k8s://..., "
-                              "sc://HOST:PORT (Spark Connect)")
+        raise SparkSetupError(
+            f"--master {master!r} is not a Spark master URL: local, "
+            "local[N], local[*], spark://HOST:PORT, yarn, k8s://..., "
+            "sc://HOST:PORT (Spark Connect)"
+        )
 
 
 def _root_cause(exc: BaseException) -> str:
@@ -141,7 +155,7 @@ def _root_cause(exc: BaseException) -> str:
         while java is not None:
             message = java.getMessage() or message
             java = java.getCause()
-    except Exception:  # noqa: BLE001 - the JVM is gone: keep what was read
+    except Exception:
         pass
     text = message or str(exc).strip()
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
@@ -152,8 +166,9 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def start(master: str | None = None, app_name: str = "pubsift",
-          conf: Mapping[str, Any] | None = None) -> "SparkSession":
+def start(
+    master: str | None = None, app_name: str = "pubsift", conf: Mapping[str, Any] | None = None
+) -> SparkSession:
     """A SparkSession for the job: ``master`` (default ``local[*]``, or what spark-submit
     was given), :data:`DEFAULT_CONF` overridden by ``conf``. Checks PySpark and Java
     first. A master ``sc://HOST:PORT`` connects to a Spark Connect server instead
@@ -181,7 +196,8 @@ def start(master: str | None = None, app_name: str = "pubsift",
         builder = builder.config(key, str(value))
     try:
         spark = builder.getOrCreate()
-    except Exception as exc:  # noqa: BLE001 - py4j/JVM errors become one clear message
-        raise SparkSetupError(f"Spark did not start (master {master or 'local[*]'}): "
-                              f"{_root_cause(exc)[:300]}") from None
+    except Exception as exc:
+        raise SparkSetupError(
+            f"Spark did not start (master {master or 'local[*]'}): {_root_cause(exc)[:300]}"
+        ) from None
     return spark

@@ -19,6 +19,7 @@ whole run or nothing new; an existing ``--out`` is refused unless ``--overwrite`
 and ``--overwrite`` replaces only a directory that pubsift made (never, say, a home
 directory given by mistake).
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,10 @@ FORMATS = ("parquet", "jsonl")
 MARKER = "_pubsift.json"
 
 #: columns of the converted records (one row per event, quarantined record or input seen)
-CONVERTED_SCHEMA = ("kind string, model string, source string, position long, "
-                    "event string, reason string, message string, excerpt string")
+CONVERTED_SCHEMA = (
+    "kind string, model string, source string, position long, "
+    "event string, reason string, message string, excerpt string"
+)
 EVENT_COLUMNS = ("model", "source", "position", "event")
 QUARANTINE_COLUMNS = ("source", "position", "reason", "message", "excerpt", "model")
 DELIVERY_SCHEMA = "subscriber string, source string, position long, model string, event string"
@@ -81,15 +84,19 @@ def apart(out: str, inputs: Sequence[str]) -> None:
     mine = os.path.realpath(out)
     for given in inputs:
         other = _root(given)
-        if mine == other or mine.startswith(other.rstrip(os.sep) + os.sep) or \
-                other.startswith(mine.rstrip(os.sep) + os.sep):
-            raise OutputError(f"--out {out} overlaps the input {given}: the job would read "
-                              "its own output or replace what it reads (choose an --out "
-                              "outside the inputs)")
+        if (
+            mine == other
+            or mine.startswith(other.rstrip(os.sep) + os.sep)
+            or other.startswith(mine.rstrip(os.sep) + os.sep)
+        ):
+            raise OutputError(
+                f"--out {out} overlaps the input {given}: the job would read "
+                "its own output or replace what it reads (choose an --out "
+                "outside the inputs)"
+            )
 
 
-def prepare(out: str, fmt: str, overwrite: bool, kind: str,
-            inputs: Sequence[str] = ()) -> Output:
+def prepare(out: str, fmt: str, overwrite: bool, kind: str, inputs: Sequence[str] = ()) -> Output:
     """Check ``out`` before Spark starts; OutputError naming the problem. Staging
     directories left by a run that was killed (``.NAME.partial-*``, with pubsift's
     marker) are removed first."""
@@ -102,20 +109,25 @@ def prepare(out: str, fmt: str, overwrite: bool, kind: str,
             raise OutputError(f"--out {out}: exists and is not a directory")
         if os.listdir(final):
             if not overwrite:
-                raise OutputError(f"--out {out}: exists and is not empty; the job never "
-                                  "mixes outputs of two runs (give --overwrite to replace "
-                                  "it, or another --out)")
+                raise OutputError(
+                    f"--out {out}: exists and is not empty; the job never "
+                    "mixes outputs of two runs (give --overwrite to replace "
+                    "it, or another --out)"
+                )
             if not os.path.isfile(os.path.join(final, MARKER)):
-                raise OutputError(f"--out {out}: --overwrite replaces only a directory a "
-                                  f"pubsift job wrote (it has {MARKER}); this one has none")
+                raise OutputError(
+                    f"--out {out}: --overwrite replaces only a directory a "
+                    f"pubsift job wrote (it has {MARKER}); this one has none"
+                )
     parent = os.path.dirname(final) or "."
     if not os.path.isdir(parent):
         raise OutputError(f"--out {out}: the directory {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise OutputError(f"--out {out}: cannot write in {parent}")
     _sweep(parent, os.path.basename(final))
-    staging = os.path.join(parent, f".{os.path.basename(final)}.partial-{os.getpid()}-"
-                                   f"{uuid.uuid4().hex[:8]}")
+    staging = os.path.join(
+        parent, f".{os.path.basename(final)}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    )
     os.mkdir(staging)
     with open(os.path.join(staging, MARKER), "w", encoding="utf-8") as fh:
         json.dump({"written_by": "pubsift", "kind": kind, "format": fmt}, fh)
@@ -137,8 +149,7 @@ def _sweep(parent: str, name: str) -> None:
     for entry in entries:
         path = os.path.join(parent, entry)
         m = pattern.match(entry)
-        if m is None or not os.path.isfile(os.path.join(path, MARKER)) or \
-                _alive(int(m.group(1))):
+        if m is None or not os.path.isfile(os.path.join(path, MARKER)) or _alive(int(m.group(1))):
             continue
         shutil.rmtree(path, ignore_errors=True)
 

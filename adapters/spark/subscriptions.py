@@ -26,6 +26,7 @@ no ``/`` or ``\\``, not ``.`` or ``..`` and not Spark's null marker
 and the like as ``%XX`` in the directory name and unescapes them when reading back. The
 directory name ``subscriber=<escaped id>`` must fit in a file name (255 bytes of UTF-8).
 """
+
 from __future__ import annotations
 
 import json
@@ -56,7 +57,7 @@ MAX_NAME_BYTES = 255
 PARTITION = "subscriber"
 #: characters Spark escapes as %XX in a partition directory name
 #: (``ExternalCatalogUtils.escapePathName``; control characters too)
-_SPARK_ESCAPED = frozenset('"#%\'*/:=?\\\x7f{[]^')
+_SPARK_ESCAPED = frozenset("\"#%'*/:=?\\\x7f{[]^")
 _BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _SPARK_NULL = "__HIVE_DEFAULT_PARTITION__"
 
@@ -88,7 +89,7 @@ class Problems:
             return
         message = printable(message)
         if len(message) > MAX_MESSAGE:
-            message = message[:MAX_MESSAGE - 1] + "…"
+            message = message[: MAX_MESSAGE - 1] + "…"
         self.kept.append(message)
 
     def extend(self, exc: JobError) -> None:
@@ -143,12 +144,10 @@ def _converted(agreement: Any, f: Any, event: Any) -> dict[str, Any]:
     delivery = agreement.deliver(f, event)
     failed = list(delivery.unconverted)
 
-    def finite(new: SemanticObject, old: SemanticObject, path: tuple[str, ...]
-               ) -> SemanticObject:
+    def finite(new: SemanticObject, old: SemanticObject, path: tuple[str, ...]) -> SemanticObject:
         if new.is_complex:
             olds = {m.concept: m for m in old.value} if old.is_complex else {}
-            members = [finite(m, olds.get(m.concept, m), path + (m.concept,))
-                       for m in new.value]
+            members = [finite(m, olds.get(m.concept, m), path + (m.concept,)) for m in new.value]
             return complex_object(new.concept, members, new.context, new.time)
         if isinstance(new.value, float) and not math.isfinite(new.value):
             failed.append(path)
@@ -163,9 +162,12 @@ def _converted(agreement: Any, f: Any, event: Any) -> dict[str, Any]:
     if failed:
         names = _names(agreement, f)
         record["unconverted"] = [
-            {"path": [_name(agreement, c, names) for c in path],
-             "context": obj.find(path).context.to_json()}
-            for path in sorted(set(failed))]
+            {
+                "path": [_name(agreement, c, names) for c in path],
+                "context": obj.find(path).context.to_json(),
+            }
+            for path in sorted(set(failed))
+        ]
     return record
 
 
@@ -181,8 +183,7 @@ def _name(agreement: Any, concept: str, names: Mapping[str, str]) -> str:
 def _plain(agreement: Any, o: Any, names: Mapping[str, str]) -> Any:
     """A semantic object as a plain record of local terms (as the agreement's delivery)."""
     if o.is_complex:
-        return {_name(agreement, m.concept, names): _plain(agreement, m, names)
-                for m in o.value}
+        return {_name(agreement, m.concept, names): _plain(agreement, m, names) for m in o.value}
     return o.value
 
 
@@ -195,8 +196,9 @@ def by_model(subscribers: Sequence[Subscriber]) -> dict[str, list[Subscriber]]:
 
 
 # -- reading -------------------------------------------------------------------------------
-def load_subscriptions(path: str, models: Mapping[str, FilterModel] | None = None
-                       ) -> list[Subscriber]:
+def load_subscriptions(
+    path: str, models: Mapping[str, FilterModel] | None = None
+) -> list[Subscriber]:
     """The subscribers of a JSON-lines file, or one JobError listing every problem (with
     its ``file:line``): a line that is not UTF-8, not strict JSON (duplicate keys, NaN), not
     an object or longer than :data:`MAX_LINE_BYTES`; a bad entry (:func:`subscribers_from`);
@@ -214,8 +216,7 @@ def load_subscriptions(path: str, models: Mapping[str, FilterModel] | None = Non
             except PubsiftError as exc:
                 entries.append((where, Unreadable(one_line(exc))))
     except OSError as exc:
-        problems.add(f"{path}: cannot read the subscriptions file: "
-                     f"{exc.strerror or one_line(exc)}")
+        problems.add(f"{path}: cannot read the subscriptions file: {exc.strerror or one_line(exc)}")
         problems.raise_if_any()
     subscribers = subscribers_from(entries, models, problems)
     if not entries and not problems:
@@ -224,9 +225,9 @@ def load_subscriptions(path: str, models: Mapping[str, FilterModel] | None = Non
     return subscribers
 
 
-def subscribers_from_tables(tables: Sequence[Mapping[str, Any]], where: str,
-                            models: Mapping[str, FilterModel] | None = None
-                            ) -> list[Subscriber]:
+def subscribers_from_tables(
+    tables: Sequence[Mapping[str, Any]], where: str, models: Mapping[str, FilterModel] | None = None
+) -> list[Subscriber]:
     """The subscribers of TOML ``[[subscriber]]`` tables (keys as the JSON lines'); each
     problem starts with ``<where>: [[subscriber]] <n> (id "<id>")``. JobError as
     :func:`load_subscriptions`."""
@@ -234,8 +235,9 @@ def subscribers_from_tables(tables: Sequence[Mapping[str, Any]], where: str,
     entries = []
     for n, table in enumerate(tables, 1):
         sid = table.get("id") if isinstance(table, Mapping) else None
-        label = f"{where}: [[subscriber]] {n}" + \
-            (f" (id {json.dumps(sid)[:80]})" if isinstance(sid, str) else "")
+        label = f"{where}: [[subscriber]] {n}" + (
+            f" (id {json.dumps(sid)[:80]})" if isinstance(sid, str) else ""
+        )
         entries.append((label, table))
     subscribers = subscribers_from(entries, models, problems)
     if not entries and not problems:
@@ -252,9 +254,9 @@ class Unreadable:
     problem: str
 
 
-def subscribers_from(entries: Sequence[tuple[str, Any]],
-                     models: Mapping[str, FilterModel] | None, problems: Problems
-                     ) -> list[Subscriber]:
+def subscribers_from(
+    entries: Sequence[tuple[str, Any]], models: Mapping[str, FilterModel] | None, problems: Problems
+) -> list[Subscriber]:
     """The subscribers of (where, entry) pairs; each bad entry's problems go to
     ``problems``, in order (an entry with a problem gives no subscriber; an
     :class:`Unreadable` entry gives its problem). Problems of an entry: not
@@ -273,8 +275,9 @@ def subscribers_from(entries: Sequence[tuple[str, Any]],
         sid = entry.get("id") if isinstance(entry, Mapping) else None
         if isinstance(sid, str):
             if sid in first:
-                problems.add(f"{where}: duplicate id {json.dumps(sid)[:80]} (first at "
-                             f"{first[sid]})")
+                problems.add(
+                    f"{where}: duplicate id {json.dumps(sid)[:80]} (first at {first[sid]})"
+                )
                 continue
             first[sid] = where
         if found is not None:
@@ -282,18 +285,27 @@ def subscribers_from(entries: Sequence[tuple[str, Any]],
     return out
 
 
-def _subscriber(where: str, entry: Any, models: Mapping[str, FilterModel] | None,
-                cache: dict[str, FilterModel | str], problems: Problems) -> Subscriber | None:
+def _subscriber(
+    where: str,
+    entry: Any,
+    models: Mapping[str, FilterModel] | None,
+    cache: dict[str, FilterModel | str],
+    problems: Problems,
+) -> Subscriber | None:
     if not isinstance(entry, Mapping):
-        problems.add(f"{where}: a subscriber is a JSON object "
-                     f"({{\"id\": ..., \"model\": ..., \"filter\": ...}}), not "
-                     f"{_kind(entry)}")
+        problems.add(
+            f"{where}: a subscriber is a JSON object "
+            f'({{"id": ..., "model": ..., "filter": ...}}), not '
+            f"{_kind(entry)}"
+        )
         return None
     before = len(problems.kept) + problems.more
     unknown = [k for k in entry if k not in KEYS]
     if unknown:
-        problems.add(f"{where}: unknown key(s) {', '.join(json.dumps(str(k))[:80] for k in unknown)}"
-                     f"; the keys are {', '.join(KEYS)}")
+        problems.add(
+            f"{where}: unknown key(s) {', '.join(json.dumps(str(k))[:80] for k in unknown)}"
+            f"; the keys are {', '.join(KEYS)}"
+        )
     sid = entry.get("id")
     if sid is None:
         problems.add(f"{where}: the subscriber has no id")
@@ -306,8 +318,9 @@ def _subscriber(where: str, entry: Any, models: Mapping[str, FilterModel] | None
     name = entry.get("model")
     model: FilterModel | None = None
     if name is None:
-        problems.add(f"{where}: the subscriber has no model (installed: "
-                     f"{', '.join(_installed(models))})")
+        problems.add(
+            f"{where}: the subscriber has no model (installed: {', '.join(_installed(models))})"
+        )
     elif not isinstance(name, str):
         problems.add(f"{where}: model is a string, not {_kind(name)}")
     else:
@@ -320,8 +333,10 @@ def _subscriber(where: str, entry: Any, models: Mapping[str, FilterModel] | None
     if "filter" not in entry:
         problems.add(f"{where}: the subscriber has no filter")
     elif not isinstance(spec, (str, Mapping)):
-        problems.add(f"{where}: filter is the model's text form (a string) or a JSON form "
-                     f"(an object), not {_kind(spec)}")
+        problems.add(
+            f"{where}: filter is the model's text form (a string) or a JSON form "
+            f"(an object), not {_kind(spec)}"
+        )
     else:
         bad = _not_json(spec)
         if bad:
@@ -329,9 +344,11 @@ def _subscriber(where: str, entry: Any, models: Mapping[str, FilterModel] | None
     agreement = None
     extra = [k for k in ("vocabulary", "context") if k in entry]
     if model is not None and extra and not _is_concepts(model):
-        problems.add(f"{where}: {' and '.join(extra)} "
-                     f"{'belong' if len(extra) > 1 else 'belongs'} to concepts subscribers, "
-                     f"not to model {model.name!r}")
+        problems.add(
+            f"{where}: {' and '.join(extra)} "
+            f"{'belong' if len(extra) > 1 else 'belongs'} to concepts subscribers, "
+            f"not to model {model.name!r}"
+        )
     elif model is not None and _is_concepts(model):
         agreement = _agreement(where, model, entry, problems)
     if model is None or len(problems.kept) + problems.more > before:
@@ -342,8 +359,9 @@ def _subscriber(where: str, entry: Any, models: Mapping[str, FilterModel] | None
     return Subscriber(sid, name, tuple(filters), where, dict(entry), agreement)
 
 
-def _filters(where: str, model: FilterModel, spec: Any, agreement: Any,
-             problems: Problems) -> list[Any] | None:
+def _filters(
+    where: str, model: FilterModel, spec: Any, agreement: Any, problems: Problems
+) -> list[Any] | None:
     label = f"{where}: filter"
     if isinstance(spec, str) and spec.lstrip().startswith("{"):
         try:
@@ -351,21 +369,29 @@ def _filters(where: str, model: FilterModel, spec: Any, agreement: Any,
         except PubsiftError as exc:
             problems.add(f"{label}: {one_line(exc)}")
             return None
-    hook = "parse_filter (through the vocabulary agreement)" if agreement is not None \
+    hook = (
+        "parse_filter (through the vocabulary agreement)"
+        if agreement is not None
         else "parse_filters"
+    )
     try:
-        fs = [agreement.subscribe(spec)] if agreement is not None else \
-            list(model.parse_filters(spec))
+        fs = (
+            [agreement.subscribe(spec)]
+            if agreement is not None
+            else list(model.parse_filters(spec))
+        )
     except FilterSyntaxError as exc:
         problems.add(_show_spec(exc, label))
         return None
     except PubsiftError as exc:
         problems.add(f"{label}: {one_line(exc)}")
         return None
-    except Exception as exc:  # noqa: BLE001 - a model hook broke the contract
-        problems.add(f"{label}: internal error in model {model.name!r}'s {hook} "
-                     f"({type(exc).__name__}: {one_line(exc)[:300]}); this is a bug in the "
-                     "model")
+    except Exception as exc:
+        problems.add(
+            f"{label}: internal error in model {model.name!r}'s {hook} "
+            f"({type(exc).__name__}: {one_line(exc)[:300]}); this is a bug in the "
+            "model"
+        )
         return None
     if not fs:
         problems.add(f"{label}: the model gives no filter for it")
@@ -373,8 +399,9 @@ def _filters(where: str, model: FilterModel, spec: Any, agreement: Any,
     return fs
 
 
-def _agreement(where: str, model: FilterModel, entry: Mapping[str, Any],
-               problems: Problems) -> Any | None:
+def _agreement(
+    where: str, model: FilterModel, entry: Mapping[str, Any], problems: Problems
+) -> Any | None:
     from pubsift.models.concepts.vocabulary import VocabularyAgreement
 
     vocabulary, context = entry.get("vocabulary"), entry.get("context")
@@ -386,9 +413,11 @@ def _agreement(where: str, model: FilterModel, entry: Mapping[str, Any],
         return VocabularyAgreement(model, vocabulary, context)
     except PubsiftError as exc:
         problems.add(f"{where}: vocabulary/context: {one_line(exc)}")
-    except Exception as exc:  # noqa: BLE001 - a bad context the model does not refuse cleanly
-        problems.add(f"{where}: vocabulary/context cannot be used ({type(exc).__name__}: "
-                     f"{one_line(exc)[:300]})")
+    except Exception as exc:
+        problems.add(
+            f"{where}: vocabulary/context cannot be used ({type(exc).__name__}: "
+            f"{one_line(exc)[:300]})"
+        )
     return None
 
 
@@ -398,8 +427,9 @@ def _is_concepts(model: FilterModel) -> bool:
     return isinstance(model, ConceptsModel)
 
 
-def _model(name: str, models: Mapping[str, FilterModel] | None,
-           cache: dict[str, FilterModel | str]) -> FilterModel | str:
+def _model(
+    name: str, models: Mapping[str, FilterModel] | None, cache: dict[str, FilterModel | str]
+) -> FilterModel | str:
     """The model named ``name``, or the problem (a string) when it cannot be used."""
     if name not in cache:
         if models and name in models:
@@ -408,8 +438,10 @@ def _model(name: str, models: Mapping[str, FilterModel] | None,
             try:
                 cache[name] = load_model(name)
             except UnknownModelError:
-                cache[name] = (f"unknown model {json.dumps(name)[:80]} (installed: "
-                               f"{', '.join(_installed(models))})")
+                cache[name] = (
+                    f"unknown model {json.dumps(name)[:80]} (installed: "
+                    f"{', '.join(_installed(models))})"
+                )
             except PubsiftError as exc:  # a broken plug-in
                 cache[name] = f"model {json.dumps(name)[:80]} cannot be used: {one_line(exc)}"
     return cache[name]
@@ -427,19 +459,22 @@ def id_problem(sid: str) -> str:
         return f"an id is at most {MAX_ID_CHARS} characters, not {len(sid):,}"
     for i, ch in enumerate(sid, 1):
         if unicodedata.category(ch) in _BAD_CATEGORIES:
-            return (f"character {i} is U+{ord(ch):04X}, a control, format or separator "
-                    "character (ids name directories)")
+            return (
+                f"character {i} is U+{ord(ch):04X}, a control, format or separator "
+                "character (ids name directories)"
+            )
         if ch in "/\\":
             return f"character {i} is {ch!r} (ids name directories)"
     if sid != sid.strip():
         return "an id has no leading or trailing white space"
     if sid in (".", "..", _SPARK_NULL):
         return f"{sid!r} cannot name a directory of deliveries"
-    size = len(PARTITION) + 1 + sum(3 if ch in _SPARK_ESCAPED else len(ch.encode())
-                                   for ch in sid)
+    size = len(PARTITION) + 1 + sum(3 if ch in _SPARK_ESCAPED else len(ch.encode()) for ch in sid)
     if size > MAX_NAME_BYTES:
-        return (f"its directory name {PARTITION}=<id> would be {size} bytes once Spark "
-                f"escapes it, over the {MAX_NAME_BYTES} of a file name")
+        return (
+            f"its directory name {PARTITION}=<id> would be {size} bytes once Spark "
+            f"escapes it, over the {MAX_NAME_BYTES} of a file name"
+        )
     return ""
 
 
@@ -479,10 +514,25 @@ def _not_json(value: Any) -> str:
 
 
 def _kind(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
-            int: "a number", float: "a number", type(None): "null"}.get(
-        type(value), type(value).__name__)
+    return {
+        dict: "an object",
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
 
 
-__all__ = ["JobError", "KEYS", "MAX_LINE_BYTES", "Subscriber", "by_model", "id_problem",
-           "load_subscriptions", "subscribers_from", "subscribers_from_tables"]
+__all__ = [
+    "KEYS",
+    "MAX_LINE_BYTES",
+    "JobError",
+    "Subscriber",
+    "by_model",
+    "id_problem",
+    "load_subscriptions",
+    "subscribers_from",
+    "subscribers_from_tables",
+]

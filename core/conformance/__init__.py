@@ -11,6 +11,7 @@ This package imports hypothesis only when a base class is first used, so that th
 stays cheap in every pytest run and loads where hypothesis is not installed (the kit's
 dependencies are the ``kit`` extra: ``pip install 'pubsift[kit]'``).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -37,7 +38,9 @@ def __getattr__(name: str) -> Any:
         except ModuleNotFoundError as exc:
             if exc.name not in ("hypothesis", "pytest"):
                 raise
-            raise ImportError(f"pubsift's conformance kit needs {exc.name}, which is not "
-                              "installed: pip install 'pubsift[kit]'") from exc
+            raise ImportError(
+                f"pubsift's conformance kit needs {exc.name}, which is not "
+                "installed: pip install 'pubsift[kit]'"
+            ) from exc
         return getattr(module, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

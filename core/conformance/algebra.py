@@ -6,13 +6,13 @@ These are checked with the model's own answers, on pools of generated filters (e
 and triple), and only for what the model claims: a model that does not claim ``covers`` may
 answer False everywhere, which is sound but not reflexive.
 """
+
 from __future__ import annotations
 
 from itertools import permutations, product
 from typing import Any
 
 import pytest
-
 from pubsift.core.conformance.kit import Kit, run
 
 CHAIN = "covers(f, g) and covers(g, h) for distinct f, g, h"
@@ -33,15 +33,17 @@ def identical_reflexive(kit: Kit, data: Any) -> None:
 def covers_transitive(kit: Kit, data: Any) -> None:
     """covers(f, g) and covers(g, h) ⇒ covers(f, h), on every triple of a pool."""
     pool = kit.pool(data, "filters", min_size=3, max_size=5)
-    cov = {(a, b): kit.model.covers(pool[a], pool[b])
-           for a, b in product(range(len(pool)), repeat=2)}
+    cov = {
+        (a, b): kit.model.covers(pool[a], pool[b]) for a, b in product(range(len(pool)), repeat=2)
+    }
     for a, b, c in product(range(len(pool)), repeat=3):
         if cov[a, b] and cov[b, c]:
             if len({pool[a], pool[b], pool[c]}) == 3:
                 kit.hit(CHAIN)
             assert cov[a, c], (
                 f"covers(f, g) and covers(g, h) but not covers(f, h)\n  f = {pool[a]!r}\n"
-                f"  g = {pool[b]!r}\n  h = {pool[c]!r}")
+                f"  g = {pool[b]!r}\n  h = {pool[c]!r}"
+            )
 
 
 def identical_is_mutual_covering(kit: Kit, data: Any) -> None:
@@ -51,10 +53,11 @@ def identical_is_mutual_covering(kit: Kit, data: Any) -> None:
         same = kit.model.identical(f, g)
         mutual = kit.model.covers(f, g) and kit.model.covers(g, f)
         assert same == mutual, (
-            f"identical(f, g) is {same} but mutual covering is {mutual}\n  f = {f!r}\n"
-            f"  g = {g!r}")
+            f"identical(f, g) is {same} but mutual covering is {mutual}\n  f = {f!r}\n  g = {g!r}"
+        )
         assert same == kit.model.identical(g, f), (
-            f"identical is not symmetric\n  f = {f!r}\n  g = {g!r}")
+            f"identical is not symmetric\n  f = {f!r}\n  g = {g!r}"
+        )
 
 
 def overlaps_symmetric(kit: Kit, data: Any) -> None:
@@ -62,7 +65,8 @@ def overlaps_symmetric(kit: Kit, data: Any) -> None:
     pool = kit.pool(data, "filters")
     for f, g in permutations(pool, 2):
         assert kit.model.overlaps(f, g) == kit.model.overlaps(g, f), (
-            f"overlaps is not symmetric\n  f = {f!r}\n  g = {g!r}")
+            f"overlaps is not symmetric\n  f = {f!r}\n  g = {g!r}"
+        )
 
 
 def covering_implies_overlap(kit: Kit, data: Any) -> None:
@@ -72,7 +76,8 @@ def covering_implies_overlap(kit: Kit, data: Any) -> None:
         if kit.model.covers(f, g) and kit.matching(data, g, "e in N(g)") is not None:
             assert kit.model.overlaps(f, g), (
                 f"covers(f, g) but not overlaps(f, g) although N(g) is not empty\n"
-                f"  f = {f!r}\n  g = {g!r}")
+                f"  f = {f!r}\n  g = {g!r}"
+            )
 
 
 class AlgebraTests:
@@ -84,8 +89,7 @@ class AlgebraTests:
         conformance_kit.require("covers")
         run(conformance_kit, covers_reflexive, conformance_settings)
 
-    def test_identical_reflexive(self, conformance_kit: Kit,
-                                 conformance_settings: Any) -> None:
+    def test_identical_reflexive(self, conformance_kit: Kit, conformance_settings: Any) -> None:
         conformance_kit.require("identical")
         run(conformance_kit, identical_reflexive, conformance_settings)
 
@@ -94,8 +98,9 @@ class AlgebraTests:
         run(conformance_kit, covers_transitive, conformance_settings)
         conformance_kit.expect_hit(CHAIN, "covers")
 
-    def test_identical_is_mutual_covering(self, conformance_kit: Kit,
-                                          conformance_settings: Any) -> None:
+    def test_identical_is_mutual_covering(
+        self, conformance_kit: Kit, conformance_settings: Any
+    ) -> None:
         conformance_kit.require("covers", "identical")
         run(conformance_kit, identical_is_mutual_covering, conformance_settings)
 
@@ -103,6 +108,7 @@ class AlgebraTests:
         conformance_kit.require("overlaps")
         run(conformance_kit, overlaps_symmetric, conformance_settings)
 
-    def test_covering_implies_overlap(self, conformance_kit: Kit,
-                                      conformance_settings: Any) -> None:
+    def test_covering_implies_overlap(
+        self, conformance_kit: Kit, conformance_settings: Any
+    ) -> None:
         run(conformance_kit, covering_implies_overlap, conformance_settings)

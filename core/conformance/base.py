@@ -5,6 +5,7 @@ extension-array base tests: a model's test module subclasses it and provides the
     class TestMyModel(ModelConformance):
         pass
 """
+
 from __future__ import annotations
 
 from pubsift.core.conformance.algebra import AlgebraTests
@@ -15,6 +16,7 @@ from pubsift.core.conformance.soundness import SoundnessTests
 from pubsift.core.conformance.wire import WireTests
 
 
-class ModelConformance(SoundnessTests, AlgebraTests, MergeTests, WireTests, IndexTests,
-                       HostileInputTests):
+class ModelConformance(
+    SoundnessTests, AlgebraTests, MergeTests, WireTests, IndexTests, HostileInputTests
+):
     """Every check of the kit; checks of capabilities the model does not claim are skipped."""

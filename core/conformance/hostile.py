@@ -16,6 +16,7 @@ Cases run in batches in a forked child with memory and time limits
 (:mod:`pubsift.core.conformance.sandbox`), so a stack overflow or a memory blow-up is
 reported with its input instead of killing the test run.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import settings, strategies as st
-
+from hypothesis import settings
+from hypothesis import strategies as st
 from pubsift.core.conformance import mutations
 from pubsift.core.conformance.index import index_problems
 from pubsift.core.conformance.kit import Kit, run
@@ -35,8 +36,12 @@ from pubsift.core.errors import PubsiftError
 from pubsift.core.model import Event, Filter, FilterModel
 
 #: the hooks that turn a case of each kind into filters / events
-PARSED_BY = {"filter": ("parse_filter", "parse_filters"), "filter_wire": ("load_filter",),
-             "event": ("parse_event",), "event_wire": ("load_event",)}
+PARSED_BY = {
+    "filter": ("parse_filter", "parse_filters"),
+    "filter_wire": ("load_filter",),
+    "event": ("parse_event",),
+    "event_wire": ("load_event",),
+}
 
 #: filters of one ``parse_filters`` answer that are put through the other hooks
 MAX_FILTERS = 3
@@ -58,8 +63,10 @@ class _Calls:
             return _REFUSED
         except Exception as exc:
             msg = _message(exc)
-            self.problems.append(f"{what} raised {type(exc).__name__}: {msg} "
-                                 "(must return an answer or raise a PubsiftError)")
+            self.problems.append(
+                f"{what} raised {type(exc).__name__}: {msg} "
+                "(must return an answer or raise a PubsiftError)"
+            )
             return _REFUSED
 
     def bool(self, what: str, fn: Callable[..., Any], *args: Any) -> None:
@@ -84,8 +91,9 @@ def _through_json(obj: Any) -> Any:
     return json.loads(json.dumps(obj, allow_nan=False))
 
 
-def _filter_problems(model: FilterModel, f: Filter, pool: list[Filter], events: list[Event],
-                     call: _Calls) -> None:
+def _filter_problems(
+    model: FilterModel, f: Filter, pool: list[Filter], events: list[Event], call: _Calls
+) -> None:
     """Every hook on an accepted (possibly hostile) filter f."""
     if call("hash(f)", hash, f) is _REFUSED:
         return
@@ -97,9 +105,11 @@ def _filter_problems(model: FilterModel, f: Filter, pool: list[Filter], events: 
         else:
             back = call("parse_filter(format_filter(f))", model.parse_filter, text)
             if back is _REFUSED or not call("back == f", operator.eq, back, f):
-                call.fail(f"an accepted filter does not round-trip through its text form: "
-                          f"f = {describe(f)}, text = {describe(text)}, back = "
-                          f"{'refused' if back is _REFUSED else describe(back)}")
+                call.fail(
+                    f"an accepted filter does not round-trip through its text form: "
+                    f"f = {describe(f)}, text = {describe(text)}, back = "
+                    f"{'refused' if back is _REFUSED else describe(back)}"
+                )
     for e in events:
         call.bool("matches(f, e)", model.matches, f, e)
     for g in pool:
@@ -132,9 +142,11 @@ def _wire_round_trip(call: _Calls, kind: str, x: Any, dump: Any, load: Any) -> N
         return
     back = call(f"load_{kind}(dump_{kind}({v}))", load, loaded)
     if back is _REFUSED or not call(f"back == {v}", operator.eq, back, x):
-        call.fail(f"an accepted {kind} does not round-trip through its wire form: "
-                  f"{v} = {describe(x)}, wire = {describe(wire)}, back = "
-                  f"{'refused' if back is _REFUSED else describe(back)}")
+        call.fail(
+            f"an accepted {kind} does not round-trip through its wire form: "
+            f"{v} = {describe(x)}, wire = {describe(wire)}, back = "
+            f"{'refused' if back is _REFUSED else describe(back)}"
+        )
 
 
 def _event_problems(model: FilterModel, e: Event, pool: list[Filter], call: _Calls) -> None:
@@ -150,8 +162,9 @@ def _event_problems(model: FilterModel, e: Event, pool: list[Filter], call: _Cal
     call("index.match_pairs(e)", index.match_pairs, e)
 
 
-def case_problems(model: FilterModel, case: Case, pool: list[Filter],
-                  events: list[Event]) -> list[str]:
+def case_problems(
+    model: FilterModel, case: Case, pool: list[Filter], events: list[Event]
+) -> list[str]:
     """The contract on one hostile case (see the module docstring); returns the problems."""
     call = _Calls()
     for hook in PARSED_BY[case.kind]:
@@ -173,19 +186,24 @@ def case_problems(model: FilterModel, case: Case, pool: list[Filter],
     return call.problems
 
 
-def hostile_batch(cases: Callable[[Kit], st.SearchStrategy[Case]], batch: int,
-                  limits: Limits) -> Callable[[Kit, Any], None]:
+def hostile_batch(
+    cases: Callable[[Kit], st.SearchStrategy[Case]], batch: int, limits: Limits
+) -> Callable[[Kit, Any], None]:
     """A check (see :func:`pubsift.core.conformance.kit.run`): ``batch`` cases from
     ``cases(kit)`` run in one sandboxed child against a few valid filters and events."""
 
     def check(kit: Kit, data: Any) -> None:
         pool = kit.pool(data, "valid filters", min_size=1, max_size=3)[:4]
         events = kit.candidates(data, pool[:2], "valid events")
-        drawn = data.draw(st.lists(cases(kit), min_size=batch, max_size=batch),
-                          label="hostile cases")
+        drawn = data.draw(
+            st.lists(cases(kit), min_size=batch, max_size=batch), label="hostile cases"
+        )
         problems = run_isolated(
-            drawn, lambda c: case_problems(kit.model, c, pool, events),
-            lambda c: f"{c.kind} {c.recipe}", limits)
+            drawn,
+            lambda c: case_problems(kit.model, c, pool, events),
+            lambda c: f"{c.kind} {c.recipe}",
+            limits,
+        )
         assert not problems, report(problems)
 
     return check
@@ -197,8 +215,12 @@ def fixed_batch(cases: list[Case], limits: Limits) -> Callable[[Kit, Any], None]
     def check(kit: Kit, data: Any) -> None:
         pool = kit.pool(data, "valid filters", min_size=1, max_size=3)[:4]
         events = kit.candidates(data, pool[:2], "valid events")
-        problems = run_isolated(cases, lambda c: case_problems(kit.model, c, pool, events),
-                                lambda c: f"{c.kind} {c.recipe}", limits)
+        problems = run_isolated(
+            cases,
+            lambda c: case_problems(kit.model, c, pool, events),
+            lambda c: f"{c.kind} {c.recipe}",
+            limits,
+        )
         assert not problems, report(problems)
 
     return check
@@ -222,33 +244,68 @@ class HostileInputTests:
 
     pytestmark = pytest.mark.conformance
 
-    def _run(self, kit: Kit, cases: Callable[[Kit], st.SearchStrategy[Case]], settings: Any,
-             batch: int, limits: Limits) -> None:
+    def _run(
+        self,
+        kit: Kit,
+        cases: Callable[[Kit], st.SearchStrategy[Case]],
+        settings: Any,
+        batch: int,
+        limits: Limits,
+    ) -> None:
         run(kit, hostile_batch(cases, batch, limits), settings)
 
-    def test_hostile_filter_texts(self, conformance_kit: Kit, hostile_settings: Any,
-                                  hostile_batch_size: int, hostile_limits: Limits) -> None:
-        self._run(conformance_kit, filter_texts, hostile_settings, hostile_batch_size,
-                  hostile_limits)
+    def test_hostile_filter_texts(
+        self,
+        conformance_kit: Kit,
+        hostile_settings: Any,
+        hostile_batch_size: int,
+        hostile_limits: Limits,
+    ) -> None:
+        self._run(
+            conformance_kit, filter_texts, hostile_settings, hostile_batch_size, hostile_limits
+        )
 
-    def test_hostile_filter_json(self, conformance_kit: Kit, hostile_settings: Any,
-                                 hostile_batch_size: int, hostile_limits: Limits) -> None:
-        self._run(conformance_kit, filter_jsons, hostile_settings, hostile_batch_size,
-                  hostile_limits)
+    def test_hostile_filter_json(
+        self,
+        conformance_kit: Kit,
+        hostile_settings: Any,
+        hostile_batch_size: int,
+        hostile_limits: Limits,
+    ) -> None:
+        self._run(
+            conformance_kit, filter_jsons, hostile_settings, hostile_batch_size, hostile_limits
+        )
 
-    def test_hostile_events(self, conformance_kit: Kit, hostile_settings: Any,
-                            hostile_batch_size: int, hostile_limits: Limits) -> None:
-        self._run(conformance_kit, raw_events, hostile_settings, hostile_batch_size,
-                  hostile_limits)
+    def test_hostile_events(
+        self,
+        conformance_kit: Kit,
+        hostile_settings: Any,
+        hostile_batch_size: int,
+        hostile_limits: Limits,
+    ) -> None:
+        self._run(conformance_kit, raw_events, hostile_settings, hostile_batch_size, hostile_limits)
 
-    def test_model_hostile_inputs(self, conformance_kit: Kit, hostile_inputs: Any,
-                                  hostile_settings: Any, hostile_batch_size: int,
-                                  hostile_limits: Limits) -> None:
+    def test_model_hostile_inputs(
+        self,
+        conformance_kit: Kit,
+        hostile_inputs: Any,
+        hostile_settings: Any,
+        hostile_batch_size: int,
+        hostile_limits: Limits,
+    ) -> None:
         if hostile_inputs is None:
             pytest.skip("the model provides no hostile_inputs of its own")
         if isinstance(hostile_inputs, st.SearchStrategy):
-            self._run(conformance_kit, lambda kit: hostile_inputs, hostile_settings,
-                      hostile_batch_size, hostile_limits)
+            self._run(
+                conformance_kit,
+                lambda kit: hostile_inputs,
+                hostile_settings,
+                hostile_batch_size,
+                hostile_limits,
+            )
         else:  # a list of cases: each runs once, in one batch
-            run(conformance_kit, fixed_batch(list(hostile_inputs), hostile_limits),
-                settings(hostile_settings, max_examples=1))
+            run(
+                conformance_kit,
+                fixed_batch(list(hostile_inputs), hostile_limits),
+                settings(hostile_settings, max_examples=1),
+            )

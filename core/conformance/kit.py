@@ -10,6 +10,7 @@ Checks therefore count *hits* (``kit.hit``: a covering pair of distinct filters,
 an event in two filters), shown by ``pytest --hypothesis-show-statistics``, and the base
 classes fail a run of a claimed capability that had none, asking for better strategies.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -18,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from hypothesis import event, given, settings as Settings, strategies as st
-
+from hypothesis import event, given
+from hypothesis import settings as Settings
+from hypothesis import strategies as st
 from pubsift.core.model import Event, Filter, FilterModel
 
 MatchingEvent = Callable[[Filter], "st.SearchStrategy[Event] | None"]
@@ -44,16 +46,21 @@ class Kit:
     def expect_hit(self, what: str, capability: str) -> None:
         """Fail unless ``what`` occurred at least once, when ``capability`` is claimed."""
         if capability in self.capabilities and not self.hits[what]:
-            pytest.fail(f"vacuous check: {what} never occurred, so nothing was tested; make "
-                        "filter_strategy produce related filters (shared attributes, small "
-                        "constants) or raise max_examples", pytrace=False)
+            pytest.fail(
+                f"vacuous check: {what} never occurred, so nothing was tested; make "
+                "filter_strategy produce related filters (shared attributes, small "
+                "constants) or raise max_examples",
+                pytrace=False,
+            )
 
     def require(self, *names: str) -> None:
         """Skip the calling test unless the model claims every capability in ``names``."""
         missing = [n for n in names if n not in self.capabilities]
         if missing:
-            pytest.skip(f"{self.model!r} does not claim {', '.join(missing)} "
-                        f"(capabilities: {', '.join(sorted(self.capabilities)) or 'none'})")
+            pytest.skip(
+                f"{self.model!r} does not claim {', '.join(missing)} "
+                f"(capabilities: {', '.join(sorted(self.capabilities)) or 'none'})"
+            )
 
     def filter(self, data: Any, label: str) -> Filter:
         return data.draw(self.filters, label=label)
@@ -63,8 +70,7 @@ class Kit:
         that random pairs rarely satisfy (covering, merging) hit far more often. If the
         model merges, the pool also holds the running mergers ``m1 = merge(f0, f1)``,
         ``m2 = merge(m1, f2)``, ...: a chain of filters that should cover each other."""
-        pool = data.draw(st.lists(self.filters, min_size=min_size, max_size=max_size),
-                         label=label)
+        pool = data.draw(st.lists(self.filters, min_size=min_size, max_size=max_size), label=label)
         if "imperfect_merge" in self.capabilities:
             perfect = False
         elif "merge" in self.capabilities:
@@ -88,8 +94,7 @@ class Kit:
         try:
             r = self.model.matches(f, e)
         except Exception as exc:
-            raise AssertionError(f"matches({f!r}, {e!r}) raised {exc!r}; it must be total")\
-                from exc
+            raise AssertionError(f"matches({f!r}, {e!r}) raised {exc!r}; it must be total") from exc
         assert isinstance(r, bool), f"matches({f!r}, {e!r}) returned {r!r}, not a bool"
         return r
 
@@ -102,14 +107,18 @@ class Kit:
         e = data.draw(strategy, label=label)
         assert self.matches(f, e), (
             f"matching_event({f!r}) built {e!r}, which the model says does not match it: "
-            "the builder (or matches) is wrong")
+            "the builder (or matches) is wrong"
+        )
         return e
 
     def candidates(self, data: Any, fs: Sequence[Filter], label: str) -> list[Event]:
         """Events likely to discriminate among ``fs``: one built to match each filter plus
         one from the event strategy."""
-        out = [e for i, f in enumerate(fs)
-               if (e := self.matching(data, f, f"{label}[{i}]")) is not None]
+        out = [
+            e
+            for i, f in enumerate(fs)
+            if (e := self.matching(data, f, f"{label}[{i}]")) is not None
+        ]
         out.append(self.event(data, f"{label}[any]"))
         return out
 

@@ -5,13 +5,13 @@ Inputs are the pairs (and the whole) of a pool of generated filters, so mergeabl
 turn up often. Both directions are tested on events: events built to match each input must
 match the merger, and (perfect) events built to match the merger must match some input.
 """
+
 from __future__ import annotations
 
 from itertools import combinations
 from typing import Any
 
 import pytest
-
 from pubsift.core.conformance.kit import Kit, run
 
 PERFECT = "a perfect merger of distinct filters"
@@ -29,7 +29,8 @@ def _covers_inputs(kit: Kit, data: Any, m: Any, fs: list[Any], how: str) -> None
         if e is not None:
             assert kit.matches(m, e), (
                 f"{how} merger does not cover input {i}: {e!r} matches it, not the merger\n"
-                f"  inputs = {fs!r}\n  merger = {m!r}")
+                f"  inputs = {fs!r}\n  merger = {m!r}"
+            )
 
 
 def perfect_merge(kit: Kit, data: Any) -> None:
@@ -49,7 +50,8 @@ def perfect_merge(kit: Kit, data: Any) -> None:
             assert kit.matches(m, e) == in_union, (
                 f"perfect merger is not the union: {e!r} matches the merger: "
                 f"{kit.matches(m, e)}, some input: {in_union}\n  inputs = {fs!r}\n"
-                f"  merger = {m!r}")
+                f"  merger = {m!r}"
+            )
 
 
 def imperfect_merge(kit: Kit, data: Any) -> None:
@@ -66,7 +68,8 @@ def imperfect_merge(kit: Kit, data: Any) -> None:
         if any(kit.matches(f, e) for f in fs):
             assert kit.matches(m, e), (
                 f"imperfect merger does not cover the inputs: {e!r} matches an input, not the "
-                f"merger\n  inputs = {fs!r}\n  merger = {m!r}")
+                f"merger\n  inputs = {fs!r}\n  merger = {m!r}"
+            )
 
 
 class MergeTests:

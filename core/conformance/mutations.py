@@ -20,6 +20,7 @@ strings cost hypothesis nothing.
 * raw events: the JSON text of ``dump_event`` (or its string, when the wire form is one)
   as ``str`` and as ``bytes`` (with invalid UTF-8 inserted), text-mutated.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,26 +39,128 @@ DEPTHS = (1_000, 2_000, 5_000)
 REPEATS = (1_000, 5_000)
 LONG = 1_000_000
 
-HUGE_INT = 10 ** 4400 + 7  # str(HUGE_INT) raises ValueError under the default digit limit
+HUGE_INT = 10**4400 + 7  # str(HUGE_INT) raises ValueError under the default digit limit
 HUGE_DIGITS = "9" * 4400
 
 ODD_STRINGS = (
-    "", "\x00", "a\x00b", "\ud800", "\udfff", "x\udc80y", "\ud83d\ude00", "\u202eabc",
-    "e\u0301\u0301\u0301", "٣", "１２", "\u0663.\u0665", "\ufeff", "\u2028", "\n\t\r",
-    "\\", "\"'", "]]>", "&amp;", "<a/>", "$or", "${x}", "𝟘", "İ", "ß", "\uffff",
+    "",
+    "\x00",
+    "a\x00b",
+    "\ud800",
+    "\udfff",
+    "x\udc80y",
+    "\ud83d\ude00",
+    "\u202eabc",
+    "e\u0301\u0301\u0301",
+    "٣",
+    "１２",
+    "\u0663.\u0665",
+    "\ufeff",
+    "\u2028",
+    "\n\t\r",
+    "\\",
+    "\"'",
+    "]]>",
+    "&amp;",
+    "<a/>",
+    "$or",
+    "${x}",
+    "𝟘",
+    "İ",
+    "ß",
+    "\uffff",
 )
 
-TOKENS = ("(", ")", "[", "]", "{", "}", "\"", "'", "\\", ",", ":", ".", "*", "/", "//",
-          "@", "=", "!=", "<", ">", "-", "+", " and ", " or ", " not ", "e", "1e309",
-          "-1e309", "NaN", "inf", "0x1F", HUGE_DIGITS, "0." + "0" * 400 + "1", "1" + "0" * 400,
-          "\x00", "\ud800", "\udfff", "\u202e", "\u0301", "٣", "１", "\ufeff", "\n", "\t",
-          "$or", "//*", "[1]", "()", "kg", "**", "^", "%", "&", "#", "<!--", "<?x?>",
-          "<!DOCTYPE a [<!ENTITY e \"x\">]>", "&e;")
+TOKENS = (
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    '"',
+    "'",
+    "\\",
+    ",",
+    ":",
+    ".",
+    "*",
+    "/",
+    "//",
+    "@",
+    "=",
+    "!=",
+    "<",
+    ">",
+    "-",
+    "+",
+    " and ",
+    " or ",
+    " not ",
+    "e",
+    "1e309",
+    "-1e309",
+    "NaN",
+    "inf",
+    "0x1F",
+    HUGE_DIGITS,
+    "0." + "0" * 400 + "1",
+    "1" + "0" * 400,
+    "\x00",
+    "\ud800",
+    "\udfff",
+    "\u202e",
+    "\u0301",
+    "٣",
+    "１",
+    "\ufeff",
+    "\n",
+    "\t",
+    "$or",
+    "//*",
+    "[1]",
+    "()",
+    "kg",
+    "**",
+    "^",
+    "%",
+    "&",
+    "#",
+    "<!--",
+    "<?x?>",
+    '<!DOCTYPE a [<!ENTITY e "x">]>',
+    "&e;",
+)
 
-NUMERALS = (HUGE_DIGITS, "1e309", "-" + "9" * 400, "123456789", "-123456789", "99999",
-            "-99999", "0", "-0", "00", "1" + "0" * 20, "9" * 5000, "-1e309", "1e-400", "0.1",
-            "1." + "0" * 400, "٣", "１", "NaN", "Infinity", "0x10", "1_000", "1e", "--1", "+1",
-            "2**64", "\u0663\u0664")
+NUMERALS = (
+    HUGE_DIGITS,
+    "1e309",
+    "-" + "9" * 400,
+    "123456789",
+    "-123456789",
+    "99999",
+    "-99999",
+    "0",
+    "-0",
+    "00",
+    "1" + "0" * 20,
+    "9" * 5000,
+    "-1e309",
+    "1e-400",
+    "0.1",
+    "1." + "0" * 400,
+    "٣",
+    "１",
+    "NaN",
+    "Infinity",
+    "0x10",
+    "1_000",
+    "1e",
+    "--1",
+    "+1",
+    "2**64",
+    "\u0663\u0664",
+)
 
 BRACKETS = (("(", ")"), ("[", "]"), ("{", "}"), ("[[", "]]"), ("(not ", ")"))
 
@@ -136,6 +239,7 @@ def describe(value: Any, limit: int = 300) -> str:
 
 # -- extreme values ----------------------------------------------------------------------
 
+
 def nested_list(depth: int, leaf: Any = 1) -> Any:
     v = leaf
     for _ in range(depth):
@@ -154,40 +258,84 @@ def _extreme_values() -> st.SearchStrategy[tuple[Any, str]]:
     """(value, what) pairs: wrong JSON types, huge and special numbers, deep nesting, odd
     and very long strings, non-string keys."""
     fixed: list[tuple[Any, str]] = [
-        (None, "null"), (True, "true"), (False, "false"), (0, "0"), (-1, "-1"),
-        (2 ** 64, "2**64"), (-(2 ** 200), "-2**200"), (HUGE_INT, "a 4401-digit int"),
-        (-HUGE_INT, "a negative 4401-digit int"), (1e308, "1e308"), (-1e308, "-1e308"),
-        (5e-324, "5e-324"), (math.inf, "inf"), (-math.inf, "-inf"), (math.nan, "nan"),
-        (-0.0, "-0.0"), (1.5, "1.5"), ([], "[]"), ({}, "{}"), ([None], "[null]"),
-        ([[">"], 1], "[[\">\"], 1]"), ({"": None}, "{\"\": null}"), ({1: "x"}, "{1: \"x\"}"),
-        ({None: 1}, "{None: 1}"), ([1, "a", None, [], {}], "a mixed list"),
-        ("x" * LONG, f"a {LONG:,}-character string"), ("9" * 5000, "5000 digits as a string"),
+        (None, "null"),
+        (True, "true"),
+        (False, "false"),
+        (0, "0"),
+        (-1, "-1"),
+        (2**64, "2**64"),
+        (-(2**200), "-2**200"),
+        (HUGE_INT, "a 4401-digit int"),
+        (-HUGE_INT, "a negative 4401-digit int"),
+        (1e308, "1e308"),
+        (-1e308, "-1e308"),
+        (5e-324, "5e-324"),
+        (math.inf, "inf"),
+        (-math.inf, "-inf"),
+        (math.nan, "nan"),
+        (-0.0, "-0.0"),
+        (1.5, "1.5"),
+        ([], "[]"),
+        ({}, "{}"),
+        ([None], "[null]"),
+        ([[">"], 1], '[[">"], 1]'),
+        ({"": None}, '{"": null}'),
+        ({1: "x"}, '{1: "x"}'),
+        ({None: 1}, "{None: 1}"),
+        ([1, "a", None, [], {}], "a mixed list"),
+        ("x" * LONG, f"a {LONG:,}-character string"),
+        ("9" * 5000, "5000 digits as a string"),
         (HUGE_DIGITS + "e-4400", "a 4400-digit mantissa as a string"),
     ]
     fixed += [(s, f"the string {s!r}") for s in ODD_STRINGS]
-    deep = st.builds(lambda d, make: (make[0](d), f"{make[1]} nested {d} levels"),
-                     st.sampled_from(DEPTHS),
-                     st.sampled_from([(nested_list, "a list"), (nested_dict, "an object"),
-                                      (lambda d: nested_dict(d, "$or", [1]), "an $or")]))
+    deep = st.builds(
+        lambda d, make: (make[0](d), f"{make[1]} nested {d} levels"),
+        st.sampled_from(DEPTHS),
+        st.sampled_from(
+            [
+                (nested_list, "a list"),
+                (nested_dict, "an object"),
+                (lambda d: nested_dict(d, "$or", [1]), "an $or"),
+            ]
+        ),
+    )
     wide = st.builds(lambda n: ([0] * n, f"a list of {n:,} zeros"), st.sampled_from(REPEATS))
     return st.one_of(st.sampled_from(fixed), deep, wide)
 
 
 EXTREME = _extreme_values()
-_NUMBER_VALUES = st.sampled_from([
-    (99999, "99999"), (-99999, "-99999"), (123456789, "123456789"), (2 ** 63, "2**63"),
-    (-(2 ** 63) - 1, "-2**63-1"), (10 ** 400, "10**400"), (HUGE_INT, "a 4401-digit int"),
-    (1e308, "1e308"), (-1e308, "-1e308"), (5e-324, "5e-324"), (math.inf, "inf"),
-    (math.nan, "nan"), (-0.0, "-0.0"), (0.1, "0.1"), (True, "true"), ("1", "the string '1'")])
-_JSON_OPS = st.sampled_from(["number", "number", "replace", "replace", "delete", "add", "text",
-                             "wrap"])
+_NUMBER_VALUES = st.sampled_from(
+    [
+        (99999, "99999"),
+        (-99999, "-99999"),
+        (123456789, "123456789"),
+        (2**63, "2**63"),
+        (-(2**63) - 1, "-2**63-1"),
+        (10**400, "10**400"),
+        (HUGE_INT, "a 4401-digit int"),
+        (1e308, "1e308"),
+        (-1e308, "-1e308"),
+        (5e-324, "5e-324"),
+        (math.inf, "inf"),
+        (math.nan, "nan"),
+        (-0.0, "-0.0"),
+        (0.1, "0.1"),
+        (True, "true"),
+        ("1", "the string '1'"),
+    ]
+)
+_JSON_OPS = st.sampled_from(
+    ["number", "number", "replace", "replace", "delete", "add", "text", "wrap"]
+)
 
 
 # -- text mutations -------------------------------------------------------------------------
 
+
 @st.composite
-def mutated_text(draw: Any, texts: st.SearchStrategy[str], max_mutations: int = 3
-                 ) -> tuple[str, str]:
+def mutated_text(
+    draw: Any, texts: st.SearchStrategy[str], max_mutations: int = 3
+) -> tuple[str, str]:
     """(text, recipe): a text from ``texts`` after one to ``max_mutations`` mutations."""
     text = draw(texts)
     recipe = [repr(text[:200])]
@@ -198,8 +346,20 @@ def mutated_text(draw: Any, texts: st.SearchStrategy[str], max_mutations: int = 
 
 
 _COUNTS = {n: st.integers(1, n) for n in (1, 2, 3)}
-_OPS = st.sampled_from(["number", "deepen", "delete", "duplicate", "insert", "odd", "splice",
-                        "repeat", "nest", "truncate"])
+_OPS = st.sampled_from(
+    [
+        "number",
+        "deepen",
+        "delete",
+        "duplicate",
+        "insert",
+        "odd",
+        "splice",
+        "repeat",
+        "nest",
+        "truncate",
+    ]
+)
 _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
 _NUMERALS = st.sampled_from(NUMERALS)
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
@@ -228,21 +388,25 @@ def _mutate_text(draw: Any, text: str, texts: st.SearchStrategy[str]) -> tuple[s
     if op == "number" and (numbers := list(_NUMBER.finditer(text))):
         m = numbers[draw(st.integers(0, len(numbers) - 1))]
         num = draw(_NUMERALS)
-        return (text[:m.start()] + num + text[m.end():],
-                f"replace the number {m[0]!r} by {describe(num, 40)}")
+        return (
+            text[: m.start()] + num + text[m.end() :],
+            f"replace the number {m[0]!r} by {describe(num, 40)}",
+        )
     if op == "deepen" and (opens := [k for k, c in enumerate(text) if c in _OPENERS]):
         i = opens[draw(st.integers(0, len(opens) - 1))]
         j = _closing(text, i)
         d = draw(_DEPTHS)
-        return (text[:i] + text[i] * d + text[i:j] + _OPENERS[text[i]] * d + text[j:],
-                f"deepen the {text[i]!r} at {i} by {d} levels")
+        return (
+            text[:i] + text[i] * d + text[i:j] + _OPENERS[text[i]] * d + text[j:],
+            f"deepen the {text[i]!r} at {i} by {d} levels",
+        )
     i = draw(st.integers(0, len(text)))
     if op in ("delete", "number", "deepen"):
         n = draw(_SMALL)
-        return text[:i] + text[i + n:], f"delete {n} at {i}"
+        return text[:i] + text[i + n :], f"delete {n} at {i}"
     if op == "duplicate":
         n, k = draw(_SMALL), draw(st.integers(2, 5))
-        return text[:i] + text[i:i + n] * k + text[i:], f"repeat [{i}:{i + n}] x{k}"
+        return text[:i] + text[i : i + n] * k + text[i:], f"repeat [{i}:{i + n}] x{k}"
     if op in ("insert", "odd"):
         tok = draw(_TOKENS if op == "insert" else _ODD)
         return text[:i] + tok + text[i:], f"insert {describe(tok, 60)} at {i}"
@@ -251,17 +415,20 @@ def _mutate_text(draw: Any, text: str, texts: st.SearchStrategy[str]) -> tuple[s
         j = draw(st.integers(0, len(other)))
         return text[:i] + other[j:], f"splice [:{i}] with {describe(other, 80)}[{j}:]"
     if op == "repeat":
-        piece = text[i:i + draw(st.integers(1, 12))] or "("
+        piece = text[i : i + draw(st.integers(1, 12))] or "("
         k = draw(_REPEATS)
         return text[:i] + piece * k + text[i:], f"repeat {describe(piece, 40)} x{k}"
     if op == "nest":
         (opened, closed), d, balanced = draw(_BRACKETS), draw(_DEPTHS), draw(st.booleans())
-        return (opened * d + text + (closed * d if balanced else ""),
-                f"nest in {d} {opened!r}{'' if balanced else ' (unclosed)'}")
+        return (
+            opened * d + text + (closed * d if balanced else ""),
+            f"nest in {d} {opened!r}{'' if balanced else ' (unclosed)'}",
+        )
     return text[:i], f"truncate at {i}"
 
 
 # -- JSON mutations -------------------------------------------------------------------------
+
 
 def _paths(obj: Any, cap: int = 200) -> list[tuple[Any, ...]]:
     """Paths (key/index sequences) of the members of a JSON value, breadth first."""
@@ -269,8 +436,7 @@ def _paths(obj: Any, cap: int = 200) -> list[tuple[Any, ...]]:
     queue = [((), obj)]
     while queue and len(out) < cap:
         path, v = queue.pop(0)
-        items = (v.items() if isinstance(v, dict) else
-                 enumerate(v) if isinstance(v, list) else ())
+        items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
         for k, x in items:
             out.append(path + (k,))
             queue.append((path + (k,), x))
@@ -319,8 +485,9 @@ def _jsonable(obj: Any) -> Any:
 
 
 @st.composite
-def mutated_json(draw: Any, values: st.SearchStrategy[Any], max_mutations: int = 2
-                 ) -> tuple[Any, str]:
+def mutated_json(
+    draw: Any, values: st.SearchStrategy[Any], max_mutations: int = 2
+) -> tuple[Any, str]:
     """(value, recipe): a JSON value from ``values`` with one to ``max_mutations`` members
     replaced, deleted, added, text-mutated, or the whole wrapped in deep nesting."""
     obj = _jsonable(draw(values))
@@ -341,8 +508,9 @@ def mutated_json(draw: Any, values: st.SearchStrategy[Any], max_mutations: int =
         elif how == "add" and isinstance(old, (dict, list)):
             v, what = draw(EXTREME)
             if isinstance(old, dict):
-                key = draw(st.sampled_from(["extra", "", "\x00", "\ud800", "$or"]
-                                           + [k for k in old]))
+                key = draw(
+                    st.sampled_from(["extra", "", "\x00", "\ud800", "$or"] + [k for k in old])
+                )
                 obj = _replace(obj, path, lambda o: {**o, key: v})
                 recipe.append(f"set {where}[{key!r}] to {what}")
             else:
@@ -365,17 +533,22 @@ def mutated_json(draw: Any, values: st.SearchStrategy[Any], max_mutations: int =
 
 # -- cases for a model ----------------------------------------------------------------------
 
+
 def _safe(fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``fn`` on a generated filter or event; an exception there is the model's own bug on
     a *valid* input, which the other checks of the kit report, so it is not hidden: it
     propagates with the input named."""
+
     def call(x: Any) -> Any:
         try:
             return fn(x)
         except Exception as exc:
-            raise AssertionError(f"{getattr(fn, '__name__', fn)}({describe(x)}) raised "
-                                 f"{type(exc).__name__}: {exc} on a generated (valid) "
-                                 "input") from exc
+            raise AssertionError(
+                f"{getattr(fn, '__name__', fn)}({describe(x)}) raised "
+                f"{type(exc).__name__}: {exc} on a generated (valid) "
+                "input"
+            ) from exc
+
     return call
 
 
@@ -417,8 +590,9 @@ def event_inputs(model: Any, events: st.SearchStrategy) -> st.SearchStrategy[Cas
 
     def json_cases(t: tuple[Any, str]) -> st.SearchStrategy[Case]:
         obj, recipe = t
-        return st.sampled_from([Case("event_wire", obj, f"wire {recipe}"),
-                                Case("event", obj, f"object {recipe}")])
+        return st.sampled_from(
+            [Case("event_wire", obj, f"wire {recipe}"), Case("event", obj, f"object {recipe}")]
+        )
 
     def text_cases(t: tuple[str, str], encode: bool, garbage: bytes) -> Case:
         text, recipe = t
@@ -426,12 +600,18 @@ def event_inputs(model: Any, events: st.SearchStrategy) -> st.SearchStrategy[Cas
             return Case("event", text, f"text {recipe}")
         raw = text.encode("utf-8", "surrogatepass")
         cut = len(raw) // 2
-        return Case("event", raw[:cut] + garbage + raw[cut:],
-                    f"bytes of {recipe} with {garbage!r} in the middle")
+        return Case(
+            "event",
+            raw[:cut] + garbage + raw[cut:],
+            f"bytes of {recipe} with {garbage!r} in the middle",
+        )
 
     return st.one_of(
         mutated_json(dumped).flatmap(json_cases),
-        st.builds(text_cases, mutated_text(dumped.map(as_text)), st.booleans(),
-                  st.sampled_from([b"", b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x00",
-                                   b"\xef\xbb\xbf"])),
+        st.builds(
+            text_cases,
+            mutated_text(dumped.map(as_text)),
+            st.booleans(),
+            st.sampled_from([b"", b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x00", b"\xef\xbb\xbf"]),
+        ),
     )

@@ -9,6 +9,7 @@ default fixtures of the kit. Plugin fixtures have the lowest precedence: a model
 test class (``model_name``, ``filters``, ``events``); when neither is there they fail with
 a message saying what to provide.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,24 +25,28 @@ INI_EXAMPLES = "pubsift_conformance_examples"
 DEFAULT_EXAMPLES = 40
 
 _REQUIRED = {
-    "model": ("the FilterModel instance under test, e.g. `return load_model(\"mymodel\")`",
-              "model_name"),
+    "model": (
+        'the FilterModel instance under test, e.g. `return load_model("mymodel")`',
+        "model_name",
+    ),
     "filter_strategy": ("a hypothesis strategy generating the model's filters", "filters"),
-    "event_strategy": ("a hypothesis strategy generating the model's (parsed) events",
-                       "events"),
+    "event_strategy": ("a hypothesis strategy generating the model's (parsed) events", "events"),
 }
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addini(INI_EXAMPLES,
-                  f"hypothesis max_examples per conformance check (default {DEFAULT_EXAMPLES}; "
-                  f"the environment variable {ENV_EXAMPLES} overrides it)",
-                  default=str(DEFAULT_EXAMPLES))
+    parser.addini(
+        INI_EXAMPLES,
+        f"hypothesis max_examples per conformance check (default {DEFAULT_EXAMPLES}; "
+        f"the environment variable {ENV_EXAMPLES} overrides it)",
+        default=str(DEFAULT_EXAMPLES),
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "conformance: a check of pubsift's filter-model conformance kit")
+        "markers", "conformance: a check of pubsift's filter-model conformance kit"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -64,7 +69,9 @@ def _from_class(request: pytest.FixtureRequest, fixture: str) -> Any:
         pytest.fail(
             f"pubsift conformance kit: provide a `{fixture}` fixture ({what}) in your "
             f"conftest.py, test module or test class, or set `{attribute}` on the test "
-            "class; see docs/conformance.md", pytrace=False)
+            "class; see docs/conformance.md",
+            pytrace=False,
+        )
     return value
 
 
@@ -118,8 +125,9 @@ def max_examples(request: pytest.FixtureRequest) -> int:
     except (TypeError, ValueError):
         n = 0
     if n < 1:
-        pytest.fail(f"pubsift conformance kit: {where}={raw!r} is not a positive integer",
-                    pytrace=False)
+        pytest.fail(
+            f"pubsift conformance kit: {where}={raw!r} is not a positive integer", pytrace=False
+        )
     return n
 
 
@@ -128,14 +136,26 @@ def conformance_settings(max_examples: int) -> Any:
     """The hypothesis settings every check runs under (no deadline, no example database)."""
     from hypothesis import HealthCheck, settings
 
-    return settings(max_examples=max_examples, deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.filter_too_much])
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+        ],
+    )
 
 
 @pytest.fixture
-def conformance_kit(model: Any, filter_strategy: Any, event_strategy: Any, matching_event: Any,
-                    capabilities: frozenset[str]) -> Any:
+def conformance_kit(
+    model: Any,
+    filter_strategy: Any,
+    event_strategy: Any,
+    matching_event: Any,
+    capabilities: frozenset[str],
+) -> Any:
     """The model's fixtures bundled as a :class:`pubsift.core.conformance.kit.Kit`."""
     from pubsift.core.conformance.kit import Kit
 
@@ -156,8 +176,10 @@ def hostile_batches() -> int:
     ``$PUBSIFT_HOSTILE_BATCHES``, else 2. Raise it in a slow-marked class for a deeper run."""
     raw = os.environ.get(ENV_HOSTILE) or str(DEFAULT_HOSTILE_BATCHES)
     if not raw.isdigit() or int(raw) < 1:
-        pytest.fail(f"pubsift conformance kit: {ENV_HOSTILE}={raw!r} is not a positive integer",
-                    pytrace=False)
+        pytest.fail(
+            f"pubsift conformance kit: {ENV_HOSTILE}={raw!r} is not a positive integer",
+            pytrace=False,
+        )
     return int(raw)
 
 
@@ -184,5 +206,8 @@ def hostile_settings(conformance_settings: Any, hostile_batches: int) -> Any:
     how it was made; shrinking would re-run sandboxed batches for minutes)."""
     from hypothesis import Phase, settings
 
-    return settings(conformance_settings, max_examples=hostile_batches,
-                    phases=[Phase.explicit, Phase.reuse, Phase.generate])
+    return settings(
+        conformance_settings,
+        max_examples=hostile_batches,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    )

@@ -9,6 +9,7 @@ names the case it was working on. Problems a case reports itself (a hook raising
 other than a ``PubsiftError``, a ``MemoryError`` under the limit, a wrong answer) come back
 as messages. POSIX only (``os.fork``, ``resource``).
 """
+
 from __future__ import annotations
 
 import faulthandler
@@ -59,12 +60,11 @@ def _limit_memory(extra: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
-def _child(cases: Sequence[T], work: Callable[[T], list[str]], limits: Limits,
-           fd: int) -> None:
+def _child(cases: Sequence[T], work: Callable[[T], list[str]], limits: Limits, fd: int) -> None:
     def send(obj: Any) -> None:
         data = (json.dumps(obj) + "\n").encode()
         while data:
-            data = data[os.write(fd, data):]
+            data = data[os.write(fd, data) :]
 
     _limit_memory(limits.memory)
     if faulthandler.is_enabled():  # a crash's traceback goes to the test's captured stderr
@@ -79,8 +79,12 @@ def _child(cases: Sequence[T], work: Callable[[T], list[str]], limits: Limits,
     send({"done": True})
 
 
-def run_isolated(cases: Sequence[T], work: Callable[[T], list[str]],
-                 describe: Callable[[T], str], limits: Limits = Limits()) -> list[str]:
+def run_isolated(
+    cases: Sequence[T],
+    work: Callable[[T], list[str]],
+    describe: Callable[[T], str],
+    limits: Limits = Limits(),
+) -> list[str]:
     """Run ``work(case)`` (which returns the problems it found, as messages) on every case
     in a forked child under ``limits``; returns all problems, each naming its case, plus one
     for a case that timed out or crashed the child (the rest of the batch is then skipped)."""
@@ -93,8 +97,10 @@ def run_isolated(cases: Sequence[T], work: Callable[[T], list[str]],
             _child(cases, work, limits, write_fd)
         except BaseException as exc:  # the child must never return into pytest
             try:
-                os.write(write_fd, (json.dumps({"error": f"{type(exc).__name__}: {exc}"})
-                                    + "\n").encode())
+                os.write(
+                    write_fd,
+                    (json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n").encode(),
+                )
             except BaseException:
                 pass
             status = 3
@@ -112,9 +118,15 @@ def run_isolated(cases: Sequence[T], work: Callable[[T], list[str]],
             if left <= 0:
                 os.kill(pid, signal.SIGKILL)
                 killed = True
-                problems.append(_about(cases, current, describe,
-                                       f"did not finish within {limits.case_timeout:g} s "
-                                       "(a hang, or super-linear time); killed"))
+                problems.append(
+                    _about(
+                        cases,
+                        current,
+                        describe,
+                        f"did not finish within {limits.case_timeout:g} s "
+                        "(a hang, or super-linear time); killed",
+                    )
+                )
                 break
             ready, _, _ = select.select([read_fd], [], [], left)
             if not ready:
@@ -132,8 +144,14 @@ def run_isolated(cases: Sequence[T], work: Callable[[T], list[str]],
                 elif "problem" in msg:
                     problems.append(_about(cases, msg["case"], describe, msg["problem"]))
                 elif "error" in msg:
-                    problems.append(_about(cases, current, describe,
-                                           f"the conformance harness failed: {msg['error']}"))
+                    problems.append(
+                        _about(
+                            cases,
+                            current,
+                            describe,
+                            f"the conformance harness failed: {msg['error']}",
+                        )
+                    )
                 elif msg.get("done"):
                     done = True
     finally:
@@ -149,8 +167,7 @@ def run_isolated(cases: Sequence[T], work: Callable[[T], list[str]],
     return problems
 
 
-def _about(cases: Sequence[T], i: int | None, describe: Callable[[T], str],
-           problem: str) -> str:
+def _about(cases: Sequence[T], i: int | None, describe: Callable[[T], str], problem: str) -> str:
     if i is None:
         return f"before the first case: {problem}"
     return f"{problem}\n    input: {describe(cases[i])}"
@@ -162,5 +179,4 @@ def report(problems: list[str]) -> str:
     for p in problems:
         counts[p] = counts.get(p, 0) + 1
     lines = [p if n == 1 else f"{p}\n    ({n} times in this batch)" for p, n in counts.items()]
-    return (f"{len(problems)} contract violation(s) on hostile input:\n  "
-            + "\n  ".join(lines))
+    return f"{len(problems)} contract violation(s) on hostile input:\n  " + "\n  ".join(lines)

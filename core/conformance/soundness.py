@@ -6,13 +6,13 @@ events from the model's ``matching_event`` builder, so a claimed relation is tes
 events that really lie in N(g), not on random events that match nothing. These checks hold
 for every model whatever it claims (a weak answer is always sound), so none is skipped.
 """
+
 from __future__ import annotations
 
 from itertools import permutations
 from typing import Any
 
 import pytest
-
 from pubsift.core.conformance.kit import Kit, run
 
 COVERING_PAIR = "covers(f, g) for distinct filters"
@@ -38,7 +38,8 @@ def covers_sound(kit: Kit, data: Any) -> None:
                 if e is not None and kit.matches(g, e):
                     assert kit.matches(f, e), (
                         f"covers(f, g) is True but {e!r} matches g and not f\n"
-                        f"  f = {f!r}\n  g = {g!r}")
+                        f"  f = {f!r}\n  g = {g!r}"
+                    )
 
 
 def identical_sound(kit: Kit, data: Any) -> None:
@@ -51,7 +52,8 @@ def identical_sound(kit: Kit, data: Any) -> None:
                 if e is not None:
                     assert kit.matches(f, e) == kit.matches(g, e), (
                         f"identical(f, g) is True but {e!r} matches only one of them\n"
-                        f"  f = {f!r}\n  g = {g!r}")
+                        f"  f = {f!r}\n  g = {g!r}"
+                    )
 
 
 def overlaps_sound(kit: Kit, data: Any) -> None:
@@ -64,8 +66,8 @@ def overlaps_sound(kit: Kit, data: Any) -> None:
                 if f != g:
                     kit.hit(SHARED_EVENT)
                 assert kit.model.overlaps(f, g), (
-                    f"overlaps(f, g) is False but {e!r} matches both\n  f = {f!r}\n"
-                    f"  g = {g!r}")
+                    f"overlaps(f, g) is False but {e!r} matches both\n  f = {f!r}\n  g = {g!r}"
+                )
                 break
 
 

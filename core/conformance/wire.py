@@ -4,13 +4,13 @@ an event that comes back matches the same filters. If the model has its own
 ``format_filter``, ``parse_filter`` reads its output back to the same filter. A filter that
 comes back is also ``identical`` to the original when the model claims ``identical``.
 """
+
 from __future__ import annotations
 
 import json
 from typing import Any
 
 import pytest
-
 from pubsift.core.conformance.kit import Kit, run
 from pubsift.core.model import FilterModel
 
@@ -27,7 +27,8 @@ def _identical(kit: Kit, f: Any, back: Any, how: str) -> None:
     if "identical" in kit.capabilities:
         assert kit.model.identical(f, back) and kit.model.identical(back, f), (
             f"{how} gives an equal filter that the model does not call identical:\n"
-            f"  f    = {f!r}\n  back = {back!r}")
+            f"  f    = {f!r}\n  back = {back!r}"
+        )
 
 
 def filter_roundtrip(kit: Kit, data: Any) -> None:
@@ -36,8 +37,9 @@ def filter_roundtrip(kit: Kit, data: Any) -> None:
     wire = kit.model.dump_filter(f)
     loaded = _through_json(wire, f"dump_filter({f!r})")
     for back in (kit.model.load_filter(wire), kit.model.load_filter(loaded)):
-        assert back == f, f"filter does not round-trip:\n  f    = {f!r}\n  wire = {wire!r}\n" \
-                          f"  back = {back!r}"
+        assert back == f, (
+            f"filter does not round-trip:\n  f    = {f!r}\n  wire = {wire!r}\n  back = {back!r}"
+        )
         assert hash(back) == hash(f), f"round-tripped filter hashes differently: {f!r}"
         _identical(kit, f, back, "load_filter(dump_filter(f))")
 
@@ -48,10 +50,12 @@ def event_roundtrip(kit: Kit, data: Any) -> None:
     for e in kit.candidates(data, [f], "e"):
         wire = kit.model.dump_event(e)
         back = kit.model.load_event(_through_json(wire, f"dump_event({e!r})"))
-        assert back == e, f"event does not round-trip:\n  e    = {e!r}\n  wire = {wire!r}\n" \
-                          f"  back = {back!r}"
+        assert back == e, (
+            f"event does not round-trip:\n  e    = {e!r}\n  wire = {wire!r}\n  back = {back!r}"
+        )
         assert kit.matches(f, back) == kit.matches(f, e), (
-            f"round-tripped event {back!r} matches {f!r} differently from {e!r}")
+            f"round-tripped event {back!r} matches {f!r} differently from {e!r}"
+        )
 
 
 def format_roundtrip(kit: Kit, data: Any) -> None:
@@ -60,8 +64,9 @@ def format_roundtrip(kit: Kit, data: Any) -> None:
     text = kit.model.format_filter(f)
     assert isinstance(text, str), f"format_filter({f!r}) returned {text!r}, not a str"
     back = kit.model.parse_filter(text)
-    assert back == f, f"text form does not round-trip:\n  f    = {f!r}\n  text = {text}\n" \
-                      f"  back = {back!r}"
+    assert back == f, (
+        f"text form does not round-trip:\n  f    = {f!r}\n  text = {text}\n  back = {back!r}"
+    )
     assert hash(back) == hash(f), f"filter read back from its text hashes differently: {f!r}"
     _identical(kit, f, back, "parse_filter(format_filter(f))")
 

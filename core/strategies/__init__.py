@@ -5,6 +5,7 @@ each an ``administer`` for one routing table.
 a name or a factory, so a new strategy is a new module and an entry here (or a factory
 passed directly), never a change to the broker.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -37,8 +38,22 @@ def strategy_factory(name: str | StrategyFactory) -> StrategyFactory:
     try:
         return STRATEGIES[name]
     except KeyError:
-        raise ValueError(f"unknown routing strategy {name!r}; known: {', '.join(STRATEGIES)}") from None
+        raise ValueError(
+            f"unknown routing strategy {name!r}; known: {', '.join(STRATEGIES)}"
+        ) from None
 
 
-__all__ = ["Covering", "Flooding", "Identity", "Merging", "Outbox", "STRATEGIES", "Simple",
-           "Strategy", "StrategyFactory", "activation", "generate", "strategy_factory"]
+__all__ = [
+    "STRATEGIES",
+    "Covering",
+    "Flooding",
+    "Identity",
+    "Merging",
+    "Outbox",
+    "Simple",
+    "Strategy",
+    "StrategyFactory",
+    "activation",
+    "generate",
+    "strategy_factory",
+]

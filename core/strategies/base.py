@@ -6,6 +6,7 @@ which admin messages a subscription change causes. The broker hardwires everythi
 (FIFO processing, notification forwarding through the table, sending one admin message per
 neighbour), so adding a strategy never touches the broker.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -54,8 +55,9 @@ class Strategy(ABC):
         dests.discard(exclude)
         return dests
 
-    def activate(self, neighbour: str, candidates: Sequence[Entry],
-                 active: Callable[[Filter], bool]) -> list[Routed]:
+    def activate(
+        self, neighbour: str, candidates: Sequence[Entry], active: Callable[[Filter], bool]
+    ) -> list[Routed]:
         """Subscriptions to send to ``neighbour`` now that its new advertisements overlap the
         ``candidates`` (§3.6). ``active(F)``: F overlaps one of the neighbour's current
         advertisements. Default (covering-based): :func:`activation` with covering
@@ -72,9 +74,13 @@ class Strategy(ABC):
         self.drop(self.table.expired(now))
 
 
-def activation(strategy: Strategy, neighbour: str, candidates: Sequence[Entry],
-               active: Callable[[Filter], bool],
-               blockers: Callable[[Filter], Collection[Entry]]) -> list[Routed]:
+def activation(
+    strategy: Strategy,
+    neighbour: str,
+    candidates: Sequence[Entry],
+    active: Callable[[Filter], bool],
+    blockers: Callable[[Filter], Collection[Entry]],
+) -> list[Routed]:
     """The activation step of Mühl 2002, "Large-Scale Content-Based Publish/Subscribe
     Systems", §3.6, shared by covering- and identity-based routing: the candidates to send
     to ``neighbour``, skipping one that an entry of ``blockers(F)`` makes redundant — an

@@ -11,6 +11,7 @@ Systems", §3.5.4, Fig. 3.22).
 * A subscription from a local client removes only (F, S), so a client's subscriptions stay
   independent and resubscription is idempotent (§2.2, §3.7.2).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -30,13 +31,13 @@ class Covering(Strategy):
         sub_fs = [f for f, _ in subs]
         unsub_fs = [f for f, _ in unsubs]
         neighbour = not self.is_local(sender)
-        if not unsub_fs:                                           # Fig. 3.22, lines 7-16
+        if not unsub_fs:  # Fig. 3.22, lines 7-16
             renewed = {f for f in sub_fs if Entry(f, sender) in self.table}
             for f in sub_fs:
                 if neighbour:
                     self._remove(self.table.covered(f, sender))
             return generate(self._forward_subs(sender, sub_fs, renewed), [])
-        for f in unsub_fs:                                         # lines 19-24
+        for f in unsub_fs:  # lines 19-24
             self._remove(self.table.covered(f, sender) if neighbour else [Entry(f, sender)])
         fs, fu = self._forward_unsubs(sender, unsub_fs, sub_fs)
         return generate(fs, fu)
@@ -60,15 +61,16 @@ class Covering(Strategy):
             self.table.add(f, sender)
         return fs
 
-    def _forward_unsubs(self, sender: str, unsubs: Sequence[Filter],
-                        uncovered: Sequence[Filter]) -> tuple[Sends, Sends]:
+    def _forward_unsubs(
+        self, sender: str, unsubs: Sequence[Filter], uncovered: Sequence[Filter]
+    ) -> tuple[Sends, Sends]:
         """Lines 25-42 of Fig. 3.22, after the entries of S have been removed."""
         fu: Sends = []
         pending: dict[Entry, None] = {}
         for f in unsubs:
             fu.extend(((f, None), h) for h in sorted(self.table.d_upper(f) - {sender}))
             for e in sorted(self.table.covered(f) - self.table.identical(f), key=entry_key):
-                pending[e] = None                                  # P ∪= C^L(F) \ C^I(F)
+                pending[e] = None  # P ∪= C^L(F) \ C^I(F)
         for g in uncovered:
             self.table.add(g, sender)
             pending[Entry(g, sender)] = None
@@ -76,7 +78,9 @@ class Covering(Strategy):
         rest = list(pending)
         while rest:
             e = rest[0]
-            same = [p for p in rest if p.filter == e.filter or self.model.identical(p.filter, e.filter)]
+            same = [
+                p for p in rest if p.filter == e.filter or self.model.identical(p.filter, e.filter)
+            ]
             k = len({p.dest for p in same})
             rest = [p for p in rest if p not in same]
             targets = self.table.d_real_upper(e.filter) - {sender}

@@ -6,6 +6,7 @@ The routing table is initialized to the constant entries (F_T, U) for all U ∈ 
 forwards every notification to all neighbours but the one it came from; only the local
 entries change, and no admin message is ever sent.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -30,6 +31,7 @@ class Flooding(Strategy):
             self.table.add(f, sender)
         return {}
 
-    def activate(self, neighbour: str, candidates: Sequence[Entry],
-                 active: Callable[[Filter], bool]) -> list[Routed]:
+    def activate(
+        self, neighbour: str, candidates: Sequence[Entry], active: Callable[[Filter], bool]
+    ) -> list[Routed]:
         return []

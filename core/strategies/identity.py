@@ -4,6 +4,7 @@ Systems", §3.5.3, Figs. 3.13/3.14).
 A subscription is not forwarded to a neighbour that already got an identical one; an
 unsubscription is not forwarded while another destination holds an identical subscription.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -25,20 +26,21 @@ class Identity(Strategy):
             for f, _ in items:
                 renewal = is_sub and Entry(f, sender) in self.table
                 if neighbour:
-                    for e in self.table.identical(f, sender):      # C_B^I(F, S)
+                    for e in self.table.identical(f, sender):  # C_B^I(F, S)
                         self.table.remove(e)
                 else:
                     self.table.remove(Entry(f, sender))
-                if renewal:                                        # §3.7.2
+                if renewal:  # §3.7.2
                     targets = self.table.d_renewal(Entry(f, sender), self.table.identical(f))
                 else:
-                    targets = self.table.d_identity(f)             # D_B^I(F)
+                    targets = self.table.d_identity(f)  # D_B^I(F)
                 targets -= {sender}
                 (fs if is_sub else fu).extend(((f, None), h) for h in sorted(targets))
                 if is_sub:
                     self.table.add(f, sender)
         return generate(fs, fu)
 
-    def activate(self, neighbour: str, candidates: Sequence[Entry],
-                 active: Callable[[Filter], bool]) -> list[Routed]:
+    def activate(
+        self, neighbour: str, candidates: Sequence[Entry], active: Callable[[Filter], bool]
+    ) -> list[Routed]:
         return activation(self, neighbour, candidates, active, self.table.identical)

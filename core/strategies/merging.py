@@ -31,6 +31,7 @@ Each placement asks the table's index for the candidates (covering, merge candid
 covered) among the entries of the destination, plus the mergers formed during this change,
 so a change costs what it touches, not the size of the destination's view.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
@@ -49,6 +50,7 @@ Parts = frozenset
 class _Destination:
     """The view of one destination: which parts (entries of ``table.parts``) each merger
     (an entry of the table) stands for. Entries, parts and their leases live in the table."""
+
     #: view filter (a routing entry) -> (parts it stands for, imperfect?)
     view: dict[Filter, tuple[Parts, bool]] = field(default_factory=dict)
     #: part -> the view filter holding it
@@ -58,6 +60,7 @@ class _Destination:
 @dataclass
 class _Change:
     """The view filters one recomputation cancelled and formed, in order."""
+
     cancelled: dict[Filter, None] = field(default_factory=dict)
     formed: dict[Filter, None] = field(default_factory=dict)
 
@@ -73,8 +76,13 @@ class _Change:
 class Merging(Covering):
     name = "merging"
 
-    def __init__(self, table: RoutingTable, is_local: Callable[[str], bool],
-                 imperfect: bool = False, bound: int = 4) -> None:
+    def __init__(
+        self,
+        table: RoutingTable,
+        is_local: Callable[[str], bool],
+        imperfect: bool = False,
+        bound: int = 4,
+    ) -> None:
         super().__init__(table, is_local)
         self.imperfect = imperfect
         self.bound = bound
@@ -105,7 +113,7 @@ class Merging(Covering):
         gone: dict[Filter, None] = {}
         fresh: dict[Filter, None] = {}
         for f in unsub_fs:
-            for g in (self._parts_covered(sender, f) if neighbour else [f]):
+            for g in self._parts_covered(sender, f) if neighbour else [f]:
                 if self.parts.remove(Entry(g, sender)):
                     gone[g] = None
                     fresh.pop(g, None)
@@ -115,18 +123,22 @@ class Merging(Covering):
                     if g != f and self.parts.remove(Entry(g, sender)):
                         gone[g] = None
                         fresh.pop(g, None)
-            if self.parts.add(f, sender):                  # new, or its lease renewed
+            if self.parts.add(f, sender):  # new, or its lease renewed
                 fresh[f] = None
         change = self._update(sender, st, gone, fresh)
         removed, added = change.removed(st.view), change.added(st.view)
-        refresh = [r for r in dict.fromkeys(st.holder.get(f) for f in sub_fs)
-                   if r is not None and r not in added]
+        refresh = [
+            r
+            for r in dict.fromkeys(st.holder.get(f) for f in sub_fs)
+            if r is not None and r not in added
+        ]
         self._uninstall(sender, removed)
         if not unsub_fs and all(any(self.model.covers(a, r) for a in added) for r in removed):
             return generate(self._forward_subs(sender, added + refresh, set(refresh)), [])
         unknown = [f for f in unknown if f not in removed]
-        fs, fu = self._forward_unsubs(sender, list(dict.fromkeys(removed + unknown)),
-                                      added + refresh)
+        fs, fu = self._forward_unsubs(
+            sender, list(dict.fromkeys(removed + unknown)), added + refresh
+        )
         return generate(fs, fu)
 
     def _uninstall(self, dest: str, removed: Iterable[Filter]) -> None:
@@ -138,8 +150,9 @@ class Merging(Covering):
         if not st.view and not st.holder:
             del self.dests[dest]
 
-    def _update(self, dest: str, st: _Destination, gone: Iterable[Filter],
-                new: Iterable[Filter]) -> _Change:
+    def _update(
+        self, dest: str, st: _Destination, gone: Iterable[Filter], new: Iterable[Filter]
+    ) -> _Change:
         """Cancel the mergers holding a part that is ``gone``, then place their remaining
         parts and the ``new`` raw filters (cancellation cases 1-3 and re-merging)."""
         change = _Change()
@@ -162,8 +175,14 @@ class Merging(Covering):
                 self._place(dest, st, change, f, Parts([f]), False)
         return change
 
-    def _candidates(self, dest: str, st: _Destination, change: _Change, f: Filter,
-                    query: Callable[[Filter, str], Iterable[Entry]]) -> list[Filter]:
+    def _candidates(
+        self,
+        dest: str,
+        st: _Destination,
+        change: _Change,
+        f: Filter,
+        query: Callable[[Filter, str], Iterable[Entry]],
+    ) -> list[Filter]:
         """View filters to test against f: those the table's index proposes (entries of
         ``dest`` kept from the old view) and those formed during this change."""
         found = [e.filter for e in sorted(query(f, dest), key=repr) if e.filter in st.view]
@@ -179,11 +198,12 @@ class Merging(Covering):
             change.cancelled[g] = None
         return gp, gi
 
-    def _place(self, dest: str, st: _Destination, change: _Change, f: Filter, parts: Parts,
-               imperfect: bool) -> None:
+    def _place(
+        self, dest: str, st: _Destination, change: _Change, f: Filter, parts: Parts, imperfect: bool
+    ) -> None:
         view = st.view
         for g in self._candidates(dest, st, change, f, self.table.covering):
-            if g in view and self.model.covers(g, f):              # absorbed by a cover
+            if g in view and self.model.covers(g, f):  # absorbed by a cover
                 gp, gi = view[g]
                 view[g] = (gp | parts, gi or imperfect)
                 for p in parts:
@@ -243,8 +263,13 @@ class Merging(Covering):
             self._uninstall(dest, change.removed(st.view))
             for f in change.added(st.view):
                 self.table.add(f, dest)
-        self.drop([e for e in self.table.expired(now)
-                   if e.filter not in self.dests.get(e.dest, _EMPTY).view])
+        self.drop(
+            [
+                e
+                for e in self.table.expired(now)
+                if e.filter not in self.dests.get(e.dest, _EMPTY).view
+            ]
+        )
 
 
 _EMPTY = _Destination()

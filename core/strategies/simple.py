@@ -6,6 +6,7 @@ subscription is uniquely identified: an entry is tagged with the client that iss
 two clients behind the same neighbour subscribing to the same filter hold two entries, and
 one unsubscribing leaves the other's in place. Resubscription is idempotent (§3.7.2).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -29,6 +30,7 @@ class Simple(Strategy):
             self.table.add(f, sender, t)
         return {h: (list(subs), list(unsubs)) for h in self.table.neighbours if h != sender}
 
-    def activate(self, neighbour: str, candidates: Sequence[Entry],
-                 active: Callable[[Filter], bool]) -> list[Routed]:
+    def activate(
+        self, neighbour: str, candidates: Sequence[Entry], active: Callable[[Filter], bool]
+    ) -> list[Routed]:
         return [(e.filter, e.tag) for e in candidates]

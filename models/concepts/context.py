@@ -10,6 +10,7 @@ publisher or subscriber declares once for all its values: defaults per kind of v
 overrides per concept. :class:`ContextRegistry` holds named contexts that messages refer to
 by id; every reference resolves to the same shared object.
 """
+
 from __future__ import annotations
 
 import re
@@ -47,22 +48,31 @@ class Context:
         for prop in ("unit", "currency", "date_format"):
             v = getattr(self, prop)
             if v is not None and not isinstance(v, str):
-                raise ConversionError(f"context property {prop!r} is a string, not "
-                                      f"{type(v).__name__} {_short(v)}")
+                raise ConversionError(
+                    f"context property {prop!r} is a string, not {type(v).__name__} {_short(v)}"
+                )
             if v is not None and text_problem(v):
                 raise ConversionError(f"context property {prop!r}: {text_problem(v)}")
         if self.unit is not None:
             object.__setattr__(self, "unit", canonical_unit(self.unit))
         if self.currency is not None and not _CURRENCY.match(self.currency):
             raise ConversionError(f"{self.currency!r} is not an ISO 4217 currency code")
-        if isinstance(self.scale, bool) or not isinstance(self.scale, (int, float)) \
-                or number_problem(self.scale) or not self.scale > 0:
-            raise ConversionError(f"scale factor must be a positive finite number, "
-                                  f"not {_short(self.scale)}")
-        if self.date_format is not None and ("%" not in self.date_format
-                                             or len(self.date_format) > 100):
-            raise ConversionError(f"date format {_short(self.date_format)} is not a strftime "
-                                  "pattern (of at most 100 characters)")
+        if (
+            isinstance(self.scale, bool)
+            or not isinstance(self.scale, (int, float))
+            or number_problem(self.scale)
+            or not self.scale > 0
+        ):
+            raise ConversionError(
+                f"scale factor must be a positive finite number, not {_short(self.scale)}"
+            )
+        if self.date_format is not None and (
+            "%" not in self.date_format or len(self.date_format) > 100
+        ):
+            raise ConversionError(
+                f"date format {_short(self.date_format)} is not a strftime "
+                "pattern (of at most 100 characters)"
+            )
         if self.date_format is not None:
             problem = _date_format_problem(self.date_format)
             if problem:
@@ -70,30 +80,33 @@ class Context:
         try:
             extra = tuple(sorted(dict(self.extra).items()))
         except (TypeError, ValueError):
-            raise ConversionError("user-defined context properties are (name, value) "
-                                  "pairs with string names") from None
+            raise ConversionError(
+                "user-defined context properties are (name, value) pairs with string names"
+            ) from None
         for k, v in extra:
-            if not isinstance(k, str) or k in _BUILTIN or not k \
-                    or text_problem(k):
+            if not isinstance(k, str) or k in _BUILTIN or not k or text_problem(k):
                 raise ConversionError(f"bad user-defined context property {_short(k)}")
-            if isinstance(v, bool) or isinstance(v, str) and not text_problem(v):
+            if isinstance(v, bool) or (isinstance(v, str) and not text_problem(v)):
                 continue
             if not isinstance(v, (int, float)) or number_problem(v):
-                raise ConversionError(f"context property {k!r} holds {_short(v)}; use a "
-                                      "string, a finite number or a boolean")
+                raise ConversionError(
+                    f"context property {k!r} holds {_short(v)}; use a "
+                    "string, a finite number or a boolean"
+                )
         object.__setattr__(self, "extra", extra)
         explicit = frozenset(self.explicit)
         if not explicit <= set(_BUILTIN):
-            raise ConversionError(f"explicit names built-in properties, not "
-                                  f"{sorted(map(str, explicit - set(_BUILTIN)))}")
-        explicit |= {p for p in ("unit", "currency", "date_format")
-                     if getattr(self, p) is not None}
+            raise ConversionError(
+                f"explicit names built-in properties, not "
+                f"{sorted(map(str, explicit - set(_BUILTIN)))}"
+            )
+        explicit |= {p for p in ("unit", "currency", "date_format") if getattr(self, p) is not None}
         if self.scale != 1:
             explicit |= {"scale"}
         object.__setattr__(self, "explicit", explicit)
 
     @classmethod
-    def of(cls, obj: Mapping[str, Any] | "Context" | None) -> "Context":
+    def of(cls, obj: Mapping[str, Any] | Context | None) -> Context:
         """From the JSON form ``{"unit": "kg", "currency": "EUR", "scale": 1000,
         "date_format": "%d.%m.%Y", "anything": "else"}``; a built-in property given (even
         as its default: ``"scale": 1``, ``"date_format": null`` for ISO 8601) is explicit."""
@@ -121,21 +134,27 @@ class Context:
             return getattr(self, prop)
         return dict(self.extra).get(prop, default)
 
-    def with_(self, **changes: Any) -> "Context":
+    def with_(self, **changes: Any) -> Context:
         """A copy with some properties changed (user-defined ones by name)."""
         builtin = {k: v for k, v in changes.items() if k in _BUILTIN}
         extra = dict(self.extra)
         extra.update({k: v for k, v in changes.items() if k not in _BUILTIN})
         return replace(self, **builtin, extra=tuple(extra.items()))
 
-    def overlay(self, other: "Context") -> "Context":
+    def overlay(self, other: Context) -> Context:
         """``other``'s properties where it gives them (explicitly), ours elsewhere."""
+
         def pick(p: str) -> Any:
             return getattr(other if p in other.explicit else self, p)
-        return Context(unit=pick("unit"), currency=pick("currency"), scale=pick("scale"),
-                       date_format=pick("date_format"),
-                       extra=tuple({**dict(self.extra), **dict(other.extra)}.items()),
-                       explicit=self.explicit | other.explicit)
+
+        return Context(
+            unit=pick("unit"),
+            currency=pick("currency"),
+            scale=pick("scale"),
+            date_format=pick("date_format"),
+            extra=tuple({**dict(self.extra), **dict(other.extra)}.items()),
+            explicit=self.explicit | other.explicit,
+        )
 
     def __str__(self) -> str:
         return "{" + ", ".join(f"{k}={v}" for k, v in self.to_json().items()) + "}"
@@ -228,7 +247,7 @@ class ClientContext:
     _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def of(cls, obj: Mapping[str, Any] | "ClientContext" | None) -> "ClientContext":
+    def of(cls, obj: Mapping[str, Any] | ClientContext | None) -> ClientContext:
         """From the JSON form; malformed declarations raise :class:`ConversionError`
         naming the property."""
         if obj is None:
@@ -236,8 +255,7 @@ class ClientContext:
         if isinstance(obj, ClientContext):
             return obj
         if not isinstance(obj, Mapping):
-            raise ConversionError(f"a client context is a JSON object, not "
-                                  f"{type(obj).__name__}")
+            raise ConversionError(f"a client context is a JSON object, not {type(obj).__name__}")
         known = {"currency", "unit", "units", "date_format", "scale", "per_concept"}
         per_raw = obj.get("per_concept") or {}
         if not isinstance(per_raw, Mapping):
@@ -252,8 +270,7 @@ class ClientContext:
                 raise ConversionError(f"per_concept {k!r}: {exc}") from None
         units = obj.get("units") or {}
         if isinstance(units, str) or not isinstance(units, (Mapping, list, tuple)):
-            raise ConversionError("units is a list of units or an object keyed by "
-                                  "dimensionality")
+            raise ConversionError("units is a list of units or an object keyed by dimensionality")
         if not isinstance(units, Mapping):  # a list of units: keyed by their dimension
             units = {dimensionality(_unit(u)): u for u in units}
         units = dict(units)
@@ -266,11 +283,20 @@ class ClientContext:
         scale = obj.get("scale", 1)
         extra = {k: v for k, v in obj.items() if k not in known}
         # validates currency, date format, scale and user-defined properties
-        Context(currency=obj.get("currency"), date_format=obj.get("date_format"),
-                scale=scale, extra=tuple(extra.items()))
-        return cls(currency=obj.get("currency"), units=units,
-                   date_format=obj.get("date_format"), scale=scale,
-                   extra=extra, per_concept=per)
+        Context(
+            currency=obj.get("currency"),
+            date_format=obj.get("date_format"),
+            scale=scale,
+            extra=tuple(extra.items()),
+        )
+        return cls(
+            currency=obj.get("currency"),
+            units=units,
+            date_format=obj.get("date_format"),
+            scale=scale,
+            extra=extra,
+            per_concept=per,
+        )
 
     def context_for(self, ontology: Any, concept: str) -> Context:
         """The client's context for values of ``concept`` (an :class:`Ontology` concept):
@@ -289,11 +315,13 @@ class ClientContext:
         unit = None
         if ontology.kind(concept) == QUANTITY:
             unit = self.units.get(ontology.dimension(concept) or "")
-        base = Context(unit=unit,
-                       currency=self.currency if "currency" in props else None,
-                       scale=self.scale if props & {"scale", "unit", "currency"} else 1,
-                       date_format=self.date_format if "date_format" in props else None,
-                       extra=tuple((k, v) for k, v in self.extra.items() if k in props))
+        base = Context(
+            unit=unit,
+            currency=self.currency if "currency" in props else None,
+            scale=self.scale if props & {"scale", "unit", "currency"} else 1,
+            date_format=self.date_format if "date_format" in props else None,
+            extra=tuple((k, v) for k, v in self.extra.items() if k in props),
+        )
         best = None
         for key, ctx in self.per_concept.items():
             try:

@@ -16,6 +16,7 @@ found by :meth:`ConversionManager.check` when a subscription is made and raise
 (no rate in force at the event's time) raises :class:`NotConvertible`, which makes the
 constraint false, exactly like a value of the wrong type in the records model.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -24,7 +25,7 @@ import io
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -59,10 +60,9 @@ def parse_time(text: Any) -> datetime:
         raise ValueError(f"a time is an ISO 8601 string, not {type(text).__name__}")
     if t.tzinfo is not None:
         try:
-            t = t.astimezone(timezone.utc).replace(tzinfo=None)
+            t = t.astimezone(UTC).replace(tzinfo=None)
         except OverflowError:
-            raise ValueError(f"{t.isoformat()} is out of range in UTC (years 1-9999)") \
-                from None
+            raise ValueError(f"{t.isoformat()} is out of range in UTC (years 1-9999)") from None
     return t
 
 
@@ -103,13 +103,21 @@ class RateTable:
         self._starts = {c: [p.start for p in ps] for c, ps in self._periods.items()}
 
     @classmethod
-    def from_csv(cls, source: str | Path, base: str) -> "RateTable":
+    def from_csv(cls, source: str | Path, base: str) -> RateTable:
         """Rows ``currency,rate,valid_from,valid_to`` (ISO dates; empty = unbounded; the
         period is [valid_from, valid_to)); ``rate`` units of the currency per one ``base``."""
         try:
-            text = Path(source).read_text(encoding="utf-8") if isinstance(source, Path) or (
-                isinstance(source, str) and "\n" not in source and "\0" not in source
-                and Path(source).exists()) else source
+            text = (
+                Path(source).read_text(encoding="utf-8")
+                if isinstance(source, Path)
+                or (
+                    isinstance(source, str)
+                    and "\n" not in source
+                    and "\0" not in source
+                    and Path(source).exists()
+                )
+                else source
+            )
         except (OSError, UnicodeDecodeError) as exc:
             raise ConversionError(f"cannot read rate table {source}: {exc}") from None
         rates: dict[str, list[RatePeriod]] = {}
@@ -119,16 +127,20 @@ class RateTable:
         except csv.Error as exc:
             raise ConversionError(f"rate table line 1: {exc}") from None
         if not {"currency", "rate"} <= header:
-            raise ConversionError(f"{_shown(source)} is neither a readable file nor CSV "
-                                  "text with the columns currency,rate")
+            raise ConversionError(
+                f"{_shown(source)} is neither a readable file nor CSV "
+                "text with the columns currency,rate"
+            )
         try:
             for i, row in enumerate(reader, start=2):
                 cur, rate = row.get("currency"), row.get("rate")
                 if not isinstance(cur, str) or not isinstance(rate, str):
                     raise ValueError("a row has currency and rate")
-                p = RatePeriod(parse_time(row["valid_from"]) if row.get("valid_from") else None,
-                               parse_time(row["valid_to"]) if row.get("valid_to") else None,
-                               float(rate))
+                p = RatePeriod(
+                    parse_time(row["valid_from"]) if row.get("valid_from") else None,
+                    parse_time(row["valid_to"]) if row.get("valid_to") else None,
+                    float(rate),
+                )
                 rates.setdefault(cur.strip(), []).append(p)
         except (KeyError, ValueError, TypeError, csv.Error) as exc:
             raise ConversionError(f"rate table line {reader.line_num}: {exc}") from None
@@ -145,8 +157,12 @@ class RateTable:
         periods = self._periods.get(currency)
         if not periods:
             return None
-        i = bisect.bisect_right(self._starts[currency], at,
-                                key=lambda s: datetime.min if s is None else s) - 1
+        i = (
+            bisect.bisect_right(
+                self._starts[currency], at, key=lambda s: datetime.min if s is None else s
+            )
+            - 1
+        )
         if i < 0:
             return None
         p = periods[i]
@@ -220,7 +236,7 @@ def load_conversions() -> dict[str, PropertyConversion]:
         try:
             obj = ep.load()
             conv = obj() if isinstance(obj, type) else obj
-        except Exception as exc:  # noqa: BLE001 - any failure makes the plug-in broken
+        except Exception as exc:
             raise PluginError(ep.name, ep.value, f"{type(exc).__name__}: {exc}") from exc
         if not isinstance(conv, PropertyConversion):
             raise PluginError(ep.name, ep.value, "is not a PropertyConversion")
@@ -238,42 +254,61 @@ class ConversionManager:
     ``rates``: the exchange-rate table (None: only same-currency comparisons);
     ``conversions``: user-defined property conversions (default: the entry-point group)."""
 
-    def __init__(self, rates: RateTable | None = None,
-                 conversions: Mapping[str, PropertyConversion] | None = None) -> None:
+    def __init__(
+        self,
+        rates: RateTable | None = None,
+        conversions: Mapping[str, PropertyConversion] | None = None,
+    ) -> None:
         self.rates = rates
         self.conversions = dict(load_conversions() if conversions is None else conversions)
         self._cache: dict[tuple, Converter] = {}
         self._rate_cache: dict[tuple[str, str], tuple[frozenset[float], bool]] = {}
 
     # -- subscription-time checks -----------------------------------------------------
-    def check(self, concept_name: str, kind: str, dimension: str | None, src: Context,
-              dst: Context) -> None:
+    def check(
+        self, concept_name: str, kind: str, dimension: str | None, src: Context, dst: Context
+    ) -> None:
         """Raise :class:`ConversionError` if values of this concept can never be converted
         from ``src`` to ``dst`` (checked when a subscription is made)."""
         for ctx in (src, dst):
             if ctx.unit is not None and kind != QUANTITY:
-                raise ConversionError(f"{concept_name} is a {kind} value; it has no unit "
-                                      f"(got {ctx.unit})")
+                raise ConversionError(
+                    f"{concept_name} is a {kind} value; it has no unit (got {ctx.unit})"
+                )
             if ctx.currency is not None and kind != MONEY:
-                raise ConversionError(f"{concept_name} is a {kind} value, not an amount of "
-                                      f"money; it cannot be compared with {ctx.currency}")
+                raise ConversionError(
+                    f"{concept_name} is a {kind} value, not an amount of "
+                    f"money; it cannot be compared with {ctx.currency}"
+                )
             if ctx.date_format is not None and kind != DATE:
                 raise ConversionError(f"{concept_name} is a {kind} value, not a date")
-            if kind == QUANTITY and ctx.unit is not None and dimension is not None \
-                    and not same_dimension(dimension, ctx.unit):
-                raise ConversionError(f"{concept_name} is measured in {dimension}; "
-                                      f"{ctx.unit} is not")
-            if kind == MONEY and ctx.currency is not None and self.rates is not None \
-                    and ctx.currency not in self.rates.currencies:
+            if (
+                kind == QUANTITY
+                and ctx.unit is not None
+                and dimension is not None
+                and not same_dimension(dimension, ctx.unit)
+            ):
+                raise ConversionError(
+                    f"{concept_name} is measured in {dimension}; {ctx.unit} is not"
+                )
+            if (
+                kind == MONEY
+                and ctx.currency is not None
+                and self.rates is not None
+                and ctx.currency not in self.rates.currencies
+            ):
                 known = ", ".join(sorted(self.rates.currencies))
-                raise ConversionError(f"no exchange rates for {ctx.currency} "
-                                      f"(the conversion manager knows {known})")
+                raise ConversionError(
+                    f"no exchange rates for {ctx.currency} (the conversion manager knows {known})"
+                )
         if kind == QUANTITY and src.unit and dst.unit:
             unit_converter(src.unit, dst.unit)
         if kind == MONEY and src.currency and dst.currency and src.currency != dst.currency:
             if self.rates is None:
-                raise ConversionError(f"cannot convert {src.currency} to {dst.currency}: "
-                                      "the conversion manager has no exchange rates")
+                raise ConversionError(
+                    f"cannot convert {src.currency} to {dst.currency}: "
+                    "the conversion manager has no exchange rates"
+                )
         for prop, a in src.extra:
             b = dst.get(prop)
             if b is not None and a != b:
@@ -283,8 +318,10 @@ class ConversionManager:
         try:
             return self.conversions[prop]
         except KeyError:
-            raise ConversionError(f"no conversion registered for context property {prop!r} "
-                                  f"(entry-point group {GROUP!r})") from None
+            raise ConversionError(
+                f"no conversion registered for context property {prop!r} "
+                f"(entry-point group {GROUP!r})"
+            ) from None
 
     # -- match-time conversion --------------------------------------------------------
     def converter(self, kind: str, src: Context, dst: Context) -> Converter:
@@ -299,8 +336,9 @@ class ConversionManager:
             self._cache[key] = fn
         return fn
 
-    def convert(self, kind: str, value: Any, src: Context, dst: Context,
-                at: datetime | None = None) -> Any:
+    def convert(
+        self, kind: str, value: Any, src: Context, dst: Context, at: datetime | None = None
+    ) -> Any:
         return self.converter(kind, src, dst)(value, at)
 
     def _build(self, kind: str, src: Context, dst: Context) -> Converter:
@@ -334,6 +372,7 @@ class ConversionManager:
             for step in steps:
                 v = step(v, at)
             return v
+
         return chain
 
     def _currency_step(self, src: str | None, dst: str) -> Converter:
@@ -350,20 +389,24 @@ class ConversionManager:
             if f is None:
                 raise NotConvertible(f"no {src}/{dst} rate in force at {at.isoformat()}")
             return float(v) * f
+
         return step
 
     def rates_in_force(self, src: str, dst: str) -> tuple[frozenset[float], bool]:
         """See :meth:`RateTable.rates_in_force` (cached)."""
         key = (src, dst)
         if key not in self._rate_cache:
-            self._rate_cache[key] = (self.rates.rates_in_force(src, dst) if self.rates
-                                     else (frozenset() if src != dst else frozenset({1.0}),
-                                           src == dst))
+            self._rate_cache[key] = (
+                self.rates.rates_in_force(src, dst)
+                if self.rates
+                else (frozenset() if src != dst else frozenset({1.0}), src == dst)
+            )
         return self._rate_cache[key]
 
     def is_time_varying(self, prop: str) -> bool:
-        return prop == "currency" or (prop in self.conversions
-                                      and self.conversions[prop].time_varying)
+        return prop == "currency" or (
+            prop in self.conversions and self.conversions[prop].time_varying
+        )
 
 
 def _keep(v: Any, at: datetime | None) -> Any:
@@ -374,6 +417,7 @@ def _date_step(src_fmt: str | None, dst_fmt: str | None) -> Converter:
     def step(v: Any, at: datetime | None) -> Any:
         d = parse_date(v, src_fmt)
         return format_date(d, dst_fmt)
+
     return step
 
 
@@ -386,8 +430,7 @@ def parse_date(v: Any, fmt: str | None) -> datetime:
     try:
         return parse_time(v) if fmt is None else datetime.strptime(v, fmt)
     except (ValueError, UnicodeError, OverflowError) as exc:
-        raise NotConvertible(f"{v!r} is not a date in format {fmt or 'ISO 8601'}: "
-                             f"{exc}") from None
+        raise NotConvertible(f"{v!r} is not a date in format {fmt or 'ISO 8601'}: {exc}") from None
 
 
 def format_date(d: datetime, fmt: str | None) -> str:
@@ -396,13 +439,21 @@ def format_date(d: datetime, fmt: str | None) -> str:
         try:
             return d.strftime(fmt)
         except (ValueError, UnicodeError) as exc:
-            raise NotConvertible(f"cannot write {d.isoformat()} in format {fmt!r}: "
-                                 f"{exc}") from None
+            raise NotConvertible(f"cannot write {d.isoformat()} in format {fmt!r}: {exc}") from None
     if d.hour == d.minute == d.second == d.microsecond == 0:
         return d.date().isoformat()
     return d.isoformat()
 
 
-__all__ = ["ConversionManager", "Converter", "NotConvertible", "PropertyConversion",
-           "RatePeriod", "RateTable", "format_date", "load_conversions", "parse_date",
-           "parse_time"]
+__all__ = [
+    "ConversionManager",
+    "Converter",
+    "NotConvertible",
+    "PropertyConversion",
+    "RatePeriod",
+    "RateTable",
+    "format_date",
+    "load_conversions",
+    "parse_date",
+    "parse_time",
+]

@@ -19,6 +19,7 @@ normalized into the same matching context, and concept subsumption decides the c
   covering also needs both currencies quoted at every time (otherwise an event could be
   convertible into B and not into A). Time-varying user conversions: never claimed.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,8 +57,9 @@ class Relations:
         by_path: dict = {}
         for cg in g.clauses:
             by_path.setdefault(cg.path, []).append(cg)
-        return all(any(self.clause_covers(cf, cg) for cg in by_path.get(cf.path, ()))
-                   for cf in f.clauses)
+        return all(
+            any(self.clause_covers(cf, cg) for cg in by_path.get(cf.path, ())) for cf in f.clauses
+        )
 
     def clause_covers(self, cf: Clause, cg: Clause) -> bool:
         """Every event satisfying clause cg satisfies cf (same path)."""
@@ -145,8 +147,7 @@ class Relations:
         keys = [c.key for c in first.clauses]
         if any(f.concept != first.concept or [c.key for c in f.clauses] != keys for f in fs):
             return None
-        differing = [i for i in range(len(keys))
-                     if len({f.clauses[i] for f in fs}) > 1]
+        differing = [i for i in range(len(keys)) if len({f.clauses[i] for f in fs}) > 1]
         if len(differing) != 1:
             return None
         i = differing[0]
@@ -201,7 +202,7 @@ def _scaled_bounds(c: Constraint, r: float) -> Constraint | None:
     op, x = c.op, c.operand
     if op is Op.EXISTS:
         return c
-    num = (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool))
+    num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
     if op in (Op.LT, Op.LE) and num(x):
         b = x * r
         return Constraint(Op.LE, b + _widen(b))

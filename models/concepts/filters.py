@@ -18,6 +18,7 @@ functions on demand"): only the values a clause constrains are converted, each a
 per event and target context. A value that cannot be converted (no rate in force at the
 event's time) makes its clause false; a missing member makes it false (Mühl §4.3.2).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,10 +31,14 @@ from typing import Any
 
 from pubsift.core.errors import ConversionError, FilterSyntaxError
 from pubsift.models.concepts.context import EMPTY, ClientContext, Context
-from pubsift.models.concepts.conversion import (ConversionManager, NotConvertible, format_date,
-                                                parse_date, parse_time)
-from pubsift.models.concepts.ontology import (DATE, MONEY, PLAIN, QUANTITY, Ontology,
-                                              UnknownConcept)
+from pubsift.models.concepts.conversion import (
+    ConversionManager,
+    NotConvertible,
+    format_date,
+    parse_date,
+    parse_time,
+)
+from pubsift.models.concepts.ontology import DATE, MONEY, PLAIN, QUANTITY, Ontology, UnknownConcept
 from pubsift.models.concepts.semantic_objects import Path, SemanticObject
 from pubsift.models.concepts.syntax import Condition, FilterSpec, Literal
 from pubsift.models.concepts.units import base_unit, canonical_unit
@@ -78,10 +83,12 @@ def make_filter(concept: str, clauses: list[Clause] | tuple[Clause, ...]) -> Con
     groups: dict[tuple, list[Clause]] = {}
     for c in clauses:
         groups.setdefault(c.key, []).append(c)
-    by_key = {k: cs[0] if len(cs) == 1 else
-              Clause(cs[0].path, conjoin_all([c.constraint for c in cs]), cs[0].target,
-                     cs[-1].kind)
-              for k, cs in groups.items()}
+    by_key = {
+        k: cs[0]
+        if len(cs) == 1
+        else Clause(cs[0].path, conjoin_all([c.constraint for c in cs]), cs[0].target, cs[-1].kind)
+        for k, cs in groups.items()
+    }
     return ConceptFilter(concept, tuple(by_key[k] for k in sorted(by_key)))
 
 
@@ -122,8 +129,12 @@ class FilterBuilder:
         self.ontology = ontology
         self.manager = manager
 
-    def build(self, spec: FilterSpec, client: ClientContext | None = None,
-              terms: Mapping[str, str] | None = None) -> ConceptFilter:
+    def build(
+        self,
+        spec: FilterSpec,
+        client: ClientContext | None = None,
+        terms: Mapping[str, str] | None = None,
+    ) -> ConceptFilter:
         own = self._client(spec.context, "$.context")  # validated even when unused
         client = own if client is None else self._client(client, "client")
         err = _Errors(spec)
@@ -136,8 +147,7 @@ class FilterBuilder:
         clauses = []
         for i, cond in enumerate(spec.conditions):
             where = f"$.where[{i}]"
-            path = tuple(self._concept(t, terms, err, cond.pos, where + ".attr")
-                         for t in cond.path)
+            path = tuple(self._concept(t, terms, err, cond.pos, where + ".attr") for t in cond.path)
             clauses.append(self._clause(concept, path, cond, client, err, where))
         try:
             return make_filter(concept, clauses)
@@ -156,16 +166,16 @@ class FilterBuilder:
         """The concept ``term`` names: through ``terms`` (a client vocabulary, whose
         concepts are checked too) or the ontology."""
         if terms is not None and not isinstance(terms, Mapping):
-            raise FilterSyntaxError(f"terms map a client's words to concepts, not "
-                                    f"{type(terms).__name__}", path="terms")
+            raise FilterSyntaxError(
+                f"terms map a client's words to concepts, not {type(terms).__name__}", path="terms"
+            )
         concept = terms[term] if terms and term in terms else term
         try:
             return self.ontology.resolve(concept)
         except UnknownConcept as exc:
             raise err(str(exc), pos, where) from None
 
-    def _clause(self, concept: str, path: Path, cond: Condition, client, err,
-                where: str) -> Clause:
+    def _clause(self, concept: str, path: Path, cond: Condition, client, err, where: str) -> Clause:
         c = path[-1] if path else concept
         onto = self.ontology
         kind, name = onto.kind(c), onto.name(c)
@@ -180,13 +190,20 @@ class FilterBuilder:
                 tgt = self._target(c, kind, src)
                 self.manager.check(name, kind, onto.dimension(c), src, tgt)
             except ConversionError as exc:
-                at = (f" (at column {lit.pos + 1})" if err.text is not None and lit.pos
-                      is not None else f" (at {where})")
+                at = (
+                    f" (at column {lit.pos + 1})"
+                    if err.text is not None and lit.pos is not None
+                    else f" (at {where})"
+                )
                 raise ConversionError(f"{exc}{at}") from None
             self._complete(lit, kind, name, src, err, where)
             if target is not None and tgt != target:
-                raise err(f"the values of one condition on {name} must be in one context "
-                          f"({target} vs {tgt})", lit.pos, where)
+                raise err(
+                    f"the values of one condition on {name} must be in one context "
+                    f"({target} vs {tgt})",
+                    lit.pos,
+                    where,
+                )
             target = tgt
             values.append(self._value(lit, kind, name, src, tgt, err, where))
         if target is None:
@@ -198,8 +215,9 @@ class FilterBuilder:
             raise err(_cut(str(exc)), cond.pos, where) from None
         return Clause(path, constraint, target, kind)
 
-    def _source(self, lit: Literal, kind: str, name: str, base: Context, err,
-                where: str) -> Context:
+    def _source(
+        self, lit: Literal, kind: str, name: str, base: Context, err, where: str
+    ) -> Context:
         if lit.unit is None:
             src = base
         elif _CURRENCY.match(lit.unit) and (kind == MONEY or not _is_unit(lit.unit)):
@@ -208,8 +226,9 @@ class FilterBuilder:
             try:
                 src = base.with_(unit=canonical_unit(lit.unit), currency=None)
             except ConversionError as exc:
-                raise err(str(exc), lit.unit_pos if lit.unit_pos is not None else lit.pos,
-                          where) from None
+                raise err(
+                    str(exc), lit.unit_pos if lit.unit_pos is not None else lit.pos, where
+                ) from None
         return src
 
     @staticmethod
@@ -218,8 +237,9 @@ class FilterBuilder:
             if kind == QUANTITY and src.unit is None:
                 raise err(f"{name} is a quantity: give a unit (e.g. 2 kg)", lit.pos, where)
             if kind == MONEY and src.currency is None:
-                raise err(f"{name} is an amount of money: give a currency (e.g. 100 USD)",
-                          lit.pos, where)
+                raise err(
+                    f"{name} is an amount of money: give a currency (e.g. 100 USD)", lit.pos, where
+                )
 
     def _target(self, c: str, kind: str, src: Context) -> Context:
         onto = self.ontology
@@ -240,8 +260,9 @@ class FilterBuilder:
                 extra.append((prop, conv.matching_value if fixed else v))
         return tgt.with_(**dict(extra)) if extra else tgt
 
-    def _value(self, lit: Literal, kind: str, name: str, src: Context, tgt: Context, err,
-               where: str) -> Any:
+    def _value(
+        self, lit: Literal, kind: str, name: str, src: Context, tgt: Context, err, where: str
+    ) -> Any:
         v = lit.value
         if kind == DATE:
             if not isinstance(v, str):
@@ -261,8 +282,9 @@ class FilterBuilder:
             except ConversionError as exc:
                 raise err(f"{name}: {exc}", lit.pos, where) from None
             if not -_MAX < out < _MAX:
-                raise err(f"{name}: {v!r} is out of range in {tgt} (below ±1.8e308)",
-                          lit.pos, where)
+                raise err(
+                    f"{name}: {v!r} is out of range in {tgt} (below ±1.8e308)", lit.pos, where
+                )
             return out
         return v
 
@@ -292,9 +314,19 @@ def _constraint(cond: Condition, values: list[Any], err, where: str) -> Constrai
         if isinstance(v, str) and string_too_long(v):
             raise err(string_message(v), cond.pos, where)
     op = cond.op
-    simple = {"<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE, "=": Op.EQ, "!=": Op.NE,
-              "prefix": Op.PREFIX, "not-prefix": Op.NOT_PREFIX, "suffix": Op.SUFFIX,
-              "not-suffix": Op.NOT_SUFFIX, "substring": Op.SUBSTRING}
+    simple = {
+        "<": Op.LT,
+        "<=": Op.LE,
+        ">": Op.GT,
+        ">=": Op.GE,
+        "=": Op.EQ,
+        "!=": Op.NE,
+        "prefix": Op.PREFIX,
+        "not-prefix": Op.NOT_PREFIX,
+        "suffix": Op.SUFFIX,
+        "not-suffix": Op.NOT_SUFFIX,
+        "substring": Op.SUBSTRING,
+    }
     if op == "exists":
         return Constraint(Op.EXISTS)
     if op == "not-exists":
@@ -316,8 +348,9 @@ def _constraint(cond: Condition, values: list[Any], err, where: str) -> Constrai
         for v in values:
             if not (v is None or isinstance(v, (str, int, float))):
                 raise err(f"set members are scalars, not {v!r}", cond.pos, where)
-        return Constraint(Op.IN_SET if op == "in" else Op.NOT_IN_SET,
-                          frozenset(skey(v) for v in values))
+        return Constraint(
+            Op.IN_SET if op == "in" else Op.NOT_IN_SET, frozenset(skey(v) for v in values)
+        )
     raise err(f"unknown operator {op!r}", cond.pos, where)
 
 

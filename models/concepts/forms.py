@@ -11,6 +11,7 @@
   (infinite bounds, user-defined properties, fractional unit exponents) are written in
   their wire form, which ``parse_filter`` reads too.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,35 +23,48 @@ from typing import Any
 from pubsift.core.errors import ConversionError, FilterSyntaxError
 from pubsift.models.concepts.context import Context
 from pubsift.models.concepts.filters import Clause, ConceptFilter, _cut, make_filter
-from pubsift.models.concepts.limits import (MAX_TEXT_LENGTH, MAX_TOKENS, number_problem,
-                                            text_problem)
-from pubsift.models.concepts.ontology import (DATE, MONEY, PLAIN, QUANTITY, Ontology,
-                                              UnknownConcept)
+from pubsift.models.concepts.limits import MAX_TEXT_LENGTH, MAX_TOKENS, number_problem, text_problem
+from pubsift.models.concepts.ontology import DATE, MONEY, PLAIN, QUANTITY, Ontology, UnknownConcept
 from pubsift.models.concepts.syntax import _UNIT, count_tokens
 from pubsift.models.concepts.units import UREG, base_unit, canonical_unit
 from pubsift.models.constraints import (
-    NUM, Constraint, Interval, Op, TooComplex, dump_constraint, load_constraint, relations,
+    NUM,
+    Constraint,
+    Interval,
+    Op,
+    TooComplex,
+    dump_constraint,
+    load_constraint,
+    relations,
     sort_key,
 )
 
 
 def dump_filter(f: ConceptFilter, onto: Ontology) -> dict:
-    return {"concept": onto.name(f.concept),
-            "clauses": [{"path": [onto.name(p) for p in c.path],
-                         "constraint": dump_constraint(c.constraint),
-                         "context": c.target.to_json(), "kind": c.kind}
-                        for c in f.clauses]}
+    return {
+        "concept": onto.name(f.concept),
+        "clauses": [
+            {
+                "path": [onto.name(p) for p in c.path],
+                "constraint": dump_constraint(c.constraint),
+                "context": c.target.to_json(),
+                "kind": c.kind,
+            }
+            for c in f.clauses
+        ],
+    }
 
 
 def load_filter(obj: Any, onto: Ontology) -> ConceptFilter:
     """The wire form back to a filter; refuses forms no filter of the model dumps (clause
     kinds that contradict their concept, contexts that are not matching contexts, values
     of the wrong kind), so that every loaded filter round-trips exactly."""
+
     def err(msg: str, path: str) -> FilterSyntaxError:
         return FilterSyntaxError(msg, path=path)
 
     if not isinstance(obj, Mapping) or set(obj) != {"concept", "clauses"}:
-        raise err("a concept filter's wire form is {\"concept\": ..., \"clauses\": [...]}", "$")
+        raise err('a concept filter\'s wire form is {"concept": ..., "clauses": [...]}', "$")
     if not isinstance(obj["clauses"], list):
         raise err("'clauses' is a list", "$.clauses")
     try:
@@ -82,8 +96,7 @@ def load_filter(obj: Any, onto: Ontology) -> ConceptFilter:
         except relations.Unsatisfiable:
             raise err("no value satisfies this constraint", where + ".constraint") from None
         except TooComplex:
-            raise err("this constraint is too complex to decide", where + ".constraint") \
-                from None
+            raise err("this constraint is too complex to decide", where + ".constraint") from None
         clause = Clause(path, constraint, target, kind)
         check_clause(clause, concept, onto, where)
         clauses.append(clause)
@@ -105,23 +118,32 @@ def check_filter(f: Any, onto: Ontology) -> None:
     if f.concept not in onto.concepts:
         raise FilterSyntaxError(f"{_shown(f.concept)} is not a concept of the ontology")
     for i, c in enumerate(f.clauses):
-        if not isinstance(c, Clause) or not isinstance(c.constraint, Constraint) \
-                or not isinstance(c.target, Context) or not isinstance(c.path, tuple) \
-                or not all(p in onto.concepts for p in c.path):
-            raise FilterSyntaxError("a clause has a path of concepts, a constraint and a "
-                                    "context", path=f"clauses[{i}]")
+        if (
+            not isinstance(c, Clause)
+            or not isinstance(c.constraint, Constraint)
+            or not isinstance(c.target, Context)
+            or not isinstance(c.path, tuple)
+            or not all(p in onto.concepts for p in c.path)
+        ):
+            raise FilterSyntaxError(
+                "a clause has a path of concepts, a constraint and a context", path=f"clauses[{i}]"
+            )
         check_clause(c, f.concept, onto, f"clauses[{i}]")
 
 
-_MATCHING = {QUANTITY: frozenset({"unit"}), MONEY: frozenset({"currency"}),
-             DATE: frozenset(), PLAIN: frozenset()}
-_MULTI = frozenset({Op.SUBSET, Op.SUPERSET, Op.CONTAINS, Op.NOT_CONTAINS, Op.DISJOINT,
-                    Op.OVERLAPS})
+_MATCHING = {
+    QUANTITY: frozenset({"unit"}),
+    MONEY: frozenset({"currency"}),
+    DATE: frozenset(),
+    PLAIN: frozenset(),
+}
+_MULTI = frozenset({Op.SUBSET, Op.SUPERSET, Op.CONTAINS, Op.NOT_CONTAINS, Op.DISJOINT, Op.OVERLAPS})
 
 
 def check_clause(c: Clause, concept: str, onto: Ontology, where: str) -> None:
     """A clause's kind is its concept's, its context a matching context of that kind and
     its constants values of that kind (FilterSyntaxError otherwise)."""
+
     def err(msg: str, at: str = "") -> FilterSyntaxError:
         return FilterSyntaxError(msg, path=where + at)
 
@@ -132,12 +154,19 @@ def check_clause(c: Clause, concept: str, onto: Ontology, where: str) -> None:
     t = c.target
     # without constants (exists), a quantity without a matching unit of its own and an
     # amount of money are matched in no context
-    unitless = t.explicit == frozenset() and not _constants(c.constraint) and (
-        kind == MONEY or kind == QUANTITY and onto.matching_unit(member) is None)
-    if not unitless and (t.explicit != _MATCHING[kind]
-                         or any(getattr(t, p) is None for p in t.explicit)) \
-            or t.date_format is not None \
-            or any(p not in onto.context_properties(member) for p, _ in t.extra):
+    unitless = (
+        t.explicit == frozenset()
+        and not _constants(c.constraint)
+        and (kind == MONEY or (kind == QUANTITY and onto.matching_unit(member) is None))
+    )
+    if (
+        (
+            not unitless
+            and (t.explicit != _MATCHING[kind] or any(getattr(t, p) is None for p in t.explicit))
+        )
+        or t.date_format is not None
+        or any(p not in onto.context_properties(member) for p, _ in t.extra)
+    ):
         raise err(f"{t} is not a matching context of {name} (a {kind} value)", ".context")
     if kind == QUANTITY and not unitless:
         want = onto.matching_unit(member)
@@ -149,8 +178,7 @@ def check_clause(c: Clause, concept: str, onto: Ontology, where: str) -> None:
             raise err(f"{name} is matched in {want}, not {t.unit}", ".context")
     op = c.constraint.op
     if op in _MULTI:
-        raise err(f"{op.value!r} constrains sets of values; {name} has one value",
-                  ".constraint")
+        raise err(f"{op.value!r} constrains sets of values; {name} has one value", ".constraint")
     for v in _constants(c.constraint):
         problem = _constant_problem(v, kind)
         if problem:
@@ -182,14 +210,23 @@ def _constant_problem(v: Any, kind: str) -> str | None:
 
 
 def _shown(v: Any) -> str:
-    r = repr(v) if isinstance(v, (str, int, float, bool)) or v is None \
-        else type(v).__name__
+    r = repr(v) if isinstance(v, (str, int, float, bool)) or v is None else type(v).__name__
     return r if len(r) <= 60 else r[:57] + "..."
 
 
-_TEXT_OPS = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "=", Op.NE: "!=",
-             Op.PREFIX: "prefix", Op.NOT_PREFIX: "not prefix", Op.SUFFIX: "suffix",
-             Op.NOT_SUFFIX: "not suffix", Op.SUBSTRING: "contains"}
+_TEXT_OPS = {
+    Op.LT: "<",
+    Op.LE: "<=",
+    Op.GT: ">",
+    Op.GE: ">=",
+    Op.EQ: "=",
+    Op.NE: "!=",
+    Op.PREFIX: "prefix",
+    Op.NOT_PREFIX: "not prefix",
+    Op.SUFFIX: "suffix",
+    Op.NOT_SUFFIX: "not suffix",
+    Op.SUBSTRING: "contains",
+}
 
 
 def format_filter(f: ConceptFilter, onto: Ontology) -> str:
@@ -204,17 +241,34 @@ def format_filter(f: ConceptFilter, onto: Ontology) -> str:
         (parts if c.path else own).append(text)
     head = " ".join([_term(onto.name(f.concept))] + ([" and ".join(own)] if own else []))
     text = head + (" where " + " and ".join(parts) if parts else "")
-    if len(text) > MAX_TEXT_LENGTH or len(text) > MAX_TOKENS and \
-            count_tokens(text) > MAX_TOKENS:  # beyond the text form's limits
+    if len(text) > MAX_TEXT_LENGTH or (
+        len(text) > MAX_TOKENS and count_tokens(text) > MAX_TOKENS
+    ):  # beyond the text form's limits
         return json.dumps(dump_filter(f, onto), sort_keys=True)
     return text
 
 
 def _term(name: str) -> str:
     if re.fullmatch(r"[^\W\d]\w*", name) and name.lower() not in (
-            "where", "with", "and", "between", "in", "not", "after", "before", "on",
-            "prefix", "suffix", "contains", "exists", "true", "false", "null", "inf",
-            "infinity"):
+        "where",
+        "with",
+        "and",
+        "between",
+        "in",
+        "not",
+        "after",
+        "before",
+        "on",
+        "prefix",
+        "suffix",
+        "contains",
+        "exists",
+        "true",
+        "false",
+        "null",
+        "inf",
+        "infinity",
+    ):
         return name
     return json.dumps(name, ensure_ascii=False)
 
@@ -223,8 +277,9 @@ def _lit(v: Any, c: Clause) -> str | None:
     if isinstance(v, float) and not math.isfinite(v):
         return None
     if c.kind == DATE:
-        return v if isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}(T[\d:.]+)?", v) \
-            else None
+        return (
+            v if isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}(T[\d:.]+)?", v) else None
+        )
     if isinstance(v, bool) or v is None:
         return json.dumps(v)
     if isinstance(v, (int, float)):
@@ -243,7 +298,7 @@ def _unit_text(unit: str | None) -> str | None:
         return unit
     try:
         items = UREG.parse_units(unit)._units.items()
-    except Exception:  # noqa: BLE001 - pint raises many kinds of errors
+    except Exception:
         return None
     if not all(float(e).is_integer() for _, e in items):
         return None
@@ -271,8 +326,9 @@ def _format_clause(c: Clause, onto: Ontology) -> str | None:
         if lo is None or hi is None:
             return None
         neg = "not " if op is Op.NOT_IN_RANGE else ""
-        return (f"{path} {neg}in {'[' if x.lo_closed else '('}{lo}, {hi}"
-                f"{']' if x.hi_closed else ')'}").lstrip()
+        return (
+            f"{path} {neg}in {'[' if x.lo_closed else '('}{lo}, {hi}{']' if x.hi_closed else ')'}"
+        ).lstrip()
     if op in (Op.IN_SET, Op.NOT_IN_SET):
         lits = [_lit(v, c) for _, v in sorted(x, key=lambda kv: sort_key(kv[1]))]
         if any(v is None for v in lits):

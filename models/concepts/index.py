@@ -15,6 +15,7 @@ index then answers a superset, which is verified with the model's ``matches``. T
 queries (covering, overlap, merging) scan with the model's hooks, like
 :class:`~pubsift.core.index.LinearIndex`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, Mapping
@@ -44,8 +45,7 @@ def _key(key: Any) -> Hashable:
     try:
         hash(key)
     except TypeError:
-        raise FilterSyntaxError(f"an index key is hashable, not {type(key).__name__}") \
-            from None
+        raise FilterSyntaxError(f"an index key is hashable, not {type(key).__name__}") from None
     return key
 
 
@@ -57,7 +57,7 @@ class ConceptsIndex(FilterIndex[Hashable]):
         self.model = model
         self._scan = LinearIndex(model)
         self._records = RecordsModel().new_index()
-        self._names: dict[tuple, str] = {}           # (path, target) -> virtual attribute
+        self._names: dict[tuple, str] = {}  # (path, target) -> virtual attribute
         self._by_path: dict[tuple, dict[str, Clause]] = {}
         self._uses: dict[str, int] = {}
         self._counter = 0
@@ -66,8 +66,9 @@ class ConceptsIndex(FilterIndex[Hashable]):
         """The records filter of ``f`` and the virtual attributes it would create (nothing
         is changed: a failed :meth:`add` must leave the index as it was)."""
         onto = self.model.ontology
-        attrs = {_CONCEPT: Constraint(Op.IN_SET, frozenset(
-            skey(c) for c in onto.descendants(f.concept)))}
+        attrs = {
+            _CONCEPT: Constraint(Op.IN_SET, frozenset(skey(c) for c in onto.descendants(f.concept)))
+        }
         fresh: list[tuple[tuple, str]] = []
         for c in f.clauses:
             key = (c.path, c.target)
@@ -100,13 +101,15 @@ class ConceptsIndex(FilterIndex[Hashable]):
         """Hold every pair, or (when one raises) none of those not held before."""
         added: list[tuple[ConceptFilter, Hashable]] = []
         if not isinstance(pairs, Iterable) or isinstance(pairs, (str, bytes, Mapping)):
-            raise FilterSyntaxError(f"bulk_add takes (filter, key) pairs, not "
-                                    f"{type(pairs).__name__}")
+            raise FilterSyntaxError(
+                f"bulk_add takes (filter, key) pairs, not {type(pairs).__name__}"
+            )
         try:
             for pair in pairs:
                 if not isinstance(pair, tuple) or len(pair) != 2:
-                    raise FilterSyntaxError(f"bulk_add takes (filter, key) pairs, not "
-                                            f"{type(pair).__name__}")
+                    raise FilterSyntaxError(
+                        f"bulk_add takes (filter, key) pairs, not {type(pair).__name__}"
+                    )
                 f, key = _query(pair[0]), _key(pair[1])
                 if (f, key) not in self:
                     self.add(f, key)

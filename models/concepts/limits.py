@@ -16,6 +16,7 @@ numeric work, so that every hook answers or raises a
 * Unit expressions are at most :data:`MAX_UNIT_LENGTH` characters with exponents of at most
   :data:`MAX_EXPONENT` (pint evaluates what it parses: ``m ** 99999999`` would not end).
 """
+
 from __future__ import annotations
 
 import math
@@ -62,5 +63,7 @@ def text_problem(s: str) -> str | None:
     m = _SURROGATE.search(s)
     if m is None:
         return None
-    return (f"text contains a lone surrogate U+{ord(m.group()):04X} at offset {m.start()} "
-            "(not Unicode text)")
+    return (
+        f"text contains a lone surrogate U+{ord(m.group()):04X} at offset {m.start()} "
+        "(not Unicode text)"
+    )

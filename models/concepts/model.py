@@ -1,6 +1,7 @@
 """The ``concepts`` filter model: semantic objects over an ontology, matched in a matching
 vocabulary and matching context (Cilia et al., 003 §4), plugged into the routing core
 through the FilterModel hooks (DESIGN.md §2.1)."""
+
 from __future__ import annotations
 
 import json
@@ -12,9 +13,9 @@ from pubsift.core.model import JSON, FilterModel
 from pubsift.models.concepts.context import ClientContext, ContextRegistry
 from pubsift.models.concepts.conversion import ConversionManager, PropertyConversion, RateTable
 from pubsift.models.concepts.covering import Relations
-from pubsift.models.concepts.index import ConceptsIndex
 from pubsift.models.concepts.filters import ConceptFilter, FilterBuilder, Matcher
 from pubsift.models.concepts.forms import dump_filter, format_filter, load_filter
+from pubsift.models.concepts.index import ConceptsIndex
 from pubsift.models.concepts.ontology import MONEY, Ontology
 from pubsift.models.concepts.semantic_objects import SemanticObject, from_json, to_json
 from pubsift.models.concepts.syntax import parse_json, parse_text
@@ -28,24 +29,25 @@ def _filter(f: Any) -> ConceptFilter:
     """``f`` if it is a concept filter (FilterSyntaxError naming its type otherwise): the
     hooks' cheap entry check; the index checks filters it holds in full."""
     if not isinstance(f, ConceptFilter):
-        raise FilterSyntaxError(f"not a concept filter: {type(f).__name__} (parse it with "
-                                "parse_filter or load_filter)")
+        raise FilterSyntaxError(
+            f"not a concept filter: {type(f).__name__} (parse it with parse_filter or load_filter)"
+        )
     return f
 
 
 def _event(e: Any) -> SemanticObject:
     """``e`` if it is a semantic object (EventError naming its type otherwise)."""
     if not isinstance(e, SemanticObject):
-        raise EventError(f"not a concepts event: {type(e).__name__} (parse it with "
-                         "parse_event or load_event)")
+        raise EventError(
+            f"not a concepts event: {type(e).__name__} (parse it with parse_event or load_event)"
+        )
     return e
 
 
 def _filters(fs: Any) -> list[ConceptFilter]:
     """The filters of a sequence given to ``merge`` (FilterSyntaxError otherwise)."""
     if not isinstance(fs, Sequence) or isinstance(fs, (str, bytes, bytearray)):
-        raise FilterSyntaxError(f"merge takes a list of concept filters, not "
-                                f"{type(fs).__name__}")
+        raise FilterSyntaxError(f"merge takes a list of concept filters, not {type(fs).__name__}")
     return [_filter(f) for f in fs]
 
 
@@ -65,12 +67,17 @@ class ConceptsModel(FilterModel):
     ``pubsift.conversions``); ``contexts``: named, shared contexts."""
 
     name = "concepts"
-    capabilities = frozenset({"covers", "identical", "overlaps", "merge", "imperfect_merge",
-                              "index"})
+    capabilities = frozenset(
+        {"covers", "identical", "overlaps", "merge", "imperfect_merge", "index"}
+    )
 
-    def __init__(self, ontology: Ontology | None = None, rates: RateTable | None = None,
-                 conversions: Mapping[str, PropertyConversion] | None = None,
-                 contexts: ContextRegistry | None = None) -> None:
+    def __init__(
+        self,
+        ontology: Ontology | None = None,
+        rates: RateTable | None = None,
+        conversions: Mapping[str, PropertyConversion] | None = None,
+        contexts: ContextRegistry | None = None,
+    ) -> None:
         self.ontology = ontology or Ontology.default()
         self.manager = ConversionManager(rates, conversions)
         self.contexts = contexts if contexts is not None else ContextRegistry()
@@ -78,17 +85,22 @@ class ConceptsModel(FilterModel):
         self.matcher = Matcher(self.ontology, self.manager)
         self.relations = Relations(self.ontology, self.manager)
 
-    def with_rates(self, source: str, base: str = "USD") -> "ConceptsModel":
+    def with_rates(self, source: str, base: str = "USD") -> ConceptsModel:
         """This model with the exchange rates of the CSV file ``source`` (rows
         ``currency,rate,valid_from,valid_to``, see :meth:`RateTable.from_csv`) quoted
         against ``base``; ontology, conversions and contexts are this model's
         (``pubsift match -m concepts --rates FILE``). Raises ConversionError."""
-        return ConceptsModel(self.ontology, RateTable.from_csv(source, base),
-                             self.manager.conversions, self.contexts)
+        return ConceptsModel(
+            self.ontology, RateTable.from_csv(source, base), self.manager.conversions, self.contexts
+        )
 
     # -- parsing ----------------------------------------------------------------------
-    def parse_filter(self, spec: str | Mapping[str, Any], client: ClientContext | None = None,
-                     terms: Mapping[str, str] | None = None) -> ConceptFilter:
+    def parse_filter(
+        self,
+        spec: str | Mapping[str, Any],
+        client: ClientContext | None = None,
+        terms: Mapping[str, str] | None = None,
+    ) -> ConceptFilter:
         """Text form, JSON form (a mapping or text starting with ``{``) or the wire form.
         ``client`` supplies units/currencies left implicit; ``terms`` a client vocabulary.
         Raises FilterSyntaxError, or ConversionError for impossible conversions."""
@@ -104,8 +116,7 @@ class ConceptsModel(FilterModel):
                 return load_filter(spec, self.ontology)
             return self.builder.build(parse_json(spec), client, terms)
         if not isinstance(spec, str):
-            raise FilterSyntaxError(f"a filter is text or a JSON object, not "
-                                    f"{type(spec).__name__}")
+            raise FilterSyntaxError(f"a filter is text or a JSON object, not {type(spec).__name__}")
         return self.builder.build(parse_text(spec), client, terms)
 
     def parse_event(self, raw: bytes | str | Mapping[str, Any]) -> SemanticObject:
@@ -118,15 +129,18 @@ class ConceptsModel(FilterModel):
             try:
                 raw = json.loads(raw, parse_constant=_refuse_constant)
             except json.JSONDecodeError as exc:
-                raise EventError(f"bad JSON: {exc.msg}", f"line {exc.lineno}, column "
-                                                          f"{exc.colno}") from None
+                raise EventError(
+                    f"bad JSON: {exc.msg}", f"line {exc.lineno}, column {exc.colno}"
+                ) from None
             except (ValueError, RecursionError) as exc:
                 raise EventError(f"bad JSON: {_reason(exc)}", "event") from None
         e = from_json(raw, self.ontology, self.contexts)
-        if e.time is None and any(self.ontology.kind(o.concept) == MONEY
-                                  for _, o in e.walk()):
-            raise EventError("an event with amounts of money needs a time: exchange rates "
-                             "are applied at the event's time", "event.time")
+        if e.time is None and any(self.ontology.kind(o.concept) == MONEY for _, o in e.walk()):
+            raise EventError(
+                "an event with amounts of money needs a time: exchange rates "
+                "are applied at the event's time",
+                "event.time",
+            )
         return e
 
     def format_filter(self, f: ConceptFilter) -> str:

@@ -17,6 +17,7 @@ Loaded with rdflib from Turtle, RDF/XML or JSON-LD:
 Closures (ancestors, descendants) are computed once, iteratively, at load time; rdflib's
 ``transitive_objects`` recurses and fails on deep hierarchies.
 """
+
 from __future__ import annotations
 
 import re
@@ -27,9 +28,8 @@ from importlib import resources
 from pathlib import Path
 
 import rdflib
-from rdflib import OWL, RDF, RDFS, SKOS, URIRef
-
 from pubsift.core.errors import PubsiftError
+from rdflib import OWL, RDF, RDFS, SKOS, URIRef
 
 PS = rdflib.Namespace("https://pubsift.org/ontology#")
 
@@ -37,8 +37,12 @@ QUANTITY, MONEY, DATE, PLAIN = "quantity", "money", "date", "plain"
 """Kinds of concept values, from the context properties a concept carries."""
 
 #: context-property IRIs of the pubsift vocabulary -> names used in :class:`Context`
-PROPERTY_NAMES = {PS.unit: "unit", PS.currency: "currency", PS.scaleFactor: "scale",
-                  PS.dateFormat: "date_format"}
+PROPERTY_NAMES = {
+    PS.unit: "unit",
+    PS.currency: "currency",
+    PS.scaleFactor: "scale",
+    PS.dateFormat: "date_format",
+}
 
 _CLASS_TYPES = (OWL.Class, RDFS.Class, SKOS.Concept)
 _LABELS = (RDFS.label, SKOS.prefLabel, SKOS.altLabel)
@@ -93,21 +97,23 @@ class Ontology:
 
     # -- loading ----------------------------------------------------------------------
     @classmethod
-    def load(cls, *sources: str | Path, format: str | None = None,
-             namespace: str | None = None) -> "Ontology":
+    def load(
+        cls, *sources: str | Path, format: str | None = None, namespace: str | None = None
+    ) -> Ontology:
         """Load and merge ontology files (format guessed from the suffix: .ttl, .rdf/.owl/.xml,
         .jsonld/.json, .nt)."""
         g = rdflib.Graph()
         for src in sources:
             try:
                 g.parse(str(src), format=format or _guess_format(str(src)))
-            except Exception as exc:  # noqa: BLE001 - rdflib's parsers raise many kinds
-                raise OntologyError(f"cannot read ontology {src}: {type(exc).__name__}: "
-                                    f"{str(exc)[:200]}") from None
+            except Exception as exc:
+                raise OntologyError(
+                    f"cannot read ontology {src}: {type(exc).__name__}: {str(exc)[:200]}"
+                ) from None
         return cls(g, namespace)
 
     @classmethod
-    def default(cls) -> "Ontology":
+    def default(cls) -> Ontology:
         """The project's own stock-trading and commerce ontology (``ontologies/pubsift.ttl``)."""
         return _default()
 
@@ -232,18 +238,20 @@ class Ontology:
 
     # -- context properties -----------------------------------------------------------
     def _own_properties(self, g: rdflib.Graph, c: str) -> set[str]:
-        return {PROPERTY_NAMES.get(o, local_name(str(o)))
-                for o in g.objects(URIRef(c), PS.contextProperty)}
+        return {
+            PROPERTY_NAMES.get(o, local_name(str(o)))
+            for o in g.objects(URIRef(c), PS.contextProperty)
+        }
 
     def _inherit(self, own: dict[str, set[str]]) -> dict[str, frozenset[str]]:
         carriers = {a: v for a, v in own.items() if v}
-        return {c: frozenset().union(*(v for a, v in carriers.items()
-                                       if a in self._ancestors[c]))
-                for c in self.concepts}
+        return {
+            c: frozenset().union(*(v for a, v in carriers.items() if a in self._ancestors[c]))
+            for c in self.concepts
+        }
 
     def _inherit_one(self, prop: URIRef) -> dict[str, str]:
-        own = {c: str(v) for c in self.concepts
-               for v in self.graph.objects(URIRef(c), prop)}
+        own = {c: str(v) for c in self.concepts for v in self.graph.objects(URIRef(c), prop)}
         out = {}
         for c in self.concepts:
             # the nearest generalization that declares it: fewest ancestors of its own
@@ -341,8 +349,13 @@ def _closure(nodes: Iterable[str], edges: dict[str, set[str]]) -> dict[str, froz
 
 def _guess_format(src: str) -> str:
     low = src.lower()
-    for suffix, fmt in ((".ttl", "turtle"), (".nt", "nt"), (".jsonld", "json-ld"),
-                        (".json", "json-ld"), (".n3", "n3")):
+    for suffix, fmt in (
+        (".ttl", "turtle"),
+        (".nt", "nt"),
+        (".jsonld", "json-ld"),
+        (".json", "json-ld"),
+        (".n3", "n3"),
+    ):
         if low.endswith(suffix):
             return fmt
     return "xml"
@@ -350,8 +363,11 @@ def _guess_format(src: str) -> str:
 
 @lru_cache(maxsize=1)
 def _default() -> Ontology:
-    text = resources.files("pubsift.models.concepts").joinpath(
-        "ontologies/pubsift.ttl").read_text(encoding="utf-8")
+    text = (
+        resources.files("pubsift.models.concepts")
+        .joinpath("ontologies/pubsift.ttl")
+        .read_text(encoding="utf-8")
+    )
     g = rdflib.Graph()
     g.parse(data=text, format="turtle")
     return Ontology(g, str(PS))

@@ -18,6 +18,7 @@ JSON (wire and file form)::
 A member's context is its parent's context, restricted to the properties its concept
 carries, overlaid with its own.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,11 +29,15 @@ from typing import Any
 
 from pubsift.core.errors import ConversionError, EventError
 from pubsift.models.concepts.context import EMPTY, Context, ContextRegistry
+from pubsift.models.concepts.conversion import (
+    ConversionManager,
+    NotConvertible,
+    format_date,
+    parse_date,
+    parse_time,
+)
 from pubsift.models.concepts.limits import MAX_DEPTH, number_problem, text_problem
-from pubsift.models.concepts.conversion import (ConversionManager, NotConvertible, format_date,
-                                                parse_date, parse_time)
-from pubsift.models.concepts.ontology import (DATE, MONEY, PLAIN, QUANTITY, Ontology,
-                                              UnknownConcept)
+from pubsift.models.concepts.ontology import DATE, MONEY, PLAIN, QUANTITY, Ontology, UnknownConcept
 
 Path = tuple[str, ...]
 """A path of member concepts from the top-level object; ``()`` is the object itself."""
@@ -65,7 +70,7 @@ class SemanticObject:
     def is_complex(self) -> bool:
         return isinstance(self.value, tuple)
 
-    def find(self, path: Path) -> "SemanticObject | None":
+    def find(self, path: Path) -> SemanticObject | None:
         o = self
         for c in path:
             o = o._members.get(c)
@@ -73,10 +78,10 @@ class SemanticObject:
                 return None
         return o
 
-    def members(self) -> dict[str, "SemanticObject"]:
+    def members(self) -> dict[str, SemanticObject]:
         return dict(self._members)
 
-    def walk(self) -> Iterator[tuple[Path, "SemanticObject"]]:
+    def walk(self) -> Iterator[tuple[Path, SemanticObject]]:
         """(path, object) for the object and every member at any depth (iteratively)."""
         stack: list[tuple[Path, SemanticObject]] = [((), self)]
         while stack:
@@ -89,28 +94,35 @@ class SemanticObject:
         return [p for p, _ in self.walk()]
 
 
-def complex_object(concept: str, members: list[SemanticObject], context: Context = EMPTY,
-                   time: datetime | None = None) -> SemanticObject:
+def complex_object(
+    concept: str,
+    members: list[SemanticObject],
+    context: Context = EMPTY,
+    time: datetime | None = None,
+) -> SemanticObject:
     seen = set()
     for m in members:
         if m.concept in seen:
             raise EventError(f"member {m.concept} is given twice")
         seen.add(m.concept)
-    return SemanticObject(concept, tuple(sorted(members, key=lambda m: m.concept)), context,
-                          time)
+    return SemanticObject(concept, tuple(sorted(members, key=lambda m: m.concept)), context, time)
 
 
 # -- JSON ---------------------------------------------------------------------------------
-def from_json(obj: Any, ontology: Ontology, contexts: ContextRegistry,
-              where: str = "event") -> SemanticObject:
+def from_json(
+    obj: Any, ontology: Ontology, contexts: ContextRegistry, where: str = "event"
+) -> SemanticObject:
     """Parse the JSON form; raises :class:`EventError` saying what and where. Members nest
     at most :data:`~pubsift.models.concepts.limits.MAX_DEPTH` levels."""
     if not isinstance(obj, Mapping):
         raise EventError(f"a semantic object is a JSON object, not {type(obj).__name__}", where)
     unknown = set(obj) - {"concept", "value", "context", "time"}
     if unknown:
-        raise EventError(f"unknown member(s) {sorted(map(str, unknown))}; a semantic object "
-                         "has concept, value, context, time", where)
+        raise EventError(
+            f"unknown member(s) {sorted(map(str, unknown))}; a semantic object "
+            "has concept, value, context, time",
+            where,
+        )
     if "time" in obj and obj["time"] is not None:
         try:
             time = parse_time(obj["time"])
@@ -121,9 +133,17 @@ def from_json(obj: Any, ontology: Ontology, contexts: ContextRegistry,
     return _member(obj, ontology, contexts, EMPTY, where, time, top=True, ancestors=())
 
 
-def _member(obj: Any, onto: Ontology, contexts: ContextRegistry, parent: Context, where: str,
-            time: datetime | None, top: bool = False, concept: str | None = None,
-            ancestors: tuple[int, ...] = ()) -> SemanticObject:
+def _member(
+    obj: Any,
+    onto: Ontology,
+    contexts: ContextRegistry,
+    parent: Context,
+    where: str,
+    time: datetime | None,
+    top: bool = False,
+    concept: str | None = None,
+    ancestors: tuple[int, ...] = (),
+) -> SemanticObject:
     if id(obj) in ancestors:
         raise EventError("a semantic object contains itself (a cyclic mapping)", where)
     if len(ancestors) > MAX_DEPTH:
@@ -149,8 +169,9 @@ def _member(obj: Any, onto: Ontology, contexts: ContextRegistry, parent: Context
         ctx = ctx.overlay(own) if own is not None else ctx
     if isinstance(value, Mapping):
         if onto.kind(concept) != PLAIN:
-            raise EventError(f"{onto.name(concept)} is a {onto.kind(concept)} value, not a "
-                             "complex object", where)
+            raise EventError(
+                f"{onto.name(concept)} is a {onto.kind(concept)} value, not a complex object", where
+            )
         members = []
         for key, m in value.items():
             sub = f"{where}.{_key(key)}"
@@ -160,17 +181,23 @@ def _member(obj: Any, onto: Ontology, contexts: ContextRegistry, parent: Context
             m = m if isinstance(m, Mapping) else {"value": m}
             bad = set(m) - {"concept", "value", "context"}
             if bad:
-                raise EventError(f"unknown member(s) {sorted(map(str, bad))}; a member has "
-                                 "value, context (and concept)", sub)
+                raise EventError(
+                    f"unknown member(s) {sorted(map(str, bad))}; a member has "
+                    "value, context (and concept)",
+                    sub,
+                )
             if "concept" in m and _concept(onto, m["concept"], sub) != c:
-                raise EventError(f"member {key!r} names another concept "
-                                 f"{_short(m['concept'])}", sub)
+                raise EventError(
+                    f"member {key!r} names another concept {_short(m['concept'])}", sub
+                )
             m_obj = m if "concept" not in m else {k: v for k, v in m.items() if k != "concept"}
-            members.append(_member(m_obj, onto, contexts, ctx, sub, None, concept=c,
-                                   ancestors=ancestors))
+            members.append(
+                _member(m_obj, onto, contexts, ctx, sub, None, concept=c, ancestors=ancestors)
+            )
         return complex_object(concept, members, ctx, time)
-    shared = own is not None and not isinstance(obj["context"], Mapping) or (
-        isinstance(obj.get("context"), Mapping) and set(obj["context"]) == {"ref"})
+    shared = (own is not None and not isinstance(obj["context"], Mapping)) or (
+        isinstance(obj.get("context"), Mapping) and set(obj["context"]) == {"ref"}
+    )
     _check_value(onto, concept, value, ctx, where, shared)
     return SemanticObject(concept, value, ctx, time)
 
@@ -205,40 +232,47 @@ def _restrict(ctx: Context, onto: Ontology, concept: str) -> Context:
         return EMPTY
     kind, props = onto.kind(concept), onto.context_properties(concept)
     kept = _KEPT[kind]
-    return Context(unit=ctx.unit if kind == QUANTITY else None,
-                   currency=ctx.currency if kind == MONEY else None,
-                   scale=ctx.scale if kind in (QUANTITY, MONEY) else 1,
-                   date_format=ctx.date_format if kind == DATE else None,
-                   extra=tuple((k, v) for k, v in ctx.extra if k in props),
-                   explicit=ctx.explicit & kept)
+    return Context(
+        unit=ctx.unit if kind == QUANTITY else None,
+        currency=ctx.currency if kind == MONEY else None,
+        scale=ctx.scale if kind in (QUANTITY, MONEY) else 1,
+        date_format=ctx.date_format if kind == DATE else None,
+        extra=tuple((k, v) for k, v in ctx.extra if k in props),
+        explicit=ctx.explicit & kept,
+    )
 
 
-_KEPT = {QUANTITY: frozenset({"unit", "scale"}), MONEY: frozenset({"currency", "scale"}),
-         DATE: frozenset({"date_format"}), PLAIN: frozenset()}
+_KEPT = {
+    QUANTITY: frozenset({"unit", "scale"}),
+    MONEY: frozenset({"currency", "scale"}),
+    DATE: frozenset({"date_format"}),
+    PLAIN: frozenset(),
+}
 
 
-def _check_value(onto: Ontology, concept: str, value: Any, ctx: Context, where: str,
-                 shared: bool = False) -> None:
+def _check_value(
+    onto: Ontology, concept: str, value: Any, ctx: Context, where: str, shared: bool = False
+) -> None:
     """Validate a scalar value against its concept; a shared (named) context may carry
     properties for other kinds of values, an inline one may not."""
     kind, name = onto.kind(concept), onto.name(concept)
     if isinstance(value, str) and text_problem(value):
         raise EventError(f"{name}: {text_problem(value)}", where)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and number_problem(value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and number_problem(value):
         raise EventError(f"{name}: {number_problem(value)}", where)
     if kind in (QUANTITY, MONEY):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise EventError(f"{name} is a {kind} value: a finite number, not "
-                             f"{_short(value)}", where)
+            raise EventError(
+                f"{name} is a {kind} value: a finite number, not {_short(value)}", where
+            )
         if kind == MONEY and ctx.currency is None:
-            raise EventError(f"{name} is an amount of money: its context needs a currency",
-                             where)
+            raise EventError(f"{name} is an amount of money: its context needs a currency", where)
         if kind == QUANTITY and ctx.unit is None:
             raise EventError(f"{name} is a quantity: its context needs a unit", where)
         dim = onto.dimension(concept)
         if kind == QUANTITY and dim is not None:
             from pubsift.models.concepts.units import same_dimension
+
             if not same_dimension(dim, ctx.unit):
                 raise EventError(f"{name} is measured in {dim}; {ctx.unit} is not", where)
     elif kind == DATE:
@@ -247,10 +281,14 @@ def _check_value(onto: Ontology, concept: str, value: Any, ctx: Context, where: 
         except NotConvertible as exc:
             raise EventError(f"{name}: {exc}", where) from None
     elif not (value is None or isinstance(value, (str, int, float, bool))):
-        raise EventError(f"{name} holds {_short(value)}; plain values are strings, finite "
-                         "numbers, booleans or null", where)
-    if not shared and (ctx.unit is not None and kind != QUANTITY
-                       or ctx.currency is not None and kind != MONEY):
+        raise EventError(
+            f"{name} holds {_short(value)}; plain values are strings, finite "
+            "numbers, booleans or null",
+            where,
+        )
+    if not shared and (
+        (ctx.unit is not None and kind != QUANTITY) or (ctx.currency is not None and kind != MONEY)
+    ):
         raise EventError(f"{name} is a {kind} value; its context {ctx} does not fit", where)
 
 
@@ -266,8 +304,7 @@ def to_json(obj: SemanticObject, ontology: Ontology, contexts: ContextRegistry) 
 def _member_json(obj: SemanticObject, onto: Ontology, contexts: ContextRegistry) -> dict:
     out: dict[str, Any] = {}
     if obj.is_complex:
-        out["value"] = {onto.name(m.concept): _member_json(m, onto, contexts)
-                        for m in obj.value}
+        out["value"] = {onto.name(m.concept): _member_json(m, onto, contexts) for m in obj.value}
     else:
         out["value"] = obj.value
     if obj.context != EMPTY:
@@ -277,8 +314,13 @@ def _member_json(obj: SemanticObject, onto: Ontology, contexts: ContextRegistry)
 
 
 # -- meaning ------------------------------------------------------------------------------
-def equivalent(a: SemanticObject, b: SemanticObject, ontology: Ontology,
-               manager: ConversionManager, rel_tol: float = 1e-5) -> bool:
+def equivalent(
+    a: SemanticObject,
+    b: SemanticObject,
+    ontology: Ontology,
+    manager: ConversionManager,
+    rel_tol: float = 1e-5,
+) -> bool:
     """Whether two semantic objects represent the same information (Cilia et al. §4.1:
     ⟨NetWeight, 1234, kg⟩ and ⟨NetWeight, 2720.50, lb⟩ "are semantically equivalent").
 
@@ -294,7 +336,8 @@ def _equivalent(a, b, onto, manager, rel_tol, at) -> bool:
     if a.is_complex or b.is_complex:
         ma, mb = a.members(), b.members()
         return ma.keys() == mb.keys() and all(
-            _equivalent(ma[k], mb[k], onto, manager, rel_tol, at) for k in ma)
+            _equivalent(ma[k], mb[k], onto, manager, rel_tol, at) for k in ma
+        )
     kind = onto.kind(a.concept)
     try:
         v = manager.convert(kind, b.value, b.context, a.context, at)

@@ -9,6 +9,7 @@ turn up often (``FinalPrice < 100 EUR`` covers ``FinalPrice < 100 USD`` at 0.85-
 per USD). Filters are made through ``model.parse_filter`` from their text form, so they are
 exactly the filters the model can be given.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,7 +18,6 @@ from datetime import datetime
 from typing import Any
 
 from hypothesis import strategies as st
-
 from pubsift.models.concepts.conversion import RatePeriod, RateTable
 from pubsift.models.concepts.filters import ConceptFilter
 from pubsift.models.concepts.ontology import DATE, MONEY, QUANTITY
@@ -37,17 +37,19 @@ PRICE_CONSTS = (0, 50, 90, 100, 110.5)
 WEIGHT_CONSTS = (0, 1, 2.5, 3, 1000)
 
 
-
 def rate_table() -> RateTable:
     """The rates the strategies assume: units of each currency per 1 USD, two validity
     periods each (the switch on 2017-07-01), open-ended on both sides, so every currency is
     quoted at every time."""
     cut = datetime(2017, 7, 1)
-    return RateTable("USD", {
-        "EUR": [RatePeriod(None, cut, 0.90), RatePeriod(cut, None, 0.85)],
-        "GBP": [RatePeriod(None, cut, 0.78), RatePeriod(cut, None, 0.75)],
-        "JPY": [RatePeriod(None, cut, 112.0), RatePeriod(cut, None, 110.5)],
-    })
+    return RateTable(
+        "USD",
+        {
+            "EUR": [RatePeriod(None, cut, 0.90), RatePeriod(cut, None, 0.85)],
+            "GBP": [RatePeriod(None, cut, 0.78), RatePeriod(cut, None, 0.75)],
+            "JPY": [RatePeriod(None, cut, 112.0), RatePeriod(cut, None, 110.5)],
+        },
+    )
 
 
 MEMBERS = {"FinalPrice": MONEY, "NetWeight": QUANTITY, "DateOfIssue": DATE, "Symbol": "plain"}
@@ -66,8 +68,11 @@ def _const(kind: str, draw) -> str:
 @st.composite
 def _condition(draw, member: str) -> str:
     kind = MEMBERS[member]
-    op = draw(st.sampled_from(("<", "<=", ">", ">=", "=", "!=", "between", "in", "not in",
-                               "exists", "not exists")))
+    op = draw(
+        st.sampled_from(
+            ("<", "<=", ">", ">=", "=", "!=", "between", "in", "not in", "exists", "not exists")
+        )
+    )
     if op in ("exists", "not exists"):
         return f"{member} {op}"
     if op == "between":
@@ -137,8 +142,11 @@ def event_json(draw, concept: str | None = None, fixed: dict | None = None) -> d
         else:
             v, ctx = draw(st.sampled_from(SYMBOLS + ("", "ZZZ"))), {}
         value[member] = {"value": v, "context": ctx}
-    return {"concept": concept or draw(st.sampled_from(EVENT_CONCEPTS)),
-            "time": draw(st.sampled_from(TIMES)), "value": value}
+    return {
+        "concept": concept or draw(st.sampled_from(EVENT_CONCEPTS)),
+        "time": draw(st.sampled_from(TIMES)),
+        "value": value,
+    }
 
 
 def events(model) -> st.SearchStrategy:
@@ -170,16 +178,27 @@ def matching_event(model):
             if c.constraint.op is Op.NOT_EXISTS:
                 choices[member] = [(ABSENT, {})]
                 continue
-            grid = {MONEY: PRICES + PRICE_CONSTS, QUANTITY: WEIGHTS + WEIGHT_CONSTS,
-                    DATE: DATES, "plain": SYMBOLS}[c.kind]
-            ok = [v for v in grid + _operands(c.constraint)
-                  if _valid(v, c.kind) and c.constraint.matches(v)]
+            grid = {
+                MONEY: PRICES + PRICE_CONSTS,
+                QUANTITY: WEIGHTS + WEIGHT_CONSTS,
+                DATE: DATES,
+                "plain": SYMBOLS,
+            }[c.kind]
+            ok = [
+                v
+                for v in grid + _operands(c.constraint)
+                if _valid(v, c.kind) and c.constraint.matches(v)
+            ]
             if not ok:
                 return None
             choices[member] = [(v, target) for v in ok]
         fixed = st.fixed_dictionaries({m: st.sampled_from(vs) for m, vs in choices.items()})
-        return st.tuples(st.sampled_from(concepts), fixed).flatmap(
-            lambda cf: event_json(cf[0], cf[1])).map(model.parse_event)
+        return (
+            st.tuples(st.sampled_from(concepts), fixed)
+            .flatmap(lambda cf: event_json(cf[0], cf[1]))
+            .map(model.parse_event)
+        )
+
     return build
 
 
@@ -189,7 +208,7 @@ def _operands(c) -> tuple:
         return tuple(v for _, v in x)
     if c.op in (Op.IN_RANGE, Op.NOT_IN_RANGE):
         return (x.lo, x.hi)
-    if x is None or isinstance(x, (int, float, str)) and not isinstance(x, bool):
+    if x is None or (isinstance(x, (int, float, str)) and not isinstance(x, bool)):
         return () if x is None else (x,)
     return ()
 

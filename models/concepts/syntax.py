@@ -33,6 +33,7 @@ JSON form::
 
 ``attr`` may be a list (a path) or omitted (the object's own value).
 """
+
 from __future__ import annotations
 
 import math
@@ -42,11 +43,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
-from pubsift.models.constraints.lexer import (
-    END, NUMBER_RE, STRING_RE, Token, number_value, read_string,
+from pubsift.models.concepts.limits import (
+    MAX_NUMBER_TEXT,
+    MAX_TEXT_LENGTH,
+    MAX_TOKENS,
+    number_problem,
+    text_problem,
 )
-from pubsift.models.concepts.limits import (MAX_NUMBER_TEXT, MAX_TEXT_LENGTH, MAX_TOKENS,
-                                            number_problem, text_problem)
+from pubsift.models.constraints.lexer import (
+    END,
+    NUMBER_RE,
+    STRING_RE,
+    Token,
+    number_value,
+    read_string,
+)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -86,7 +97,8 @@ class FilterSpec:
 
 
 # -- tokens -------------------------------------------------------------------------------
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<ws>\s+)
   | (?P<date>\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?)
   | (?P<number>{number})
@@ -95,10 +107,28 @@ _TOKEN = re.compile(r"""
   | (?P<punct>[\[\](){},.*/^])
   | (?P<word>[^\W\d][\w°µ]*)
   | (?P<unitsym>[°µ$€£%][\w°µ]*)
-""".replace("{number}", NUMBER_RE.pattern).replace("{string}", STRING_RE.pattern), re.VERBOSE)
+""".replace("{number}", NUMBER_RE.pattern).replace("{string}", STRING_RE.pattern),
+    re.VERBOSE,
+)
 
-_KEYWORDS = {"where", "with", "and", "between", "in", "not", "after", "before", "on",
-             "prefix", "suffix", "contains", "exists", "true", "false", "null"}
+_KEYWORDS = {
+    "where",
+    "with",
+    "and",
+    "between",
+    "in",
+    "not",
+    "after",
+    "before",
+    "on",
+    "prefix",
+    "suffix",
+    "contains",
+    "exists",
+    "true",
+    "false",
+    "null",
+}
 _CMP = {"<", "<=", ">", ">=", "=", "==", "!="}
 _DATE_OPS = {"after": ">", "before": "<", "on": "="}
 
@@ -111,8 +141,11 @@ def _tokens(text: str) -> Iterator[Token]:
     while i < n:
         m = _TOKEN.match(text, i)
         if m is None:
-            what = ("unterminated string: no closing quote" if text[i] == '"' else
-                    f"unexpected character {text[i]!r}")
+            what = (
+                "unterminated string: no closing quote"
+                if text[i] == '"'
+                else f"unexpected character {text[i]!r}"
+            )
             raise FilterSyntaxError(what, text, i)
         if m.lastgroup != "ws":
             yield Token(m.lastgroup, m.group(), m.group(), i)
@@ -127,18 +160,21 @@ def count_tokens(text: str) -> int:
 
 def _tokenize(text: str) -> list[Token]:
     if len(text) > MAX_TEXT_LENGTH:  # before any work: the limit bounds time and memory
-        raise FilterSyntaxError(f"filter too long: {len(text):,} characters (at most "
-                                f"{MAX_TEXT_LENGTH:,} in the text form)", text,
-                                MAX_TEXT_LENGTH)
+        raise FilterSyntaxError(
+            f"filter too long: {len(text):,} characters (at most "
+            f"{MAX_TEXT_LENGTH:,} in the text form)",
+            text,
+            MAX_TEXT_LENGTH,
+        )
     bad = _SURROGATE.search(text)
     if bad is not None:  # shown with U+FFFD in their place: messages must be printable
-        raise FilterSyntaxError(text_problem(text), _SURROGATE.sub("\ufffd", text),
-                                bad.start())
+        raise FilterSyntaxError(text_problem(text), _SURROGATE.sub("\ufffd", text), bad.start())
     out: list[Token] = []
     for t in _tokens(text):
         if len(out) == MAX_TOKENS:
-            raise FilterSyntaxError(f"filter too long: more than {MAX_TOKENS:,} tokens",
-                                    text, t.pos)
+            raise FilterSyntaxError(
+                f"filter too long: more than {MAX_TOKENS:,} tokens", text, t.pos
+            )
         out.append(t)
     return out
 
@@ -254,8 +290,10 @@ class _Parser:
                 raise self.error(f"'{word}' needs a quoted string", lit.pos)
             op = {"prefix": "prefix", "suffix": "suffix", "contains": "substring"}[word]
             return Condition(path, ("not-" + op) if neg else op, (lit,), pos=pos)
-        raise self.error(f"expected an operator (<, =, between, in, after, exists, ...), "
-                         f"found {self.tok.text or 'end of filter'!r}")
+        raise self.error(
+            f"expected an operator (<, =, between, in, after, exists, ...), "
+            f"found {self.tok.text or 'end of filter'!r}"
+        )
 
     def range(self, path, pos, neg) -> Condition:
         lo_closed = self.take().text == "["
@@ -267,8 +305,9 @@ class _Parser:
         hi_closed = self.take().text == "]"
         unit = self.unit()
         lo, hi = (_with_unit(x, unit) for x in (lo, hi))
-        return Condition(path, "not-in-range" if neg else "in-range", (lo, hi),
-                         (lo_closed, hi_closed), pos)
+        return Condition(
+            path, "not-in-range" if neg else "in-range", (lo, hi), (lo_closed, hi_closed), pos
+        )
 
     def set(self, path, pos, neg) -> Condition:
         self.take()
@@ -278,20 +317,21 @@ class _Parser:
             items.append(self.literal())
         self.expect_punct("}")
         unit = self.unit()
-        return Condition(path, "not-in" if neg else "in",
-                         tuple(_with_unit(x, unit) for x in items), pos=pos)
+        return Condition(
+            path, "not-in" if neg else "in", tuple(_with_unit(x, unit) for x in items), pos=pos
+        )
 
     def literal(self) -> Literal:
         t = self.tok
         if t.kind == "number":
             self.take()
             if len(t.text) > MAX_NUMBER_TEXT:
-                raise self.error(f"number of {len(t.text)} characters: out of range "
-                                 f"(at most ±1.8e308)", t.pos)
+                raise self.error(
+                    f"number of {len(t.text)} characters: out of range (at most ±1.8e308)", t.pos
+                )
             v = number_value(t.text)
-            if number_problem(v) or isinstance(v, float) and math.isinf(v):
-                raise self.error(f"number {t.text[:40]} is out of range (at most ±1.8e308)",
-                                 t.pos)
+            if number_problem(v) or (isinstance(v, float) and math.isinf(v)):
+                raise self.error(f"number {t.text[:40]} is out of range (at most ±1.8e308)", t.pos)
             unit_pos = self.tok.pos
             return Literal(v, self.unit(), pos=t.pos, unit_pos=unit_pos)
         if t.kind == "string":
@@ -302,8 +342,7 @@ class _Parser:
             return Literal(t.text, is_date=True, pos=t.pos)
         if self.kw("true", "false", "null"):
             self.take()
-            return Literal({"true": True, "false": False, "null": None}[t.text.lower()],
-                           pos=t.pos)
+            return Literal({"true": True, "false": False, "null": None}[t.text.lower()], pos=t.pos)
         if t.kind == "word" and t.text.lower() in ("inf", "infinity"):
             self.take()
             unit_pos = self.tok.pos
@@ -318,17 +357,23 @@ class _Parser:
         end = _UNIT.match(self.text, t.pos).end()
         while self.tok.kind != "end" and self.tok.pos < end:
             self.take()
-        return self.text[t.pos:end]
+        return self.text[t.pos : end]
 
 
-_UNIT = re.compile(r"(?:[^\W\d]|[°µ$€£%])[\w°µ]*"
-                   r"(?:\s*(?:\*\*\s*-?\d+(?:\.\d+)?|\^\s*-?\d+(?:\.\d+)?"
-                   r"|[/*]\s*(?:[^\W\d]|[°µ])[\w°µ]*))*")
+_UNIT = re.compile(
+    r"(?:[^\W\d]|[°µ$€£%])[\w°µ]*"
+    r"(?:\s*(?:\*\*\s*-?\d+(?:\.\d+)?|\^\s*-?\d+(?:\.\d+)?"
+    r"|[/*]\s*(?:[^\W\d]|[°µ])[\w°µ]*))*"
+)
 
 
 def _with_unit(lit: Literal, unit: str | None) -> Literal:
-    if unit is None or lit.unit is not None or not isinstance(lit.value, (int, float)) \
-            or isinstance(lit.value, bool):
+    if (
+        unit is None
+        or lit.unit is not None
+        or not isinstance(lit.value, (int, float))
+        or isinstance(lit.value, bool)
+    ):
         return lit
     return Literal(lit.value, unit, lit.is_date, lit.pos, lit.unit_pos)
 
@@ -339,20 +384,43 @@ def parse_text(text: str) -> FilterSpec:
 
 
 # -- JSON form ----------------------------------------------------------------------------
-_JSON_OPS = {"<", "<=", ">", ">=", "=", "!=", "after", "before", "on", "between", "in",
-             "not-in", "in-range", "not-in-range", "prefix", "not-prefix", "suffix",
-             "not-suffix", "contains", "exists", "not-exists"}
+_JSON_OPS = {
+    "<",
+    "<=",
+    ">",
+    ">=",
+    "=",
+    "!=",
+    "after",
+    "before",
+    "on",
+    "between",
+    "in",
+    "not-in",
+    "in-range",
+    "not-in-range",
+    "prefix",
+    "not-prefix",
+    "suffix",
+    "not-suffix",
+    "contains",
+    "exists",
+    "not-exists",
+}
 
 
 def parse_json(obj: Mapping[str, Any]) -> FilterSpec:
     """Parse the JSON form (see module docstring); errors name the JSON path."""
+
     def err(msg: str, path: str) -> FilterSyntaxError:
         return FilterSyntaxError(msg, path=path)
 
     unknown = set(obj) - {"concept", "where", "context"}
     if unknown:
-        raise err(f"unknown member(s) {sorted(map(str, unknown))}; a filter has concept, "
-                  "where, context", "$")
+        raise err(
+            f"unknown member(s) {sorted(map(str, unknown))}; a filter has concept, where, context",
+            "$",
+        )
     concept = obj.get("concept")
     if not isinstance(concept, str) or not concept or text_problem(concept):
         raise err("a filter needs a concept (a non-empty string)", "$.concept")
@@ -374,8 +442,7 @@ def _json_condition(c: Any, p: str, err) -> Condition:
         raise err(f"unknown member(s) {sorted(map(str, bad))} in a condition", p)
     attr = c.get("attr", [])
     path = (attr,) if isinstance(attr, str) else tuple(attr) if isinstance(attr, list) else None
-    if path is None or not all(isinstance(a, str) and a and not text_problem(a)
-                               for a in path):
+    if path is None or not all(isinstance(a, str) and a and not text_problem(a) for a in path):
         raise err("'attr' is a concept name or a list of them", p + ".attr")
     op = c.get("op")
     if not isinstance(op, str) or op not in _JSON_OPS:
@@ -388,11 +455,11 @@ def _json_condition(c: Any, p: str, err) -> Condition:
     if key in c and (not isinstance(unit, str) or not unit.strip() or text_problem(unit)):
         raise err(f"'{key}' is a non-empty string", f"{p}.{key}")
     if "closed" in c and op not in _RANGE_OPS:
-        raise err(f"'closed' belongs to a range (between, in-range), not to {op!r}",
-                  p + ".closed")
+        raise err(f"'closed' belongs to a range (between, in-range), not to {op!r}", p + ".closed")
     closed = c.get("closed", [True, True])
-    if not (isinstance(closed, list) and len(closed) == 2
-            and all(isinstance(b, bool) for b in closed)):
+    if not (
+        isinstance(closed, list) and len(closed) == 2 and all(isinstance(b, bool) for b in closed)
+    ):
         raise err("'closed' is two booleans [lo_closed, hi_closed]", p + ".closed")
 
     def lit(v: Any, where: str) -> Literal:
@@ -414,10 +481,15 @@ def _json_condition(c: Any, p: str, err) -> Condition:
             raise err(f"op {op!r} takes no value nor unit", p)
         return Condition(path, op)
     if op in _RANGE_OPS or op in ("in", "not-in"):
-        if not isinstance(value, list) or not value or \
-                (op not in ("in", "not-in") and len(value) != 2):
-            raise err(f"op {op!r} needs a list value"
-                      + ("" if op in ("in", "not-in") else " [lo, hi]"), p + ".value")
+        if (
+            not isinstance(value, list)
+            or not value
+            or (op not in ("in", "not-in") and len(value) != 2)
+        ):
+            raise err(
+                f"op {op!r} needs a list value" + ("" if op in ("in", "not-in") else " [lo, hi]"),
+                p + ".value",
+            )
         name = "in-range" if op == "between" else op
         args = tuple(lit(v, f"{p}.value[{j}]") for j, v in enumerate(value))
         return Condition(path, name, args, (closed[0], closed[1]))

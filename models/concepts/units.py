@@ -6,6 +6,7 @@ Conversion functions "attached to the concept definition" (Cilia et al., 003 §4
 quantities, pint conversions: they are fixed in time and order-preserving, so they take part
 in covering (see :mod:`pubsift.models.concepts.covering`).
 """
+
 from __future__ import annotations
 
 import math
@@ -14,7 +15,6 @@ from collections.abc import Callable
 from functools import lru_cache
 
 import pint
-
 from pubsift.core.errors import ConversionError
 from pubsift.models.concepts.limits import MAX_EXPONENT, MAX_UNIT_LENGTH, text_problem
 
@@ -25,18 +25,47 @@ UREG.define("dozen = 12 * count = dz")
 #: UN/ECE Rec. 20 common codes (and the informal codes found in UBL 1.0 samples) -> pint.
 #: :func:`unece_units_from_qudt` derives the full table from QUDT's ``qudt:uneceCommonCode``.
 UNECE: dict[str, str] = {
-    "KGM": "kilogram", "GRM": "gram", "MGM": "milligram", "TNE": "metric_ton",
-    "LBR": "pound", "ONZ": "ounce", "STN": "short_ton", "LTN": "long_ton",
-    "MTR": "meter", "CMT": "centimeter", "MMT": "millimeter", "KMT": "kilometer",
-    "INH": "inch", "FOT": "foot", "YRD": "yard", "SMI": "mile", "NMI": "nautical_mile",
-    "LTR": "liter", "MLT": "milliliter", "MTQ": "meter ** 3", "GLL": "gallon",
-    "MTK": "meter ** 2", "FTK": "foot ** 2",
-    "CEL": "degree_Celsius", "FAH": "degree_Fahrenheit", "KEL": "kelvin",
-    "C62": "count", "EA": "count", "H87": "count", "DZN": "dozen",
-    "SEC": "second", "MIN": "minute", "HUR": "hour", "DAY": "day",
+    "KGM": "kilogram",
+    "GRM": "gram",
+    "MGM": "milligram",
+    "TNE": "metric_ton",
+    "LBR": "pound",
+    "ONZ": "ounce",
+    "STN": "short_ton",
+    "LTN": "long_ton",
+    "MTR": "meter",
+    "CMT": "centimeter",
+    "MMT": "millimeter",
+    "KMT": "kilometer",
+    "INH": "inch",
+    "FOT": "foot",
+    "YRD": "yard",
+    "SMI": "mile",
+    "NMI": "nautical_mile",
+    "LTR": "liter",
+    "MLT": "milliliter",
+    "MTQ": "meter ** 3",
+    "GLL": "gallon",
+    "MTK": "meter ** 2",
+    "FTK": "foot ** 2",
+    "CEL": "degree_Celsius",
+    "FAH": "degree_Fahrenheit",
+    "KEL": "kelvin",
+    "C62": "count",
+    "EA": "count",
+    "H87": "count",
+    "DZN": "dozen",
+    "SEC": "second",
+    "MIN": "minute",
+    "HUR": "hour",
+    "DAY": "day",
     # informal codes in the UBL 1.0 examples
-    "kg": "kilogram", "feet": "foot", "inches": "inch", "days": "day",
-    "unit": "count", "UNIT": "count",
+    "kg": "kilogram",
+    "feet": "foot",
+    "inches": "inch",
+    "days": "day",
+    "unit": "count",
+    "UNIT": "count",
 }
 
 
@@ -51,21 +80,26 @@ def canonical_unit(text: str) -> str:
     if not text:
         raise ConversionError("a unit is a non-empty string (e.g. kg)")
     if len(text) > MAX_UNIT_LENGTH:
-        raise ConversionError(f"unit expression of {len(text)} characters (at most "
-                              f"{MAX_UNIT_LENGTH})")
+        raise ConversionError(
+            f"unit expression of {len(text)} characters (at most {MAX_UNIT_LENGTH})"
+        )
     problem = text_problem(text)
     if problem:
         raise ConversionError(f"bad unit: {problem}")
     for m in _NUMBER.finditer(text):
         exponent = m.group(1) is not None
-        if not _SMALL.fullmatch(m.group(2)) or exponent and abs(float(m.group(2))) > MAX_EXPONENT:
-            raise ConversionError(f"unit {text!r}: numbers in a unit expression are small "
-                                  f"(exponents up to {MAX_EXPONENT}), not {m.group(2)!r}")
+        if not _SMALL.fullmatch(m.group(2)) or (exponent and abs(float(m.group(2))) > MAX_EXPONENT):
+            raise ConversionError(
+                f"unit {text!r}: numbers in a unit expression are small "
+                f"(exponents up to {MAX_EXPONENT}), not {m.group(2)!r}"
+            )
     return _canonical(text)
 
 
-_SHAPE = ("write unit names joined by '*' and '/', with integer or decimal exponents "
-          "after '**', e.g. 'kg', 'km / h', 'meter ** 2'")
+_SHAPE = (
+    "write unit names joined by '*' and '/', with integer or decimal exponents "
+    "after '**', e.g. 'kg', 'km / h', 'meter ** 2'"
+)
 _OPERATOR = re.compile(r"\*\*|\^|[*/]")
 _ZERO_EXPONENT = re.compile(r"(?:\*\*|\^)\s*[-+]?\s*(?:0+(?:\.0*)?|\.0+)(?![\d.])")
 
@@ -107,11 +141,16 @@ def _canonical(text: str) -> str:
     try:
         unit = UREG.parse_units(text)
     except pint.errors.UndefinedUnitError as exc:
-        raise ConversionError(f"unknown unit {text!r}: {', '.join(map(repr, exc.unit_names))} "
-                              "is not a unit of the registry") from None
-    except Exception as exc:  # noqa: BLE001 - pint's parser raises many kinds of errors
-        hint = ("a unit has no numeric factor (write it in the value)"
-                if "scaling factor" in str(exc) else _SHAPE)
+        raise ConversionError(
+            f"unknown unit {text!r}: {', '.join(map(repr, exc.unit_names))} "
+            "is not a unit of the registry"
+        ) from None
+    except Exception as exc:
+        hint = (
+            "a unit has no numeric factor (write it in the value)"
+            if "scaling factor" in str(exc)
+            else _SHAPE
+        )
         raise ConversionError(f"malformed unit {text!r}: {hint}") from None
     try:
         _factor_to_base(unit)
@@ -124,7 +163,7 @@ def _factor_to_base(unit) -> float:
     """The finite, non-zero factor of a unit to its SI base unit (ConversionError: none)."""
     try:
         factor = float(UREG.Quantity(1.0, unit).to_base_units().magnitude)
-    except Exception as exc:  # noqa: BLE001 - pint raises many kinds of errors
+    except Exception as exc:
         raise ConversionError(f"no conversion to base units ({_why(exc)})") from None
     if not (math.isfinite(factor) and factor != 0):
         raise ConversionError(f"its factor to base units ({factor!r}) is out of range")
@@ -135,7 +174,7 @@ def base_unit(unit: str) -> str:
     """The SI base unit of a canonical unit (``pound`` -> ``kilogram``)."""
     try:
         return str(UREG.Quantity(1.0, unit).to_base_units().units)
-    except Exception as exc:  # noqa: BLE001 - pint raises many kinds of errors
+    except Exception as exc:
         raise ConversionError(f"{unit} has no base unit ({_why(exc)})") from None
 
 
@@ -154,7 +193,7 @@ def same_dimension(dim: str, unit: str) -> bool:
         if dim == "[]":
             return not UREG.parse_units(unit).dimensionality
         return UREG.parse_units(unit).dimensionality == UREG.get_dimensionality(dim)
-    except Exception:  # noqa: BLE001 - pint raises many kinds of errors
+    except Exception:
         return False
 
 
@@ -169,25 +208,25 @@ def unit_converter(src: str, dst: str) -> Callable[[float], float]:
         return _identity
     s, d = UREG.parse_units(src), UREG.parse_units(dst)
     if s.dimensionality != d.dimensionality:
-        raise ConversionError(f"cannot convert {src} ({dimensionality(src)}) to {dst} "
-                              f"({dimensionality(dst)})")
+        raise ConversionError(
+            f"cannot convert {src} ({dimensionality(src)}) to {dst} ({dimensionality(dst)})"
+        )
     q = UREG.Quantity
     if _multiplicative(src) and _multiplicative(dst):
         try:
             factor = float(q(1.0, s).to(d).magnitude)
-        except Exception as exc:  # noqa: BLE001 - pint raises many kinds of errors
+        except Exception as exc:
             raise ConversionError(f"cannot convert {src} to {dst} ({_why(exc)})") from None
         if not (math.isfinite(factor) and factor != 0):
-            raise ConversionError(f"the factor from {src} to {dst} ({factor!r}) is out of "
-                                  "range")
+            raise ConversionError(f"the factor from {src} to {dst} ({factor!r}) is out of range")
         return lambda v: v * factor
 
     def offset(v: float) -> float:
         try:
             return float(q(v, s).to(d).magnitude)
-        except Exception as exc:  # noqa: BLE001 - pint raises many kinds of errors
-            raise ConversionError(f"cannot convert {v!r} {src} to {dst} ({_why(exc)})") \
-                from None
+        except Exception as exc:
+            raise ConversionError(f"cannot convert {v!r} {src} to {dst} ({_why(exc)})") from None
+
     offset(1.0)
     return offset
 
@@ -195,7 +234,7 @@ def unit_converter(src: str, dst: str) -> Callable[[float], float]:
 def _multiplicative(unit: str) -> bool:
     try:
         return UREG.Quantity(1, unit)._is_multiplicative
-    except Exception:  # noqa: BLE001 - pint raises many kinds of errors
+    except Exception:
         return False
 
 
@@ -217,8 +256,11 @@ def unece_units_from_qudt(graph) -> dict[str, str]:
         offset = graph.value(unit, qudt.conversionOffset)
         if mult is None or (offset is not None and float(offset) != 0.0):
             continue
-        for cand in (UNECE.get(str(code)), graph.value(unit, qudt.ucumCode),
-                     graph.value(unit, qudt.symbol)):
+        for cand in (
+            UNECE.get(str(code)),
+            graph.value(unit, qudt.ucumCode),
+            graph.value(unit, qudt.symbol),
+        ):
             if cand is None:
                 continue
             try:

@@ -8,6 +8,7 @@ objects are delivered converted back into the subscriber's context *and* vocabul
 ready to process: a plain record of local terms and values, with no further conversion
 needed.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -33,13 +34,13 @@ class Vocabulary:
         out = {}
         for local, shared in self.terms.items():
             if not isinstance(local, str):
-                raise ConversionError(f"a vocabulary's local terms are strings, not "
-                                      f"{type(local).__name__}")
+                raise ConversionError(
+                    f"a vocabulary's local terms are strings, not {type(local).__name__}"
+                )
             try:
                 out[local] = ontology.resolve(shared)
             except UnknownConcept as exc:
-                raise ConversionError(f"vocabulary maps {local!r} to {shared!r}: {exc}") \
-                    from None
+                raise ConversionError(f"vocabulary maps {local!r} to {shared!r}: {exc}") from None
         return out
 
     def local_terms(self, ontology: Ontology) -> dict[str, str]:
@@ -77,15 +78,22 @@ class Delivery:
 class VocabularyAgreement:
     """Rewrites subscriptions of one client and converts deliveries back for it."""
 
-    def __init__(self, model: Any, vocabulary: Vocabulary | Mapping[str, str] | None = None,
-                 context: ClientContext | Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        vocabulary: Vocabulary | Mapping[str, str] | None = None,
+        context: ClientContext | Mapping[str, Any] | None = None,
+    ) -> None:
         self.model = model
         self.ontology: Ontology = model.ontology
         if vocabulary is not None and not isinstance(vocabulary, (Vocabulary, Mapping)):
-            raise ConversionError(f"a vocabulary maps local terms to concepts (a JSON "
-                                  f"object), not {type(vocabulary).__name__}")
-        self.vocabulary = vocabulary if isinstance(vocabulary, Vocabulary) else \
-            Vocabulary(dict(vocabulary or {}))
+            raise ConversionError(
+                f"a vocabulary maps local terms to concepts (a JSON "
+                f"object), not {type(vocabulary).__name__}"
+            )
+        self.vocabulary = (
+            vocabulary if isinstance(vocabulary, Vocabulary) else Vocabulary(dict(vocabulary or {}))
+        )
         self.context = ClientContext.of(context)
         self._terms = self.vocabulary.resolved(self.ontology)
         self._names = self.vocabulary.local_terms(self.ontology)
@@ -132,8 +140,9 @@ class VocabularyAgreement:
     def _name(self, concept: str, names: Mapping[str, str]) -> str:
         return names.get(concept) or self.ontology.name(concept)
 
-    def _convert(self, top: SemanticObject, o: SemanticObject, path: tuple[str, ...],
-                 failed: list) -> SemanticObject:
+    def _convert(
+        self, top: SemanticObject, o: SemanticObject, path: tuple[str, ...], failed: list
+    ) -> SemanticObject:
         if o.is_complex:
             members = [self._convert(top, m, path + (m.concept,), failed) for m in o.value]
             return complex_object(o.concept, members, o.context, o.time)
@@ -158,7 +167,10 @@ class VocabularyAgreement:
 def _after(src: Context, dst: Context) -> Context:
     """The context of a value converted from ``src`` into ``dst`` (properties ``dst`` leaves
     unset keep their value; the scale is ``dst``'s; dates are ISO unless ``dst`` says)."""
-    return Context(unit=dst.unit if dst.unit is not None else src.unit,
-                   currency=dst.currency if dst.currency is not None else src.currency,
-                   scale=dst.scale, date_format=dst.date_format,
-                   extra=tuple({**dict(src.extra), **dict(dst.extra)}.items()))
+    return Context(
+        unit=dst.unit if dst.unit is not None else src.unit,
+        currency=dst.currency if dst.currency is not None else src.currency,
+        scale=dst.scale,
+        date_format=dst.date_format,
+        extra=tuple({**dict(src.extra), **dict(dst.extra)}.items()),
+    )

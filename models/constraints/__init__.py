@@ -39,21 +39,77 @@ the concepts model its clauses after unit and currency conversion. Modules, one 
                     numbers and strings), shared by the records and concepts parsers
 ==================  ==============================================================
 """
+
 from pubsift.models.constraints import relations
-from pubsift.models.constraints.constraints import ABSENT, ELEMENT_OPS, Constraint, Interval, Op, TypeSet
+from pubsift.models.constraints.constraints import (
+    ABSENT,
+    ELEMENT_OPS,
+    Constraint,
+    Interval,
+    Op,
+    TypeSet,
+)
 from pubsift.models.constraints.limits import MAX_INT_DIGITS, MAX_STRING, TooComplex
 from pubsift.models.constraints.relations import (
-    Conjunction, NotRepresentable, Unsatisfiable, conjoin, covers, hull, identical, merge,
-    normalize, overlaps, witness,
+    Conjunction,
+    NotRepresentable,
+    Unsatisfiable,
+    conjoin,
+    covers,
+    hull,
+    identical,
+    merge,
+    normalize,
+    overlaps,
+    witness,
 )
-from pubsift.models.constraints.values import BOOL, MULTI, NULL, NUM, STR, Scalar, kind, skey, sort_key
+from pubsift.models.constraints.values import (
+    BOOL,
+    MULTI,
+    NULL,
+    NUM,
+    STR,
+    Scalar,
+    kind,
+    skey,
+    sort_key,
+)
 from pubsift.models.constraints.valuesets import ValueSet, value_set
 from pubsift.models.constraints.wire import dump_constraint, load_constraint
 
 __all__ = [
-    "ABSENT", "BOOL", "Conjunction", "Constraint", "ELEMENT_OPS", "Interval", "MAX_INT_DIGITS",
-    "MAX_STRING", "MULTI", "NULL", "NUM", "NotRepresentable", "Op", "STR", "Scalar",
-    "TooComplex", "TypeSet", "Unsatisfiable", "ValueSet", "conjoin", "covers",
-    "dump_constraint", "hull", "identical", "kind", "load_constraint", "merge", "normalize",
-    "overlaps", "relations", "skey", "sort_key", "value_set", "witness",
+    "ABSENT",
+    "BOOL",
+    "ELEMENT_OPS",
+    "MAX_INT_DIGITS",
+    "MAX_STRING",
+    "MULTI",
+    "NULL",
+    "NUM",
+    "STR",
+    "Conjunction",
+    "Constraint",
+    "Interval",
+    "NotRepresentable",
+    "Op",
+    "Scalar",
+    "TooComplex",
+    "TypeSet",
+    "Unsatisfiable",
+    "ValueSet",
+    "conjoin",
+    "covers",
+    "dump_constraint",
+    "hull",
+    "identical",
+    "kind",
+    "load_constraint",
+    "merge",
+    "normalize",
+    "overlaps",
+    "relations",
+    "skey",
+    "sort_key",
+    "value_set",
+    "witness",
 ]

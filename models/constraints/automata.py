@@ -8,6 +8,7 @@ ignoring case (the finite ``str.casefold`` preimage), sets and ``instanceof`` (t
 objects; symbols are classes of code-point ranges. :class:`StrSet` keeps the lexical spans
 too when it has them, so that lexical sets can be read back as one constraint.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right
@@ -29,25 +30,31 @@ def _budget(states: int, classes: int) -> None:
     if states * classes > MAX_CELLS:
         raise TooComplex(f"a string automaton would need more than {MAX_CELLS} transitions")
 
+
 class Dfa:
     """A complete, minimal, canonically numbered DFA; start state 0. Symbol classes are
     the code-point ranges ``[cuts[k], cuts[k+1])``. Equal languages give equal objects."""
 
-    __slots__ = ("cuts", "delta", "accept")
+    __slots__ = ("accept", "cuts", "delta")
 
     def __init__(self, cuts: tuple, delta: tuple, accept: tuple) -> None:
         self.cuts, self.delta, self.accept = cuts, delta, accept
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, Dfa) and self.accept == other.accept
-                and self.cuts == other.cuts and self.delta == other.delta)
+        return (
+            isinstance(other, Dfa)
+            and self.accept == other.accept
+            and self.cuts == other.cuts
+            and self.delta == other.delta
+        )
 
     def __hash__(self) -> int:
         return hash((self.cuts, self.delta, self.accept))
 
     @staticmethod
-    def build(edges: list[list[tuple[int, int, int]]], default: list[int],
-              accept: list[bool]) -> "Dfa":
+    def build(
+        edges: list[list[tuple[int, int, int]]], default: list[int], accept: list[bool]
+    ) -> Dfa:
         """From per-state edges ``(lo, hi_excl, target)`` and a default target."""
         cutset = {0}
         for es in edges:
@@ -68,10 +75,10 @@ class Dfa:
             delta.append(row)
         return _minimize(cuts, delta, accept)
 
-    def complement(self) -> "Dfa":
+    def complement(self) -> Dfa:
         return Dfa(self.cuts, self.delta, tuple(not a for a in self.accept))
 
-    def product(self, other: "Dfa", fn) -> "Dfa":
+    def product(self, other: Dfa, fn) -> Dfa:
         cuts = sorted(set(self.cuts) | set(other.cuts))
         ia = [bisect_right(self.cuts, c) - 1 for c in cuts]
         ib = [bisect_right(other.cuts, c) - 1 for c in cuts]
@@ -268,20 +275,25 @@ def _minimize(cuts: list[int], delta: list[list[int]], accept: list[bool]) -> Df
                 queue.append(bt)
     rows = [[num[block[t]] for t in delta[rep[b]]] for b in queue]
     keep = [0] + [k for k in range(1, len(cuts)) if any(r[k] != r[k - 1] for r in rows)]
-    return Dfa(tuple(cuts[k] for k in keep), tuple(tuple(r[k] for k in keep) for r in rows),
-               tuple(bool(accept[rep[b]]) for b in queue))
+    return Dfa(
+        tuple(cuts[k] for k in keep),
+        tuple(tuple(r[k] for k in keep) for r in rows),
+        tuple(bool(accept[rep[b]]) for b in queue),
+    )
 
 
-def _hopcroft(states: list[int], delta: list[list[int]], accept: list[bool], k: int
-              ) -> dict[int, int]:
+def _hopcroft(
+    states: list[int], delta: list[list[int]], accept: list[bool], k: int
+) -> dict[int, int]:
     """The coarsest partition of ``states`` compatible with ``accept`` and ``delta``:
     state -> block number (Hopcroft, O(k n log n))."""
     inverse: list[dict[int, list[int]]] = [{} for _ in range(k)]
     for q in states:
         for c, t in enumerate(delta[q]):
             inverse[c].setdefault(t, []).append(q)
-    blocks = [b for b in ({q for q in states if accept[q]}, {q for q in states if not accept[q]})
-              if b]
+    blocks = [
+        b for b in ({q for q in states if accept[q]}, {q for q in states if not accept[q]}) if b
+    ]
     block = {q: i for i, b in enumerate(blocks) for q in b}
     work = [min(range(len(blocks)), key=lambda i: len(blocks[i]))] if len(blocks) == 2 else []
     pending = set(work)
@@ -332,8 +344,11 @@ def dfa_words(words) -> Dfa:
             q = edges[q][c]
         accept[q] = True
     dead = len(edges)
-    return Dfa.build([[(c, c + 1, t) for c, t in e.items()] for e in edges] + [[]],
-                     [dead] * (dead + 1), accept + [False])
+    return Dfa.build(
+        [[(c, c + 1, t) for c, t in e.items()] for e in edges] + [[]],
+        [dead] * (dead + 1),
+        accept + [False],
+    )
 
 
 def _dfa_below(c: str, inclusive: bool) -> Dfa:
@@ -377,7 +392,7 @@ def dfa_of_spans(spans: Spans) -> Dfa:
         return _dfa_all(False)
     while len(parts) > 1:
         united = [a.product(b, lambda x, y: x or y) for a, b in zip(parts[::2], parts[1::2])]
-        parts = united + parts[len(united) * 2:]
+        parts = united + parts[len(united) * 2 :]
     return parts[0]
 
 
@@ -434,7 +449,7 @@ def dfa_caseless(c: str) -> Dfa:
         es = []
         for length in (1, 2, 3):
             if i + length <= n:
-                s = t[i:i + length]
+                s = t[i : i + length]
                 cps = list(inv.get(s, ()))
                 if length == 1 and s.casefold() == s:
                     cps.append(ord(s))
@@ -447,7 +462,7 @@ def dfa_caseless(c: str) -> Dfa:
 class StrSet:
     """A set of strings: a :class:`Dfa`, and its lexical spans when known."""
 
-    __slots__ = ("lex", "_dfa")
+    __slots__ = ("_dfa", "lex")
 
     def __init__(self, lex: Spans | None = None, dfa: Dfa | None = None) -> None:
         self.lex, self._dfa = lex, dfa
@@ -471,26 +486,26 @@ class StrSet:
     def __hash__(self) -> int:
         return hash(self.dfa)
 
-    def _op(self, other: "StrSet", spans_op, fn) -> "StrSet":
+    def _op(self, other: StrSet, spans_op, fn) -> StrSet:
         if self.lex is not None and other.lex is not None:
             return StrSet(spans_op(self.lex, other.lex))
         return StrSet(None, self.dfa.product(other.dfa, fn))
 
-    def __and__(self, other: "StrSet") -> "StrSet":
+    def __and__(self, other: StrSet) -> StrSet:
         return self._op(other, Spans.__and__, lambda x, y: x and y)
 
-    def __or__(self, other: "StrSet") -> "StrSet":
+    def __or__(self, other: StrSet) -> StrSet:
         return self._op(other, Spans.__or__, lambda x, y: x or y)
 
-    def __sub__(self, other: "StrSet") -> "StrSet":
+    def __sub__(self, other: StrSet) -> StrSet:
         return self._op(other, Spans.__sub__, lambda x, y: x and not y)
 
-    def __invert__(self) -> "StrSet":
+    def __invert__(self) -> StrSet:
         if self.lex is not None:
             return StrSet(~self.lex)
         return StrSet(None, self.dfa.complement())
 
-    def issubset(self, other: "StrSet") -> bool:
+    def issubset(self, other: StrSet) -> bool:
         if self.lex is not None and other.lex is not None:
             return self.lex.issubset(other.lex)
         return (self - other).is_empty()

@@ -50,6 +50,7 @@ NE / NOT_IN_SET / NOT_IN_RANGE / NOT_PREFIX / NOT_SUFFIX match values of the ope
 set) that do not satisfy the positive form. Multi values: a list is matched as the set of
 its elements; the empty list is a multi value too.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -143,7 +144,7 @@ class TypeSet:
 
 
 def _num(v: Any) -> bool:
-    return (isinstance(v, (int, float)) and not isinstance(v, bool))
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -189,8 +190,15 @@ class Constraint:
             return kinds.pop() if len(kinds) == 1 else None
         if op in (Op.IN_RANGE, Op.NOT_IN_RANGE):
             return x.kind
-        if op in (Op.INSTANCEOF, Op.PREFIX, Op.NOT_PREFIX, Op.SUFFIX, Op.NOT_SUFFIX,
-                  Op.SUBSTRING, Op.EQ_IGNORE_CASE):
+        if op in (
+            Op.INSTANCEOF,
+            Op.PREFIX,
+            Op.NOT_PREFIX,
+            Op.SUFFIX,
+            Op.NOT_SUFFIX,
+            Op.SUBSTRING,
+            Op.EQ_IGNORE_CASE,
+        ):
             return STR
         return kind(x)
 
@@ -214,18 +222,38 @@ def _any(c: Constraint, v: Any) -> bool:
 
 
 #: the operators allowed inside ``any`` (scalar constraints, exists, not exists)
-ELEMENT_OPS = frozenset({
-    Op.EXISTS, Op.NOT_EXISTS, Op.INSTANCEOF, Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE,
-    Op.IN_RANGE, Op.NOT_IN_RANGE, Op.IN_SET, Op.NOT_IN_SET, Op.PREFIX, Op.NOT_PREFIX,
-    Op.SUFFIX, Op.NOT_SUFFIX, Op.SUBSTRING, Op.EQ_IGNORE_CASE})
+ELEMENT_OPS = frozenset(
+    {
+        Op.EXISTS,
+        Op.NOT_EXISTS,
+        Op.INSTANCEOF,
+        Op.EQ,
+        Op.NE,
+        Op.LT,
+        Op.LE,
+        Op.GT,
+        Op.GE,
+        Op.IN_RANGE,
+        Op.NOT_IN_RANGE,
+        Op.IN_SET,
+        Op.NOT_IN_SET,
+        Op.PREFIX,
+        Op.NOT_PREFIX,
+        Op.SUFFIX,
+        Op.NOT_SUFFIX,
+        Op.SUBSTRING,
+        Op.EQ_IGNORE_CASE,
+    }
+)
 
 
 def _okey(x: Any) -> Any:
     return (BOOL, x) if isinstance(x, bool) else x
 
 
-_MULTI_OPS = frozenset({Op.SUBSET, Op.SUPERSET, Op.CONTAINS, Op.NOT_CONTAINS, Op.DISJOINT,
-                        Op.OVERLAPS})
+_MULTI_OPS = frozenset(
+    {Op.SUBSET, Op.SUPERSET, Op.CONTAINS, Op.NOT_CONTAINS, Op.DISJOINT, Op.OVERLAPS}
+)
 
 
 def _same_kind(c: Scalar, v: Any) -> bool:
@@ -249,6 +277,7 @@ def _cmp(test):
         if isinstance(c, str):
             return isinstance(v, str) and test(v, c)
         return _num(v) and test(v, c)
+
     return f
 
 
@@ -287,6 +316,7 @@ def _multi(test):
     def f(c, v):
         x = _elems(v)
         return x is not None and test(x, c)
+
     return f
 
 
@@ -316,5 +346,16 @@ _MATCH = {
     Op.OVERLAPS: _multi(lambda x, m: bool(x & m)),
 }
 
-__all__ = ["ABSENT", "ELEMENT_OPS", "Constraint", "Interval", "Op", "TypeSet", "BOOL", "MULTI",
-           "NULL", "NUM", "STR"]
+__all__ = [
+    "ABSENT",
+    "BOOL",
+    "ELEMENT_OPS",
+    "MULTI",
+    "NULL",
+    "NUM",
+    "STR",
+    "Constraint",
+    "Interval",
+    "Op",
+    "TypeSet",
+]

@@ -14,6 +14,7 @@ need and that the finite form is converted into on demand. Equality is equality 
 both forms. Element numbers are taken as reals even on integer attributes (sound: an
 answer over the reals holds over the integers).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -30,7 +31,7 @@ LIMIT = 4096
 class Elems:
     """A set of scalars (see the module docstring); immutable."""
 
-    __slots__ = ("fin", "_gen", "_hash")
+    __slots__ = ("_gen", "_hash", "fin")
 
     def __init__(self, fin: tuple | None = None, gen: tuple | None = None) -> None:
         self.fin = fin  # (neg, frozenset of skeys) or None
@@ -38,7 +39,7 @@ class Elems:
         self._hash: int | None = None
 
     @classmethod
-    def of(cls, num: Spans, strs: StrSet, bools: frozenset, null: bool) -> "Elems":
+    def of(cls, num: Spans, strs: StrSet, bools: frozenset, null: bool) -> Elems:
         """The set with these parts (numbers on the real line), in the finite form when it
         is finite or co-finite with at most :data:`LIMIT` exceptions (so that equal sets
         hash alike)."""
@@ -68,7 +69,7 @@ class Elems:
         return g
 
     # -- set algebra ------------------------------------------------------------------
-    def __and__(self, o: "Elems") -> "Elems":
+    def __and__(self, o: Elems) -> Elems:
         a, b = self.fin, o.fin
         if a is not None and b is not None:
             (na, ea), (nb, eb) = a, b
@@ -82,7 +83,7 @@ class Elems:
         (n1, s1, b1, z1), (n2, s2, b2, z2) = self.gen, o.gen
         return Elems.of(n1 & n2, s1 & s2, b1 & b2, z1 and z2)
 
-    def __invert__(self) -> "Elems":
+    def __invert__(self) -> Elems:
         if self.fin is not None:
             return Elems((not self.fin[0], self.fin[1]))
         n, s, b, z = self.gen
@@ -94,7 +95,7 @@ class Elems:
         n, s, b, z = self.gen
         return not (n or b or z) and s.is_empty()
 
-    def issubset(self, o: "Elems") -> bool:
+    def issubset(self, o: Elems) -> bool:
         return (self & ~o).is_empty()
 
     def has(self, e: tuple) -> bool:
@@ -120,8 +121,12 @@ class Elems:
         nums, strs = n.points(limit), s.strings(limit)
         if nums is None or strs is None:
             return None
-        out = ([(NUM, v) for v in nums] + [(STR, v) for v in strs]
-               + [(BOOL, v) for v in sorted(b)] + ([(NULL, None)] if z else []))
+        out = (
+            [(NUM, v) for v in nums]
+            + [(STR, v) for v in strs]
+            + [(BOOL, v) for v in sorted(b)]
+            + ([(NULL, None)] if z else [])
+        )
         return out if len(out) <= limit else None
 
     def samples(self) -> Iterator[tuple]:

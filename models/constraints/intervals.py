@@ -7,6 +7,7 @@ are equal tuples: integer spans are half-open ``[a, b)`` with integer ends; stri
 half-open ``[lo, hi)`` (an open lower end ``a`` is ``a + "\\0"``, nothing lies between);
 ``prefix p`` is the string span ``[p, inc(p))``. ±∞ are ``math.inf`` and :data:`TOP`.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,6 +16,7 @@ from typing import Any
 
 INF = math.inf
 MAXCP = 0x110000  # one above the largest code point
+
 
 class _Top:
     """+∞ of the lexical order: greater than every string."""
@@ -119,16 +121,18 @@ REAL, INTEGER, LEX = Line(), IntLine(), StrLine()
 class Spans:
     """A finite union of disjoint, non-touching spans of a :class:`Line`, sorted."""
 
-    __slots__ = ("line", "items")
+    __slots__ = ("items", "line")
 
     def __init__(self, line: Line, items: tuple) -> None:
         self.line = line
         self.items = items
 
     @classmethod
-    def of(cls, line: Line, raw: list | tuple) -> "Spans":
-        spans = sorted((s for s in (line.canon(*r) for r in raw) if s is not None),
-                       key=lambda s: (s[0], not s[1]))
+    def of(cls, line: Line, raw: list | tuple) -> Spans:
+        spans = sorted(
+            (s for s in (line.canon(*r) for r in raw) if s is not None),
+            key=lambda s: (s[0], not s[1]),
+        )
         out: list[tuple] = []
         for lo, lc, hi, hc in spans:
             if out:
@@ -152,14 +156,14 @@ class Spans:
     def __bool__(self) -> bool:
         return bool(self.items)
 
-    def __or__(self, other: "Spans") -> "Spans":
+    def __or__(self, other: Spans) -> Spans:
         if not other.items:
             return self
         if not self.items:
             return other
         return Spans.of(self.line, self.items + other.items)
 
-    def __and__(self, other: "Spans") -> "Spans":
+    def __and__(self, other: Spans) -> Spans:
         a, b, out, i, j = self.items, other.items, [], 0, 0
         canon = self.line.canon
         while i < len(a) and j < len(b):
@@ -175,7 +179,7 @@ class Spans:
                 j += 1
         return Spans(self.line, tuple(out))
 
-    def __invert__(self) -> "Spans":
+    def __invert__(self) -> Spans:
         line = self.line
         out, (lo, lc) = [], line.bottom
         for s in self.items:
@@ -184,10 +188,10 @@ class Spans:
         out.append((lo, lc) + line.top)
         return Spans.of(line, out)
 
-    def __sub__(self, other: "Spans") -> "Spans":
+    def __sub__(self, other: Spans) -> Spans:
         return self & ~other
 
-    def issubset(self, other: "Spans") -> bool:
+    def issubset(self, other: Spans) -> bool:
         """Every span of self lies inside one span of other (both canonical)."""
         b, j = other.items, 0
         for lo, lc, hi, hc in self.items:
@@ -237,17 +241,19 @@ class Spans:
             if lo == -INF and hi == INF:
                 cands += [0, 1, -1, 2]
             elif lo == -INF:
-                cands += [math.floor(hi) - 1, math.floor(hi) - 2, *_safe(lambda: hi - 0.5),
-                          hi - 10]
+                cands += [math.floor(hi) - 1, math.floor(hi) - 2, *_safe(lambda: hi - 0.5), hi - 10]
             elif hi == INF:
-                cands += [math.floor(lo) + 1, math.floor(lo) + 2, *_safe(lambda: lo + 0.5),
-                          lo + 10]
+                cands += [math.floor(lo) + 1, math.floor(lo) + 2, *_safe(lambda: lo + 0.5), lo + 10]
             else:
-                cands += [math.floor(lo) + 1, math.floor(lo) + 2,
-                          *_safe(lambda: (lo + hi) / 2), *_safe(lambda: lo + (hi - lo) / 4)]
+                cands += [
+                    math.floor(lo) + 1,
+                    math.floor(lo) + 2,
+                    *_safe(lambda: (lo + hi) / 2),
+                    *_safe(lambda: lo + (hi - lo) / 4),
+                ]
             seen = set()
             for v in cands:
-                if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53:
+                if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
                     v = int(v)
                 if v not in seen and self.contains(v):
                     seen.add(v)
@@ -275,5 +281,16 @@ def prefix_span(p: str) -> tuple:
     return (p, True, _inc(p), False)
 
 
-__all__ = ["INF", "INTEGER", "LEX", "MAXCP", "REAL", "TOP", "IntLine", "Line", "Spans", "StrLine",
-           "prefix_span"]
+__all__ = [
+    "INF",
+    "INTEGER",
+    "LEX",
+    "MAXCP",
+    "REAL",
+    "TOP",
+    "IntLine",
+    "Line",
+    "Spans",
+    "StrLine",
+    "prefix_span",
+]

@@ -8,6 +8,7 @@ own token set and grammar on top (records: dotted names, ``-inf``; concepts: dat
 expressions). Errors are :class:`~pubsift.core.errors.FilterSyntaxError` with the offset of
 the offending character, so the message shows a caret under it.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,7 @@ NUMBER_RE = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 #: by the text; Friedl, *Mastering Regular Expressions*, "unrolling the loop").
 STRING_RE = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"', re.DOTALL)
 
-_VALID_ESCAPES = "\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX"
+_VALID_ESCAPES = '\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX'
 _U_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})|\\.", re.DOTALL)
 _NONPRINTABLE = re.compile(r"[^\x20-\x7e]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -75,20 +76,26 @@ def read_string(text: str, start: int) -> tuple[str, int]:
     return value, m.end()
 
 
-def _string_error(text: str, start: int, lexeme: str, e: json.JSONDecodeError
-                  ) -> FilterSyntaxError:
+def _string_error(text: str, start: int, lexeme: str, e: json.JSONDecodeError) -> FilterSyntaxError:
     if e.msg.startswith("Invalid control character"):
         c = lexeme[e.pos]
-        return FilterSyntaxError(f"bad string: control character U+{ord(c):04X} inside a "
-                                 "string; write it as an escape such as \\n or \\u0000", text,
-                                 start + e.pos)
+        return FilterSyntaxError(
+            f"bad string: control character U+{ord(c):04X} inside a "
+            "string; write it as an escape such as \\n or \\u0000",
+            text,
+            start + e.pos,
+        )
     # an escape: json reports the backslash (\x) or the 'u' (\uXXXX); point at the backslash
     pos = e.pos if lexeme[e.pos] == "\\" else e.pos - 1
     if lexeme.startswith("\\u", pos):
-        return FilterSyntaxError("bad string: \\u must be followed by four hex digits", text,
-                                 start + pos)
-    return FilterSyntaxError(f"bad string: invalid escape '\\{lexeme[pos + 1]}' in a string "
-                             f"(valid: {_VALID_ESCAPES})", text, start + pos)
+        return FilterSyntaxError(
+            "bad string: \\u must be followed by four hex digits", text, start + pos
+        )
+    return FilterSyntaxError(
+        f"bad string: invalid escape '\\{lexeme[pos + 1]}' in a string (valid: {_VALID_ESCAPES})",
+        text,
+        start + pos,
+    )
 
 
 def _has_surrogate(s: str) -> bool:
@@ -111,9 +118,13 @@ def _surrogate_error(text: str, start: int, lexeme: str) -> FilterSyntaxError:
                 break
     assert high is not None
     cp, pos = high
-    return FilterSyntaxError(f"bad string: \\u{cp:04x} is a lone surrogate; strings hold "
-                             "Unicode characters (a surrogate escape pairs a high "
-                             "\\uD800-\\uDBFF with a low \\uDC00-\\uDFFF)", text, start + pos)
+    return FilterSyntaxError(
+        f"bad string: \\u{cp:04x} is a lone surrogate; strings hold "
+        "Unicode characters (a surrogate escape pairs a high "
+        "\\uD800-\\uDBFF with a low \\uDC00-\\uDFFF)",
+        text,
+        start + pos,
+    )
 
 
 def quote(s: str) -> str:
@@ -129,5 +140,16 @@ def _escape(m: re.Match) -> str:
     return json.dumps(ch)[1:-1]  # \uXXXX, a surrogate pair beyond the BMP
 
 
-__all__ = ["END", "NUMBER", "NUMBER_RE", "PUNCT", "STRING", "STRING_RE", "Token", "WORD",
-           "number_value", "quote", "read_string"]
+__all__ = [
+    "END",
+    "NUMBER",
+    "NUMBER_RE",
+    "PUNCT",
+    "STRING",
+    "STRING_RE",
+    "WORD",
+    "Token",
+    "number_value",
+    "quote",
+    "read_string",
+]

@@ -18,6 +18,7 @@ answers or raises a ``PubsiftError``; docs/records-syntax.md §4 lists the limit
   transitions, multi-value sets beyond ``multivalues.MAX_CUBES`` cubes) raise
   :class:`TooComplex`; callers give the sound answer instead.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,7 +31,7 @@ MAX_INT_DIGITS = 4300
 #: are not limited: matching them is linear in their length).
 MAX_STRING = 65536
 
-_INT_BOUND = 10 ** MAX_INT_DIGITS
+_INT_BOUND = 10**MAX_INT_DIGITS
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -56,8 +57,7 @@ def string_too_long(s: str) -> bool:
 
 
 def string_message(s: str) -> str:
-    return (f"a string in a filter has at most {MAX_STRING} characters (this one has "
-            f"{len(s)})")
+    return f"a string in a filter has at most {MAX_STRING} characters (this one has {len(s)})"
 
 
 def has_surrogate(s: str) -> bool:
@@ -77,8 +77,10 @@ def printable(s: str) -> str:
 def surrogate_message(s: str) -> str:
     m = _SURROGATE.search(s)
     assert m is not None
-    return (f"lone surrogate U+{ord(m.group()):04X} at character {m.start()} of a string; "
-            "strings hold Unicode characters that UTF-8 can encode")
+    return (
+        f"lone surrogate U+{ord(m.group()):04X} at character {m.start()} of a string; "
+        "strings hold Unicode characters that UTF-8 can encode"
+    )
 
 
 def show(v: Any, json_text: Callable[[Any], str] = repr) -> str:
@@ -93,12 +95,28 @@ def show(v: Any, json_text: Callable[[Any], str] = repr) -> str:
         except (TypeError, ValueError):
             s = repr(v)
     else:
-        s = ("an object" if isinstance(v, Mapping) else "an array"
-             if isinstance(v, (list, tuple)) else f"a {type(v).__name__}")
+        s = (
+            "an object"
+            if isinstance(v, Mapping)
+            else "an array"
+            if isinstance(v, (list, tuple))
+            else f"a {type(v).__name__}"
+        )
     s = printable(s)
     return s if len(s) <= 80 else s[:60] + "..." + s[-10:]
 
 
-__all__ = ["MAX_INT_DIGITS", "MAX_STRING", "TooComplex", "first_surrogate", "has_surrogate",
-           "int_message", "int_too_large", "printable", "show", "string_message",
-           "string_too_long", "surrogate_message"]
+__all__ = [
+    "MAX_INT_DIGITS",
+    "MAX_STRING",
+    "TooComplex",
+    "first_surrogate",
+    "has_surrogate",
+    "int_message",
+    "int_too_large",
+    "printable",
+    "show",
+    "string_message",
+    "string_too_long",
+    "surrogate_message",
+]

@@ -10,6 +10,7 @@ every ``O_i ∩ U`` is non-empty (then ``L`` plus one element of each ``O_i ∩ 
 member). A :class:`MultiSet` is a finite union of cubes: closed under union, intersection
 and complement, with emptiness decidable, so every relation is exact.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -58,8 +59,11 @@ class Cube:
 
     def contains(self, x: frozenset) -> bool:
         up = self.upper
-        return (all(up.has(e) for e in x) and self.lower <= x
-                and all(any(o.has(e) for e in x) for o in self.hits))
+        return (
+            all(up.has(e) for e in x)
+            and self.lower <= x
+            and all(any(o.has(e) for e in x) for o in self.hits)
+        )
 
     def samples(self) -> Iterator[frozenset]:
         """The least member, then members with one more element."""
@@ -128,21 +132,21 @@ class MultiSet:
     def is_empty(self) -> bool:
         return not self.cubes
 
-    def __and__(self, other: "MultiSet") -> "MultiSet":
+    def __and__(self, other: MultiSet) -> MultiSet:
         if len(self.cubes) * len(other.cubes) > MAX_CUBES:
             raise TooComplex(f"intersecting {len(self.cubes)} by {len(other.cubes)} cubes")
         return MultiSet(_cube_and(a, b) for a in self.cubes for b in other.cubes)
 
-    def __or__(self, other: "MultiSet") -> "MultiSet":
+    def __or__(self, other: MultiSet) -> MultiSet:
         return MultiSet(self.cubes | other.cubes)
 
-    def __invert__(self) -> "MultiSet":
+    def __invert__(self) -> MultiSet:
         out = MultiSet([ALL_CUBE])
         for c in self.cubes:
             out = out & MultiSet(_cube_not(c))
         return out
 
-    def __sub__(self, other: "MultiSet") -> "MultiSet":
+    def __sub__(self, other: MultiSet) -> MultiSet:
         out = self
         for c in other.cubes:
             if out.is_empty():
@@ -150,10 +154,10 @@ class MultiSet:
             out = out & MultiSet(_cube_not(c))
         return out
 
-    def issubset(self, other: "MultiSet") -> bool:
+    def issubset(self, other: MultiSet) -> bool:
         if self.cubes <= other.cubes or all(
-                any((MultiSet([a]) - MultiSet([b])).is_empty() for b in other.cubes)
-                for a in self.cubes):
+            any((MultiSet([a]) - MultiSet([b])).is_empty() for b in other.cubes) for a in self.cubes
+        ):
             return True
         return (self - other).is_empty()
 

@@ -27,6 +27,7 @@ a result is always right, but for suffix / substring / equals-ignore-case / inst
 combinations and unions of several multi-value cubes a representation may be missed
 (``conjoin`` then raises ``NotRepresentable`` and ``merge`` returns None).
 """
+
 from __future__ import annotations
 
 import os
@@ -38,11 +39,23 @@ from typing import Any
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
 from pubsift.models.constraints.multivalues import TooComplex
 from pubsift.models.constraints.representation import (
-    canonical_hint, lex_span_constraint, part_keys, represent, span_constraint,
+    canonical_hint,
+    lex_span_constraint,
+    part_keys,
+    represent,
+    span_constraint,
 )
 from pubsift.models.constraints.values import BOOL, MULTI, NULL, NUM, STR, skey
 from pubsift.models.constraints.valuesets import (
-    INF, INTEGER, LEX, REAL, TOP, Spans, ValueSet, prefix_span, value_set,
+    INF,
+    INTEGER,
+    LEX,
+    REAL,
+    TOP,
+    Spans,
+    ValueSet,
+    prefix_span,
+    value_set,
 )
 
 
@@ -54,14 +67,18 @@ class NotRepresentable(ValueError):
     """A value set that no single constraint expresses exactly."""
 
 
-_EXISTS, _NOT_EXISTS, _EQ, _IN_SET, _INSTANCEOF = (Op.EXISTS, Op.NOT_EXISTS, Op.EQ, Op.IN_SET,
-                                                   Op.INSTANCEOF)
+_EXISTS, _NOT_EXISTS, _EQ, _IN_SET, _INSTANCEOF = (
+    Op.EXISTS,
+    Op.NOT_EXISTS,
+    Op.EQ,
+    Op.IN_SET,
+    Op.INSTANCEOF,
+)
 _LT, _LE, _GT, _GE, _IN_RANGE, _PREFIX = Op.LT, Op.LE, Op.GT, Op.GE, Op.IN_RANGE, Op.PREFIX
 _SUFFIX, _SUBSTRING, _ANY = Op.SUFFIX, Op.SUBSTRING, Op.ANY
 _NOT_APPLICABLE = (None, None)
 # affix constraints: "b's constant satisfies a's test" decides a ⊒ b (Table 4.5)
-_AFFIX = {_PREFIX: str.startswith, _SUFFIX: str.endswith,
-          _SUBSTRING: lambda s, t: t in s}
+_AFFIX = {_PREFIX: str.startswith, _SUFFIX: str.endswith, _SUBSTRING: lambda s, t: t in s}
 
 
 def _span_of(c: Constraint, integer: bool) -> tuple:
@@ -106,8 +123,11 @@ def _finite(c: Constraint, integer: bool) -> tuple | None:
         return tuple(sorted(x.members))
     else:
         return None
-    return tuple(v for k, v in keys
-                 if not (integer and k == NUM and isinstance(v, float) and not v.is_integer()))
+    return tuple(
+        v
+        for k, v in keys
+        if not (integer and k == NUM and isinstance(v, float) and not v.is_integer())
+    )
 
 
 def _same_scalar(x: Any, y: Any) -> bool:
@@ -123,6 +143,7 @@ def _sound(answer: Any):
     a callable is called with the arguments) when deciding exactly would be
     :class:`~.multivalues.TooComplex` (string automata past ``automata.MAX_CELLS``,
     unions of many multi-value cubes)."""
+
     def wrap(fn):
         @wraps(fn)
         def sound(*args, **kwargs):
@@ -130,13 +151,16 @@ def _sound(answer: Any):
                 return fn(*args, **kwargs)
             except TooComplex:
                 return answer(*args, **kwargs) if callable(answer) else answer
+
         return sound
+
     return wrap
 
 
 def _not_representable(*args: Any, **kwargs: Any) -> Constraint:
-    raise NotRepresentable("deciding this conjunction exactly is too costly (string "
-                           "automata too large)")
+    raise NotRepresentable(
+        "deciding this conjunction exactly is too costly (string automata too large)"
+    )
 
 
 @_sound(False)
@@ -155,8 +179,7 @@ def covers(a: Constraint, b: Constraint, integer: bool = False) -> bool:
                 return True
             if sa is None or (la is LEX) != (lb is LEX):
                 return False
-            return ((sa[0], not sa[1]) <= (sb[0], not sb[1])
-                    and (sb[2], sb[3]) <= (sa[2], sa[3]))
+            return (sa[0], not sa[1]) <= (sb[0], not sb[1]) and (sb[2], sb[3]) <= (sa[2], sa[3])
     opa, opb = a.op, b.op
     if opa is _EXISTS:  # every present value: all but ABSENT
         return opb is not _NOT_EXISTS and not (opb is _ANY and b.operand.op is _NOT_EXISTS)
@@ -320,8 +343,9 @@ def conjoin(a: Constraint, b: Constraint, integer: bool = False) -> Constraint:
             return normalize(c, integer)
     found = represent(vs, integer, [a, b])
     if found is None:
-        raise NotRepresentable(f"{_show(a)} and {_show(b)} cannot be expressed as one "
-                               "constraint on the attribute")
+        raise NotRepresentable(
+            f"{_show(a)} and {_show(b)} cannot be expressed as one constraint on the attribute"
+        )
     return found
 
 
@@ -338,7 +362,7 @@ class Conjunction:
     normalized once, when a clause of another family comes or the value is read: linear in
     the input, with the same canonical result (the value set is the same)."""
 
-    __slots__ = ("integer", "_acc", "_family", "_parts")
+    __slots__ = ("_acc", "_family", "_parts", "integer")
 
     def __init__(self, integer: bool = False) -> None:
         self.integer = integer
@@ -374,8 +398,7 @@ class Conjunction:
         """The canonical constraint (``ValueError`` before the first :meth:`add`)."""
         if self._family is not None and len(self._parts) > 1:
             op = self._family[0]
-            self._set(normalize(Constraint(op, frozenset().union(*self._parts)),
-                                self.integer))
+            self._set(normalize(Constraint(op, frozenset().union(*self._parts)), self.integer))
         if self._acc is None:
             raise ValueError("an empty conjunction has no value")
         return self._acc
@@ -385,8 +408,9 @@ def _family(c: Constraint) -> tuple[Op, str | None, frozenset] | None:
     """(operator of the union form, kind, set) for the clauses :class:`Conjunction` joins
     by the union of their sets, else None."""
     op, x = c.op, c.operand
-    if op is Op.NE and (isinstance(x, str) or (isinstance(x, (int, float))
-                                               and not isinstance(x, bool))):
+    if op is Op.NE and (
+        isinstance(x, str) or (isinstance(x, (int, float)) and not isinstance(x, bool))
+    ):
         k = skey(x)
         return Op.NOT_IN_SET, k[0], frozenset([k])
     if op is Op.NOT_IN_SET:
@@ -415,8 +439,9 @@ def union_all(sets: Sequence[ValueSet]) -> ValueSet:
     quadratic, 269 s for 20,000 values)."""
     sets = list(sets)
     while len(sets) > 1:
-        sets = [sets[i] | sets[i + 1] if i + 1 < len(sets) else sets[i]
-                for i in range(0, len(sets), 2)]
+        sets = [
+            sets[i] | sets[i + 1] if i + 1 < len(sets) else sets[i] for i in range(0, len(sets), 2)
+        ]
     return sets[0]
 
 
@@ -428,10 +453,12 @@ def _multi_candidates(cs: Sequence[Constraint]) -> list[Constraint]:
         return frozenset([c.operand]) if c.op in (Op.CONTAINS, Op.NOT_CONTAINS) else c.operand
 
     out = []
-    for ops, new, join in (((Op.OVERLAPS, Op.CONTAINS, Op.SUPERSET), Op.OVERLAPS, frozenset.union),
-                           ((Op.DISJOINT, Op.NOT_CONTAINS), Op.DISJOINT, frozenset.intersection),
-                           ((Op.SUBSET,), Op.SUBSET, frozenset.union),
-                           ((Op.SUPERSET, Op.CONTAINS), Op.SUPERSET, frozenset.intersection)):
+    for ops, new, join in (
+        ((Op.OVERLAPS, Op.CONTAINS, Op.SUPERSET), Op.OVERLAPS, frozenset.union),
+        ((Op.DISJOINT, Op.NOT_CONTAINS), Op.DISJOINT, frozenset.intersection),
+        ((Op.SUBSET,), Op.SUBSET, frozenset.union),
+        ((Op.SUPERSET, Op.CONTAINS), Op.SUPERSET, frozenset.intersection),
+    ):
         sets = [elems(c) for c in cs if c.op in ops]
         if sets:
             out.append(Constraint(new, reduce(join, sets)))
@@ -496,12 +523,18 @@ def _str_candidates(vs: ValueSet, cs: Sequence[Constraint]) -> list[Constraint]:
         out.append(Constraint(Op.PREFIX, _common_prefix(heads)))
     if tails:
         out.append(Constraint(Op.SUFFIX, _common_prefix([w[::-1] for w in tails])[::-1]))
-    subs = [c.operand for c in cs if c.op in (Op.SUBSTRING, Op.SUFFIX, Op.PREFIX, Op.EQ)
-            and isinstance(c.operand, str)]
+    subs = [
+        c.operand
+        for c in cs
+        if c.op in (Op.SUBSTRING, Op.SUFFIX, Op.PREFIX, Op.EQ) and isinstance(c.operand, str)
+    ]
     if subs:
         out += [Constraint(Op.SUBSTRING, w) for w in _longest_common_substrings(subs)]
-    folded = {c.operand.casefold() for c in cs if c.op in (Op.EQ, Op.EQ_IGNORE_CASE)
-              and isinstance(c.operand, str)}
+    folded = {
+        c.operand.casefold()
+        for c in cs
+        if c.op in (Op.EQ, Op.EQ_IGNORE_CASE) and isinstance(c.operand, str)
+    }
     if len(folded) == 1:
         out.append(Constraint(Op.EQ_IGNORE_CASE, folded.pop()))
     return out
@@ -514,7 +547,7 @@ def _longest_common_substrings(words: Sequence[str]) -> list[str]:
     shortest = min(words, key=len)
 
     def common(n: int) -> list[str]:
-        found = dict.fromkeys(shortest[i:i + n] for i in range(len(shortest) - n + 1))
+        found = dict.fromkeys(shortest[i : i + n] for i in range(len(shortest) - n + 1))
         return [w for w in found if all(w in s for s in words)]
 
     lo, hi, best = 1, len(shortest), []
@@ -554,8 +587,10 @@ def _gap_size(g: tuple) -> tuple[bool, Fraction]:
 
 def _any_value(cs: Iterable[Constraint], integer: bool = False) -> Constraint:
     if any(c.op is _NOT_EXISTS for c in cs):
-        raise NotRepresentable("no single constraint admits both a missing attribute and "
-                               "a value; drop the attribute filter instead")
+        raise NotRepresentable(
+            "no single constraint admits both a missing attribute and "
+            "a value; drop the attribute filter instead"
+        )
     return Constraint(Op.EXISTS)
 
 
@@ -575,8 +610,10 @@ def _hull(cs: list[Constraint], integer: bool) -> Constraint:
     vs = _union(cs, integer)
     kinds = vs.kinds()
     if "absent" in kinds:
-        raise NotRepresentable("no single constraint admits both a missing attribute and "
-                               "a value; drop the attribute filter instead")
+        raise NotRepresentable(
+            "no single constraint admits both a missing attribute and "
+            "a value; drop the attribute filter instead"
+        )
     cands: list[Constraint] = []
     if kinds == {NUM}:
         cands += _num_candidates(vs, integer)
@@ -607,6 +644,19 @@ def _hull(cs: list[Constraint], integer: bool) -> Constraint:
     return normalize(best, integer)
 
 
-__all__ = ["Conjunction", "NotRepresentable", "Unsatisfiable", "conjoin", "counterexample", "covers",
-           "hull", "identical", "merge", "normalize", "overlaps", "union_all", "witness",
-           "witness_of"]
+__all__ = [
+    "Conjunction",
+    "NotRepresentable",
+    "Unsatisfiable",
+    "conjoin",
+    "counterexample",
+    "covers",
+    "hull",
+    "identical",
+    "merge",
+    "normalize",
+    "overlaps",
+    "union_all",
+    "witness",
+    "witness_of",
+]

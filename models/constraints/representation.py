@@ -10,6 +10,7 @@ substring, equals-ignore-case, instanceof) and unions of several multi-value cub
 the *hints* (the inputs of a conjunction or merger and derived candidates) and verifies each
 exactly, so what it returns is always right, but it may miss a representation.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -19,14 +20,21 @@ from pubsift.models.constraints.constraints import Constraint, Interval, Op
 from pubsift.models.constraints.elements import ALL_ELEMS
 from pubsift.models.constraints.values import BOOL, MULTI, NULL, NUM, STR, skey
 from pubsift.models.constraints.valuesets import (
-    INF, TOP, Spans, ValueSet, everything, prefix_span, surely_equal, value_set,
+    INF,
+    TOP,
+    Spans,
+    ValueSet,
+    everything,
+    prefix_span,
+    surely_equal,
+    value_set,
 )
 
 LIMIT = 4096  # the largest finite set read back as IN_SET / NOT_IN_SET
 
 
 def _num_value(v: Any) -> Any:
-    return int(v) if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53 else v
+    return int(v) if isinstance(v, float) and v.is_integer() and abs(v) < 2**53 else v
 
 
 def span_constraint(s: tuple, integer: bool, negate: bool) -> Constraint:
@@ -112,8 +120,7 @@ def _from_hints(vs: ValueSet, hints: Sequence[Constraint], integer: bool) -> Con
     return None
 
 
-def _str_constraint(vs: ValueSet, hints: Sequence[Constraint], integer: bool
-                    ) -> Constraint | None:
+def _str_constraint(vs: ValueSet, hints: Sequence[Constraint], integer: bool) -> Constraint | None:
     s = vs.str
     if s.lex is not None:
         return _lex_constraint(s.lex)
@@ -141,8 +148,9 @@ def _str_constraint(vs: ValueSet, hints: Sequence[Constraint], integer: bool
     return None
 
 
-def _multi_constraint(vs: ValueSet, hints: Sequence[Constraint], integer: bool
-                      ) -> Constraint | None:
+def _multi_constraint(
+    vs: ValueSet, hints: Sequence[Constraint], integer: bool
+) -> Constraint | None:
     cubes = vs.multi.cubes
     if len(cubes) == 1:
         (c,) = cubes
@@ -182,8 +190,7 @@ def part_keys(vs: ValueSet, k: str, negate: bool) -> list | None:
     return [] if negate else [skey(None)]
 
 
-def represent(vs: ValueSet, integer: bool, hints: Sequence[Constraint] = ()
-               ) -> Constraint | None:
+def represent(vs: ValueSet, integer: bool, hints: Sequence[Constraint] = ()) -> Constraint | None:
     """One constraint whose L_A is exactly vs (non-empty), or None."""
     kinds = vs.kinds()
     if not kinds:
@@ -220,5 +227,11 @@ def represent(vs: ValueSet, integer: bool, hints: Sequence[Constraint] = ()
     return None
 
 
-__all__ = ["LIMIT", "canonical_hint", "lex_span_constraint", "part_keys", "represent",
-           "span_constraint"]
+__all__ = [
+    "LIMIT",
+    "canonical_hint",
+    "lex_span_constraint",
+    "part_keys",
+    "represent",
+    "span_constraint",
+]

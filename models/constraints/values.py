@@ -7,6 +7,7 @@ Kinds: numbers (int and float, compared numerically; booleans are **not** number
 booleans, null. Python's ``True == 1`` is avoided everywhere by keying scalars with
 :func:`skey`, which tags each scalar with its kind.
 """
+
 from __future__ import annotations
 
 from typing import Any, Union

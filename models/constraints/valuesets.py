@@ -35,6 +35,7 @@ What is not decided exactly:
   callers answer soundly (:func:`surely_equal` says False, a perfect merge is not found,
   an imperfection is ``inf``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -45,9 +46,19 @@ from typing import Any
 from pubsift.models.constraints.automata import StrSet, dfa_caseless, dfa_kmp, dfa_words
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
 from pubsift.models.constraints.elements import ALL_ELEMS, NO_ELEMS, Elems
-from pubsift.models.constraints.intervals import INF, INTEGER, LEX, REAL, TOP, Line, Spans, prefix_span
+from pubsift.models.constraints.intervals import (
+    INF,
+    INTEGER,
+    LEX,
+    REAL,
+    TOP,
+    Line,
+    Spans,
+    prefix_span,
+)
 from pubsift.models.constraints.multivalues import ALL_CUBE, MultiSet, TooComplex, cube
 from pubsift.models.constraints.values import BOOL, MULTI, NULL, NUM, STR, kind, skey
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ValueSet:
@@ -78,34 +89,67 @@ class ValueSet:
         return frozenset(out)
 
     def is_empty(self) -> bool:
-        return not (self.absent or self.num or self.bools or self.null
-                    or not self.str.is_empty() or not self.multi.is_empty())
+        return not (
+            self.absent
+            or self.num
+            or self.bools
+            or self.null
+            or not self.str.is_empty()
+            or not self.multi.is_empty()
+        )
 
-    def __and__(self, o: "ValueSet") -> "ValueSet":
-        return ValueSet(self.absent and o.absent, self.num & o.num, self.str & o.str,
-                        self.bools & o.bools, self.null and o.null, self.multi & o.multi)
+    def __and__(self, o: ValueSet) -> ValueSet:
+        return ValueSet(
+            self.absent and o.absent,
+            self.num & o.num,
+            self.str & o.str,
+            self.bools & o.bools,
+            self.null and o.null,
+            self.multi & o.multi,
+        )
 
-    def __or__(self, o: "ValueSet") -> "ValueSet":
-        return ValueSet(self.absent or o.absent, self.num | o.num, self.str | o.str,
-                        self.bools | o.bools, self.null or o.null, self.multi | o.multi)
+    def __or__(self, o: ValueSet) -> ValueSet:
+        return ValueSet(
+            self.absent or o.absent,
+            self.num | o.num,
+            self.str | o.str,
+            self.bools | o.bools,
+            self.null or o.null,
+            self.multi | o.multi,
+        )
 
-    def __sub__(self, o: "ValueSet") -> "ValueSet":
-        return ValueSet(self.absent and not o.absent, self.num - o.num, self.str - o.str,
-                        self.bools - o.bools, self.null and not o.null, self.multi - o.multi)
+    def __sub__(self, o: ValueSet) -> ValueSet:
+        return ValueSet(
+            self.absent and not o.absent,
+            self.num - o.num,
+            self.str - o.str,
+            self.bools - o.bools,
+            self.null and not o.null,
+            self.multi - o.multi,
+        )
 
-    def __invert__(self) -> "ValueSet":
-        return ValueSet(not self.absent, ~self.num, ~self.str,
-                        frozenset({True, False}) - self.bools, not self.null, ~self.multi)
+    def __invert__(self) -> ValueSet:
+        return ValueSet(
+            not self.absent,
+            ~self.num,
+            ~self.str,
+            frozenset({True, False}) - self.bools,
+            not self.null,
+            ~self.multi,
+        )
 
-    def issubset(self, o: "ValueSet") -> bool:
+    def issubset(self, o: ValueSet) -> bool:
         """self ⊆ o, checking the cheap kinds first."""
-        return ((not self.absent or o.absent) and (not self.null or o.null)
-                and self.bools <= o.bools
-                and (not self.num or self.num.issubset(o.num))
-                and (self.str.is_empty() or self.str.issubset(o.str))
-                and (self.multi.is_empty() or self.multi.issubset(o.multi)))
+        return (
+            (not self.absent or o.absent)
+            and (not self.null or o.null)
+            and self.bools <= o.bools
+            and (not self.num or self.num.issubset(o.num))
+            and (self.str.is_empty() or self.str.issubset(o.str))
+            and (self.multi.is_empty() or self.multi.issubset(o.multi))
+        )
 
-    def isdisjoint(self, o: "ValueSet") -> bool:
+    def isdisjoint(self, o: ValueSet) -> bool:
         if (self.absent and o.absent) or (self.null and o.null) or (self.bools & o.bools):
             return False
         if self.num and o.num and (self.num & o.num):
@@ -119,8 +163,14 @@ class ValueSet:
     def __eq__(self, o: object) -> bool:
         if not isinstance(o, ValueSet):
             return NotImplemented
-        return (self.absent == o.absent and self.null == o.null and self.bools == o.bools
-                and self.num == o.num and self.str == o.str and self.multi == o.multi)
+        return (
+            self.absent == o.absent
+            and self.null == o.null
+            and self.bools == o.bools
+            and self.num == o.num
+            and self.str == o.str
+            and self.multi == o.multi
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -179,23 +229,34 @@ def _line(integer: bool) -> Line:
 @lru_cache(maxsize=4)
 def empty(integer: bool = False) -> ValueSet:
     """The empty value set."""
-    return ValueSet(False, Spans(_line(integer), ()), StrSet(Spans(LEX, ())), frozenset(),
-                    False, MultiSet(()))
+    return ValueSet(
+        False, Spans(_line(integer), ()), StrSet(Spans(LEX, ())), frozenset(), False, MultiSet(())
+    )
 
 
 @lru_cache(maxsize=8)
 def everything(integer: bool = False, absent: bool = False) -> ValueSet:
     """Every present value of every kind (``absent``: and ABSENT)."""
-    return ValueSet(absent, Spans.of(_line(integer), [(-INF, False, INF, False)]),
-                    StrSet(Spans.of(LEX, [("", True, TOP, False)])),
-                    frozenset({True, False}), True, MultiSet([ALL_CUBE]))
+    return ValueSet(
+        absent,
+        Spans.of(_line(integer), [(-INF, False, INF, False)]),
+        StrSet(Spans.of(LEX, [("", True, TOP, False)])),
+        frozenset({True, False}),
+        True,
+        MultiSet([ALL_CUBE]),
+    )
 
 
 def _with(integer: bool, **parts: Any) -> ValueSet:
     e = empty(integer)
-    return ValueSet(parts.get("absent", False), parts.get("num", e.num),
-                    parts.get("str", e.str), parts.get("bools", e.bools),
-                    parts.get("null", False), parts.get("multi", e.multi))
+    return ValueSet(
+        parts.get("absent", False),
+        parts.get("num", e.num),
+        parts.get("str", e.str),
+        parts.get("bools", e.bools),
+        parts.get("null", False),
+        parts.get("multi", e.multi),
+    )
 
 
 def _scalar_part(integer: bool, keys, negate: bool) -> ValueSet:
@@ -222,8 +283,12 @@ def _scalar_part(integer: bool, keys, negate: bool) -> ValueSet:
 def _cmp_span(op: Op, x: Any) -> tuple:
     hi = TOP if isinstance(x, str) else INF
     lo = "" if isinstance(x, str) else -INF
-    return {Op.LT: (lo, True, x, False), Op.LE: (lo, True, x, True),
-            Op.GT: (x, False, hi, False), Op.GE: (x, True, hi, False)}[op]
+    return {
+        Op.LT: (lo, True, x, False),
+        Op.LE: (lo, True, x, True),
+        Op.GT: (x, False, hi, False),
+        Op.GE: (x, True, hi, False),
+    }[op]
 
 
 def _ordered(integer: bool, x: Any, raw: list[tuple], negate: bool = False) -> ValueSet:
@@ -287,9 +352,28 @@ def _any_element(c: Constraint, integer: bool) -> ValueSet:
     if c.op is Op.NOT_EXISTS:
         return _with(integer, absent=True, multi=MultiSet([cube(NO_ELEMS, frozenset(), ())]))
     vs = value_set(c, integer)
-    return ValueSet(False, vs.num, vs.str, vs.bools, vs.null,
-                    MultiSet([cube(ALL_ELEMS, frozenset(), [elements_of(c)])]))
+    return ValueSet(
+        False,
+        vs.num,
+        vs.str,
+        vs.bools,
+        vs.null,
+        MultiSet([cube(ALL_ELEMS, frozenset(), [elements_of(c)])]),
+    )
 
 
-__all__ = ["INF", "INTEGER", "LEX", "REAL", "TOP", "Spans", "ValueSet", "elements_of", "empty",
-           "everything", "prefix_span", "surely_equal", "value_set"]
+__all__ = [
+    "INF",
+    "INTEGER",
+    "LEX",
+    "REAL",
+    "TOP",
+    "Spans",
+    "ValueSet",
+    "elements_of",
+    "empty",
+    "everything",
+    "prefix_span",
+    "surely_equal",
+    "value_set",
+]

@@ -35,6 +35,7 @@ keeps its sign (Python's ``json`` writes floats with ``repr``); the infinities, 
 lacks, are ``{"float": "inf"}`` / ``{"float": "-inf"}``. The wire form is not normalized:
 ``load_constraint(dump_constraint(c)) == c`` for every constraint, canonical or not.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,17 +55,17 @@ _NONE = frozenset({Op.EXISTS, Op.NOT_EXISTS})
 _VALUE = frozenset({Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE})
 _ELEMENT = frozenset({Op.CONTAINS, Op.NOT_CONTAINS})
 _RANGE = frozenset({Op.IN_RANGE, Op.NOT_IN_RANGE})
-_SETS = frozenset({Op.IN_SET, Op.NOT_IN_SET, Op.SUBSET, Op.SUPERSET, Op.DISJOINT,
-                   Op.OVERLAPS})
-_STRINGS = frozenset({Op.PREFIX, Op.NOT_PREFIX, Op.SUFFIX, Op.NOT_SUFFIX, Op.SUBSTRING,
-                      Op.EQ_IGNORE_CASE})
+_SETS = frozenset({Op.IN_SET, Op.NOT_IN_SET, Op.SUBSET, Op.SUPERSET, Op.DISJOINT, Op.OVERLAPS})
+_STRINGS = frozenset(
+    {Op.PREFIX, Op.NOT_PREFIX, Op.SUFFIX, Op.NOT_SUFFIX, Op.SUBSTRING, Op.EQ_IGNORE_CASE}
+)
 _OPS = {o.value: o for o in Op}
 _MEMBERS = {
-    **{op: ("op",) for op in _NONE},
+    **dict.fromkeys(_NONE, ("op",)),
     Op.INSTANCEOF: ("op", "type", "members"),
-    **{op: ("op", "value") for op in _VALUE | _ELEMENT | _STRINGS},
-    **{op: ("op", "lo", "hi", "lo_closed", "hi_closed") for op in _RANGE},
-    **{op: ("op", "values") for op in _SETS},
+    **dict.fromkeys(_VALUE | _ELEMENT | _STRINGS, ("op", "value")),
+    **dict.fromkeys(_RANGE, ("op", "lo", "hi", "lo_closed", "hi_closed")),
+    **dict.fromkeys(_SETS, ("op", "values")),
     Op.ANY: ("op", "of"),
 }
 
@@ -80,8 +81,12 @@ def dump_constraint(c: Constraint) -> JSON:
     elif op in _ELEMENT:
         out["value"] = _dump_scalar(x[1])
     elif op in _RANGE:
-        out.update(lo=_dump_scalar(x.lo), hi=None if x.hi is None else _dump_scalar(x.hi),
-                   lo_closed=x.lo_closed, hi_closed=x.hi_closed)
+        out.update(
+            lo=_dump_scalar(x.lo),
+            hi=None if x.hi is None else _dump_scalar(x.hi),
+            lo_closed=x.lo_closed,
+            hi_closed=x.hi_closed,
+        )
     elif op in _SETS:
         out["values"] = [_dump_scalar(v) for v in sorted((v for _, v in x), key=sort_key)]
     elif op is Op.ANY:
@@ -99,7 +104,7 @@ def _dump_scalar(v: Any) -> JSON:
 
 def load_constraint(obj: JSON, path: str = "$") -> Constraint:
     if not isinstance(obj, Mapping):
-        raise _ferr(f"a constraint is a JSON object with \"op\", not {json_type(obj)}", path)
+        raise _ferr(f'a constraint is a JSON object with "op", not {json_type(obj)}', path)
     op = obj.get("op")
     if not isinstance(op, str) or op not in _OPS:
         known = ", ".join(o.value for o in Op)
@@ -108,8 +113,11 @@ def load_constraint(obj: JSON, path: str = "$") -> Constraint:
     expected = _MEMBERS[op]
     extra = sorted(set(obj) - set(expected), key=str)
     if extra:
-        raise _ferr(f"unexpected member {_show(extra[0])} for op {op.value!r} (members: "
-                    f"{', '.join(expected)})", path)
+        raise _ferr(
+            f"unexpected member {_show(extra[0])} for op {op.value!r} (members: "
+            f"{', '.join(expected)})",
+            path,
+        )
     missing = [m for m in expected if m not in obj]
     if missing:
         raise _ferr(f"op {op.value!r} needs member {missing[0]!r}", path)
@@ -118,12 +126,16 @@ def load_constraint(obj: JSON, path: str = "$") -> Constraint:
     if op is Op.ANY:
         inner = obj["of"]
         if isinstance(inner, Mapping) and inner.get("op") == Op.ANY.value:
-            raise _ferr("\"any\" applies to a scalar constraint, not to another \"any\"",
-                        path + ".of.op")
+            raise _ferr(
+                '"any" applies to a scalar constraint, not to another "any"', path + ".of.op"
+            )
         c = load_constraint(inner, path + ".of")
         if c.op not in ELEMENT_OPS:
-            raise _ferr(f"\"any\" applies to a scalar constraint, exists or not-exists, not "
-                        f"to {c.op.value!r}", path + ".of.op")
+            raise _ferr(
+                f'"any" applies to a scalar constraint, exists or not-exists, not '
+                f"to {c.op.value!r}",
+                path + ".of.op",
+            )
         return Constraint(op, c)
     if op is Op.INSTANCEOF:
         name = load_string(obj["type"], path + ".type")
@@ -132,8 +144,9 @@ def load_constraint(obj: JSON, path: str = "$") -> Constraint:
             raise _ferr("members is a list of type names", path + ".members")
         ms = frozenset(load_string(m, f"{path}.members[{i}]") for i, m in enumerate(members))
         if name not in ms:
-            raise _ferr(f"the members of instanceof {name!r} include the type itself",
-                        path + ".members")
+            raise _ferr(
+                f"the members of instanceof {name!r} include the type itself", path + ".members"
+            )
         return Constraint(op, TypeSet(name, ms))
     if op in _STRINGS:
         return Constraint(op, load_string(obj["value"], path + ".value"))
@@ -177,7 +190,7 @@ def _load_scalar(v: JSON, path: str) -> Any:
     if isinstance(v, Mapping):
         if set(v) == {"float"} and v["float"] in ("inf", "-inf"):
             return math.inf if v["float"] == "inf" else -math.inf
-        raise _ferr("a scalar object is {\"float\": \"inf\"} or {\"float\": \"-inf\"}", path)
+        raise _ferr('a scalar object is {"float": "inf"} or {"float": "-inf"}', path)
     if v is None or isinstance(v, bool):
         return v
     if isinstance(v, str):
@@ -188,7 +201,7 @@ def _load_scalar(v: JSON, path: str) -> Any:
         return v
     if isinstance(v, float):
         if not math.isfinite(v):
-            raise _ferr(f"{v!r} is not JSON; write {{\"float\": \"inf\"}}", path)
+            raise _ferr(f'{v!r} is not JSON; write {{"float": "inf"}}', path)
         return v
     raise _ferr(f"expected a string, number, boolean or null, not {json_type(v)}", path)
 

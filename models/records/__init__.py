@@ -12,11 +12,22 @@ The constraints themselves (:class:`Constraint`, :class:`Op`, :class:`Interval`,
 algebra, :mod:`pubsift.models.constraints`; they are re-exported here because a records
 filter is written with them.
 """
+
 from pubsift.models.constraints import ABSENT, Constraint, Interval, Op, TypeSet
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.model import RecordsModel
 from pubsift.models.records.typesystem import Schema, TypeHierarchy
 from pubsift.models.records.values import Record
 
-__all__ = ["ABSENT", "Constraint", "Interval", "Op", "Record", "RecordFilter", "RecordsModel",
-           "Schema", "TypeHierarchy", "TypeSet"]
+__all__ = [
+    "ABSENT",
+    "Constraint",
+    "Interval",
+    "Op",
+    "Record",
+    "RecordFilter",
+    "RecordsModel",
+    "Schema",
+    "TypeHierarchy",
+    "TypeSet",
+]

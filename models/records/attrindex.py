@@ -24,6 +24,7 @@ the items whose constraint accepts a value, exactly (``Constraint.matches``):
 
 Each item is returned at most once per probe. Items are opaque to this module.
 """
+
 from __future__ import annotations
 
 import math
@@ -93,10 +94,15 @@ class _Intervals:
 class _Ranges:
     """Comparisons and intervals over one kind (numbers or strings)."""
 
-    __slots__ = ("ge", "gt", "le", "lt", "two", "all", "size")
+    __slots__ = ("all", "ge", "gt", "le", "lt", "size", "two")
 
     def __init__(self) -> None:
-        self.ge, self.gt, self.le, self.lt = SortedItems(), SortedItems(), SortedItems(), SortedItems()
+        self.ge, self.gt, self.le, self.lt = (
+            SortedItems(),
+            SortedItems(),
+            SortedItems(),
+            SortedItems(),
+        )
         self.two = _Intervals()
         self.all: list[Any] = []
         self.size = 0
@@ -141,16 +147,16 @@ class _Ranges:
     def probe(self, v: Any, out: list) -> None:
         s = self.ge
         if s.bounds:
-            out.append(s.items[:bisect_right(s.bounds, v)])
+            out.append(s.items[: bisect_right(s.bounds, v)])
         s = self.gt
         if s.bounds:
-            out.append(s.items[:bisect_left(s.bounds, v)])
+            out.append(s.items[: bisect_left(s.bounds, v)])
         s = self.le
         if s.bounds:
-            out.append(s.items[bisect_left(s.bounds, v):])
+            out.append(s.items[bisect_left(s.bounds, v) :])
         s = self.lt
         if s.bounds:
-            out.append(s.items[bisect_right(s.bounds, v):])
+            out.append(s.items[bisect_right(s.bounds, v) :])
         if self.two.los:
             out.append(self.two.stab(v))
         if self.all:
@@ -186,9 +192,25 @@ _RANGE_OPS = frozenset({Op.LT, Op.LE, Op.GT, Op.GE, Op.IN_RANGE})
 class AttributeIndex:
     """(constraint, item) pairs of one attribute; :meth:`probe` finds the accepting items."""
 
-    __slots__ = ("eq_str", "eq_num", "eq_other", "ieq", "inst", "pre", "pre_lens", "suf",
-                 "suf_lens", "numbers", "strings", "present", "absent", "residual", "size",
-                 "elements", "no_leaf")
+    __slots__ = (
+        "absent",
+        "elements",
+        "eq_num",
+        "eq_other",
+        "eq_str",
+        "ieq",
+        "inst",
+        "no_leaf",
+        "numbers",
+        "pre",
+        "pre_lens",
+        "present",
+        "residual",
+        "size",
+        "strings",
+        "suf",
+        "suf_lens",
+    )
 
     def __init__(self) -> None:
         self.eq_str: dict[str, list] = {}
@@ -326,7 +348,7 @@ class AttributeIndex:
                 n, suf = len(v), self.suf
                 for length in self.suf_lens:
                     if length <= n:
-                        b = suf.get(v[n - length:])
+                        b = suf.get(v[n - length :])
                         if b:
                             out.append(b)
             if self.strings.size:
@@ -346,7 +368,6 @@ class AttributeIndex:
         if self.residual:
             out.append([item for test, item in self.residual if test(v)])
         return out
-
 
     def _probe_any(self, v: Any, t: type, out: list) -> None:
         """The ``any`` items accepting v: probes with v, or with each element of a list."""

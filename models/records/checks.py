@@ -4,6 +4,7 @@ raises a ``PubsiftError``): a hook given an object that is not a records filter 
 :class:`EventError` naming its type, instead of failing somewhere inside with a
 ``TypeError`` or ``AttributeError``. Each check is one class comparison on the hot path;
 ``isinstance`` only runs for other classes (subclasses, mappings)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -18,16 +19,17 @@ def record_filter(f: Any) -> RecordFilter:
     """``f`` if it is a :class:`RecordFilter`, else :class:`FilterSyntaxError`."""
     if f.__class__ is RecordFilter or isinstance(f, RecordFilter):
         return f
-    raise FilterSyntaxError(f"not a records filter: {type(f).__name__} (make one with "
-                            "parse_filter or load_filter)")
+    raise FilterSyntaxError(
+        f"not a records filter: {type(f).__name__} (make one with parse_filter or load_filter)"
+    )
 
 
 def record_filters(fs: Any) -> list[RecordFilter]:
     """The filters of an iterable of records filters, as a list."""
-    if (isinstance(fs, (str, bytes, bytearray, Mapping, RecordFilter))
-            or not isinstance(fs, Iterable)):
-        raise FilterSyntaxError(f"expected a sequence of records filters, not "
-                                f"{type(fs).__name__}")
+    if isinstance(fs, (str, bytes, bytearray, Mapping, RecordFilter)) or not isinstance(
+        fs, Iterable
+    ):
+        raise FilterSyntaxError(f"expected a sequence of records filters, not {type(fs).__name__}")
     out = list(fs)
     for f in out:
         record_filter(f)
@@ -39,13 +41,15 @@ def event(e: Any) -> Mapping[str, Any]:
     else :class:`EventError`."""
     if e.__class__ is Record or isinstance(e, Mapping):
         return e
-    raise EventError(f"not a records event: {type(e).__name__} (make one with parse_event "
-                     "or load_event)")
+    raise EventError(
+        f"not a records event: {type(e).__name__} (make one with parse_event or load_event)"
+    )
 
 
 def record(e: Any) -> Record:
     """``e`` if it is a :class:`Record`, else :class:`EventError`."""
     if e.__class__ is Record or isinstance(e, Record):
         return e
-    raise EventError(f"not a records event: {type(e).__name__} (make one with parse_event "
-                     "or load_event)")
+    raise EventError(
+        f"not a records event: {type(e).__name__} (make one with parse_event or load_event)"
+    )

@@ -54,6 +54,7 @@ pyarrow the function is the per-row loop (without NumPy too, answering lists). T
 key table) is cached on the index, dropped when ``add``/``remove`` change it and not
 pickled (``RecordsIndex.__getstate__``).
 """
+
 from __future__ import annotations
 
 import json
@@ -75,7 +76,7 @@ MAX_STRUCT_DEPTH = 64
 #: (memory stays bounded when many filters are candidates of every row).
 PAIR_BUDGET = 1 << 20
 #: Numbers at or beyond this magnitude are not trusted as float64 (integers past it round).
-EXACT = 2.0 ** 53
+EXACT = 2.0**53
 
 #: One JSON object on one line: no control characters (a newline would split the line;
 #: JSON refuses the others in strings), starting with "{" and ending with "}" (Arrow
@@ -96,8 +97,9 @@ def load_row(model: Any, wire: Any, row: int) -> Any:
     try:
         return model.load_event(obj)
     except EventError as exc:
-        raise EventError(exc.message, f"row {row}" + (f", {exc.where}" if exc.where else "")
-                         ) from None
+        raise EventError(
+            exc.message, f"row {row}" + (f", {exc.where}" if exc.where else "")
+        ) from None
 
 
 def match_rows(index: Any, wires: Sequence[Any], rows: Any = None) -> tuple[list, list]:
@@ -105,7 +107,7 @@ def match_rows(index: Any, wires: Sequence[Any], rows: Any = None) -> tuple[list
     out_rows: list[int] = []
     out_keys: list[Hashable] = []
     model, match = index.model, index.match
-    for i in (range(len(wires)) if rows is None else rows):
+    for i in range(len(wires)) if rows is None else rows:
         keys = match(load_row(model, wires[i], i))
         out_rows.extend([i] * len(keys))
         out_keys.extend(keys)
@@ -149,9 +151,13 @@ def _bounds(c: Constraint) -> tuple | None:
     if op in (Op.EQ, Op.LT, Op.LE, Op.GT, Op.GE) and _exact_number(x):
         v = float(x)
         inf = float("inf")
-        return {Op.EQ: (v, v, True, True), Op.LT: (-inf, v, True, False),
-                Op.LE: (-inf, v, True, True), Op.GT: (v, inf, False, True),
-                Op.GE: (v, inf, True, True)}[op]
+        return {
+            Op.EQ: (v, v, True, True),
+            Op.LT: (-inf, v, True, False),
+            Op.LE: (-inf, v, True, True),
+            Op.GT: (v, inf, False, True),
+            Op.GE: (v, inf, True, True),
+        }[op]
     return None
 
 
@@ -185,8 +191,11 @@ class _Anchors:
     def add(self, fid: int, kind: str, data: Any) -> None:
         if kind == "hash":
             for v in data:
-                (self.strs.setdefault(v, []) if v.__class__ is str
-                 else self.nums.setdefault(float(v), [])).append(fid)
+                (
+                    self.strs.setdefault(v, [])
+                    if v.__class__ is str
+                    else self.nums.setdefault(float(v), [])
+                ).append(fid)
         elif kind == "prefix":
             self.prefix.setdefault(data, []).append(fid)
         elif kind == "suffix":
@@ -220,9 +229,14 @@ class _Anchors:
         self.sorted_ranges = []
         for (side, closed), items in sides.items():
             items.sort()
-            self.sorted_ranges.append((np.array([v for v, _ in items], dtype=np.float64),
-                                       np.array([f for _, f in items], dtype=np.int64),
-                                       closed, side == "hi"))
+            self.sorted_ranges.append(
+                (
+                    np.array([v for v, _ in items], dtype=np.float64),
+                    np.array([f for _, f in items], dtype=np.int64),
+                    closed,
+                    side == "hi",
+                )
+            )
         self.has_strings = bool(self.strs or self.prefix or self.suffix)
 
     def for_strings(self, dictionary: list[str]) -> tuple[Any, Any, Any]:
@@ -248,13 +262,16 @@ class _Anchors:
             for n in slen:
                 if n > len(s):
                     break
-                hit = suffix.get(s[len(s) - n:])
+                hit = suffix.get(s[len(s) - n :])
                 if hit:
                     flat.extend(hit)
             starts.append(start)
             counts.append(len(flat) - start)
-        return (np.array(starts + [0], dtype=np.int64), np.array(counts + [0], dtype=np.int64),
-                np.array(flat, dtype=np.int64))
+        return (
+            np.array(starts + [0], dtype=np.int64),
+            np.array(counts + [0], dtype=np.int64),
+            np.array(flat, dtype=np.int64),
+        )
 
 
 class Plan:
@@ -322,9 +339,13 @@ class Plan:
                     col = bounds.get(name)
                     if col is None:
                         inf = float("inf")
-                        col = bounds[name] = [np.zeros(n, bool), np.full(n, -inf),
-                                              np.full(n, inf), np.ones(n, bool),
-                                              np.ones(n, bool)]
+                        col = bounds[name] = [
+                            np.zeros(n, bool),
+                            np.full(n, -inf),
+                            np.full(n, inf),
+                            np.ones(n, bool),
+                            np.ones(n, bool),
+                        ]
                     col[0][fid] = True
                     col[1][fid], col[2][fid], col[3][fid], col[4][fid] = b
         for a in self.anchors.values():
@@ -337,13 +358,20 @@ class Plan:
         for name, (has, consts) in str_eq.items():
             distinct = sorted({c for c in consts if c is not None})
             where = {c: i for i, c in enumerate(distinct)}
-            self.str_eq[name] = (has, distinct, np.array(
-                [-1 if c is None else where[c] for c in consts], dtype=np.int64))
+            self.str_eq[name] = (
+                has,
+                distinct,
+                np.array([-1 if c is None else where[c] for c in consts], dtype=np.int64),
+            )
         self.has_general = np.zeros(n, bool)
         self.has_general[list(self.general)] = True
         # attributes where JSON null and a missing attribute answer differently
-        self.null_names = {name for e in entries for name, c in e.filter.constraints
-                           if c.matches(None) != c.matches(ABSENT)}
+        self.null_names = {
+            name
+            for e in entries
+            for name, c in e.filter.constraints
+            if c.matches(None) != c.matches(ABSENT)
+        }
 
 
 # ------------------------------------------------------------------------------------------
@@ -414,8 +442,11 @@ class Parser:
                 node.setdefault(path[-1], None)
 
         def build(node: dict) -> list:
-            return [pa.field(k, pa.string() if v is None else pa.struct(build(v)))
-                    for k, v in node.items()]
+            return [
+                pa.field(k, pa.string() if v is None else pa.struct(build(v)))
+                for k, v in node.items()
+            ]
+
         return pa.schema(build(tree))
 
 
@@ -425,12 +456,11 @@ def _lines(arr: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    joined = pc.binary_join_element_wise(arr, pa.scalar("", arr.type),
-                                         pa.scalar("\n", arr.type))
+    joined = pc.binary_join_element_wise(arr, pa.scalar("", arr.type), pa.scalar("\n", arr.type))
     _, offsets, data = joined.buffers()
     width = np.int64 if pa.types.is_large_string(joined.type) else np.int32
-    ends = np.frombuffer(offsets, dtype=width)[joined.offset:joined.offset + len(joined) + 1]
-    return data[int(ends[0]):int(ends[-1])]
+    ends = np.frombuffer(offsets, dtype=width)[joined.offset : joined.offset + len(joined) + 1]
+    return data[int(ends[0]) : int(ends[-1])]
 
 
 def _timestamps(schema_or_type: Any, prefix: tuple, out: set) -> None:
@@ -461,8 +491,7 @@ class Columns:
         import pyarrow as pa
 
         t = col.type
-        if not path[-1] or name in self.leaves or name in self.structs \
-                or depth > MAX_STRUCT_DEPTH:
+        if not path[-1] or name in self.leaves or name in self.structs or depth > MAX_STRUCT_DEPTH:
             self.ok = False
             return
         if pa.types.is_struct(t):
@@ -498,8 +527,14 @@ class Columns:
 def _scalar_type(t: Any) -> bool:
     import pyarrow as pa
 
-    return (pa.types.is_string(t) or pa.types.is_large_string(t) or t == pa.int64()
-            or t == pa.float64() or pa.types.is_boolean(t) or pa.types.is_null(t))
+    return (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or t == pa.int64()
+        or t == pa.float64()
+        or pa.types.is_boolean(t)
+        or pa.types.is_null(t)
+    )
 
 
 def _valid(col: Any) -> Any:
@@ -515,8 +550,11 @@ def _floats(col: Any) -> Any:
     import numpy as np
     import pyarrow as pa
 
-    return col.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False).astype(
-        np.float64, copy=False)
+    return (
+        col.cast(pa.float64(), safe=False)
+        .to_numpy(zero_copy_only=False)
+        .astype(np.float64, copy=False)
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -526,8 +564,9 @@ def _floats(col: Any) -> Any:
 class _Values:
     """Exact Python values of one attribute on the rows of a chunk (lazily)."""
 
-    def __init__(self, cols: Columns, name: str, wires: Any, rows: Any, parsed: dict,
-                 resolve: bool) -> None:
+    def __init__(
+        self, cols: Columns, name: str, wires: Any, rows: Any, parsed: dict, resolve: bool
+    ) -> None:
         self.cols, self.name, self.wires, self.rows, self.parsed = cols, name, wires, rows, parsed
         self.resolve = resolve  # do null and missing answer differently here?
         self.values: list | None = None
@@ -541,8 +580,7 @@ class _Values:
                 self.values = leaf[1].to_pylist()
             elif struct is not None:
                 self.path = struct[0]
-                self.values = [ABSENT if ok else None
-                               for ok in struct[1].is_valid().to_pylist()]
+                self.values = [ABSENT if ok else None for ok in struct[1].is_valid().to_pylist()]
             else:
                 self.path = ()
                 self.values = [ABSENT] * len(self.rows)
@@ -559,8 +597,7 @@ class _Values:
                 if not isinstance(obj, dict) or step not in obj:
                     return ABSENT
                 obj = obj[step]
-            return ABSENT if isinstance(obj, dict) else tuple(obj) if isinstance(
-                obj, list) else obj
+            return ABSENT if isinstance(obj, dict) else tuple(obj) if isinstance(obj, list) else obj
         return v
 
 
@@ -607,15 +644,19 @@ def _sources(plan: Plan, cols: Columns, fast: Any) -> list[tuple[Any, Any, Any]]
             if len(a.num_values):
                 pos = np.minimum(np.searchsorted(a.num_values, v), len(a.num_values) - 1)
                 hit = a.num_values[pos] == v
-                out.append((np.where(hit, a.num_start[pos], 0),
-                            np.where(hit, a.num_count[pos], 0), a.num_flat))
+                out.append(
+                    (
+                        np.where(hit, a.num_start[pos], 0),
+                        np.where(hit, a.num_count[pos], 0),
+                        a.num_flat,
+                    )
+                )
             for ends, fids, closed, negated in a.sorted_ranges:
                 x = -v if negated else v
                 count = np.searchsorted(ends, x, side="right" if closed else "left")
                 out.append((zeros, np.where(number, count, 0), fids))
     if len(plan.floating_ids):
-        out.append((zeros, np.full(len(fast), len(plan.floating_ids), np.int64),
-                    plan.floating_ids))
+        out.append((zeros, np.full(len(fast), len(plan.floating_ids), np.int64), plan.floating_ids))
     return out
 
 
@@ -649,8 +690,9 @@ def _candidates(sources: list, fast: Any, lo: int, hi: int) -> tuple[Any, Any]:
     return np.concatenate(prs), np.concatenate(pfs)
 
 
-def _check(plan: Plan, cols: Columns, pr: Any, pf: Any, wires: Any, rows: Any,
-           values: dict, parsed: dict) -> Any:
+def _check(
+    plan: Plan, cols: Columns, pr: Any, pf: Any, wires: Any, rows: Any, values: dict, parsed: dict
+) -> Any:
     """The candidate pairs whose filters hold on their rows (``values``, ``parsed``: the
     chunk's exact values by attribute and its rows parsed by ``json.loads``)."""
     import numpy as np
@@ -676,8 +718,9 @@ def _check(plan: Plan, cols: Columns, pr: Any, pf: Any, wires: Any, rows: Any,
         if not len(sel):
             continue
         leaf = cols.leaves.get(name)
-        if leaf is None or not (pa.types.is_string(leaf[1].type)
-                                or pa.types.is_large_string(leaf[1].type)):
+        if leaf is None or not (
+            pa.types.is_string(leaf[1].type) or pa.types.is_large_string(leaf[1].type)
+        ):
             keep[sel] = False  # not a string: no string equals
             continue
         enc = leaf[1].dictionary_encode()
@@ -695,8 +738,9 @@ def _check(plan: Plan, cols: Columns, pr: Any, pf: Any, wires: Any, rows: Any,
                 for name, test in general[int(pf[i])]:
                     vals = values.get(name)
                     if vals is None:
-                        vals = values[name] = _Values(cols, name, wires, rows, parsed,
-                                                      name in plan.null_names)
+                        vals = values[name] = _Values(
+                            cols, name, wires, rows, parsed, name in plan.null_names
+                        )
                     if not test(vals.get(r)):
                         keep[i] = False
                         break
@@ -799,7 +843,7 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
 
 
 def _key_array(np: Any, keys: list) -> Any:
-    if all(k.__class__ is int and -2 ** 63 <= k < 2 ** 63 for k in keys):
+    if all(k.__class__ is int and -(2**63) <= k < 2**63 for k in keys):
         return np.array(keys, dtype=np.int64)
     out = np.empty(len(keys), dtype=object)
     out[:] = keys

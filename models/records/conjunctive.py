@@ -12,6 +12,7 @@ attribute filters (:mod:`.relations`). Two refinements make the corollaries exac
 
 ``integer_attrs`` names the attributes whose numbers are integers (from the schema).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -52,8 +53,7 @@ def covers(f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _NO
     return True
 
 
-def identical(f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS
-              ) -> bool:
+def identical(f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS) -> bool:
     """N(f) = N(g), exactly (Cor. 4.1: same attributes, pairwise identical)."""
     if f == g:
         return True
@@ -62,12 +62,13 @@ def identical(f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = 
         return sf == sg
     if f.names != g.names:
         return False
-    return all(rel.identical(c, d, n in integer_attrs)
-               for (n, c), (_, d) in zip(f.constraints, g.constraints))
+    return all(
+        rel.identical(c, d, n in integer_attrs)
+        for (n, c), (_, d) in zip(f.constraints, g.constraints)
+    )
 
 
-def overlaps(f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS
-             ) -> bool:
+def overlaps(f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS) -> bool:
     """N(f) ∩ N(g) ≠ ∅, exactly (Cor. 4.3: no attribute with disjoint attribute filters)."""
     if not (satisfiable(f, integer_attrs) and satisfiable(g, integer_attrs)):
         return False
@@ -79,8 +80,11 @@ def overlaps(f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _
     return True
 
 
-def witness_record(f: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS,
-                   avoid: Iterable[Mapping[str, Any]] = ()) -> dict[str, Any] | None:
+def witness_record(
+    f: RecordFilter,
+    integer_attrs: frozenset[str] = _NO_INTS,
+    avoid: Iterable[Mapping[str, Any]] = (),
+) -> dict[str, Any] | None:
     """Attribute values of a notification in N(f) (absent attributes left out), preferring
     per attribute values that no mapping of ``avoid`` has; None if N(f) = ∅. The mapping
     is empty for a filter of ``not-exists`` tests only: add any other attribute."""
@@ -95,8 +99,9 @@ def witness_record(f: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS,
     return out
 
 
-def counterexample(f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS
-                   ) -> dict[str, Any] | None:
+def counterexample(
+    f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS
+) -> dict[str, Any] | None:
     """Attribute values of a notification in N(g) \\ N(f) (the construction of Lemma 4.5),
     or None when f covers g. Attributes constrained by neither are left out."""
     if covers(f, g, integer_attrs):
@@ -108,16 +113,18 @@ def counterexample(f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[st
         allowed = _attr_set(g, name, integer_attrs)
         if d is None or not rel.covers(c, d, integer):
             v = rel.witness_of(allowed - value_set(c, integer))
-            out = witness_record(RecordFilter.of({k: x for k, x in gd.items() if k != name}),
-                                 integer_attrs)
+            out = witness_record(
+                RecordFilter.of({k: x for k, x in gd.items() if k != name}), integer_attrs
+            )
             if v is not ABSENT:
                 out[name] = v
             return out
     raise AssertionError("unreachable: covers() is exact")
 
 
-def conjoin_filters(f: RecordFilter, g: RecordFilter,
-                    integer_attrs: frozenset[str] = _NO_INTS) -> RecordFilter:
+def conjoin_filters(
+    f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS
+) -> RecordFilter:
     """The filter matching N(f) ∩ N(g), one constraint per attribute (§4.3.2). Raises
     :class:`~.relations.Unsatisfiable` / :class:`~.relations.NotRepresentable`."""
     out = f.as_dict()
@@ -133,14 +140,14 @@ def _attr_set(f: RecordFilter, name: str, integer_attrs: frozenset[str]) -> Valu
     return everything(integer, absent=True) if c is None else value_set(c, integer)
 
 
-def differing_attributes(f: RecordFilter, g: RecordFilter,
-                         integer_attrs: frozenset[str] = _NO_INTS) -> frozenset[str]:
+def differing_attributes(
+    f: RecordFilter, g: RecordFilter, integer_attrs: frozenset[str] = _NO_INTS
+) -> frozenset[str]:
     """The attributes on which f and g impose different value sets (an attribute one of
     them leaves unconstrained counts as "any value or absent"). Merge candidates (§4.3.7,
     Fig. 4.9) are the filters that differ from f on exactly one attribute."""
     names = set(f.names) | set(g.names)
-    return frozenset(n for n in names
-                     if not _same(f.get(n), g.get(n), n in integer_attrs))
+    return frozenset(n for n in names if not _same(f.get(n), g.get(n), n in integer_attrs))
 
 
 def _same(c: Constraint | None, d: Constraint | None, integer: bool) -> bool:
@@ -155,14 +162,17 @@ def _prune(fs: Sequence[RecordFilter], ints: frozenset[str]) -> list[RecordFilte
     live = list(dict.fromkeys(f for f in fs if satisfiable(f, ints)))
     out = []
     for i, f in enumerate(live):
-        if not any(j != i and covers(g, f, ints) and (j < i or not covers(f, g, ints))
-                   for j, g in enumerate(live)):
+        if not any(
+            j != i and covers(g, f, ints) and (j < i or not covers(f, g, ints))
+            for j, g in enumerate(live)
+        ):
             out.append(f)
     return out
 
 
-def merge(fs: Iterable[RecordFilter], perfect: bool = True,
-          integer_attrs: frozenset[str] = _NO_INTS) -> RecordFilter | None:
+def merge(
+    fs: Iterable[RecordFilter], perfect: bool = True, integer_attrs: frozenset[str] = _NO_INTS
+) -> RecordFilter | None:
     """A merger of ``fs`` (Mühl §4.3.7).
 
     ``perfect=True``: a filter with N = ∪N(fs) exactly, or None. Found when (after dropping
@@ -178,7 +188,7 @@ def merge(fs: Iterable[RecordFilter], perfect: bool = True,
     if not fs:
         return None
     ints = frozenset(integer_attrs)
-    if len(fs) == 2:                    # routing merges pairs, the same ones at many brokers
+    if len(fs) == 2:  # routing merges pairs, the same ones at many brokers
         return _merge_two(fs[0], fs[1], perfect, ints)
     if len(fs) > MERGE_GROUP:
         return _merge_groups(list(dict.fromkeys(fs)), perfect, ints)
@@ -198,8 +208,9 @@ def merge(fs: Iterable[RecordFilter], perfect: bool = True,
 MERGE_GROUP = 32
 
 
-def _merge_groups(fs: list[RecordFilter], perfect: bool, ints: frozenset[str]
-                  ) -> RecordFilter | None:
+def _merge_groups(
+    fs: list[RecordFilter], perfect: bool, ints: frozenset[str]
+) -> RecordFilter | None:
     live = [f for f in fs if satisfiable(f, ints)]
     if not live:
         return fs[0]
@@ -215,8 +226,8 @@ def _merge_groups(fs: list[RecordFilter], perfect: bool, ints: frozenset[str]
     while len(fs) > MERGE_GROUP:
         merged = []
         for i in range(0, len(fs), MERGE_GROUP):
-            m = _merge(fs[i:i + MERGE_GROUP], perfect, ints)
-            if m is None:               # perfect only: this group has no perfect merger
+            m = _merge(fs[i : i + MERGE_GROUP], perfect, ints)
+            if m is None:  # perfect only: this group has no perfect merger
                 return None
             merged.append(m)
         fs = merged
@@ -231,8 +242,9 @@ def cache_clear() -> None:
 
 
 @lru_cache(maxsize=65536)
-def _merge_two(f: RecordFilter, g: RecordFilter, perfect: bool, ints: frozenset[str]
-               ) -> RecordFilter | None:
+def _merge_two(
+    f: RecordFilter, g: RecordFilter, perfect: bool, ints: frozenset[str]
+) -> RecordFilter | None:
     return _merge([f, g], perfect, ints)
 
 
@@ -262,8 +274,7 @@ def _hulls(live: list[RecordFilter], ints: frozenset[str]) -> RecordFilter:
     return RecordFilter.of(out)
 
 
-def _merge_one_attribute(live: list[RecordFilter], ints: frozenset[str]
-                         ) -> RecordFilter | None:
+def _merge_one_attribute(live: list[RecordFilter], ints: frozenset[str]) -> RecordFilter | None:
     """The perfect merger of satisfiable filters that are identical but for one attribute
     (§4.3.7), or None. (Filters covering others need not be pruned first: the union of
     the attribute filters is the same.)"""
@@ -293,8 +304,9 @@ def _merge_one_attribute(live: list[RecordFilter], ints: frozenset[str]
 def _differing(live: list[RecordFilter], ints: frozenset[str]) -> list[str]:
     """The attributes on which some filter differs from the first one."""
     names = sorted(set().union(*(f.names for f in live)))
-    return [n for n in names
-            if not all(_same(live[0].get(n), f.get(n), n in ints) for f in live[1:])]
+    return [
+        n for n in names if not all(_same(live[0].get(n), f.get(n), n in ints) for f in live[1:])
+    ]
 
 
 def _merge_pairwise(live: list[RecordFilter], ints: frozenset[str]) -> RecordFilter | None:
@@ -313,8 +325,9 @@ def _merge_pairwise(live: list[RecordFilter], ints: frozenset[str]) -> RecordFil
     return items[0]
 
 
-def imperfection(merger: RecordFilter, fs: Iterable[RecordFilter],
-                 integer_attrs: frozenset[str] = _NO_INTS) -> float:
+def imperfection(
+    merger: RecordFilter, fs: Iterable[RecordFilter], integer_attrs: frozenset[str] = _NO_INTS
+) -> float:
     """How much more than ∪N(fs) the merger admits, as a ratio; 0.0 iff it is perfect.
 
     Definition: on each attribute the value sets of the merger and of every filter (an
@@ -333,8 +346,9 @@ def imperfection(merger: RecordFilter, fs: Iterable[RecordFilter],
         return math.inf
 
 
-def _imperfection(merger: RecordFilter, fs: list[RecordFilter], integer_attrs: frozenset[str]
-                  ) -> float:
+def _imperfection(
+    merger: RecordFilter, fs: list[RecordFilter], integer_attrs: frozenset[str]
+) -> float:
     names = sorted(set(merger.names).union(*(f.names for f in fs)))
     per_name = []  # for each attribute: list of (in merger, frozenset of filters containing)
     for name in names:
@@ -345,9 +359,12 @@ def _imperfection(merger: RecordFilter, fs: list[RecordFilter], integer_attrs: f
         for c in distinct:
             s = _attr_set(RecordFilter.of({} if c is None else {name: c}), name, integer_attrs)
             atoms = [p for a in atoms for p in (a & s, a - s) if not p.is_empty()]
-        per_name.append([(a.issubset(sets[0]),
-                          frozenset(i for i, s in enumerate(sets[1:]) if a.issubset(s)))
-                         for a in atoms])
+        per_name.append(
+            [
+                (a.issubset(sets[0]), frozenset(i for i, s in enumerate(sets[1:]) if a.issubset(s)))
+                for a in atoms
+            ]
+        )
     merger_atoms = [[m for m in atoms if m[0]] for atoms in per_name]
     union_cells = _union_cells(per_name, len(fs))
     excess = _count(merger_atoms) - _union_cells(merger_atoms, len(fs))
@@ -366,8 +383,11 @@ def _count(per_name: list[list]) -> int:
 def _union_cells(per_name: list[list], k: int) -> int:
     """Cells (one atom per attribute) inside N(f_i) for some i."""
     if _count(per_name) <= 200_000:
-        return sum(1 for cell in itertools.product(*per_name)
-                   if reduce(lambda acc, m: acc & m[1], cell, frozenset(range(k))))
+        return sum(
+            1
+            for cell in itertools.product(*per_name)
+            if reduce(lambda acc, m: acc & m[1], cell, frozenset(range(k)))
+        )
     total = 0  # inclusion-exclusion over the filters
     for r in range(1, k + 1):
         for subset in itertools.combinations(range(k), r):
@@ -379,5 +399,15 @@ def _union_cells(per_name: list[list], k: int) -> int:
     return total
 
 
-__all__ = ["conjoin_filters", "counterexample", "covers", "differing_attributes", "identical",
-           "imperfection", "merge", "overlaps", "satisfiable", "witness_record"]
+__all__ = [
+    "conjoin_filters",
+    "counterexample",
+    "covers",
+    "differing_attributes",
+    "identical",
+    "imperfection",
+    "merge",
+    "overlaps",
+    "satisfiable",
+    "witness_record",
+]

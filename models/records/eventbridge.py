@@ -62,6 +62,7 @@ Semantic differences to event-ruler (documented in docs/records-syntax.md):
 * **IP addresses** in literals are compared as strings (event-ruler also matches other
   spellings of the same address).
 """
+
 from __future__ import annotations
 
 import json
@@ -86,8 +87,17 @@ from pubsift.models.records.typesystem import Schema
 MAX_FILTERS = 256
 
 OR = "$or"
-_MATCHERS = ("exactly", "prefix", "suffix", "equals-ignore-case", "anything-but", "numeric",
-             "exists", "wildcard", "cidr")
+_MATCHERS = (
+    "exactly",
+    "prefix",
+    "suffix",
+    "equals-ignore-case",
+    "anything-but",
+    "numeric",
+    "exists",
+    "wildcard",
+    "cidr",
+)
 _PLAIN_KEY = re.compile(r"[A-Za-z_$][\w$-]*")
 
 
@@ -105,8 +115,9 @@ class _Clause(NamedTuple):
     path: str
 
 
-def parse_pattern(spec: str | Mapping[str, Any], schema: Schema | None = None
-                  ) -> list[RecordFilter]:
+def parse_pattern(
+    spec: str | Mapping[str, Any], schema: Schema | None = None
+) -> list[RecordFilter]:
     """The conjunctive filters (at least one) whose union an EventBridge pattern denotes.
 
     ``spec`` is the parsed JSON object or its text. Raises :class:`FilterSyntaxError` with
@@ -117,8 +128,9 @@ def parse_pattern(spec: str | Mapping[str, Any], schema: Schema | None = None
         text = spec
         spec = _load_json(spec)
     if not isinstance(spec, Mapping):
-        raise FilterSyntaxError(f"an EventBridge pattern is a JSON object, not "
-                                f"{_json_type(spec)}", text, None, "$")
+        raise FilterSyntaxError(
+            f"an EventBridge pattern is a JSON object, not {_json_type(spec)}", text, None, "$"
+        )
     if text is None:
         try:
             record_limits.check_depth(spec)
@@ -131,8 +143,9 @@ def parse_pattern(spec: str | Mapping[str, Any], schema: Schema | None = None
         try:
             f = _conjoin(branch, schema)
         except _DeadBranch as e:
-            dead = dead or FilterSyntaxError(f"{e.reason}; the pattern would match nothing",
-                                             None, None, e.path)
+            dead = dead or FilterSyntaxError(
+                f"{e.reason}; the pattern would match nothing", None, None, e.path
+            )
             continue
         if f not in filters:
             filters.append(f)
@@ -158,8 +171,11 @@ def _conjoin(branch: tuple[_Clause, ...], schema: Schema) -> RecordFilter:
         except NotRepresentable:
             raise FilterSyntaxError(
                 f"the patterns on attribute {name!r} cannot be combined into one attribute "
-                f"filter ({clause_text(name, conj.value)} and {clause_text(name, c)})", None,
-                None, path) from None
+                f"filter ({clause_text(name, conj.value)} and {clause_text(name, c)})",
+                None,
+                None,
+                path,
+            ) from None
     return RecordFilter.of({n: k.value for n, k in acc.items()})
 
 
@@ -167,8 +183,9 @@ def _conjoin(branch: tuple[_Clause, ...], schema: Schema) -> RecordFilter:
 # structure: objects, $or, leaf arrays -> disjunctive normal form
 
 
-def _object(obj: Mapping[str, Any], prefix: str, path: str, in_or: bool,
-            seen: dict[str, str]) -> list[tuple[_Clause, ...]]:
+def _object(
+    obj: Mapping[str, Any], prefix: str, path: str, in_or: bool, seen: dict[str, str]
+) -> list[tuple[_Clause, ...]]:
     """``seen``: the attributes constrained so far in this object and the objects nested
     in it (not through ``$or``), with their paths: a dotted field name and a nested object
     that address the same attribute are refused, in either order."""
@@ -186,40 +203,56 @@ def _object(obj: Mapping[str, Any], prefix: str, path: str, in_or: bool,
         if key == OR:
             alts = _or(val, prefix, kpath)
         elif in_or and key in _MATCHERS:
-            raise _err(f"{_show(key)} is a matcher, not a field name: the objects of {OR} hold "
-                       "fields, e.g. {\"$or\": [{\"a\": [{\"prefix\": \"x\"}]}, {\"b\": [1]}]}",
-                       kpath)
+            raise _err(
+                f"{_show(key)} is a matcher, not a field name: the objects of {OR} hold "
+                'fields, e.g. {"$or": [{"a": [{"prefix": "x"}]}, {"b": [1]}]}',
+                kpath,
+            )
         elif isinstance(val, Mapping):
             alts = _object(val, f"{prefix}{key}.", kpath, in_or, seen)
         elif isinstance(val, (list, tuple)):
             name = prefix + key
             if name in seen:
                 first, second = sorted((seen[name], kpath))
-                raise _err(f"field {_show(name)} is given twice (a dotted name and a nested "
-                           f"object address the same attribute; also at {second})", first)
+                raise _err(
+                    f"field {_show(name)} is given twice (a dotted name and a nested "
+                    f"object address the same attribute; also at {second})",
+                    first,
+                )
             seen[name] = kpath
             alts = [(c,) for c in _leaf(val, name, kpath)]
         else:
-            raise _err(f"field {_show(key)} must be an object or an array of values/matchers, "
-                       f"not {_json_type(val)} (write [{_show(val)}])", kpath)
+            raise _err(
+                f"field {_show(key)} must be an object or an array of values/matchers, "
+                f"not {_json_type(val)} (write [{_show(val)}])",
+                kpath,
+            )
         if len(dnf) * len(alts) > MAX_FILTERS:
-            raise _err(f"the pattern expands into more than {MAX_FILTERS} conjunctive "
-                       "filters ($or branches and multi-matcher arrays multiply)", kpath)
+            raise _err(
+                f"the pattern expands into more than {MAX_FILTERS} conjunctive "
+                "filters ($or branches and multi-matcher arrays multiply)",
+                kpath,
+            )
         dnf = [d + a for d in dnf for a in alts]
     return dnf
 
 
 def _or(val: Any, prefix: str, path: str) -> list[tuple[_Clause, ...]]:
     if not isinstance(val, (list, tuple)):
-        raise _err(f"{OR} must be followed by an array of at least two objects (using "
-                   f"{OR!r} as a plain field name is not supported)", path)
+        raise _err(
+            f"{OR} must be followed by an array of at least two objects (using "
+            f"{OR!r} as a plain field name is not supported)",
+            path,
+        )
     if len(val) < 2:
         raise _err(f"{OR} needs at least two objects (found {len(val)})", path)
     alts: list[tuple[_Clause, ...]] = []
     for i, item in enumerate(val):
         if not isinstance(item, Mapping):
-            raise _err(f"only JSON objects are allowed in the array of {OR}, not "
-                       f"{_json_type(item)}", f"{path}[{i}]")
+            raise _err(
+                f"only JSON objects are allowed in the array of {OR}, not {_json_type(item)}",
+                f"{path}[{i}]",
+            )
         alts.extend(_object(item, prefix, f"{path}[{i}]", in_or=True, seen={}))
     return alts
 
@@ -227,8 +260,11 @@ def _or(val: Any, prefix: str, path: str) -> list[tuple[_Clause, ...]]:
 def _leaf(arr: list | tuple, name: str, path: str) -> list[_Clause]:
     """The alternatives of one field: the literals as one clause, each matcher as one."""
     if not arr:
-        raise _err("empty arrays are not allowed: a field's array lists the values or "
-                   "matchers it may match", path)
+        raise _err(
+            "empty arrays are not allowed: a field's array lists the values or "
+            "matchers it may match",
+            path,
+        )
     literals: list[Any] = []
     matchers: list[_Clause] = []
     for i, v in enumerate(arr):
@@ -236,15 +272,16 @@ def _leaf(arr: list | tuple, name: str, path: str) -> list[_Clause]:
         if isinstance(v, Mapping):
             matchers.append(_Clause(name, _leaves(_matcher(v, ipath)), ipath))
         elif isinstance(v, (list, tuple)):
-            raise _err("nested arrays are not allowed; a field's array holds values and "
-                       "matcher objects", ipath)
+            raise _err(
+                "nested arrays are not allowed; a field's array holds values and matcher objects",
+                ipath,
+            )
         else:
             literals.append(_scalar(v, ipath))
     out: list[_Clause] = []
     if literals:
         keys = frozenset(skey(v) for v in literals)
-        c = (Constraint(Op.EQ, literals[0]) if len(keys) == 1
-             else Constraint(Op.IN_SET, keys))
+        c = Constraint(Op.EQ, literals[0]) if len(keys) == 1 else Constraint(Op.IN_SET, keys)
         out.append(_Clause(name, _leaves(c), path))
     return out + matchers
 
@@ -261,19 +298,26 @@ def _leaves(c: Constraint) -> Constraint:
 
 def _matcher(m: Mapping[str, Any], path: str) -> Constraint:
     if len(m) != 1:
-        raise _err(f"a matcher object has exactly one key (one of {', '.join(_MATCHERS)}), "
-                   f"found {len(m)}", path)
-    (key, v), = m.items()
+        raise _err(
+            f"a matcher object has exactly one key (one of {', '.join(_MATCHERS)}), found {len(m)}",
+            path,
+        )
+    ((key, v),) = m.items()
     if not isinstance(key, str):
-        raise _err(f"a matcher's key is a string (one of {', '.join(_MATCHERS)}), not "
-                   f"{_json_type(key)}", path)
+        raise _err(
+            f"a matcher's key is a string (one of {', '.join(_MATCHERS)}), not {_json_type(key)}",
+            path,
+        )
     kpath = path + _seg(key)
     if key == "exactly":
         return Constraint(Op.EQ, _string(v, key, kpath))
     if key in ("prefix", "suffix"):
         if isinstance(v, Mapping) and "equals-ignore-case" in v:
-            raise _err(f"a case-insensitive {key} cannot be represented: the records model "
-                       f"has {key} and equals-ignore-case, but not both at once", kpath)
+            raise _err(
+                f"a case-insensitive {key} cannot be represented: the records model "
+                f"has {key} and equals-ignore-case, but not both at once",
+                kpath,
+            )
         return Constraint(Op.PREFIX if key == "prefix" else Op.SUFFIX, _string(v, key, kpath))
     if key == "equals-ignore-case":
         return Constraint(Op.EQ_IGNORE_CASE, _string(v, key, kpath))
@@ -288,19 +332,25 @@ def _matcher(m: Mapping[str, Any], path: str) -> Constraint:
     if key == "wildcard":
         return _wildcard(_string(v, key, kpath), kpath)
     if key == "cidr":
-        raise _err("cidr (IP address ranges) cannot be represented: the records model "
-                   "has no IP-address type", kpath)
+        raise _err(
+            "cidr (IP address ranges) cannot be represented: the records model "
+            "has no IP-address type",
+            kpath,
+        )
     raise _err(f"unknown matcher {_show(key)} (known: {', '.join(_MATCHERS)})", kpath)
 
 
 def _anything_but(v: Any, path: str) -> Constraint:
     if isinstance(v, Mapping):
         if len(v) != 1:
-            raise _err("anything-but takes one of {\"prefix\": s} or {\"suffix\": s}", path)
-        (k, s), = v.items()
+            raise _err('anything-but takes one of {"prefix": s} or {"suffix": s}', path)
+        ((k, s),) = v.items()
         if not isinstance(k, str):
-            raise _err(f"anything-but takes {{\"prefix\": s}} or {{\"suffix\": s}}, not a "
-                       f"key that is {_json_type(k)}", path)
+            raise _err(
+                f'anything-but takes {{"prefix": s}} or {{"suffix": s}}, not a '
+                f"key that is {_json_type(k)}",
+                path,
+            )
         kpath = path + _seg(k)
         if k in ("prefix", "suffix"):
             s = _string(s, f"anything-but {k}", kpath)
@@ -308,16 +358,18 @@ def _anything_but(v: Any, path: str) -> Constraint:
                 raise _err(f"anything-but {k} must not be empty", kpath)
             return Constraint(Op.NOT_PREFIX if k == "prefix" else Op.NOT_SUFFIX, s)
         if k in ("equals-ignore-case", "wildcard"):
-            raise _err(f"anything-but {k} cannot be represented: the records model has no "
-                       f"negated {k} operator", kpath)
+            raise _err(
+                f"anything-but {k} cannot be represented: the records model has no "
+                f"negated {k} operator",
+                kpath,
+            )
         raise _err(f"unsupported anything-but matcher {_show(k)} (use prefix or suffix)", kpath)
     if isinstance(v, (list, tuple)):
         if not v:
             raise _err("anything-but needs at least one value", path)
         vals = [_excluded(x, f"{path}[{i}]") for i, x in enumerate(v)]
         if len({isinstance(x, str) for x in vals}) > 1:
-            raise _err("the values of anything-but are all strings or all numbers, "
-                       "not mixed", path)
+            raise _err("the values of anything-but are all strings or all numbers, not mixed", path)
         return Constraint(Op.NOT_IN_SET, frozenset(skey(x) for x in vals))
     return Constraint(Op.NE, _excluded(v, path))
 
@@ -333,12 +385,10 @@ _CMP = {"=": Op.EQ, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE}
 
 def _numeric(v: Any, path: str) -> Constraint:
     if not isinstance(v, (list, tuple)) or len(v) not in (2, 4):
-        raise _err("numeric takes [op, number] or [\">\"|\">=\", low, \"<\"|\"<=\", high]",
-                   path)
+        raise _err('numeric takes [op, number] or [">"|">=", low, "<"|"<=", high]', path)
     op = v[0]
     if not isinstance(op, str) or op not in _CMP:
-        raise _err(f"unknown numeric operator {_show(op)} (use =, <, <=, >, >=)",
-                   f"{path}[0]")
+        raise _err(f"unknown numeric operator {_show(op)} (use =, <, <=, >, >=)", f"{path}[0]")
     a = _number(v[1], f"{path}[1]")
     if len(v) == 2:
         return Constraint(_CMP[op], a)
@@ -346,8 +396,7 @@ def _numeric(v: Any, path: str) -> Constraint:
         raise _err(f"a numeric range starts with > or >=, not {op}", f"{path}[0]")
     op2 = v[2]
     if not isinstance(op2, str) or op2 not in ("<", "<="):
-        raise _err(f"the upper end of a numeric range is < or <=, not {_show(op2)}",
-                   f"{path}[2]")
+        raise _err(f"the upper end of a numeric range is < or <=, not {_show(op2)}", f"{path}[2]")
     b = _number(v[3], f"{path}[3]")
     return Constraint(Op.IN_RANGE, Interval(a, b, op == ">=", op2 == "<="))
 
@@ -384,8 +433,11 @@ def _wildcard(s: str, path: str) -> Constraint:
         return Constraint(Op.SUFFIX, parts[1])
     if len(parts) == 3 and parts[0] == parts[2] == "":
         return Constraint(Op.SUBSTRING, parts[1])
-    raise _err(f"wildcard {_show(s)} cannot be represented: only a leading and/or trailing '*' "
-               "map onto prefix, suffix and substring", path)
+    raise _err(
+        f"wildcard {_show(s)} cannot be represented: only a leading and/or trailing '*' "
+        "map onto prefix, suffix and substring",
+        path,
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -409,8 +461,9 @@ def _scalar(v: Any, path: str) -> Any:
         if not math.isfinite(v):
             raise _err(f"numbers in patterns are finite, not {v!r}", path)
         return v
-    raise _err(f"a pattern value is a string, number, true, false or null, not "
-               f"{_json_type(v)}", path)
+    raise _err(
+        f"a pattern value is a string, number, true, false or null, not {_json_type(v)}", path
+    )
 
 
 def _number(v: Any, path: str) -> int | float:
@@ -441,8 +494,6 @@ def _err(msg: str, path: str) -> FilterSyntaxError:
     return FilterSyntaxError(msg, None, None, path)
 
 
-
-
 def _show(v: Any) -> str:
     """A short JSON rendering of ``v`` for messages."""
     return limits.show(v, lambda x: json.dumps(x, ensure_ascii=False))
@@ -453,20 +504,19 @@ def _load_json(text: str) -> Any:
         d: dict[str, Any] = {}
         for k, v in items:
             if k in d:
-                raise FilterSyntaxError(f"duplicate key {k!r} in a JSON object of the "
-                                        "pattern")
+                raise FilterSyntaxError(f"duplicate key {k!r} in a JSON object of the pattern")
             d[k] = v
         return d
 
     try:
         return record_limits.loads(text, pairs)
     except json.JSONDecodeError as e:
-        raise FilterSyntaxError(f"malformed JSON: {e.msg}", limits.printable(text),
-                                e.pos) from None
+        raise FilterSyntaxError(f"malformed JSON: {e.msg}", limits.printable(text), e.pos) from None
     except record_limits.InputLimit as e:
         pos = e.where if isinstance(e.where, int) else None
-        raise FilterSyntaxError(e.message, limits.printable(text) if pos is not None else None,
-                                pos) from None
+        raise FilterSyntaxError(
+            e.message, limits.printable(text) if pos is not None else None, pos
+        ) from None
 
 
 __all__ = ["MAX_FILTERS", "parse_pattern"]

@@ -4,6 +4,7 @@ A :class:`RecordFilter` is a conjunction of attribute filters with **at most one
 per attribute** (the condition under which Cor. 4.1-4.3 reduce identity, covering and overlap
 to the attribute filters). The empty filter matches every notification.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
@@ -32,14 +33,16 @@ class RecordFilter:
         return (RecordFilter, (self.constraints,))
 
     @classmethod
-    def of(cls, constraints: Mapping[str, Constraint]) -> "RecordFilter":
+    def of(cls, constraints: Mapping[str, Constraint]) -> RecordFilter:
         return cls(tuple(sorted(constraints.items(), key=lambda kv: kv[0])))
 
     def __post_init__(self) -> None:
         names = [n for n, _ in self.constraints]
         if names != sorted(set(names)):
-            raise ValueError("RecordFilter: attribute names must be unique and sorted; "
-                             "use RecordFilter.of(mapping)")
+            raise ValueError(
+                "RecordFilter: attribute names must be unique and sorted; "
+                "use RecordFilter.of(mapping)"
+            )
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -70,10 +70,10 @@ model's own hooks, so answers equal :class:`~pubsift.core.index.LinearIndex`'s:
 Filters without a witness are candidates of every query; a query for a filter without a
 witness verifies every held filter.
 """
+
 from __future__ import annotations
 
 import math
-
 from collections.abc import Hashable, Iterator
 from typing import Any
 
@@ -92,8 +92,18 @@ from pubsift.models.records.witnesses import WitnessValues
 #: Path order by operator (lower: more selective, probed first). ``not-exists`` comes last:
 #: it is the only attribute filter satisfied by an absent attribute.
 _RANK = {
-    Op.EQ: 0, Op.IN_SET: 1, Op.EQ_IGNORE_CASE: 2, Op.INSTANCEOF: 3, Op.PREFIX: 4,
-    Op.SUFFIX: 4, Op.IN_RANGE: 5, Op.LT: 6, Op.LE: 6, Op.GT: 6, Op.GE: 6, Op.NOT_EXISTS: 8,
+    Op.EQ: 0,
+    Op.IN_SET: 1,
+    Op.EQ_IGNORE_CASE: 2,
+    Op.INSTANCEOF: 3,
+    Op.PREFIX: 4,
+    Op.SUFFIX: 4,
+    Op.IN_RANGE: 5,
+    Op.LT: 6,
+    Op.LE: 6,
+    Op.GT: 6,
+    Op.GE: 6,
+    Op.NOT_EXISTS: 8,
 }
 _OTHER = 7  # ≠, not-in, not-prefix, substring, multi-value operators, exists, ...
 
@@ -119,9 +129,9 @@ def _order(nc: tuple[str, Constraint]) -> tuple:
 class _Node:
     """A node of the access tree: reached by one attribute filter from its parent."""
 
-    __slots__ = ("entry", "children", "sub", "parent", "via", "plan", "misses")
+    __slots__ = ("children", "entry", "misses", "parent", "plan", "sub", "via")
 
-    def __init__(self, parent: "_Node | None", via: tuple[str, Constraint] | None) -> None:
+    def __init__(self, parent: _Node | None, via: tuple[str, Constraint] | None) -> None:
         self.entry: _Entry | None = None
         self.children: dict[str, AttributeIndex] = {}
         self.sub: dict[tuple[str, Constraint], _Node] = {}
@@ -238,8 +248,11 @@ class RecordsIndex(FilterIndex[Hashable]):
             raise TypeError(f"RecordsIndex holds RecordFilter objects, not {type(f).__name__}")
         samples = {nc: self._samples(*nc) for nc in f.constraints}
         witness = self._witness_of(samples)
-        fresh = {(n, c): (_Group(c, samples[(n, c)]), span_key(c, n in self.integer_attrs))
-                 for n, c in f.constraints if c not in self._groups.get(n, {})}
+        fresh = {
+            (n, c): (_Group(c, samples[(n, c)]), span_key(c, n in self.integer_attrs))
+            for n, c in f.constraints
+            if c not in self._groups.get(n, {})
+        }
         path = sorted(f.constraints, key=_order)
         node = self._root
         for nc in path:
@@ -325,8 +338,8 @@ class RecordsIndex(FilterIndex[Hashable]):
             # constant like -inf is no witness: [-inf, -inf] is unsatisfiable
             if isinstance(v, float) and not math.isfinite(v):
                 return False
-            return c.matches(v) and not (integer and isinstance(v, float)
-                                         and not v.is_integer())
+            return c.matches(v) and not (integer and isinstance(v, float) and not v.is_integer())
+
         found = tuple(v for v in _obvious(c) if accepted(v))
         if found:
             return found
@@ -444,8 +457,7 @@ class RecordsIndex(FilterIndex[Hashable]):
     def covering(self, f: RecordFilter) -> set[Hashable]:
         """g ⊒ f (Mühl Fig. 4.7); candidates: the filters matching f's witness event."""
         w = self._witness(checks.record_filter(f))
-        cands = self._entries.values() if w is None else self._with_no_witness(
-            self._matching(w))
+        cands = self._entries.values() if w is None else self._with_no_witness(self._matching(w))
         covers = self.model.covers
         return self._keys_where(cands, lambda g: covers(g, f))
 
@@ -455,8 +467,7 @@ class RecordsIndex(FilterIndex[Hashable]):
         if w is None:
             cands: Any = self._entries.values()
         else:
-            cands = self._with_no_witness(e for e in self._matching(w)
-                                          if e.filter.names == f.names)
+            cands = self._with_no_witness(e for e in self._matching(w) if e.filter.names == f.names)
         same = self.model.identical
         return self._keys_where(cands, lambda g: same(g, f))
 
@@ -496,7 +507,7 @@ class RecordsIndex(FilterIndex[Hashable]):
                 cands.update(held)
         values = [c.operand] if c.op is Op.EQ else [x for _, x in c.operand]
         for v in values:
-            for bucket in (cindex.probe(v) if cindex is not None else ()):
+            for bucket in cindex.probe(v) if cindex is not None else ():
                 for group in bucket:
                     cands.update(group.entries)
         return cands
@@ -507,7 +518,7 @@ class RecordsIndex(FilterIndex[Hashable]):
         if w is None:
             cands: Any = self._entries.values()
         else:
-            cands = self._with_no_witness(self._matching(w))           # g ⊒ f
+            cands = self._with_no_witness(self._matching(w))  # g ⊒ f
             cands.update(dict.fromkeys(self._covered_candidates(f)))  # f ⊒ g
             cands.update(dict.fromkeys(self._nearly_identical(f, w)))
         merge = self.model.merge

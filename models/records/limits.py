@@ -13,6 +13,7 @@ hook answers or raises a ``PubsiftError``; docs/records-syntax.md §4 lists the 
 The limits on constants (integer digits, string length, lone surrogates) are the constraint
 algebra's: :mod:`pubsift.models.constraints.limits`.
 """
+
 from __future__ import annotations
 
 import json
@@ -119,8 +120,13 @@ def loads(text: str, pairs_hook: Callable[[list[tuple[str, Any]]], Any]) -> Any:
     an offset when known) for the limits; lone surrogates are left to the caller's walk
     over the result (their place is a JSON path)."""
     check_text_depth(text)
-    return json.loads(text, object_pairs_hook=pairs_hook, parse_int=_parse_int,
-                      parse_float=_parse_float, parse_constant=_constant)
+    return json.loads(
+        text,
+        object_pairs_hook=pairs_hook,
+        parse_int=_parse_int,
+        parse_float=_parse_float,
+        parse_constant=_constant,
+    )
 
 
-__all__ = ["InputLimit", "MAX_DEPTH", "check_depth", "check_text_depth", "loads"]
+__all__ = ["MAX_DEPTH", "InputLimit", "check_depth", "check_text_depth", "loads"]

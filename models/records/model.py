@@ -7,6 +7,7 @@ attribute. The hooks delegate to one module per concept: ``syntax`` / ``eventbri
 (parsing), ``conjunctive`` (identity, covering, overlap, merging: Cor. 4.1-4.3, §4.3.7),
 ``wire`` (JSON forms) and ``index`` (the counting index of §4.3.8).
 """
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pubsift.core.errors import EventError, FilterSyntaxError
-from pubsift.core.model import FilterIndex, FilterModel, JSON
+from pubsift.core.model import JSON, FilterIndex, FilterModel
 from pubsift.models.constraints.multivalues import TooComplex
 from pubsift.models.constraints.relations import Unsatisfiable, normalize
 from pubsift.models.records import checks, conjunctive, limits, syntax, wire
@@ -29,8 +30,9 @@ class RecordsModel(FilterModel):
     the type hierarchy used by ``instanceof``."""
 
     name = "records"
-    capabilities = frozenset({"covers", "identical", "overlaps", "merge", "imperfect_merge",
-                              "index"})
+    capabilities = frozenset(
+        {"covers", "identical", "overlaps", "merge", "imperfect_merge", "index"}
+    )
 
     def __init__(self, schema: Schema | None = None) -> None:
         self.schema = schema or Schema()
@@ -62,8 +64,9 @@ class RecordsModel(FilterModel):
         for name in self._ints:
             v = record.get(name)
             if v is not None and _not_integer(v):
-                raise EventError(f"attribute {name!r} is declared integer-valued but holds {v!r}",
-                                 name)
+                raise EventError(
+                    f"attribute {name!r} is declared integer-valued but holds {v!r}", name
+                )
         return record
 
     # -- semantics --------------------------------------------------------------------
@@ -123,11 +126,16 @@ class RecordsModel(FilterModel):
             try:
                 out[name] = normalize(c, self.schema.is_integer(name))
             except Unsatisfiable:
-                raise FilterSyntaxError(syntax.unsatisfiable_message(name, None, c), None,
-                                        None, "$" + wire.path_step(name)) from None
+                raise FilterSyntaxError(
+                    syntax.unsatisfiable_message(name, None, c),
+                    None,
+                    None,
+                    "$" + wire.path_step(name),
+                ) from None
             except TooComplex:
-                raise FilterSyntaxError(syntax.too_complex_message(name, c), None, None,
-                                        "$" + wire.path_step(name)) from None
+                raise FilterSyntaxError(
+                    syntax.too_complex_message(name, c), None, None, "$" + wire.path_step(name)
+                ) from None
         return RecordFilter.of(out)
 
     def dump_event(self, e: Record) -> JSON:
@@ -145,6 +153,7 @@ class RecordsModel(FilterModel):
 
 def _load_json(text: str) -> Any:
     """The JSON text of an event, under :mod:`.limits` and without duplicate keys."""
+
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
         d: dict[str, Any] = {}
         for k, v in items:
@@ -156,16 +165,20 @@ def _load_json(text: str) -> Any:
     try:
         return limits.loads(text, pairs)
     except json.JSONDecodeError as exc:
-        raise EventError(f"invalid JSON: {exc.msg}",
-                         f"line {exc.lineno}, column {exc.colno}") from None
+        raise EventError(
+            f"invalid JSON: {exc.msg}", f"line {exc.lineno}, column {exc.colno}"
+        ) from None
     except limits.InputLimit as exc:
         where = exc.where
-        raise EventError(exc.message, None if where is None else
-                         f"character {where}" if isinstance(where, int) else where) from None
+        raise EventError(
+            exc.message,
+            None if where is None else f"character {where}" if isinstance(where, int) else where,
+        ) from None
 
 
 def _not_integer(v: Any) -> bool:
     items = v if isinstance(v, tuple) else (v,)
-    return any(isinstance(x, bool) or not (isinstance(x, int) or
-                                             (isinstance(x, float) and x.is_integer()))
-               for x in items)
+    return any(
+        isinstance(x, bool) or not (isinstance(x, int) or (isinstance(x, float) and x.is_integer()))
+        for x in items
+    )

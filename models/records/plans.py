@@ -27,6 +27,7 @@ Answers are those of ``AttributeIndex.probe`` (the items of both are the same no
 the plans only change how they are reached. A plan is a snapshot: the index drops it when
 the node's children change and builds it again (see ``RecordsIndex``).
 """
+
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
@@ -119,8 +120,7 @@ def walk(root: Any, get: Any, update: Any) -> None:
                 apply_items(ai.probe(v), update, extend)
 
 
-def run_unfolded(children: dict[str, AttributeIndex], get: Any, update: Any,
-                 extend: Any) -> int:
+def run_unfolded(children: dict[str, AttributeIndex], get: Any, update: Any, extend: Any) -> int:
     """What the plan does, straight from the attribute indexes; returns the work done
     (attributes probed and nodes found)."""
     work = 0
@@ -189,6 +189,7 @@ def _memoized(parts: list[Part]) -> tuple[Part, ...]:
         update(r[0])
         if r[1]:
             extend(r[1])
+
     return (part,)
 
 
@@ -196,6 +197,7 @@ def _hashed(buckets: dict, normalize: Any) -> Part:
     table = {k: fold(b) for k, b in buckets.items()}
     get = table.get
     if normalize is None:
+
         def part(v: Any, update: Any, extend: Any) -> None:
             r = get(v)
             if r is not None:
@@ -203,12 +205,14 @@ def _hashed(buckets: dict, normalize: Any) -> Part:
                 if r[1]:
                     extend(r[1])
     else:
+
         def part(v: Any, update: Any, extend: Any) -> None:
             r = get(normalize(v))
             if r is not None:
                 update(r[0])
                 if r[1]:
                     extend(r[1])
+
     return part
 
 
@@ -219,11 +223,12 @@ def _affixes(buckets: dict, lengths: tuple[int, ...], prefix: bool) -> Part:
         n = len(v)
         for length in lengths:
             if length <= n:
-                r = get(v[:length] if prefix else v[n - length:])
+                r = get(v[:length] if prefix else v[n - length :])
                 if r is not None:
                     update(r[0])
                     if r[1]:
                         extend(r[1])
+
     return part
 
 
@@ -232,6 +237,7 @@ def _always(r: Folded) -> Part:
         update(r[0])
         if r[1]:
             extend(r[1])
+
     return part
 
 
@@ -244,21 +250,28 @@ def _residual(residual: list) -> Part:
                 update(r[0])
                 if r[1]:
                     extend(r[1])
+
     return part
 
 
 def _elements(sub: AttributeIndex) -> Part:
     """``any`` constraints probed with a scalar: the inner index, unfolded."""
+
     def part(v: Any, update: Any, extend: Any) -> None:
         apply_items(sub.probe(v), update, extend)
+
     return part
 
 
 # -- ranges ------------------------------------------------------------------------------
 def _ranges(r: _Ranges) -> list[Part]:
     parts: list[Part] = []
-    for s, below, right in ((r.ge, True, True), (r.gt, True, False), (r.le, False, False),
-                            (r.lt, False, True)):
+    for s, below, right in (
+        (r.ge, True, True),
+        (r.gt, True, False),
+        (r.le, False, False),
+        (r.lt, False, True),
+    ):
         if s.bounds:
             parts.append(_one_sided(s, below, right))
     if r.two.los:
@@ -285,20 +298,23 @@ def _one_sided(s: SortedItems, below: bool, right: bool) -> Part:
     bounds = list(s.bounds)
     search = bisect_right if right else bisect_left
     if below:
+
         def part(v: Any, update: Any, extend: Any) -> None:
             i = search(bounds, v)
             if i:
-                update(keys[:koff[i]])
+                update(keys[: koff[i]])
                 j = ioff[i]
                 if j:
                     extend(inner[:j])
     else:
+
         def part(v: Any, update: Any, extend: Any) -> None:
             i = search(bounds, v)
-            update(keys[koff[i]:])
+            update(keys[koff[i] :])
             j = ioff[i]
             if j < len(inner):
                 extend(inner[j:])
+
     return part
 
 
@@ -328,6 +344,7 @@ def _two_sided(los: list, rest: list) -> Part:
                 update(r[0])
                 if r[1]:
                     extend(r[1])
+
         return part
     # segment tree over the 2m + 1 regions: an interval sits in O(log m) canonical nodes
     size = 1
@@ -359,4 +376,5 @@ def _two_sided(los: list, rest: list) -> Part:
                 if r[1]:
                     extend(r[1])
             k >>= 1
+
     return part

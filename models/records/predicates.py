@@ -6,6 +6,7 @@ common operators are compiled once into closures that give exactly the same answ
 value (``ABSENT``, other kinds and multi values included: the kind checks come first, as in
 ``constraints``). Operators without a specialised form fall back to ``Constraint.matches``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -67,6 +68,7 @@ def _in_set(c: Constraint) -> Test:
         if t is int or t is float:
             return v in nums
         return slow(v)
+
     return test
 
 

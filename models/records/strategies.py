@@ -10,15 +10,15 @@ strings too. Filters are brought into the canonical form the parsers produce wit
 :func:`relations.normalize` (per attribute, integer-aware for the schema's integer
 attributes), so they are exactly the filters the model can be given.
 """
+
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
-
 from pubsift.models.constraints.constraints import Constraint, Interval, Op
 from pubsift.models.constraints.relations import NotRepresentable, Unsatisfiable, normalize, witness
 from pubsift.models.constraints.values import skey
@@ -32,8 +32,14 @@ FREE = "z"
 
 #: a small declared hierarchy (Mühl Table 4.1) with multiple inheritance; type names are
 #: strings over the same letters as the string constants, so instanceof meets the string ops.
-TYPES: dict[str, list[str]] = {"a": [], "b": [], "aa": ["a"], "ab": ["a", "b"],
-                               "aab": ["aa", "ab"], "ba": ["b"]}
+TYPES: dict[str, list[str]] = {
+    "a": [],
+    "b": [],
+    "aa": ["a"],
+    "ab": ["a", "b"],
+    "aab": ["aa", "ab"],
+    "ba": ["b"],
+}
 #: the schema the conformance tests configure the model with: ``c`` holds integers.
 SCHEMA = Schema.of(integer_attrs=["c"], types=TYPES)
 
@@ -41,17 +47,17 @@ NUMBERS = (-1, 0, 1, 2, 3, 0.5, 1.5, 2.0)
 INTEGERS = (-1, 0, 1, 2, 3)
 
 
-@lru_cache(maxsize=None)
+@cache
 def strings() -> st.SearchStrategy[str]:
     return st.text(alphabet="abA", max_size=3)
 
 
-@lru_cache(maxsize=None)
+@cache
 def numbers(integer: bool = False) -> st.SearchStrategy[int | float]:
     return st.sampled_from(INTEGERS if integer else NUMBERS)
 
 
-@lru_cache(maxsize=None)
+@cache
 def scalars(integer: bool = False) -> st.SearchStrategy[Any]:
     """Strings, numbers, booleans and null; on integer attributes (whose values the model
     checks) integers and null only."""
@@ -60,7 +66,7 @@ def scalars(integer: bool = False) -> st.SearchStrategy[Any]:
     return st.one_of(numbers(), strings(), st.booleans(), st.none())
 
 
-@lru_cache(maxsize=None)
+@cache
 def values(integer: bool = False) -> st.SearchStrategy[Any]:
     """Attribute values: scalars or multi values (tuples, as :class:`Record` holds them);
     on integer attributes the elements of a multi value are integers."""
@@ -74,8 +80,13 @@ def _skeys(integer: bool, min_size: int) -> st.SearchStrategy[frozenset]:
 
 def _num_interval(integer: bool) -> st.SearchStrategy[Interval]:
     ends = st.one_of(numbers(integer), st.just(-math.inf), st.just(math.inf))
-    return st.builds(lambda a, b, lc, hc: Interval(min(a, b), max(a, b), lc, hc),
-                     ends, ends, st.booleans(), st.booleans())
+    return st.builds(
+        lambda a, b, lc, hc: Interval(min(a, b), max(a, b), lc, hc),
+        ends,
+        ends,
+        st.booleans(),
+        st.booleans(),
+    )
 
 
 def _str_interval() -> st.SearchStrategy[Interval]:
@@ -83,61 +94,88 @@ def _str_interval() -> st.SearchStrategy[Interval]:
         if b is not None and b < a:
             a, b = b, a
         return Interval(a, b, lc or a == "", hc)
-    return st.builds(build, strings(), st.one_of(strings(), st.none()), st.booleans(),
-                     st.booleans())
+
+    return st.builds(
+        build, strings(), st.one_of(strings(), st.none()), st.booleans(), st.booleans()
+    )
 
 
-@lru_cache(maxsize=None)
-def raw_constraints(schema: Schema = SCHEMA, integer: bool = False
-                    ) -> st.SearchStrategy[Constraint]:
+@cache
+def raw_constraints(
+    schema: Schema = SCHEMA, integer: bool = False
+) -> st.SearchStrategy[Constraint]:
     """One constraint per operator of :class:`Op`, with operands as the parsers build them
     (before :func:`relations.normalize`); on integer attributes only the operators that
     can hold for integers, null or lists of integers, with such operands."""
+
     def c(op: Op, operand: st.SearchStrategy[Any] = st.none()) -> st.SearchStrategy:
         return operand.map(lambda x: Constraint(op, x))
 
     if integer:  # values are integers, null or lists of integers (the model checks)
         scalar = [
-            c(Op.EXISTS), c(Op.NOT_EXISTS), c(Op.EQ, scalars(True)), c(Op.NE, scalars(True)),
+            c(Op.EXISTS),
+            c(Op.NOT_EXISTS),
+            c(Op.EQ, scalars(True)),
+            c(Op.NE, scalars(True)),
             *(c(op, numbers(True)) for op in (Op.LT, Op.LE, Op.GT, Op.GE)),
             *(c(op, _num_interval(True)) for op in (Op.IN_RANGE, Op.NOT_IN_RANGE)),
-            *(c(op, _skeys(True, 1)) for op in (Op.IN_SET, Op.NOT_IN_SET))]
+            *(c(op, _skeys(True, 1)) for op in (Op.IN_SET, Op.NOT_IN_SET)),
+        ]
         return st.one_of(
-            *scalar, c(Op.ANY, st.one_of(scalar)),
-            *(c(op, st.frozensets(numbers(True).map(skey), max_size=3))
-              for op in (Op.SUBSET, Op.SUPERSET, Op.DISJOINT, Op.OVERLAPS)),
-            *(c(op, numbers(True).map(skey)) for op in (Op.CONTAINS, Op.NOT_CONTAINS)))
+            *scalar,
+            c(Op.ANY, st.one_of(scalar)),
+            *(
+                c(op, st.frozensets(numbers(True).map(skey), max_size=3))
+                for op in (Op.SUBSET, Op.SUPERSET, Op.DISJOINT, Op.OVERLAPS)
+            ),
+            *(c(op, numbers(True).map(skey)) for op in (Op.CONTAINS, Op.NOT_CONTAINS)),
+        )
     ordered = st.one_of(numbers(), strings())
     types = sorted(schema.types.types)
     scalar = [
-        c(Op.EXISTS), c(Op.NOT_EXISTS), c(Op.EQ, scalars()), c(Op.NE, scalars()),
+        c(Op.EXISTS),
+        c(Op.NOT_EXISTS),
+        c(Op.EQ, scalars()),
+        c(Op.NE, scalars()),
         *(c(op, ordered) for op in (Op.LT, Op.LE, Op.GT, Op.GE)),
-        *(c(op, st.one_of(_num_interval(False), _str_interval()))
-          for op in (Op.IN_RANGE, Op.NOT_IN_RANGE)),
+        *(
+            c(op, st.one_of(_num_interval(False), _str_interval()))
+            for op in (Op.IN_RANGE, Op.NOT_IN_RANGE)
+        ),
         *(c(op, _skeys(False, 1)) for op in (Op.IN_SET, Op.NOT_IN_SET)),
-        *(c(op, strings()) for op in (Op.PREFIX, Op.NOT_PREFIX, Op.SUFFIX, Op.NOT_SUFFIX,
-                                      Op.SUBSTRING, Op.EQ_IGNORE_CASE)),
+        *(
+            c(op, strings())
+            for op in (
+                Op.PREFIX,
+                Op.NOT_PREFIX,
+                Op.SUFFIX,
+                Op.NOT_SUFFIX,
+                Op.SUBSTRING,
+                Op.EQ_IGNORE_CASE,
+            )
+        ),
     ]
     if types:
         scalar.append(c(Op.INSTANCEOF, st.sampled_from(types).map(schema.types.typeset)))
     options = [
-        *scalar, c(Op.ANY, st.one_of(scalar)),  # EventBridge: some leaf satisfies it
-        *(c(op, _skeys(False, 0)) for op in (Op.SUBSET, Op.SUPERSET, Op.DISJOINT,
-                                             Op.OVERLAPS)),
+        *scalar,
+        c(Op.ANY, st.one_of(scalar)),  # EventBridge: some leaf satisfies it
+        *(c(op, _skeys(False, 0)) for op in (Op.SUBSET, Op.SUPERSET, Op.DISJOINT, Op.OVERLAPS)),
         *(c(op, scalars().map(skey)) for op in (Op.CONTAINS, Op.NOT_CONTAINS)),
     ]
     return st.one_of(options)
 
 
-@lru_cache(maxsize=None)
-def constraints(schema: Schema = SCHEMA, integer: bool = False
-                ) -> st.SearchStrategy[Constraint]:
+@cache
+def constraints(schema: Schema = SCHEMA, integer: bool = False) -> st.SearchStrategy[Constraint]:
     """Canonical, satisfiable constraints (raw ones the parsers would reject are dropped)."""
+
     def canonical(c: Constraint) -> Constraint | None:
         try:
             return normalize(c, integer=integer)
         except (Unsatisfiable, NotRepresentable):
             return None
+
     return raw_constraints(schema, integer).map(canonical).filter(lambda c: c is not None)
 
 
@@ -145,8 +183,9 @@ def constraints(schema: Schema = SCHEMA, integer: bool = False
 def filters(draw: st.DrawFn, schema: Schema = SCHEMA, max_size: int = 3) -> RecordFilter:
     """Conjunctive filters over up to ``max_size`` of :data:`NAMES` (the empty filter too)."""
     names = draw(st.lists(st.sampled_from(NAMES), unique=True, max_size=max_size))
-    return RecordFilter.of({n: draw(constraints(schema, schema.is_integer(n)), label=n)
-                            for n in names})
+    return RecordFilter.of(
+        {n: draw(constraints(schema, schema.is_integer(n)), label=n) for n in names}
+    )
 
 
 def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
@@ -164,8 +203,7 @@ def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
 @st.composite
 def events(draw: st.DrawFn, schema: Schema = SCHEMA) -> Record:
     """Events over :data:`NAMES` and ``z`` with values of every kind (at least one)."""
-    names = draw(st.lists(st.sampled_from(NAMES + (FREE,)), unique=True, min_size=1,
-                          max_size=4))
+    names = draw(st.lists(st.sampled_from(NAMES + (FREE,)), unique=True, min_size=1, max_size=4))
     return Record.of(_nest({n: draw(values(schema.is_integer(n)), label=n) for n in names}))
 
 
@@ -178,8 +216,9 @@ def _natural(c: Constraint, integer: bool) -> list[Any]:
         inner = _natural(x, integer)
         return inner + [tuple(v for v in inner[:2] if not isinstance(v, tuple))]
     if isinstance(x, Interval):
-        ends = [e for e in (x.lo, x.hi)
-                if isinstance(e, str) or (e is not None and math.isfinite(e))]
+        ends = [
+            e for e in (x.lo, x.hi) if isinstance(e, str) or (e is not None and math.isfinite(e))
+        ]
         step = "a" if isinstance(x.lo, str) else 1 if integer else 0.5
         return ends + [e + step for e in ends]
     if isinstance(x, frozenset):
@@ -200,9 +239,11 @@ def _integral(v: Any) -> bool:
     """An acceptable value of an integer attribute: null, an integer, a list of integers."""
     if v is None:
         return True
-    return all((isinstance(x, int) and not isinstance(x, bool))
-               or (isinstance(x, float) and x.is_integer())
-               for x in (v if isinstance(v, tuple) else (v,)))
+    return all(
+        (isinstance(x, int) and not isinstance(x, bool))
+        or (isinstance(x, float) and x.is_integer())
+        for x in (v if isinstance(v, tuple) else (v,))
+    )
 
 
 def matching_event(f: RecordFilter, schema: Schema = SCHEMA) -> st.SearchStrategy[Record]:
@@ -218,8 +259,11 @@ def matching_event(f: RecordFilter, schema: Schema = SCHEMA) -> st.SearchStrateg
                 continue
             integer = schema.is_integer(name)
             tried = draw(st.lists(values(integer), max_size=4), label=name)
-            hits = [v for v in tried + _natural(c, integer)
-                    if c.matches(v) and (not integer or _integral(v))]
+            hits = [
+                v
+                for v in tried + _natural(c, integer)
+                if c.matches(v) and (not integer or _integral(v))
+            ]
             attrs[name] = hits[0] if hits else witness(c, avoid=tried, integer=integer)
         for name in NAMES + (FREE,):
             if name not in f.names and draw(st.booleans(), label=f"with {name}"):
@@ -231,5 +275,18 @@ def matching_event(f: RecordFilter, schema: Schema = SCHEMA) -> st.SearchStrateg
     return build()
 
 
-__all__ = ["FREE", "NAMES", "SCHEMA", "TYPES", "constraints", "events", "filters",
-           "matching_event", "numbers", "raw_constraints", "scalars", "strings", "values"]
+__all__ = [
+    "FREE",
+    "NAMES",
+    "SCHEMA",
+    "TYPES",
+    "constraints",
+    "events",
+    "filters",
+    "matching_event",
+    "numbers",
+    "raw_constraints",
+    "scalars",
+    "strings",
+    "values",
+]

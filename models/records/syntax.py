@@ -15,6 +15,7 @@ for every canonical filter ``f`` (and is identical to ``f`` for any filter).
 :func:`parse_filter` / :func:`parse_filters` also accept EventBridge JSON patterns (a mapping,
 or text starting with ``{``), see :mod:`pubsift.models.records.eventbridge`.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,7 +28,16 @@ from pubsift.models.constraints import limits
 from pubsift.models.constraints.automata import MAX_CELLS
 from pubsift.models.constraints.constraints import ELEMENT_OPS, Constraint, Interval, Op, TypeSet
 from pubsift.models.constraints.lexer import (
-    END, NUMBER, NUMBER_RE, PUNCT, STRING, WORD, Token, number_value, quote, read_string,
+    END,
+    NUMBER,
+    NUMBER_RE,
+    PUNCT,
+    STRING,
+    WORD,
+    Token,
+    number_value,
+    quote,
+    read_string,
 )
 from pubsift.models.constraints.multivalues import TooComplex
 from pubsift.models.constraints.relations import Conjunction, NotRepresentable, Unsatisfiable
@@ -69,12 +79,17 @@ def tokenize(text: str) -> list[Token]:
         if c in "0123456789-":
             m = NUMBER_RE.match(text, i)
             if m is None:
-                raise FilterSyntaxError("malformed number: a '-' must be followed by digits "
-                                        "or inf", text, i)
+                raise FilterSyntaxError(
+                    "malformed number: a '-' must be followed by digits or inf", text, i
+                )
             j = m.end()
             if j < n and (text[j].isalnum() or text[j] in "._$"):
-                raise FilterSyntaxError("malformed number (JSON style: no leading zeros, "
-                                        "digits after '.', e.g. 0.5, -3, 1e-9)", text, i)
+                raise FilterSyntaxError(
+                    "malformed number (JSON style: no leading zeros, "
+                    "digits after '.', e.g. 0.5, -3, 1e-9)",
+                    text,
+                    i,
+                )
             toks.append(Token(NUMBER, m.group(), _number(m.group(), text, i), i))
             i = j
             continue
@@ -86,10 +101,17 @@ def tokenize(text: str) -> list[Token]:
         else:
             m = _WORD_RE.match(text, i)
             if m is None:
-                if c == "." and toks and toks[-1].kind == WORD and toks[-1].pos + len(
-                        toks[-1].text) == i:
-                    raise FilterSyntaxError("a '.' in an attribute name must be followed by "
-                                            "the next part of the name", text, i)
+                if (
+                    c == "."
+                    and toks
+                    and toks[-1].kind == WORD
+                    and toks[-1].pos + len(toks[-1].text) == i
+                ):
+                    raise FilterSyntaxError(
+                        "a '.' in an attribute name must be followed by the next part of the name",
+                        text,
+                        i,
+                    )
                 raise FilterSyntaxError(f"unexpected character {c!r}", text, i)
             if limits.string_too_long(m.group()):
                 raise FilterSyntaxError(limits.string_message(m.group()), text, i)
@@ -103,8 +125,12 @@ def _number(lexeme: str, text: str, pos: int) -> int | float:
         raise FilterSyntaxError(limits.int_message(digits), text, pos)
     v = number_value(lexeme)
     if isinstance(v, float) and math.isinf(v):
-        raise FilterSyntaxError(f"number {lexeme} is too large for a 64-bit float "
-                                "(write inf or -inf for an unbounded end)", text, pos)
+        raise FilterSyntaxError(
+            f"number {lexeme} is too large for a 64-bit float "
+            "(write inf or -inf for an unbounded end)",
+            text,
+            pos,
+        )
     return v
 
 
@@ -112,15 +138,27 @@ def _number(lexeme: str, text: str, pos: int) -> int | float:
 # parser
 
 _CMP = {"=": Op.EQ, "!=": Op.NE, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE}
-_STR_OPS = {"prefix": Op.PREFIX, "suffix": Op.SUFFIX, "postfix": Op.SUFFIX,
-            "substring": Op.SUBSTRING, "equals-ignore-case": Op.EQ_IGNORE_CASE,
-            "ieq": Op.EQ_IGNORE_CASE}
+_STR_OPS = {
+    "prefix": Op.PREFIX,
+    "suffix": Op.SUFFIX,
+    "postfix": Op.SUFFIX,
+    "substring": Op.SUBSTRING,
+    "equals-ignore-case": Op.EQ_IGNORE_CASE,
+    "ieq": Op.EQ_IGNORE_CASE,
+}
 _NOT_STR_OPS = {"prefix": Op.NOT_PREFIX, "suffix": Op.NOT_SUFFIX, "postfix": Op.NOT_SUFFIX}
-_SET_OPS = {"subset": Op.SUBSET, "superset": Op.SUPERSET, "disjoint": Op.DISJOINT,
-            "disjunct": Op.DISJOINT, "overlaps": Op.OVERLAPS}
-_OPERATORS = ("exists, not exists, instanceof, = != < <= > >=, in, not in, prefix, "
-              "not prefix, suffix, not suffix, substring, equals-ignore-case, subset, "
-              "superset, contains, not contains, disjoint, overlaps, any")
+_SET_OPS = {
+    "subset": Op.SUBSET,
+    "superset": Op.SUPERSET,
+    "disjoint": Op.DISJOINT,
+    "disjunct": Op.DISJOINT,
+    "overlaps": Op.OVERLAPS,
+}
+_OPERATORS = (
+    "exists, not exists, instanceof, = != < <= > >=, in, not in, prefix, "
+    "not prefix, suffix, not suffix, substring, equals-ignore-case, subset, "
+    "superset, contains, not contains, disjoint, overlaps, any"
+)
 
 
 class _Parser:
@@ -173,21 +211,25 @@ class _Parser:
                 conj.add(c)
             except Unsatisfiable:
                 prev = conj.value if conj else None
-                raise FilterSyntaxError(unsatisfiable_message(name, prev, c), self.text,
-                                        pos) from None
+                raise FilterSyntaxError(
+                    unsatisfiable_message(name, prev, c), self.text, pos
+                ) from None
             except TooComplex:
                 raise FilterSyntaxError(too_complex_message(name, c), self.text, pos) from None
             except NotRepresentable:
                 raise FilterSyntaxError(
                     f"the clauses on attribute {name!r} cannot be combined into one attribute "
                     f"filter ({clause_text(name, conj.value)} and {clause_text(name, c)}); a "
-                    "filter holds at most one attribute filter per attribute", self.text,
-                    pos) from None
+                    "filter holds at most one attribute filter per attribute",
+                    self.text,
+                    pos,
+                ) from None
             if self.tok.kind == END:
                 return RecordFilter.of({n: k.value for n, k in acc.items()})
             if not self.is_word("and"):
-                raise self.error(f"expected 'and' or the end of the filter, found "
-                                 f"{self.tok.describe()}")
+                raise self.error(
+                    f"expected 'and' or the end of the filter, found {self.tok.describe()}"
+                )
             self.advance()
 
     def name(self) -> str:
@@ -210,12 +252,15 @@ class _Parser:
             lit_tok = self.tok
             v = self.literal()
             if op not in (Op.EQ, Op.NE) and (isinstance(v, bool) or v is None):
-                raise self.error(f"{t.text} compares numbers or strings, not {lit_tok.text}",
-                                 lit_tok.pos)
+                raise self.error(
+                    f"{t.text} compares numbers or strings, not {lit_tok.text}", lit_tok.pos
+                )
             return Constraint(op, v)
         if t.kind != WORD:
-            raise self.error(f"expected an operator after attribute {name!r} "
-                             f"({_OPERATORS}), found {t.describe()}")
+            raise self.error(
+                f"expected an operator after attribute {name!r} "
+                f"({_OPERATORS}), found {t.describe()}"
+            )
         w = t.text.casefold()
         self.advance()
         if w == "any":
@@ -245,10 +290,13 @@ class _Parser:
             if self.is_word(*_NOT_STR_OPS):
                 w2 = self.advance().text.casefold()
                 return Constraint(_NOT_STR_OPS[w2], self.string("not " + w2))
-            raise self.error("after 'not' comes exists, in, prefix, suffix or contains; "
-                             f"found {self.tok.describe()}")
-        raise self.error(f"unknown operator {t.text!r} after attribute {name!r} "
-                         f"(operators: {_OPERATORS})", t.pos)
+            raise self.error(
+                "after 'not' comes exists, in, prefix, suffix or contains; "
+                f"found {self.tok.describe()}"
+            )
+        raise self.error(
+            f"unknown operator {t.text!r} after attribute {name!r} (operators: {_OPERATORS})", t.pos
+        )
 
     def any_element(self, name: str) -> Constraint:
         """``any`` + a scalar predicate: some leaf of the value (the value itself, or an
@@ -258,8 +306,11 @@ class _Parser:
             raise self.error("'any' applies to a scalar predicate, not to another 'any'")
         c = self.predicate(name)
         if c.op not in ELEMENT_OPS:
-            raise self.error(f"after 'any' comes a predicate on one value (=, <, in, prefix, "
-                             f"exists, ...), not {c.op.value!r}", t.pos)
+            raise self.error(
+                f"after 'any' comes a predicate on one value (=, <, in, prefix, "
+                f"exists, ...), not {c.op.value!r}",
+                t.pos,
+            )
         return Constraint(Op.ANY, c)
 
     def type_name(self) -> TypeSet:
@@ -282,8 +333,10 @@ class _Parser:
             if not s:
                 raise self.error("the set after 'in' must not be empty", pos)
             return Constraint(Op.NOT_IN_SET if negated else Op.IN_SET, s)
-        raise self.error("expected an interval [a, b] / (a, b) or a set {a, b} after "
-                         f"{'not in' if negated else 'in'}, found {self.tok.describe()}")
+        raise self.error(
+            "expected an interval [a, b] / (a, b) or a set {a, b} after "
+            f"{'not in' if negated else 'in'}, found {self.tok.describe()}"
+        )
 
     def interval(self) -> Interval:
         lo_closed = self.advance().text == "["
@@ -293,8 +346,9 @@ class _Parser:
         hi_tok = self.tok
         hi = self.bound()
         if not self.is_punct("]", ")"):
-            raise self.error(f"expected ']' or ')' closing the interval, found "
-                             f"{self.tok.describe()}")
+            raise self.error(
+                f"expected ']' or ')' closing the interval, found {self.tok.describe()}"
+            )
         hi_closed = self.advance().text == "]"
         if isinstance(lo, str) or isinstance(hi, str):
             if isinstance(lo, float) and lo == -math.inf:
@@ -344,10 +398,13 @@ class _Parser:
             if w in _WORD_LITERALS:
                 self.advance()
                 return _WORD_LITERALS[w]
-            raise self.error(f"expected a value, found the bare word {t.text!r}; strings "
-                             f"are written in double quotes: {quote(t.text)}")
-        raise self.error("expected a value (a \"string\", a number, true, false, null), "
-                         f"found {t.describe()}")
+            raise self.error(
+                f"expected a value, found the bare word {t.text!r}; strings "
+                f"are written in double quotes: {quote(t.text)}"
+            )
+        raise self.error(
+            f'expected a value (a "string", a number, true, false, null), found {t.describe()}'
+        )
 
 
 def clause_text(name: str, c: Constraint) -> str:
@@ -356,8 +413,10 @@ def clause_text(name: str, c: Constraint) -> str:
 
 def too_complex_message(name: str, c: Constraint) -> str:
     """The message for a clause whose string automaton exceeds ``automata.MAX_CELLS``."""
-    return (f"{_short(clause_text(name, c))} is too complex: its string automaton would "
-            f"need more than {MAX_CELLS} transitions (shorten the string)")
+    return (
+        f"{_short(clause_text(name, c))} is too complex: its string automaton would "
+        f"need more than {MAX_CELLS} transitions (shorten the string)"
+    )
 
 
 def _short(s: str) -> str:
@@ -369,12 +428,13 @@ def unsatisfiable_message(name: str, prev: Constraint | None, c: Constraint) -> 
     :mod:`eventbridge`)."""
     if prev is None:
         return f"{clause_text(name, c)} can never hold: no value satisfies it"
-    return (f"this clause contradicts the earlier clauses on attribute {name!r}: no value "
-            f"satisfies both {clause_text(name, prev)} and {clause_text(name, c)}")
+    return (
+        f"this clause contradicts the earlier clauses on attribute {name!r}: no value "
+        f"satisfies both {clause_text(name, prev)} and {clause_text(name, c)}"
+    )
 
 
-_WORD_LITERALS: dict[str, Scalar] = {"true": True, "false": False, "null": None,
-                                     "inf": math.inf}
+_WORD_LITERALS: dict[str, Scalar] = {"true": True, "false": False, "null": None, "inf": math.inf}
 
 
 def parse_text(text: str, schema: Schema | None = None) -> RecordFilter:
@@ -385,13 +445,18 @@ def parse_text(text: str, schema: Schema | None = None) -> RecordFilter:
     if limits.has_surrogate(text):
         # shown with U+FFFD in its place: the message must be printable as UTF-8
         pos = limits.first_surrogate(text)
-        raise FilterSyntaxError(f"lone surrogate U+{ord(text[pos]):04X}: a filter holds Unicode "
-                                "characters that UTF-8 can encode", limits.printable(text), pos)
+        raise FilterSyntaxError(
+            f"lone surrogate U+{ord(text[pos]):04X}: a filter holds Unicode "
+            "characters that UTF-8 can encode",
+            limits.printable(text),
+            pos,
+        )
     return _Parser(text, schema or Schema()).filter()
 
 
-def parse_filters(spec: str | Mapping[str, Any], schema: Schema | None = None
-                  ) -> list[RecordFilter]:
+def parse_filters(
+    spec: str | Mapping[str, Any], schema: Schema | None = None
+) -> list[RecordFilter]:
     """The conjunctive filters a specification denotes (their union is meant): one for the
     text form; one or more for an EventBridge pattern (``$or``, several matchers for a
     field). A mapping, or text whose first non-blank character is ``{``, is an EventBridge
@@ -402,8 +467,10 @@ def parse_filters(spec: str | Mapping[str, Any], schema: Schema | None = None
         return eventbridge.parse_pattern(spec, schema)
     if isinstance(spec, str):
         return [parse_text(spec, schema)]
-    raise FilterSyntaxError(f"a records filter is text or a JSON object (EventBridge "
-                            f"pattern), not {type(spec).__name__}")
+    raise FilterSyntaxError(
+        f"a records filter is text or a JSON object (EventBridge "
+        f"pattern), not {type(spec).__name__}"
+    )
 
 
 def parse_filter(spec: str | Mapping[str, Any], schema: Schema | None = None) -> RecordFilter:
@@ -411,9 +478,11 @@ def parse_filter(spec: str | Mapping[str, Any], schema: Schema | None = None) ->
     pattern that denotes several (``$or``) is an error pointing to :func:`parse_filters`."""
     fs = parse_filters(spec, schema)
     if len(fs) != 1:
-        raise FilterSyntaxError(f"this pattern denotes a disjunction of {len(fs)} conjunctive "
-                                "filters ($or or several matchers for one field); use "
-                                "parse_filters to get all of them")
+        raise FilterSyntaxError(
+            f"this pattern denotes a disjunction of {len(fs)} conjunctive "
+            "filters ($or or several matchers for one field); use "
+            "parse_filters to get all of them"
+        )
     return fs[0]
 
 
@@ -463,11 +532,20 @@ def format_constraint(c: Constraint) -> str:
 
 
 _CMP_TEXT = {v: k for k, v in _CMP.items()}
-_STRING_TEXT = {Op.PREFIX: "prefix", Op.NOT_PREFIX: "not prefix", Op.SUFFIX: "suffix",
-                Op.NOT_SUFFIX: "not suffix", Op.SUBSTRING: "substring",
-                Op.EQ_IGNORE_CASE: "equals-ignore-case"}
-_MULTI_TEXT = {Op.SUBSET: "subset", Op.SUPERSET: "superset", Op.DISJOINT: "disjoint",
-               Op.OVERLAPS: "overlaps"}
+_STRING_TEXT = {
+    Op.PREFIX: "prefix",
+    Op.NOT_PREFIX: "not prefix",
+    Op.SUFFIX: "suffix",
+    Op.NOT_SUFFIX: "not suffix",
+    Op.SUBSTRING: "substring",
+    Op.EQ_IGNORE_CASE: "equals-ignore-case",
+}
+_MULTI_TEXT = {
+    Op.SUBSET: "subset",
+    Op.SUPERSET: "superset",
+    Op.DISJOINT: "disjoint",
+    Op.OVERLAPS: "overlaps",
+}
 
 
 def _format_type(t: TypeSet) -> str:
@@ -504,5 +582,13 @@ def format_literal(v: Scalar) -> str:
     raise TypeError(f"not a records scalar: {v!r}")
 
 
-__all__ = ["format_constraint", "format_filter", "format_literal", "format_name",
-           "parse_filter", "parse_filters", "parse_text", "tokenize"]
+__all__ = [
+    "format_constraint",
+    "format_filter",
+    "format_literal",
+    "format_name",
+    "parse_filter",
+    "parse_filters",
+    "parse_text",
+    "tokenize",
+]

@@ -9,6 +9,7 @@ it allows *multiple inheritance*. A :class:`TypeHierarchy` is declared as a mapp
 ``T2``) is exactly set inclusion of the :class:`~pubsift.models.constraints.constraints.TypeSet`
 operands.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -39,7 +40,7 @@ class TypeHierarchy:
     on first use and cached (no recursion limits, no quadratic tables for deep chains).
     """
 
-    __slots__ = ("_supers", "_subs", "_up", "_down")
+    __slots__ = ("_down", "_subs", "_supers", "_up")
 
     def __init__(self, declared: Mapping[str, Iterable[str]] | None = None) -> None:
         supers: dict[str, frozenset[str]] = {}
@@ -47,7 +48,8 @@ class TypeHierarchy:
             _check_name(t)
             if isinstance(ss, str):
                 raise TypeHierarchyError(
-                    f"supertypes of {t!r} must be a list of type names, not the string {ss!r}")
+                    f"supertypes of {t!r} must be a list of type names, not the string {ss!r}"
+                )
             ss = frozenset(ss)
             for s in ss:
                 _check_name(s)
@@ -62,7 +64,7 @@ class TypeHierarchy:
         _check_acyclic(supers, subs)
         self._supers = supers
         self._subs = {t: frozenset(s) for t, s in subs.items()}
-        self._up: dict[str, frozenset[str]] = {}    # closures, computed on first use
+        self._up: dict[str, frozenset[str]] = {}  # closures, computed on first use
         self._down: dict[str, frozenset[str]] = {}
 
     # -- queries -------------------------------------------------------------------
@@ -115,8 +117,9 @@ def _check_name(t: object) -> None:
         raise TypeHierarchyError(f"type names are non-empty strings, got {t!r}")
 
 
-def _closure(t: str, edges: Mapping[str, frozenset[str]], cache: dict[str, frozenset[str]]
-             ) -> frozenset[str]:
+def _closure(
+    t: str, edges: Mapping[str, frozenset[str]], cache: dict[str, frozenset[str]]
+) -> frozenset[str]:
     """``t`` and everything reachable from it along ``edges`` (iterative search, cached:
     the hierarchy is immutable)."""
     found = cache.get(t)
@@ -145,8 +148,9 @@ def _check_acyclic(supers: Mapping[str, frozenset[str]], subs: Mapping[str, set[
                 ready.append(u)
     if done < len(supers):
         left = {t for t, n in pending.items() if n > 0}
-        raise TypeHierarchyError("the type hierarchy has a cycle: "
-                                 + " -> ".join(_find_cycle(supers, left)))
+        raise TypeHierarchyError(
+            "the type hierarchy has a cycle: " + " -> ".join(_find_cycle(supers, left))
+        )
 
 
 def _find_cycle(supers: Mapping[str, frozenset[str]], left: set[str]) -> list[str]:
@@ -159,7 +163,7 @@ def _find_cycle(supers: Mapping[str, frozenset[str]], left: set[str]) -> list[st
         seen[t] = len(path)
         path.append(t)
         t = min(s for s in supers[t] if s in left)
-    return path[seen[t]:] + [t]
+    return path[seen[t] :] + [t]
 
 
 @dataclass(frozen=True)
@@ -175,8 +179,11 @@ class Schema:
     types: TypeHierarchy = field(default_factory=TypeHierarchy)
 
     @classmethod
-    def of(cls, integer_attrs: Iterable[str] = (),
-           types: Mapping[str, Iterable[str]] | TypeHierarchy | None = None) -> "Schema":
+    def of(
+        cls,
+        integer_attrs: Iterable[str] = (),
+        types: Mapping[str, Iterable[str]] | TypeHierarchy | None = None,
+    ) -> Schema:
         if isinstance(integer_attrs, str):
             raise TypeError("integer_attrs is a collection of attribute names, not a string")
         h = types if isinstance(types, TypeHierarchy) else TypeHierarchy(types)

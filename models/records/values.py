@@ -5,6 +5,7 @@ names (``position.x``). Values are those of the constraint algebra
 (:mod:`pubsift.models.constraints.values`): simple (string, number, boolean, null) or multi
 values (a JSON list, treated as a finite set by the multi-value operators).
 """
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,10 @@ from typing import Any
 
 from pubsift.core.errors import EventError
 from pubsift.models.constraints.limits import (
-    has_surrogate, int_message, int_too_large, surrogate_message,
+    has_surrogate,
+    int_message,
+    int_too_large,
+    surrogate_message,
 )
 from pubsift.models.constraints.values import Scalar, Value, skey
 from pubsift.models.records.limits import MAX_DEPTH
@@ -34,15 +38,15 @@ class Record(Mapping[str, Value]):
         self.raw = raw
 
     @classmethod
-    def of(cls, mapping: Mapping[str, Any], where: str | None = None) -> "Record":
+    def of(cls, mapping: Mapping[str, Any], where: str | None = None) -> Record:
         if not isinstance(mapping, Mapping):
-            raise EventError(f"a records event is a JSON object, not {type(mapping).__name__}",
-                             where)
+            raise EventError(
+                f"a records event is a JSON object, not {type(mapping).__name__}", where
+            )
         attrs: dict[str, Value] = {}
         raw = _flatten(mapping, attrs, where)
         if not attrs:
-            raise EventError("a records event needs at least one attribute (Mühl §4.3.1)",
-                             where)
+            raise EventError("a records event needs at least one attribute (Mühl §4.3.1)", where)
         return cls(attrs, raw)
 
     def __getitem__(self, name: str) -> Value:
@@ -92,15 +96,18 @@ def _check_scalar(v: Any, name: str, where: str | None) -> Scalar:
         return v
     if isinstance(v, float):
         if math.isnan(v) or math.isinf(v):
-            raise EventError(f"attribute {_short(name)!r} holds {v!r}; numbers must be finite",
-                             where)
+            raise EventError(
+                f"attribute {_short(name)!r} holds {v!r}; numbers must be finite", where
+            )
         return v
-    raise EventError(f"attribute {_short(name)!r} holds a {type(v).__name__}; values are "
-                     "strings, numbers, booleans, null or lists of those", where)
+    raise EventError(
+        f"attribute {_short(name)!r} holds a {type(v).__name__}; values are "
+        "strings, numbers, booleans, null or lists of those",
+        where,
+    )
 
 
-def _flatten(m: Mapping[str, Any], out: dict[str, Value], where: str | None
-             ) -> dict[str, Any]:
+def _flatten(m: Mapping[str, Any], out: dict[str, Value], where: str | None) -> dict[str, Any]:
     """Fill ``out`` with the dotted attributes of ``m`` and return a plain copy of ``m``
     (the event's ``raw``). Iterative; nesting is limited to :data:`limits.MAX_DEPTH`, which
     also refuses a mapping that contains itself. An attribute reached twice (``{"a": {"b":
@@ -111,30 +118,38 @@ def _flatten(m: Mapping[str, Any], out: dict[str, Value], where: str | None
         mapping, prefix, copy, depth = stack.pop()
         for k, v in mapping.items():
             if not isinstance(k, str) or not k:
-                raise EventError("attribute names are non-empty strings, got "
-                                 f"{_short(k) if isinstance(k, str) else type(k).__name__}",
-                                 where)
+                raise EventError(
+                    "attribute names are non-empty strings, got "
+                    f"{_short(k) if isinstance(k, str) else type(k).__name__}",
+                    where,
+                )
             if has_surrogate(k):
-                raise EventError(f"attribute name {_short(k)!r}: {surrogate_message(k)}",
-                                 where)
+                raise EventError(f"attribute name {_short(k)!r}: {surrogate_message(k)}", where)
             name = prefix + k
             if isinstance(v, Mapping):
                 if depth >= MAX_DEPTH:
-                    raise EventError(f"the event nests objects deeper than {MAX_DEPTH} "
-                                     f"levels (at {_short(name)!r})", where)
+                    raise EventError(
+                        f"the event nests objects deeper than {MAX_DEPTH} "
+                        f"levels (at {_short(name)!r})",
+                        where,
+                    )
                 sub: dict[str, Any] = {}
                 copy[k] = sub
                 stack.append((v, name + ".", sub, depth + 1))
                 continue
             if name in out:
-                raise EventError(f"attribute {_short(name)!r} is given twice (a dotted name "
-                                 "and a nested object address the same attribute)", where)
+                raise EventError(
+                    f"attribute {_short(name)!r} is given twice (a dotted name "
+                    "and a nested object address the same attribute)",
+                    where,
+                )
             if isinstance(v, (list, tuple)):
                 items = []
                 for x in v:
                     if isinstance(x, (Mapping, list, tuple)):
-                        raise EventError(f"attribute {_short(name)!r}: a multi value holds "
-                                         "only scalars", where)
+                        raise EventError(
+                            f"attribute {_short(name)!r}: a multi value holds only scalars", where
+                        )
                     items.append(_check_scalar(x, name, where))
                 out[name] = tuple(items)
                 copy[k] = items

@@ -12,6 +12,7 @@ canonical or not.
 
 Event: the nested JSON object the event was built from; ``load_event(dump_event(e)) == e``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -21,12 +22,16 @@ from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.constraints import limits
 from pubsift.models.constraints.constraints import Constraint
 from pubsift.models.constraints.wire import (
-    JSON, dump_constraint, json_type, load_constraint, load_string, path_step,
+    JSON,
+    dump_constraint,
+    json_type,
+    load_constraint,
+    load_string,
+    path_step,
 )
 from pubsift.models.records import limits as record_limits
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.values import Record
-
 
 # --------------------------------------------------------------------------------------
 # filters

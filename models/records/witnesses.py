@@ -10,6 +10,7 @@ lookups (``=``, ``in``), a :mod:`bisect` range (comparisons, intervals, prefixes
 the other operators, a scan of the attribute's items; :meth:`~WitnessValues.estimate` says
 how many items each way touches, so the caller can search the most selective attribute.
 """
+
 from __future__ import annotations
 
 import math
@@ -75,8 +76,11 @@ class WitnessValues:
             if s is None:
                 return None
             end = _prefix_end(x)
-            return (s, bisect_left(s.bounds, x),
-                    len(s.bounds) if end is None else bisect_left(s.bounds, end))
+            return (
+                s,
+                bisect_left(s.bounds, x),
+                len(s.bounds) if end is None else bisect_left(s.bounds, end),
+            )
         if op not in (Op.LT, Op.LE, Op.GT, Op.GE, Op.IN_RANGE):
             return None
         k = c.value_kind
@@ -91,8 +95,11 @@ class WitnessValues:
             lo, hi = x, None
         if k == NUM and hi == math.inf:
             hi = None
-        return (s, 0 if lo is None else bisect_left(s.bounds, lo),
-                len(s.bounds) if hi is None else bisect_right(s.bounds, hi))
+        return (
+            s,
+            0 if lo is None else bisect_left(s.bounds, lo),
+            len(s.bounds) if hi is None else bisect_right(s.bounds, hi),
+        )
 
     def estimate(self, n: str, c: Constraint) -> int:
         """How many items :meth:`accepted` looks at."""
@@ -113,7 +120,7 @@ class WitnessValues:
         if c.op is Op.EQ or c.op is Op.IN_SET:
             by_value = self._hashed.get(n, {})
             found: dict[Any, None] = {}
-            for k in ((skey(c.operand),) if c.op is Op.EQ else c.operand):
+            for k in (skey(c.operand),) if c.op is Op.EQ else c.operand:
                 found.update(by_value.get(k, ()))
             return found
         test = compile_test(c)

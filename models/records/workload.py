@@ -23,6 +23,7 @@ are drawn deterministically from a seed, in a :class:`Mix` of
 Filters are built directly from :class:`~pubsift.models.constraints.constraints.Constraint`
 objects in canonical form (``=`` for one value, ``in`` for two or more, closed intervals).
 """
+
 from __future__ import annotations
 
 import csv
@@ -54,7 +55,8 @@ def quotes_path(directory: Path, five_years: bool = False) -> Path:
     if not p.is_file():
         raise FileNotFoundError(
             f"S&P 500 quotes not found at {p.resolve()}: expected the folder of the quotes "
-            f"files {QUOTES_1YR} and {QUOTES_5YR}")
+            f"files {QUOTES_1YR} and {QUOTES_5YR}"
+        )
     return p
 
 
@@ -68,8 +70,7 @@ def iter_quotes(path: Path) -> Iterator[Record]:
         rows = csv.reader(fh)
         header = next(rows, None)
         if header is None or tuple(header) != _COLUMNS:
-            raise EventError(f"expected the header {','.join(_COLUMNS)}, got {header!r}",
-                             f"{p}:1")
+            raise EventError(f"expected the header {','.join(_COLUMNS)}, got {header!r}", f"{p}:1")
         for line, row in enumerate(rows, start=2):
             yield _quote(row, f"{p}:{line}")
 
@@ -147,8 +148,9 @@ def _eq(v: object) -> Constraint:
     return Constraint(Op.EQ, v)
 
 
-def subscriptions(quotes: Sequence[Record], n: int, seed: int = 0,
-                  mix: Mix = Mix()) -> list[RecordFilter]:
+def subscriptions(
+    quotes: Sequence[Record], n: int, seed: int = 0, mix: Mix = Mix()
+) -> list[RecordFilter]:
     """``n`` subscriptions drawn from the quotes with ``random.Random(seed)``; the same
     arguments always give the same list."""
     if n < 0:
@@ -172,16 +174,14 @@ def _interval_sub(rng: random.Random, st: _Stats, mix: Mix) -> RecordFilter:
     p = rng.choice(st.closes[s])
     lo = round(p * (1 - rng.uniform(0, mix.spread)), 2)
     hi = round(p * (1 + rng.uniform(0, mix.spread)), 2)
-    return RecordFilter.of({"symbol": _eq(s),
-                            "price": Constraint(Op.IN_RANGE, Interval(lo, hi))})
+    return RecordFilter.of({"symbol": _eq(s), "price": Constraint(Op.IN_RANGE, Interval(lo, hi))})
 
 
 def _prefix_sub(rng: random.Random, st: _Stats, mix: Mix) -> RecordFilter:
     s = rng.choice(st.symbols)
-    prefix = s[:rng.choice((1, 2))]
+    prefix = s[: rng.choice((1, 2))]
     p = round(rng.choice(st.closes[s]), 2)
-    return RecordFilter.of({"symbol": Constraint(Op.PREFIX, prefix),
-                            "price": Constraint(Op.LE, p)})
+    return RecordFilter.of({"symbol": Constraint(Op.PREFIX, prefix), "price": Constraint(Op.LE, p)})
 
 
 def _portfolio_sub(rng: random.Random, st: _Stats, mix: Mix) -> RecordFilter:
@@ -189,8 +189,7 @@ def _portfolio_sub(rng: random.Random, st: _Stats, mix: Mix) -> RecordFilter:
     chosen = rng.sample(st.symbols, min(k, len(st.symbols)))
     if len(chosen) == 1:
         return RecordFilter.of({"symbol": _eq(chosen[0])})
-    return RecordFilter.of({"symbol": Constraint(Op.IN_SET,
-                                                 frozenset((STR, s) for s in chosen))})
+    return RecordFilter.of({"symbol": Constraint(Op.IN_SET, frozenset((STR, s) for s in chosen))})
 
 
 def _volume_sub(rng: random.Random, st: _Stats, mix: Mix) -> RecordFilter:
@@ -211,5 +210,13 @@ def sample_events(quotes: Sequence[Record], n: int, seed: int = 0) -> list[Recor
     return [quotes[i] for i in idx]
 
 
-__all__ = ["Mix", "QUOTES_1YR", "QUOTES_5YR", "iter_quotes", "load_quotes", "quotes_path", "sample_events",
-           "subscriptions"]
+__all__ = [
+    "QUOTES_1YR",
+    "QUOTES_5YR",
+    "Mix",
+    "iter_quotes",
+    "load_quotes",
+    "quotes_path",
+    "sample_events",
+    "subscriptions",
+]

@@ -11,6 +11,7 @@ so the test is sound; like Chand & Felber's, it may miss rare coverings (the pro
 coNP-complete). The recursion is exactly XSEARCH's (Alg. 3) on a one-pattern tree, so the
 factorization-tree index answers what this pairwise test answers.
 """
+
 from __future__ import annotations
 
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, Node, XPathFilter
@@ -47,7 +48,8 @@ class Homomorphism:
         if r is None:
             if u.label == DESCENDANT:
                 r = all(self.below(c, v) for c in u.children) or any(
-                    self.below(u, w) for w in v.children)
+                    self.below(u, w) for w in v.children
+                )
             else:
                 r = any(self.maps(u, w) for w in v.children)
             self._below[key] = r

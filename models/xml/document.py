@@ -9,18 +9,28 @@ values (``.``) are never built nor kept: in a document of nested elements they a
 depth x size, so a predicate on one is decided over the element's text pieces
 (:meth:`.predicates.Pred.holds_on_chunks`) and only its answer is kept.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_right
 
 from lxml import etree
-
 from pubsift.models.xml.predicates import SELF, Pred
 
 
 class Document:
-    __slots__ = ("elements", "tags", "parent", "end", "children", "by_tag_children", "pos_tag",
-                 "pos_any", "by_tag", "_values")
+    __slots__ = (
+        "_values",
+        "by_tag",
+        "by_tag_children",
+        "children",
+        "elements",
+        "end",
+        "parent",
+        "pos_any",
+        "pos_tag",
+        "tags",
+    )
 
     def __init__(self, root: etree._Element) -> None:
         elements: list = [None]

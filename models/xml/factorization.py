@@ -21,6 +21,7 @@ question, so subtrees holding none of them are not visited. The node order ⪯ i
 :func:`.covering.label_leq`, which makes both modes agree with the pairwise
 :func:`.covering.covers`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -32,28 +33,43 @@ from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node
 class TNode:
     """A factorization-tree node: extended label, children, sub(t) as a bitmask."""
 
-    __slots__ = ("label", "preds", "position", "key", "parent", "children", "by_label",
-                 "sub", "ends", "bleaves", "csub", "multi", "depth", "size", "plain",
-                 "fixed")
+    __slots__ = (
+        "bleaves",
+        "by_label",
+        "children",
+        "csub",
+        "depth",
+        "ends",
+        "fixed",
+        "key",
+        "label",
+        "multi",
+        "parent",
+        "plain",
+        "position",
+        "preds",
+        "size",
+        "sub",
+    )
 
-    def __init__(self, key: tuple | None, parent: "TNode | None") -> None:
+    def __init__(self, key: tuple | None, parent: TNode | None) -> None:
         self.key = key
         self.label, self.preds, self.position = key if key is not None else (None, (), None)
         self.parent = parent
         self.children: list[TNode] = []
         self.by_label: dict[str, list[TNode]] = {}
-        self.sub = 0          # patterns with a node here
-        self.ends = 0         # chain patterns whose last node is here
-        self.bleaves = 0      # branching patterns with a leaf here
-        self.csub = 0         # patterns whose node here has children
-        self.multi = 0        # patterns whose node here has two children or more
+        self.sub = 0  # patterns with a node here
+        self.ends = 0  # chain patterns whose last node is here
+        self.bleaves = 0  # branching patterns with a leaf here
+        self.csub = 0  # patterns whose node here has children
+        self.multi = 0  # patterns whose node here has two children or more
         self.depth = 0 if parent is None else parent.depth + 1
-        self.size = 1         # nodes in the subtree rooted here
+        self.size = 1  # nodes in the subtree rooted here
         self.plain = not self.preds and self.position is None  # a bare tag test, * or //
         # no ``//`` on the path from the root to here (this node included)
         self.fixed = parent is None or (parent.fixed and self.label != DESCENDANT)
 
-    def child(self, key: tuple, bit: int) -> "TNode":
+    def child(self, key: tuple, bit: int) -> TNode:
         """Alg. 1 lines 1-5: a child with this label not yet holding the pattern, or a
         new one."""
         for t in self.by_label.get(key[0], ()):
@@ -68,7 +84,7 @@ class TNode:
             a = a.parent
         return t
 
-    def drop(self, t: "TNode") -> None:
+    def drop(self, t: TNode) -> None:
         self.children.remove(t)
         same = self.by_label[t.label]
         same.remove(t)
@@ -79,7 +95,7 @@ class TNode:
             a.size -= 1
             a = a.parent
 
-    def under(self, t: "TNode") -> bool:
+    def under(self, t: TNode) -> bool:
         """t is a strict ancestor of this node."""
         x, d = self, self.depth - t.depth
         if d <= 0:
@@ -248,8 +264,11 @@ class FactorizationTree:
                     if not mm:
                         break
                 r |= mm
-        elif len(u.children) == 1 and u.children[0].label != WILDCARD and (
-                len(self.labelled.get(u.children[0].label, ())) * 4 < t.size):
+        elif (
+            len(u.children) == 1
+            and u.children[0].label != WILDCARD
+            and (len(self.labelled.get(u.children[0].label, ())) * 4 < t.size)
+        ):
             # //c maps c onto any strict descendant of t labelled like c: found through
             # the label index instead of a walk over t's whole subtree
             (c,) = u.children
@@ -317,7 +336,7 @@ class _SNode:
     (tree node, u) pairs, keyed by tree node. Building it collects the tags of s and its
     child edges between tags (or the root and a tag)."""
 
-    __slots__ = ("node", "children", "kids", "below", "anywhere", "under", "desc")
+    __slots__ = ("anywhere", "below", "children", "desc", "kids", "node", "under")
 
     def __init__(self, u: Node, tags: set[str], edges: set[tuple[str, str]]) -> None:
         self.node = u
@@ -345,7 +364,7 @@ class _SNode:
         self.below: dict[str, list[_SNode]] | None = None
         self.anywhere: list[_SNode] | None = None  # all of below's nodes
         self.under: dict[TNode, tuple[int, int]] = {}  # _failing_under
-        self.desc: dict[TNode, tuple[int, int]] = {}   # _failing
+        self.desc: dict[TNode, tuple[int, int]] = {}  # _failing
 
 
 _LEAF: dict[str, tuple[_SNode, ...] | None] = {DESCENDANT: None}  # a leaf's kids, shared
@@ -428,8 +447,11 @@ def _failing(t: TNode, x: _SNode, m: int) -> int:
         below = _below(x)
         ok = 0
         if len(by_label) <= len(below) + 1:
-            pairs = [(kids, below.get(lab)) for lab, kids in by_label.items()
-                     if lab != WILDCARD and lab != DESCENDANT]
+            pairs = [
+                (kids, below.get(lab))
+                for lab, kids in by_label.items()
+                if lab != WILDCARD and lab != DESCENDANT
+            ]
         else:  # the fewer labels are looked up in the longer dict
             pairs = [(by_label.get(lab), vs) for lab, vs in below.items() if lab != WILDCARD]
         kids = by_label.get(WILDCARD)

@@ -10,6 +10,7 @@ at elements without element children and at height ``h``.
 
 Chand & Felber's workload: the NITF DTD, h = 10, p* = 0.1, p// = 0.05, pλ = 0.1, θ = 1.
 """
+
 from __future__ import annotations
 
 import random
@@ -18,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lxml import etree
-
 from pubsift.models.xml.minimize import minimize
 from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node, XPathFilter, make
 
@@ -50,6 +50,7 @@ def content_models(dtd_path: str | Path) -> tuple[str, dict[str, list[str]]]:
                 names.append(c.name)
             walk(c.left)
             walk(c.right)
+
         walk(el.content)
         kids[el.name] = names
     mentioned = {n for names in kids.values() for n in names}
@@ -60,14 +61,16 @@ def content_models(dtd_path: str | Path) -> tuple[str, dict[str, list[str]]]:
 class PatternGenerator:
     """Random tree patterns valid for a DTD (each pattern matches some valid document)."""
 
-    def __init__(self, dtd_path: str | Path, workload: Workload = CHAND_FELBER,
-                 seed: int = 0) -> None:
+    def __init__(
+        self, dtd_path: str | Path, workload: Workload = CHAND_FELBER, seed: int = 0
+    ) -> None:
         self.root, self.kids = content_models(dtd_path)
         self.w = workload
         self.rnd = random.Random(seed)
         self._weights: dict[str, list[float]] = {
             n: [1.0 / (k + 1) ** workload.theta for k in range(len(ks))]
-            for n, ks in self.kids.items()}
+            for n, ks in self.kids.items()
+        }
 
     def _child(self, element: str) -> str | None:
         ks = self.kids.get(element)
@@ -126,8 +129,7 @@ class PatternGenerator:
             if distinct:
                 if f in out:
                     if tries > 50 * n:
-                        raise ValueError(f"the workload yields fewer than {n} distinct "
-                                         "patterns")
+                        raise ValueError(f"the workload yields fewer than {n} distinct patterns")
                     continue
                 out[f] = None
             result.append(f)

@@ -10,13 +10,14 @@ Distinct patterns are numbered and inserted into one :class:`.factorization.Fact
 * ``merge_candidates``: covering ∪ covered (a cover is a perfect merger) ∪ the patterns
   with the same predicate-free shape whose pairwise perfect merge exists.
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
 
 from pubsift.core.model import FilterIndex, FilterModel
 from pubsift.models.xml.factorization import FactorizationTree
-from pubsift.models.xml.merging import skeleton, merge_pair
+from pubsift.models.xml.merging import merge_pair, skeleton
 from pubsift.models.xml.overlap import overlaps
 from pubsift.models.xml.parsing import XmlEvent
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, XPathFilter
@@ -42,8 +43,7 @@ def bits(m: int) -> list[int]:
 
 def _plain_chain(f: XPathFilter) -> bool:
     """A linear path of tags, ``*`` and ``//`` without predicates."""
-    return f.root.is_chain() and all(not n.preds and n.position is None
-                                     for n in f.root.walk())
+    return f.root.is_chain() and all(not n.preds and n.position is None for n in f.root.walk())
 
 
 def _root_tag(f: XPathFilter) -> str | None:
@@ -59,11 +59,11 @@ class XmlIndex(FilterIndex[Hashable]):
         self._filters: list[XPathFilter | None] = []
         self._keys: list[dict | None] = []
         self._free: list[int] = []
-        self._leaves: dict[int, int] = {}              # branching pattern -> leaves
+        self._leaves: dict[int, int] = {}  # branching pattern -> leaves
         self._shapes: dict[XPathFilter, set[int]] = {}
         self._by_root: dict[str | None, set[int]] = {}
         self._pairs = 0
-        self._complex = 0          # patterns that are not plain chains
+        self._complex = 0  # patterns that are not plain chains
         self._dfa: PathAutomaton | None = None
 
     # -- contents ------------------------------------------------------------------------
@@ -128,8 +128,9 @@ class XmlIndex(FilterIndex[Hashable]):
         self._free.append(i)
 
     def __iter__(self) -> Iterator[tuple[XPathFilter, Hashable]]:
-        return iter([(f, k) for f, ks in zip(self._filters, self._keys) if f is not None
-                     for k in ks])
+        return iter(
+            [(f, k) for f, ks in zip(self._filters, self._keys) if f is not None for k in ks]
+        )
 
     def __len__(self) -> int:
         return self._pairs
@@ -164,16 +165,14 @@ class XmlIndex(FilterIndex[Hashable]):
         doc = event.document
         m = self._dfa.match(doc)
         if self._complex:
-            m |= match_tree(self.tree, doc, self._leaves, lambda i: self._filters[i],
-                            self._complex)
+            m |= match_tree(self.tree, doc, self._leaves, lambda i: self._filters[i], self._complex)
         return m
 
     def match(self, event: XmlEvent) -> set[Hashable]:
         return self._keys_of(self.match_mask(event))
 
     def match_pairs(self, event: XmlEvent) -> list[tuple[XPathFilter, Hashable]]:
-        return [(self._filters[i], k) for i in bits(self.match_mask(event))
-                for k in self._keys[i]]
+        return [(self._filters[i], k) for i in bits(self.match_mask(event)) for k in self._keys[i]]
 
     def covering(self, f: XPathFilter) -> set[Hashable]:
         f = self.model.parse_filter(f)
@@ -190,8 +189,11 @@ class XmlIndex(FilterIndex[Hashable]):
     def overlapping(self, f: XPathFilter) -> set[Hashable]:
         f = self.model.parse_filter(f)
         tag = _root_tag(f)
-        groups = self._by_root.items() if tag is None else [
-            (t, s) for t, s in self._by_root.items() if t is None or t == tag]
+        groups = (
+            self._by_root.items()
+            if tag is None
+            else [(t, s) for t, s in self._by_root.items() if t is None or t == tag]
+        )
         out: set[Hashable] = set()
         for _, numbers in groups:
             for i in numbers:

@@ -19,6 +19,7 @@ short placeholder of the same length (elementpath converts digits with ``int()``
 refuses 4,300 digits); the reader takes every number's value from the original text
 (:func:`.numbers.xpath_number`).
 """
+
 from __future__ import annotations
 
 import re
@@ -57,20 +58,23 @@ def check_chars(text: str, what: str = "XPath") -> None:
     """Refuse characters XML does not allow (FilterSyntaxError with the position)."""
     m = _NOT_XML.search(text)
     if m is not None:
-        raise _error(f"character U+{ord(m.group()):04X} is not allowed in {what} (XML "
-                     "1.0 characters only)", text, m.start())
+        raise _error(
+            f"character U+{ord(m.group()):04X} is not allowed in {what} (XML 1.0 characters only)",
+            text,
+            m.start(),
+        )
 
 
 def _name_char(ch: str) -> bool:
-    return ch.isalnum() or ch in "_-.\u00b7" or unicodedata.category(ch) in ("Mn", "Mc",
-                                                                             "Pc")
+    return ch.isalnum() or ch in "_-.\u00b7" or unicodedata.category(ch) in ("Mn", "Mc", "Pc")
 
 
 def scan(text: str) -> Scan:
     """Check ``text`` (see the module doc) and return what elementpath should parse."""
     if len(text) > MAX_LENGTH:
-        raise _error(f"XPath filter too long: {len(text)} characters > {MAX_LENGTH}",
-                     text, MAX_LENGTH)
+        raise _error(
+            f"XPath filter too long: {len(text)} characters > {MAX_LENGTH}", text, MAX_LENGTH
+        )
     check_chars(text)
     out = Scan(text)
     parts: list[str] = []
@@ -85,16 +89,18 @@ def scan(text: str) -> Scan:
             continue
         tokens += 1
         if tokens > MAX_TOKENS:
-            raise _error(f"XPath filter has too many tokens: more than {MAX_TOKENS}",
-                         text, i)
+            raise _error(f"XPath filter has too many tokens: more than {MAX_TOKENS}", text, i)
         if ch in "\"'":
             end = text.find(ch, i + 1)
             if end < 0:
                 raise _error("unterminated string literal", text, i)
             if end + 1 < n and text[end + 1] == ch:
-                raise _error("a quote doubled inside a string literal: XPath 1.0 has no "
-                             "escapes (delimit the literal with the other quote)",
-                             text, end)
+                raise _error(
+                    "a quote doubled inside a string literal: XPath 1.0 has no "
+                    "escapes (delimit the literal with the other quote)",
+                    text,
+                    end,
+                )
             i = end + 1
             continue
         m = _NUMBER.match(text, i)
@@ -106,8 +112,11 @@ def scan(text: str) -> Scan:
             i = m.end()
             continue
         if unicodedata.category(ch) == "Nd":
-            raise _error(f"non-ASCII digit {ch!r} (U+{ord(ch):04X}): XPath numbers are "
-                         "written with 0-9", text, i)
+            raise _error(
+                f"non-ASCII digit {ch!r} (U+{ord(ch):04X}): XPath numbers are written with 0-9",
+                text,
+                i,
+            )
         if ch.isalpha() or ch == "_":
             i += 1
             while i < n and _name_char(text[i]):
@@ -116,15 +125,20 @@ def scan(text: str) -> Scan:
         if ch == "/":
             steps += 1
             if steps > MAX_STEPS:
-                raise _error(f"XPath filter has too many location steps: more than "
-                             f"{MAX_STEPS}", text, i)
+                raise _error(
+                    f"XPath filter has too many location steps: more than {MAX_STEPS}", text, i
+                )
             i += 2 if text.startswith("//", i) else 1
             continue
         if ch in _OPEN:
             stack.append(i)
             if len(stack) > MAX_NESTING:
-                raise _error(f"XPath filter nested too deeply: more than {MAX_NESTING} "
-                             "brackets and parentheses", text, i)
+                raise _error(
+                    f"XPath filter nested too deeply: more than {MAX_NESTING} "
+                    "brackets and parentheses",
+                    text,
+                    i,
+                )
         elif ch in _CLOSE and stack:
             stack.pop()
         i += 1

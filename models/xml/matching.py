@@ -12,6 +12,7 @@ of x or under one): repeated lazy searches of nested subtrees would cost depth x
 ``//`` on a deep document (``//a//a//a[@x]`` on 2,048 nested elements), and a recursive
 formulation would recurse as deep as the document.
 """
+
 from __future__ import annotations
 
 from pubsift.models.xml.document import Document
@@ -21,7 +22,7 @@ from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, Node, XPathFilter
 class Matcher:
     """Evaluates pattern nodes on one document, memoised on (node, element)."""
 
-    __slots__ = ("doc", "_memo", "_tables")
+    __slots__ = ("_memo", "_tables", "doc")
 
     def __init__(self, doc: Document) -> None:
         self.doc = doc
@@ -68,8 +69,7 @@ class Matcher:
                 if c.position is None:
                     tag = None if c.label == WILDCARD else c.label
                     return any(self.at(c, y) for y in doc.descendants([x], tag))
-            return any(all(self.below(c, z) for c in u.children)
-                       for z in range(x, doc.end[x] + 1))
+            return any(all(self.below(c, z) for c in u.children) for z in range(x, doc.end[x] + 1))
         return any(self.at(u, y) for y in self.candidates(u, x))
 
     def _table(self, u: Node) -> bytearray:

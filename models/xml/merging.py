@@ -10,6 +10,7 @@
   ``//x/y``; finally ``//*``, which matches every document) that covers every input,
   checked with :func:`.covering.covers`.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,13 +25,21 @@ from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node, XPathF
 from pubsift.models.xml.predicates import ANY, NUM, SELF, STR, Pred, exists
 from pubsift.models.xml.xpath import format_text
 
-_RENDERABLE = {STR: {Op.EQ, Op.NE, Op.PREFIX, Op.SUBSTRING},
-               NUM: {Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE}}
+_RENDERABLE = {
+    STR: {Op.EQ, Op.NE, Op.PREFIX, Op.SUBSTRING},
+    NUM: {Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE},
+}
 
 
 def _merge_preds(p: Pred, q: Pred) -> Pred | None:
-    if p.target != q.target or p.domain != q.domain or p.domain == ANY or not (
-            p.satisfiable and q.satisfiable) or p.infinite or q.infinite:
+    if (
+        p.target != q.target
+        or p.domain != q.domain
+        or p.domain == ANY
+        or not (p.satisfiable and q.satisfiable)
+        or p.infinite
+        or q.infinite
+    ):
         return None
     try:
         c = relations.merge([p.constraint, q.constraint])
@@ -39,11 +48,13 @@ def _merge_preds(p: Pred, q: Pred) -> Pred | None:
     if c is None:
         return None
     if p.domain == NUM:
-        if c.matches(math.nan) != (p.constraint.matches(math.nan)
-                                  or q.constraint.matches(math.nan)):
+        if c.matches(math.nan) != (
+            p.constraint.matches(math.nan) or q.constraint.matches(math.nan)
+        ):
             return None
-    if p.domain == STR and (c.op is Op.EXISTS or (
-            c.op in (Op.PREFIX, Op.SUBSTRING) and c.operand == "")):
+    if p.domain == STR and (
+        c.op is Op.EXISTS or (c.op in (Op.PREFIX, Op.SUBSTRING) and c.operand == "")
+    ):
         return exists(p.target)  # every string: the target exists
     if c.op not in _RENDERABLE[p.domain]:
         return None
@@ -135,7 +146,7 @@ def generalizations(f: XPathFilter) -> list[XPathFilter]:
     path = [lab for lab in _main_path(f.root)]
     # cut at the last '//' so the suffix is a plain child path
     if DESCENDANT in path:
-        path = path[len(path) - path[::-1].index(DESCENDANT):]
+        path = path[len(path) - path[::-1].index(DESCENDANT) :]
     for i in range(len(path)):
         out.append(_suffix_pattern(path[i:]))
     out.append(_suffix_pattern([WILDCARD]))

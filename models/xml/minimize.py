@@ -5,6 +5,7 @@ sibling implies it), and a value predicate is redundant when another predicate o
 node implies it. Removing them keeps N(pattern) unchanged, makes the factorization tree
 smaller, and makes identity (mutual covering) agree with equality more often.
 """
+
 from __future__ import annotations
 
 from pubsift.models.xml.covering import Homomorphism
@@ -32,6 +33,7 @@ def minimize(n: Node) -> Node:
 
     def implies(b: Node, a: Node) -> bool:  # branch b implies branch a (a maps under b)
         return Homomorphism().below(a, Node(n.label, (), None, (b,)))
+
     children = _prune(children, implies)
     preds = _prune(list(n.preds), lambda q, p: pred_covers(p, q))
     return make(n.label, preds, n.position, children)

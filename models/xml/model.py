@@ -6,29 +6,35 @@ Filters are written as XPath (the subset of :mod:`.xpath`), as text (optionally 
 ``{"xpath": "...", "namespaces": {"prefix": "uri"}}``; events are XML documents (bytes, str,
 ``{"xml": "..."}`` or an lxml element), parsed by the hardened parser of :mod:`.parsing`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from lxml import etree
-
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import FilterModel
 from pubsift.models.xml import covering, merging
 from pubsift.models.xml.index import XmlIndex
 from pubsift.models.xml.matching import matches
 from pubsift.models.xml.overlap import overlaps
-from pubsift.models.xml.parsing import (DEFAULT_LIMITS, LimitsError, ParseLimits, XmlEvent,
-                                        parse_document)
+from pubsift.models.xml.parsing import (
+    DEFAULT_LIMITS,
+    LimitsError,
+    ParseLimits,
+    XmlEvent,
+    parse_document,
+)
 from pubsift.models.xml.patterns import XPathFilter
 from pubsift.models.xml.xpath import format_text, parse_text, parse_xpath
 
 
 class XmlModel(FilterModel):
     name = "xml"
-    capabilities = frozenset({"covers", "identical", "overlaps", "merge", "imperfect_merge",
-                              "index"})
+    capabilities = frozenset(
+        {"covers", "identical", "overlaps", "merge", "imperfect_merge", "index"}
+    )
 
     def __init__(self, limits: ParseLimits = DEFAULT_LIMITS) -> None:
         if not isinstance(limits, ParseLimits):
@@ -43,21 +49,23 @@ class XmlModel(FilterModel):
             unknown = sorted(repr(k) for k in set(spec) - {"xpath", "namespaces"})
             if unknown or "xpath" not in spec:
                 raise FilterSyntaxError(
-                    "an XML filter object is {\"xpath\": ..., \"namespaces\": {...}}"
+                    'an XML filter object is {"xpath": ..., "namespaces": {...}}'
                     + (f"; unknown members {', '.join(unknown)}" if unknown else ""),
-                    path="xpath" if "xpath" not in spec else unknown[0])
+                    path="xpath" if "xpath" not in spec else unknown[0],
+                )
             ns = spec.get("namespaces")
             if ns is None:
                 ns = {}
             if not isinstance(ns, Mapping) or not all(
-                    isinstance(k, str) and isinstance(v, str) for k, v in ns.items()):
-                raise FilterSyntaxError("namespaces must map prefixes to URIs",
-                                        path="namespaces")
+                isinstance(k, str) and isinstance(v, str) for k, v in ns.items()
+            ):
+                raise FilterSyntaxError("namespaces must map prefixes to URIs", path="namespaces")
             return parse_xpath(spec["xpath"], ns)
         if isinstance(spec, str):
             return parse_text(spec)
-        raise FilterSyntaxError(f"an XML filter is XPath text or an object, not "
-                                f"{type(spec).__name__}")
+        raise FilterSyntaxError(
+            f"an XML filter is XPath text or an object, not {type(spec).__name__}"
+        )
 
     def parse_event(self, raw: bytes | str | Mapping[str, Any]) -> XmlEvent:
         if isinstance(raw, XmlEvent):
@@ -70,7 +78,7 @@ class XmlModel(FilterModel):
             return XmlEvent.of_element(raw, self.limits)
         if isinstance(raw, Mapping):
             if set(raw) != {"xml"} or not isinstance(raw["xml"], str):
-                raise EventError("an XML event object is {\"xml\": \"<document/>\"}")
+                raise EventError('an XML event object is {"xml": "<document/>"}')
             raw = raw["xml"]
         return parse_document(raw, self.limits)
 
@@ -94,8 +102,7 @@ class XmlModel(FilterModel):
 
     def merge(self, fs: Sequence[XPathFilter], perfect: bool = True) -> XPathFilter | None:
         if isinstance(fs, (str, bytes, Mapping)) or not isinstance(fs, Iterable):
-            raise FilterSyntaxError("merge takes a sequence of filters, not "
-                                    f"{type(fs).__name__}")
+            raise FilterSyntaxError(f"merge takes a sequence of filters, not {type(fs).__name__}")
         fs = [self.parse_filter(f) for f in fs]
         if not fs:
             return None

@@ -15,6 +15,7 @@ string, including 4,300-digit ones (no ``int()`` is involved).
 :func:`format_number` writes a literal that this reading turns back into the very same
 double, so a filter's text form reads back to an identical filter.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,7 +23,7 @@ import re
 from decimal import Decimal
 
 _BLANKS = " \t\r\n"
-_MAX_FRAC = 20          # libxml2's MAX_FRAC: significant fraction digits read
+_MAX_FRAC = 20  # libxml2's MAX_FRAC: significant fraction digits read
 _MAX_EXPONENT = 1_000_000  # libxml2 stops accumulating exponent digits here
 # the shape libxml2 accepts (ASCII only: re.ASCII keeps [0-9] and the blanks exact)
 # (surrounding blanks are stripped first: two blank runs in the pattern would backtrack
@@ -35,7 +36,7 @@ NUMBER_CHARS = frozenset("0123456789.-+eE" + _BLANKS)
 def _pow10(e: int) -> float:
     """C's ``pow(10.0, e)``: Infinity on overflow, 0 on underflow."""
     try:
-        return 10.0 ** e
+        return 10.0**e
     except OverflowError:
         return math.inf
 
@@ -63,7 +64,7 @@ def xpath_number(s: str) -> float:
     r = _accumulate(whole)
     if dot and frac:
         zeros = len(frac) - len(frac.lstrip("0"))
-        significant = frac[zeros:zeros + _MAX_FRAC]
+        significant = frac[zeros : zeros + _MAX_FRAC]
         r += _accumulate(significant) / _pow10(zeros + len(significant))
     if sign:
         r = -r
@@ -82,7 +83,7 @@ def _integer_digits(x: float, failed: set | None = None) -> str | None:
     """Digits whose libxml2 reading (``r = r * 10 + d``) is exactly the integral double
     ``x >= 0``: backwards, digit by digit, from the doubles the previous step may have
     held (``failed`` remembers the doubles with no such digits, so each is tried once)."""
-    if x < 2 ** 53:
+    if x < 2**53:
         return str(int(x))
     if failed is None:
         failed = set()

@@ -11,6 +11,7 @@ unique name), so patterns are reported disjoint when
 
 Everything else is answered True.
 """
+
 from __future__ import annotations
 
 import math

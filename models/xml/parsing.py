@@ -13,6 +13,7 @@ own size limits on; on top of that an event is refused, with an
 * is not well-formed (the message gives the line and column), or is a ``str`` that is not
   Unicode text (a lone surrogate).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,7 +24,6 @@ from functools import lru_cache
 from typing import Any
 
 from lxml import etree
-
 from pubsift.core.errors import EventError, PubsiftError
 
 #: libxml2 nests at most 256 elements, 2048 with XML_PARSE_HUGE (lxml's ``huge_tree``,
@@ -48,12 +48,13 @@ class ParseLimits:
         for name in ("max_bytes", "max_depth"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise LimitsError(f"ParseLimits.{name} must be a positive integer, not "
-                                  f"{_show(v)}")
+                raise LimitsError(f"ParseLimits.{name} must be a positive integer, not {_show(v)}")
         if self.max_depth > MAX_DEPTH_CEILING:
-            raise LimitsError(f"ParseLimits.max_depth={_show(self.max_depth)} is above "
-                              f"{MAX_DEPTH_CEILING}, the deepest nesting libxml2 (lxml) "
-                              "parses")
+            raise LimitsError(
+                f"ParseLimits.max_depth={_show(self.max_depth)} is above "
+                f"{MAX_DEPTH_CEILING}, the deepest nesting libxml2 (lxml) "
+                "parses"
+            )
 
 
 def _show(v: object) -> str:
@@ -87,8 +88,13 @@ def hardened_options(limits: ParseLimits = DEFAULT_LIMITS) -> dict:
     loading or validation, no entity substitution, ``huge_tree`` only as far as ``limits``
     allow. What libxml2 parses under these options is then checked by
     :func:`check_entities` and :func:`check_depth`."""
-    return {"resolve_entities": False, "no_network": True, "load_dtd": False,
-            "dtd_validation": False, "huge_tree": huge_tree(limits)}
+    return {
+        "resolve_entities": False,
+        "no_network": True,
+        "load_dtd": False,
+        "dtd_validation": False,
+        "huge_tree": huge_tree(limits),
+    }
 
 
 def _options(options: Mapping[str, Any] | None) -> dict:
@@ -101,8 +107,9 @@ def _options(options: Mapping[str, Any] | None) -> dict:
     return hardened
 
 
-def hardened_parser(limits: ParseLimits = DEFAULT_LIMITS, *,
-                    recover: bool = False, huge: bool | None = None) -> etree.XMLParser:
+def hardened_parser(
+    limits: ParseLimits = DEFAULT_LIMITS, *, recover: bool = False, huge: bool | None = None
+) -> etree.XMLParser:
     """A new lxml parser with :func:`hardened_options`. ``recover=True`` (libxml2's
     recovery mode, still hardened) is for readers that salvage the well-formed parts of a
     broken document; its ``error_log`` lists what was repaired. ``huge=True`` parses up to
@@ -114,16 +121,18 @@ def hardened_parser(limits: ParseLimits = DEFAULT_LIMITS, *,
     return etree.XMLParser(recover=recover, **options)
 
 
-def hardened_iterparse(source: Any, options: Mapping[str, Any] | None = None,
-                       **kwargs: Any) -> etree.iterparse:
+def hardened_iterparse(
+    source: Any, options: Mapping[str, Any] | None = None, **kwargs: Any
+) -> etree.iterparse:
     """``etree.iterparse(source, **kwargs)`` (``events``, ``tag``) under
     :func:`hardened_options`; ``options``: the hardened options of the caller's limits
     (only their ``huge_tree`` is used). The streaming readers parse with it."""
     return etree.iterparse(source, **kwargs, **_options(options))
 
 
-def hardened_pull_parser(options: Mapping[str, Any] | None = None,
-                         **kwargs: Any) -> etree.XMLPullParser:
+def hardened_pull_parser(
+    options: Mapping[str, Any] | None = None, **kwargs: Any
+) -> etree.XMLPullParser:
     """``etree.XMLPullParser(**kwargs)`` (``events``) under :func:`hardened_options`, as
     :func:`hardened_iterparse`."""
     return etree.XMLPullParser(**kwargs, **_options(options))
@@ -138,7 +147,7 @@ class XmlEvent:
     the event is made: what builds an event hands its tree over (``xml``, when the caller
     already has the serialization, is taken as it is)."""
 
-    __slots__ = ("root", "_xml", "_doc", "_digest")
+    __slots__ = ("_digest", "_doc", "_xml", "root")
 
     def __init__(self, root: etree._Element, xml: str | None = None) -> None:
         self.root = root
@@ -159,15 +168,16 @@ class XmlEvent:
         return self._digest
 
     @classmethod
-    def of_element(cls, element: etree._Element,
-                   limits: ParseLimits | None = None) -> "XmlEvent":
+    def of_element(cls, element: etree._Element, limits: ParseLimits | None = None) -> XmlEvent:
         """An event from an element already parsed elsewhere (e.g. a feed item), checked
         like a document (:func:`parse_document`). A comment, processing instruction or
         entity reference is not an element: EventError."""
         if not isinstance(element.tag, str):
-            kind = {etree.Comment: "comment", etree.ProcessingInstruction:
-                    "processing instruction", etree.Entity: "entity reference"}.get(
-                        element.tag, "node")
+            kind = {
+                etree.Comment: "comment",
+                etree.ProcessingInstruction: "processing instruction",
+                etree.Entity: "entity reference",
+            }.get(element.tag, "node")
             raise EventError(f"an lxml {kind} is not an XML event (pass an element)")
         xml = etree.tostring(element, encoding="unicode", with_tail=False)
         return parse_document(xml, limits or DEFAULT_LIMITS)
@@ -177,6 +187,7 @@ class XmlEvent:
         """The navigation index used by matching (:class:`.document.Document`), built once."""
         if self._doc is None:
             from pubsift.models.xml.document import Document
+
             self._doc = Document(self.root)
         return self._doc
 
@@ -184,8 +195,7 @@ class XmlEvent:
         return self.root.getroottree()
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, XmlEvent) and self._key() == other._key() \
-            and self.xml == other.xml
+        return isinstance(other, XmlEvent) and self._key() == other._key() and self.xml == other.xml
 
     def __hash__(self) -> int:
         return hash(self._key())
@@ -203,11 +213,17 @@ def check_entity_declarations(root: etree._Element) -> None:
     if dtd is None:
         return
     for ent in dtd.iterentities():
-        if ent.system_url or ent.orig is None and ent.content is None:
-            raise EventError(f"external entity {ent.name!r} refused (XXE: an external "
-                             f"entity would read {ent.system_url!r})", "DOCTYPE")
-        raise EventError(f"entity declaration {ent.name!r} refused (entity expansion, "
-                         "e.g. 'billion laughs', is not allowed)", "DOCTYPE")
+        if ent.system_url or (ent.orig is None and ent.content is None):
+            raise EventError(
+                f"external entity {ent.name!r} refused (XXE: an external "
+                f"entity would read {ent.system_url!r})",
+                "DOCTYPE",
+            )
+        raise EventError(
+            f"entity declaration {ent.name!r} refused (entity expansion, "
+            "e.g. 'billion laughs', is not allowed)",
+            "DOCTYPE",
+        )
 
 
 def check_entities(root: etree._Element) -> None:
@@ -215,17 +231,22 @@ def check_entities(root: etree._Element) -> None:
     to an entity (lxml leaves refused references as Entity nodes)."""
     check_entity_declarations(root)
     for el in root.iter(etree.Entity):
-        raise EventError(f"reference to undeclared or refused entity &{el.name};",
-                         f"line {el.sourceline}")
+        raise EventError(
+            f"reference to undeclared or refused entity &{el.name};", f"line {el.sourceline}"
+        )
 
 
 def _too_deep(limit: int) -> str:
     if limit >= MAX_DEPTH_CEILING:
-        return (f"document nested too deeply: more than {limit} levels, libxml2's ceiling "
-                "(no setting accepts it)")
-    return (f"document nested too deeply: more than {limit} levels (raise "
-            f"ParseLimits.max_depth, at most {MAX_DEPTH_CEILING}, libxml2's ceiling, to "
-            "accept it)")
+        return (
+            f"document nested too deeply: more than {limit} levels, libxml2's ceiling "
+            "(no setting accepts it)"
+        )
+    return (
+        f"document nested too deeply: more than {limit} levels (raise "
+        f"ParseLimits.max_depth, at most {MAX_DEPTH_CEILING}, libxml2's ceiling, to "
+        "accept it)"
+    )
 
 
 @lru_cache(maxsize=16)
@@ -256,25 +277,28 @@ def parse_document(raw: bytes | str, limits: ParseLimits = DEFAULT_LIMITS) -> Xm
         try:
             data = raw.encode("utf-8")
         except UnicodeEncodeError as e:
-            raise EventError(f"not Unicode text: lone surrogate U+{ord(raw[e.start]):04X}",
-                             f"character {e.start}") from None
+            raise EventError(
+                f"not Unicode text: lone surrogate U+{ord(raw[e.start]):04X}",
+                f"character {e.start}",
+            ) from None
     elif isinstance(raw, (bytes, bytearray, memoryview)):
         data = bytes(raw)
     else:
         raise EventError(f"an XML event is bytes or str, not {type(raw).__name__}")
     if len(data) > limits.max_bytes:
-        raise EventError(f"document too large: {len(data)} bytes > {limits.max_bytes} "
-                         "(raise ParseLimits.max_bytes to accept it)")
+        raise EventError(
+            f"document too large: {len(data)} bytes > {limits.max_bytes} "
+            "(raise ParseLimits.max_bytes to accept it)"
+        )
     try:
         root = etree.fromstring(data, hardened_parser(limits))
     except etree.LxmlError as e:
         if not isinstance(e, etree.XMLSyntaxError):
             raise EventError(f"XML not accepted by lxml: {e}") from None
-        line, col = (e.position if e.position else (e.lineno, 0))
+        line, col = e.position if e.position else (e.lineno, 0)
         msg = e.msg or str(e)
         if "Excessive depth" in msg:
-            raise EventError(_too_deep(limits.max_depth), f"line {line}, column {col}") \
-                from None
+            raise EventError(_too_deep(limits.max_depth), f"line {line}, column {col}") from None
         if "Detected an entity reference loop" in msg or "amplification" in msg:
             raise EventError(f"entity expansion refused: {msg}", f"line {line}, column {col}")
         raise EventError(f"malformed XML: {msg}", f"line {line}, column {col}") from None
@@ -293,4 +317,4 @@ _DECLARATION = re.compile(r"\s*<\?xml[ \t\r\n]")
 def _strip_declaration(text: str) -> str:
     s = text.lstrip()
     end = s.find("?>")
-    return s[end + 2:] if end >= 0 else s
+    return s[end + 2 :] if end >= 0 else s

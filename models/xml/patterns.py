@@ -12,6 +12,7 @@ Patterns are immutable and canonical: predicates and children are sorted, so equ
 patterns are equal objects (hash and ``==``). Tags and attribute names are in Clark notation
 (``{uri}local``); rendering back to XPath assigns prefixes ``ns0``, ``ns1``, ...
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -32,8 +33,7 @@ class Position:
 
     def holds(self, p: int) -> bool:
         op, n = self.op, self.n
-        return {"=": p == n, "!=": p != n, "<": p < n, "<=": p <= n, ">": p > n,
-                ">=": p >= n}[op]
+        return {"=": p == n, "!=": p != n, "<": p < n, "<=": p <= n, ">": p > n, ">=": p >= n}[op]
 
     def render(self) -> str:
         """``[n]`` for ``position() = n`` with n >= 0 (``[-1]`` would be an expression,
@@ -49,13 +49,14 @@ class Node:
     label: str
     preds: tuple[Pred, ...] = ()
     position: Position | None = None
-    children: tuple["Node", ...] = ()
+    children: tuple[Node, ...] = ()
     _hash: int = field(default=0, compare=False, repr=False)
     _skey: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash((self.label, self.preds, self.position,
-                                                self.children)))
+        object.__setattr__(
+            self, "_hash", hash((self.label, self.preds, self.position, self.children))
+        )
         head = self.label
         if self.position is not None:
             head += f"[{self.position.render()}]"
@@ -82,7 +83,7 @@ class Node:
         """Number of nodes, the root included."""
         return 1 + sum(c.size() for c in self.children)
 
-    def walk(self) -> Iterator["Node"]:
+    def walk(self) -> Iterator[Node]:
         yield self
         for c in self.children:
             yield from c.walk()
@@ -134,7 +135,7 @@ class XPathFilter:
             names = [n.label] + [p.target[1:] for p in n.preds if p.target.startswith("@")]
             for name in names:
                 if name.startswith("{"):
-                    uri = name[1:name.index("}")]
+                    uri = name[1 : name.index("}")]
                     if uri not in uris:
                         uris.append(uri)
         return {f"ns{i}": u for i, u in enumerate(uris)}
@@ -148,6 +149,7 @@ class XPathFilter:
                 uri, local = n[1:].split("}", 1)
                 return f"{prefix[uri]}:{local}"
             return n
+
         return render_node(self.root, name)
 
     def __str__(self) -> str:
@@ -185,9 +187,14 @@ def _body(n: Node, name: Callable[[str], str]) -> str:
 
 
 def _branch(n: Node, name: Callable[[str], str]) -> str:
-    if (not n.children and n.position is None and len(n.preds) == 1
-            and n.preds[0].target == SELF and n.label != WILDCARD
-            and n.preds[0].comparison):  # [Price > 15] rather than [Price[. > 15]]
+    if (
+        not n.children
+        and n.position is None
+        and len(n.preds) == 1
+        and n.preds[0].target == SELF
+        and n.label != WILDCARD
+        and n.preds[0].comparison
+    ):  # [Price > 15] rather than [Price[. > 15]]
         return n.preds[0].render(name, subject=name(n.label))
     if n.label == DESCENDANT:
         (only,) = n.children
@@ -204,4 +211,4 @@ def render_node(n: Node, name: Callable[[str], str]) -> str:
     return _cont(n.children[0], name)
 
 
-__all__ = ["DESCENDANT", "Node", "Position", "ROOT", "WILDCARD", "XPathFilter", "make"]
+__all__ = ["DESCENDANT", "ROOT", "WILDCARD", "Node", "Position", "XPathFilter", "make"]

@@ -20,6 +20,7 @@ L_A(A1) ⊇ L_A(A2)) is delegated to the shared constraint algebra
 (:mod:`pubsift.models.constraints.relations`) within one domain, with ``NaN`` handled here; a
 string equality also implies numeric predicates on the same target.
 """
+
 from __future__ import annotations
 
 import math
@@ -146,7 +147,8 @@ class Pred:
             return True
         if self.domain == STR:
             if c.op not in (Op.EQ, Op.NE, Op.PREFIX, Op.SUBSTRING) or not isinstance(
-                    c.operand, str):
+                c.operand, str
+            ):
                 return False
             return not ('"' in c.operand and "'" in c.operand)
         if c.op not in COMPARISONS.values():
@@ -170,7 +172,7 @@ def _starts(s: str, chunks: Iterable[str], whole: bool) -> bool:
     for piece in chunks:
         end = pos + len(piece)
         if end > len(s):
-            if whole or s[pos:] != piece[:len(s) - pos]:
+            if whole or s[pos:] != piece[: len(s) - pos]:
                 return False
             return True
         if s[pos:end] != piece:

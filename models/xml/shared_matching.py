@@ -18,6 +18,7 @@ in two ways.
   all its leaves are reached, and those candidates are decided exactly by
   :class:`.matching.Matcher`.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -28,7 +29,6 @@ from pubsift.models.xml.document import Document
 from pubsift.models.xml.factorization import FactorizationTree
 from pubsift.models.xml.matching import Matcher
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, XPathFilter
-
 
 #: transitions the lazy DFA keeps (least recently used evicted first)
 DFA_CACHE_SIZE = 65_536
@@ -97,8 +97,13 @@ class PathAutomaton:
         return result
 
 
-def match_tree(tree: FactorizationTree, doc: Document, leaves: dict[int, int],
-               pattern: Callable[[int], XPathFilter], only: int = -1) -> int:
+def match_tree(
+    tree: FactorizationTree,
+    doc: Document,
+    leaves: dict[int, int],
+    pattern: Callable[[int], XPathFilter],
+    only: int = -1,
+) -> int:
     """Bitmask of the patterns of ``tree`` among ``only`` that match ``doc``. ``leaves[i]``
     is the number of leaves of branching pattern i; ``pattern(i)`` gives it back for the
     exact check."""
@@ -119,7 +124,7 @@ def match_tree(tree: FactorizationTree, doc: Document, leaves: dict[int, int],
     while stack:
         t, ctx, desc = pop()
         by_label = t.by_label
-        for label in (by_label.keys() & present if len(by_label) > 2 else by_label):
+        for label in by_label.keys() & present if len(by_label) > 2 else by_label:
             group = by_label[label]
             if label == DESCENDANT:
                 ordered = ordered_of.get(id(ctx))

@@ -9,17 +9,17 @@ are added as noise. Some patterns have no witness of this simple shape (e.g. con
 string-value predicates); the builder then returns None. Every witness returned was checked
 with lxml's own XPath evaluation.
 """
+
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
 
 from lxml import etree
-
 from pubsift.models.constraints import Op, relations
-from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, Node, XPathFilter
 from pubsift.models.xml.numbers import format_number
 from pubsift.models.xml.parsing import hardened_parser
+from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, Node, XPathFilter
 from pubsift.models.xml.predicates import ANY, NUM, SELF, TEXT, Pred
 
 NAMES = ("a", "b", "c", "d")
@@ -63,8 +63,7 @@ def _value(preds: list[Pred], rnd: random.Random) -> str | None:
 
 
 def _xml_text(v: str) -> bool:
-    return all(ch in "\t\n\r" or " " <= ch <= "\ud7ff" or "\ue000" <= ch <= "\ufffd"
-               for ch in v)
+    return all(ch in "\t\n\r" or " " <= ch <= "\ud7ff" or "\ue000" <= ch <= "\ufffd" for ch in v)
 
 
 class _Builder:
@@ -136,8 +135,12 @@ class _Builder:
             el.set("z", str(self.rnd.randint(0, 9)))
 
 
-def witness(f: XPathFilter, rnd: random.Random | None = None,
-            names: Sequence[str] = NAMES, noise: float = 0.3) -> bytes | None:
+def witness(
+    f: XPathFilter,
+    rnd: random.Random | None = None,
+    names: Sequence[str] = NAMES,
+    noise: float = 0.3,
+) -> bytes | None:
     """A serialized document matching f, or None if this builder finds none."""
     rnd = rnd or random.Random(0)
     (first,) = f.root.children

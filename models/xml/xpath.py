@@ -23,6 +23,7 @@ there must be one). Number literals are read as libxml2 reads them (:mod:`.numbe
 Patterns deeper than :data:`MAX_DEPTH` or larger than :data:`MAX_SIZE` are refused before
 any recursive work on them.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,15 +34,21 @@ from dataclasses import dataclass, field
 import elementpath
 from elementpath import XPath1Parser
 from lxml import etree
-
 from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.constraints import Op
 from pubsift.models.xml import lexical
 from pubsift.models.xml import predicates as P
 from pubsift.models.xml.minimize import minimize
 from pubsift.models.xml.numbers import format_number, xpath_number
-from pubsift.models.xml.patterns import (DESCENDANT, ROOT, WILDCARD, Node, Position,
-                                         XPathFilter, make)
+from pubsift.models.xml.patterns import (
+    DESCENDANT,
+    ROOT,
+    WILDCARD,
+    Node,
+    Position,
+    XPathFilter,
+    make,
+)
 
 _COLUMN = re.compile(r"line ([0-9]+), column ([0-9]+)", re.ASCII)
 
@@ -51,10 +58,10 @@ class _Step:
     """One element step: axis (``child``/``desc``), test, predicates in order."""
 
     axis: str
-    test: str                       # Clark name, '*', or '.' (self)
+    test: str  # Clark name, '*', or '.' (self)
     position: Position | None = None
-    preds: list = field(default_factory=list)       # Pred
-    branches: list = field(default_factory=list)    # Node
+    preds: list = field(default_factory=list)  # Pred
+    branches: list = field(default_factory=list)  # Node
 
 
 @dataclass
@@ -73,8 +80,9 @@ MAX_SIZE = 256
 
 
 class _Reader:
-    def __init__(self, text: str, namespaces: Mapping[str, str],
-                 numbers: Mapping[int, str]) -> None:
+    def __init__(
+        self, text: str, namespaces: Mapping[str, str], numbers: Mapping[int, str]
+    ) -> None:
         self.text = text
         self.namespaces = dict(namespaces)
         self.numbers = numbers  # long number literals by offset (lexical.Scan)
@@ -133,8 +141,7 @@ class _Reader:
         if sym == "[":
             inner = self.path(tok[0])
             if inner.terminal is not None or len(inner.steps) != 1 or inner.absolute:
-                raise self.error("a predicate on something other than one element step",
-                                 tok)
+                raise self.error("a predicate on something other than one element step", tok)
             step = inner.steps[0]
             if step.test == ".":
                 raise self.error("a predicate on '.'", tok)
@@ -194,30 +201,38 @@ class _Reader:
             if not self._is_literal(b):
                 self.path(a)  # names an unsupported construct on either side
                 self.path(b)
-                raise self.error("a comparison must have a path on one side and a literal "
-                                 "on the other", tok)
+                raise self.error(
+                    "a comparison must have a path on one side and a literal on the other", tok
+                )
             lit = self.literal(b)
 
             def compare(target: str) -> P.Pred:
                 pred = P.comparison(target, sym, lit)
                 if not pred.renderable:
-                    raise self.error(f"number {self.source(b)[:30]!r}: no XPath number "
-                                     "literal reads back as exactly this double (write it "
-                                     "with at most 17 significant digits)", b)
+                    raise self.error(
+                        f"number {self.source(b)[:30]!r}: no XPath number "
+                        "literal reads back as exactly this double (write it "
+                        "with at most 17 significant digits)",
+                        b,
+                    )
                 return pred
+
             self.attach(a, step, compare)
             return
         if sym in ("starts-with", "contains") and len(tok) == 2:
             a, b = tok[0], tok[1]
             if b.symbol != "(string)":
-                raise self.error(f"{sym}() with a second argument that is not a string "
-                                 "literal", b)
+                raise self.error(f"{sym}() with a second argument that is not a string literal", b)
             path = self.path(a)
             single = (not path.steps and path.terminal and path.terminal[0] == "@") or (
-                not path.terminal and len(path.steps) == 1 and path.steps[0].test == ".")
+                not path.terminal and len(path.steps) == 1 and path.steps[0].test == "."
+            )
             if not single:
-                raise self.error(f"{sym}() on anything but @name or '.' (on a node-set of "
-                                 "several nodes it reads only the first)", a)
+                raise self.error(
+                    f"{sym}() on anything but @name or '.' (on a node-set of "
+                    "several nodes it reads only the first)",
+                    a,
+                )
             if b.value == "":  # always true, even when the attribute is absent
                 return
             op = Op.PREFIX if sym == "starts-with" else Op.SUBSTRING
@@ -235,8 +250,10 @@ class _Reader:
     @staticmethod
     def _is_literal(tok) -> bool:
         return tok.symbol in ("(string)", "(integer)", "(decimal)", "(float)") or (
-            tok.symbol == "-" and len(tok) == 1 and tok[0].symbol in
-            ("(integer)", "(decimal)", "(float)"))
+            tok.symbol == "-"
+            and len(tok) == 1
+            and tok[0].symbol in ("(integer)", "(decimal)", "(float)")
+        )
 
     def source(self, tok) -> str:
         """The text of a literal token as written (a long number: as the lexer kept it)."""
@@ -254,16 +271,18 @@ class _Reader:
             return tok.value
         x = xpath_number(self.source(tok))
         if not math.isfinite(x):
-            raise self.error(f"number literal {self.source(tok)[:20]!r} out of range "
-                             "(lxml reads it as Infinity or NaN)", tok)
+            raise self.error(
+                f"number literal {self.source(tok)[:20]!r} out of range "
+                "(lxml reads it as Infinity or NaN)",
+                tok,
+            )
         return x + 0.0
 
     def position(self, op: str, tok) -> Position:
         """``position() op tok``: tok must be a number literal with an integer value
         that a literal can write back exactly."""
         if not self._is_literal(tok) or tok.symbol == "(string)":
-            raise self.error("position() compared with something other than a number "
-                             "literal", tok)
+            raise self.error("position() compared with something other than a number literal", tok)
         n = self.literal(tok)
         if n != int(n) or format_number(n) is None:
             raise self.error("position() compared with a non-integer", tok)
@@ -276,8 +295,11 @@ class _Reader:
         path = self.path(tok)
         if path.absolute:
             raise self.error("an absolute path inside a predicate", tok)
-        steps = [s for s in path.steps if not (s.test == "." and s.axis == "child"
-                                                and not s.preds and not s.branches)]
+        steps = [
+            s
+            for s in path.steps
+            if not (s.test == "." and s.axis == "child" and not s.preds and not s.branches)
+        ]
         if any(s.test == "." for s in steps):
             raise self.error("'.' after '//' inside a path", tok)
         if path.terminal is None:
@@ -316,8 +338,11 @@ def parse_xpath(text: str, namespaces: Mapping[str, str] | None = None) -> XPath
 
     Raises FilterSyntaxError naming the construct and its position."""
     if not isinstance(text, str) or not text.strip():
-        raise FilterSyntaxError("an XPath filter must be a non-empty string",
-                                text if isinstance(text, str) else None, None)
+        raise FilterSyntaxError(
+            "an XPath filter must be a non-empty string",
+            text if isinstance(text, str) else None,
+            None,
+        )
     scanned = lexical.scan(text)
     namespaces = dict(namespaces or {})
     check_namespaces(namespaces, lexical.MAX_LENGTH - len(text))
@@ -335,18 +360,21 @@ def parse_xpath(text: str, namespaces: Mapping[str, str] | None = None) -> XPath
         raise FilterSyntaxError(f"XPath syntax error: {msg}", text, pos) from None
     except (RecursionError, MemoryError, ValueError, TypeError, ArithmeticError) as e:
         # last resort: the lexical limits keep elementpath within its means
-        raise FilterSyntaxError(f"XPath not accepted by elementpath: {type(e).__name__}",
-                                text, None) from None
+        raise FilterSyntaxError(
+            f"XPath not accepted by elementpath: {type(e).__name__}", text, None
+        ) from None
     try:  # what lxml cannot compile has no answer to agree with (e.g. names that
         # libxml2's XPath, on XML 1.0 4th edition's name characters, refuses)
         etree.XPath(text, namespaces=namespaces or None)
     except (etree.XPathError, ValueError) as e:
-        raise FilterSyntaxError(f"XPath not accepted by lxml (libxml2): {e}", text,
-                                None) from None
+        raise FilterSyntaxError(f"XPath not accepted by lxml (libxml2): {e}", text, None) from None
     reader = _Reader(text, namespaces, scanned.numbers)
     path = reader.path(tok)
-    steps = [s for s in path.steps if not (s.test == "." and s.axis == "child"
-                                           and not s.preds and not s.branches)]
+    steps = [
+        s
+        for s in path.steps
+        if not (s.test == "." and s.axis == "child" and not s.preds and not s.branches)
+    ]
     if any(s.test == "." for s in steps):
         raise reader.error("'.' after '//'", tok)
     if path.terminal is not None:
@@ -368,11 +396,11 @@ def parse_xpath(text: str, namespaces: Mapping[str, str] | None = None) -> XPath
     top = _build(steps)
     depth, size = _measure(top)
     if depth > MAX_DEPTH:
-        raise FilterSyntaxError(f"XPath pattern too deep: {depth} levels > {MAX_DEPTH}",
-                                text, None)
+        raise FilterSyntaxError(f"XPath pattern too deep: {depth} levels > {MAX_DEPTH}", text, None)
     if size > MAX_SIZE:
-        raise FilterSyntaxError(f"XPath pattern too large: {size} steps and predicates > "
-                                f"{MAX_SIZE}", text, None)
+        raise FilterSyntaxError(
+            f"XPath pattern too large: {size} steps and predicates > {MAX_SIZE}", text, None
+        )
     return check_written(XPathFilter(minimize(make(ROOT, (), None, [top]))), text)
 
 
@@ -382,9 +410,13 @@ def check_written(f: XPathFilter, text: str | None = None) -> XPathFilter:
     else FilterSyntaxError."""
     n = len(format_text(f))
     if n > lexical.MAX_LENGTH:
-        raise FilterSyntaxError(f"XPath filter too long once written: its text form (numbers "
-                                f"in full, namespace declarations included) has {n} "
-                                f"characters > {lexical.MAX_LENGTH}", text, None)
+        raise FilterSyntaxError(
+            f"XPath filter too long once written: its text form (numbers "
+            f"in full, namespace declarations included) has {n} "
+            f"characters > {lexical.MAX_LENGTH}",
+            text,
+            None,
+        )
     return f
 
 
@@ -405,8 +437,7 @@ _XML_NAMESPACE = "http://www.w3.org/XML/1998/namespace"
 _PREFIX = re.compile(r"[^\W\d][\w.-]*\Z")
 
 
-def check_namespaces(namespaces: Mapping[str, str],
-                     budget: int = lexical.MAX_LENGTH) -> None:
+def check_namespaces(namespaces: Mapping[str, str], budget: int = lexical.MAX_LENGTH) -> None:
     """Prefixes must be names and URIs non-empty XML text without ``"``, ``{`` or ``}``
     (which neither Clark notation nor the text form could write back); the declarations,
     written as the text form writes them (``xmlns:p="uri" ``), must fit in ``budget``
@@ -416,22 +447,32 @@ def check_namespaces(namespaces: Mapping[str, str],
         if isinstance(prefix, str) and isinstance(uri, str):
             budget -= len(prefix) + len(uri) + 10  # xmlns:{prefix}="{uri}" + a space
             if budget < 0:
-                raise FilterSyntaxError(f"namespace declarations too long: with the XPath, "
-                                        f"the text form would exceed {lexical.MAX_LENGTH} "
-                                        "characters", path=f"namespaces.{prefix[:60]}")
+                raise FilterSyntaxError(
+                    f"namespace declarations too long: with the XPath, "
+                    f"the text form would exceed {lexical.MAX_LENGTH} "
+                    "characters",
+                    path=f"namespaces.{prefix[:60]}",
+                )
         if not isinstance(prefix, str) or not _PREFIX.match(prefix):
-            raise FilterSyntaxError(f"namespace prefix {prefix!r} is not a name",
-                                    path=f"namespaces.{prefix}")
+            raise FilterSyntaxError(
+                f"namespace prefix {prefix!r} is not a name", path=f"namespaces.{prefix}"
+            )
         if not isinstance(uri, str) or not uri:
-            raise FilterSyntaxError(f"namespace URI of prefix {prefix!r} must be a "
-                                    "non-empty string", path=f"namespaces.{prefix}")
+            raise FilterSyntaxError(
+                f"namespace URI of prefix {prefix!r} must be a non-empty string",
+                path=f"namespaces.{prefix}",
+            )
         if prefix == "xml" and uri != _XML_NAMESPACE:  # lxml keeps xml's own binding
-            raise FilterSyntaxError(f"prefix 'xml' is bound to {_XML_NAMESPACE} and "
-                                    "cannot be rebound", path="namespaces.xml")
+            raise FilterSyntaxError(
+                f"prefix 'xml' is bound to {_XML_NAMESPACE} and cannot be rebound",
+                path="namespaces.xml",
+            )
         bad = next((ch for ch in '"{}' if ch in uri), None)
         if bad is not None:
-            raise FilterSyntaxError(f"namespace URI {uri[:60]!r} holds {bad!r} (percent-"
-                                    "encode it)", path=f"namespaces.{prefix}")
+            raise FilterSyntaxError(
+                f"namespace URI {uri[:60]!r} holds {bad!r} (percent-encode it)",
+                path=f"namespaces.{prefix}",
+            )
         try:
             lexical.check_chars(uri, "a namespace URI")
         except FilterSyntaxError as e:
@@ -447,8 +488,11 @@ def parse_text(text: str) -> XPathFilter:
     if not isinstance(text, str):
         raise FilterSyntaxError("an XPath filter must be a string", None, None)
     if len(text) > lexical.MAX_LENGTH:
-        raise FilterSyntaxError(f"XPath filter too long: {len(text)} characters > "
-                                f"{lexical.MAX_LENGTH}", text, lexical.MAX_LENGTH)
+        raise FilterSyntaxError(
+            f"XPath filter too long: {len(text)} characters > {lexical.MAX_LENGTH}",
+            text,
+            lexical.MAX_LENGTH,
+        )
     namespaces: dict[str, str] = {}
     offset = 0
     while True:

@@ -1,6 +1,7 @@
 """Archives (issue 11 §1 "Archives and trees", §4 hostile inputs): zip and tar members read
 by streaming, nested one level deep, under limits on member count, total size and ratio;
 unsafe names, links and devices quarantined, never opened; nothing written to disk."""
+
 from __future__ import annotations
 
 import gzip
@@ -16,17 +17,15 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from pubsift.adapters import Event, Quarantined, ReadLimits, read, register_reader
 from pubsift.adapters.readers import readers, unregister_reader
 
 sys.path.insert(0, str(Path(__file__).parent))
-from toy_lines import LINES_READER, oracle  # noqa: E402
+from toy_lines import LINES_READER, oracle
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 #: small limits, so that the bombs of the tests are small and fast
-SMALL = ReadLimits(max_members=20, max_total_bytes=64 << 20, max_ratio=20,
-                   ratio_floor=64 << 10)
+SMALL = ReadLimits(max_members=20, max_total_bytes=64 << 20, max_ratio=20, ratio_floor=64 << 10)
 
 
 @pytest.fixture(autouse=True)
@@ -54,8 +53,7 @@ def tar_bytes(members: dict[str, bytes], mode: str = "w") -> bytes:
 
 
 def outcome(items) -> list[tuple[str, int, str]]:
-    return [(x.source, x.position, "event" if isinstance(x, Event) else x.reason)
-            for x in items]
+    return [(x.source, x.position, "event" if isinstance(x, Event) else x.reason) for x in items]
 
 
 def per_source(items) -> dict[str, tuple[int, int]]:
@@ -71,14 +69,16 @@ FILES = {"b/two.lines": b"3\n4\nfive\n", "a.lines": b"1\n2\n", "c/d/e.lines": b"
 def test_zip_members_are_read_in_archive_order_named_archive_bang_member(tmp_path):
     z = make_zip(tmp_path / "a.zip", {**FILES, "emptydir/": b""})
     got = list(read(str(z)))
-    assert [x.source for x in got] == [f"{z}!b/two.lines"] * 3 + [f"{z}!a.lines"] * 2 + \
-        [f"{z}!c/d/e.lines"]  # the order they were written in, not the names' order
+    assert [x.source for x in got] == [f"{z}!b/two.lines"] * 3 + [f"{z}!a.lines"] * 2 + [
+        f"{z}!c/d/e.lines"
+    ]  # the order they were written in, not the names' order
     assert per_source(got) == {f"{z}!{n}": oracle(d) for n, d in FILES.items()}
     assert list(per_source(got)) == [f"{z}!{n}" for n in FILES]
 
 
-@pytest.mark.parametrize("suffix, mode", [(".tar", "w"), (".tar.gz", "w:gz"),
-                                          (".tgz", "w:gz"), (".tar.bz2", "w:bz2")])
+@pytest.mark.parametrize(
+    "suffix, mode", [(".tar", "w"), (".tar.gz", "w:gz"), (".tgz", "w:gz"), (".tar.bz2", "w:bz2")]
+)
 def test_tar_members_are_read_in_archive_order(tmp_path, suffix, mode):
     t = tmp_path / f"a{suffix}"
     t.write_bytes(tar_bytes(FILES, mode))
@@ -89,12 +89,15 @@ def test_tar_members_are_read_in_archive_order(tmp_path, suffix, mode):
 
 def test_archives_nest_one_level_deep_and_deeper_ones_are_quarantined(tmp_path):
     innermost = make_zip(tmp_path / "innermost.zip", {"x.lines": b"1\n"}).read_bytes()
-    inner = make_zip(tmp_path / "inner.zip", {"deep.zip": innermost, "i.lines": b"2\n",
-                                              "g.lines.gz": gzip.compress(b"3\n")})
+    inner = make_zip(
+        tmp_path / "inner.zip",
+        {"deep.zip": innermost, "i.lines": b"2\n", "g.lines.gz": gzip.compress(b"3\n")},
+    )
     tar_inner = tar_bytes({"t.lines": b"4\n5\n"}, "w:gz")
-    outer = make_zip(tmp_path / "outer.zip", {"inner.zip": inner.read_bytes(),
-                                              "inner.tar.gz": tar_inner})
-    assert outcome(read(str(outer))) == [     # archive order, as written
+    outer = make_zip(
+        tmp_path / "outer.zip", {"inner.zip": inner.read_bytes(), "inner.tar.gz": tar_inner}
+    )
+    assert outcome(read(str(outer))) == [  # archive order, as written
         (f"{outer}!inner.zip!deep.zip", 0, "archive-member"),
         (f"{outer}!inner.zip!i.lines", 1, "event"),
         (f"{outer}!inner.zip!g.lines.gz", 1, "event"),
@@ -107,24 +110,36 @@ def test_archives_nest_one_level_deep_and_deeper_ones_are_quarantined(tmp_path):
     assert (f"{tgz}!inner.zip!i.lines", 1, "event") in outcome(read(str(tgz)))
     # max_nesting = 0: no archive inside an archive is opened
     flat = outcome(read(str(outer), limits=ReadLimits(max_nesting=0)))
-    assert flat == [(f"{outer}!inner.zip", 0, "archive-member"),
-                    (f"{outer}!inner.tar.gz", 0, "archive-member")]
+    assert flat == [
+        (f"{outer}!inner.zip", 0, "archive-member"),
+        (f"{outer}!inner.tar.gz", 0, "archive-member"),
+    ]
 
 
-UNSAFE = ["../evil.lines", "a/../../evil.lines", "/etc/x.lines", "C:/x.lines",
-          "..\\evil.lines", "\\abs.lines"]
+UNSAFE = [
+    "../evil.lines",
+    "a/../../evil.lines",
+    "/etc/x.lines",
+    "C:/x.lines",
+    "..\\evil.lines",
+    "\\abs.lines",
+]
 
 
 def test_unsafe_zip_member_names_are_quarantined_never_opened(tmp_path):
-    members = {name: b"1\n" for name in UNSAFE}
+    members = dict.fromkeys(UNSAFE, b"1\n")
     members["ok.lines"] = b"1\n"
     members["nulXname.lines"] = b"1\n"
     z = make_zip(tmp_path / "evil.zip", members)
     raw = z.read_bytes().replace(b"nulXname", b"nul\x00name")  # same length: still a zip
     z.write_bytes(raw)
     got = list(read(str(z)))
-    reasons = {x.source: (x.position, x.reason, x.message) if isinstance(x, Quarantined)
-               else (x.position, "event", "") for x in got}
+    reasons = {
+        x.source: (x.position, x.reason, x.message)
+        if isinstance(x, Quarantined)
+        else (x.position, "event", "")
+        for x in got
+    }
     assert reasons.pop(f"{z}!ok.lines")[:2] == (1, "event")
     assert len(reasons) == len(UNSAFE) + 1
     assert all(p == 0 and r == "archive-member" for p, r, _ in reasons.values())
@@ -141,9 +156,13 @@ def test_tar_unsafe_names_links_devices_and_fifos_are_quarantined(tmp_path):
             ti = tarfile.TarInfo(name)
             ti.size = 2
             t.addfile(ti, io.BytesIO(b"1\n"))
-        for name, kind in [("sym.lines", tarfile.SYMTYPE), ("hard.lines", tarfile.LNKTYPE),
-                           ("chr", tarfile.CHRTYPE), ("blk", tarfile.BLKTYPE),
-                           ("fifo", tarfile.FIFOTYPE)]:
+        for name, kind in [
+            ("sym.lines", tarfile.SYMTYPE),
+            ("hard.lines", tarfile.LNKTYPE),
+            ("chr", tarfile.CHRTYPE),
+            ("blk", tarfile.BLKTYPE),
+            ("fifo", tarfile.FIFOTYPE),
+        ]:
             ti = tarfile.TarInfo(name)
             ti.type = kind
             ti.linkname = "/etc/passwd" if kind in (tarfile.SYMTYPE, tarfile.LNKTYPE) else ""
@@ -152,8 +171,15 @@ def test_tar_unsafe_names_links_devices_and_fifos_are_quarantined(tmp_path):
     tgz.write_bytes(buf.getvalue())
     got = {x.source.split("!", 1)[1]: x for x in read(str(tgz))}
     assert isinstance(got.pop("ok.lines"), Event)
-    assert set(got) == {"../evil.lines", "/etc/x.lines", "sym.lines", "hard.lines", "chr",
-                        "blk", "fifo"}
+    assert set(got) == {
+        "../evil.lines",
+        "/etc/x.lines",
+        "sym.lines",
+        "hard.lines",
+        "chr",
+        "blk",
+        "fifo",
+    }
     assert {(x.position, x.reason) for x in got.values()} == {(0, "archive-member")}
     assert "link" in got["sym.lines"].message and "link" in got["hard.lines"].message
     assert "device or FIFO" in got["fifo"].message
@@ -164,23 +190,25 @@ def test_zip_symlink_and_encrypted_members_are_quarantined(tmp_path):
     with zipfile.ZipFile(z, "w") as zf:
         link = zipfile.ZipInfo("link.lines")
         link.create_system = 3
-        link.external_attr = (0o120777 << 16)
+        link.external_attr = 0o120777 << 16
         zf.writestr(link, "/etc/passwd")
         zf.writestr("secret.lines", b"1\n")
         zf.writestr("ok.lines", b"2\n")
     raw = bytearray(z.read_bytes())
     # set the "encrypted" flag of secret.lines in the central directory
-    at = raw.index(b"PK\x01\x02" + raw[raw.index(b"PK\x01\x02") + 4:][:0])
+    at = raw.index(b"PK\x01\x02" + raw[raw.index(b"PK\x01\x02") + 4 :][:0])
     while True:
         name_len = struct.unpack_from("<H", raw, at + 28)[0]
-        if raw[at + 46: at + 46 + name_len] == b"secret.lines":
+        if raw[at + 46 : at + 46 + name_len] == b"secret.lines":
             struct.pack_into("<H", raw, at + 8, struct.unpack_from("<H", raw, at + 8)[0] | 1)
             break
         at = raw.index(b"PK\x01\x02", at + 4)
     z.write_bytes(bytes(raw))
-    assert outcome(read(str(z))) == [(f"{z}!link.lines", 0, "archive-member"),
-                                     (f"{z}!secret.lines", 0, "archive-member"),
-                                     (f"{z}!ok.lines", 1, "event")]
+    assert outcome(read(str(z))) == [
+        (f"{z}!link.lines", 0, "archive-member"),
+        (f"{z}!secret.lines", 0, "archive-member"),
+        (f"{z}!ok.lines", 1, "event"),
+    ]
 
 
 def test_duplicate_member_names_are_quarantined_so_ids_stay_unique(tmp_path):
@@ -197,6 +225,7 @@ def test_duplicate_member_names_are_quarantined_so_ids_stay_unique(tmp_path):
 
 
 # -- bombs --------------------------------------------------------------------------------
+
 
 def zeros_zip(path: Path, size: int, name: str = "zeros.lines") -> Path:
     """A zip of ``size`` zero bytes (one line), written by streaming: ~size/1000 bytes."""
@@ -252,15 +281,17 @@ def test_a_gzip_bomb_is_refused_keeping_the_records_before(tmp_path):
         for _ in range(16):
             fh.write(b"0" * (1 << 20))
     got = list(read(str(g), limits=SMALL))
-    assert outcome(got) == [(str(g), 1, "event"), (str(g), 2, "event"),
-                            (str(g), 3, "archive-bomb")]
+    assert outcome(got) == [(str(g), 1, "event"), (str(g), 2, "event"), (str(g), 3, "archive-bomb")]
     assert "compression ratio above 20" in got[-1].message
 
 
 def test_a_tar_gz_bomb_is_refused_at_the_archive_stream(tmp_path):
     t = tmp_path / "bomb.tar.gz"
-    t.write_bytes(tar_bytes({"a.lines": b"1\n", "zeros.lines": b"0" * (16 << 20),
-                             "after.lines": b"2\n"}, "w:gz"))
+    t.write_bytes(
+        tar_bytes(
+            {"a.lines": b"1\n", "zeros.lines": b"0" * (16 << 20), "after.lines": b"2\n"}, "w:gz"
+        )
+    )
     got = outcome(read(str(t), limits=SMALL))
     assert got[0] == (f"{t}!a.lines", 1, "event")
     assert got[1] == (f"{t}!zeros.lines", 0, "archive-bomb")
@@ -268,8 +299,9 @@ def test_a_tar_gz_bomb_is_refused_at_the_archive_stream(tmp_path):
 
 
 def test_the_total_size_of_an_archive_is_limited_across_members(tmp_path):
-    members = {f"m{i}.lines": b"".join(b"%015d\n" % j for j in range(16_000))
-               for i in range(5)}  # 256 kB each, stored: ratio 1
+    members = {
+        f"m{i}.lines": b"".join(b"%015d\n" % j for j in range(16_000)) for i in range(5)
+    }  # 256 kB each, stored: ratio 1
     z = make_zip(tmp_path / "big.zip", members, zipfile.ZIP_STORED)
     limits = ReadLimits(max_total_bytes=5 * (256_000 // 2))
     counts = per_source(read(str(z), limits=limits))
@@ -326,12 +358,12 @@ def test_decompressing_again_after_a_backward_seek_is_charged_to_the_budget():
     assert fh.read() == data and budget.total == len(data)
     fh.seek(0)
     assert fh.read(1000) == data[:1000]
-    assert len(data) < budget.total <= len(data) + (64 << 10)   # one buffer again
+    assert len(data) < budget.total <= len(data) + (64 << 10)  # one buffer again
     fh.seek(len(data))
     assert budget.total == 2 * len(data)
     fh.seek(0)
     with pytest.raises(Exception) as info:
-        fh.seek(len(data))             # a third time: over the limit
+        fh.seek(len(data))  # a third time: over the limit
     assert getattr(info.value, "reason", None) == "archive-bomb"
 
 
@@ -347,8 +379,10 @@ def test_a_refused_tar_gz_member_is_skipped_under_the_ratio_limit(tmp_path):
     t = tmp_path / "skip.tar.gz"
     t.write_bytes(buf.getvalue())
     got = list(read(str(t), limits=SMALL))
-    assert outcome(got) == [(f"{t}!../evil.lines", 0, "archive-member"),
-                            (str(t), 0, "archive-bomb")]
+    assert outcome(got) == [
+        (f"{t}!../evil.lines", 0, "archive-member"),
+        (str(t), 0, "archive-bomb"),
+    ]
     produced = int(got[-1].message.split("(")[1].split(" bytes out of")[0])
     assert produced < 4 << 20, got[-1].message  # not the 64 MiB of the member
 
@@ -370,9 +404,11 @@ def test_too_many_members_end_in_one_archive_bomb_record(tmp_path, kind):
 
 # -- corrupt archives ---------------------------------------------------------------------
 
+
 def test_a_zip_member_with_a_bad_crc_is_quarantined_and_the_others_read(tmp_path):
-    z = make_zip(tmp_path / "crc.zip", {"a.lines": b"1\n", "b.lines": b"2\n" * 1000},
-                 zipfile.ZIP_STORED)
+    z = make_zip(
+        tmp_path / "crc.zip", {"a.lines": b"1\n", "b.lines": b"2\n" * 1000}, zipfile.ZIP_STORED
+    )
     raw = bytearray(z.read_bytes())
     at = raw.index(b"2\n2\n")
     raw[at] = ord("3")
@@ -384,10 +420,15 @@ def test_a_zip_member_with_a_bad_crc_is_quarantined_and_the_others_read(tmp_path
     assert "Bad CRC-32" in q.message
 
 
-@pytest.mark.parametrize("name, data", [("not.zip", b"PK\x03\x04 not really"),
-                                        ("empty.zip", b""),
-                                        ("not.tar", b"x" * 700),
-                                        ("not.tgz", b"\x1f\x8b\x08garbage")])
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        ("not.zip", b"PK\x03\x04 not really"),
+        ("empty.zip", b""),
+        ("not.tar", b"x" * 700),
+        ("not.tgz", b"\x1f\x8b\x08garbage"),
+    ],
+)
 def test_a_file_that_is_not_the_archive_its_name_says_is_one_record(tmp_path, name, data):
     p = tmp_path / name
     p.write_bytes(data)
@@ -397,8 +438,10 @@ def test_a_file_that_is_not_the_archive_its_name_says_is_one_record(tmp_path, na
 
 
 def test_a_truncated_tar_gz_keeps_what_came_before(tmp_path):
-    members = {f"m{i}.lines": b"".join(b"%d\n" % j for j in range(i * 1000, i * 1000 + 1000))
-               for i in range(40)}
+    members = {
+        f"m{i}.lines": b"".join(b"%d\n" % j for j in range(i * 1000, i * 1000 + 1000))
+        for i in range(40)
+    }
     packed = tar_bytes(members, "w:gz")
     t = tmp_path / "cut.tgz"
     t.write_bytes(packed[: len(packed) // 2])
@@ -408,8 +451,10 @@ def test_a_truncated_tar_gz_keeps_what_came_before(tmp_path):
     assert complete == [f"{t}!m{i}.lines" for i in range(len(complete))]
     assert len(complete) >= 5
     # the member at the cut ends in one record, then one for the rest of the archive
-    assert outcome(got[len(complete) * 1000:]) == [
-        (f"{t}!m{len(complete)}.lines", 0, "compression"), (str(t), 0, "compression")]
+    assert outcome(got[len(complete) * 1000 :]) == [
+        (f"{t}!m{len(complete)}.lines", 0, "compression"),
+        (str(t), 0, "compression"),
+    ]
     assert got[-1].message.endswith("; the rest of the archive is not read")
 
 
@@ -429,9 +474,14 @@ def test_nothing_is_extracted_or_written_while_reading_hostile_archives(tmp_path
         ti.linkname = "../../outside"
         t.addfile(ti)
     (work / "evil.tgz").write_bytes(buf.getvalue())
-    make_zip(work / "evil.zip", {"../evil2.lines": b"1\n", "/abs.lines": b"1\n",
-                                 "in.zip": make_zip(tmp_path / "in.zip",
-                                                    {"../x.lines": b"1\n"}).read_bytes()})
+    make_zip(
+        work / "evil.zip",
+        {
+            "../evil2.lines": b"1\n",
+            "/abs.lines": b"1\n",
+            "in.zip": make_zip(tmp_path / "in.zip", {"../x.lines": b"1\n"}).read_bytes(),
+        },
+    )
     zeros_zip(work / "bomb.zip", 8 << 20)
     script = f"""
 import sys, os
@@ -455,8 +505,14 @@ n = sum(1 for _ in read({str(work)!r}, limits=ReadLimits(max_ratio=20, ratio_flo
 print(n, seen)
 """
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=work, env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=work,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     n, seen = done.stdout.split(" ", 1)
     assert int(n) >= 7 and seen.strip() == "[]", done.stdout
@@ -465,6 +521,7 @@ print(n, seen)
 
 
 # -- the real readers (skip until they are merged) ----------------------------------------
+
 
 def _need(*formats: str) -> None:
     missing = [f for f in formats if f not in readers()]
@@ -484,18 +541,24 @@ def test_a_zip_mixing_csv_json_lines_an_rss_feed_and_an_nitf_document(tmp_path):
     nitf = sorted((DATA / "nitf" / "wire").glob("*.xml"))[0]
     csv_text = "symbol,price,volume\nIBM,50.5,100\nINTC,20,\nMSFT,300.25,7\n"
     jsonl = '{"a": 1}\n{"a": 2, "b": "x"}\n[1]\n{"c": null}\n'
-    z = make_zip(tmp_path / "mixed.zip", {"q/quotes.csv": csv_text.encode(),
-                                          "e/events.jsonl": jsonl.encode(),
-                                          "f/feed.rss": feed.read_bytes(),
-                                          "n/article.xml": nitf.read_bytes()})
+    z = make_zip(
+        tmp_path / "mixed.zip",
+        {
+            "q/quotes.csv": csv_text.encode(),
+            "e/events.jsonl": jsonl.encode(),
+            "f/feed.rss": feed.read_bytes(),
+            "n/article.xml": nitf.read_bytes(),
+        },
+    )
     got = list(read(str(z)))
     counts = per_source(got)
     rows = list(csv.DictReader(io.StringIO(csv_text)))
     assert sum(counts[f"{z}!q/quotes.csv"]) == len(rows)
     assert sum(counts[f"{z}!e/events.jsonl"]) == len(jsonl.splitlines())
     assert counts[f"{z}!e/events.jsonl"][1] == 1  # [1] is not an object
-    items = etree.fromstring(feed.read_bytes(), etree.XMLParser(resolve_entities=False,
-                                                                no_network=True))
+    items = etree.fromstring(
+        feed.read_bytes(), etree.XMLParser(resolve_entities=False, no_network=True)
+    )
     n_items = int(items.xpath("count(//*[local-name()='item'])"))
     assert counts[f"{z}!f/feed.rss"] == (n_items, 0)
     assert counts[f"{z}!n/article.xml"] == (1, 0)

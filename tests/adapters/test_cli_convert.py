@@ -1,6 +1,7 @@
 """``pubsift convert`` and ``pubsift match`` on files, trees and archives (issue 11 §3):
 events as JSON lines (model, source, position, wire form), a quarantine file, counts per
 source and per reason, exit codes 0/1/2, output written atomically."""
+
 from __future__ import annotations
 
 import contextlib
@@ -13,14 +14,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-from pubsift.adapters import Quarantined, Reader, register_reader
+from pubsift.adapters import Reader, register_reader
 from pubsift.adapters.readers import readers, unregister_reader
 from pubsift.core import cli
 from pubsift.core.registry import load_model
 
 sys.path.insert(0, str(Path(__file__).parent))
-from toy_lines import LINES_READER, oracle  # noqa: E402
+from toy_lines import LINES_READER, oracle
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 
@@ -80,15 +80,17 @@ def test_convert_writes_events_quarantine_and_counts_per_source_and_reason(mixed
     assert events[:3] == [
         {"model": "records", "source": f"{d}/a.lines", "position": 1, "event": {"n": 1}},
         {"model": "records", "source": f"{d}/a.lines", "position": 2, "event": {"n": 2}},
-        {"model": "records", "source": f"{d}/c.lines.gz", "position": 1,
-         "event": {"n": 4}}]
+        {"model": "records", "source": f"{d}/c.lines.gz", "position": 1, "event": {"n": 4}},
+    ]
     quarantine = jsonl(tmp_path / "out.quarantine.jsonl")
     assert {(q["source"], q["position"], q["reason"]) for q in quarantine} == {
-        (f"{d}/a.lines", 3, "lines-syntax"), (f"{d}/bad.lines.gz", 0, "compression"),
-        (f"{d}/c.lines.gz", 2, "lines-syntax"), (f"{d}/notes.unknown", 0, "unknown-format"),
-        (f"{d}/z.zip!../evil.lines", 0, "archive-member")}
-    assert set(quarantine[0]) == {"source", "position", "reason", "message", "excerpt",
-                                  "model"}
+        (f"{d}/a.lines", 3, "lines-syntax"),
+        (f"{d}/bad.lines.gz", 0, "compression"),
+        (f"{d}/c.lines.gz", 2, "lines-syntax"),
+        (f"{d}/notes.unknown", 0, "unknown-format"),
+        (f"{d}/z.zip!../evil.lines", 0, "archive-member"),
+    }
+    assert set(quarantine[0]) == {"source", "position", "reason", "message", "excerpt", "model"}
     # counts per source: from the files written, and as printed
     got: dict[str, list[int]] = {}
     for line in events:
@@ -98,31 +100,39 @@ def test_convert_writes_events_quarantine_and_counts_per_source_and_reason(mixed
     assert {k: tuple(v) for k, v in got.items()} == expected
     for source, (e, q) in expected.items():
         assert f"  {source}: {e + q} read, {e} events, {q} quarantined\n" in stdout
-    assert "reasons:\n  archive-member: 1\n  compression: 1\n  lines-syntax: 2\n" \
-           "  unknown-format: 1\n" in stdout
+    assert (
+        "reasons:\n  archive-member: 1\n  compression: 1\n  lines-syntax: 2\n"
+        "  unknown-format: 1\n" in stdout
+    )
     n_e = sum(e for e, _ in expected.values())
     n_q = sum(q for _, q in expected.values())
-    assert f"total: {n_e + n_q} read, {n_e} events -> {out}, {n_q} quarantined -> " \
-           f"{tmp_path / 'out.quarantine.jsonl'}\n" in stdout
+    assert (
+        f"total: {n_e + n_q} read, {n_e} events -> {out}, {n_q} quarantined -> "
+        f"{tmp_path / 'out.quarantine.jsonl'}\n" in stdout
+    )
 
 
 def test_convert_exits_0_when_nothing_is_quarantined(tmp_path):
     (tmp_path / "ok.lines").write_bytes(b"1\n2\n")
     out, q = tmp_path / "o.jsonl", tmp_path / "bad.jsonl"
-    code, stdout, _ = run(["convert", tmp_path / "ok.lines", "--out", out,
-                           "--quarantine", q, "--model", "records"])
+    code, stdout, _ = run(
+        ["convert", tmp_path / "ok.lines", "--out", out, "--quarantine", q, "--model", "records"]
+    )
     assert code == 0 and len(jsonl(out)) == 2 and q.read_text() == ""
     assert "total: 2 read, 2 events" in stdout
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--model", "nosuch"], "no filter model named 'nosuch' is installed"),
-    (["--format", "nosuch"], "no reader for format 'nosuch'"),
-    (["--columns", "price"], "--columns takes NAME=VALUE, not 'price'"),
-    (["--columns", "price=money"], "column 'price' has type 'money'"),
-    (["--delimiter", ";;"], "delimiter is one character"),
-    (["--ns", "=http://x"], "--ns takes NAME=VALUE"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--model", "nosuch"], "no filter model named 'nosuch' is installed"),
+        (["--format", "nosuch"], "no reader for format 'nosuch'"),
+        (["--columns", "price"], "--columns takes NAME=VALUE, not 'price'"),
+        (["--columns", "price=money"], "column 'price' has type 'money'"),
+        (["--delimiter", ";;"], "delimiter is one character"),
+        (["--ns", "=http://x"], "--ns takes NAME=VALUE"),
+    ],
+)
 def test_convert_usage_errors_exit_2_with_one_line(tmp_path, argv, message):
     (tmp_path / "ok.lines").write_bytes(b"1\n")
     out = tmp_path / "o.jsonl"
@@ -135,19 +145,48 @@ def test_convert_usage_errors_exit_2_with_one_line(tmp_path, argv, message):
 
 def test_convert_refuses_quarantine_and_out_being_one_file(tmp_path):
     (tmp_path / "ok.lines").write_bytes(b"1\n")
-    code, _, err = run(["convert", tmp_path / "ok.lines", "--out", tmp_path / "o.jsonl",
-                        "--quarantine", tmp_path / "o.jsonl"])
+    code, _, err = run(
+        [
+            "convert",
+            tmp_path / "ok.lines",
+            "--out",
+            tmp_path / "o.jsonl",
+            "--quarantine",
+            tmp_path / "o.jsonl",
+        ]
+    )
     assert code == 2 and "same file" in err
 
 
 def test_input_options_become_the_source_settings(tmp_path):
-    args = cli.build_parser().parse_args([
-        "convert", "x.csv", "--out", "o.jsonl", "--format", "lines", "--split",
-        "cac:InvoiceLine", "--ns", "cac=urn:cac", "--columns", "price=float,volume=int",
-        "--columns", "ok=bool", "--delimiter", "\\t"])
+    args = cli.build_parser().parse_args(
+        [
+            "convert",
+            "x.csv",
+            "--out",
+            "o.jsonl",
+            "--format",
+            "lines",
+            "--split",
+            "cac:InvoiceLine",
+            "--ns",
+            "cac=urn:cac",
+            "--columns",
+            "price=float,volume=int",
+            "--columns",
+            "ok=bool",
+            "--delimiter",
+            "\\t",
+        ]
+    )
     (src,) = cli._sources(args.paths, args, "records")
-    assert (src.path, src.format, src.model, src.split, src.delimiter) == \
-        ("x.csv", "lines", "records", "cac:InvoiceLine", "\t")
+    assert (src.path, src.format, src.model, src.split, src.delimiter) == (
+        "x.csv",
+        "lines",
+        "records",
+        "cac:InvoiceLine",
+        "\t",
+    )
     assert dict(src.namespaces) == {"cac": "urn:cac"}
     assert dict(src.columns) == {"price": "float", "volume": "int", "ok": "bool"}
 
@@ -205,6 +244,7 @@ def test_convert_needs_out(tmp_path):
 
 # -- match on files, trees and archives --------------------------------------------------
 
+
 def test_match_reads_trees_and_archives_naming_events_by_id(mixed):
     d, expected = mixed
     code, out, err = run(["match", "-f", "n >= 3", "-f", "n = 7", "--all", d])
@@ -240,18 +280,25 @@ def test_match_mixes_json_lines_files_with_other_inputs_in_order(tmp_path):
     (tmp_path / "f.lines").write_text("6\n")
     code, out, _ = run(["match", "-f", "n > 2", tmp_path / "f.lines", tmp_path / "e.jsonl"])
     assert [json.loads(x)["event"] for x in out.splitlines()] == [
-        f"{tmp_path}/f.lines#1", f"{tmp_path}/e.jsonl:1"]
+        f"{tmp_path}/f.lines#1",
+        f"{tmp_path}/e.jsonl:1",
+    ]
     assert code == 0
 
 
 def test_readers_lists_the_registered_test_reader():
     code, out, _ = run(["readers", "--json"])
     rows = {r["name"]: r for r in json.loads(out)}
-    assert rows["lines"] == {"name": "lines", "extensions": [".lines"], "model": "records",
-                             "status": "ok"}
+    assert rows["lines"] == {
+        "name": "lines",
+        "extensions": [".lines"],
+        "model": "records",
+        "status": "ok",
+    }
 
 
 # -- with the real XML reader (skip until it is merged) ------------------------------------
+
 
 def _need_xml() -> None:
     if "xml" not in readers():
@@ -274,7 +321,9 @@ def test_match_xml_filters_on_a_feed_match_its_items(tmp_path):
     code, out, err = run(["match", "-m", "xml", "-f", '//item[category="Sports"]', feed])
     assert code == 0, err
     assert [json.loads(x) for x in out.splitlines()] == [
-        {"event": f"{feed}#1", "matches": ['//item[category="Sports"]']}, {"event": f"{feed}#3", "matches": ['//item[category="Sports"]']}]
+        {"event": f"{feed}#1", "matches": ['//item[category="Sports"]']},
+        {"event": f"{feed}#3", "matches": ['//item[category="Sports"]']},
+    ]
     assert "3 events, 1 filters, 2 matches" in err
 
 
@@ -339,7 +388,7 @@ def test_the_output_files_get_the_usual_mode_not_the_temporary_files_private_one
         code, _, _ = run(["convert", tmp_path / "a.jsonl", "--out", out])
     finally:
         os.umask(umask)
-    assert code == 1     # one line quarantined
+    assert code == 1  # one line quarantined
     for path in (out, tmp_path / "o.quarantine.jsonl"):
         assert path.stat().st_mode & 0o777 == 0o644, path
 
@@ -349,22 +398,24 @@ def test_readme_reading_example_prints_what_it_says(capsys):
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"## Reading files, feeds and archives.*?```python\n(.*?)```", readme,
-                      re.S).group(1)
+    block = re.search(
+        r"## Reading files, feeds and archives.*?```python\n(.*?)```", readme, re.S
+    ).group(1)
     exec(compile(block, "README.md", "exec"), {})
     assert capsys.readouterr().out.split("\n") == ["1 True", "2 False", "2 csv-field-count", ""]
 
 
-QUOTES_PUBLISHER = {"concept": "StockQuote", "time_field": "date",
-                    "vocabulary": {"close": "FinalPrice", "Name": "Symbol",
-                                   "date": "DateOfIssue"},
-                    "context": {"currency": "USD"}}
+QUOTES_PUBLISHER = {
+    "concept": "StockQuote",
+    "time_field": "date",
+    "vocabulary": {"close": "FinalPrice", "Name": "Symbol", "date": "DateOfIssue"},
+    "context": {"currency": "USD"},
+}
 
 
 @pytest.mark.parametrize("form", ["json", "@json", "@toml"])
 def test_convert_with_a_publisher_side_writes_semantic_objects(tmp_path, form):
-    (tmp_path / "q.csv").write_text("date,close,Name\n2017-02-08,45.06,AAL\n"
-                                    "2017-02-08,abc,IBM\n")
+    (tmp_path / "q.csv").write_text("date,close,Name\n2017-02-08,45.06,AAL\n2017-02-08,abc,IBM\n")
     if form == "json":
         value = json.dumps(QUOTES_PUBLISHER)
     elif form == "@json":
@@ -374,32 +425,34 @@ def test_convert_with_a_publisher_side_writes_semantic_objects(tmp_path, form):
         (tmp_path / "pub.toml").write_text(
             'concept = "StockQuote"\ntime_field = "date"\n[vocabulary]\nclose = "FinalPrice"\n'
             'Name = "Symbol"\ndate = "DateOfIssue"\n'
-            '[context]\ncurrency = "USD"\n')
+            '[context]\ncurrency = "USD"\n'
+        )
         value = "@" + str(tmp_path / "pub.toml")
     out = tmp_path / "o.jsonl"
-    code, stdout, err = run(["convert", tmp_path / "q.csv", "--publisher", value,
-                             "--out", out])
-    assert code == 1, err       # the second row's price is not a number
+    code, stdout, err = run(["convert", tmp_path / "q.csv", "--publisher", value, "--out", out])
+    assert code == 1, err  # the second row's price is not a number
     (line,) = [json.loads(x) for x in out.read_text().splitlines()]
     assert line["model"] == "concepts" and line["position"] == 1
-    assert line["event"]["value"]["FinalPrice"] == {"value": 45.06,
-                                                     "context": {"currency": "USD"}}
-    (bad,) = [json.loads(x) for x in (tmp_path / "o.quarantine.jsonl").read_text()
-              .splitlines()]
+    assert line["event"]["value"]["FinalPrice"] == {"value": 45.06, "context": {"currency": "USD"}}
+    (bad,) = [json.loads(x) for x in (tmp_path / "o.quarantine.jsonl").read_text().splitlines()]
     assert (bad["position"], bad["reason"]) == (2, "concept-enrichment")
     assert "abc" in bad["message"]
 
 
-@pytest.mark.parametrize("value, says", [
-    ('{"concept": "NoSuchConcept"}', "NoSuchConcept"),
-    ('["StockQuote"]', "a publisher side is a JSON object"),
-    ('{"concept": ', "invalid JSON"),
-    ("@/nonexistent/pub.json", "cannot read"),
-])
+@pytest.mark.parametrize(
+    "value, says",
+    [
+        ('{"concept": "NoSuchConcept"}', "NoSuchConcept"),
+        ('["StockQuote"]', "a publisher side is a JSON object"),
+        ('{"concept": ', "invalid JSON"),
+        ("@/nonexistent/pub.json", "cannot read"),
+    ],
+)
 def test_a_publisher_side_that_cannot_be_used_is_a_usage_error(tmp_path, value, says):
     (tmp_path / "q.csv").write_text("close,Name\n45.06,AAL\n")
-    code, _, err = run(["convert", tmp_path / "q.csv", "--publisher", value,
-                        "--out", tmp_path / "o.jsonl"])
+    code, _, err = run(
+        ["convert", tmp_path / "q.csv", "--publisher", value, "--out", tmp_path / "o.jsonl"]
+    )
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "o.jsonl").exists()
 
@@ -411,8 +464,9 @@ def test_convert_out_through_a_symlink_writes_the_target_and_keeps_the_link(tmp_
     target.write_text("old\n")
     link = tmp_path / "link.jsonl"
     link.symlink_to(target)
-    code, _, err = run(["convert", tmp_path / "a.lines", "--out", link,
-                        "--quarantine", tmp_path / "q.jsonl"])
+    code, _, err = run(
+        ["convert", tmp_path / "a.lines", "--out", link, "--quarantine", tmp_path / "q.jsonl"]
+    )
     assert code == 0, err
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert [e["position"] for e in jsonl(target)] == [1]
@@ -423,8 +477,9 @@ def test_convert_refuses_an_out_that_is_not_a_regular_file(tmp_path):
     (tmp_path / "a.lines").write_bytes(b"1\n")
     os.mkfifo(tmp_path / "pipe")
     for out in (tmp_path / "pipe", tmp_path):
-        code, stdout, err = run(["convert", tmp_path / "a.lines", "--out", out,
-                                 "--quarantine", tmp_path / "q.jsonl"])
+        code, stdout, err = run(
+            ["convert", tmp_path / "a.lines", "--out", out, "--quarantine", tmp_path / "q.jsonl"]
+        )
         assert code == 2 and stdout == "" and "not a regular file" in err, err
     assert not (tmp_path / "q.jsonl").exists()
 
@@ -452,16 +507,20 @@ def test_convert_prints_at_most_20_sources_problems_first_and_writes_all_to_summ
     code, stdout, _ = run(["convert", d, "--out", tmp_path / "o.jsonl", "--summary", summary])
     assert code == 1
     lines = stdout.splitlines()
-    shown = lines[1:lines.index("  … and 10 more sources")]
+    shown = lines[1 : lines.index("  … and 10 more sources")]
     assert len(shown) == 20
-    assert shown[0] == f"  {d}/f29.lines: 2 read, 1 events, 1 quarantined"   # problems first
-    assert shown[1] == f"  {d}/f28.lines: 0 read, 0 events, 0 quarantined"   # then empty
-    assert shown[2] == f"  {d}/f27.lines: 28 read, 28 events, 0 quarantined" # then busiest
+    assert shown[0] == f"  {d}/f29.lines: 2 read, 1 events, 1 quarantined"  # problems first
+    assert shown[1] == f"  {d}/f28.lines: 0 read, 0 events, 0 quarantined"  # then empty
+    assert shown[2] == f"  {d}/f27.lines: 28 read, 28 events, 0 quarantined"  # then busiest
     full = json.loads(summary.read_text())
     assert len(full["sources"]) == 30
-    assert full["read"] == sum(c["read"] for c in full["sources"].values()) == \
-        len(jsonl(tmp_path / "o.jsonl")) + 1
+    assert (
+        full["read"]
+        == sum(c["read"] for c in full["sources"].values())
+        == len(jsonl(tmp_path / "o.jsonl")) + 1
+    )
     from pubsift.adapters.summary import Summary
+
     assert Summary.from_json(full).to_json() == full
 
 
@@ -473,25 +532,48 @@ def test_convert_exclude_and_limit_options(tmp_path):
     (d / "PROVENANCE.txt").write_text("from\n")
     code, stdout, _ = run(["convert", d, "--out", tmp_path / "o.jsonl"])
     assert code == 1 and "unknown-format: 2" in stdout
-    code, stdout, _ = run(["convert", d, "--out", tmp_path / "o.jsonl", "--exclude", "*.md",
-                           "--exclude", "PROVENANCE*"])
+    code, stdout, _ = run(
+        [
+            "convert",
+            d,
+            "--out",
+            tmp_path / "o.jsonl",
+            "--exclude",
+            "*.md",
+            "--exclude",
+            "PROVENANCE*",
+        ]
+    )
     assert code == 0 and "README" not in stdout and "total: 2 read, 2 events" in stdout
     (tmp_path / "e.jsonl").write_text('{"a": 1}\n{"b": 22222222}\n')
-    code, stdout, _ = run(["convert", tmp_path / "e.jsonl", "--out", tmp_path / "o.jsonl",
-                           "--limit", "max_record_bytes=10"])
+    code, stdout, _ = run(
+        [
+            "convert",
+            tmp_path / "e.jsonl",
+            "--out",
+            tmp_path / "o.jsonl",
+            "--limit",
+            "max_record_bytes=10",
+        ]
+    )
     assert code == 1 and "too-large: 1" in stdout
-    for bad, says in [("nosuch=1", "no limit named 'nosuch'"), ("max_ratio=x", "an integer"),
-                      ("max_ratio=0", "positive")]:
+    for bad, says in [
+        ("nosuch=1", "no limit named 'nosuch'"),
+        ("max_ratio=x", "an integer"),
+        ("max_ratio=0", "positive"),
+    ]:
         code, _, err = run(["convert", d, "--out", tmp_path / "o.jsonl", "--limit", bad])
         assert code == 2 and says in err, err
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["--split", "a/b[1]"], "is not an element name"),
-    (["--publisher", '{"concept": "NoSuchConcept"}'], "NoSuchConcept"),
-])
-def test_a_setting_that_cannot_be_used_exits_2_before_anything_is_written(tmp_path, argv,
-                                                                          says):
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--split", "a/b[1]"], "is not an element name"),
+        (["--publisher", '{"concept": "NoSuchConcept"}'], "NoSuchConcept"),
+    ],
+)
+def test_a_setting_that_cannot_be_used_exits_2_before_anything_is_written(tmp_path, argv, says):
     d = tmp_path / "mix"
     d.mkdir()
     (d / "a.lines").write_bytes(b"1\n")
@@ -521,33 +603,45 @@ def test_excluded_links_and_special_files_are_neither_read_nor_counted(tmp_path)
     d = tmp_path / "d"
     (d / "sub").mkdir(parents=True)
     (d / "sub" / "x.csv").write_text("a,b\n1,2\n")
-    (d / "link.rss").symlink_to(tmp_path / "outside.rss")      # out of the tree
+    (d / "link.rss").symlink_to(tmp_path / "outside.rss")  # out of the tree
     (d / "dangling.rss").symlink_to(tmp_path / "nonexistent")
     os.mkfifo(d / "fifo.csv")
     (tmp_path / "outside.rss").write_text("<rss><channel/></rss>")
     out = tmp_path / "o.jsonl"
-    code, stdout, err = run(["convert", d, "--exclude", "fifo*", "--exclude", "*.rss",
-                             "--out", out])
+    code, stdout, err = run(
+        ["convert", d, "--exclude", "fifo*", "--exclude", "*.rss", "--out", out]
+    )
     assert code == 0, stdout + err
     assert (tmp_path / "o.quarantine.jsonl").read_text() == ""
     code, stdout, _ = run(["convert", d, "--out", out])
     assert code == 1
-    reasons = [json.loads(x)["source"].rsplit("/", 1)[-1]
-               for x in (tmp_path / "o.quarantine.jsonl").read_text().splitlines()]
+    reasons = [
+        json.loads(x)["source"].rsplit("/", 1)[-1]
+        for x in (tmp_path / "o.quarantine.jsonl").read_text().splitlines()
+    ]
     assert sorted(reasons) == ["dangling.rss", "fifo.csv", "link.rss"]
 
 
 def test_a_summary_that_is_not_a_regular_file_is_a_usage_error(tmp_path):
     (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
     os.mkfifo(tmp_path / "pipe")
-    code, _, err = run(["convert", tmp_path / "a.jsonl", "--out", tmp_path / "o.jsonl",
-                        "--summary", tmp_path / "pipe"])
+    code, _, err = run(
+        [
+            "convert",
+            tmp_path / "a.jsonl",
+            "--out",
+            tmp_path / "o.jsonl",
+            "--summary",
+            tmp_path / "pipe",
+        ]
+    )
     assert code == 2 and "not a regular file" in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "o.jsonl").exists()
 
 
 def test_a_publisher_message_names_the_option_once(tmp_path):
     (tmp_path / "q.csv").write_text("close\n1\n")
-    code, _, err = run(["convert", tmp_path / "q.csv", "--publisher", "{bad",
-                        "--out", tmp_path / "o.jsonl"])
+    code, _, err = run(
+        ["convert", tmp_path / "q.csv", "--publisher", "{bad", "--out", tmp_path / "o.jsonl"]
+    )
     assert code == 2 and err.count("--publisher") == 1, err

@@ -1,6 +1,7 @@
 """The CSV reader (issue 11 §1, §2, §4): typing, declared types, positions, every bad row
 quarantined, on hand-made files and on the real S&P 500 quotes (oracle: Python's csv
 module)."""
+
 from __future__ import annotations
 
 import csv
@@ -13,21 +14,20 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from pubsift.adapters import Event, Input, Quarantined, ReadLimits, Source, SourceError, read_input
 from pubsift.adapters.tabular import CSV_READER, CellError, infer, sniff_delimiter
-from pubsift.models.records import RecordsModel
 from pubsift.models.constraints.limits import MAX_INT_DIGITS
+from pubsift.models.records import RecordsModel
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 MODEL = RecordsModel()
 
 
-def read_bytes(data: bytes, name: str = "t.csv", limits: ReadLimits = ReadLimits(),
-               **settings_) -> list[Event | Quarantined]:
+def read_bytes(
+    data: bytes, name: str = "t.csv", limits: ReadLimits = ReadLimits(), **settings_
+) -> list[Event | Quarantined]:
     src = Source(name, format="csv", **settings_)
-    return list(read_input(Input(name, src, lambda: io.BytesIO(data)), limits,
-                           {"records": MODEL}))
+    return list(read_input(Input(name, src, lambda: io.BytesIO(data)), limits, {"records": MODEL}))
 
 
 def records(out):
@@ -35,48 +35,113 @@ def records(out):
 
 
 # -- typing -------------------------------------------------------------------------------
-@pytest.mark.parametrize("cell, value", [
-    ("12", 12), ("-0", 0), ("+5", 5), ("0", 0), ("1.5", 1.5), ("5.", 5.0), (".5", 0.5),
-    ("-.5", -0.5), ("1e5", 100000.0), ("2.5E-3", 0.0025), ("1e-999", 0.0),
-    ("9" * MAX_INT_DIGITS, int("9" * MAX_INT_DIGITS)),
-    ("true", True), ("True", True), ("TRUE", True), ("false", False), ("False", False),
-    ("FALSE", False),
-    # deliberately strings: see adapters/tabular.py
-    ("tRuE", "tRuE"), ("yes", "yes"), ("nan", "nan"), ("NaN", "NaN"), ("inf", "inf"),
-    ("-inf", "-inf"), ("Infinity", "Infinity"), ("1_000", "1_000"), ("0x10", "0x10"),
-    ("007", "007"), ("-01", "-01"), ("00.5", "00.5"), (" 12 ", " 12 "), ("12 ", "12 "),
-    ("\uff11\uff12", "\uff11\uff12"), ("\u0661", "\u0661"), ("-", "-"), (".", "."),
-    ("e5", "e5"), ("1e", "1e"), ("1.2.3", "1.2.3"), ("2017-02-08", "2017-02-08"),
-])
+@pytest.mark.parametrize(
+    "cell, value",
+    [
+        ("12", 12),
+        ("-0", 0),
+        ("+5", 5),
+        ("0", 0),
+        ("1.5", 1.5),
+        ("5.", 5.0),
+        (".5", 0.5),
+        ("-.5", -0.5),
+        ("1e5", 100000.0),
+        ("2.5E-3", 0.0025),
+        ("1e-999", 0.0),
+        ("9" * MAX_INT_DIGITS, int("9" * MAX_INT_DIGITS)),
+        ("true", True),
+        ("True", True),
+        ("TRUE", True),
+        ("false", False),
+        ("False", False),
+        ("FALSE", False),
+        # deliberately strings: see adapters/tabular.py
+        ("tRuE", "tRuE"),
+        ("yes", "yes"),
+        ("nan", "nan"),
+        ("NaN", "NaN"),
+        ("inf", "inf"),
+        ("-inf", "-inf"),
+        ("Infinity", "Infinity"),
+        ("1_000", "1_000"),
+        ("0x10", "0x10"),
+        ("007", "007"),
+        ("-01", "-01"),
+        ("00.5", "00.5"),
+        (" 12 ", " 12 "),
+        ("12 ", "12 "),
+        ("\uff11\uff12", "\uff11\uff12"),
+        ("\u0661", "\u0661"),
+        ("-", "-"),
+        (".", "."),
+        ("e5", "e5"),
+        ("1e", "1e"),
+        ("1.2.3", "1.2.3"),
+        ("2017-02-08", "2017-02-08"),
+    ],
+)
 def test_literals_are_typed_as_documented(cell, value):
     got = infer(cell)
     assert got == value and type(got) is type(value)
 
 
-@pytest.mark.parametrize("cell, message", [
-    ("1e999", "beyond the range of a 64-bit float"),
-    ("-1E400", "beyond the range"),
-    ("9" * (MAX_INT_DIGITS + 1), f"beyond the records model's {MAX_INT_DIGITS}"),
-])
+@pytest.mark.parametrize(
+    "cell, message",
+    [
+        ("1e999", "beyond the range of a 64-bit float"),
+        ("-1E400", "beyond the range"),
+        ("9" * (MAX_INT_DIGITS + 1), f"beyond the records model's {MAX_INT_DIGITS}"),
+    ],
+)
 def test_numbers_out_of_range_are_cell_errors(cell, message):
     with pytest.raises(CellError, match=message):
         infer(cell)
-    bad, = read_bytes(f"a,b\n{cell},x\n".encode())
+    (bad,) = read_bytes(f"a,b\n{cell},x\n".encode())
     assert (bad.reason, bad.position) == ("csv-type", 1) and "column 'a'" in bad.message
 
 
 def test_a_file_is_typed_cell_by_cell_and_empty_cells_are_absent():
     out = read_bytes(b"a,b,c,d.e\n1,2.5,x,true\n,,007,\n-3,nan,,FALSE\n")
-    assert records(out) == [{"a": 1, "b": 2.5, "c": "x", "d.e": True}, {"c": "007"},
-                            {"a": -3, "b": "nan", "d.e": False}]
+    assert records(out) == [
+        {"a": 1, "b": 2.5, "c": "x", "d.e": True},
+        {"c": "007"},
+        {"a": -3, "b": "nan", "d.e": False},
+    ]
     # a dotted column is the records model's dotted attribute name
     assert out[0].event["d.e"] is True
 
 
-CELLS = st.sampled_from(["", "0", "12", "-7", "+5", "1.5", "-.5", "5.", "1e3", "007",
-                         "true", "TRUE", "False", "nan", "inf", "1_000", "x", "2017-01-02",
-                         " 1", "a b", "\u00e9", "12345678901234567890", "1.2345678901234567890",
-                         "\x1f", "1\x1f2", "tRue"])
+CELLS = st.sampled_from(
+    [
+        "",
+        "0",
+        "12",
+        "-7",
+        "+5",
+        "1.5",
+        "-.5",
+        "5.",
+        "1e3",
+        "007",
+        "true",
+        "TRUE",
+        "False",
+        "nan",
+        "inf",
+        "1_000",
+        "x",
+        "2017-01-02",
+        " 1",
+        "a b",
+        "\u00e9",
+        "12345678901234567890",
+        "1.2345678901234567890",
+        "\x1f",
+        "1\x1f2",
+        "tRue",
+    ]
+)
 
 
 @settings(max_examples=60, deadline=None)
@@ -87,7 +152,7 @@ def test_fast_path_types_exactly_as_infer(rows):
     buf = io.StringIO(newline="")
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["a", "b", "c"])
-    rows = rows + rows             # repeat: the second half meets a learnt shape
+    rows = rows + rows  # repeat: the second half meets a learnt shape
     w.writerows(rows)
     out = read_bytes(buf.getvalue().encode(), delimiter=",")
     assert len(out) == len(rows)
@@ -97,40 +162,52 @@ def test_fast_path_types_exactly_as_infer(rows):
             assert isinstance(o, Event) and o.event.raw == want
             assert [type(v) for v in o.event.raw.values()] == [type(v) for v in want.values()]
         else:
-            assert o.reason == "invalid-event"      # a record needs an attribute
+            assert o.reason == "invalid-event"  # a record needs an attribute
 
 
 def test_rows_of_changing_shapes_are_typed_the_same_after_the_learning_budget(monkeypatch):
     from pubsift.adapters import tabular
+
     monkeypatch.setattr(tabular, "_SHAPE_SWITCHES", 2)
     cells = ["1", "1.5", "", "x", "true"]
     rows = [[cells[(i + j) % 5] for j in range(3)] for i in range(40)]
     data = "a,b,c\n" + "".join(",".join(r) + "\n" for r in rows)
     out = read_bytes(data.encode())
-    assert [o.event.raw for o in out] == [{c: infer(x) for c, x in zip("abc", r) if x}
-                                          for r in rows]
+    assert [o.event.raw for o in out] == [
+        {c: infer(x) for c, x in zip("abc", r) if x} for r in rows
+    ]
 
 
 # -- declared types -------------------------------------------------------------------------
 def test_declared_types_replace_inference():
-    out = read_bytes(b"i,f,b,s,u\n 007 ,3, TRUE ,12,12\n-1,1e3,0,true,x\n,,,,\n",
-                     columns={"i": "int", "f": "float", "b": "bool", "s": "str"})
-    assert records(out)[:2] == [{"i": 7, "f": 3.0, "b": True, "s": "12", "u": 12},
-                                {"i": -1, "f": 1000.0, "b": False, "s": "true", "u": "x"}]
+    out = read_bytes(
+        b"i,f,b,s,u\n 007 ,3, TRUE ,12,12\n-1,1e3,0,true,x\n,,,,\n",
+        columns={"i": "int", "f": "float", "b": "bool", "s": "str"},
+    )
+    assert records(out)[:2] == [
+        {"i": 7, "f": 3.0, "b": True, "s": "12", "u": 12},
+        {"i": -1, "f": 1000.0, "b": False, "s": "true", "u": "x"},
+    ]
     assert type(out[0].event["f"]) is float
-    assert records(out)[2] == ("invalid-event", 3)      # every cell empty: no attribute
+    assert records(out)[2] == ("invalid-event", 3)  # every cell empty: no attribute
 
 
-@pytest.mark.parametrize("column, typ, cell, words", [
-    ("n", "int", "1.5", "'1.5' is not an int"), ("n", "int", "x", "'x' is not an int"),
-    ("n", "int", "1_000", "not an int"), ("n", "float", "nan", "'nan' is not a float"),
-    ("n", "float", "inf", "not a float"), ("n", "float", "1e999", "beyond the range"),
-    ("n", "bool", "yes", "'yes' is not a bool"), ("n", "bool", "2", "not a bool"),
-    ("n", "int", "9" * (MAX_INT_DIGITS + 1), "beyond the records model's"),
-])
+@pytest.mark.parametrize(
+    "column, typ, cell, words",
+    [
+        ("n", "int", "1.5", "'1.5' is not an int"),
+        ("n", "int", "x", "'x' is not an int"),
+        ("n", "int", "1_000", "not an int"),
+        ("n", "float", "nan", "'nan' is not a float"),
+        ("n", "float", "inf", "not a float"),
+        ("n", "float", "1e999", "beyond the range"),
+        ("n", "bool", "yes", "'yes' is not a bool"),
+        ("n", "bool", "2", "not a bool"),
+        ("n", "int", "9" * (MAX_INT_DIGITS + 1), "beyond the records model's"),
+    ],
+)
 def test_a_value_that_does_not_fit_its_declared_type_is_csv_type(column, typ, cell, words):
-    out = read_bytes(f"{column},m\n1,ok\n{cell},ok\n0,ok\n".encode(),
-                     columns={column: typ})
+    out = read_bytes(f"{column},m\n1,ok\n{cell},ok\n0,ok\n".encode(), columns={column: typ})
     assert [getattr(o, "reason", "event") for o in out] == ["event", "csv-type", "event"]
     bad = out[1]
     assert bad.position == 2 and f"column {column!r}" in bad.message and words in bad.message
@@ -138,17 +215,21 @@ def test_a_value_that_does_not_fit_its_declared_type_is_csv_type(column, typ, ce
 
 
 # -- header ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("data, reason, words", [
-    (b"", "csv-header", "empty"), (b"\n\n", "csv-header", "empty"),
-    (b",,\n1,2,3\n", "csv-header", "no column of the header has a name"),
-    (b'""\n1\n', "csv-header", "no column of the header has a name"),
-    (b"a,b,a\n1,2,3\n", "csv-header", "column 3 repeats the name 'a'"),
-    (b",a,,a\n1,2,3,4\n", "csv-header", "column 4 repeats the name 'a'"),
-    (b"a,\xffb\n1,2\n", "encoding", "byte 0xff"),
-    (b'a,"b\n', "csv-syntax", "header cannot be read"),
-])
+@pytest.mark.parametrize(
+    "data, reason, words",
+    [
+        (b"", "csv-header", "empty"),
+        (b"\n\n", "csv-header", "empty"),
+        (b",,\n1,2,3\n", "csv-header", "no column of the header has a name"),
+        (b'""\n1\n', "csv-header", "no column of the header has a name"),
+        (b"a,b,a\n1,2,3\n", "csv-header", "column 3 repeats the name 'a'"),
+        (b",a,,a\n1,2,3,4\n", "csv-header", "column 4 repeats the name 'a'"),
+        (b"a,\xffb\n1,2\n", "encoding", "byte 0xff"),
+        (b'a,"b\n', "csv-syntax", "header cannot be read"),
+    ],
+)
 def test_a_bad_header_quarantines_the_file_at_position_0(data, reason, words):
-    bad, = read_bytes(data)
+    (bad,) = read_bytes(data)
     assert (bad.reason, bad.position) == (reason, 0) and words in bad.message
 
 
@@ -161,41 +242,53 @@ def test_a_column_without_a_name_is_not_an_attribute():
     for data in (pandas, trailing, middle):
         out = read_bytes(data)
         assert all(isinstance(o, Event) for o in out), out
-        oracle = [{k: infer(v) for k, v in row.items() if k and v}
-                  for row in csv.DictReader(io.StringIO(data.decode()))]
-        assert records(out) == oracle and [o.position for o in out] == [1, 2][:len(oracle)]
+        oracle = [
+            {k: infer(v) for k, v in row.items() if k and v}
+            for row in csv.DictReader(io.StringIO(data.decode()))
+        ]
+        assert records(out) == oracle and [o.position for o in out] == [1, 2][: len(oracle)]
     assert records(read_bytes(pandas)) == [{"a": 1, "b": "x"}, {"a": 2.5}]
     # the rows keep the header's width, the unnamed column included; declared types too
     assert records(read_bytes(b",a\n0,1\n0\n", columns={"a": "str"})) == [
-        {"a": "1"}, ("csv-field-count", 2)]
+        {"a": "1"},
+        ("csv-field-count", 2),
+    ]
     # the unnamed column's cells are not typed either: no csv-type for them
-    assert records(read_bytes(b"a,b,\n1,2,junk\n", columns={"b": "int"})) == [
-        {"a": 1, "b": 2}]
+    assert records(read_bytes(b"a,b,\n1,2,junk\n", columns={"b": "int"})) == [{"a": 1, "b": 2}]
 
 
 def test_blank_lines_before_the_header_and_a_bom_are_skipped():
     out = read_bytes(b"\xef\xbb\xbf\n\na;b\r\n1;2\r\n\r\n3;4")
     assert records(out) == [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
     assert [o.position for o in out] == [1, 2]
-    assert read_bytes(b"a,b\n") == []            # a header and no rows: nothing to read
+    assert read_bytes(b"a,b\n") == []  # a header and no rows: nothing to read
 
 
 # -- bad rows lose that row only -------------------------------------------------------------
 def test_each_bad_row_is_quarantined_at_its_position_and_the_others_are_read():
-    data = (b"a,b,c\n"
-            b"1,2,3\n"              # 1
-            b"1,2\n"                # 2 field count
-            b"\xff,2,3\n"           # 3 encoding
-            b'"x\ny",2,3\n'         # 4 a quoted field over two lines: one row
-            b"\n"                   # blank: not a row
-            b'"ab"c,2,3\n'          # 5 strict: nothing may follow a closing quote
-            b"1,2,3,4\n"            # 6 field count
-            b"7,8,9\n"              # 7
-            b'"open,2,3\n')         # 8 a quote left open up to the end
+    data = (
+        b"a,b,c\n"
+        b"1,2,3\n"  # 1
+        b"1,2\n"  # 2 field count
+        b"\xff,2,3\n"  # 3 encoding
+        b'"x\ny",2,3\n'  # 4 a quoted field over two lines: one row
+        b"\n"  # blank: not a row
+        b'"ab"c,2,3\n'  # 5 strict: nothing may follow a closing quote
+        b"1,2,3,4\n"  # 6 field count
+        b"7,8,9\n"  # 7
+        b'"open,2,3\n'
+    )  # 8 a quote left open up to the end
     out = read_bytes(data)
     assert [(o.position, getattr(o, "reason", "event")) for o in out] == [
-        (1, "event"), (2, "csv-field-count"), (3, "encoding"), (4, "event"),
-        (5, "csv-syntax"), (6, "csv-field-count"), (7, "event"), (8, "csv-syntax")]
+        (1, "event"),
+        (2, "csv-field-count"),
+        (3, "encoding"),
+        (4, "event"),
+        (5, "csv-syntax"),
+        (6, "csv-field-count"),
+        (7, "event"),
+        (8, "csv-syntax"),
+    ]
     assert out[3].event["a"] == "x\ny"
     assert "2 fields, the header has 3 columns" in out[1].message
     assert "byte 0xff in column 'a'" in out[2].message and out[2].excerpt == "\\xff,2,3"
@@ -207,7 +300,10 @@ def test_an_unterminated_quote_mid_file_loses_the_rows_it_swallows_as_one():
     out = read_bytes(data)
     # the open quote runs to the next quote, then the strict parser refuses what follows
     assert [(o.position, getattr(o, "reason", "event")) for o in out] == [
-        (1, "event"), (2, "csv-syntax"), (3, "event")]
+        (1, "event"),
+        (2, "csv-syntax"),
+        (3, "event"),
+    ]
     assert out[2].event.raw == {"a": 7, "b": 8}
 
 
@@ -219,7 +315,7 @@ def test_oversized_rows_are_too_large_and_reading_resumes():
     assert records(out) == [{"a": "x" * 20}, ("too-large", 2), ("too-large", 3), {"a": "ok"}]
     assert "longer than 20 bytes" in out[1].message and out[2].excerpt.startswith("zzz")
     # a multi-byte character counts its bytes
-    out = read_bytes("a\n".encode() + "é".encode() * 11 + b"\n", limits=limits)
+    out = read_bytes(b"a\n" + "é".encode() * 11 + b"\n", limits=limits)
     assert [o.reason for o in out] == ["too-large"]
 
 
@@ -239,8 +335,9 @@ def test_the_field_limit_is_max_record_bytes():
     out = read_bytes(b"id,blob\n1," + blob + b"\n", limits=ReadLimits(max_record_bytes=100 << 20))
     assert records(out) == [{"id": 1, "blob": blob.decode()}]
     before = csv.field_size_limit()
-    out = read_bytes(b"id,blob\n1," + blob + b"\n2,y\n",
-                     limits=ReadLimits(max_record_bytes=150_000))
+    out = read_bytes(
+        b"id,blob\n1," + blob + b"\n2,y\n", limits=ReadLimits(max_record_bytes=150_000)
+    )
     assert records(out) == [("too-large", 1), {"id": 2, "blob": "y"}]
     assert "the row is longer than 150000 bytes" in out[0].message
     assert csv.field_size_limit() == before
@@ -260,7 +357,10 @@ def test_a_field_limit_lowered_by_other_code_while_reading_is_too_large():
     finally:
         csv.field_size_limit(before)
     assert [(o.position, getattr(o, "reason", "event")) for o in out] == [
-        (1, "event"), (2, "too-large"), (3, "event")]
+        (1, "event"),
+        (2, "too-large"),
+        (3, "event"),
+    ]
     assert "field_size_limit (50 characters)" in out[1].message
 
 
@@ -278,15 +378,24 @@ def test_a_huge_line_is_not_held_in_memory():
 
 
 # -- dialect ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("sample, delimiter", [
-    ("date,open,Name\n2017-02-08,45.26,AAL\n", ","), ("a;b;c\n1,5;2;3\n", ";"),
-    ("a|b\n1|2\n", "|"), ("a\tb\n1\t2\n", "\t"), ("name\nAlice\nBob\n", ","),
-])
+@pytest.mark.parametrize(
+    "sample, delimiter",
+    [
+        ("date,open,Name\n2017-02-08,45.26,AAL\n", ","),
+        ("a;b;c\n1,5;2;3\n", ";"),
+        ("a|b\n1|2\n", "|"),
+        ("a\tb\n1\t2\n", "\t"),
+        ("name\nAlice\nBob\n", ","),
+    ],
+)
 def test_the_delimiter_is_sniffed_among_four(sample, delimiter):
     assert sniff_delimiter(sample) == delimiter
     assert records(read_bytes(sample.encode()))[0] == dict(
-        zip(sample.split("\n")[0].split(delimiter),
-            map(infer, sample.split("\n")[1].split(delimiter))))
+        zip(
+            sample.split("\n")[0].split(delimiter),
+            map(infer, sample.split("\n")[1].split(delimiter)),
+        )
+    )
 
 
 def test_tsv_files_default_to_tabs_and_a_given_delimiter_wins():
@@ -315,11 +424,13 @@ def test_gzip_input(tmp_path):
 
 
 # -- hostile bytes: nothing escapes, every position once, counts add up ------------------------
-GOOD = (b"date,open,high,low,close,volume,Name\n"
-        b"2017-02-08,45.26,45.26,44.51,45.06,4330414,AAL\n"
-        b'2017-02-09,45.07,"46,6",44.94,46.3,7089902,"A ""B"""\n'
-        b"2017-02-10,,46.7,46.17,46.45,4040567,AAL\n"
-        b'2017-02-13,46.56,47.78,46.5,47.41,6158580,"multi\nline"\n')
+GOOD = (
+    b"date,open,high,low,close,volume,Name\n"
+    b"2017-02-08,45.26,45.26,44.51,45.06,4330414,AAL\n"
+    b'2017-02-09,45.07,"46,6",44.94,46.3,7089902,"A ""B"""\n'
+    b"2017-02-10,,46.7,46.17,46.45,4040567,AAL\n"
+    b'2017-02-13,46.56,47.78,46.5,47.41,6158580,"multi\nline"\n'
+)
 
 
 def _oracle_rows(data: bytes) -> int | None:
@@ -330,8 +441,12 @@ def _oracle_rows(data: bytes) -> int | None:
         rows = [r for r in csv.reader(io.StringIO(text, newline=""), strict=True) if r]
     except csv.Error:
         return None
-    if not rows or any(not c for c in rows[0]) or len(set(rows[0])) < len(rows[0]) or \
-            any("\udc80" <= ch <= "\udcff" for c in rows[0] for ch in c):
+    if (
+        not rows
+        or any(not c for c in rows[0])
+        or len(set(rows[0])) < len(rows[0])
+        or any("\udc80" <= ch <= "\udcff" for c in rows[0] for ch in c)
+    ):
         return None
     return len(rows) - 1
 
@@ -345,10 +460,12 @@ def mutated(draw, good: bytes) -> bytes:
         if op == "flip" and data:
             data[i] = draw(st.integers(0, 255))
         elif op == "insert":
-            data[i:i] = draw(st.binary(min_size=1, max_size=4) | st.sampled_from(
-                [b'"', b",", b"\n", b"\r", b"\xff", b"\x00", b"\xef\xbb\xbf"]))
+            data[i:i] = draw(
+                st.binary(min_size=1, max_size=4)
+                | st.sampled_from([b'"', b",", b"\n", b"\r", b"\xff", b"\x00", b"\xef\xbb\xbf"])
+            )
         elif op == "delete" and data:
-            del data[i:i + draw(st.integers(1, 5))]
+            del data[i : i + draw(st.integers(1, 5))]
         else:
             del data[i:]
     return bytes(data)
@@ -360,9 +477,9 @@ def check_outcomes(out, expected_rows):
     records_ = [p for p in positions if p > 0]
     assert records_ == list(range(1, len(records_) + 1))
     if 0 in positions:
-        assert len(out) == 1            # the header: the file as a whole
+        assert len(out) == 1  # the header: the file as a whole
     elif expected_rows is not None:
-        assert len(out) == expected_rows      # read = events + quarantined
+        assert len(out) == expected_rows  # read = events + quarantined
 
 
 @settings(max_examples=300, deadline=None)
@@ -370,8 +487,9 @@ def check_outcomes(out, expected_rows):
 def test_mutated_csv_never_escapes_and_counts_add_up(data):
     out = read_bytes(data, delimiter=",")
     assert all(isinstance(o, (Event, Quarantined)) for o in out)
-    assert all(o.reason not in ("reader-error", "unreadable") for o in out
-               if isinstance(o, Quarantined)), out
+    assert all(
+        o.reason not in ("reader-error", "unreadable") for o in out if isinstance(o, Quarantined)
+    ), out
     check_outcomes(out, _oracle_rows(data))
 
 
@@ -395,15 +513,22 @@ def test_one_year_of_quotes_matches_the_csv_module():
     p = quotes("all_stocks_1yr_2017-02-08_2018-02-07.csv")
     with open(p, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    out = list(read_input(Input(str(p), Source(str(p)), lambda: open(p, "rb")),
-                          models={"records": MODEL}))
+    out = list(
+        read_input(Input(str(p), Source(str(p)), lambda: open(p, "rb")), models={"records": MODEL})
+    )
     assert len(out) == len(rows) == 126_663
     assert all(isinstance(o, Event) for o in out)
     assert [o.position for o in out[:3]] == [1, 2, 3] and out[-1].position == len(rows)
-    assert out[0].event.raw == {"date": "2017-02-08", "open": 45.26, "high": 45.26,
-                                "low": 44.51, "close": 45.06, "volume": 4330414,
-                                "Name": "AAL"}
-    for i in range(0, len(rows), 997):         # spot checks against the csv module
+    assert out[0].event.raw == {
+        "date": "2017-02-08",
+        "open": 45.26,
+        "high": 45.26,
+        "low": 44.51,
+        "close": 45.06,
+        "volume": 4330414,
+        "Name": "AAL",
+    }
+    for i in range(0, len(rows), 997):  # spot checks against the csv module
         row, raw = rows[i], out[i].event.raw
         assert raw["Name"] == row["Name"] and raw["date"] == row["date"]
         assert raw["volume"] == int(row["volume"]) and type(raw["volume"]) is int
@@ -416,8 +541,7 @@ def test_five_years_of_quotes_gz_matches_the_csv_module():
     p = quotes("all_stocks_5yr_2013-02-08_2018-02-07.csv.gz")
     with gzip.open(p, "rt", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    out = read_input(Input(str(p), Source(str(p)), lambda: gzip.open(p)),
-                     models={"records": MODEL})
+    out = read_input(Input(str(p), Source(str(p)), lambda: gzip.open(p)), models={"records": MODEL})
     n = 0
     for n, (o, row) in enumerate(zip(out, rows), 1):
         assert isinstance(o, Event) and o.position == n
@@ -429,12 +553,12 @@ def test_five_years_of_quotes_gz_matches_the_csv_module():
 
 def test_the_first_rows_of_five_years_gz_through_the_reader():
     p = quotes("all_stocks_5yr_2013-02-08_2018-02-07.csv.gz")
-    out = list(itertools.islice(read_input(Input(str(p), Source(str(p)),
-                                                 lambda: gzip.open(p))), 2000))
+    out = list(
+        itertools.islice(read_input(Input(str(p), Source(str(p)), lambda: gzip.open(p))), 2000)
+    )
     with gzip.open(p, "rt", newline="") as fh:
         rows = list(itertools.islice(csv.DictReader(fh), 2000))
-    assert [o.event.raw for o in out] == [{k: infer(v) for k, v in r.items() if v}
-                                          for r in rows]
+    assert [o.event.raw for o in out] == [{k: infer(v) for k, v in r.items() if v} for r in rows]
 
 
 # -- encodings (review finding 13) -----------------------------------------------------------
@@ -445,18 +569,26 @@ ORACLE = [{k: infer(v) for k, v in row.items()} for row in csv.DictReader(io.Str
 @pytest.mark.parametrize("codec", ["utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32"])
 def test_a_byte_order_mark_selects_the_encoding(codec):
     data = TEXT.encode(codec)
-    if codec in ("utf-16-le", "utf-16-be"):       # the BOM written by hand
+    if codec in ("utf-16-le", "utf-16-be"):  # the BOM written by hand
         data = "\ufeff".encode(codec) + data
     assert records(read_bytes(data)) == ORACLE
 
 
-@pytest.mark.parametrize("codec, setting", [
-    ("latin-1", "latin-1"), ("cp1252", "cp1252"), ("utf-16-le", "utf-16-le"),
-    ("utf-16", "utf-16"), ("utf-8-sig", "utf-8"), ("utf-8", "UTF8"),
-    ("utf-16", "utf-16-le"), ("utf-32", "utf-32-le")])   # a BOM of that encoding is skipped
+@pytest.mark.parametrize(
+    "codec, setting",
+    [
+        ("latin-1", "latin-1"),
+        ("cp1252", "cp1252"),
+        ("utf-16-le", "utf-16-le"),
+        ("utf-16", "utf-16"),
+        ("utf-8-sig", "utf-8"),
+        ("utf-8", "UTF8"),
+        ("utf-16", "utf-16-le"),
+        ("utf-32", "utf-32-le"),
+    ],
+)  # a BOM of that encoding is skipped
 def test_the_encoding_setting_reads_other_encodings(codec, setting):
-    text = TEXT.replace("Łukasz,Kraków", "Lukas,Köln") if codec in ("latin-1", "cp1252") \
-        else TEXT
+    text = TEXT.replace("Łukasz,Kraków", "Lukas,Köln") if codec in ("latin-1", "cp1252") else TEXT
     oracle = [{k: infer(v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(text))]
     assert records(read_bytes(text.encode(codec), encoding=setting)) == oracle
 
@@ -487,7 +619,7 @@ def test_a_nul_byte_in_a_cell_is_binary_data():
     out = read_bytes(b"a,b\n1,x\x00y\n2,z\n")
     assert records(out) == [("encoding", 1), {"a": 2, "b": "z"}]
     assert out[0].message == "binary data: a NUL byte in column 'b' at character 2"
-    assert read_bytes(b"a,b\x00\n1,2\n")[0].reason == "encoding"     # in the header
+    assert read_bytes(b"a,b\x00\n1,2\n")[0].reason == "encoding"  # in the header
 
 
 @pytest.mark.parametrize("setting", ["rot13", "no-such-codec", "hex"])
@@ -504,6 +636,7 @@ def test_encodings_in_files_compressed_files_and_archive_members(tmp_path):
     import zipfile
 
     from pubsift.adapters import read
+
     data = TEXT.encode("utf-16")
     (tmp_path / "plain.csv").write_bytes(data)
     (tmp_path / "packed.csv.gz").write_bytes(gzip.compress(data))
@@ -513,6 +646,7 @@ def test_encodings_in_files_compressed_files_and_archive_members(tmp_path):
     for name in ("plain.csv", "packed.csv.gz", "a.zip"):
         out = [o for o in read(str(tmp_path / name)) if "latin" not in o.source]
         assert records(out) == ORACLE, name
-    latin = [o for o in read(Source(str(tmp_path / "a.zip"), encoding="latin-1"))
-             if "latin" in o.source]
+    latin = [
+        o for o in read(Source(str(tmp_path / "a.zip"), encoding="latin-1")) if "latin" in o.source
+    ]
     assert records(latin) == [{"a": "José"}]

@@ -1,6 +1,7 @@
 """Inputs of a source (issue 11 §1 "Archives and trees", §2 sources): plain files,
 directories read recursively in sorted order, glob patterns, .gz/.bz2 files; names as
 specified; missing paths, empty directories, links and FIFOs quarantined, never raised."""
+
 from __future__ import annotations
 
 import bz2
@@ -11,14 +12,20 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from pubsift.adapters import (Event, Quarantined, ReadLimits, Source, SourceError, read,
-                               register_reader)
+from pubsift.adapters import (
+    Event,
+    Quarantined,
+    ReadLimits,
+    Source,
+    SourceError,
+    read,
+    register_reader,
+)
 from pubsift.adapters.inputs import Input, inputs
 from pubsift.adapters.readers import unregister_reader
 
 sys.path.insert(0, str(Path(__file__).parent))
-from toy_lines import LINES_READER, oracle  # noqa: E402
+from toy_lines import LINES_READER, oracle
 
 LIMITS = ReadLimits()
 
@@ -32,8 +39,9 @@ def lines_reader():
 
 def names(source: str | Source) -> list[str]:
     src = Source.of(source)
-    return [x.name if isinstance(x, Input) else f"Q:{x.source}:{x.reason}"
-            for x in inputs(src, LIMITS)]
+    return [
+        x.name if isinstance(x, Input) else f"Q:{x.source}:{x.reason}" for x in inputs(src, LIMITS)
+    ]
 
 
 def tree(root: Path, files: dict[str, bytes]) -> Path:
@@ -54,15 +62,25 @@ def test_a_plain_file_is_one_input_named_as_given(tmp_path, monkeypatch):
     assert [x.id for x in read("a.lines")] == ["a.lines#1", "a.lines#2"]
 
 
-def test_a_directory_is_read_recursively_in_sorted_order_with_names_joined(tmp_path,
-                                                                          monkeypatch):
-    tree(tmp_path / "data" / "feeds", {"b.lines": b"1\n", "a/b.lines": b"2\n",
-                                       "a/a/z.lines": b"3\n", "c/d/e.lines": b"4\n",
-                                       "a.lines": b"5\n"})
+def test_a_directory_is_read_recursively_in_sorted_order_with_names_joined(tmp_path, monkeypatch):
+    tree(
+        tmp_path / "data" / "feeds",
+        {
+            "b.lines": b"1\n",
+            "a/b.lines": b"2\n",
+            "a/a/z.lines": b"3\n",
+            "c/d/e.lines": b"4\n",
+            "a.lines": b"5\n",
+        },
+    )
     monkeypatch.chdir(tmp_path)
-    assert names("data/feeds") == ["data/feeds/a/a/z.lines", "data/feeds/a/b.lines",
-                                   "data/feeds/a.lines", "data/feeds/b.lines",
-                                   "data/feeds/c/d/e.lines"]
+    assert names("data/feeds") == [
+        "data/feeds/a/a/z.lines",
+        "data/feeds/a/b.lines",
+        "data/feeds/a.lines",
+        "data/feeds/b.lines",
+        "data/feeds/c/d/e.lines",
+    ]
     assert names("data/feeds/") == names("data/feeds")
     assert names(str(tmp_path / "data")) == [str(tmp_path / n) for n in names("data")]
     # the settings follow each input, with path = its name
@@ -72,8 +90,16 @@ def test_a_directory_is_read_recursively_in_sorted_order_with_names_joined(tmp_p
 
 
 def test_hidden_files_and_directories_are_skipped(tmp_path):
-    tree(tmp_path, {"a.lines": b"1\n", ".hidden.lines": b"2\n", ".git/x.lines": b"3\n",
-                    "sub/.DS_Store": b"4\n", "sub/b.lines": b"5\n"})
+    tree(
+        tmp_path,
+        {
+            "a.lines": b"1\n",
+            ".hidden.lines": b"2\n",
+            ".git/x.lines": b"3\n",
+            "sub/.DS_Store": b"4\n",
+            "sub/b.lines": b"5\n",
+        },
+    )
     assert names(str(tmp_path)) == [f"{tmp_path}/a.lines", f"{tmp_path}/sub/b.lines"]
 
 
@@ -107,8 +133,12 @@ def test_symlinks_are_not_followed_out_of_the_tree_and_cannot_loop(tmp_path):
     events = [x.id for x in got if isinstance(x, Event)]
     assert events == [f"{root}/a.lines#1", f"{root}/sub/b.lines#1"]
     quarantined = {x.source: x.message for x in got if isinstance(x, Quarantined)}
-    assert set(quarantined) == {f"{root}/out.lines", f"{root}/outdir",
-                                f"{root}/broken.lines", f"{root}/sub/dangling.lines"}
+    assert set(quarantined) == {
+        f"{root}/out.lines",
+        f"{root}/outdir",
+        f"{root}/broken.lines",
+        f"{root}/sub/dangling.lines",
+    }
     assert "broken" in quarantined[f"{root}/sub/dangling.lines"]
     assert "out of the tree" in quarantined[f"{root}/out.lines"]
     assert "broken" in quarantined[f"{root}/broken.lines"]
@@ -124,15 +154,29 @@ def test_a_fifo_in_a_directory_is_quarantined_not_opened(tmp_path):
 
 
 def test_glob_patterns_match_sorted_with_recursive_double_star(tmp_path, monkeypatch):
-    tree(tmp_path, {"d/x1.lines": b"1\n", "d/x2.lines": b"2\n", "d/y.lines": b"3\n",
-                    "d/sub/x3.lines": b"4\n", "d/sub/deep/x4.lines": b"5\n",
-                    "d/.x5.lines": b"6\n", "d/x[1].lines": b"7\n"})
+    tree(
+        tmp_path,
+        {
+            "d/x1.lines": b"1\n",
+            "d/x2.lines": b"2\n",
+            "d/y.lines": b"3\n",
+            "d/sub/x3.lines": b"4\n",
+            "d/sub/deep/x4.lines": b"5\n",
+            "d/.x5.lines": b"6\n",
+            "d/x[1].lines": b"7\n",
+        },
+    )
     monkeypatch.chdir(tmp_path)
     assert names("d/x?.lines") == ["d/x1.lines", "d/x2.lines"]
     assert names("d/x[2-9].lines") == ["d/x2.lines"]
     assert names("d/*.lines") == ["d/x1.lines", "d/x2.lines", "d/x[1].lines", "d/y.lines"]
-    assert names("d/**/x*.lines") == ["d/sub/deep/x4.lines", "d/sub/x3.lines", "d/x1.lines",
-                                      "d/x2.lines", "d/x[1].lines"]
+    assert names("d/**/x*.lines") == [
+        "d/sub/deep/x4.lines",
+        "d/sub/x3.lines",
+        "d/x1.lines",
+        "d/x2.lines",
+        "d/x[1].lines",
+    ]
     assert names("d/.x*") == ["d/.x5.lines"]  # the dot spelled out
     # a file whose name looks like a pattern is read literally
     assert names("d/x[1].lines") == ["d/x[1].lines"]
@@ -153,8 +197,7 @@ def test_a_glob_that_matches_nothing_is_quarantined(tmp_path):
     assert "matches no file" in q.message
 
 
-@pytest.mark.parametrize("suffix, compress", [(".gz", gzip.compress),
-                                              (".bz2", bz2.compress)])
+@pytest.mark.parametrize("suffix, compress", [(".gz", gzip.compress), (".bz2", bz2.compress)])
 def test_compressed_files_are_decompressed_and_keep_their_name(tmp_path, suffix, compress):
     data = b"1\n2\nthree\n4\n"
     path = tmp_path / f"n.lines{suffix}"
@@ -171,13 +214,17 @@ def test_compressed_files_are_decompressed_and_keep_their_name(tmp_path, suffix,
     assert (sum(isinstance(x, Event) for x in got), 1) == oracle(data)
 
 
-@pytest.mark.parametrize("suffix, compress, lines", [
-    (".gz", gzip.compress, 20_000),
-    # bzip2 gives nothing of a block cut short: 100 kB blocks (level 1), 3 of them
-    (".bz2", lambda data: bz2.compress(data, compresslevel=1), 40_000),
-])
-def test_a_truncated_compressed_file_keeps_the_records_before_the_cut(tmp_path, suffix,
-                                                                     compress, lines):
+@pytest.mark.parametrize(
+    "suffix, compress, lines",
+    [
+        (".gz", gzip.compress, 20_000),
+        # bzip2 gives nothing of a block cut short: 100 kB blocks (level 1), 3 of them
+        (".bz2", lambda data: bz2.compress(data, compresslevel=1), 40_000),
+    ],
+)
+def test_a_truncated_compressed_file_keeps_the_records_before_the_cut(
+    tmp_path, suffix, compress, lines
+):
     data = b"".join(b"%d\n" % i for i in range(lines))
     packed = compress(data)
     path = tmp_path / f"t.lines{suffix}"
@@ -212,8 +259,8 @@ def test_a_link_to_a_hidden_file_is_read_under_the_links_name_once(tmp_path):
     d = tree(tmp_path / "mount", {"..2024_01_01/q.lines": b"1\n2\n", "plain.lines": b"3\n"})
     (d / "..data").symlink_to("..2024_01_01")
     (d / "q.lines").symlink_to("..data/q.lines")
-    (d / "r.lines").symlink_to("..2024_01_01/q.lines")   # the same file again: read once
-    (d / "p.lines").symlink_to("plain.lines")              # read under its own name
+    (d / "r.lines").symlink_to("..2024_01_01/q.lines")  # the same file again: read once
+    (d / "p.lines").symlink_to("plain.lines")  # read under its own name
     got = list(read(str(d)))
     assert [x.id for x in got] == [f"{d}/plain.lines#1", f"{d}/q.lines#1", f"{d}/q.lines#2"]
     assert all(isinstance(x, Event) for x in got)
@@ -244,11 +291,14 @@ def test_a_fifo_given_as_the_path_is_quarantined_never_opened(tmp_path, how):
     path = {"path": fifo, "glob": tmp_path / "f.*", "link": tmp_path / "l.lines"}[how]
     if how == "link":
         path.symlink_to(fifo)
-    code = ("from pubsift.adapters import read; "
-            f"print([(o.source, o.reason) for o in read({str(path)!r})])")
-    try:   # in a child process: a FIFO opened for reading blocks until a writer comes
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              timeout=60)
+    code = (
+        "from pubsift.adapters import read; "
+        f"print([(o.source, o.reason) for o in read({str(path)!r})])"
+    )
+    try:  # in a child process: a FIFO opened for reading blocks until a writer comes
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("read() of a FIFO blocks")
     shown = str(fifo) if how == "glob" else str(path)
@@ -258,15 +308,25 @@ def test_a_fifo_given_as_the_path_is_quarantined_never_opened(tmp_path, how):
 def test_excluded_files_are_neither_read_nor_counted(tmp_path):
     import zipfile
 
-    d = tree(tmp_path / "data", {"a.lines": b"1\n", "README.md": b"# data\n",
-                                 "sub/PROVENANCE.txt": b"from x\n", "sub/b.lines": b"2\n",
-                                 "docs/c.lines": b"3\n"})
+    d = tree(
+        tmp_path / "data",
+        {
+            "a.lines": b"1\n",
+            "README.md": b"# data\n",
+            "sub/PROVENANCE.txt": b"from x\n",
+            "sub/b.lines": b"2\n",
+            "docs/c.lines": b"3\n",
+        },
+    )
     with zipfile.ZipFile(d / "z.zip", "w") as z:
         z.writestr("notes.md", "x")
         z.writestr("in/m.lines", "4\n")
     src = Source(str(d), exclude=("*.md", "PROVENANCE*", "docs/*"))
-    assert [x.id for x in read(src)] == [f"{d}/a.lines#1", f"{d}/sub/b.lines#1",
-                                         f"{d}/z.zip!in/m.lines#1"]
+    assert [x.id for x in read(src)] == [
+        f"{d}/a.lines#1",
+        f"{d}/sub/b.lines#1",
+        f"{d}/z.zip!in/m.lines#1",
+    ]
     assert [x.id for x in read(Source(str(d / "README.md"), exclude=["*.md"]))] == []
     assert Source.from_mapping({"path": "x", "exclude": ["*.md"]}).exclude == ("*.md",)
     with pytest.raises(SourceError):
@@ -275,16 +335,18 @@ def test_excluded_files_are_neither_read_nor_counted(tmp_path):
     assert "unknown-format" in [getattr(x, "reason", "") for x in read(str(d))]
 
 
-@pytest.mark.parametrize("setting, says", [
-    ({"split": "a/b[1]"}, "is not an element name"),
-    ({"format": "nosuch"}, "no reader for format 'nosuch'"),
-    ({"model": "nosuch"}, "model 'nosuch' cannot be used"),
-    ({"publisher": {"concept": "NoSuchConcept"}}, "NoSuchConcept"),
-    ({"publisher": {"concept": "StockQuote"}, "model": "records"}, "concepts model"),
-])
-def test_a_setting_that_cannot_be_used_raises_before_anything_is_read(tmp_path, setting,
-                                                                      says):
+@pytest.mark.parametrize(
+    "setting, says",
+    [
+        ({"split": "a/b[1]"}, "is not an element name"),
+        ({"format": "nosuch"}, "no reader for format 'nosuch'"),
+        ({"model": "nosuch"}, "model 'nosuch' cannot be used"),
+        ({"publisher": {"concept": "NoSuchConcept"}}, "NoSuchConcept"),
+        ({"publisher": {"concept": "StockQuote"}, "model": "records"}, "concepts model"),
+    ],
+)
+def test_a_setting_that_cannot_be_used_raises_before_anything_is_read(tmp_path, setting, says):
     d = tree(tmp_path / "mix", {"a.csv": b"a,b\n1,2\n", "b.xml": b"<r><x/></r>"})
     good = Source(str(d))
     with pytest.raises(SourceError, match=re.escape(says)):
-        read(good, Source(str(d), **setting))   # raised by the call: nothing yielded
+        read(good, Source(str(d), **setting))  # raised by the call: nothing yielded

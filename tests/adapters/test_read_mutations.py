@@ -4,6 +4,7 @@ inserted, deleted and cut off, in plain files and in whole archives. Whatever co
 ``read()`` gives events and quarantine records only, with ids unique per source; for the
 line format, whose records an independent split can count, read equals that count. Formats
 whose reader is not registered yet are skipped."""
+
 from __future__ import annotations
 
 import csv
@@ -19,17 +20,15 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from pubsift.adapters import Event, Quarantined, ReadLimits, read, register_reader
 from pubsift.adapters.outcomes import REASONS
 from pubsift.adapters.readers import readers, strip_compression, unregister_reader
 
 sys.path.insert(0, str(Path(__file__).parent))
-from toy_lines import LINES_READER, oracle  # noqa: E402
+from toy_lines import LINES_READER, oracle
 
 #: small limits: a mutation that makes a bomb is refused quickly
-LIMITS = ReadLimits(max_members=50, max_total_bytes=8 << 20, max_ratio=50,
-                    ratio_floor=64 << 10)
+LIMITS = ReadLimits(max_members=50, max_total_bytes=8 << 20, max_ratio=50, ratio_floor=64 << 10)
 
 FEED = b"""<?xml version="1.0"?>
 <rss version="2.0"><channel><title>News</title>
@@ -43,7 +42,7 @@ NITF = b"""<?xml version="1.0" encoding="UTF-8"?>
 #: format -> (reader, file name, good bytes)
 SAMPLES = {
     "lines": ("lines", "n.lines", b"1\n22\n-3\nfour\n5\n"),
-    "csv": ("csv", "q.csv", b"symbol,price,volume\nIBM,50.5,100\nINTC,20,\n\"A,B\",1e3,7\n"),
+    "csv": ("csv", "q.csv", b'symbol,price,volume\nIBM,50.5,100\nINTC,20,\n"A,B",1e3,7\n'),
     "jsonl": ("jsonl", "e.jsonl", b'{"a": 1}\n{"b": [1, 2], "c": "\\u00e9"}\n[3]\n{"d": null}\n'),
     "feed": ("xml", "f.rss", FEED),
     "nitf": ("xml", "d.xml", NITF),
@@ -57,12 +56,30 @@ def lines_reader():
     unregister_reader("lines")
 
 
-mutation = st.tuples(st.sampled_from(["flip", "insert", "delete", "truncate"]),
-                     st.floats(0, 1, allow_nan=False),
-                     st.integers(0, 7),
-                     st.one_of(st.sampled_from([b"\n", b",", b'"', b"<", b">", b"&", b"\xff",
-                                                b"\x00", b"{", b"]", b"\r\n", b"PK\x03\x04"]),
-                               st.binary(min_size=1, max_size=8)))
+mutation = st.tuples(
+    st.sampled_from(["flip", "insert", "delete", "truncate"]),
+    st.floats(0, 1, allow_nan=False),
+    st.integers(0, 7),
+    st.one_of(
+        st.sampled_from(
+            [
+                b"\n",
+                b",",
+                b'"',
+                b"<",
+                b">",
+                b"&",
+                b"\xff",
+                b"\x00",
+                b"{",
+                b"]",
+                b"\r\n",
+                b"PK\x03\x04",
+            ]
+        ),
+        st.binary(min_size=1, max_size=8),
+    ),
+)
 
 
 def mutate(data: bytes, mutations) -> bytes:
@@ -74,7 +91,7 @@ def mutate(data: bytes, mutations) -> bytes:
         elif op == "insert":
             b[i:i] = payload
         elif op == "delete":
-            del b[i:i + 1 + bit]
+            del b[i : i + 1 + bit]
         elif op == "truncate":
             del b[i:]
     return bytes(b)
@@ -157,9 +174,9 @@ def test_mutated_files_end_in_events_and_quarantine_only(fmt):
         if fmt == "lines":  # an independent count of the records
             events = sum(isinstance(x, Event) for x in items)
             assert (events, len(items) - events) == oracle(data)
-        elif fmt == "jsonl" and items and items[0].position:   # read = lines with content
+        elif fmt == "jsonl" and items and items[0].position:  # read = lines with content
             assert [x.position for x in items] == json_lines(data)
-        elif fmt == "csv" and csv_rows(data) is not None:       # read = the csv module's rows
+        elif fmt == "csv" and csv_rows(data) is not None:  # read = the csv module's rows
             assert len(items) == csv_rows(data), (data, items)
         elif fmt in ("feed", "nitf"):
             assert items, "an XML document gives at least one record"
@@ -184,8 +201,11 @@ def _archive(kind: str, files: dict[str, bytes]) -> bytes:
 
 @pytest.mark.parametrize("kind", ["zip", "tgz", "tar"])
 def test_mutated_archives_end_in_events_and_quarantine_only(kind):
-    files = {f"m/{name}": data for fmt, (reader, name, data) in sorted(SAMPLES.items())
-             if reader in readers()}
+    files = {
+        f"m/{name}": data
+        for fmt, (reader, name, data) in sorted(SAMPLES.items())
+        if reader in readers()
+    }
     inner = _archive("zip", {"inner/" + k: v for k, v in files.items()})
     good = _archive(kind, {**files, "nested.zip": inner})
 
@@ -214,13 +234,13 @@ def test_the_good_samples_read_without_quarantine():
             assert len(items) == csv_rows(data) == 3
         if fmt == "jsonl":
             assert [x.position for x in items] == json_lines(data) == [1, 2, 3, 4]
-        if fmt == "feed":   # lxml's count of the items
+        if fmt == "feed":  # lxml's count of the items
             from lxml import etree
+
             assert len(items) == etree.fromstring(data).xpath("count(//item)") == 2
         if fmt == "lines":
             assert Counter(type(x).__name__ for x in items) == {"Event": 4, "Quarantined": 1}
         elif fmt == "jsonl":
-            assert [type(x).__name__ for x in items] == ["Event", "Event", "Quarantined",
-                                                         "Event"]
+            assert [type(x).__name__ for x in items] == ["Event", "Event", "Quarantined", "Event"]
         else:
             assert items and all(isinstance(x, Event) for x in items), (fmt, items)

@@ -1,5 +1,6 @@
 """Counts of a read (issue 11 §2: read = events + quarantined, per source): the summary of a
 mixed directory against counts made independently of the readers."""
+
 from __future__ import annotations
 
 import bz2
@@ -11,13 +12,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from pubsift.adapters import read, register_reader
 from pubsift.adapters.readers import unregister_reader
 from pubsift.adapters.summary import SourceCounts, Summary
 
 sys.path.insert(0, str(Path(__file__).parent))
-from toy_lines import LINES_READER, oracle  # noqa: E402
+from toy_lines import LINES_READER, oracle
 
 
 @pytest.fixture(autouse=True)
@@ -46,17 +46,21 @@ def test_read_equals_events_plus_quarantined_for_every_source_of_a_mixed_directo
         t.addfile(ti, io.BytesIO(b"1\n2\n"))
     (d / "t.tgz").write_bytes(tar.getvalue())
     expected = {str(d / rel): oracle(data) for rel, data in plain.items()}
-    expected |= {f"{d}/g.lines.gz": oracle(b"6\n7\nbad\n"), f"{d}/h.lines.bz2": (1, 0),
-                 f"{d}/x.bin": (0, 1), f"{d}/z.zip!in/one.lines": oracle(b"9\nten\n"),
-                 f"{d}/z.zip!/abs.lines": (0, 1), f"{d}/t.tgz!t.lines": (2, 0)}
+    expected |= {
+        f"{d}/g.lines.gz": oracle(b"6\n7\nbad\n"),
+        f"{d}/h.lines.bz2": (1, 0),
+        f"{d}/x.bin": (0, 1),
+        f"{d}/z.zip!in/one.lines": oracle(b"9\nten\n"),
+        f"{d}/z.zip!/abs.lines": (0, 1),
+        f"{d}/t.tgz!t.lines": (2, 0),
+    }
     summary = Summary()
     items = [summary.add(x) for x in read(str(d), seen=summary.saw)]
     assert {s: (c.events, c.quarantined) for s, c in summary.sources.items()} == expected
     for source, (e, q) in expected.items():
         assert summary.sources[source].read == e + q
     assert summary.read == len(items) == sum(e + q for e, q in expected.values())
-    assert dict(summary.reasons) == {"lines-syntax": 4, "unknown-format": 1,
-                                     "archive-member": 1}
+    assert dict(summary.reasons) == {"lines-syntax": 4, "unknown-format": 1, "archive-member": 1}
     assert list(summary.sources) == list(dict.fromkeys(x.source for x in items))
 
 
@@ -72,9 +76,18 @@ def test_summaries_of_parts_merge_and_round_trip_through_json(tmp_path):
     for x in read(str(tmp_path / "b.lines")):
         second.add(x)
     merged = Summary.from_json(first.to_json()).merge(Summary.from_json(second.to_json()))
-    assert merged.to_json() == whole.to_json() == {
-        "read": 3, "events": 2, "quarantined": 1,
-        "sources": {f"{tmp_path}/a.lines": {"read": 2, "events": 1, "quarantined": 1},
-                    f"{tmp_path}/b.lines": {"read": 1, "events": 1, "quarantined": 0}},
-        "reasons": {"lines-syntax": 1}}
+    assert (
+        merged.to_json()
+        == whole.to_json()
+        == {
+            "read": 3,
+            "events": 2,
+            "quarantined": 1,
+            "sources": {
+                f"{tmp_path}/a.lines": {"read": 2, "events": 1, "quarantined": 1},
+                f"{tmp_path}/b.lines": {"read": 1, "events": 1, "quarantined": 0},
+            },
+            "reasons": {"lines-syntax": 1},
+        }
+    )
     assert SourceCounts(2, 3).read == 5

@@ -2,6 +2,7 @@
 hostile inputs (XXE, billion laughs, deep nesting, oversize, bad encodings), a feed with
 one broken item among good ones, streaming equal to in-memory reading, and errors of the
 input stream passing through lxml."""
+
 from __future__ import annotations
 
 import io
@@ -10,9 +11,17 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from lxml import etree
-
-from pubsift.adapters import (Event, Input, Quarantined, ReadError, ReadLimits, Source,
-                              SourceError, read, read_input)
+from pubsift.adapters import (
+    Event,
+    Input,
+    Quarantined,
+    ReadError,
+    ReadLimits,
+    Source,
+    SourceError,
+    read,
+    read_input,
+)
 from pubsift.adapters.feeds import KINDS, detect
 from pubsift.adapters.xmlfiles import XML_READER
 from pubsift.models.xml import XmlModel
@@ -39,8 +48,9 @@ RSS = b"""<?xml version="1.0" encoding="utf-8"?>
 """
 
 
-def outcomes(raw: bytes, tmp_path, name: str = "feed.xml", limits: ReadLimits = ReadLimits(),
-             **src) -> list:
+def outcomes(
+    raw: bytes, tmp_path, name: str = "feed.xml", limits: ReadLimits = ReadLimits(), **src
+) -> list:
     path = tmp_path / name
     path.write_bytes(raw)
     return list(read(Source(str(path), **src), limits=limits))
@@ -55,25 +65,34 @@ def texts(got: list) -> list:
 
 
 # -- kinds and sniffing ------------------------------------------------------------------
-@pytest.mark.parametrize("tag, nsmap, kind", [
-    ("rss", {}, "rss"),
-    ("{http://www.w3.org/1999/02/22-rdf-syntax-ns#}RDF", {None: "http://purl.org/rss/1.0/"},
-     "rss1"),
-    ("{http://www.w3.org/1999/02/22-rdf-syntax-ns#}RDF",
-     {None: "http://my.netscape.com/rdf/simple/0.9/"}, "rss090"),
-    ("{http://www.w3.org/1999/02/22-rdf-syntax-ns#}RDF", {}, "rdf"),
-    (f"{{{ATOM}}}feed", {}, "atom"),
-    ("{http://purl.org/atom/ns#}feed", {}, "atom03"),
-    (f"{{{ATOM}}}entry", {}, "xml"),
-    ("nitf", {}, "nitf"),
-    ("{http://iptc.org/std/NITF/2006-10-18/}nitf", {}, "nitf"),
-    ("NewsML", {}, "newsml"),
-    ("{http://iptc.org/std/nar/2006-10-01/}newsMessage", {}, "newsml"),
-    ("{urn:oasis:names:specification:ubl:schema:xsd:Invoice-2}Invoice", {}, "ubl"),
-    ("{http://www.fpml.org/FpML-5/confirmation}dataDocument", {}, "fpml"),
-    ("{http://www.fpml.org/2003/FpML-4-0}FpML", {}, "fpml"),
-    ("weblogUpdates", {}, "xml"),
-])
+@pytest.mark.parametrize(
+    "tag, nsmap, kind",
+    [
+        ("rss", {}, "rss"),
+        (
+            "{http://www.w3.org/1999/02/22-rdf-syntax-ns#}RDF",
+            {None: "http://purl.org/rss/1.0/"},
+            "rss1",
+        ),
+        (
+            "{http://www.w3.org/1999/02/22-rdf-syntax-ns#}RDF",
+            {None: "http://my.netscape.com/rdf/simple/0.9/"},
+            "rss090",
+        ),
+        ("{http://www.w3.org/1999/02/22-rdf-syntax-ns#}RDF", {}, "rdf"),
+        (f"{{{ATOM}}}feed", {}, "atom"),
+        ("{http://purl.org/atom/ns#}feed", {}, "atom03"),
+        (f"{{{ATOM}}}entry", {}, "xml"),
+        ("nitf", {}, "nitf"),
+        ("{http://iptc.org/std/NITF/2006-10-18/}nitf", {}, "nitf"),
+        ("NewsML", {}, "newsml"),
+        ("{http://iptc.org/std/nar/2006-10-01/}newsMessage", {}, "newsml"),
+        ("{urn:oasis:names:specification:ubl:schema:xsd:Invoice-2}Invoice", {}, "ubl"),
+        ("{http://www.fpml.org/FpML-5/confirmation}dataDocument", {}, "fpml"),
+        ("{http://www.fpml.org/2003/FpML-4-0}FpML", {}, "fpml"),
+        ("weblogUpdates", {}, "xml"),
+    ],
+)
 def test_detect_tells_the_kind_from_the_root(tag, nsmap, kind):
     assert detect(tag, nsmap) is KINDS[kind]
     assert KINDS[kind].is_feed == (kind in ("rss", "rss1", "rss090", "atom", "atom03"))
@@ -81,23 +100,32 @@ def test_detect_tells_the_kind_from_the_root(tag, nsmap, kind):
 
 def test_kind_of_the_first_bytes():
     from pubsift.adapters.feeds import kind_of
+
     assert kind_of(RSS[:200]) is KINDS["rss"]
-    assert kind_of(f'<?xml version="1.0"?><feed xmlns="{ATOM}"><title>t'.encode()) is \
-        KINDS["atom"]
+    assert kind_of(f'<?xml version="1.0"?><feed xmlns="{ATOM}"><title>t'.encode()) is KINDS["atom"]
     assert kind_of(b"<?xml version='1.0'?><!-- only a comment") is None
     assert kind_of(b"not xml") is None
 
 
-@pytest.mark.parametrize("head, yes", [
-    (b"<?xml version='1.0'?><a/>", True), (b"\xef\xbb\xbf  \n<rss>", True),
-    ("<a/>".encode("utf-16"), True), (b"  <!-- c --><a/>", True),
-    (b'{"a": 1}', False), (b"a,b\n1,2", False), (b"", False)])
+@pytest.mark.parametrize(
+    "head, yes",
+    [
+        (b"<?xml version='1.0'?><a/>", True),
+        (b"\xef\xbb\xbf  \n<rss>", True),
+        ("<a/>".encode("utf-16"), True),
+        (b"  <!-- c --><a/>", True),
+        (b'{"a": 1}', False),
+        (b"a,b\n1,2", False),
+        (b"", False),
+    ],
+)
 def test_sniff_accepts_what_starts_with_a_tag(head, yes):
     assert XML_READER.sniff(head) is yes
 
 
 def test_the_reader_claims_xml_extensions_and_is_registered():
     from pubsift.adapters.readers import by_extension, readers
+
     assert readers()["xml"] is XML_READER
     for name in ("a.xml", "a.rss", "a.atom", "a.rdf", "a.nitf", "a.xml.gz"):
         assert by_extension(name) is XML_READER
@@ -125,9 +153,11 @@ def test_a_feed_without_items_gives_no_event(tmp_path):
 
 
 def test_atom_entries_keep_their_namespace(tmp_path):
-    raw = (f'<feed xmlns="{ATOM}" xmlns:m="urn:m"><title>f</title>'
-           '<entry><title>a</title><m:x>1</m:x></entry><entry><title>b</title></entry>'
-           '</feed>').encode()
+    raw = (
+        f'<feed xmlns="{ATOM}" xmlns:m="urn:m"><title>f</title>'
+        "<entry><title>a</title><m:x>1</m:x></entry><entry><title>b</title></entry>"
+        "</feed>"
+    ).encode()
     got = outcomes(raw, tmp_path)
     assert shape(got) == [("Event", 1, None), ("Event", 2, None)]
     f = MODEL.parse_filter(f'xmlns:a="{ATOM}" xmlns:m="urn:m" /a:feed/a:entry[m:x = 1]')
@@ -140,9 +170,11 @@ def test_rss1_items_are_children_of_rdf(tmp_path):
  <item rdf:about="1"><link>l1</link></item><item rdf:about="2"><link>l2</link></item>
  <textinput/></rdf:RDF>"""
     got = outcomes(raw, tmp_path)
-    f = MODEL.parse_filter('xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
-                           'xmlns:rss="http://purl.org/rss/1.0/" '
-                           '/rdf:RDF/rss:item[rss:link = "l2"]')
+    f = MODEL.parse_filter(
+        'xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#" '
+        'xmlns:rss="http://purl.org/rss/1.0/" '
+        '/rdf:RDF/rss:item[rss:link = "l2"]'
+    )
     assert [MODEL.matches(f, e.event) for e in got] == [False, True]
 
 
@@ -164,15 +196,12 @@ def test_split_prefix_from_source_clark_and_default_namespace(tmp_path):
     assert texts(a) == texts(b) == texts(outcomes(DOC, tmp_path, split="p:line"))
     # no prefix: the root's default namespace
     assert shape(outcomes(DOC, tmp_path, split="head")) == [("Event", 1, None)]
-    assert shape(outcomes(DOC, tmp_path, split="{}head")) == [("Quarantined", 0,
-                                                              "xml-no-split")]
+    assert shape(outcomes(DOC, tmp_path, split="{}head")) == [("Quarantined", 0, "xml-no-split")]
 
 
 def test_split_problems(tmp_path):
-    assert shape(outcomes(DOC, tmp_path, split="x:line")) == [("Quarantined", 0,
-                                                              "xml-no-split")]
-    assert shape(outcomes(DOC, tmp_path, split="p:none")) == [("Quarantined", 0,
-                                                              "xml-no-split")]
+    assert shape(outcomes(DOC, tmp_path, split="x:line")) == [("Quarantined", 0, "xml-no-split")]
+    assert shape(outcomes(DOC, tmp_path, split="p:none")) == [("Quarantined", 0, "xml-no-split")]
     assert shape(outcomes(DOC, tmp_path, split="doc")) == [("Event", 1, None)]  # the root
     with pytest.raises(SourceError, match="not an element name"):
         outcomes(DOC, tmp_path, split="//p:line[1]")
@@ -195,15 +224,22 @@ LAUGHS = b"""<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">
 
 
 @pytest.mark.parametrize("limits", [ReadLimits(), STREAM], ids=["memory", "stream"])
-@pytest.mark.parametrize("raw, reason", [
-    (XXE, "xml-entity"), (LAUGHS, "xml-entity"),
-    (b"<rss><channel>" + b"<a>" * 300 + b"</a>" * 300 + b"</channel></rss>", "xml-too-deep"),
-    (b'<?xml version="1.0" encoding="utf-8"?><rss><channel><item>caf\xe9</item></channel>'
-     b"</rss>", "encoding"),
-    (b"<rss><channel><item>\xff\xfe</item></channel></rss>", "encoding"),
-    (b'<?xml version="1.0" encoding="x-no-such"?><rss/>', "encoding"),
-    (b"<rss><channel><title>&nbsp;</title><item>a</item>", "xml-syntax"),
-])
+@pytest.mark.parametrize(
+    "raw, reason",
+    [
+        (XXE, "xml-entity"),
+        (LAUGHS, "xml-entity"),
+        (b"<rss><channel>" + b"<a>" * 300 + b"</a>" * 300 + b"</channel></rss>", "xml-too-deep"),
+        (
+            b'<?xml version="1.0" encoding="utf-8"?><rss><channel><item>caf\xe9</item></channel>'
+            b"</rss>",
+            "encoding",
+        ),
+        (b"<rss><channel><item>\xff\xfe</item></channel></rss>", "encoding"),
+        (b'<?xml version="1.0" encoding="x-no-such"?><rss/>', "encoding"),
+        (b"<rss><channel><title>&nbsp;</title><item>a</item>", "xml-syntax"),
+    ],
+)
 def test_hostile_documents_are_quarantined_whole(tmp_path, raw, reason, limits):
     got = outcomes(raw, tmp_path, limits=limits)
     assert shape(got) == [("Quarantined", 0, reason)], got
@@ -218,15 +254,20 @@ def test_whole_document_problems_are_at_1_when_read_whole_at_0_when_split(tmp_pa
     position 0."""
     assert shape(outcomes(b"", tmp_path, limits=limits)) == [("Quarantined", 1, "xml-syntax")]
     doc = b"<nitf><body>" + b"<a>" * 300 + b"</a>" * 300 + b"</body></nitf>"
-    assert shape(outcomes(doc, tmp_path, limits=limits)) == [("Quarantined", 1,
-                                                              "xml-too-deep")]
-    assert shape(outcomes(b"<nitf><body>a & b</body></nitf>", tmp_path,
-                          limits=limits)) == [("Quarantined", 1, "xml-syntax")]
-    assert shape(outcomes(b"<nitf><head>a & b</head><body/></nitf>", tmp_path,
-                          limits=limits, split="body")) == [("Quarantined", 0, "xml-syntax")]
-    assert shape(outcomes(b"<nitf>" + b"y" * 400 + b"</nitf>", tmp_path, limits=ReadLimits(
-        xml=ParseLimits(max_bytes=300), stream_above=limits.stream_above))) == [
-        ("Quarantined", 1, "too-large")]
+    assert shape(outcomes(doc, tmp_path, limits=limits)) == [("Quarantined", 1, "xml-too-deep")]
+    assert shape(outcomes(b"<nitf><body>a & b</body></nitf>", tmp_path, limits=limits)) == [
+        ("Quarantined", 1, "xml-syntax")
+    ]
+    assert shape(
+        outcomes(b"<nitf><head>a & b</head><body/></nitf>", tmp_path, limits=limits, split="body")
+    ) == [("Quarantined", 0, "xml-syntax")]
+    assert shape(
+        outcomes(
+            b"<nitf>" + b"y" * 400 + b"</nitf>",
+            tmp_path,
+            limits=ReadLimits(xml=ParseLimits(max_bytes=300), stream_above=limits.stream_above),
+        )
+    ) == [("Quarantined", 1, "too-large")]
 
 
 def test_messages_are_one_line_in_our_words(tmp_path):
@@ -240,8 +281,9 @@ def test_messages_are_one_line_in_our_words(tmp_path):
     assert shape(got) == [("Quarantined", 1, "xml-too-deep")]
     assert "XML_PARSE_HUGE" not in got[0].message and "max_depth" in got[0].message
     assert got[0].excerpt.startswith("<item><a><a>")
-    got = outcomes(b"<rss><channel>\n<item><title>a &nbsp; b</title></item>\n"
-                   b"<item/></channel></rss>", tmp_path)
+    got = outcomes(
+        b"<rss><channel>\n<item><title>a &nbsp; b</title></item>\n<item/></channel></rss>", tmp_path
+    )
     assert shape(got) == [("Quarantined", 1, "xml-syntax"), ("Event", 2, None)]
     assert "line 2, column 22:" in got[0].message and "column 0" not in got[0].message
     assert "&nbsp;" in got[0].excerpt
@@ -250,8 +292,11 @@ def test_messages_are_one_line_in_our_words(tmp_path):
     for limits in (ReadLimits(), STREAM):
         got = outcomes(XXE, tmp_path, limits=limits)
         assert got[0].excerpt == '<!ENTITY x SYSTEM "file:///etc/passwd">'
-        got = outcomes(b"<rss><channel>\n<title>a &nbsp; b</title><item/></channel></rss>",
-                       tmp_path, limits=limits)
+        got = outcomes(
+            b"<rss><channel>\n<title>a &nbsp; b</title><item/></channel></rss>",
+            tmp_path,
+            limits=limits,
+        )
         assert shape(got) == [("Quarantined", 0, "xml-syntax")]
         assert "&nbsp;" in got[0].excerpt and "line 2, column 16" in got[0].message
 
@@ -269,15 +314,12 @@ NETSCAPE = b"""<?xml version="1.0"?>
 @pytest.mark.parametrize("limits", [ReadLimits(), STREAM], ids=["memory", "stream"])
 def test_a_reference_to_an_external_dtds_entity_loses_its_item(tmp_path, limits):
     got = outcomes(NETSCAPE, tmp_path, limits=limits)
-    assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-entity"),
-                          ("Event", 3, None)]
+    assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-entity"), ("Event", 3, None)]
     assert "&eacute;" in got[1].message and "no DTD is loaded" in got[1].message
     in_meta = NETSCAPE.replace(b"<title>t</title>", b"<title>&copy;</title>")
-    assert shape(outcomes(in_meta, tmp_path, limits=limits)) == [("Quarantined", 0,
-                                                                  "xml-entity")]
+    assert shape(outcomes(in_meta, tmp_path, limits=limits)) == [("Quarantined", 0, "xml-entity")]
     whole = NETSCAPE.replace(b"rss", b"nitf")
-    assert shape(outcomes(whole, tmp_path, limits=limits)) == [("Quarantined", 1,
-                                                                "xml-entity")]
+    assert shape(outcomes(whole, tmp_path, limits=limits)) == [("Quarantined", 1, "xml-entity")]
 
 
 def test_lower_depth_limit_is_xml_too_deep_in_memory_and_streamed(tmp_path):
@@ -286,14 +328,20 @@ def test_lower_depth_limit_is_xml_too_deep_in_memory_and_streamed(tmp_path):
     deep = b"<item>" + b"<a>" * 20 + b"</a>" * 20 + b"</item>"
     raw = b"<rss><channel><item/>" + deep + b"<item><a/></item></channel></rss>"
     meta = b"<rss><channel>" + b"<a>" * 20 + b"</a>" * 20 + b"<item/></channel></rss>"
-    for limits in (ReadLimits(xml=ParseLimits(max_depth=10)),
-                   ReadLimits(xml=ParseLimits(max_depth=10), stream_above=16)):
+    for limits in (
+        ReadLimits(xml=ParseLimits(max_depth=10)),
+        ReadLimits(xml=ParseLimits(max_depth=10), stream_above=16),
+    ):
         got = outcomes(raw, tmp_path, limits=limits)
-        assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-too-deep"),
-                              ("Event", 3, None)]
+        assert shape(got) == [
+            ("Event", 1, None),
+            ("Quarantined", 2, "xml-too-deep"),
+            ("Event", 3, None),
+        ]
         assert "ParseLimits(max_depth" in got[1].message
-        assert shape(outcomes(meta, tmp_path, limits=limits)) == [("Quarantined", 0,
-                                                                   "xml-too-deep")]
+        assert shape(outcomes(meta, tmp_path, limits=limits)) == [
+            ("Quarantined", 0, "xml-too-deep")
+        ]
 
 
 @pytest.mark.parametrize("limits", [ReadLimits(), STREAM], ids=["memory", "stream"])
@@ -301,29 +349,38 @@ def test_an_item_beyond_libxml2s_depth_loses_that_item_only(tmp_path, limits):
     """Review finding 6: libxml2's own depth limit (256) is fatal to its parse; in memory
     the other items are still read; streamed, the items before it are (finding 5)."""
     deep = b"<a>" * 300 + b"</a>" * 300
-    raw = (b'<rss version="2.0"><channel><title>x</title>\n<item><title>1</title></item>\n'
-           b"<item>" + deep + b"</item>\n<item><title>3</title></item>\n</channel></rss>\n")
+    raw = (
+        b'<rss version="2.0"><channel><title>x</title>\n<item><title>1</title></item>\n'
+        b"<item>" + deep + b"</item>\n<item><title>3</title></item>\n</channel></rss>\n"
+    )
     got = outcomes(raw, tmp_path, limits=limits)
     if limits is STREAM:
-        assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-too-deep"),
-                              ("Quarantined", 3, "xml-too-deep")]
+        assert shape(got) == [
+            ("Event", 1, None),
+            ("Quarantined", 2, "xml-too-deep"),
+            ("Quarantined", 3, "xml-too-deep"),
+        ]
         assert "rest of the document" in got[2].message
     else:
-        assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-too-deep"),
-                              ("Event", 3, None)]
+        assert shape(got) == [
+            ("Event", 1, None),
+            ("Quarantined", 2, "xml-too-deep"),
+            ("Event", 3, None),
+        ]
 
 
 def test_oversize_events_are_too_large(tmp_path):
     small = ReadLimits(xml=ParseLimits(max_bytes=300))
     big_item = b"<item><title>" + b"x" * 400 + b"</title></item>"
     raw = b"<rss><channel><item><title>ok</title></item>" + big_item + b"</channel></rss>"
-    assert shape(outcomes(raw, tmp_path, limits=small)) == [("Event", 1, None),
-                                                            ("Quarantined", 2, "too-large")]
+    assert shape(outcomes(raw, tmp_path, limits=small)) == [
+        ("Event", 1, None),
+        ("Quarantined", 2, "too-large"),
+    ]
     doc = b"<nitf>" + b"y" * 400 + b"</nitf>"
     assert shape(outcomes(doc, tmp_path, limits=small)) == [("Quarantined", 1, "too-large")]
     streamed = ReadLimits(xml=ParseLimits(max_bytes=300), stream_above=16)
-    assert shape(outcomes(doc, tmp_path, limits=streamed)) == [("Quarantined", 1,
-                                                               "too-large")]
+    assert shape(outcomes(doc, tmp_path, limits=streamed)) == [("Quarantined", 1, "too-large")]
 
 
 def test_oversize_items_streamed_and_a_bounded_skeleton(tmp_path):
@@ -331,44 +388,59 @@ def test_oversize_items_streamed_and_a_bounded_skeleton(tmp_path):
     big_item = b"<item><title>" + b"x" * 400 + b"</title></item>"
     raw = b"<rss><channel><item><title>ok</title></item>" + big_item + b"</channel></rss>"
     assert shape(outcomes(raw, tmp_path, limits=streamed)) == [
-        ("Event", 1, None), ("Quarantined", 2, "too-large")]
+        ("Event", 1, None),
+        ("Quarantined", 2, "too-large"),
+    ]
     # many small items stream fine; metadata beyond the budget ends the document
     many = b"<rss><channel>" + b"<item><title>i</title></item>" * 200 + b"</channel></rss>"
     assert len(outcomes(many, tmp_path, limits=streamed)) == 200
     fat = b"<rss><channel>" + b"<x>meta</x>" * 100 + b"<item/></channel></rss>"
-    assert shape(outcomes(fat, tmp_path, limits=streamed)) == [("Quarantined", 0,
-                                                               "too-large")]
+    assert shape(outcomes(fat, tmp_path, limits=streamed)) == [("Quarantined", 0, "too-large")]
     absent = b"<doc>" + b"<x>no split element</x>" * 100 + b"</doc>"
     assert shape(outcomes(absent, tmp_path, limits=streamed, split="trade")) == [
-        ("Quarantined", 0, "too-large")]
+        ("Quarantined", 0, "too-large")
+    ]
 
 
 # -- broken items ------------------------------------------------------------------------
-GOOD = [b"    <item><title>one</title></item>", b"    <item>\n      <title>two</title>\n"
-        b"    </item>", b"    <item><title>three</title></item>",
-        b"    <item><title>four</title></item>"]
+GOOD = [
+    b"    <item><title>one</title></item>",
+    b"    <item>\n      <title>two</title>\n    </item>",
+    b"    <item><title>three</title></item>",
+    b"    <item><title>four</title></item>",
+]
 
 
 def feed(items: list[bytes]) -> bytes:
-    return b"<rss version='2.0'>\n  <channel>\n    <title>t</title>\n" + \
-        b"\n".join(items) + b"\n  </channel>\n</rss>\n"
+    return (
+        b"<rss version='2.0'>\n  <channel>\n    <title>t</title>\n"
+        + b"\n".join(items)
+        + b"\n  </channel>\n</rss>\n"
+    )
 
 
-@pytest.mark.parametrize("bad", [
-    b"    <item><title>a &nbsp; b</title></item>",
-    b"    <item><title>fish & chips</title></item>",
-    b"    <item>\n      <title>x</titel>\n    </item>",
-    b"    <item><title>\x01</title></item>",
-    b"    <item\n      about='a&b'><title>t</title></item>",
-    b"    <item><title>\n&nbsp; x</title></item>",
-    b"    <item><bad:tag>x</bad:tag></item>",
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b"    <item><title>a &nbsp; b</title></item>",
+        b"    <item><title>fish & chips</title></item>",
+        b"    <item>\n      <title>x</titel>\n    </item>",
+        b"    <item><title>\x01</title></item>",
+        b"    <item\n      about='a&b'><title>t</title></item>",
+        b"    <item><title>\n&nbsp; x</title></item>",
+        b"    <item><bad:tag>x</bad:tag></item>",
+    ],
+)
 def test_a_broken_item_loses_that_item_only(tmp_path, bad):
     good = outcomes(feed(GOOD), tmp_path, "good.xml")
     got = outcomes(feed(GOOD[:2] + [bad] + GOOD[2:]), tmp_path)
-    assert shape(got) == [("Event", 1, None), ("Event", 2, None),
-                          ("Quarantined", 3, "xml-syntax"), ("Event", 4, None),
-                          ("Event", 5, None)], got
+    assert shape(got) == [
+        ("Event", 1, None),
+        ("Event", 2, None),
+        ("Quarantined", 3, "xml-syntax"),
+        ("Event", 4, None),
+        ("Event", 5, None),
+    ], got
     # the intact items give exactly the events they give in the good feed
     assert [e.event for e in got if isinstance(e, Event)] == [e.event for e in good]
     assert "line " in got[2].message and got[2].excerpt
@@ -377,10 +449,8 @@ def test_a_broken_item_loses_that_item_only(tmp_path, bad):
 def test_an_unclosed_item_takes_what_recovery_put_inside_it(tmp_path):
     """Recovery nests the items after an unclosed one inside it: they are lost with it,
     in one quarantine record at its position (counts still add up)."""
-    got = outcomes(feed(GOOD[:2] + [b"    <item><title>unclosed</title>"] + GOOD[2:]),
-                   tmp_path)
-    assert shape(got) == [("Event", 1, None), ("Event", 2, None),
-                          ("Quarantined", 3, "xml-syntax")]
+    got = outcomes(feed(GOOD[:2] + [b"    <item><title>unclosed</title>"] + GOOD[2:]), tmp_path)
+    assert shape(got) == [("Event", 1, None), ("Event", 2, None), ("Quarantined", 3, "xml-syntax")]
     assert "Opening and ending tag mismatch" in got[2].message
 
 
@@ -389,16 +459,20 @@ def test_broken_metadata_or_truncation(tmp_path):
     assert shape(outcomes(broken_meta, tmp_path)) == [("Quarantined", 0, "xml-syntax")]
     truncated = feed(GOOD)[: feed(GOOD).index(b"three") + 2]
     assert shape(outcomes(truncated, tmp_path)) == [
-        ("Event", 1, None), ("Event", 2, None), ("Quarantined", 3, "xml-syntax")]
+        ("Event", 1, None),
+        ("Event", 2, None),
+        ("Quarantined", 3, "xml-syntax"),
+    ]
     # an error in a metadata element right before the first item, or between items
-    before = feed(GOOD).replace(b"<title>t</title>", b"<description>a\nb & c\n"
-                                b"</description>")
+    before = feed(GOOD).replace(b"<title>t</title>", b"<description>a\nb & c\n</description>")
     assert shape(outcomes(before, tmp_path)) == [("Quarantined", 0, "xml-syntax")]
     between = feed(GOOD[:2] + [b"    <link>a & b</link>"] + GOOD[2:])
     assert shape(outcomes(between, tmp_path)) == [("Quarantined", 0, "xml-syntax")]
     one_line = feed(GOOD[:1] + [b"<item>&</item>"]).replace(b"\n", b"")
-    assert shape(outcomes(one_line, tmp_path)) == [("Event", 1, None),
-                                                   ("Quarantined", 2, "xml-syntax")]
+    assert shape(outcomes(one_line, tmp_path)) == [
+        ("Event", 1, None),
+        ("Quarantined", 2, "xml-syntax"),
+    ]
     # a document that ends after an item: read as closed there, the end is a record
     got = outcomes(b"<rss><channel><item>a &amp; b</item>", tmp_path)
     assert shape(got) == [("Event", 1, None), ("Quarantined", 2, "xml-syntax")]
@@ -409,8 +483,9 @@ def test_broken_metadata_or_truncation(tmp_path):
 # -- streaming -------------------------------------------------------------------------
 def test_streaming_gives_the_same_events_as_in_memory(tmp_path):
     for raw, split in ((RSS, None), (DOC, "p:line"), (feed(GOOD), None)):
-        assert texts(outcomes(raw, tmp_path, limits=STREAM, split=split)) == \
-            texts(outcomes(raw, tmp_path, split=split))
+        assert texts(outcomes(raw, tmp_path, limits=STREAM, split=split)) == texts(
+            outcomes(raw, tmp_path, split=split)
+        )
 
 
 class _Stream(io.RawIOBase):
@@ -426,7 +501,7 @@ class _Stream(io.RawIOBase):
         if self.pos >= self.good:
             raise self.exc
         n = min(len(b), self.good - self.pos, 7)
-        b[:n] = self.data[self.pos:self.pos + n]
+        b[:n] = self.data[self.pos : self.pos + n]
         self.pos += n
         return n
 
@@ -434,9 +509,13 @@ class _Stream(io.RawIOBase):
 @pytest.mark.parametrize("limits", [ReadLimits(), STREAM], ids=["memory", "stream"])
 def test_an_error_of_the_input_stream_passes_through_lxml(limits):
     data = feed(GOOD * 20)
-    inp = Input("a.zip!feed.xml", Source("a.zip!feed.xml"),
-                lambda: io.BufferedReader(_Stream(data, len(data) // 2,
-                                                  ReadError("archive-bomb", "too big"))))
+    inp = Input(
+        "a.zip!feed.xml",
+        Source("a.zip!feed.xml"),
+        lambda: io.BufferedReader(
+            _Stream(data, len(data) // 2, ReadError("archive-bomb", "too big"))
+        ),
+    )
     got = list(read_input(inp, limits))
     assert shape(got) == [("Quarantined", 0, "archive-bomb")]
     assert got[0].message == "too big"
@@ -449,18 +528,21 @@ def test_a_stream_that_changes_between_passes_is_reported():
     def opener():
         calls.append(1)
         return io.BytesIO(first if len(calls) < 4 else feed(GOOD[:2]))  # pass 2 differs
+
     got = list(read_input(Input("f.xml", Source("f.xml"), opener), STREAM))
-    assert shape(got)[-1] == ("Quarantined", 3, "unreadable") and "changed" in \
-        got[-1].message
+    assert shape(got)[-1] == ("Quarantined", 3, "unreadable") and "changed" in got[-1].message
 
 
 # -- other models --------------------------------------------------------------------------
 def test_concepts_model_reads_ubl_semantic_objects(tmp_path):
     concepts = pytest.importorskip("pubsift.adapters.concepts")
     if not hasattr(concepts, "ubl_semantic_objects"):
-        pytest.skip("pubsift.adapters.concepts.ubl_semantic_objects is written by the "
-                    "concepts helper of issue 11 (not merged yet)")
+        pytest.skip(
+            "pubsift.adapters.concepts.ubl_semantic_objects is written by the "
+            "concepts helper of issue 11 (not merged yet)"
+        )
     from pathlib import Path
+
     data = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
     path = data / "business" / "ubl" / "UBL-Order-1.0-Office-Example.xml"
     if not path.is_file():
@@ -477,13 +559,14 @@ def test_a_model_that_refuses_the_xml_gives_invalid_event(tmp_path):
 
 # -- mutations -----------------------------------------------------------------------------
 @settings(max_examples=150)
-@example(edits=[(43, b""), (43, b""), (244, b"")])   # recovery keeps a tag lxml calls invalid
-@given(st.lists(st.tuples(st.integers(0, len(RSS) - 1), st.binary(max_size=3)),
-                min_size=1, max_size=4))
+@example(edits=[(43, b""), (43, b""), (244, b"")])  # recovery keeps a tag lxml calls invalid
+@given(
+    st.lists(st.tuples(st.integers(0, len(RSS) - 1), st.binary(max_size=3)), min_size=1, max_size=4)
+)
 def test_mutated_feeds_never_raise_and_every_outcome_is_placed(edits):
     raw = bytearray(RSS)
     for at, new in edits:
-        raw[at:at + 1] = new
+        raw[at : at + 1] = new
     inp = Input("m.xml", Source("m.xml"), lambda: io.BytesIO(bytes(raw)))
     got = list(read_input(inp))
     assert all(isinstance(o, (Event, Quarantined)) for o in got)
@@ -497,28 +580,34 @@ def test_mutated_feeds_never_raise_and_every_outcome_is_placed(edits):
 
 # -- review findings (issue 11 review, branch ``review``) ----------------------------------
 def _read(name: str, data: bytes, limits: ReadLimits = ReadLimits()) -> list:
-    return list(read_input(Input(name, Source(name), lambda: io.BytesIO(data), len(data)),
-                           limits))
+    return list(read_input(Input(name, Source(name), lambda: io.BytesIO(data), len(data)), limits))
 
 
 def test_salvaged_neighbour_items_keep_their_ampersands():
     """Finding 1: libxml2's recovery drops predefined entity references after the first
     error; a salvaged item is what a strict parse gives, never the recovered one."""
-    feed = (b'<rss version="2.0"><channel><title>x &amp; y</title>\n'
-            b'<item><title>a &nbsp; b</title></item>\n'
-            b'<item a="1&amp;2"><title>AT&amp;T &lt;3 &#233;</title></item>\n'
-            b'</channel></rss>\n')
+    feed = (
+        b'<rss version="2.0"><channel><title>x &amp; y</title>\n'
+        b"<item><title>a &nbsp; b</title></item>\n"
+        b'<item a="1&amp;2"><title>AT&amp;T &lt;3 &#233;</title></item>\n'
+        b"</channel></rss>\n"
+    )
     out = _read("amp.rss", feed)
     assert [type(o).__name__ for o in out] == ["Quarantined", "Event"]
     assert '<item a="1&amp;2"><title>AT&amp;T &lt;3 \u00e9</title></item>' in out[1].event.xml
     assert "<title>x &amp; y</title>" in out[1].event.xml
 
 
-ITEM = ('<item id="a&amp;b{i}" q=\'&quot;x&apos;\'>\n  <title>AT&amp;T &lt;{i}&gt; '
-        'caf&#233;</title>\n  <description>D &amp;amp; {i} <![CDATA[x<y&amp;]]></description>'
-        '\n</item>\n')
-AMP_FEED = ('<?xml version="1.0"?>\n<rss version="2.0">\n<channel>\n<title>F &amp; G</title>\n'
-            + "".join(ITEM.format(i=i) for i in range(5)) + "</channel>\n</rss>\n").encode()
+ITEM = (
+    "<item id=\"a&amp;b{i}\" q='&quot;x&apos;'>\n  <title>AT&amp;T &lt;{i}&gt; "
+    "caf&#233;</title>\n  <description>D &amp;amp; {i} <![CDATA[x<y&amp;]]></description>"
+    "\n</item>\n"
+)
+AMP_FEED = (
+    '<?xml version="1.0"?>\n<rss version="2.0">\n<channel>\n<title>F &amp; G</title>\n'
+    + "".join(ITEM.format(i=i) for i in range(5))
+    + "</channel>\n</rss>\n"
+).encode()
 
 
 @settings(max_examples=200, deadline=None)
@@ -528,20 +617,22 @@ def test_mutating_one_item_never_changes_another(k, data):
     reviewer's fuzz_salvage*.py); every event's item is an original item exactly, or
     the mutated item's own text parsed strictly; the metadata is unchanged."""
     parser = etree.XMLParser(resolve_entities=False)
-    orig = [etree.tostring(e, with_tail=False)
-            for e in etree.fromstring(AMP_FEED, parser).iter("item")]
+    orig = [
+        etree.tostring(e, with_tail=False) for e in etree.fromstring(AMP_FEED, parser).iter("item")
+    ]
     start = AMP_FEED.index(b"<item", AMP_FEED.index(b'b%d"' % k) - 20)
     end = AMP_FEED.index(b"</item>", start) + len(b"</item>")
     at = data.draw(st.integers(start + 1, end - 2))
-    new = data.draw(st.sampled_from([b"<", b"&", b"&zz;", b"&amp", b"]]>", b"</title>",
-                                     b'"', b"", b"<!--"]))
+    new = data.draw(
+        st.sampled_from([b"<", b"&", b"&zz;", b"&amp", b"]]>", b"</title>", b'"', b"", b"<!--"])
+    )
     cut = data.draw(st.integers(0, 2))
-    raw = AMP_FEED[:at] + new + AMP_FEED[at + cut:]
+    raw = AMP_FEED[:at] + new + AMP_FEED[at + cut :]
     end += len(new) - cut
     # the mutated item's own text, or with its next neighbour (a CDATA section left open
     # swallows it: the strict lexer reads both as one item)
     after = raw.find(b"</item>", end) + len(b"</item>")
-    allowed = set(orig[:k] + orig[k + 1:])
+    allowed = set(orig[:k] + orig[k + 1 :])
     for text in (raw[start:end], raw[start:after]):
         try:
             allowed.add(etree.tostring(etree.fromstring(text, parser), with_tail=False))
@@ -550,17 +641,24 @@ def test_mutating_one_item_never_changes_another(k, data):
     for o in _read("m.rss", raw):
         if isinstance(o, Event):
             root = etree.fromstring(o.event.xml.encode(), parser)
-            assert [etree.tostring(e, with_tail=False) for e in root.iter("item")][0] \
-                in allowed, (raw, o.position)
-            assert etree.tostring(root.find("channel/title"), with_tail=False) == \
-                b"<title>F &amp; G</title>"
+            assert [etree.tostring(e, with_tail=False) for e in root.iter("item")][0] in allowed, (
+                raw,
+                o.position,
+            )
+            assert (
+                etree.tostring(root.find("channel/title"), with_tail=False)
+                == b"<title>F &amp; G</title>"
+            )
 
 
 def test_rss_item_outside_channel_is_read():
     """Finding 2: the items of a feed are its outermost item/entry elements wherever they
     are (an RSS item directly under rss, no channel)."""
-    out = _read("nochannel.rss", b"<rss>\n<item>\n<description>hello</description>\n"
-                b"</item>\n<channel><item><item>nested</item></item></channel></rss>\n")
+    out = _read(
+        "nochannel.rss",
+        b"<rss>\n<item>\n<description>hello</description>\n"
+        b"</item>\n<channel><item><item>nested</item></item></channel></rss>\n",
+    )
     assert [(type(o).__name__, o.position) for o in out] == [("Event", 1), ("Event", 2)]
     assert "nested" in out[1].event.xml and "hello" not in out[1].event.xml
 
@@ -570,40 +668,54 @@ def test_streamed_feed_with_one_broken_item_keeps_the_others():
     quarantined at its position and the unread rest in one record after it."""
     items = [b"<item><title>%d &amp; x</title></item>\n" % i for i in range(50)]
     items[20] = b"<item><title>20</titl></item>\n"
-    feed = b'<rss version="2.0"><channel><title>x</title>\n' + b"".join(items) + \
-        b"</channel></rss>\n"
+    feed = (
+        b'<rss version="2.0"><channel><title>x</title>\n' + b"".join(items) + b"</channel></rss>\n"
+    )
     out = _read("big.rss", feed, ReadLimits(stream_above=64))
     assert shape(out) == [("Event", k, None) for k in range(1, 21)] + [
-        ("Quarantined", 21, "xml-syntax"), ("Quarantined", 22, "xml-syntax")]
+        ("Quarantined", 21, "xml-syntax"),
+        ("Quarantined", 22, "xml-syntax"),
+    ]
     assert [o.event for o in out[:20]] == [o.event for o in _read("big.rss", feed)[:20]]
     assert "titl" in out[20].message and "</titl>" in out[20].excerpt
     assert "rest of the document" in out[21].message
-    truncated = feed[:feed.index(b"<item><title>30")] + b"<item><title>3"
-    out = _read("cut.rss", truncated.replace(b"</titl>", b"</title>"),
-                ReadLimits(stream_above=64))
+    truncated = feed[: feed.index(b"<item><title>30")] + b"<item><title>3"
+    out = _read("cut.rss", truncated.replace(b"</titl>", b"</title>"), ReadLimits(stream_above=64))
     assert shape(out)[-2:] == [("Event", 30, None), ("Quarantined", 31, "xml-syntax")]
 
 
 def test_a_too_deep_item_loses_only_that_item():
     """Finding 8 (review numbering; 6 in the brief)."""
     deep = b"<a>" * 300 + b"</a>" * 300
-    feed = (b'<rss version="2.0"><channel><title>x</title>\n<item><title>1</title></item>\n'
-            b"<item>" + deep + b"</item>\n<item><title>3</title></item>\n</channel></rss>\n")
+    feed = (
+        b'<rss version="2.0"><channel><title>x</title>\n<item><title>1</title></item>\n'
+        b"<item>" + deep + b"</item>\n<item><title>3</title></item>\n</channel></rss>\n"
+    )
     out = _read("deep.rss", feed)
-    assert shape(out) == [("Event", 1, None), ("Quarantined", 2, "xml-too-deep"),
-                          ("Event", 3, None)]
+    assert shape(out) == [
+        ("Event", 1, None),
+        ("Quarantined", 2, "xml-too-deep"),
+        ("Event", 3, None),
+    ]
 
 
-@pytest.mark.parametrize("encode", [lambda t: t.replace("\n", "").encode(),
-                                    lambda t: t.encode("utf-16")], ids=["one-line", "utf-16"])
+@pytest.mark.parametrize(
+    "encode",
+    [lambda t: t.replace("\n", "").encode(), lambda t: t.encode("utf-16")],
+    ids=["one-line", "utf-16"],
+)
 def test_one_line_and_utf16_feeds_keep_their_good_items(encode):
     """Finding 7: a minified feed and a UTF-16 feed lose only their broken item."""
     text = AMP_FEED.decode().replace("<title>AT&amp;T &lt;2&gt;", "<title>AT&T &lt;2&gt;")
     text = text.replace('<?xml version="1.0"?>', "")
     out = _read("f.rss", encode(text))
-    assert shape(out) == [("Event", 1, None), ("Event", 2, None),
-                          ("Quarantined", 3, "xml-syntax"), ("Event", 4, None),
-                          ("Event", 5, None)]
+    assert shape(out) == [
+        ("Event", 1, None),
+        ("Event", 2, None),
+        ("Quarantined", 3, "xml-syntax"),
+        ("Event", 4, None),
+        ("Event", 5, None),
+    ]
     assert "AT&amp;T &lt;4&gt;" in out[4].event.xml
     bad_meta = encode(text.replace("<title>F &amp; G</title>", "<title>F & G</title>"))
     got = _read("f.rss", bad_meta)

@@ -6,11 +6,11 @@ serialize on first use (lazy ``XmlEvent``) and are the model's ``parse_event`` o
 text. Adversarial content (the escapes that grow most, one-byte encodings whose characters
 take three bytes of UTF-8, an internal subset defaulting namespace declarations) checks
 the factor and the exact measurement both ways."""
+
 from __future__ import annotations
 
 import pytest
 from lxml import etree
-
 from pubsift.adapters import Event, Quarantined, ReadLimits, Source, read
 from pubsift.adapters.xmlfiles import SERIALIZED_PER_BYTE
 from pubsift.models.xml import XmlModel
@@ -29,13 +29,17 @@ GROWING = {
     "greater-than in text": _feed(b"<item>" + b">" * N + b"</item>"),
     "greater-than in CDATA": _feed(b"<item><![CDATA[" + b">" * N + b"]]></item>"),
     "greater-than in an attribute": _feed(b"<item a='" + b">" * N + b"'/>"),
-    "character references": _feed(b"<item a='" + b"&#13;&#9;&#10;&#34;" * N + b"'>"
-                                   + b"&#13;" * N + b"</item>"),
-    "windows-1252 euro signs": _feed(b"<item a='" + b"\x80" * N + b"'>" + b"\x80" * N
-                                     + b"</item>", head=b'<?xml version="1.0" '
-                                     b'encoding="windows-1252"?>'),
-    "latin-1 in names": _feed(b"<item><\xe9\xe9 \xe9='\xe9'/></item>" * N,
-                              head=b'<?xml version="1.0" encoding="iso-8859-1"?>'),
+    "character references": _feed(
+        b"<item a='" + b"&#13;&#9;&#10;&#34;" * N + b"'>" + b"&#13;" * N + b"</item>"
+    ),
+    "windows-1252 euro signs": _feed(
+        b"<item a='" + b"\x80" * N + b"'>" + b"\x80" * N + b"</item>",
+        head=b'<?xml version="1.0" encoding="windows-1252"?>',
+    ),
+    "latin-1 in names": _feed(
+        b"<item><\xe9\xe9 \xe9='\xe9'/></item>" * N,
+        head=b'<?xml version="1.0" encoding="iso-8859-1"?>',
+    ),
     "many items, one event each": _feed(b"<item a='\"'/>", n=N),
 }
 
@@ -45,8 +49,7 @@ def _read(raw: bytes, tmp_path, max_bytes: int = 10_000_000) -> list:
     path.write_bytes(raw)
     limits = ReadLimits(xml=ParseLimits(max_bytes=max_bytes))
     # the xml model with the reader's own limits: the reader builds the events itself
-    return list(read(Source(str(path)), limits=limits,
-                     models={"xml": XmlModel(limits.xml)}))
+    return list(read(Source(str(path)), limits=limits, models={"xml": XmlModel(limits.xml)}))
 
 
 @pytest.mark.parametrize("name", sorted(GROWING))
@@ -76,8 +79,9 @@ def test_too_large_exactly_at_the_limit(name, tmp_path):
     biggest = max(sizes)
     assert all(isinstance(o, Event) for o in _read(raw, tmp_path, max_bytes=biggest))
     got = _read(raw, tmp_path, max_bytes=biggest - 1)
-    assert [(o.position, o.reason) for o in got if isinstance(o, Quarantined)] == \
-        [(k + 1, "too-large") for k, s in enumerate(sizes) if s == biggest]
+    assert [(o.position, o.reason) for o in got if isinstance(o, Quarantined)] == [
+        (k + 1, "too-large") for k, s in enumerate(sizes) if s == biggest
+    ]
 
 
 def test_an_internal_subset_defaulting_namespaces_is_measured_exactly(tmp_path):
@@ -90,8 +94,9 @@ def test_an_internal_subset_defaulting_namespaces_is_measured_exactly(tmp_path):
     size = len(o.event.xml.encode())
     assert size > SERIALIZED_PER_BYTE * len(raw)
     got = _read(raw, tmp_path, max_bytes=size - 1)
-    assert [(type(g).__name__, g.position, getattr(g, "reason", None)) for g in got] == \
-        [("Quarantined", 1, "too-large")]
+    assert [(type(g).__name__, g.position, getattr(g, "reason", None)) for g in got] == [
+        ("Quarantined", 1, "too-large")
+    ]
 
 
 def test_lazy_events_equal_eager_ones():
@@ -100,8 +105,7 @@ def test_lazy_events_equal_eager_ones():
     root = etree.fromstring(raw)
     eager = XmlEvent(root, etree.tostring(root, encoding="unicode", with_tail=False))
     assert lazy == eager and hash(lazy) == hash(eager)
-    assert lazy.xml == eager.xml == '<a xmlns:p="urn:p"><p:b c="&quot;">&gt;x<!--c-->' \
-        "</p:b></a>"
+    assert lazy.xml == eager.xml == '<a xmlns:p="urn:p"><p:b c="&quot;">&gt;x<!--c--></p:b></a>'
     assert lazy != parse_document("<a/>") and {lazy, eager} == {eager}
     assert repr(lazy).startswith("XmlEvent('<a xmlns:p=")
     assert XmlModel().dump_event(lazy) == {"xml": lazy.xml}

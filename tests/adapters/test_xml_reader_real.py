@@ -2,6 +2,7 @@
 and ill-formed test feeds, captured real feeds), NITF wire stories, YFilter documents, UBL
 and FpML business documents. Oracles are independent: lxml XPath on the whole document
 parsed separately, and each item's event rebuilt by lxml from the whole feed."""
+
 from __future__ import annotations
 
 import copy
@@ -11,22 +12,27 @@ from pathlib import Path
 
 import pytest
 from lxml import etree
-
 from pubsift.adapters import Event, Input, Quarantined, ReadLimits, Source, read, read_input
 from pubsift.models.xml import XmlModel
 from pubsift.models.xml.parsing import ParseLimits
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 
-NS = {"rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#", "rss": "http://purl.org/rss/1.0/",
-      "rss09": "http://my.netscape.com/rdf/simple/0.9/", "atom": "http://www.w3.org/2005/Atom",
-      "atom03": "http://purl.org/atom/ns#"}
+NS = {
+    "rdf": "http://www.w3.org/1999/02/22-rdf-syntax-ns#",
+    "rss": "http://purl.org/rss/1.0/",
+    "rss09": "http://my.netscape.com/rdf/simple/0.9/",
+    "atom": "http://www.w3.org/2005/Atom",
+    "atom03": "http://purl.org/atom/ns#",
+}
 #: the items of every feed kind, as an XPath independent of the reader (review finding 2):
 #: the outermost item/entry elements anywhere in the feed, like ``count(//item)``
-ITEMS = ("/rss//item[not(ancestor::item)] | /rdf:RDF//rss:item[not(ancestor::rss:item)]"
-         " | /rdf:RDF//rss09:item[not(ancestor::rss09:item)]"
-         " | /atom:feed//atom:entry[not(ancestor::atom:entry)]"
-         " | /atom03:feed//atom03:entry[not(ancestor::atom03:entry)]")
+ITEMS = (
+    "/rss//item[not(ancestor::item)] | /rdf:RDF//rss:item[not(ancestor::rss:item)]"
+    " | /rdf:RDF//rss09:item[not(ancestor::rss09:item)]"
+    " | /atom:feed//atom:entry[not(ancestor::atom:entry)]"
+    " | /atom03:feed//atom03:entry[not(ancestor::atom03:entry)]"
+)
 #: a parser of the oracle: plain lxml, no entity substitution, nothing fetched
 ORACLE = dict(resolve_entities=False, no_network=True, load_dtd=False)
 MODEL = XmlModel()
@@ -40,8 +46,9 @@ def data(*parts: str) -> Path:
 
 def feed_files() -> list[Path]:
     feeds = data("feeds")
-    return sorted((feeds / "feedparser" / "wellformed").rglob("*.xml")) + \
-        sorted((feeds / "real").glob("*.xml"))
+    return sorted((feeds / "feedparser" / "wellformed").rglob("*.xml")) + sorted(
+        (feeds / "real").glob("*.xml")
+    )
 
 
 def oracle_tree(path: Path) -> etree._ElementTree:
@@ -81,10 +88,21 @@ def test_every_feed_gives_one_event_per_item_with_positions_and_sources():
             assert [(q.reason, q.position) for q in got] == [("xml-entity", 0)], path
             continue
         n = int(tree.xpath(f"count({ITEMS})", namespaces=NS))
-        expected = n if n else (0 if tree.getroot().tag in (
-            "rss", f"{{{NS['atom']}}}feed", f"{{{NS['atom03']}}}feed") or tree.xpath(
-            "/rdf:RDF[namespace::*[. = $a or . = $b]]", namespaces=NS, a=NS["rss"],
-            b=NS["rss09"]) else 1)
+        expected = (
+            n
+            if n
+            else (
+                0
+                if tree.getroot().tag in ("rss", f"{{{NS['atom']}}}feed", f"{{{NS['atom03']}}}feed")
+                or tree.xpath(
+                    "/rdf:RDF[namespace::*[. = $a or . = $b]]",
+                    namespaces=NS,
+                    a=NS["rss"],
+                    b=NS["rss09"],
+                )
+                else 1
+            )
+        )
         assert all(isinstance(e, Event) for e in got), (path, got)
         assert [e.position for e in got] == list(range(1, expected + 1)), path
         assert {e.source for e in got} <= {str(path)} and all(e.model == "xml" for e in got)
@@ -113,8 +131,7 @@ def test_through_parse_event_the_events_are_the_same():
     files += sorted(data("business", "ubl").glob("*.xml"))[:3]
     for path in files:
         direct = [(o.position, getattr(o, "event", None)) for o in read(str(path))]
-        through = [(o.position, getattr(o, "event", None))
-                   for o in read(str(path), models=other)]
+        through = [(o.position, getattr(o, "event", None)) for o in read(str(path), models=other)]
         assert direct == through, path
 
 
@@ -122,37 +139,66 @@ def _sample_filters(tree: etree._ElementTree) -> list[str]:
     """Filters written against the feed: fixed paths per kind, and equality predicates on
     each item's own child values (``/rss/channel/item[category="Sports"]``-like)."""
     root = tree.getroot()
-    decl = 'xmlns:rdf="{rdf}" xmlns:rss="{rss}" xmlns:rss09="{rss09}" xmlns:atom="{atom}" ' \
-           'xmlns:atom03="{atom03}" '.format(**NS)
+    decl = (
+        'xmlns:rdf="{rdf}" xmlns:rss="{rss}" xmlns:rss09="{rss09}" xmlns:atom="{atom}" '
+        'xmlns:atom03="{atom03}" '.format(**NS)
+    )
     if root.tag == "rss":
-        fs = ["/rss/channel/item", "/rss/channel/item/title", "//item/title", "//item/link",
-              "/rss/channel/title", "/rss/channel[title]/item/description",
-              "/rss/channel/item[category]", "/rss/channel/item[1]", "//category[@domain]",
-              "/rss/channel[language = \"en\"]/item", "//item[author]/guid",
-              "/rss/channel/item[contains(., \"e\")]"]
+        fs = [
+            "/rss/channel/item",
+            "/rss/channel/item/title",
+            "//item/title",
+            "//item/link",
+            "/rss/channel/title",
+            "/rss/channel[title]/item/description",
+            "/rss/channel/item[category]",
+            "/rss/channel/item[1]",
+            "//category[@domain]",
+            '/rss/channel[language = "en"]/item',
+            "//item[author]/guid",
+            '/rss/channel/item[contains(., "e")]',
+        ]
         step, prefix = "/rss/channel/item", ""
     elif root.tag == f"{{{NS['atom']}}}feed":
-        fs = [decl + p for p in ("/atom:feed/atom:entry", "/atom:feed/atom:entry/atom:title",
-                                 "//atom:entry/atom:link/@href", "/atom:feed/atom:title",
-                                 "/atom:feed[atom:author]/atom:entry/atom:id",
-                                 "//atom:entry[atom:category/@term]", "/atom:feed/atom:entry[1]")]
+        fs = [
+            decl + p
+            for p in (
+                "/atom:feed/atom:entry",
+                "/atom:feed/atom:entry/atom:title",
+                "//atom:entry/atom:link/@href",
+                "/atom:feed/atom:title",
+                "/atom:feed[atom:author]/atom:entry/atom:id",
+                "//atom:entry[atom:category/@term]",
+                "/atom:feed/atom:entry[1]",
+            )
+        ]
         step, prefix = decl + "/atom:feed/atom:entry", "atom:"
     elif root.tag == f"{{{NS['rdf']}}}RDF":
-        fs = [decl + p for p in ("/rdf:RDF/rss:item/rss:link", "/rdf:RDF/rss:item[rss:title]",
-                                 "/rdf:RDF/rss:channel/rss:title", "//rss:item/@rdf:about",
-                                 "/rdf:RDF/rss09:item/rss09:title")]
+        fs = [
+            decl + p
+            for p in (
+                "/rdf:RDF/rss:item/rss:link",
+                "/rdf:RDF/rss:item[rss:title]",
+                "/rdf:RDF/rss:channel/rss:title",
+                "//rss:item/@rdf:about",
+                "/rdf:RDF/rss09:item/rss09:title",
+            )
+        ]
         step, prefix = decl + "/rdf:RDF/rss:item", "rss:"
     else:
         return []
     items = tree.xpath(ITEMS, namespaces=NS)
     for item in items:
         for child in item:
-            if isinstance(child.tag, str) and child.text and child.text.strip() and \
-                    '"' not in child.text and len(child.text) < 80 and \
-                    (etree.QName(child).namespace or "") == (etree.QName(item).namespace
-                                                              or ""):
-                fs.append(f'{step}[{prefix}{etree.QName(child).localname} = '
-                          f'"{child.text}"]')
+            if (
+                isinstance(child.tag, str)
+                and child.text
+                and child.text.strip()
+                and '"' not in child.text
+                and len(child.text) < 80
+                and (etree.QName(child).namespace or "") == (etree.QName(item).namespace or "")
+            ):
+                fs.append(f'{step}[{prefix}{etree.QName(child).localname} = "{child.text}"]')
                 break
     return fs
 
@@ -196,27 +242,29 @@ def _in_item_or_metadata(node, items, i) -> bool:
 def test_streaming_gives_the_same_outcomes_as_in_memory():
     small = ReadLimits(stream_above=64)
     for path in feed_files():
-        assert [(o.position, getattr(o, "event", None), getattr(o, "reason", None))
-                for o in read(str(path), limits=small)] == \
-            [(o.position, getattr(o, "event", None), getattr(o, "reason", None))
-             for o in read(str(path))], path
+        assert [
+            (o.position, getattr(o, "event", None), getattr(o, "reason", None))
+            for o in read(str(path), limits=small)
+        ] == [
+            (o.position, getattr(o, "event", None), getattr(o, "reason", None))
+            for o in read(str(path))
+        ], path
 
 
 #: what the reader gives for feedparser's ill-formed feeds: (reason, position) in memory
 ILLFORMED = {
-    "aaa_illformed.xml": [("xml-syntax", 0)],              # no item: the whole feed
-    "always_strip_doctype.xml": [],                        # well-formed, no item
-    "http_high_bit_date.xml": [],                          # ISO-8859-7, no item
+    "aaa_illformed.xml": [("xml-syntax", 0)],  # no item: the whole feed
+    "always_strip_doctype.xml": [],  # well-formed, no item
+    "http_high_bit_date.xml": [],  # ISO-8859-7, no item
     "rdf_channel_empty_textinput.xml": [("xml-syntax", 0)],  # misplaced XML declaration
-    "rss_empty_document.xml": [("xml-syntax", 1)],         # no root: a document read whole
-    "rss_incomplete_cdata.xml": [("xml-syntax", 0)],       # misplaced XML declaration
+    "rss_empty_document.xml": [("xml-syntax", 1)],  # no root: a document read whole
+    "rss_incomplete_cdata.xml": [("xml-syntax", 0)],  # misplaced XML declaration
     # truncated after its item ("</rss"): the item is read, the end is a record
     "rss_item_link_corrupted_ampersands.xml": [(None, 1), ("xml-syntax", 2)],
-    "undeclared_namespace.xml": [("xml-syntax", 0)],       # error in the channel
+    "undeclared_namespace.xml": [("xml-syntax", 0)],  # error in the channel
 }
 #: streamed, a document whose first error is outside its items is quarantined whole
-STREAMED = dict(ILLFORMED, **{
-    "rss_item_link_corrupted_ampersands.xml": [("xml-syntax", 0)]})
+STREAMED = dict(ILLFORMED, **{"rss_item_link_corrupted_ampersands.xml": [("xml-syntax", 0)]})
 
 
 def test_illformed_feeds_never_raise_and_counts_add_up():
@@ -224,13 +272,19 @@ def test_illformed_feeds_never_raise_and_counts_add_up():
     assert sorted(p.name for p in files) == sorted(ILLFORMED)
     for path in files:
         got = outcomes(path)
-        assert [(getattr(q, "reason", None), q.position) for q in got] == \
-            ILLFORMED[path.name], path
-        assert all("line " in q.message and "column " in q.message and q.source == str(path)
-                   and "\n" not in q.message for q in got if isinstance(q, Quarantined))
+        assert [(getattr(q, "reason", None), q.position) for q in got] == ILLFORMED[path.name], path
+        assert all(
+            "line " in q.message
+            and "column " in q.message
+            and q.source == str(path)
+            and "\n" not in q.message
+            for q in got
+            if isinstance(q, Quarantined)
+        )
         streamed = list(read(str(path), limits=ReadLimits(stream_above=64)))
-        assert [(getattr(q, "reason", None), q.position) for q in streamed] == \
-            STREAMED[path.name], path
+        assert [(getattr(q, "reason", None), q.position) for q in streamed] == STREAMED[
+            path.name
+        ], path
 
 
 def test_nitf_wire_stories_are_one_event_each():
@@ -257,9 +311,14 @@ def test_yfilter_documents_one_by_one():
         assert len(got) == 1 and isinstance(got[0], Event) and got[0].position == 1
 
 
-UBL_LINES = {"Invoice": "cac:InvoiceLine", "Order": "cac:OrderLine",
-             "OrderChange": "cac:OrderLine", "DespatchAdvice": "cac:DespatchLine",
-             "ReceiptAdvice": "cac:ReceiptLine", "OrderResponse": "cac:OrderLine"}
+UBL_LINES = {
+    "Invoice": "cac:InvoiceLine",
+    "Order": "cac:OrderLine",
+    "OrderChange": "cac:OrderLine",
+    "DespatchAdvice": "cac:DespatchLine",
+    "ReceiptAdvice": "cac:ReceiptLine",
+    "OrderResponse": "cac:OrderLine",
+}
 
 
 def test_ubl_documents_whole_and_split_on_their_lines():
@@ -339,14 +398,21 @@ def test_feedparser_feeds_with_a_broken_item_keep_the_others():
         if first is None or not all(isinstance(o, Event) for o in good):
             continue
         at = raw.find(b">", first.start())
-        broken = raw[:at + 1] + b"&nbsp;" + raw[at + 1:]
+        broken = raw[: at + 1] + b"&nbsp;" + raw[at + 1 :]
         got = list(read_input(Input("b.xml", Source("b.xml"), lambda: io.BytesIO(broken))))
-        assert [(type(o).__name__, o.position) for o in got] == \
-            [("Quarantined", 1)] + [("Event", k) for k in range(2, len(good) + 1)], path
+        assert [(type(o).__name__, o.position) for o in got] == [("Quarantined", 1)] + [
+            ("Event", k) for k in range(2, len(good) + 1)
+        ], path
         assert [o.event for o in got[1:]] == [o.event for o in good[1:]], path
-        streamed = list(read_input(Input("b.xml", Source("b.xml"), lambda: io.BytesIO(broken),
-                                         len(broken)), ReadLimits(stream_above=64)))
+        streamed = list(
+            read_input(
+                Input("b.xml", Source("b.xml"), lambda: io.BytesIO(broken), len(broken)),
+                ReadLimits(stream_above=64),
+            )
+        )
         assert [(type(o).__name__, o.position) for o in streamed] == [
-            ("Quarantined", 1), ("Quarantined", 2)], path
+            ("Quarantined", 1),
+            ("Quarantined", 2),
+        ], path
         checked += 1
     assert checked >= 5, checked

@@ -2,6 +2,7 @@
 line; line n is the event ``{"n": value}`` at position n, or a Quarantined ``lines-syntax``
 when it is not an integer. Its oracle is Python's own ``splitlines``, so archive and tree
 tests can count what must come out without the real readers."""
+
 from __future__ import annotations
 
 from pubsift.adapters import Quarantined, Reader
@@ -25,8 +26,9 @@ class LinesReader(Reader):
                 if text.lstrip(b"-").isdigit() and len(text) < 19:
                     yield convert({"n": int(text)}, inp.name, n)
                 else:
-                    yield Quarantined(inp.name, n, "lines-syntax", "not an integer",
-                                      excerpt(raw), model.name)
+                    yield Quarantined(
+                        inp.name, n, "lines-syntax", "not an integer", excerpt(raw), model.name
+                    )
 
 
 LINES_READER = LinesReader()

@@ -1,13 +1,12 @@
 """Fixtures of the concepts-model tests: the project ontology, an exchange-rate table with
 validity periods, and models with and without rates."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-from pubsift.models.concepts import ConceptsModel, Ontology, RateTable
-from pubsift.models.concepts import strategies
+from pubsift.models.concepts import ConceptsModel, Ontology, RateTable, strategies
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 

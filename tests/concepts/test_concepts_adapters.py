@@ -2,6 +2,7 @@
 (amounts in GBP/USD with currencyID, quantities with unit codes), enriched with the
 publisher's context, matched for subscribers in other currencies and units, and delivered
 in the subscriber's context and vocabulary."""
+
 from __future__ import annotations
 
 import csv
@@ -9,25 +10,38 @@ import itertools
 from datetime import datetime
 
 import pytest
-
 from pubsift.adapters import Event, Quarantined, Source, read
 from pubsift.adapters.concepts import Publisher, Subscriber
 from pubsift.models.concepts.units import UREG
 
 QUOTES = "all_stocks_1yr_2017-02-08_2018-02-07.csv"
-QUOTE_VOCABULARY = {"close": "FinalPrice", "open": "OpenPrice", "high": "HighPrice",
-                    "low": "LowPrice", "volume": "TradedVolume", "Name": "Symbol",
-                    "date": "DateOfIssue"}
+QUOTE_VOCABULARY = {
+    "close": "FinalPrice",
+    "open": "OpenPrice",
+    "high": "HighPrice",
+    "low": "LowPrice",
+    "volume": "TradedVolume",
+    "Name": "Symbol",
+    "date": "DateOfIssue",
+}
 
 
-QUOTE_PUBLISHER = {"concept": "StockQuote", "vocabulary": QUOTE_VOCABULARY,
-                   "context": {"currency": "USD", "units": {"[]": "count"}},
-                   "time_field": "date"}
+QUOTE_PUBLISHER = {
+    "concept": "StockQuote",
+    "vocabulary": QUOTE_VOCABULARY,
+    "context": {"currency": "USD", "units": {"[]": "count"}},
+    "time_field": "date",
+}
 
 
 def quote_publisher(model):
-    return Publisher(model, "StockQuote", QUOTE_VOCABULARY,
-                     {"currency": "USD", "units": {"[]": "count"}}, time_field="date")
+    return Publisher(
+        model,
+        "StockQuote",
+        QUOTE_VOCABULARY,
+        {"currency": "USD", "units": {"[]": "count"}},
+        time_field="date",
+    )
 
 
 def read_quotes(path, model, limit=None):
@@ -43,14 +57,17 @@ def test_quotes_in_usd_matched_and_delivered_in_eur(model, rates, shared_data):
     assert [o.position for o in outcomes] == list(range(1, len(rows) + 1))
     assert all(isinstance(o, Event) for o in outcomes)
     events = [o.event for o in outcomes]
-    assert events[0] == quote_publisher(model).enrich(rows[0])    # the adapter itself
-    eu = Subscriber(model, {"Kurs": "StockQuote", "Schluss": "FinalPrice", "Titel": "Symbol"},
-                    {"currency": "EUR", "date_format": "%d.%m.%Y"})
+    assert events[0] == quote_publisher(model).enrich(rows[0])  # the adapter itself
+    eu = Subscriber(
+        model,
+        {"Kurs": "StockQuote", "Schluss": "FinalPrice", "Titel": "Symbol"},
+        {"currency": "EUR", "date_format": "%d.%m.%Y"},
+    )
     f = eu.subscribe("Kurs where Schluss < 40")
     got = 0
     for row, e in zip(rows, events):
         at = datetime.fromisoformat(row["date"])
-        eur = float(row["close"]) * rates.factor("USD", "EUR", at)       # the oracle
+        eur = float(row["close"]) * rates.factor("USD", "EUR", at)  # the oracle
         deliveries = eu.receive(e)
         assert bool(deliveries) == (eur < 40), row
         if deliveries:
@@ -65,16 +82,24 @@ def test_quotes_in_usd_matched_and_delivered_in_eur(model, rates, shared_data):
 
 def test_ubl_amounts_and_quantities_for_subscribers_in_other_units(model, shared_data):
     ubl = shared_data("business", "ubl")
-    outcomes = [o for p in sorted(ubl.glob("*.xml"))
-                for o in read(Source(str(p), model="concepts"), models={"concepts": model})]
+    outcomes = [
+        o
+        for p in sorted(ubl.glob("*.xml"))
+        for o in read(Source(str(p), model="concepts"), models={"concepts": model})
+    ]
     events = [o.event for o in outcomes if isinstance(o, Event)]
     assert len(events) >= 30
     # packages and cartons are not units of measure: quarantined, not lost
-    assert any("'PKG' is not a unit of measure" in o.message for o in outcomes
-               if isinstance(o, Quarantined))
-    us = Subscriber(model, {"Shipment": "BusinessDocument", "Weight": "NetWeight",
-                            "Total": "TotalAmount"},
-                    {"currency": "USD", "units": {"[mass]": "lb", "[length]": "ft"}})
+    assert any(
+        "'PKG' is not a unit of measure" in o.message
+        for o in outcomes
+        if isinstance(o, Quarantined)
+    )
+    us = Subscriber(
+        model,
+        {"Shipment": "BusinessDocument", "Weight": "NetWeight", "Total": "TotalAmount"},
+        {"currency": "USD", "units": {"[mass]": "lb", "[length]": "ft"}},
+    )
     heavy = us.subscribe("Shipment where Weight > 200")
     onto = model.ontology
     nw = (onto.resolve("NetWeight"),)
@@ -98,48 +123,65 @@ def test_ubl_amounts_and_quantities_for_subscribers_in_other_units(model, shared
     for e in lengths:
         d = e.find((onto.resolve("Distance"),))
         assert model.matches(long_, e) == (
-            UREG.Quantity(d.value, d.context.unit).to("m").magnitude >= 2.5)
+            UREG.Quantity(d.value, d.context.unit).to("m").magnitude >= 2.5
+        )
 
 
 def test_bad_input_is_named(model, tmp_path):
-    bad_close, = [o for o in read_quotes(
-        _csv(tmp_path, "date,close,Name\n2017-01-02,1.5,A\n2017-01-03,abc,B\n"), model)
-        if isinstance(o, Quarantined)]
-    assert (bad_close.source.endswith("q.csv"), bad_close.position, bad_close.reason) == \
-        (True, 2, "concept-enrichment")
+    (bad_close,) = [
+        o
+        for o in read_quotes(
+            _csv(tmp_path, "date,close,Name\n2017-01-02,1.5,A\n2017-01-03,abc,B\n"), model
+        )
+        if isinstance(o, Quarantined)
+    ]
+    assert (bad_close.source.endswith("q.csv"), bad_close.position, bad_close.reason) == (
+        True,
+        2,
+        "concept-enrichment",
+    )
     assert "'abc' is not a number" in bad_close.message and "close" in bad_close.message
-    unknown, = read_quotes(_csv(tmp_path, "date,bid\n2017-01-02,1\n"), model)
+    (unknown,) = read_quotes(_csv(tmp_path, "date,bid\n2017-01-02,1\n"), model)
     assert unknown.reason == "concept-enrichment"
     assert "'bid' is not in the publisher's vocabulary" in unknown.message
     bad = tmp_path / "bad.xml"
     bad.write_text("<Order><unclosed></Order>")
-    broken, = read(Source(str(bad), model="concepts"), models={"concepts": model})
+    (broken,) = read(Source(str(bad), model="concepts"), models={"concepts": model})
     assert (broken.source, broken.position, broken.reason) == (str(bad), 0, "xml-syntax")
     bomb = tmp_path / "bomb.xml"
-    bomb.write_text('<?xml version="1.0"?><!DOCTYPE Order [<!ENTITY a "aaaaaaaaaa">'
-                    '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><Order><ID>&b;</ID></Order>')
-    refused, = read(Source(str(bomb), model="concepts"), models={"concepts": model})
-    assert refused.reason == "xml-entity"     # the xml model's hardened parser refuses it
+    bomb.write_text(
+        '<?xml version="1.0"?><!DOCTYPE Order [<!ENTITY a "aaaaaaaaaa">'
+        '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><Order><ID>&b;</ID></Order>'
+    )
+    (refused,) = read(Source(str(bomb), model="concepts"), models={"concepts": model})
+    assert refused.reason == "xml-entity"  # the xml model's hardened parser refuses it
 
 
-UBL_NS = ('xmlns="urn:oasis:names:specification:ubl:schema:xsd:Order-2" '
-          'xmlns:cbc="urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-2" '
-          'xmlns:cac="urn:oasis:names:specification:ubl:schema:xsd:'
-          'CommonAggregateComponents-2"')
-UBL_LINE = ('<cac:OrderLine><cac:LineItem><cbc:ID>1</cbc:ID><cbc:Quantity unitCode="KGM">3'
-            '</cbc:Quantity><cbc:LineExtensionAmount currencyID="GBP">10'
-            '</cbc:LineExtensionAmount></cac:LineItem></cac:OrderLine>')
+UBL_NS = (
+    'xmlns="urn:oasis:names:specification:ubl:schema:xsd:Order-2" '
+    'xmlns:cbc="urn:oasis:names:specification:ubl:schema:xsd:CommonBasicComponents-2" '
+    'xmlns:cac="urn:oasis:names:specification:ubl:schema:xsd:'
+    'CommonAggregateComponents-2"'
+)
+UBL_LINE = (
+    '<cac:OrderLine><cac:LineItem><cbc:ID>1</cbc:ID><cbc:Quantity unitCode="KGM">3'
+    '</cbc:Quantity><cbc:LineExtensionAmount currencyID="GBP">10'
+    "</cbc:LineExtensionAmount></cac:LineItem></cac:OrderLine>"
+)
 
 
 def _ubl(doctype, note="&x;"):
-    return (f'<?xml version="1.0"?>{doctype}<Order {UBL_NS}><cbc:Note>{note}</cbc:Note>'
-            f'{UBL_LINE}</Order>')
+    return (
+        f'<?xml version="1.0"?>{doctype}<Order {UBL_NS}><cbc:Note>{note}</cbc:Note>'
+        f"{UBL_LINE}</Order>"
+    )
 
 
 @pytest.fixture
 def listener():
     """A local TCP port that records whether anything connected (a DTD or entity fetch)."""
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
@@ -156,19 +198,33 @@ def _connected(listener):
 
 
 @pytest.mark.parametrize("stream_above", [32 << 20, 1], ids=["whole", "streamed"])
-@pytest.mark.parametrize("doctype, message", [
-    ('<!DOCTYPE Order [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
-     '<!ENTITY x "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>', "entity declaration 'a' refused"),
-    ('<!DOCTYPE Order [<!ENTITY x SYSTEM "file:///etc/passwd">]>',
-     "external entity 'x' refused"),
-    ('<!DOCTYPE Order [<!ENTITY x SYSTEM "http://127.0.0.1:{port}/x">]>',
-     "external entity 'x' refused"),
-    ('<!DOCTYPE Order [<!ENTITY % p SYSTEM "http://127.0.0.1:{port}/p.dtd"> %p;]>',
-     "external entity 'p' refused"),
-    ('<!DOCTYPE Order SYSTEM "http://127.0.0.1:{port}/order.dtd">', "reference to entity &x;"),
-], ids=["billion-laughs", "xxe-file", "xxe-http", "parameter-entity", "external-dtd"])
-def test_ubl_entities_and_dtds_are_quarantined_not_parsed(model, tmp_path, listener,
-                                                          doctype, message, stream_above):
+@pytest.mark.parametrize(
+    "doctype, message",
+    [
+        (
+            '<!DOCTYPE Order [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">'
+            '<!ENTITY x "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]>',
+            "entity declaration 'a' refused",
+        ),
+        (
+            '<!DOCTYPE Order [<!ENTITY x SYSTEM "file:///etc/passwd">]>',
+            "external entity 'x' refused",
+        ),
+        (
+            '<!DOCTYPE Order [<!ENTITY x SYSTEM "http://127.0.0.1:{port}/x">]>',
+            "external entity 'x' refused",
+        ),
+        (
+            '<!DOCTYPE Order [<!ENTITY % p SYSTEM "http://127.0.0.1:{port}/p.dtd"> %p;]>',
+            "external entity 'p' refused",
+        ),
+        ('<!DOCTYPE Order SYSTEM "http://127.0.0.1:{port}/order.dtd">', "reference to entity &x;"),
+    ],
+    ids=["billion-laughs", "xxe-file", "xxe-http", "parameter-entity", "external-dtd"],
+)
+def test_ubl_entities_and_dtds_are_quarantined_not_parsed(
+    model, tmp_path, listener, doctype, message, stream_above
+):
     """A UBL document given to the concepts reader goes through the xml model's hardened
     parser (issue 13 §3): entity declarations, external entities and entities of an
     external DTD are quarantined with the reason ``xml-entity``; nothing is fetched."""
@@ -177,8 +233,13 @@ def test_ubl_entities_and_dtds_are_quarantined_not_parsed(model, tmp_path, liste
     port = listener.getsockname()[1]
     doc = tmp_path / "order.xml"
     doc.write_text(_ubl(doctype.format(port=port)))
-    got = list(read(Source(str(doc), model="concepts"), models={"concepts": model},
-                    limits=ReadLimits(stream_above=stream_above)))
+    got = list(
+        read(
+            Source(str(doc), model="concepts"),
+            models={"concepts": model},
+            limits=ReadLimits(stream_above=stream_above),
+        )
+    )
     assert [(type(o).__name__, o.reason) for o in got] == [("Quarantined", "xml-entity")], got
     assert message in got[0].message
     assert "root:x:0" not in got[0].message + got[0].excerpt  # no /etc/passwd
@@ -188,8 +249,9 @@ def test_ubl_entities_and_dtds_are_quarantined_not_parsed(model, tmp_path, liste
 def test_ubl_with_an_external_dtd_is_read_without_loading_it(model, tmp_path, listener):
     doc = tmp_path / "order.xml"
     port = listener.getsockname()[1]
-    doc.write_text(_ubl(f'<!DOCTYPE Order SYSTEM "http://127.0.0.1:{port}/order.dtd">',
-                        note="plain"))
+    doc.write_text(
+        _ubl(f'<!DOCTYPE Order SYSTEM "http://127.0.0.1:{port}/order.dtd">', note="plain")
+    )
     got = list(read(Source(str(doc), model="concepts"), models={"concepts": model}))
     assert [type(o).__name__ for o in got] == ["Event"], got
     assert not _connected(listener)

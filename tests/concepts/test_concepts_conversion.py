@@ -1,6 +1,7 @@
 """Contexts, context sharing, units (one pint registry, UN/ECE codes checked against QUDT and
 OM 2), scale factors, date formats, exchange-rate tables with validity periods, and
 user-defined conversions registered through the entry-point group."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -8,18 +9,24 @@ from importlib.metadata import EntryPoint
 
 import pytest
 import rdflib
-
 from pubsift.core.errors import ConversionError, EventError, PluginError
 from pubsift.models.concepts import ConceptsModel, Context, ContextRegistry, RatePeriod, RateTable
 from pubsift.models.concepts import conversion as conv_mod
 from pubsift.models.concepts.conversion import ConversionManager, NotConvertible
 from pubsift.models.concepts.ontology import DATE, MONEY, QUANTITY
-from pubsift.models.concepts.units import (UNECE, UREG, canonical_unit, unece_units_from_qudt,
-                                           unit_converter, units_from_om)
+from pubsift.models.concepts.units import (
+    UNECE,
+    UREG,
+    canonical_unit,
+    unece_units_from_qudt,
+    unit_converter,
+    units_from_om,
+)
 
 
 def test_one_shared_pint_registry():
     from pubsift.models.concepts import context, units
+
     assert units.UREG is UREG
     q = UREG.Quantity(1, canonical_unit("LBR"))
     assert q.to("kg").magnitude == pytest.approx(0.45359237)
@@ -43,8 +50,13 @@ def test_context_validation_and_json():
     c = Context.of({"unit": "lb", "scale": 1000, "vat": "included"})
     assert c.to_json() == {"unit": "pound", "scale": 1000, "vat": "included"}
     assert Context.of(c.to_json()) == c and hash(Context.of(c.to_json())) == hash(c)
-    for bad in ({"currency": "usd"}, {"scale": 0}, {"scale": True}, {"date_format": "dd.mm"},
-                {"unit": "blorp"}):
+    for bad in (
+        {"currency": "usd"},
+        {"scale": 0},
+        {"scale": True},
+        {"date_format": "dd.mm"},
+        {"unit": "blorp"},
+    ):
         with pytest.raises(ConversionError):
             Context.of(bad)
 
@@ -70,12 +82,19 @@ def test_scale_factor_and_date_formats(model):
     mgr = model.manager
     thousands = Context(currency="USD", scale=1000)
     assert mgr.convert(MONEY, 1.5, thousands, Context(currency="USD"), None) == 1500
-    assert mgr.convert(QUANTITY, 2, Context(unit="t"), Context(unit="kg", scale=1000),
-                       None) == pytest.approx(2)
-    assert mgr.convert(DATE, "30.06.2017", Context(date_format="%d.%m.%Y"), Context(),
-                       None) == "2017-06-30"
-    assert mgr.convert(DATE, "2017-06-30T10:30:00", Context(),
-                       Context(date_format="%m/%d/%Y %H:%M"), None) == "06/30/2017 10:30"
+    assert mgr.convert(
+        QUANTITY, 2, Context(unit="t"), Context(unit="kg", scale=1000), None
+    ) == pytest.approx(2)
+    assert (
+        mgr.convert(DATE, "30.06.2017", Context(date_format="%d.%m.%Y"), Context(), None)
+        == "2017-06-30"
+    )
+    assert (
+        mgr.convert(
+            DATE, "2017-06-30T10:30:00", Context(), Context(date_format="%m/%d/%Y %H:%M"), None
+        )
+        == "06/30/2017 10:30"
+    )
     with pytest.raises(NotConvertible):
         mgr.convert(DATE, "31.02.2017", Context(date_format="%d.%m.%Y"), Context(), None)
 
@@ -87,14 +106,28 @@ def test_rate_table_validity_periods(rates):
     assert rates.factor("EUR", "GBP", before) == pytest.approx(0.78 / 0.90)
     factors, total = rates.rates_in_force("USD", "EUR")
     assert factors == {0.90, 0.85} and total
-    gap = RateTable("USD", {"EUR": [RatePeriod(datetime(2017, 1, 1), datetime(2017, 2, 1), 0.9),
-                                    RatePeriod(datetime(2017, 3, 1), None, 0.8)]})
+    gap = RateTable(
+        "USD",
+        {
+            "EUR": [
+                RatePeriod(datetime(2017, 1, 1), datetime(2017, 2, 1), 0.9),
+                RatePeriod(datetime(2017, 3, 1), None, 0.8),
+            ]
+        },
+    )
     assert gap.factor("USD", "EUR", datetime(2017, 2, 15)) is None
     assert gap.factor("USD", "EUR", datetime(2016, 12, 31)) is None
     assert gap.rates_in_force("USD", "EUR") == (frozenset({0.9, 0.8}), False)
     with pytest.raises(ConversionError, match="overlapping"):
-        RateTable("USD", {"EUR": [RatePeriod(None, datetime(2017, 2, 1), 0.9),
-                                  RatePeriod(datetime(2017, 1, 1), None, 0.8)]})
+        RateTable(
+            "USD",
+            {
+                "EUR": [
+                    RatePeriod(None, datetime(2017, 2, 1), 0.9),
+                    RatePeriod(datetime(2017, 1, 1), None, 0.8),
+                ]
+            },
+        )
     with pytest.raises(ConversionError, match="positive"):
         RateTable("USD", {"EUR": [RatePeriod(None, None, 0)]})
 
@@ -110,8 +143,10 @@ def test_rate_table_from_csv(tmp_path):
 
 
 def test_no_rate_in_force_makes_the_clause_false_not_an_error():
-    m = ConceptsModel(rates=RateTable("USD", {"EUR": [RatePeriod(datetime(2017, 7, 1), None,
-                                                                  0.85)]}), conversions={})
+    m = ConceptsModel(
+        rates=RateTable("USD", {"EUR": [RatePeriod(datetime(2017, 7, 1), None, 0.85)]}),
+        conversions={},
+    )
     f = m.parse_filter("StockQuote where FinalPrice < 100 EUR")
     ev = {"concept": "StockQuote", "context": {"currency": "USD"}, "value": {"FinalPrice": 1}}
     assert not m.matches(f, m.parse_event({**ev, "time": "2017-06-01"}))
@@ -137,12 +172,21 @@ class Vat:
 
 def test_user_conversion_through_entry_points(monkeypatch, tmp_path):
     ep = EntryPoint("vat", f"{__name__}:Vat", conv_mod.GROUP)
-    monkeypatch.setattr(conv_mod, "entry_points",
-                        lambda group: [ep] if group == conv_mod.GROUP else [])
+    monkeypatch.setattr(
+        conv_mod, "entry_points", lambda group: [ep] if group == conv_mod.GROUP else []
+    )
     mgr = ConversionManager()
     assert isinstance(mgr.conversions["vat"], Vat)
-    assert mgr.convert(MONEY, 120, Context(currency="EUR", extra=(("vat", "included"),)),
-                       Context(currency="EUR", extra=(("vat", "excluded"),)), None) == 100
+    assert (
+        mgr.convert(
+            MONEY,
+            120,
+            Context(currency="EUR", extra=(("vat", "included"),)),
+            Context(currency="EUR", extra=(("vat", "excluded"),)),
+            None,
+        )
+        == 100
+    )
     broken = EntryPoint("bad", "no.such.module:Thing", conv_mod.GROUP)
     monkeypatch.setattr(conv_mod, "entry_points", lambda group: [broken])
     with pytest.raises(PluginError, match="bad"):
@@ -151,27 +195,34 @@ def test_user_conversion_through_entry_points(monkeypatch, tmp_path):
 
 def test_user_conversion_takes_part_in_matching_and_covering(tmp_path):
     from pathlib import Path
-    ttl = Path(__file__).resolve().parents[2] / "models" / "concepts" / "ontologies" / \
-        "pubsift.ttl"
+
+    ttl = Path(__file__).resolve().parents[2] / "models" / "concepts" / "ontologies" / "pubsift.ttl"
     g = rdflib.Graph().parse(ttl)
     ps = rdflib.Namespace("https://pubsift.org/ontology#")
     g.add((ps.Price, ps.contextProperty, ps.vat))
     from pubsift.models.concepts import Ontology
     from pubsift.models.concepts.context import ClientContext
+
     m = ConceptsModel(Ontology(g, str(ps)), conversions={"vat": Vat()})
     gross = ClientContext.of({"vat": "included", "currency": "EUR"})
-    f = m.parse_filter("StockQuote where FinalPrice < 120", client=gross)   # 100 net
-    net = m.parse_filter("StockQuote where FinalPrice < 90 EUR")            # no vat stated
+    f = m.parse_filter("StockQuote where FinalPrice < 120", client=gross)  # 100 net
+    net = m.parse_filter("StockQuote where FinalPrice < 90 EUR")  # no vat stated
     assert f.clauses[0].target.get("vat") == "excluded"
-    ev = {"concept": "StockQuote", "time": "2017-01-01",
-          "context": {"currency": "EUR", "vat": "included"}, "value": {"FinalPrice": 110}}
-    assert m.matches(f, m.parse_event(ev))                 # 91.67 net < 100
+    ev = {
+        "concept": "StockQuote",
+        "time": "2017-01-01",
+        "context": {"currency": "EUR", "vat": "included"},
+        "value": {"FinalPrice": 110},
+    }
+    assert m.matches(f, m.parse_event(ev))  # 91.67 net < 100
     ev["value"]["FinalPrice"] = 121
-    assert not m.matches(f, m.parse_event(ev))             # 100.83 net
-    assert not m.covers(f, net) and not m.covers(net, f)   # different contexts: no claim
+    assert not m.matches(f, m.parse_event(ev))  # 100.83 net
+    assert not m.covers(f, net) and not m.covers(net, f)  # different contexts: no claim
     with pytest.raises(ConversionError, match="vat"):
-        m.parse_filter("StockQuote where FinalPrice < 1",
-                       client=ClientContext.of({"vat": "sometimes", "currency": "EUR"}))
+        m.parse_filter(
+            "StockQuote where FinalPrice < 1",
+            client=ClientContext.of({"vat": "sometimes", "currency": "EUR"}),
+        )
 
 
 def test_unece_table_agrees_with_qudt_and_om(shared_data):

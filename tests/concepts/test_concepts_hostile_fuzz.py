@@ -3,6 +3,7 @@ and events with one part replaced by an extreme or ill-typed value (huge and 4,3
 integers, NaN, infinities, lone surrogates, wrong JSON types, deep nesting, odd units).
 Each hook answers or raises a PubsiftError; whatever parses round-trips exactly through
 its wire and text forms and the index agrees with ``matches``."""
+
 from __future__ import annotations
 
 import copy
@@ -11,22 +12,62 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from pubsift.core.errors import PubsiftError
 from pubsift.models.concepts import strategies
 
 _EXTREME = st.one_of(
-    st.integers(min_value=-10 ** 400, max_value=10 ** 400),
-    st.sampled_from([10 ** 4400, 1e308, -1e308, 5e-324, float("nan"), float("inf"), True,
-                     None, "", "\ud800", "a\x00b", "kg ** 400", "degC ** 2", "dBm", "@nope",
-                     "0001-01-01T00:00:00+01:00", "%Q", [], {}, ["<"], [True, 1, "x"],
-                     {"unit": 5}, {"currency": 5}, {"scale": 1}, {"date_format": None},
-                     {"ref": []}, {"value": {"Order": {"value": {"Order": {"value": 1}}}}}]),
+    st.integers(min_value=-(10**400), max_value=10**400),
+    st.sampled_from(
+        [
+            10**4400,
+            1e308,
+            -1e308,
+            5e-324,
+            float("nan"),
+            float("inf"),
+            True,
+            None,
+            "",
+            "\ud800",
+            "a\x00b",
+            "kg ** 400",
+            "degC ** 2",
+            "dBm",
+            "@nope",
+            "0001-01-01T00:00:00+01:00",
+            "%Q",
+            [],
+            {},
+            ["<"],
+            [True, 1, "x"],
+            {"unit": 5},
+            {"currency": 5},
+            {"scale": 1},
+            {"date_format": None},
+            {"ref": []},
+            {"value": {"Order": {"value": {"Order": {"value": 1}}}}},
+        ]
+    ),
     st.floats(),
     st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=12),
 )
-_KEYS = st.sampled_from(["concept", "value", "context", "time", "unit", "currency",
-                         "scale", "date_format", "op", "attr", "closed", "where", "x"])
+_KEYS = st.sampled_from(
+    [
+        "concept",
+        "value",
+        "context",
+        "time",
+        "unit",
+        "currency",
+        "scale",
+        "date_format",
+        "op",
+        "attr",
+        "closed",
+        "where",
+        "x",
+    ]
+)
 
 
 def _mutate(data, obj):
@@ -56,13 +97,27 @@ def _contract(fn, *args):
 
 
 _FILTERS = [
-    {"concept": "Order", "where": [{"attr": "NetWeight", "op": "between", "value": [1, 2],
-                                    "unit": "kg", "closed": [True, False]}]},
-    {"concept": "StockQuote", "context": {"currency": "EUR", "scale": 1000,
-                                          "per_concept": {"FinalPrice": {"scale": 1}}},
-     "where": [{"attr": "FinalPrice", "op": "<", "value": 100},
-               {"attr": ["DateOfIssue"], "op": "after", "value": "2017-06-01"},
-               {"attr": "Symbol", "op": "in", "value": ["A", "B"]}]},
+    {
+        "concept": "Order",
+        "where": [
+            {
+                "attr": "NetWeight",
+                "op": "between",
+                "value": [1, 2],
+                "unit": "kg",
+                "closed": [True, False],
+            }
+        ],
+    },
+    {
+        "concept": "StockQuote",
+        "context": {"currency": "EUR", "scale": 1000, "per_concept": {"FinalPrice": {"scale": 1}}},
+        "where": [
+            {"attr": "FinalPrice", "op": "<", "value": 100},
+            {"attr": ["DateOfIssue"], "op": "after", "value": "2017-06-01"},
+            {"attr": "Symbol", "op": "in", "value": ["A", "B"]},
+        ],
+    },
 ]
 
 
@@ -70,9 +125,18 @@ def _check(model, data):
     if data.draw(st.booleans()):
         spec = _mutate(data, copy.deepcopy(data.draw(st.sampled_from(_FILTERS))))
         if data.draw(st.booleans()):
-            spec = data.draw(strategies.filter_texts()) + data.draw(st.sampled_from(
-                [" and NetWeight > 1e999 kg", ' and Symbol = "\\q"', " and Distance > 1 m ** 99",
-                 " and NetWeight > " + "9" * 500 + " kg", ' and Symbol != "\ud800"', ""]))
+            spec = data.draw(strategies.filter_texts()) + data.draw(
+                st.sampled_from(
+                    [
+                        " and NetWeight > 1e999 kg",
+                        ' and Symbol = "\\q"',
+                        " and Distance > 1 m ** 99",
+                        " and NetWeight > " + "9" * 500 + " kg",
+                        ' and Symbol != "\ud800"',
+                        "",
+                    ]
+                )
+            )
         ok, f = _contract(model.parse_filter, spec)
         if ok:
             wire = json.loads(json.dumps(model.dump_filter(f), allow_nan=False))
@@ -123,11 +187,16 @@ def _extreme_filters(model, rnd, n):
             member = rnd.choice(["NetWeight", "FinalPrice"])
             u = rnd.choice(strategies.UNITS if member == "NetWeight" else strategies.CURRENCIES)
             a, b = rnd.choice(_NUMS), rnd.choice(_NUMS)
-            conds.append(rnd.choice([f"{member} {op} {a} {u}" for op in
-                                     ("<", "<=", ">", ">=", "=", "!=")]
-                                    + [f"{member} between {a} {u} and {b} {u}",
-                                       f"{member} not in {{{a}, {b}}} {u}",
-                                       f"{member} in [{a}, {b}) {u}"]))
+            conds.append(
+                rnd.choice(
+                    [f"{member} {op} {a} {u}" for op in ("<", "<=", ">", ">=", "=", "!=")]
+                    + [
+                        f"{member} between {a} {u} and {b} {u}",
+                        f"{member} not in {{{a}, {b}}} {u}",
+                        f"{member} in [{a}, {b}) {u}",
+                    ]
+                )
+            )
         try:
             out.append(model.parse_filter("Order where " + " and ".join(conds)))
         except PubsiftError:
@@ -136,14 +205,31 @@ def _extreme_filters(model, rnd, n):
 
 
 def _extreme_events(model, rnd, n):
-    return [model.parse_event({"concept": "Order", "time": rnd.choice(strategies.TIMES),
-                               "value": {"NetWeight": {"value": rnd.choice(_VALUES), "context": {
-                                   "unit": rnd.choice(strategies.UNITS),
-                                   "scale": rnd.choice([1, 1000, 1e-300, 1e300])}},
-                                         "FinalPrice": {"value": rnd.choice(_VALUES), "context": {
-                                             "currency": rnd.choice(strategies.CURRENCIES),
-                                             "scale": rnd.choice([1, 1e300, 1e-300])}}}})
-            for _ in range(n)]
+    return [
+        model.parse_event(
+            {
+                "concept": "Order",
+                "time": rnd.choice(strategies.TIMES),
+                "value": {
+                    "NetWeight": {
+                        "value": rnd.choice(_VALUES),
+                        "context": {
+                            "unit": rnd.choice(strategies.UNITS),
+                            "scale": rnd.choice([1, 1000, 1e-300, 1e300]),
+                        },
+                    },
+                    "FinalPrice": {
+                        "value": rnd.choice(_VALUES),
+                        "context": {
+                            "currency": rnd.choice(strategies.CURRENCIES),
+                            "scale": rnd.choice([1, 1e300, 1e-300]),
+                        },
+                    },
+                },
+            }
+        )
+        for _ in range(n)
+    ]
 
 
 def _check_relations_at_the_ends_of_the_double_range(model, seed, nf, ne):
@@ -160,8 +246,10 @@ def _check_relations_at_the_ends_of_the_double_range(model, seed, nf, ne):
             assert not hits[f] & hits[g], (model.format_filter(f), model.format_filter(g))
         merged = model.merge([f, g])
         if merged is not None:
-            assert frozenset(i for i, e in enumerate(es) if model.matches(merged, e)) \
+            assert (
+                frozenset(i for i, e in enumerate(es) if model.matches(merged, e))
                 == hits[f] | hits[g]
+            )
     index = model.new_index()
     for i, f in enumerate(fs):
         index.add(f, i)

@@ -1,5 +1,6 @@
 """The ontology: concepts, generalization closures, synonyms in several languages, context
 properties; loading Turtle, RDF/XML and JSON-LD; the real ontologies of ../shared/data."""
+
 from __future__ import annotations
 
 import json
@@ -8,15 +9,27 @@ import pytest
 import rdflib
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from pubsift.models.concepts.ontology import (DATE, MONEY, PLAIN, QUANTITY, Ontology,
-                                              UnknownConcept, _closure)
+from pubsift.models.concepts.ontology import (
+    DATE,
+    MONEY,
+    PLAIN,
+    QUANTITY,
+    Ontology,
+    UnknownConcept,
+    _closure,
+)
 
 
 def test_project_ontology_terms_and_synonyms(ontology):
     sq = ontology.resolve("StockQuote")
-    for term in ("stock quote", "Aktienkurs", "cours de l'action", "ShareQuote", "EQUITY_QUOTE",
-                 "https://pubsift.org/ontology#StockQuote"):
+    for term in (
+        "stock quote",
+        "Aktienkurs",
+        "cours de l'action",
+        "ShareQuote",
+        "EQUITY_QUOTE",
+        "https://pubsift.org/ontology#StockQuote",
+    ):
         assert ontology.resolve(term) == sq, term
     # owl:equivalentClass merges concepts; the project namespace gives the representative
     assert ontology.resolve("Consignment") == ontology.resolve("Shipment")
@@ -29,10 +42,13 @@ def test_generalization_closure(ontology):
     r = ontology.resolve
     assert ontology.is_a(r("StockQuote"), r("Event"))
     assert ontology.is_a(r("OrderChange"), r("BusinessDocument"))
-    assert ontology.is_a(r("Shipment"), r("Event"))          # skos:broader
+    assert ontology.is_a(r("Shipment"), r("Event"))  # skos:broader
     assert not ontology.is_a(r("Event"), r("StockQuote"))
     assert {ontology.name(c) for c in ontology.descendants(r("Quote"))} == {
-        "Quote", "StockQuote", "BondQuote"}
+        "Quote",
+        "StockQuote",
+        "BondQuote",
+    }
     assert r("Event") in ontology.common_ancestors([r("StockQuote"), r("Invoice")])
 
 
@@ -69,8 +85,7 @@ def test_formats_turtle_rdfxml_jsonld_and_skos(tmp_path):
     ex:Cost a skos:Concept ; skos:exactMatch ex:Price ; skos:altLabel "charge"@en .
     ex:Fee a skos:Concept ; skos:broader ex:Cost ."""
     g = rdflib.Graph().parse(data=ttl, format="turtle")
-    paths = {"ttl": tmp_path / "o.ttl", "rdf": tmp_path / "o.rdf",
-             "jsonld": tmp_path / "o.jsonld"}
+    paths = {"ttl": tmp_path / "o.ttl", "rdf": tmp_path / "o.rdf", "jsonld": tmp_path / "o.jsonld"}
     paths["ttl"].write_text(ttl)
     paths["rdf"].write_text(g.serialize(format="xml"))
     paths["jsonld"].write_text(g.serialize(format="json-ld"))
@@ -100,8 +115,14 @@ def test_real_fibo_currency_concepts(shared_data):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(1, 10).flatmap(lambda n: st.tuples(
-    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=25))))
+@given(
+    st.integers(1, 10).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=25),
+        )
+    )
+)
 def test_closure_equals_naive_search(graph):
     """The iterative SCC closure against a plain depth-first search on random digraphs."""
     n, pairs = graph

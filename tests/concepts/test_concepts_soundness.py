@@ -1,15 +1,18 @@
 """Covering, identity, overlap and merging of concept filters checked by brute force on
 generated semantic objects published in random contexts (units, currencies, scale factors,
 date formats, times on both sides of an exchange-rate change)."""
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from pubsift.models.concepts import strategies as cs
 
-SETTINGS = settings(max_examples=60, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 def _events_for(model, data, f, g, n=8):
@@ -29,8 +32,11 @@ def test_covers_is_sound(model, data):
         return
     for e in _events_for(model, data, f, g):
         if model.matches(g, e):
-            assert model.matches(f, e), (model.format_filter(f), model.format_filter(g),
-                                         model.dump_event(e))
+            assert model.matches(f, e), (
+                model.format_filter(f),
+                model.format_filter(g),
+                model.dump_event(e),
+            )
 
 
 @SETTINGS
@@ -41,7 +47,10 @@ def test_overlaps_is_sound(model, data):
         return
     for e in _events_for(model, data, f, g):
         assert not (model.matches(f, e) and model.matches(g, e)), (
-            model.format_filter(f), model.format_filter(g), model.dump_event(e))
+            model.format_filter(f),
+            model.format_filter(g),
+            model.dump_event(e),
+        )
 
 
 @SETTINGS
@@ -65,14 +74,18 @@ def test_identical_and_merge_are_sound(model, data):
 def test_claims_are_not_vacuous(model):
     """The relations above are claimed often enough for the checks to mean something,
     including across currencies and units."""
-    pairs = [("StockQuote where FinalPrice < 100 EUR", "StockQuote where FinalPrice < 100 USD"),
-             ("Quote where NetWeight > 1 kg", "StockQuote where NetWeight > 3 lb"),
-             ("Quote where FinalPrice > 0 JPY", "StockQuote where FinalPrice >= 1 GBP")]
+    pairs = [
+        ("StockQuote where FinalPrice < 100 EUR", "StockQuote where FinalPrice < 100 USD"),
+        ("Quote where NetWeight > 1 kg", "StockQuote where NetWeight > 3 lb"),
+        ("Quote where FinalPrice > 0 JPY", "StockQuote where FinalPrice >= 1 GBP"),
+    ]
     for a, b in pairs:
         assert model.covers(model.parse_filter(a), model.parse_filter(b)), (a, b)
-    disjoint = [("StockQuote where FinalPrice > 100 EUR", "Quote where FinalPrice < 100 USD"),
-                ("Order", "StockQuote"),
-                ("Quote where NetWeight < 1 kg", "Quote where NetWeight > 3 lb")]
+    disjoint = [
+        ("StockQuote where FinalPrice > 100 EUR", "Quote where FinalPrice < 100 USD"),
+        ("Order", "StockQuote"),
+        ("Quote where NetWeight < 1 kg", "Quote where NetWeight > 3 lb"),
+    ]
     for a, b in disjoint:
         assert not model.overlaps(model.parse_filter(a), model.parse_filter(b)), (a, b)
 
@@ -82,15 +95,19 @@ def test_exchange_rates_decide_covering_only_for_every_rate_in_force(model):
     (94.5 EUR at most) but 93 EUR does not (94.5 > 93 at the older rate), although it
     would at the newer one (89.25)."""
     p = model.parse_filter
-    assert model.covers(p("StockQuote where FinalPrice < 95 EUR"),
-                        p("StockQuote where FinalPrice < 105 USD"))
-    assert not model.covers(p("StockQuote where FinalPrice < 93 EUR"),
-                            p("StockQuote where FinalPrice < 105 USD"))
+    assert model.covers(
+        p("StockQuote where FinalPrice < 95 EUR"), p("StockQuote where FinalPrice < 105 USD")
+    )
+    assert not model.covers(
+        p("StockQuote where FinalPrice < 93 EUR"), p("StockQuote where FinalPrice < 105 USD")
+    )
     # disjointness likewise: > 90 EUR meets < 105 USD at 0.90 (up to 94.5 EUR)
-    assert model.overlaps(p("StockQuote where FinalPrice > 90 EUR"),
-                          p("StockQuote where FinalPrice < 105 USD"))
-    assert not model.overlaps(p("StockQuote where FinalPrice > 95 EUR"),
-                              p("StockQuote where FinalPrice < 105 USD"))
+    assert model.overlaps(
+        p("StockQuote where FinalPrice > 90 EUR"), p("StockQuote where FinalPrice < 105 USD")
+    )
+    assert not model.overlaps(
+        p("StockQuote where FinalPrice > 95 EUR"), p("StockQuote where FinalPrice < 105 USD")
+    )
 
 
 def test_no_covering_across_currencies_when_a_rate_can_be_missing():
@@ -100,11 +117,19 @@ def test_no_covering_across_currencies_when_a_rate_can_be_missing():
 
     from pubsift.models.concepts import ConceptsModel, RatePeriod, RateTable
 
-    m = ConceptsModel(rates=RateTable("USD", {"EUR": [RatePeriod(datetime(2017, 7, 1), None,
-                                                                  0.85)]}), conversions={})
+    m = ConceptsModel(
+        rates=RateTable("USD", {"EUR": [RatePeriod(datetime(2017, 7, 1), None, 0.85)]}),
+        conversions={},
+    )
     f = m.parse_filter("StockQuote where FinalPrice < 1000 EUR")
     g = m.parse_filter("StockQuote where FinalPrice < 1 USD")
     assert not m.covers(f, g)
-    e = m.parse_event({"concept": "StockQuote", "time": "2017-06-01",
-                       "context": {"currency": "USD"}, "value": {"FinalPrice": 0.5}})
+    e = m.parse_event(
+        {
+            "concept": "StockQuote",
+            "time": "2017-06-01",
+            "context": {"currency": "USD"},
+            "value": {"FinalPrice": 0.5},
+        }
+    )
     assert m.matches(g, e) and not m.matches(f, e)

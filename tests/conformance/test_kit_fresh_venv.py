@@ -12,6 +12,7 @@ written into the checkout), by this run's pip (``pip --python``: the environment
 made without pip, which saves ensurepip's time); pip reads the machine's configuration and
 cache. About 80 s on 2 busy cores, most of it the kit's own run.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,15 +31,24 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 TOY = Path(__file__).resolve().parent / "toy_dist"
 #: what a build of pubsift reads: pyproject, the README and every folder package-dir maps
-SOURCES = ("pyproject.toml", "README.md", *sorted(set(tomllib.loads(
-    (ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].values())))
+SOURCES = (
+    "pyproject.toml",
+    "README.md",
+    *sorted(
+        set(
+            tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+                "package-dir"
+            ].values()
+        )
+    ),
+)
 
-TRIVIAL = '''
+TRIVIAL = """
 def test_unrelated(request):
     assert request.config.pluginmanager.hasplugin("pubsift_conformance")
-'''
+"""
 
-RUNTIME = '''
+RUNTIME = """
 import sys
 import pubsift, pubsift.core, pubsift.adapters
 from pubsift.core import load_model
@@ -56,15 +66,19 @@ try:
     kit.ModelConformance
 except ImportError as exc:
     print("KIT:", exc)
-'''
+"""
 
 
 def _run(cmd: list, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTHON", "PUBSIFT_", "VIRTUAL_ENV", "PYTEST_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTHON", "PUBSIFT_", "VIRTUAL_ENV", "PYTEST_"))
+    }
     env["PIP_QUIET"] = "2"
-    return subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [str(c) for c in cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def _ok(done: subprocess.CompletedProcess) -> str:
@@ -78,12 +92,15 @@ def test_fresh_venv_base_pubsift_then_third_party_model_with_kit(tmp_path):
     src.mkdir()
     for name in SOURCES:
         if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name,
-                            ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(ROOT / name, src / name)
-    _ok(_run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", tmp_path / "dist",
-              src], tmp_path))
+    _ok(
+        _run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", tmp_path / "dist", src],
+            tmp_path,
+        )
+    )
     (wheel,) = (tmp_path / "dist").glob("pubsift-*.whl")
 
     env_dir = tmp_path / "venv"
@@ -98,8 +115,7 @@ def test_fresh_venv_base_pubsift_then_third_party_model_with_kit(tmp_path):
     absent = _run([bin_ / "python", "-c", "import hypothesis"], work)
     assert absent.returncode != 0, "hypothesis is installed with base pubsift"
     (work / "test_unrelated.py").write_text(TRIVIAL)
-    out = _ok(_run([bin_ / "pytest", "-q", "-p", "no:cacheprovider", "test_unrelated.py"],
-                   work))
+    out = _ok(_run([bin_ / "pytest", "-q", "-p", "no:cacheprovider", "test_unrelated.py"], work))
     assert "1 passed" in out, out
     out = _ok(_run([bin_ / "python", "-c", RUNTIME], work))
     assert "KIT: pubsift's conformance kit needs hypothesis" in out, out
@@ -109,10 +125,18 @@ def test_fresh_venv_base_pubsift_then_third_party_model_with_kit(tmp_path):
     shutil.copytree(TOY, toy)
     _ok(_run([*pip, f"{wheel}[kit]", toy], work))
     shutil.copytree(toy / "tests", work / "tests")
-    out = _ok(_run([bin_ / "pytest", "-rA", "-p", "no:cacheprovider", "--hypothesis-seed=0",
-                    "tests"], work))
+    out = _ok(
+        _run(
+            [bin_ / "pytest", "-rA", "-p", "no:cacheprovider", "--hypothesis-seed=0", "tests"], work
+        )
+    )
     passed = re.findall(r"^PASSED \S*TestRangeModel::(\w+)", out, re.M)
     assert len(passed) >= 19, out
-    assert {"test_covers_sound", "test_perfect_merge", "test_imperfect_merge",
-            "test_filter_roundtrip", "test_hostile_filter_texts"} <= set(passed), out
+    assert {
+        "test_covers_sound",
+        "test_perfect_merge",
+        "test_imperfect_merge",
+        "test_filter_roundtrip",
+        "test_hostile_filter_texts",
+    } <= set(passed), out
     assert not re.search(r"\b(failed|error)", out.splitlines()[-1]), out

@@ -1,18 +1,20 @@
 """The conformance kit's pytest plugin: cheap to load, examples configurable."""
+
 from __future__ import annotations
 
 import subprocess
 import sys
 
 import pytest
-
 from pubsift.core.conformance.plugin import DEFAULT_EXAMPLES, ENV_EXAMPLES
 
 
 def test_plugin_and_package_import_nothing_heavy():
-    code = ("import sys, pubsift.core.conformance.plugin, pubsift.core.conformance as c; "
-            "assert 'hypothesis' not in sys.modules, 'hypothesis imported'; "
-            "c.ModelConformance; assert 'hypothesis' in sys.modules")
+    code = (
+        "import sys, pubsift.core.conformance.plugin, pubsift.core.conformance as c; "
+        "assert 'hypothesis' not in sys.modules, 'hypothesis imported'; "
+        "c.ModelConformance; assert 'hypothesis' in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -33,7 +35,6 @@ def test_bad_examples_setting_is_reported(monkeypatch, request, bad):
         request.getfixturevalue("max_examples")
 
 
-
 def test_runtime_and_plugin_work_without_hypothesis():
     """What `import pubsift`, the built-in models, the CLI and the pytest plugin load runs
     where hypothesis is not installed (base pubsift; the kit is the `kit` extra); the kit
@@ -50,5 +51,6 @@ def test_runtime_and_plugin_work_without_hypothesis():
         "except ImportError as exc:\n"
         "    assert \"pip install 'pubsift[kit]'\" in str(exc), exc\n"
         "else:\n"
-        "    raise AssertionError('the kit imported without hypothesis')\n")
+        "    raise AssertionError('the kit imported without hypothesis')\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -4,11 +4,11 @@ configured with a schema that makes ``c`` integer-valued and declares the type h
 ``strategies.TYPES`` for ``instanceof``. Filters cover every operator
 (:mod:`pubsift.models.records.strategies`); soundness is checked on events built to match.
 """
+
 from __future__ import annotations
 
 import pytest
 from hypothesis import Phase, settings
-
 from pubsift.core import load_model
 from pubsift.core.conformance import ModelConformance, merging, soundness
 from pubsift.core.conformance.kit import Kit, run
@@ -34,7 +34,7 @@ ISSUE_10_INPUTS = [
     Case("event", nested_dict(500), "§2 an event nested 500 levels"),
     Case("event", '{"a": "\ud800"}', "§2 a str event with a lone surrogate"),
     Case("event", {"a": "\ud83d\ude00"}, "§4 two lone surrogates (round trip)"),
-    Case("event", {"a": 10 ** 4400}, "§2 a 4401-digit integer in an event"),
+    Case("event", {"a": 10**4400}, "§2 a 4401-digit integer in an event"),
 ]
 
 
@@ -84,12 +84,16 @@ class TestRecordsThorough(TestRecordsWithSchema):
 
 # -- the kit is sharp on records: classic mistakes in the conjunctive rules are caught ------
 
+
 class CoversIgnoringMissingAttributes(RecordsModel):
     """Cor. 4.2 misread: only f's attributes that g also constrains are compared."""
 
     def covers(self, f, g):
-        return all(relations.covers(c, g.get(n), n in self.schema.integer_attrs)
-                   for n, c in f if g.get(n) is not None)
+        return all(
+            relations.covers(c, g.get(n), n in self.schema.integer_attrs)
+            for n, c in f
+            if g.get(n) is not None
+        )
 
 
 class OverlapsOnlyOnSameAttributes(RecordsModel):
@@ -106,16 +110,32 @@ class HullAsPerfectMerger(RecordsModel):
         return super().merge(fs, perfect=False)
 
 
-MUTANTS = [(CoversIgnoringMissingAttributes, soundness.covers_sound),
-           (OverlapsOnlyOnSameAttributes, soundness.overlaps_sound),
-           (HullAsPerfectMerger, merging.perfect_merge)]
+MUTANTS = [
+    (CoversIgnoringMissingAttributes, soundness.covers_sound),
+    (OverlapsOnlyOnSameAttributes, soundness.overlaps_sound),
+    (HullAsPerfectMerger, merging.perfect_merge),
+]
 
 
 @pytest.mark.parametrize("mutant, check", MUTANTS, ids=[m.__name__ for m, _ in MUTANTS])
 def test_kit_catches_records_mutant(mutant, check):
     model = mutant(strategies.SCHEMA)
-    kit = Kit(model, strategies.filters(model.schema), strategies.events(model.schema),
-              lambda f: strategies.matching_event(f, model.schema), model.capabilities)
+    kit = Kit(
+        model,
+        strategies.filters(model.schema),
+        strategies.events(model.schema),
+        lambda f: strategies.matching_event(f, model.schema),
+        model.capabilities,
+    )
     with pytest.raises(AssertionError):
-        run(kit, check, settings(max_examples=100, deadline=None, database=None,
-                                 derandomize=True, phases=[Phase.explicit, Phase.generate]))
+        run(
+            kit,
+            check,
+            settings(
+                max_examples=100,
+                deadline=None,
+                database=None,
+                derandomize=True,
+                phases=[Phase.explicit, Phase.generate],
+            ),
+        )

@@ -1,14 +1,20 @@
 """The records strategies the conformance kit runs on: they reach every operator, produce
 canonical filters and events the model accepts, and ``matching_event`` really matches."""
+
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings, strategies as st
-
-from pubsift.models.records import Op, RecordsModel, Schema, strategies
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pubsift.models.constraints.relations import normalize
+from pubsift.models.records import Op, RecordsModel, Schema, strategies
 
-SETTINGS = settings(max_examples=300, deadline=None, database=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=300,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 QUICK = settings(SETTINGS, max_examples=120)
 MODEL = RecordsModel(strategies.SCHEMA)
 

@@ -3,6 +3,7 @@ toy_intervals.py): the exact model passes every check, and each deliberately bro
 is caught by the check for the rule it breaks — in-process, check by check, and end to end
 through the pytest plugin in a separate pytest run.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,11 +14,18 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
-
 import toy_intervals as toy
-from pubsift.core.conformance import HostileInputTests, ModelConformance
-from pubsift.core.conformance import algebra, hostile, index, merging, soundness, wire
+from hypothesis import HealthCheck, Phase, settings
+from pubsift.core.conformance import (
+    HostileInputTests,
+    ModelConformance,
+    algebra,
+    hostile,
+    index,
+    merging,
+    soundness,
+    wire,
+)
 from pubsift.core.conformance.kit import Kit, run
 from pubsift.core.conformance.sandbox import Limits, run_isolated
 
@@ -60,9 +68,14 @@ def _kit(model) -> Kit:
 
 
 # derandomized, so a catch is no fluke; no shrinking, which only costs time here
-DETERMINISTIC = settings(max_examples=120, deadline=None, database=None, derandomize=True,
-                         phases=[Phase.explicit, Phase.generate],
-                         suppress_health_check=[HealthCheck.too_slow])
+DETERMINISTIC = settings(
+    max_examples=120,
+    deadline=None,
+    database=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 CAUGHT = [
     (toy.BrokenMatches, soundness.matches_total),
@@ -81,8 +94,9 @@ CAUGHT = [
 ]
 
 
-@pytest.mark.parametrize("variant, check", CAUGHT,
-                         ids=[f"{v.__name__}-{c.__name__}" for v, c in CAUGHT])
+@pytest.mark.parametrize(
+    "variant, check", CAUGHT, ids=[f"{v.__name__}-{c.__name__}" for v, c in CAUGHT]
+)
 def test_kit_catches_broken_model(variant, check):
     with pytest.raises((AssertionError, ExceptionGroup)) as caught:
         run(_kit(variant()), check, DETERMINISTIC)
@@ -91,8 +105,9 @@ def test_kit_catches_broken_model(variant, check):
         assert group.subgroup(AssertionError) is not None, group
 
 
-@pytest.mark.parametrize("variant, check", CAUGHT,
-                         ids=[f"{v.__name__}-{c.__name__}" for v, c in CAUGHT])
+@pytest.mark.parametrize(
+    "variant, check", CAUGHT, ids=[f"{v.__name__}-{c.__name__}" for v, c in CAUGHT]
+)
 def test_same_check_passes_exact_model(variant, check):
     run(_kit(toy.IntervalModel()), check, DETERMINISTIC)
 
@@ -110,8 +125,9 @@ HOSTILE_CAUGHT = [
 ]
 
 
-@pytest.mark.parametrize("variant, cases, message", HOSTILE_CAUGHT,
-                         ids=[v.__name__ for v, _, _ in HOSTILE_CAUGHT])
+@pytest.mark.parametrize(
+    "variant, cases, message", HOSTILE_CAUGHT, ids=[v.__name__ for v, _, _ in HOSTILE_CAUGHT]
+)
 def test_hostile_suite_catches_and_names_the_input(variant, cases, message):
     check = hostile.hostile_batch(cases, 12, SHORT)
     with pytest.raises(AssertionError, match=re.escape(message)) as caught:
@@ -120,20 +136,30 @@ def test_hostile_suite_catches_and_names_the_input(variant, cases, message):
 
 
 def test_kit_catches_a_failed_add_that_changes_the_index():
-    with pytest.raises(AssertionError, match=r"index.add\(f\) raised a PubsiftError but "
-                                             r"changed the index"):
-        run(_kit(toy.BrokenFailedAdd()),
+    with pytest.raises(
+        AssertionError,
+        match=r"index.add\(f\) raised a PubsiftError but "
+        r"changed the index",
+    ):
+        run(
+            _kit(toy.BrokenFailedAdd()),
             lambda kit, data: index.failed_add_changes_nothing(kit, data, 12, SHORT),
-            settings(DETERMINISTIC, max_examples=60))
+            settings(DETERMINISTIC, max_examples=60),
+        )
 
 
 def test_same_hostile_checks_pass_exact_model():
     for cases in (hostile.filter_texts, hostile.filter_jsons, hostile.raw_events):
-        run(_kit(toy.IntervalModel()), hostile.hostile_batch(cases, 12, SHORT),
-            settings(DETERMINISTIC, max_examples=8))
-    run(_kit(toy.IntervalModel()),
+        run(
+            _kit(toy.IntervalModel()),
+            hostile.hostile_batch(cases, 12, SHORT),
+            settings(DETERMINISTIC, max_examples=8),
+        )
+    run(
+        _kit(toy.IntervalModel()),
         lambda kit, data: index.failed_add_changes_nothing(kit, data, 12, SHORT),
-        settings(DETERMINISTIC, max_examples=8))
+        settings(DETERMINISTIC, max_examples=8),
+    )
 
 
 def test_sandbox_names_the_case_that_crashed_and_runs_the_ones_before():
@@ -146,22 +172,28 @@ def test_sandbox_names_the_case_that_crashed_and_runs_the_ones_before():
         return [f"problem with {case}"] if case == "bad" else []
 
     problems = run_isolated(["ok", "bad", "boom", "never"], work, lambda c: f"<{c}>", SHORT)
-    assert problems == ["problem with bad\n    input: <bad>",
-                        "crashed the process with SIGSEGV (a C stack overflow or memory "
-                        "error?)\n    input: <boom>"]
+    assert problems == [
+        "problem with bad\n    input: <bad>",
+        "crashed the process with SIGSEGV (a C stack overflow or memory error?)\n    input: <boom>",
+    ]
     assert seen == []
 
 
 def test_builder_that_lies_is_reported():
-    kit = Kit(toy.IntervalModel(), toy.filters, toy.events,
-              lambda f: toy.events.filter(lambda e: e == f[1] + 1), frozenset())
+    kit = Kit(
+        toy.IntervalModel(),
+        toy.filters,
+        toy.events,
+        lambda f: toy.events.filter(lambda e: e == f[1] + 1),
+        frozenset(),
+    )
     with pytest.raises(AssertionError, match="the builder .or matches. is wrong"):
         run(kit, soundness.covers_sound, DETERMINISTIC)
 
 
 # -- end to end through the pytest plugin ---------------------------------------------------
 
-RUN = textwrap.dedent('''
+RUN = textwrap.dedent("""
     import pytest
     from hypothesis import Phase, settings
     import toy_intervals as toy
@@ -199,7 +231,7 @@ RUN = textwrap.dedent('''
 
     class TestNoFixtures(ModelConformance):
         pass
-''')
+""")
 
 
 @pytest.fixture(scope="module")
@@ -207,26 +239,47 @@ def plugin_run(tmp_path_factory) -> str:
     tmp = tmp_path_factory.mktemp("kit")
     (tmp / "test_run.py").write_text(RUN)
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent))
-    done = subprocess.run([sys.executable, "-m", "pytest", "-rA", "-q", "-p", "no:cacheprovider",
-                           "-p", "no:xdist", str(tmp / "test_run.py")],
-                          cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-rA",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            str(tmp / "test_run.py"),
+        ],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return done.stdout + done.stderr
 
 
 def _outcomes(out: str, cls: str) -> dict[str, str]:
     found = re.findall(rf"^(PASSED|FAILED|SKIPPED|ERROR)\S* .*?::{cls}::(\w+)", out, re.M)
-    found += [(o, t) for o, t in re.findall(
-        rf"^(SKIPPED) \[\d+\] .*?::{cls}::(\w+)", out, re.M)]
+    found += [(o, t) for o, t in re.findall(rf"^(SKIPPED) \[\d+\] .*?::{cls}::(\w+)", out, re.M)]
     return {test: outcome for outcome, test in found}
 
 
 def test_plugin_runs_kit_and_catches_unsound_covers(plugin_run):
     got = _outcomes(plugin_run, "TestBrokenCovers")
     failed = {t for t, o in got.items() if o == "FAILED"}
-    assert failed == {"test_covers_sound", "test_identical_is_mutual_covering",
-                      "test_covering_implies_overlap"}, plugin_run
+    assert failed == {
+        "test_covers_sound",
+        "test_identical_is_mutual_covering",
+        "test_covering_implies_overlap",
+    }, plugin_run
     assert {t for t, o in got.items() if o == "PASSED"} >= {
-        "test_matches_total", "test_perfect_merge", "test_index_equals_linear_scan"}
+        "test_matches_total",
+        "test_perfect_merge",
+        "test_index_equals_linear_scan",
+    }
 
 
 def test_plugin_skips_what_is_not_claimed(plugin_run):
@@ -240,17 +293,23 @@ def test_plugin_says_which_fixture_to_provide(plugin_run):
     assert "provide a `model` fixture" in plugin_run
 
 
-
-@pytest.mark.parametrize("test, capability", [
-    ("test_covers_sound", "covers"), ("test_overlaps_sound", "overlaps"),
-    ("test_covers_transitive", "covers"), ("test_perfect_merge", "merge")])
+@pytest.mark.parametrize(
+    "test, capability",
+    [
+        ("test_covers_sound", "covers"),
+        ("test_overlaps_sound", "overlaps"),
+        ("test_covers_transitive", "covers"),
+        ("test_perfect_merge", "merge"),
+    ],
+)
 def test_vacuous_run_of_a_claimed_capability_fails(test, capability):
     """With filters that are never related, the check would pass without testing anything:
     the kit says so instead. (Only the capability under test is claimed: the kit would
     otherwise add chains of imperfect mergers to the pools, which do cover each other.)"""
     far_apart = toy.filters.map(lambda f: (10 * f[0], 10 * f[0]))
-    kit = Kit(toy.IntervalModel(), far_apart, toy.events, toy.matching_event,
-              frozenset({capability}))
+    kit = Kit(
+        toy.IntervalModel(), far_apart, toy.events, toy.matching_event, frozenset({capability})
+    )
     with pytest.raises(pytest.fail.Exception, match="vacuous check"):
         getattr(ModelConformance(), test)(kit, DETERMINISTIC)
 

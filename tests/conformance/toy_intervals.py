@@ -2,6 +2,7 @@
 intervals [lo, hi], events are integers. Its relations are exact, so the kit must pass it;
 the ``Broken*`` variants each break one rule of DESIGN.md §2.1, and the kit must catch them.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -13,7 +14,6 @@ from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
 from hypothesis import strategies as st
-
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import FilterIndex, FilterModel
 
@@ -30,15 +30,16 @@ INDEX_LIMIT = 10_000
 def _span(lo: Any, hi: Any, spec: Any) -> Span:
     if not (type(lo) is int and type(hi) is int and lo <= hi):
         raise FilterSyntaxError(f"not an interval of integers lo <= hi: {type(spec).__name__}")
-    if max(abs(lo), abs(hi)) >= 10 ** MAX_DIGITS:
+    if max(abs(lo), abs(hi)) >= 10**MAX_DIGITS:
         raise FilterSyntaxError(f"a bound has more than {MAX_DIGITS} digits")
     return (lo, hi)
 
 
 class IntervalModel(FilterModel):
     name = "toy-intervals"
-    capabilities = frozenset({"covers", "identical", "overlaps", "merge", "imperfect_merge",
-                              "index"})
+    capabilities = frozenset(
+        {"covers", "identical", "overlaps", "merge", "imperfect_merge", "index"}
+    )
 
     def parse_filter(self, spec: str | Mapping[str, Any]) -> Span:
         if isinstance(spec, Mapping):
@@ -57,10 +58,11 @@ class IntervalModel(FilterModel):
             raw = raw.decode("ascii", "replace")
         if isinstance(raw, str) and _EVENT.match(raw) and len(raw) <= MAX_DIGITS + 1:
             return int(raw)
-        if type(raw) is int and abs(raw) < 10 ** MAX_DIGITS:
+        if type(raw) is int and abs(raw) < 10**MAX_DIGITS:
             return raw
-        raise EventError(f"not an integer event of at most {MAX_DIGITS} digits: "
-                         f"{type(raw).__name__}")
+        raise EventError(
+            f"not an integer event of at most {MAX_DIGITS} digits: {type(raw).__name__}"
+        )
 
     def format_filter(self, f: Span) -> str:
         return f"[{f[0]}, {f[1]}]"
@@ -93,8 +95,7 @@ class IntervalModel(FilterModel):
 
     def load_filter(self, obj: Any) -> Span:
         if not (isinstance(obj, list) and len(obj) == 2):
-            raise FilterSyntaxError(f"a filter's wire form is [lo, hi], not a "
-                                    f"{type(obj).__name__}")
+            raise FilterSyntaxError(f"a filter's wire form is [lo, hi], not a {type(obj).__name__}")
         return _span(obj[0], obj[1], obj)
 
     def dump_event(self, e: int) -> Any:
@@ -103,7 +104,7 @@ class IntervalModel(FilterModel):
     def load_event(self, obj: Any) -> int:
         return self.parse_event(obj if type(obj) is int else None)
 
-    def new_index(self) -> "SortedIntervalIndex":
+    def new_index(self) -> SortedIntervalIndex:
         return SortedIntervalIndex(self)
 
 
@@ -162,6 +163,7 @@ class SortedIntervalIndex(FilterIndex[Hashable]):
 
 
 # -- deliberately broken variants: each breaks one rule the kit checks ----------------------
+
 
 class BrokenCovers(IntervalModel):
     """Unsound covering: ignores the upper bounds."""

@@ -1,6 +1,7 @@
 """The benchmarks' shared timing helper (bench/harness.py) and table (bench/table.py):
 ratios only over the same inputs, medians and spreads of the repeats, the JSON form and
 the README block. No timing assertions: only the bookkeeping."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -33,9 +34,14 @@ def test_timing_median_spread_and_rate():
 
 def test_time_it_warms_up_repeats_and_sets_up_each_run():
     calls = {"work": 0, "setup": 0}
-    t = harness.time_it(lambda: calls.__setitem__("work", calls["work"] + 1), 1, "x",
-                        repeats=4, warmup=2,
-                        setup=lambda: calls.__setitem__("setup", calls["setup"] + 1))
+    t = harness.time_it(
+        lambda: calls.__setitem__("work", calls["work"] + 1),
+        1,
+        "x",
+        repeats=4,
+        warmup=2,
+        setup=lambda: calls.__setitem__("setup", calls["setup"] + 1),
+    )
     assert len(t.seconds) == 4 and calls["work"] == 6 and calls["setup"] == 6
 
 
@@ -65,11 +71,15 @@ def test_json_output_and_readme_block(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{table.BEGIN}\nold\n{table.END}\nrest\n")
     md = tmp_path / "results.md"
-    assert table.main([str(out), "--out", str(md), "--readme", str(readme),
-                       "--before", str(out)]) == 0
+    assert (
+        table.main([str(out), "--out", str(md), "--readme", str(readme), "--before", str(out)]) == 0
+    )
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith(f"{table.END}\nrest\n")
-    assert "old" not in text and "| `python bench/demo.py --quick` | demo thing | 42 things/s |" in text
+    assert (
+        "old" not in text
+        and "| `python bench/demo.py --quick` | demo thing | 42 things/s |" in text
+    )
     assert "Before and after" in md.read_text()
 
 

@@ -1,5 +1,6 @@
 """The pubsift command line: models, match, run, and the README's library example; hostile
 input through the installed console script."""
+
 from __future__ import annotations
 
 import contextlib
@@ -12,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from pubsift.core import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,8 +26,11 @@ def _no_shared_data_from_the_environment(monkeypatch):
 
 def run(argv, stdin: str = ""):
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-            pytest.MonkeyPatch.context() as mp:
+    with (
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+        pytest.MonkeyPatch.context() as mp,
+    ):
         mp.setattr("sys.stdin", io.StringIO(stdin))
         code = cli.main(argv)
     return code, out.getvalue(), err.getvalue()
@@ -45,22 +48,32 @@ def test_models_lists_builtin_models_with_hooks_and_index():
     assert code == 0 and "records" in out and "RecordsIndex" in out
 
 
-EVENTS = "\n".join([
-    json.dumps({"symbol": "IBM", "price": 50}),
-    json.dumps({"symbol": "IBM", "price": 40}),
-    "{not json",
-    json.dumps({"symbol": "INTC", "price": "cheap"}),
-    json.dumps([1, 2]),
-    json.dumps({"symbol": "MSFT", "price": 300}),
-]) + "\n"
+EVENTS = (
+    "\n".join(
+        [
+            json.dumps({"symbol": "IBM", "price": 50}),
+            json.dumps({"symbol": "IBM", "price": 40}),
+            "{not json",
+            json.dumps({"symbol": "INTC", "price": "cheap"}),
+            json.dumps([1, 2]),
+            json.dumps({"symbol": "MSFT", "price": 300}),
+        ]
+    )
+    + "\n"
+)
 
 
 def test_match_reports_matches_and_skips_bad_lines_without_losing_the_rest():
-    code, out, err = run(["match", "-f", 'symbol = "IBM" and price > 45',
-                          "-f", "price >= 100", "--all"], EVENTS)
+    code, out, err = run(
+        ["match", "-f", 'symbol = "IBM" and price > 45', "-f", "price >= 100", "--all"], EVENTS
+    )
     lines = [json.loads(x) for x in out.splitlines()]
-    assert [x["matches"] for x in lines] == [['symbol = "IBM" and price > 45'], [], [],
-                                             ["price >= 100"]]
+    assert [x["matches"] for x in lines] == [
+        ['symbol = "IBM" and price > 45'],
+        [],
+        [],
+        ["price >= 100"],
+    ]
     assert [x["event"] for x in lines] == ["stdin:1", "stdin:2", "stdin:4", "stdin:6"]
     assert "stdin:3: invalid JSON" in err and "stdin:5:" in err and "JSON object" in err
     assert "4 events, 2 filters, 2 matches, 2 bad lines skipped" in err
@@ -69,15 +82,22 @@ def test_match_reports_matches_and_skips_bad_lines_without_losing_the_rest():
 
 def test_match_reads_filter_files_and_eventbridge_or_patterns(tmp_path):
     subs = tmp_path / "subs.txt"
-    subs.write_text('# quotes\nsymbol prefix "I"\n'
-                    '{"$or": [{"price": [{"numeric": [">", 250]}]}, {"symbol": ["IBM"]}]}\n')
+    subs.write_text(
+        '# quotes\nsymbol prefix "I"\n'
+        '{"$or": [{"price": [{"numeric": [">", 250]}]}, {"symbol": ["IBM"]}]}\n'
+    )
     events = tmp_path / "events.jsonl"
     events.write_text(EVENTS)
     code, out, err = run(["match", "--filters", str(subs), str(events)])
-    got = {json.loads(x)["event"].rsplit(":", 1)[1]: json.loads(x)["matches"]
-           for x in out.splitlines()}
-    assert got == {"1": [f"{subs}:2", f"{subs}:3#2"], "2": [f"{subs}:2", f"{subs}:3#2"],
-                   "4": [f"{subs}:2"], "6": [f"{subs}:3#1"]}
+    got = {
+        json.loads(x)["event"].rsplit(":", 1)[1]: json.loads(x)["matches"] for x in out.splitlines()
+    }
+    assert got == {
+        "1": [f"{subs}:2", f"{subs}:3#2"],
+        "2": [f"{subs}:2", f"{subs}:3#2"],
+        "4": [f"{subs}:2"],
+        "6": [f"{subs}:3#1"],
+    }
 
 
 def test_match_rejects_a_bad_filter_with_its_position():
@@ -88,9 +108,22 @@ def test_match_rejects_a_bad_filter_with_its_position():
 
 
 def test_match_labels_filters_by_their_text_or_their_name():
-    code, out, err = run(["match", "-f", 'symbol = "IBM"', "--name", "ibm", "-f", "price > 45",
-                          "-f", "price > 10", "--name", "cheap"],
-                         json.dumps({"symbol": "IBM", "price": 50}) + "\n")
+    code, out, err = run(
+        [
+            "match",
+            "-f",
+            'symbol = "IBM"',
+            "--name",
+            "ibm",
+            "-f",
+            "price > 45",
+            "-f",
+            "price > 10",
+            "--name",
+            "cheap",
+        ],
+        json.dumps({"symbol": "IBM", "price": 50}) + "\n",
+    )
     assert code == 0, err
     assert json.loads(out)["matches"] == ["ibm", "price > 45", "cheap"]
 
@@ -103,38 +136,67 @@ def test_match_refuses_two_filters_with_one_label_and_a_name_without_filter(caps
     assert "--name NAME labels the -f FILTER given just before it" in capsys.readouterr().err
 
 
-RATES = ("currency,rate,valid_from,valid_to\n"
-         "EUR,0.90,,2017-07-01\n"
-         "EUR,0.85,2017-07-01,\n")
+RATES = "currency,rate,valid_from,valid_to\nEUR,0.90,,2017-07-01\nEUR,0.85,2017-07-01,\n"
 
 
 def test_match_concepts_with_rates_converts_eur_events_for_a_usd_filter(tmp_path):
     rates = tmp_path / "rates.csv"
     rates.write_text(RATES)
-    events = "\n".join(json.dumps({"concept": "StockQuote", "time": t,
-                                   "context": {"currency": "EUR"}, "value": {"FinalPrice": v}})
-                       for t, v in (("2017-06-01", 89.0), ("2017-06-01", 91.0),
-                                    ("2017-08-01", 84.0))) + "\n"
+    events = (
+        "\n".join(
+            json.dumps(
+                {
+                    "concept": "StockQuote",
+                    "time": t,
+                    "context": {"currency": "EUR"},
+                    "value": {"FinalPrice": v},
+                }
+            )
+            for t, v in (("2017-06-01", 89.0), ("2017-06-01", 91.0), ("2017-08-01", 84.0))
+        )
+        + "\n"
+    )
     usd = "StockQuote where FinalPrice < 100 USD"
-    code, out, err = run(["match", "-m", "concepts", "--rates", str(rates), "-f", usd, "--all"],
-                         events)
+    code, out, err = run(
+        ["match", "-m", "concepts", "--rates", str(rates), "-f", usd, "--all"], events
+    )
     assert code == 0, err
     # 89 EUR at 0.90 is 98.9 USD; 91 EUR is 101.1 USD; 84 EUR at 0.85 is 98.8 USD
     assert [json.loads(x)["matches"] for x in out.splitlines()] == [[usd], [], [usd]]
-    code, out, err = run(["match", "-m", "concepts", "-f", usd], events)   # no rates: none
+    code, out, err = run(["match", "-m", "concepts", "-f", usd], events)  # no rates: none
     assert out == ""
 
 
 def test_match_rates_that_cannot_be_used_are_a_usage_error(tmp_path):
     code, _, err = run(["match", "--rates", str(tmp_path / "rates.csv"), "-f", "a = 1"], "")
     assert code == 2 and "--rates: model 'records' converts no currencies" in err
-    code, _, err = run(["match", "-m", "concepts", "--rates", str(tmp_path / "absent.csv"),
-                        "-f", "StockQuote where FinalPrice < 1 USD"], "")
+    code, _, err = run(
+        [
+            "match",
+            "-m",
+            "concepts",
+            "--rates",
+            str(tmp_path / "absent.csv"),
+            "-f",
+            "StockQuote where FinalPrice < 1 USD",
+        ],
+        "",
+    )
     assert code == 2 and "absent.csv: no such file" in err
     bad = tmp_path / "bad.csv"
     bad.write_text("currency,rate\nEUR,lots\n")
-    code, _, err = run(["match", "-m", "concepts", "--rates", str(bad),
-                        "-f", "StockQuote where FinalPrice < 1 USD"], "")
+    code, _, err = run(
+        [
+            "match",
+            "-m",
+            "concepts",
+            "--rates",
+            str(bad),
+            "-f",
+            "StockQuote where FinalPrice < 1 USD",
+        ],
+        "",
+    )
     assert code == 2 and err.startswith(f"pubsift match: --rates {bad}: rate table line 2")
 
 
@@ -188,7 +250,8 @@ def test_demo_reads_the_data_folder_named_by_pubsift_data(tmp_path, monkeypatch)
     quotes = tmp_path / "quotes"
     quotes.mkdir()
     rows = ["date,open,high,low,close,volume,Name"] + [
-        f"2017-02-{d:02d},1.0,2.0,0.5,{1.5 + d},{1000 * d},AAA" for d in range(1, 11)]
+        f"2017-02-{d:02d},1.0,2.0,0.5,{1.5 + d},{1000 * d},AAA" for d in range(1, 11)
+    ]
     (quotes / "all_stocks_1yr_2017-02-08_2018-02-07.csv").write_text("\n".join(rows) + "\n")
     monkeypatch.setenv("PUBSIFT_DATA", str(tmp_path))
     code, out, err = run(["demo"])
@@ -233,10 +296,12 @@ def test_demo_reads_wire_form_gzip_quotes_as_the_kaggle_form(tmp_path, monkeypat
 
     wire = b"symbol,price,open,high,low,volume,date\n" + b"".join(
         f"AAA,{1.5 + d},1.0,{2.0 + d},0.5,{1000 * d},2017-02-{d:02d}\n".encode()
-        for d in range(1, 11))
+        for d in range(1, 11)
+    )
     kaggle = b"date,open,high,low,close,volume,Name\n" + b"".join(
         f"2017-02-{d:02d},1.0,{2.0 + d},0.5,{1.5 + d},{1000 * d},AAA\n".encode()
-        for d in range(1, 11))
+        for d in range(1, 11)
+    )
     path = _wire_sample(tmp_path, monkeypatch, wire)
     plain = tmp_path / "kaggle.csv"
     plain.write_bytes(kaggle)
@@ -248,11 +313,13 @@ def test_demo_reads_wire_form_gzip_quotes_as_the_kaggle_form(tmp_path, monkeypat
 
 
 def test_demo_skips_bad_wire_form_rows_naming_them(tmp_path, monkeypatch):
-    body = (b"symbol,price,open,high,low,volume,date\n"
-            b"AAA,1.5,1.0,2.0,0.5,1000,2017-02-01\n"
-            b"AAA,cheap,1.0,2.0,0.5,1000,2017-02-02\n"
-            b"AAA,1.5\n"
-            b"AAA,1.6,1.0,2.0,0.5,1000,2017-02-04\n")
+    body = (
+        b"symbol,price,open,high,low,volume,date\n"
+        b"AAA,1.5,1.0,2.0,0.5,1000,2017-02-01\n"
+        b"AAA,cheap,1.0,2.0,0.5,1000,2017-02-02\n"
+        b"AAA,1.5\n"
+        b"AAA,1.6,1.0,2.0,0.5,1000,2017-02-04\n"
+    )
     path = _wire_sample(tmp_path, monkeypatch, body)
     code, out, err = run(["demo"])
     assert code == 1
@@ -260,19 +327,25 @@ def test_demo_skips_bad_wire_form_rows_naming_them(tmp_path, monkeypatch):
     assert err.splitlines() == [
         f"{path}:3: not a number: could not convert string to float: 'cheap'; skipped",
         f"{path}:4: expected 7 fields, got 2; skipped",
-        "pubsift demo: 2 bad quote lines skipped"]
+        "pubsift demo: 2 bad quote lines skipped",
+    ]
 
 
 @pytest.mark.parametrize("cut", ["truncated", "not gzip"])
 def test_demo_refuses_a_corrupt_gzip_with_one_line(tmp_path, monkeypatch, cut):
     import gzip
 
-    body = b"symbol,price,open,high,low,volume,date\n" + \
-        b"AAA,1.5,1.0,2.0,0.5,1000,2017-02-01\n" * 2000
+    body = (
+        b"symbol,price,open,high,low,volume,date\n"
+        + b"AAA,1.5,1.0,2.0,0.5,1000,2017-02-01\n" * 2000
+    )
     data = gzip.compress(body, mtime=0)
-    path = _wire_sample(tmp_path, monkeypatch,
-                        data[:len(data) // 2] if cut == "truncated" else b"PK\x03\x04junk",
-                        compress=False)
+    path = _wire_sample(
+        tmp_path,
+        monkeypatch,
+        data[: len(data) // 2] if cut == "truncated" else b"PK\x03\x04junk",
+        compress=False,
+    )
     code, out, err = run(["demo"])
     assert code == 2 and err.count("\n") == 1
     assert err.startswith(f"pubsift demo: {path}: corrupt or truncated gzip stream")
@@ -290,8 +363,9 @@ def test_demo_without_the_bundled_sample_names_it_and_the_option(tmp_path, monke
 
 def test_readme_routing_example_delivers_only_the_matching_quote(capsys):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"## Routing through a network of brokers.*?```python\n(.*?)```", readme,
-                      re.S).group(1)
+    block = re.search(
+        r"## Routing through a network of brokers.*?```python\n(.*?)```", readme, re.S
+    ).group(1)
     exec(compile(block, "README.md", "exec"), {})
     assert capsys.readouterr().out.split() == ["1"]
 
@@ -328,10 +402,12 @@ class BrokenModel(RecordsModel):
 '''
 
 
-def pubsift(*args: str, stdin: bytes = b"", cwd: Path | None = None,
-            env: dict | None = None) -> tuple[int, str, str]:
-    done = subprocess.run([str(PUBSIFT), *args], input=stdin, capture_output=True,
-                          timeout=120, cwd=cwd, env=env)
+def pubsift(
+    *args: str, stdin: bytes = b"", cwd: Path | None = None, env: dict | None = None
+) -> tuple[int, str, str]:
+    done = subprocess.run(
+        [str(PUBSIFT), *args], input=stdin, capture_output=True, timeout=120, cwd=cwd, env=env
+    )
     out, err = done.stdout.decode(), done.stderr.decode()
     assert "Traceback" not in err, err
     return done.returncode, out, err
@@ -374,7 +450,9 @@ def test_match_refuses_a_filters_file_with_a_nul_byte(tmp_path):
     filters = tmp_path / "filters.txt"
     filters.write_bytes(b"a = 1\nb = \x00\n")
     code, _, err = pubsift("match", "--filters", str(filters), stdin=b"")
-    assert code == 2 and err == f"pubsift match: {filters}:2: binary data (a NUL byte at column 5)\n"
+    assert (
+        code == 2 and err == f"pubsift match: {filters}:2: binary data (a NUL byte at column 5)\n"
+    )
 
 
 def test_match_refuses_a_json_pattern_with_a_duplicate_key(tmp_path):
@@ -382,15 +460,21 @@ def test_match_refuses_a_json_pattern_with_a_duplicate_key(tmp_path):
     filters.write_text('a = 1\n{"a": [1], "a": [2]}\n')
     code, _, err = pubsift("match", "--filters", str(filters), stdin=b'{"a": 1}\n')
     assert code == 2
-    assert err == (f'pubsift match: {filters}:2: invalid JSON: duplicate key "a" in a JSON '
-                   "object\n")
+    assert err == (
+        f'pubsift match: {filters}:2: invalid JSON: duplicate key "a" in a JSON object\n'
+    )
     code, _, err = pubsift("match", "-f", '{"a": {"b": [1], "b": [2]}}', stdin=b"")
     assert code == 2 and '{"a": {"b": [1], "b": [2]}}: invalid JSON: duplicate key "b"' in err
 
 
 def test_match_skips_event_lines_the_library_would_refuse(tmp_path):
-    lines = [b'{"a": 1, "a": 2}', b'{"a": NaN}', b'{"a": ' + b"9" * 5000 + b"}",
-             b"[" * 100_000, b'{"a": 1}']
+    lines = [
+        b'{"a": 1, "a": 2}',
+        b'{"a": NaN}',
+        b'{"a": ' + b"9" * 5000 + b"}",
+        b"[" * 100_000,
+        b'{"a": 1}',
+    ]
     code, out, err = pubsift("match", "-f", "a = 1", stdin=b"\n".join(lines) + b"\n")
     assert code == 1
     assert [json.loads(x)["event"] for x in out.splitlines()] == ["stdin:5"]
@@ -409,19 +493,22 @@ def test_match_reports_a_model_hook_that_breaks_the_contract_and_carries_on(tmp_
     info = tmp_path / "brokenmodel-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: brokenmodel\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "[pubsift.models]\nbroken = brokenmodel:BrokenModel\n")
+    (info / "entry_points.txt").write_text("[pubsift.models]\nbroken = brokenmodel:BrokenModel\n")
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
     events = b'{"a": 1}\n{"boom": 1}\n{"a": 1, "crash": 1}\n{"a": 1}\n'
     code, out, err = pubsift("match", "-m", "broken", "-f", "a = 1", stdin=events, env=env)
     assert code == 1
     assert [json.loads(x)["event"] for x in out.splitlines()] == ["stdin:1", "stdin:4"]
     got = err.splitlines()
-    assert got[0] == ("stdin:2: internal error in model 'broken' (parse_event raised "
-                      "RuntimeError: parse_event exploded); this is a bug in the model; skipped")
-    assert got[1] == ("stdin:3: internal error in model 'broken' (index.match raised "
-                      "ZeroDivisionError: matches divided by zero); this is a bug in the model;"
-                      " skipped")
+    assert got[0] == (
+        "stdin:2: internal error in model 'broken' (parse_event raised "
+        "RuntimeError: parse_event exploded); this is a bug in the model; skipped"
+    )
+    assert got[1] == (
+        "stdin:3: internal error in model 'broken' (index.match raised "
+        "ZeroDivisionError: matches divided by zero); this is a bug in the model;"
+        " skipped"
+    )
     assert got[2] == "2 events, 1 filters, 2 matches, 2 bad lines skipped"
 
 
@@ -440,15 +527,19 @@ def test_demo_refuses_a_header_only_csv_with_one_line(tmp_path):
     csv_path = _quotes_dir(tmp_path, HEADER)
     code, _, err = pubsift("demo", "--data", str(tmp_path))
     assert code == 2
-    assert err == (f"pubsift demo: {csv_path}: no quotes to route (the file holds no rows "
-                   "after the header)\n")
+    assert err == (
+        f"pubsift demo: {csv_path}: no quotes to route (the file holds no rows after the header)\n"
+    )
 
 
-@pytest.mark.parametrize("body, problem", [
-    (b"", "the file is empty"),
-    (b"Date;Price\n", "expected the header date,open,high,low,close,volume,Name"),
-    (b"\xff\xfe\x00d\x00a\n", "expected the header"),
-])
+@pytest.mark.parametrize(
+    "body, problem",
+    [
+        (b"", "the file is empty"),
+        (b"Date;Price\n", "expected the header date,open,high,low,close,volume,Name"),
+        (b"\xff\xfe\x00d\x00a\n", "expected the header"),
+    ],
+)
 def test_demo_refuses_an_empty_or_foreign_csv(tmp_path, body, problem):
     csv_path = _quotes_dir(tmp_path, body)
     code, _, err = pubsift("demo", "--data", str(tmp_path))
@@ -478,4 +569,5 @@ def test_demo_skips_bad_quote_lines_naming_them_and_routes_the_rest(tmp_path):
         f"{csv_path}:4: not UTF-8 text (invalid byte 0xff); skipped",
         f"{csv_path}:6: not a number: could not convert string to float: 'cheap'; skipped",
         f"{csv_path}:8: expected 7 fields, got 2; skipped",
-        "pubsift demo: 3 bad quote lines skipped"]
+        "pubsift demo: 3 bad quote lines skipped",
+    ]

@@ -27,13 +27,13 @@ def test_filter_syntax_error_shows_a_bounded_excerpt_of_a_long_line():
     err = FilterSyntaxError("unexpected '>'", text, pos)
     rendered = str(err).splitlines()
     assert len(str(err)) < 400
-    assert rendered[1] == "  …" + text[pos - 60:pos + 60] + "…"
+    assert rendered[1] == "  …" + text[pos - 60 : pos + 60] + "…"
     caret = rendered[2].index("^")
     assert rendered[1][caret] == ">" and rendered[1][caret - 1] == ">"
 
 
 def test_errors_about_lone_surrogates_can_be_printed_as_utf8():
-    err = FilterSyntaxError("bad name '\ud800'", 'x\ud800 = 1', 1)
+    err = FilterSyntaxError("bad name '\ud800'", "x\ud800 = 1", 1)
     str(err).encode("utf-8")
     assert "\ufffd" in str(err)
     str(EventError("bad value '\udfff'", "line 1")).encode("utf-8")

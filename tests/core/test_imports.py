@@ -1,6 +1,7 @@
 """What the core and the command line import (issue 13 §1): the routing core reaches models
 only through the registry, and ``pubsift --help`` finds the subcommands without importing
 them. Each check runs in a fresh interpreter, so nothing imported by other tests counts."""
+
 from __future__ import annotations
 
 import json
@@ -12,9 +13,12 @@ HEAVY = ("pandas", "rdflib", "pyspark", "matplotlib")
 
 def _loaded(code: str) -> list[str]:
     """The names in sys.modules after ``code`` ran in a fresh interpreter."""
-    done = subprocess.run([sys.executable, "-c", code + "\nimport json, sys\n"
-                           "print(json.dumps(sorted(sys.modules)))"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code + "\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 

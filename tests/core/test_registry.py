@@ -1,10 +1,10 @@
 """Discovery of filter models through the entry-point group pubsift.models."""
+
 from __future__ import annotations
 
 from importlib.metadata import EntryPoint
 
 import pytest
-
 from pubsift.core import registry
 from pubsift.core.errors import PluginError, UnknownModelError
 from pubsift.core.index import LinearIndex
@@ -35,12 +35,14 @@ def _fake(monkeypatch, **targets):
 
 @pytest.fixture
 def fake_plugins(monkeypatch):
-    gen = _fake(monkeypatch,
-                records="pubsift.models.records:RecordsModel",
-                missing="no_such_package.models:Model",
-                notamodel=f"{__name__}:NotAModel",
-                exploding=f"{__name__}:Exploding",
-                misnamed=f"{__name__}:Misnamed")
+    gen = _fake(
+        monkeypatch,
+        records="pubsift.models.records:RecordsModel",
+        missing="no_such_package.models:Model",
+        notamodel=f"{__name__}:NotAModel",
+        exploding=f"{__name__}:Exploding",
+        misnamed=f"{__name__}:Misnamed",
+    )
     next(gen)
     yield
     next(gen, None)
@@ -62,12 +64,15 @@ def test_unknown_model_names_the_installed_ones():
     assert "records" in str(exc.value) and "pubsift.models" in str(exc.value)
 
 
-@pytest.mark.parametrize("name, reason", [
-    ("missing", "cannot be imported: ModuleNotFoundError"),
-    ("notamodel", "is a NotAModel, not a pubsift.core.FilterModel"),
-    ("exploding", "cannot be instantiated: RuntimeError: missing licence key"),
-    ("misnamed", "calls itself 'something-else', registered as 'misnamed'"),
-])
+@pytest.mark.parametrize(
+    "name, reason",
+    [
+        ("missing", "cannot be imported: ModuleNotFoundError"),
+        ("notamodel", "is a NotAModel, not a pubsift.core.FilterModel"),
+        ("exploding", "cannot be instantiated: RuntimeError: missing licence key"),
+        ("misnamed", "calls itself 'something-else', registered as 'misnamed'"),
+    ],
+)
 def test_broken_plugin_is_reported_clearly(fake_plugins, name, reason):
     with pytest.raises(PluginError) as exc:
         registry.load_model(name)
@@ -119,9 +124,9 @@ def test_default_index_is_a_linear_scan():
     assert len(idx) == 3
     assert idx.match(6) == {"k1", "k5"}
     assert idx.covering(5) == {"k1", "k5"} and idx.covered_by(5) == {"k5", "k9"}
-    assert idx.identical(5) == {"k5"}                  # default: mutual covering
-    assert idx.overlapping(9) == {"k1", "k5", "k9"}    # default overlaps: always True (sound)
-    assert idx.merge_candidates(5) == set()            # default merge: None
+    assert idx.identical(5) == {"k5"}  # default: mutual covering
+    assert idx.overlapping(9) == {"k1", "k5", "k9"}  # default overlaps: always True (sound)
+    assert idx.merge_candidates(5) == set()  # default merge: None
     idx.remove(5, "k5")
     with pytest.raises(KeyError):
         idx.remove(5, "k5")

@@ -16,6 +16,7 @@ index answer that differs from ``matches``, a merger that misses a matching even
 or wire round trip that does not give the filter back. The last line is
 ``DONE <seed> <iterations> <problems>``.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,64 +25,221 @@ import resource
 import signal
 import sys
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pubsift.core.errors import PubsiftError
 from pubsift.models.records.model import RecordsModel
 from pubsift.models.records.typesystem import Schema
 
-MODELS = [RecordsModel(), RecordsModel(Schema.of(integer_attrs=["n"],
-                                                 types={"T": [], "U": ["T"]}))]
-STRINGS = ["", "a", "\x00", "\ud800", "\udc00", "\U0010ffff", "\U00010000", "é", "ß", "ﬃ",
-           "İ", "K", "a.b", ".", "..", "$or", "*", "a*", "*a*", "\\*", "\\", '"', "x" * 10000,
-           "\uffff", "\n", "ab" * 300, "".join(chr(0x4E00 + i) for i in range(300))]
-NUMBERS = [0, -0.0, 1, -1, 0.5, 1e308, -1e308, 5e-324, 2 ** 53, 2 ** 53 + 1, 10 ** 400,
-           -10 ** 400, 10 ** 4299, 10 ** 4300, float("nan"), float("inf"), float("-inf"),
-           True, False, 1.5, 2.0]
-KEYS = ["exactly", "prefix", "suffix", "equals-ignore-case", "anything-but", "numeric",
-        "exists", "wildcard", "cidr", "$or", "a", "b", "a.b", "n", "x", "", 1, "\ud800"]
+MODELS = [RecordsModel(), RecordsModel(Schema.of(integer_attrs=["n"], types={"T": [], "U": ["T"]}))]
+STRINGS = [
+    "",
+    "a",
+    "\x00",
+    "\ud800",
+    "\udc00",
+    "\U0010ffff",
+    "\U00010000",
+    "é",
+    "ß",
+    "ﬃ",
+    "İ",
+    "K",
+    "a.b",
+    ".",
+    "..",
+    "$or",
+    "*",
+    "a*",
+    "*a*",
+    "\\*",
+    "\\",
+    '"',
+    "x" * 10000,
+    "\uffff",
+    "\n",
+    "ab" * 300,
+    "".join(chr(0x4E00 + i) for i in range(300)),
+]
+NUMBERS = [
+    0,
+    -0.0,
+    1,
+    -1,
+    0.5,
+    1e308,
+    -1e308,
+    5e-324,
+    2**53,
+    2**53 + 1,
+    10**400,
+    -(10**400),
+    10**4299,
+    10**4300,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    True,
+    False,
+    1.5,
+    2.0,
+]
+KEYS = [
+    "exactly",
+    "prefix",
+    "suffix",
+    "equals-ignore-case",
+    "anything-but",
+    "numeric",
+    "exists",
+    "wildcard",
+    "cidr",
+    "$or",
+    "a",
+    "b",
+    "a.b",
+    "n",
+    "x",
+    "",
+    1,
+    "\ud800",
+]
 PATTERNS = [
-    {"a": ["x", 1]}, {"a": [{"prefix": "x"}]}, {"a": [{"numeric": [">", 1, "<=", 5]}]},
-    {"a": {"b": [{"anything-but": [1, 2]}]}}, {"$or": [{"a": [1]}, {"b": [{"exists": False}]}]},
-    {"n": [{"numeric": [">", 1.5]}]}, {"a": [{"wildcard": "*x*"}]},
-    {"a": [{"equals-ignore-case": "ß"}]}, {"a": [{"anything-but": {"prefix": "x"}}]},
-    {"a": ["x", {"suffix": "y"}], "b": [True, None]}, {"a": [{"suffix": "x" * 3000}]},
+    {"a": ["x", 1]},
+    {"a": [{"prefix": "x"}]},
+    {"a": [{"numeric": [">", 1, "<=", 5]}]},
+    {"a": {"b": [{"anything-but": [1, 2]}]}},
+    {"$or": [{"a": [1]}, {"b": [{"exists": False}]}]},
+    {"n": [{"numeric": [">", 1.5]}]},
+    {"a": [{"wildcard": "*x*"}]},
+    {"a": [{"equals-ignore-case": "ß"}]},
+    {"a": [{"anything-but": {"prefix": "x"}}]},
+    {"a": ["x", {"suffix": "y"}], "b": [True, None]},
+    {"a": [{"suffix": "x" * 3000}]},
     {"a": [{"equals-ignore-case": "AB" * 150}], "b": [{"prefix": "ab" * 100}]},
 ]
-TEXTS = ['x = 1', 'x != "a"', 'x > 3 and x < 10', 'x in [1, 5)', 'x in {1, "a", true, null}',
-         'x prefix "ab"', 'x not prefix "a"', 'x suffix "z"', 'x substring "mid"',
-         'x equals-ignore-case "Straße"', 'x subset {1, 2}', 'x superset {1}', 'x contains 3',
-         'x not contains "a"', 'x disjoint {1}', 'x overlaps {2, 3}', 'x exists',
-         'x not exists', 'n > 1.5', 'n in [1, 3]', 'n != 2', 'x in ["a", "b")',
-         'x not in (1, 2]', 'x instanceof T', '"a.b" = 1', 'x < inf',
-         'x any = 1', 'x any > 3', 'x any in [1, 5)', 'x any prefix "ab"', 'x any suffix "z"',
-         'x any substring "mid"', 'x any equals-ignore-case "Straße"', 'x any != "a"',
-         'x any in {1, "a", true, null}', 'x any exists', 'x any not exists', 'n any > 1.5',
-         'x any instanceof T', 'true', '']
+TEXTS = [
+    "x = 1",
+    'x != "a"',
+    "x > 3 and x < 10",
+    "x in [1, 5)",
+    'x in {1, "a", true, null}',
+    'x prefix "ab"',
+    'x not prefix "a"',
+    'x suffix "z"',
+    'x substring "mid"',
+    'x equals-ignore-case "Straße"',
+    "x subset {1, 2}",
+    "x superset {1}",
+    "x contains 3",
+    'x not contains "a"',
+    "x disjoint {1}",
+    "x overlaps {2, 3}",
+    "x exists",
+    "x not exists",
+    "n > 1.5",
+    "n in [1, 3]",
+    "n != 2",
+    'x in ["a", "b")',
+    "x not in (1, 2]",
+    "x instanceof T",
+    '"a.b" = 1',
+    "x < inf",
+    "x any = 1",
+    "x any > 3",
+    "x any in [1, 5)",
+    'x any prefix "ab"',
+    'x any suffix "z"',
+    'x any substring "mid"',
+    'x any equals-ignore-case "Straße"',
+    'x any != "a"',
+    'x any in {1, "a", true, null}',
+    "x any exists",
+    "x any not exists",
+    "n any > 1.5",
+    "x any instanceof T",
+    "true",
+    "",
+]
 ANY_TEXTS = [t for t in TEXTS if " any " in t]
-TOKENS = [" and ", "=", "!=", "<", ">", "in", "not", "{", "}", "[", "]", "(", ")", ",", '"',
-          "\\u", "\\ud800", "1e309", "9" * 400, "9" * 5000, "-", "inf", "-inf", "null",
-          "nan", "x", "\x00", "\ud800", "é", "-0.0", "1.", ".5", "01", " x = 1 and x = 2",
-          "prefix", "instanceof", "U", "Z", '"' + "ab" * 300 + '"',
-          ' x suffix "' + "ab" * 150 + '"', ' x equals-ignore-case "' + "AB" * 150 + '"',
-          " any ", "any", " x any ", " any any ", ' x any suffix "' + "x" * 3000 + '"',
-          ' x any equals-ignore-case "' + "AB" * 150 + '"', ' x any suffix "' + "ab" * 150 + '"']
+TOKENS = [
+    " and ",
+    "=",
+    "!=",
+    "<",
+    ">",
+    "in",
+    "not",
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    ",",
+    '"',
+    "\\u",
+    "\\ud800",
+    "1e309",
+    "9" * 400,
+    "9" * 5000,
+    "-",
+    "inf",
+    "-inf",
+    "null",
+    "nan",
+    "x",
+    "\x00",
+    "\ud800",
+    "é",
+    "-0.0",
+    "1.",
+    ".5",
+    "01",
+    " x = 1 and x = 2",
+    "prefix",
+    "instanceof",
+    "U",
+    "Z",
+    '"' + "ab" * 300 + '"',
+    ' x suffix "' + "ab" * 150 + '"',
+    ' x equals-ignore-case "' + "AB" * 150 + '"',
+    " any ",
+    "any",
+    " x any ",
+    " any any ",
+    ' x any suffix "' + "x" * 3000 + '"',
+    ' x any equals-ignore-case "' + "AB" * 150 + '"',
+    ' x any suffix "' + "ab" * 150 + '"',
+]
 #: wire forms with "any element" constraints (mutated like the dumped filters)
 WIRES = [
     {"x": {"op": "any", "of": {"op": "=", "value": 1}}},
     {"x": {"op": "any", "of": {"op": "suffix", "value": "x" * 3000}}},
     {"x": {"op": "any", "of": {"op": "prefix", "value": "ab"}}, "n": {"op": ">", "value": 1}},
-    {"x": {"op": "any", "of": {"op": "in-range", "lo": 1, "hi": 5, "lo_closed": True,
-                               "hi_closed": False}}},
+    {
+        "x": {
+            "op": "any",
+            "of": {"op": "in-range", "lo": 1, "hi": 5, "lo_closed": True, "hi_closed": False},
+        }
+    },
     {"x": {"op": "any", "of": {"op": "in", "values": [1, "a", True, None]}}},
     {"x": {"op": "any", "of": {"op": "not-exists"}}},
     {"x": {"op": "any", "of": {"op": "equals-ignore-case", "value": "AB" * 150}}},
     {"x": {"op": "any", "of": {"op": "any", "of": {"op": "=", "value": 1}}}},
     {"x": {"op": "any", "of": {"op": "subset", "values": [1]}}},
 ]
-EVENTS = [{"x": 1}, {"x": "a", "n": 2}, {"a": {"b": [1, 2]}, "x": 0.5}, {"x": [1, "a", None]},
-          {"n": 1.0, "x": True}, {"x": None}, {"x": ["ab", "zz", "x" * 3000], "a": []},
-          {"x": [], "n": [2, 3.5]}]
+EVENTS = [
+    {"x": 1},
+    {"x": "a", "n": 2},
+    {"a": {"b": [1, 2]}, "x": 0.5},
+    {"x": [1, "a", None]},
+    {"n": 1.0, "x": True},
+    {"x": None},
+    {"x": ["ab", "zz", "x" * 3000], "a": []},
+    {"x": [], "n": [2, 3.5]},
+]
 
 
 class _Timeout(Exception):
@@ -119,15 +277,17 @@ class Fuzzer:
             return self.scalar()
         if r < 0.7:
             return [self.value(depth + 1) for _ in range(self.rnd.randint(0, 4))]
-        return {self.rnd.choice(KEYS): self.value(depth + 1)
-                for _ in range(self.rnd.randint(0, 3))}
+        return {self.rnd.choice(KEYS): self.value(depth + 1) for _ in range(self.rnd.randint(0, 3))}
 
     def mutate(self, obj: Any) -> None:
         """Replace a random member of ``obj`` (in place) by a random value."""
         parent, cur = None, obj
         while isinstance(cur, (dict, list)) and cur and self.rnd.random() < 0.7:
-            key = self.rnd.choice(list(cur)) if isinstance(cur, dict) else \
-                self.rnd.randrange(len(cur))
+            key = (
+                self.rnd.choice(list(cur))
+                if isinstance(cur, dict)
+                else self.rnd.randrange(len(cur))
+            )
             parent, cur = (cur, key), cur[key]
         if parent is not None:
             parent[0][parent[1]] = self.value(3) if self.rnd.random() < 0.5 else self.scalar()
@@ -143,14 +303,15 @@ class Fuzzer:
     def text(self) -> str:
         t = self.rnd.choice(TEXTS)
         if self.rnd.random() < 0.3:
-            t = " and ".join(self.rnd.choice(TEXTS[:25] + ANY_TEXTS)
-                             for _ in range(self.rnd.randint(2, 5)))
+            t = " and ".join(
+                self.rnd.choice(TEXTS[:25] + ANY_TEXTS) for _ in range(self.rnd.randint(2, 5))
+            )
         for _ in range(self.rnd.randint(0, 3)):
             i = self.rnd.randint(0, len(t))
             if self.rnd.random() < 0.5:
                 t = t[:i] + self.rnd.choice(TOKENS) + t[i:]
             else:
-                t = t[:i] + t[i + self.rnd.randint(1, 3):]
+                t = t[:i] + t[i + self.rnd.randint(1, 3) :]
         return t
 
     def spec(self) -> Any:
@@ -161,15 +322,15 @@ class Fuzzer:
             return self.mutated(self.rnd.choice(PATTERNS), 3)
         if r < 0.85:
             try:
-                return json.dumps(self.mutated(self.rnd.choice(PATTERNS), 3),
-                                  ensure_ascii=self.rnd.random() < 0.5)
+                return json.dumps(
+                    self.mutated(self.rnd.choice(PATTERNS), 3), ensure_ascii=self.rnd.random() < 0.5
+                )
             except ValueError:
                 return "{}"
         return self.value()
 
     def raw_event(self) -> Any:
-        raw = self.mutated(self.rnd.choice(EVENTS), 2) if self.rnd.random() < 0.8 \
-            else self.value()
+        raw = self.mutated(self.rnd.choice(EVENTS), 2) if self.rnd.random() < 0.8 else self.value()
         if self.rnd.random() < 0.3:
             try:
                 raw = json.dumps(raw, ensure_ascii=self.rnd.random() < 0.5)
@@ -204,8 +365,9 @@ class Fuzzer:
         if t is not None:
             back = self.call(f"reparse {show(t)}", lambda: m.parse_filter(t))
             self.check(f"{what} text round trip {show(f)} -> {show(t)}", back == f)
-        d = self.call(f"dump {show(f)}",
-                      lambda: json.loads(json.dumps(m.dump_filter(f), allow_nan=False)))
+        d = self.call(
+            f"dump {show(f)}", lambda: json.loads(json.dumps(m.dump_filter(f), allow_nan=False))
+        )
         if d is not None:
             back = self.call(f"load {show(d)}", lambda: m.load_filter(d))
             self.check(f"{what} wire round trip {show(f)}", back == f)
@@ -234,10 +396,14 @@ class Fuzzer:
                 events.append(e)
             self.call(f"load_event {show(raw)}", lambda: m.load_event(raw))
         for e in events:
-            d = self.call(f"dump_event {show(e)}",
-                          lambda: json.loads(json.dumps(m.dump_event(e), allow_nan=False)))
-            self.check(f"event round trip {show(e)}",
-                       d is not None and self.call("load_event", lambda: m.load_event(d)) == e)
+            d = self.call(
+                f"dump_event {show(e)}",
+                lambda: json.loads(json.dumps(m.dump_event(e), allow_nan=False)),
+            )
+            self.check(
+                f"event round trip {show(e)}",
+                d is not None and self.call("load_event", lambda: m.load_event(d)) == e,
+            )
         for f in fs:
             self.round_trips(m, f, "filter")
             for e in events:

@@ -1,30 +1,60 @@
 """Finite universes and random constraints for brute-force checks of the records
 constraint algebra (the oracle is :meth:`Constraint.matches` over every value of a finite
 universe rich enough to tell the constants apart)."""
+
 from __future__ import annotations
 
 import itertools
 import math
 
 from hypothesis import strategies as st
-
 from pubsift.models.constraints.constraints import (
-    ABSENT, ELEMENT_OPS, Constraint, Interval, Op, TypeSet,
+    ABSENT,
+    ELEMENT_OPS,
+    Constraint,
+    Interval,
+    Op,
+    TypeSet,
 )
 from pubsift.models.constraints.values import skey
 
 ALPHABET = "ab"
 NUMS = sorted({x / 2 for x in range(-8, 9)} | {-1e9, 1e9, 0.25})
 WORDS = ["".join(p) for n in range(4) for p in itertools.product(ALPHABET, repeat=n)]
-CASE_VARIANTS = ["A", "B", "aB", "Ab", "AB", "BA", "bA", "ß", "ss", "SS", "ẞ", "K", "k", "\u212a",
-                 "c", "\x00", "a\x00", "b\U0010ffff", "\U0010ffff"]
+CASE_VARIANTS = [
+    "A",
+    "B",
+    "aB",
+    "Ab",
+    "AB",
+    "BA",
+    "bA",
+    "ß",
+    "ss",
+    "SS",
+    "ẞ",
+    "K",
+    "k",
+    "\u212a",
+    "c",
+    "\x00",
+    "a\x00",
+    "b\U0010ffff",
+    "\U0010ffff",
+]
 ELEMENTS = [1, 2, 3, "a", "b", True, None]
 LISTS = [tuple(c) for n in range(4) for c in itertools.combinations(ELEMENTS + ["z"], n)]
 # lists whose elements tell the constants of "any element" constraints apart
 ANY_ELEMENTS = [-1, 0.5, 2.5, 1e9, False, "", "ab", "ba", "A", "aB", "ß", "b\U0010ffff"]
 LISTS += [tuple(c) for n in (1, 2) for c in itertools.combinations(ANY_ELEMENTS, n)]
-UNIVERSE = ([ABSENT, None, True, False] + NUMS + [int(x) for x in NUMS if x == int(x)]
-            + WORDS + CASE_VARIANTS + LISTS)
+UNIVERSE = (
+    [ABSENT, None, True, False]
+    + NUMS
+    + [int(x) for x in NUMS if x == int(x)]
+    + WORDS
+    + CASE_VARIANTS
+    + LISTS
+)
 
 
 def universe(integer: bool) -> list:
@@ -89,8 +119,7 @@ def operands(op: Op) -> st.SearchStrategy:
     if op in (Op.CONTAINS, Op.NOT_CONTAINS):
         return elements
     if op is Op.ANY:  # "any element" of a scalar constraint
-        return st.sampled_from(sorted(ELEMENT_OPS, key=lambda o: o.value)).flatmap(
-            constraints_of)
+        return st.sampled_from(sorted(ELEMENT_OPS, key=lambda o: o.value)).flatmap(constraints_of)
     return element_sets
 
 

@@ -6,6 +6,7 @@ nested objects and dotted names, lists, missing attributes and nulls, booleans, 
 integers, 1e308, -0.0, unicode, texts Arrow reads differently from Python), on the quotes
 workload, and across add/remove, pickling and the per-row fallback without pyarrow.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,11 +23,10 @@ np = pytest.importorskip("numpy")
 pa = pytest.importorskip("pyarrow")
 
 from pubsift.core.errors import EventError  # noqa: E402
-from pubsift.models.records import RecordsModel, columnar  # noqa: E402
 from pubsift.models.constraints.constraints import Constraint, Interval, Op  # noqa: E402
-from pubsift.models.records.filters import RecordFilter  # noqa: E402
 from pubsift.models.constraints.values import skey  # noqa: E402
-
+from pubsift.models.records import RecordsModel, columnar  # noqa: E402
+from pubsift.models.records.filters import RecordFilter  # noqa: E402
 from rstrategies import constraints  # noqa: E402
 
 MODEL = RecordsModel()
@@ -79,64 +79,148 @@ def index_of(fs, keys=None):
 
 # -- strategies --------------------------------------------------------------------------
 NAMES = ["a", "b", "a.b", "c", "c.d.e", "é"]
-POOL = ["x", "y", "AAL", "", "ü\u00e9", 0, 1, -1, 1.0, 1.5, -0.0, 2 ** 53, 2 ** 53 + 1,
-        2 ** 64, 10 ** 30, 1e308, 5e-324, True, False, None]
+POOL = [
+    "x",
+    "y",
+    "AAL",
+    "",
+    "ü\u00e9",
+    0,
+    1,
+    -1,
+    1.0,
+    1.5,
+    -0.0,
+    2**53,
+    2**53 + 1,
+    2**64,
+    10**30,
+    1e308,
+    5e-324,
+    True,
+    False,
+    None,
+]
 pool = st.sampled_from(POOL)
-scalars = pool | st.text(max_size=4).filter(lambda s: "\ud800" > s or s > "\udfff") \
-    | st.integers(-3, 3) | st.floats(allow_nan=False, allow_infinity=False, width=64)
+scalars = (
+    pool
+    | st.text(max_size=4).filter(lambda s: s < "\ud800" or s > "\udfff")
+    | st.integers(-3, 3)
+    | st.floats(allow_nan=False, allow_infinity=False, width=64)
+)
 
 targeted = st.one_of(
     st.builds(Constraint, st.sampled_from([Op.EQ, Op.NE]), pool),
-    st.builds(Constraint, st.sampled_from([Op.LT, Op.LE, Op.GT, Op.GE]),
-              st.sampled_from([0, 1, 1.5, -0.0, 2 ** 53, 2 ** 53 + 1, 10 ** 30, "x", "AAL"])),
-    st.builds(lambda lo, hi, lc, hc: Constraint(Op.IN_RANGE, Interval(min(lo, hi), max(lo, hi),
-                                                                      lc, hc)),
-              st.sampled_from([-1, 0, 1, 1.5, 2 ** 53 + 1, float("-inf")]),
-              st.sampled_from([0, 1, 1.5, 2, 1e308, float("inf")]), st.booleans(), st.booleans()),
-    st.builds(lambda vs: Constraint(Op.IN_SET, frozenset(map(skey, vs))),
-              st.lists(pool, min_size=1, max_size=4)),
-    st.just(Constraint(Op.EXISTS)), st.just(Constraint(Op.NOT_EXISTS)),
-    st.builds(Constraint, st.sampled_from([Op.PREFIX, Op.SUFFIX]),
-              st.sampled_from(["", "A", "AA", "x", "L", "é"])),
+    st.builds(
+        Constraint,
+        st.sampled_from([Op.LT, Op.LE, Op.GT, Op.GE]),
+        st.sampled_from([0, 1, 1.5, -0.0, 2**53, 2**53 + 1, 10**30, "x", "AAL"]),
+    ),
+    st.builds(
+        lambda lo, hi, lc, hc: Constraint(Op.IN_RANGE, Interval(min(lo, hi), max(lo, hi), lc, hc)),
+        st.sampled_from([-1, 0, 1, 1.5, 2**53 + 1, float("-inf")]),
+        st.sampled_from([0, 1, 1.5, 2, 1e308, float("inf")]),
+        st.booleans(),
+        st.booleans(),
+    ),
+    st.builds(
+        lambda vs: Constraint(Op.IN_SET, frozenset(map(skey, vs))),
+        st.lists(pool, min_size=1, max_size=4),
+    ),
+    st.just(Constraint(Op.EXISTS)),
+    st.just(Constraint(Op.NOT_EXISTS)),
+    st.builds(
+        Constraint,
+        st.sampled_from([Op.PREFIX, Op.SUFFIX]),
+        st.sampled_from(["", "A", "AA", "x", "L", "é"]),
+    ),
     st.just(Constraint(Op.ANY, Constraint(Op.EQ, 1))),
     st.just(Constraint(Op.ANY, Constraint(Op.NOT_EXISTS))),
 )
-record_filters = st.dictionaries(st.sampled_from(NAMES), targeted | constraints(),
-                                 max_size=3).map(RecordFilter.of)
+record_filters = st.dictionaries(st.sampled_from(NAMES), targeted | constraints(), max_size=3).map(
+    RecordFilter.of
+)
 
-values = st.recursive(scalars | st.lists(scalars, max_size=3),
-                      lambda inner: st.dictionaries(st.sampled_from(["b", "d", "e", "a.b"]),
-                                                    inner, max_size=2), max_leaves=4)
+values = st.recursive(
+    scalars | st.lists(scalars, max_size=3),
+    lambda inner: st.dictionaries(st.sampled_from(["b", "d", "e", "a.b"]), inner, max_size=2),
+    max_leaves=4,
+)
 objects = st.dictionaries(st.sampled_from(NAMES + ["c.d"]), values, max_size=4)
 
 HOSTILE = [
-    "{}", '{"a": NaN}', '{"a": Infinity}', '{"a": -Infinity}', '{"a": 1e400}',
-    '{"a": 1, "a": "x"}', '{"a": {"b": 1}, "a": {"d": 2}}', "[1]", "1", "null", "", "   ",
-    ' {"a": 1} ', '{"a": 1}\n', '{"a":\n1}', '{"a":\t1}', '\ufeff{"a": 1}', '{"a": 1}]',
-    '{"a": 1}{"b": 2}', '{"a": 1} x', '{"a": 1}null', '{"a": "\\ud800"}',
-    '{"a": "\\ud83d\\ude00"}', '{"\\ud800": 1}', '{"a": {"b": 1}, "a.b": 2}', '{"": 1}',
-    '{"a": {"": 1}}', '{"a": [1, [2]]}', '{"a": [{"b": 1}]}', '{"a": [null, 1]}',
-    '{"a": [1, null]}', '{"a": []}', '{"a": null}', '{"a": {}}', '{"a": {}, "b": 1}',
-    '{"a": -0.0}', '{"a": -0}', '{"a": 9007199254740993}', '{"a": 9223372036854775808}',
-    '{"a": ' + "9" * 5000 + "}", '{"a": 1.0e5}', '{"a": 1E-5}', '{"a": 01}', '{"a": +1}',
-    '{"a": 1,}', "{'a': 1}", '{"a": "2013-02-08"}', '{"a": "2013-02-08 10:00:00"}',
-    '{"c": {"d": {"e": "2013-02-08T10:00:00Z"}}}', '{"a": true}', '{"a": "x\\u0000y"}',
-    '{"a": "\\"}"}', '{"a": "x"} ', '{"a": ' + "[" * 200 + "]" * 200 + "}",
+    "{}",
+    '{"a": NaN}',
+    '{"a": Infinity}',
+    '{"a": -Infinity}',
+    '{"a": 1e400}',
+    '{"a": 1, "a": "x"}',
+    '{"a": {"b": 1}, "a": {"d": 2}}',
+    "[1]",
+    "1",
+    "null",
+    "",
+    "   ",
+    ' {"a": 1} ',
+    '{"a": 1}\n',
+    '{"a":\n1}',
+    '{"a":\t1}',
+    '\ufeff{"a": 1}',
+    '{"a": 1}]',
+    '{"a": 1}{"b": 2}',
+    '{"a": 1} x',
+    '{"a": 1}null',
+    '{"a": "\\ud800"}',
+    '{"a": "\\ud83d\\ude00"}',
+    '{"\\ud800": 1}',
+    '{"a": {"b": 1}, "a.b": 2}',
+    '{"": 1}',
+    '{"a": {"": 1}}',
+    '{"a": [1, [2]]}',
+    '{"a": [{"b": 1}]}',
+    '{"a": [null, 1]}',
+    '{"a": [1, null]}',
+    '{"a": []}',
+    '{"a": null}',
+    '{"a": {}}',
+    '{"a": {}, "b": 1}',
+    '{"a": -0.0}',
+    '{"a": -0}',
+    '{"a": 9007199254740993}',
+    '{"a": 9223372036854775808}',
+    '{"a": ' + "9" * 5000 + "}",
+    '{"a": 1.0e5}',
+    '{"a": 1E-5}',
+    '{"a": 01}',
+    '{"a": +1}',
+    '{"a": 1,}',
+    "{'a': 1}",
+    '{"a": "2013-02-08"}',
+    '{"a": "2013-02-08 10:00:00"}',
+    '{"c": {"d": {"e": "2013-02-08T10:00:00Z"}}}',
+    '{"a": true}',
+    '{"a": "x\\u0000y"}',
+    '{"a": "\\"}"}',
+    '{"a": "x"} ',
+    '{"a": ' + "[" * 200 + "]" * 200 + "}",
     '{"a": ' + '{"a": ' * 130 + "1" + "}" * 130 + "}",
 ]
 hostile = st.sampled_from(HOSTILE)
-texts = st.one_of(objects.map(json.dumps), objects.map(json.dumps), objects.map(json.dumps),
-                  hostile)
+texts = st.one_of(
+    objects.map(json.dumps), objects.map(json.dumps), objects.map(json.dumps), hostile
+)
 
 
 # -- differential ------------------------------------------------------------------------
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(fs=st.lists(record_filters, min_size=1, max_size=8),
-       evs=st.lists(objects.filter(bool), max_size=24), keys=st.sampled_from([None, ["k", 2]]))
+@given(
+    fs=st.lists(record_filters, min_size=1, max_size=8),
+    evs=st.lists(objects.filter(bool), max_size=24),
+    keys=st.sampled_from([None, ["k", 2]]),
+)
 def test_valid_events_equal_the_per_row_answer(fs, evs, keys):
     index = index_of(fs, keys)
-    wires = [json.dumps(MODEL.dump_event(MODEL.load_event(e))) for e in evs
-             if _loads(e)]
+    wires = [json.dumps(MODEL.dump_event(MODEL.load_event(e))) for e in evs if _loads(e)]
     check(index, wires)
     check(index, pa.array(wires, pa.large_string()))
 
@@ -157,7 +241,7 @@ def test_any_texts_equal_the_per_row_answer_or_its_error(fs, wires):
 
 KINDS = {
     "str": st.sampled_from(["x", "y", "AAL", "", "ü\u00e9", "A", "xA"]) | st.text(max_size=3),
-    "int": st.integers(-3, 3) | st.sampled_from([2 ** 53, 2 ** 53 + 1, -(2 ** 53), 2 ** 63 - 1]),
+    "int": st.integers(-3, 3) | st.sampled_from([2**53, 2**53 + 1, -(2**53), 2**63 - 1]),
     "float": st.floats(allow_nan=False, allow_infinity=False)
     | st.sampled_from([-0.0, 0.5, 1.0, 1.5, 1e308]),
     "bool": st.booleans(),
@@ -191,11 +275,25 @@ def test_typed_columns_equal_the_per_row_answer(fs, wires):
     check(index_of(fs, ["k", 2, "k"]), wires)
 
 
-BASES = ['{"symbol": "AAL", "date": "2013-02-08", "price": 14.75, "volume": 8407500}',
-         '{"a": {"b": 1, "d": "x"}, "c": [1, 2], "e": true, "é": null}',
-         '{"a": -0.0, "b": 1e308, "c": "y\\u00e9\\"", "a.b": 2}']
-EDITS = list('{}[]":,. -+019eE') + ["\\", "\\u", "\\ud800", "null", "true", "NaN",
-                                    "Infinity", "1e400", "9" * 20, "\t", "\ufeff", "é"]
+BASES = [
+    '{"symbol": "AAL", "date": "2013-02-08", "price": 14.75, "volume": 8407500}',
+    '{"a": {"b": 1, "d": "x"}, "c": [1, 2], "e": true, "é": null}',
+    '{"a": -0.0, "b": 1e308, "c": "y\\u00e9\\"", "a.b": 2}',
+]
+EDITS = list('{}[]":,. -+019eE') + [
+    "\\",
+    "\\u",
+    "\\ud800",
+    "null",
+    "true",
+    "NaN",
+    "Infinity",
+    "1e400",
+    "9" * 20,
+    "\t",
+    "\ufeff",
+    "é",
+]
 
 
 @st.composite
@@ -205,13 +303,15 @@ def mutated(draw):
     for _ in range(draw(st.integers(1, 3))):
         i = draw(st.integers(0, len(text)))
         cut = draw(st.integers(0, 2))
-        text = text[:i] + draw(st.sampled_from(EDITS)) + text[i + cut:]
+        text = text[:i] + draw(st.sampled_from(EDITS)) + text[i + cut :]
     return text
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(fs=st.lists(record_filters, min_size=1, max_size=6),
-       texts=st.lists(mutated(), min_size=1, max_size=30))
+@given(
+    fs=st.lists(record_filters, min_size=1, max_size=6),
+    texts=st.lists(mutated(), min_size=1, max_size=30),
+)
 def test_mutated_texts_equal_the_per_row_answer(fs, texts):
     """The mutants the per-row path accepts give its answers in one batch (with valid
     rows around them); each mutant it refuses raises EventError naming its row."""
@@ -225,9 +325,16 @@ def test_mutated_texts_equal_the_per_row_answer(fs, texts):
 
 @pytest.mark.parametrize("text", HOSTILE)
 def test_each_hostile_text_alone_and_among_good_rows(text):
-    fs = [RecordFilter.of({"a": c}) for c in (Constraint(Op.EXISTS), Constraint(Op.NOT_EXISTS),
-                                              Constraint(Op.EQ, None), Constraint(Op.GE, 0),
-                                              Constraint(Op.EQ, "x"))]
+    fs = [
+        RecordFilter.of({"a": c})
+        for c in (
+            Constraint(Op.EXISTS),
+            Constraint(Op.NOT_EXISTS),
+            Constraint(Op.EQ, None),
+            Constraint(Op.GE, 0),
+            Constraint(Op.EQ, "x"),
+        )
+    ]
     fs.append(RecordFilter.of({}))
     index = index_of(fs)
     good = ['{"a": 1}', '{"a": "x"}', '{"b": null}', '{"a": null}']
@@ -236,16 +343,28 @@ def test_each_hostile_text_alone_and_among_good_rows(text):
 
 
 def test_mixed_kinds_across_rows_nested_and_lists():
-    fs = [RecordFilter.of({"a": Constraint(Op.EQ, 1)}),
-          RecordFilter.of({"a": Constraint(Op.EQ, "1")}),
-          RecordFilter.of({"a": Constraint(Op.EQ, True)}),
-          RecordFilter.of({"a.b": Constraint(Op.IN_RANGE, Interval(0, 2)),
-                           "c": Constraint(Op.EQ, "x")}),
-          RecordFilter.of({"a": Constraint(Op.ANY, Constraint(Op.EQ, 1))}),
-          RecordFilter.of({"a": Constraint(Op.IN_SET, frozenset({skey(1), skey("1")}))})]
-    wires = ['{"a": 1}', '{"a": 1.0}', '{"a": "1"}', '{"a": true}', '{"a": [1, 2]}',
-             '{"a": {"b": 1.5}, "c": "x"}', '{"a.b": 1, "c": "x"}', '{"a": {"b": 3}, "c": "x"}',
-             '{"a": -0.0}', '{"a": 9007199254740993}']
+    fs = [
+        RecordFilter.of({"a": Constraint(Op.EQ, 1)}),
+        RecordFilter.of({"a": Constraint(Op.EQ, "1")}),
+        RecordFilter.of({"a": Constraint(Op.EQ, True)}),
+        RecordFilter.of(
+            {"a.b": Constraint(Op.IN_RANGE, Interval(0, 2)), "c": Constraint(Op.EQ, "x")}
+        ),
+        RecordFilter.of({"a": Constraint(Op.ANY, Constraint(Op.EQ, 1))}),
+        RecordFilter.of({"a": Constraint(Op.IN_SET, frozenset({skey(1), skey("1")}))}),
+    ]
+    wires = [
+        '{"a": 1}',
+        '{"a": 1.0}',
+        '{"a": "1"}',
+        '{"a": true}',
+        '{"a": [1, 2]}',
+        '{"a": {"b": 1.5}, "c": "x"}',
+        '{"a.b": 1, "c": "x"}',
+        '{"a": {"b": 3}, "c": "x"}',
+        '{"a": -0.0}',
+        '{"a": 9007199254740993}',
+    ]
     check(index_of(fs), wires * 3, valid=True)
 
 
@@ -255,28 +374,36 @@ def test_numeric_anchors_on_a_grid(budget, monkeypatch):
     values around every end: closed and open ends, ±inf, -0.0, ints and floats, nulls;
     candidate pairs checked at once, and in blocks of a few rows."""
     monkeypatch.setattr(columnar, "PAIR_BUDGET", budget)
-    ends = [-2, -0.0, 0, 0.5, 1, 2 ** 53]
+    ends = [-2, -0.0, 0, 0.5, 1, 2**53]
     cs = [Constraint(op, x) for op in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE) for x in ends]
-    cs += [Constraint(Op.IN_RANGE, Interval(lo, hi, lc, hc)) for lo in (float("-inf"), -2, 0)
-           for hi in (0, 1, float("inf")) for lc in (True, False) for hc in (True, False)]
+    cs += [
+        Constraint(Op.IN_RANGE, Interval(lo, hi, lc, hc))
+        for lo in (float("-inf"), -2, 0)
+        for hi in (0, 1, float("inf"))
+        for lc in (True, False)
+        for hc in (True, False)
+    ]
     cs += [Constraint(Op.IN_SET, frozenset({skey(0), skey(1.0), skey("0")}))]
     fs = [RecordFilter.of({"a": c}) for c in cs]
     fs += [RecordFilter.of({"a": c, "b": Constraint(Op.LE, 0)}) for c in cs[:12]]
-    values = [-3, -2, -1.5, -0.0, 0, 0.25, 0.5, 1, 1.0, 2, 2 ** 53, 1e308, -1e308, None, "0",
-              True]
+    values = [-3, -2, -1.5, -0.0, 0, 0.25, 0.5, 1, 1.0, 2, 2**53, 1e308, -1e308, None, "0", True]
     wires = [json.dumps({"a": v, "b": w}) for v in values for w in (-1, 0.0, 1, None)]
     wires += [json.dumps({"b": 0}), json.dumps({"c": 1})]
     check(index_of(fs), wires, valid=True)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(xs=st.lists(st.floats(allow_nan=False, allow_infinity=False)
-                   | st.integers(-(2 ** 60), 2 ** 60), min_size=1, max_size=20))
+@given(
+    xs=st.lists(
+        st.floats(allow_nan=False, allow_infinity=False) | st.integers(-(2**60), 2**60),
+        min_size=1,
+        max_size=20,
+    )
+)
 def test_numbers_read_by_arrow_equal_pythons(xs):
     """Arrow's float parsing rounds as Python's: each value equals its own constant and
     lies on the right side of its neighbours' bounds."""
-    fs = [RecordFilter.of({"a": Constraint(op, x)}) for x in xs[:5]
-          for op in (Op.EQ, Op.LT, Op.GE)]
+    fs = [RecordFilter.of({"a": Constraint(op, x)}) for x in xs[:5] for op in (Op.EQ, Op.LT, Op.GE)]
     check(index_of(fs), [json.dumps({"a": x}) for x in xs] * 2, valid=True)
 
 
@@ -285,48 +412,75 @@ def test_string_equalities_beside_the_anchor():
     the chunk's dictionary; values of other kinds, nulls and missing attributes never
     equal a string."""
     import itertools
+
     strs = ["x", "y", ""]
-    fs = [RecordFilter.of({"a": Constraint(Op.EQ, u), "b": Constraint(Op.EQ, v)})
-          for u, v in itertools.product(strs + [1], strs)]
-    fs += [RecordFilter.of({"a": Constraint(Op.EQ, "x"), "b": Constraint(Op.EQ, "x"),
-                            "c": Constraint(Op.EQ, v)}) for v in strs]
+    fs = [
+        RecordFilter.of({"a": Constraint(Op.EQ, u), "b": Constraint(Op.EQ, v)})
+        for u, v in itertools.product(strs + [1], strs)
+    ]
+    fs += [
+        RecordFilter.of(
+            {"a": Constraint(Op.EQ, "x"), "b": Constraint(Op.EQ, "x"), "c": Constraint(Op.EQ, v)}
+        )
+        for v in strs
+    ]
     fs += [RecordFilter.of({"a": Constraint(Op.GE, 0), "c": Constraint(Op.EQ, "y")})]
     index = index_of(fs)
     a = ["x", "y", "", None, "missing"]
     c = ["x", "y", None, "missing"]
     for b in (["x", "y", "", "z"], [1, 1.5, 0], [True, False]):  # one type per column
-        rows = [{k: v for k, v in zip("abc", vs) if v != "missing"}
-                for vs in itertools.product(a, b + [None, "missing"], c)]
+        rows = [
+            {k: v for k, v in zip("abc", vs) if v != "missing"}
+            for vs in itertools.product(a, b + [None, "missing"], c)
+        ]
         wires = [json.dumps(r) for r in rows if r]  # {} is refused
         with mock.patch.object(columnar, "match_rows", wraps=columnar.match_rows) as slow:
             check(index, wires, valid=True)
         # only the rows without a non-null value take the per-row path
         assert [i for call in slow.call_args_list for i in call.args[2]] == [
-            i for i, w in enumerate(wires) if set(json.loads(w).values()) <= {None}]
+            i for i, w in enumerate(wires) if set(json.loads(w).values()) <= {None}
+        ]
 
 
 def test_lists_in_whole_chunks():
     """Chunks where an attribute holds lists in every row (Arrow parses them as one list
     column; such rows take the per-row path, Arrow's lists are not trusted)."""
-    fs = [RecordFilter.of({"a": Constraint(Op.ANY, Constraint(Op.EQ, 1))}),
-          RecordFilter.of({"a": Constraint(Op.CONTAINS, skey(2))}),
-          RecordFilter.of({"a": Constraint(Op.ANY, Constraint(Op.NOT_EXISTS))}),
-          RecordFilter.of({"a": Constraint(Op.EXISTS), "b": Constraint(Op.EQ, "x")})]
-    wires = ['{"a": [1, 2], "b": "x"}', '{"a": [3]}', '{"a": []}', '{"a": [1.0], "b": "y"}',
-             '{"a": null, "b": "x"}', '{"b": "x"}', '{"a": [2, 2.5]}', '{"a": [null, 1]}']
+    fs = [
+        RecordFilter.of({"a": Constraint(Op.ANY, Constraint(Op.EQ, 1))}),
+        RecordFilter.of({"a": Constraint(Op.CONTAINS, skey(2))}),
+        RecordFilter.of({"a": Constraint(Op.ANY, Constraint(Op.NOT_EXISTS))}),
+        RecordFilter.of({"a": Constraint(Op.EXISTS), "b": Constraint(Op.EQ, "x")}),
+    ]
+    wires = [
+        '{"a": [1, 2], "b": "x"}',
+        '{"a": [3]}',
+        '{"a": []}',
+        '{"a": [1.0], "b": "y"}',
+        '{"a": null, "b": "x"}',
+        '{"b": "x"}',
+        '{"a": [2, 2.5]}',
+        '{"a": [null, 1]}',
+    ]
     check(index_of(fs), wires * 4, valid=True)
 
 
 # -- the quotes workload -----------------------------------------------------------------
 def test_quotes_workload_equals_the_per_row_answer():
-    from pubsift.models.records.workload import (QUOTES_1YR, Mix, load_quotes, sample_events,
-                                                 subscriptions)
+    from pubsift.models.records.workload import (
+        QUOTES_1YR,
+        Mix,
+        load_quotes,
+        sample_events,
+        subscriptions,
+    )
+
     path = DATA / QUOTES_1YR
     if not path.is_file():
         pytest.skip(f"S&P 500 quotes not found at {path.resolve()} (../shared/data)")
     quotes = load_quotes(path)  # sorted by symbol: draw over the whole file
-    subs = subscriptions(quotes, 3000, seed=3,
-                         mix=Mix(quote=0.5, interval=0.5, prefix=0, portfolio=0, volume=0))
+    subs = subscriptions(
+        quotes, 3000, seed=3, mix=Mix(quote=0.5, interval=0.5, prefix=0, portfolio=0, volume=0)
+    )
     subs += subscriptions(quotes, 300, seed=4)  # prefixes, portfolios, volumes too
     index = index_of(subs)
     wires = [json.dumps(MODEL.dump_event(e)) for e in sample_events(quotes, 4000, seed=5)]
@@ -339,10 +493,13 @@ def test_quotes_workload_equals_the_per_row_answer():
 
 # -- the index around the batch -----------------------------------------------------------
 def _small_index():
-    return index_of([RecordFilter.of({"s": Constraint(Op.EQ, "A")}),
-                     RecordFilter.of({"s": Constraint(Op.EQ, "A"),
-                                      "p": Constraint(Op.LT, 10)}),
-                     RecordFilter.of({"p": Constraint(Op.GE, 5)})])
+    return index_of(
+        [
+            RecordFilter.of({"s": Constraint(Op.EQ, "A")}),
+            RecordFilter.of({"s": Constraint(Op.EQ, "A"), "p": Constraint(Op.LT, 10)}),
+            RecordFilter.of({"p": Constraint(Op.GE, 5)}),
+        ]
+    )
 
 
 WIRES = ['{"s": "A", "p": 4}', '{"s": "B", "p": 7}', '{"s": "A", "p": 12.5}', '{"p": null}']
@@ -409,7 +566,7 @@ def test_bad_wire_raises_event_error_naming_its_row():
         with pytest.raises(EventError, match="row 4"):
             index.match_wire_batch(pa.array(wires, pa.string()))
     with pytest.raises(EventError, match="row 1"):
-        index.match_wire_batch(['{"s": "A"}', b'{'])
+        index.match_wire_batch(['{"s": "A"}', b"{"])
 
 
 def test_without_pyarrow_the_per_row_loop():
@@ -432,6 +589,7 @@ def test_split_chunks_keep_the_good_rows_columnar():
     def spy(ix, ws, rows=None):
         calls.append(len(rows))
         return real(ix, ws, rows)
+
     with mock.patch.object(columnar, "match_rows", spy):
         check(index, wires, valid=True)
     assert calls == [calls[0]] and calls[0] < columnar.MIN_CHUNK  # not all 301 rows

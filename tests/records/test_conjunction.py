@@ -1,18 +1,18 @@
 """relations.Conjunction: clause-by-clause conjunction in linear time, with the result and
 errors of the pairwise fold of :func:`relations.conjoin` (issue 10: 2,000 ``!=`` clauses
 took 8.5 s)."""
+
 from __future__ import annotations
 
 import time
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from pubsift.models.constraints import relations as rel
 from pubsift.models.constraints.constraints import Constraint, Op
+from pubsift.models.constraints.values import skey
 from pubsift.models.records.model import RecordsModel
 from pubsift.models.records.strategies import numbers, raw_constraints, strings
-from pubsift.models.constraints.values import skey
 
 # Hang ceilings: the '< N' checks on process_time below are not performance claims (those
 # live in bench/); each guards against a blow-up issue 10 removed (seconds to minutes of
@@ -44,19 +44,27 @@ def accumulated(cs: list[Constraint], integer: bool) -> tuple[str, object]:
 def growing(integer: bool) -> st.SearchStrategy[Constraint]:
     """Mostly clauses of the families Conjunction joins lazily, with others mixed in."""
     excl = st.one_of(numbers(integer), strings()).map(lambda v: Constraint(Op.NE, v))
-    sets = st.frozensets(st.one_of(numbers(integer), strings()).map(skey), min_size=1,
-                         max_size=3).map(lambda s: Constraint(Op.NOT_IN_SET, s))
+    sets = st.frozensets(
+        st.one_of(numbers(integer), strings()).map(skey), min_size=1, max_size=3
+    ).map(lambda s: Constraint(Op.NOT_IN_SET, s))
     elem = numbers(integer).map(skey)
-    multi = st.one_of(elem.map(lambda k: Constraint(Op.CONTAINS, k)),
-                      elem.map(lambda k: Constraint(Op.NOT_CONTAINS, k)),
-                      st.frozensets(elem, max_size=3).map(lambda s: Constraint(Op.SUPERSET, s)),
-                      st.frozensets(elem, max_size=3).map(lambda s: Constraint(Op.DISJOINT, s)))
+    multi = st.one_of(
+        elem.map(lambda k: Constraint(Op.CONTAINS, k)),
+        elem.map(lambda k: Constraint(Op.NOT_CONTAINS, k)),
+        st.frozensets(elem, max_size=3).map(lambda s: Constraint(Op.SUPERSET, s)),
+        st.frozensets(elem, max_size=3).map(lambda s: Constraint(Op.DISJOINT, s)),
+    )
     return st.one_of(excl, sets, multi, raw_constraints(integer=integer))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.booleans().flatmap(lambda integer: st.tuples(
-    st.just(integer), st.lists(growing(integer), min_size=1, max_size=8))))
+@given(
+    st.booleans().flatmap(
+        lambda integer: st.tuples(
+            st.just(integer), st.lists(growing(integer), min_size=1, max_size=8)
+        )
+    )
+)
 def test_conjunction_equals_the_pairwise_fold(case):
     integer, cs = case
     expected, got = pairwise(cs, integer), accumulated(cs, integer)

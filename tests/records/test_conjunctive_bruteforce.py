@@ -1,6 +1,7 @@
 """Brute force for conjunctive filters (Mühl Cor. 4.1-4.3, §4.3.7): random filters over
 three attributes against ``RecordFilter.matches`` on every small record of a universe;
 converse directions through constructed witness records."""
+
 from __future__ import annotations
 
 import itertools
@@ -8,20 +9,26 @@ import itertools
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from pubsift.models.records import conjunctive as cj
 from pubsift.models.constraints import relations as rel
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Interval, Op
+from pubsift.models.records import conjunctive as cj
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.values import Record
-
 from relations_universe import any_constraint
 
 NAMES = ("x", "y", "z")
 VALUES = [ABSENT, None, False, -1, 0.5, 1, "", "a", "ab", (), (1, "a")]
 RECORDS = [
-    Record.of({"_": 0, **{n: list(v) if isinstance(v, tuple) else v
-                          for n, v in zip(NAMES, vals) if v is not ABSENT}})
+    Record.of(
+        {
+            "_": 0,
+            **{
+                n: list(v) if isinstance(v, tuple) else v
+                for n, v in zip(NAMES, vals)
+                if v is not ABSENT
+            },
+        }
+    )
     for vals in itertools.product(VALUES, repeat=len(NAMES))
 ]
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
@@ -30,15 +37,18 @@ SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=list(H
 small = st.one_of(
     st.sampled_from([Constraint(Op.EXISTS), Constraint(Op.NOT_EXISTS)]),
     st.sampled_from([-1, 0, 0.5, 1, 2, "a", "b", True, None]).flatmap(
-        lambda v: st.sampled_from([Constraint(Op.EQ, v), Constraint(Op.NE, v)])),
-    st.tuples(st.sampled_from([Op.LT, Op.LE, Op.GT, Op.GE]),
-              st.sampled_from([0, 0.5, 1, "a", "ab"])).map(lambda t: Constraint(*t)),
-    st.tuples(st.sampled_from([-1, 0, 1]), st.sampled_from([0, 1, 2]), st.booleans(),
-              st.booleans()).filter(lambda t: t[0] <= t[1]).map(
-        lambda t: Constraint(Op.IN_RANGE, Interval(*t))),
+        lambda v: st.sampled_from([Constraint(Op.EQ, v), Constraint(Op.NE, v)])
+    ),
+    st.tuples(
+        st.sampled_from([Op.LT, Op.LE, Op.GT, Op.GE]), st.sampled_from([0, 0.5, 1, "a", "ab"])
+    ).map(lambda t: Constraint(*t)),
+    st.tuples(st.sampled_from([-1, 0, 1]), st.sampled_from([0, 1, 2]), st.booleans(), st.booleans())
+    .filter(lambda t: t[0] <= t[1])
+    .map(lambda t: Constraint(Op.IN_RANGE, Interval(*t))),
     st.sampled_from(["", "a", "b"]).map(lambda p: Constraint(Op.PREFIX, p)),
-    st.sampled_from([1, "a"]).map(lambda e: Constraint(Op.CONTAINS, (type(e) is str and "str"
-                                                                       or "num", e))),
+    st.sampled_from([1, "a"]).map(
+        lambda e: Constraint(Op.CONTAINS, ((type(e) is str and "str") or "num", e))
+    ),
     any_constraint,
 )
 
@@ -65,8 +75,9 @@ def n_of(f: RecordFilter) -> frozenset:
 
 
 def as_record(values: dict) -> Record:
-    return Record.of({"_": 0, **{k: list(v) if isinstance(v, tuple) else v
-                                 for k, v in values.items()}})
+    return Record.of(
+        {"_": 0, **{k: list(v) if isinstance(v, tuple) else v for k, v in values.items()}}
+    )
 
 
 def check(f: RecordFilter, g: RecordFilter) -> None:

@@ -1,14 +1,15 @@
 """Seed test vectors for conjunctive filters: slides 002 list 6-8 and 12-15, Mühl 000
 Fig. 4.3 and the merging examples of §4.3.7. One test per vector."""
+
 from __future__ import annotations
 
 import math
 
-from pubsift.models.records import conjunctive as cj
 from pubsift.models.constraints.constraints import Constraint as C
 from pubsift.models.constraints.constraints import Interval, Op
-from pubsift.models.records.filters import RecordFilter
 from pubsift.models.constraints.values import skey
+from pubsift.models.records import conjunctive as cj
+from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.values import Record
 
 INF = math.inf
@@ -107,8 +108,9 @@ def test_covered_filter_merges_into_coverer():
     assert cj.merge([f1, f2]) == f1
     # after dropping covered filters the rest may differ on one attribute only
     f3 = F(x=C(Op.EQ, 2))
-    assert cj.merge([F(x=C(Op.EQ, 1), y=C(Op.EQ, 1)), F(x=C(Op.EQ, 1)), f3]) == \
-        F(x=C(Op.IN_SET, S(1, 2)))
+    assert cj.merge([F(x=C(Op.EQ, 1), y=C(Op.EQ, 1)), F(x=C(Op.EQ, 1)), f3]) == F(
+        x=C(Op.IN_SET, S(1, 2))
+    )
 
 
 def test_unsatisfiable_filters():
@@ -136,6 +138,7 @@ def test_integer_attributes():
 def test_four_quadrants_merge_into_one_box():
     def box(x0, y0):
         return F(x=C(Op.IN_RANGE, Interval(x0, x0 + 1)), y=C(Op.IN_RANGE, Interval(y0, y0 + 1)))
+
     quadrants = [box(0, 0), box(1, 1), box(1, 0), box(0, 1)]
     whole = F(x=C(Op.IN_RANGE, Interval(0, 2)), y=C(Op.IN_RANGE, Interval(0, 2)))
     assert cj.merge(quadrants) == whole

@@ -7,21 +7,21 @@ JsonRuleCompilerTest / RuleCompilerTest (which must compile / must be rejected) 
 rule/event pairs of correctness-cases.json, whose expected outcomes follow from the case
 names and event-ruler's documented semantics (README "JSON Array Matching").
 """
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.models.constraints import relations
 from pubsift.models.constraints.constraints import Constraint, Interval, Op
+from pubsift.models.constraints.values import skey
 from pubsift.models.records.eventbridge import MAX_FILTERS, parse_pattern
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.syntax import parse_filter, parse_text
 from pubsift.models.records.typesystem import Schema
-from pubsift.models.constraints.values import skey
 from pubsift.models.records.values import Record
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "eventruler"
@@ -34,7 +34,7 @@ def S(*vs) -> frozenset:
 
 def only(pattern) -> Constraint:
     (f,) = parse_pattern(pattern)
-    (_, c), = f.constraints
+    ((_, c),) = f.constraints
     return c
 
 
@@ -84,16 +84,23 @@ def test_nested_objects_address_dotted_names_and_readme_example():
     """The "complex example" of event-ruler's README minus its cidr matcher."""
     pattern = {
         "time": [{"prefix": "2017-10-02"}],
-        "detail": {"state": [{"anything-but": "initializing"}],
-                   "c-count": [{"numeric": [">", 0, "<=", 5]}],
-                   "d-count": [{"numeric": ["<", 10]}],
-                   "x-limit": [{"anything-but": [100, 200, 300]}]}}
+        "detail": {
+            "state": [{"anything-but": "initializing"}],
+            "c-count": [{"numeric": [">", 0, "<=", 5]}],
+            "d-count": [{"numeric": ["<", 10]}],
+            "x-limit": [{"anything-but": [100, 200, 300]}],
+        },
+    }
     (f,) = parse_pattern(pattern)
-    assert f == parse_text('time any prefix "2017-10-02" and detail.state any != "initializing" '
-                           "and detail.c-count any in (0, 5] and detail.d-count any < 10 and "
-                           "detail.x-limit any not in {100, 200, 300}")
-    event = {"time": "2017-10-02T16:24:49Z", "detail": {
-        "c-count": 5, "d-count": 3, "x-limit": 301.8, "state": "running"}}
+    assert f == parse_text(
+        'time any prefix "2017-10-02" and detail.state any != "initializing" '
+        "and detail.c-count any in (0, 5] and detail.d-count any < 10 and "
+        "detail.x-limit any not in {100, 200, 300}"
+    )
+    event = {
+        "time": "2017-10-02T16:24:49Z",
+        "detail": {"c-count": 5, "d-count": 3, "x-limit": 301.8, "state": "running"},
+    }
     assert f.matches(Record.of(event))
     assert not f.matches(Record.of({**event, "detail": {**event["detail"], "c-count": 0}}))
 
@@ -104,7 +111,9 @@ def _matches_any(fs: list[RecordFilter], event: dict) -> bool:
 
 
 PROBES = [{"a": v, "b": w} for v in ("a", "bx", "c", 1, 7, True) for w in (1, 2, "z")] + [
-    {"b": 1}, {"a": "a"}]
+    {"b": 1},
+    {"a": "a"},
+]
 
 
 def test_mixed_matchers_in_one_array_are_a_disjunction():
@@ -112,30 +121,43 @@ def test_mixed_matchers_in_one_array_are_a_disjunction():
     assert len(fs) == 3
     for e in PROBES:
         a, b = e.get("a"), e.get("b")
-        meaning = (b in (1, 2) and not isinstance(b, bool) and
-                   (a == "a" or (isinstance(a, str) and a.startswith("b")) or
-                    (type(a) is int and a > 5)))
+        meaning = (
+            b in (1, 2)
+            and not isinstance(b, bool)
+            and (
+                a == "a" or (isinstance(a, str) and a.startswith("b")) or (type(a) is int and a > 5)
+            )
+        )
         assert _matches_any(fs, e) == meaning, e
 
 
 def test_or_distributes_over_the_enclosing_conjunction():
     fs = parse_pattern({"b": [1], "$or": [{"a": ["a"]}, {"a": [{"prefix": "b"}], "b": [1, 2]}]})
-    assert fs == [parse_text('a any = "a" and b any = 1'),
-                  parse_text('a any prefix "b" and b any = 1')]
+    assert fs == [
+        parse_text('a any = "a" and b any = 1'),
+        parse_text('a any prefix "b" and b any = 1'),
+    ]
     for e in PROBES:
-        meaning = e.get("b") == 1 and (e.get("a") == "a" or str(e.get("a")).startswith("b")
-                                       and isinstance(e.get("a"), str))
+        meaning = e.get("b") == 1 and (
+            e.get("a") == "a" or (str(e.get("a")).startswith("b") and isinstance(e.get("a"), str))
+        )
         assert _matches_any(fs, e) == meaning, e
 
 
 def test_branches_that_match_nothing_are_dropped_and_duplicates_merged():
-    fs = parse_pattern({"a": [1], "$or": [{"a": [{"exists": False}]}, {"a": [1, 3]},
-                                          {"b": [1]}]})
+    fs = parse_pattern({"a": [1], "$or": [{"a": [{"exists": False}]}, {"a": [1, 3]}, {"b": [1]}]})
     assert fs == [parse_text("a any = 1"), parse_text("a any = 1 and b any = 1")]
     assert parse_pattern({"$or": [{"a": [1]}, {"a": [1]}]}) == [parse_text("a any = 1")]
     with pytest.raises(FilterSyntaxError, match="no value satisfies both") as info:
-        parse_pattern({"a": [1], "$or": [{"a": [{"exists": False}]}, {"b": [{"exists": False}],
-                                                                      "a": [{"exists": False}]}]})
+        parse_pattern(
+            {
+                "a": [1],
+                "$or": [
+                    {"a": [{"exists": False}]},
+                    {"b": [{"exists": False}], "a": [{"exists": False}]},
+                ],
+            }
+        )
     assert info.value.path == "$.$or[0].a[0]"
 
 
@@ -149,8 +171,9 @@ def test_two_patterns_on_one_field_both_hold_on_some_leaf():
 
 
 def test_schema_integer_attributes_are_used():
-    fs = parse_pattern({"n": [{"numeric": [">", 3, "<", 5]}, {"anything-but": 2}]},
-                       Schema.of(integer_attrs=["n"]))
+    fs = parse_pattern(
+        {"n": [{"numeric": [">", 3, "<", 5]}, {"anything-but": 2}]}, Schema.of(integer_attrs=["n"])
+    )
     assert fs[1] == RecordFilter.of({"n": Constraint(Op.ANY, Constraint(Op.NE, 2))})
     # inside "any" the range also tests array elements, which are taken as reals
     assert fs[0] == parse_text("n any in (3, 5)")
@@ -178,10 +201,12 @@ REJECTED = [
     ({"a": [{"wildcard": "a\\b"}]}, "$.a[0].wildcard", "backslash"),
     ({"a": [{"prefix": {"equals-ignore-case": "x"}}]}, "$.a[0].prefix", "case-insensitive"),
     ({"a": [{"suffix": {"equals-ignore-case": "x"}}]}, "$.a[0].suffix", "case-insensitive"),
-    ({"a": [{"anything-but": {"equals-ignore-case": "x"}}]},
-     "$.a[0].anything-but.equals-ignore-case", "no negated"),
-    ({"a": [{"anything-but": {"wildcard": "x*"}}]}, "$.a[0].anything-but.wildcard",
-     "no negated"),
+    (
+        {"a": [{"anything-but": {"equals-ignore-case": "x"}}]},
+        "$.a[0].anything-but.equals-ignore-case",
+        "no negated",
+    ),
+    ({"a": [{"anything-but": {"wildcard": "x*"}}]}, "$.a[0].anything-but.wildcard", "no negated"),
     ({"a": [{"anything-but": {"prefix": ""}}]}, "$.a[0].anything-but.prefix", "not be empty"),
     ({"a": [{"anything-but": ["x", 1]}]}, "$.a[0].anything-but", "not mixed"),
     ({"a": [{"anything-but": [True]}]}, "$.a[0].anything-but[0]", "strings or numbers"),
@@ -207,12 +232,24 @@ REJECTED = [
     ({"$or": {"a": [1], "b": [2]}}, "$.$or", "plain field name"),
     ({"$or": [{"a": [1]}, [{"b": [2]}]]}, "$.$or[1]", "only JSON objects"),
     ({"$or": [{"numeric": [1]}, {"b": [2]}]}, "$.$or[0].numeric", "is a matcher"),
-    ({"a": [1], "b": [{"prefix": "x"}], "c": [{"suffix": "x"}],
-      "$or": [{"c": [{"substring": "x"}]}, {"d": [1]}]}, "$.$or[0].c[0].substring",
-     "unknown matcher"),
-    ({"s": [{"suffix": "a"}, {"prefix": "b"}], "$or": [{"s": [{"wildcard": "*x*"}]},
-                                                     {"t": [1]}]},
-     "$.$or[0].s[0]", "cannot be combined"),
+    (
+        {
+            "a": [1],
+            "b": [{"prefix": "x"}],
+            "c": [{"suffix": "x"}],
+            "$or": [{"c": [{"substring": "x"}]}, {"d": [1]}],
+        },
+        "$.$or[0].c[0].substring",
+        "unknown matcher",
+    ),
+    (
+        {
+            "s": [{"suffix": "a"}, {"prefix": "b"}],
+            "$or": [{"s": [{"wildcard": "*x*"}]}, {"t": [1]}],
+        },
+        "$.$or[0].s[0]",
+        "cannot be combined",
+    ),
     ([1, 2], "$", "is a JSON object"),
 ]
 
@@ -226,12 +263,15 @@ def test_unrepresentable_or_malformed_patterns_name_the_json_path(pattern, path,
     assert path in str(info.value)
 
 
-@pytest.mark.parametrize("text, msg, pos", [
-    ('{"a": [1,]}', "malformed JSON", 9),
-    ('{"a": [1], "a": [2]}', "duplicate key 'a'", None),
-    ('{"a": [NaN]}', "NaN is not JSON", None),
-    ('{"a": [Infinity]}', "Infinity is not JSON", None),
-])
+@pytest.mark.parametrize(
+    "text, msg, pos",
+    [
+        ('{"a": [1,]}', "malformed JSON", 9),
+        ('{"a": [1], "a": [2]}', "duplicate key 'a'", None),
+        ('{"a": [NaN]}', "NaN is not JSON", None),
+        ('{"a": [Infinity]}', "Infinity is not JSON", None),
+    ],
+)
 def test_json_text_errors(text, msg, pos):
     with pytest.raises(FilterSyntaxError, match=msg) as info:
         parse_pattern(text)
@@ -254,14 +294,22 @@ def test_or_relationship_rules_compile_into_their_branches():
     fss = [parse_pattern(r) for r in rules]
     assert [len(fs) for fs in fss] == [2, 4, 3, 4, 2]
     assert fss[2] == [
-        parse_text('source any = "aws.cloudwatch" and metricName any in {"CPUUtilization", '
-                   '"ReadLatency"}'),
-        parse_text('source any = "aws.cloudwatch" and metricType any = "MetricType" and '
-                   'namespace any in {"AWS/EC2", "AWS/ES"}'),
-        parse_text('source any = "aws.cloudwatch" and scope any = "Service"')]
-    assert parse_text("metricId any = 1234 and metricType any = \"MetricType\" and namespace "
-                      "any in {\"AWS/EC2\", \"AWS/ES\"} and source any = \"aws.cloudwatch\""
-                      ) in fss[3]
+        parse_text(
+            'source any = "aws.cloudwatch" and metricName any in {"CPUUtilization", "ReadLatency"}'
+        ),
+        parse_text(
+            'source any = "aws.cloudwatch" and metricType any = "MetricType" and '
+            'namespace any in {"AWS/EC2", "AWS/ES"}'
+        ),
+        parse_text('source any = "aws.cloudwatch" and scope any = "Service"'),
+    ]
+    assert (
+        parse_text(
+            'metricId any = 1234 and metricType any = "MetricType" and namespace '
+            'any in {"AWS/EC2", "AWS/ES"} and source any = "aws.cloudwatch"'
+        )
+        in fss[3]
+    )
 
 
 @needs_data
@@ -297,10 +345,16 @@ def test_array_rules_and_big_event_rule_compile():
         assert len(parse_pattern((DATA / f"src-test-data/arrayRule{i}.json").read_text())) == 1
     fs = parse_pattern((DATA / "src-test-data/bigEventRule.json").read_text())
     assert len(fs) == 3  # action: prefix CREATE | DELETE | UPSERT
-    assert {f.get("detail.requestParameters.changeBatch.changes.action").operand.operand
-            for f in fs} == {"CREATE", "DELETE", "UPSERT"}
-    for name in ["arrayEvent1.json", "arrayEvent2.json", "arrayEvent3.json",
-                 "arrayEvent4.json", "bigEvent.json"]:
+    assert {
+        f.get("detail.requestParameters.changeBatch.changes.action").operand.operand for f in fs
+    } == {"CREATE", "DELETE", "UPSERT"}
+    for name in [
+        "arrayEvent1.json",
+        "arrayEvent2.json",
+        "arrayEvent3.json",
+        "arrayEvent4.json",
+        "bigEvent.json",
+    ]:
         with pytest.raises(EventError, match="only scalars"):
             Record.of(_load(f"src-test-data/{name}"))
 
@@ -353,8 +407,14 @@ def test_correctness_cases_agree_with_event_ruler_on_records_events():
     leaf (``primarray: empty prim array``: [] has none). Events with arrays of objects
     (or empty) are not records events."""
     cases = _load("src-test-resources/correctness-cases.json")
-    tally = {"accepted": 0, "flat agree": 0, "flat differ": 0, "scalar arrays agree": 0,
-             "scalar arrays differ": 0, "not a records event": 0}
+    tally = {
+        "accepted": 0,
+        "flat agree": 0,
+        "flat differ": 0,
+        "scalar arrays agree": 0,
+        "scalar arrays differ": 0,
+        "not a records event": 0,
+    }
     for case in cases:
         fs = parse_pattern(case["rule"])
         tally["accepted"] += 1
@@ -368,6 +428,11 @@ def test_correctness_cases_agree_with_event_ruler_on_records_events():
         prefix = "flat" if kind == "" else "scalar arrays"
         tally[f"{prefix} {'agree' if agree else 'differ'}"] += 1
     assert len(cases) == 51
-    assert tally == {"accepted": 51, "flat agree": 7, "flat differ": 0,
-                     "scalar arrays agree": 15, "scalar arrays differ": 0,
-                     "not a records event": 29}, tally
+    assert tally == {
+        "accepted": 51,
+        "flat agree": 7,
+        "flat differ": 0,
+        "scalar arrays agree": 15,
+        "scalar arrays differ": 0,
+        "not a records event": 29,
+    }, tally

@@ -1,6 +1,7 @@
 """The records hooks under the mutation fuzzer of ``hostile_fuzz.py`` (issue 10), each run
 in a subprocess with a memory limit (2 GB address space) and a timeout: no exception but a
 ``PubsiftError``, no wrong index answer or merger, exact round trips."""
+
 from __future__ import annotations
 
 import subprocess
@@ -13,8 +14,12 @@ SCRIPT = Path(__file__).with_name("hostile_fuzz.py")
 
 
 def run(seed: int, iterations: int, timeout: int) -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT), str(seed), str(iterations)],
-                          capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(seed), str(iterations)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert done.stdout.strip().endswith(f"DONE {seed} {iterations} 0")
 

@@ -2,6 +2,7 @@
 must equal :class:`~pubsift.core.index.LinearIndex`'s), on random add/remove scripts over
 filters with every operator, shared attributes, duplicate pairs and several keys per filter.
 """
+
 from __future__ import annotations
 
 import math
@@ -10,18 +11,16 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from pubsift.core.index import LinearIndex
+from pubsift.models.constraints.constraints import ABSENT, Constraint, Interval, Op, TypeSet
+from pubsift.models.constraints.values import skey
 from pubsift.models.records import RecordsModel, Schema
 from pubsift.models.records.attrindex import AttributeIndex
-from pubsift.models.constraints.constraints import ABSENT, Constraint, Interval, Op, TypeSet
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.index import RecordsIndex
 from pubsift.models.records.predicates import compile_test
-from pubsift.models.constraints.values import skey
 from pubsift.models.records.values import Record
 from pubsift.models.records.witnesses import WitnessValues
-
 from relations_universe import UNIVERSE, any_constraint, constraints_of
 
 NAMES = ["a", "b", "c"]
@@ -32,13 +31,21 @@ INTS = RecordsModel(Schema.of(integer_attrs=["c"]))
 filters = st.dictionaries(st.sampled_from(NAMES), any_constraint, max_size=3).map(RecordFilter.of)
 # an equality-heavy mix too, so that probes hit shared buckets and merge candidates exist,
 # and unsatisfiable attribute filters (an empty interval; 2.5 on the integer attribute c)
-common = st.sampled_from([Constraint(Op.EQ, 1), Constraint(Op.EQ, "a"), Constraint(Op.EQ, 2.5),
-                          Constraint(Op.EQ, 2), Constraint(Op.IN_RANGE, Interval(1, 3)),
-                          Constraint(Op.IN_SET, frozenset({skey(1), skey("a")})),
-                          Constraint(Op.IN_RANGE, Interval(0, 2)),
-                          Constraint(Op.IN_RANGE, Interval(2, 1)),
-                          Constraint(Op.PREFIX, "a"), Constraint(Op.GE, 1),
-                          Constraint(Op.NOT_EXISTS)])
+common = st.sampled_from(
+    [
+        Constraint(Op.EQ, 1),
+        Constraint(Op.EQ, "a"),
+        Constraint(Op.EQ, 2.5),
+        Constraint(Op.EQ, 2),
+        Constraint(Op.IN_RANGE, Interval(1, 3)),
+        Constraint(Op.IN_SET, frozenset({skey(1), skey("a")})),
+        Constraint(Op.IN_RANGE, Interval(0, 2)),
+        Constraint(Op.IN_RANGE, Interval(2, 1)),
+        Constraint(Op.PREFIX, "a"),
+        Constraint(Op.GE, 1),
+        Constraint(Op.NOT_EXISTS),
+    ]
+)
 filters_common = st.dictionaries(st.sampled_from(NAMES), common, max_size=3).map(RecordFilter.of)
 any_filter = st.one_of(filters, filters_common, filters_common)
 
@@ -96,8 +103,9 @@ def events_for(draw, pool: list[RecordFilter]) -> list[Record]:
     return out
 
 
-def check_equal(index: RecordsIndex, oracle: LinearIndex, queries: list[RecordFilter],
-                evs: list[Record]) -> None:
+def check_equal(
+    index: RecordsIndex, oracle: LinearIndex, queries: list[RecordFilter], evs: list[Record]
+) -> None:
     assert len(index) == len(oracle)
     assert set(index) == set(oracle)
     assert index.keys() == oracle.keys()
@@ -116,8 +124,11 @@ def check_equal(index: RecordsIndex, oracle: LinearIndex, queries: list[RecordFi
         assert index.merge_candidates(f) == oracle.merge_candidates(f), f
 
 
-steps = st.lists(st.tuples(st.sampled_from(["add", "add", "remove"]), st.integers(0, 5),
-                           st.integers(0, 2)), min_size=1, max_size=10)
+steps = st.lists(
+    st.tuples(st.sampled_from(["add", "add", "remove"]), st.integers(0, 5), st.integers(0, 2)),
+    min_size=1,
+    max_size=10,
+)
 
 
 def run_script(model: RecordsModel, pool: list[RecordFilter], script, evs) -> None:
@@ -198,16 +209,23 @@ def test_attribute_index_probe_is_exact(op, data):
 def test_witness_values_select_exactly(op, data):
     """WitnessValues.accepted(n, c) = the items whose value on n satisfies c."""
     c = data.draw(constraints_of(op))
-    values = data.draw(st.lists(st.sampled_from(
-        [v for v in UNIVERSE if v is not ABSENT] + ["a\U0010ffff", "\U0010ffff", "b"])
-        | st.sampled_from(_near(c) or [0]), max_size=12))
+    values = data.draw(
+        st.lists(
+            st.sampled_from(
+                [v for v in UNIVERSE if v is not ABSENT] + ["a\U0010ffff", "\U0010ffff", "b"]
+            )
+            | st.sampled_from(_near(c) or [0]),
+            max_size=12,
+        )
+    )
     table, items = WitnessValues(), []
     for v in values:
         items.append(object())
         table.add({"n": v, "other": 0}, items[-1])
     got = {id(x) for x in table.accepted("n", c)}
-    assert got == {id(it) for v, it in zip(values, items)
-                   if op is not Op.NOT_EXISTS and c.matches(v)}, (c, values)
+    assert got == {
+        id(it) for v, it in zip(values, items) if op is not Op.NOT_EXISTS and c.matches(v)
+    }, (c, values)
     assert table.estimate("n", c) >= len(got)
     for v, it in zip(values, items):
         table.remove({"n": v, "other": 0}, it)
@@ -224,8 +242,7 @@ def test_booleans_are_not_numbers_and_one_equals_one_point_zero():
     assert isinstance(idx, RecordsIndex)
     idx.add(RecordFilter.of({"a": eq(1)}), "one")
     idx.add(RecordFilter.of({"a": eq(True)}), "true")
-    idx.add(RecordFilter.of({"a": Constraint(Op.IN_SET, frozenset({skey(1.0), skey("x")}))}),
-            "set")
+    idx.add(RecordFilter.of({"a": Constraint(Op.IN_SET, frozenset({skey(1.0), skey("x")}))}), "set")
     assert idx.match(Record.of({"a": 1.0})) == {"one", "set"}
     assert idx.match(Record.of({"a": True})) == {"true"}
     assert idx.match(Record.of({"a": "x"})) == {"set"}
@@ -263,12 +280,12 @@ def test_prefix_suffix_ranges_and_residuals():
     idx.add(RecordFilter.of({"s": Constraint(Op.PREFIX, "In")}), "pre")
     idx.add(RecordFilter.of({"s": Constraint(Op.SUFFIX, "ess")}), "suf")
     idx.add(RecordFilter.of({"s": Constraint(Op.PREFIX, "")}), "any-string")
-    idx.add(RecordFilter.of({"s": Constraint(Op.IN_RANGE, Interval("H", "J", True, False))}),
-            "range")
+    idx.add(
+        RecordFilter.of({"s": Constraint(Op.IN_RANGE, Interval("H", "J", True, False))}), "range"
+    )
     idx.add(RecordFilter.of({"s": Constraint(Op.SUBSTRING, "tern")}), "sub")
     idx.add(RecordFilter.of({"p": Constraint(Op.IN_RANGE, Interval(1, 2, False, True))}), "(1,2]")
-    assert idx.match(Record.of({"s": "Internal Machines"})) == {"pre", "any-string", "range",
-                                                                  "sub"}
+    assert idx.match(Record.of({"s": "Internal Machines"})) == {"pre", "any-string", "range", "sub"}
     assert idx.match(Record.of({"s": "Express"})) == {"suf", "any-string"}
     assert idx.match(Record.of({"p": 1})) == set()
     assert idx.match(Record.of({"p": 2})) == {"(1,2]"}
@@ -278,8 +295,9 @@ def test_slide_vectors_through_the_index():
     """Slides 002 L584-595: {x = 4} ∧ {y > 5} covers {x = 4} ∧ {y > 5} ∧ {z ∈ [3, 5]} and
     {x ≥ 2} ∧ {y > 5} covers {x = 4} ∧ {y = 7} ∧ {z ∈ [3, 5]}."""
     f1 = RecordFilter.of({"x": eq(4), "y": Constraint(Op.GT, 5)})
-    f2 = RecordFilter.of({"x": eq(4), "y": Constraint(Op.GT, 5),
-                          "z": Constraint(Op.IN_RANGE, Interval(3, 5))})
+    f2 = RecordFilter.of(
+        {"x": eq(4), "y": Constraint(Op.GT, 5), "z": Constraint(Op.IN_RANGE, Interval(3, 5))}
+    )
     f3 = RecordFilter.of({"x": Constraint(Op.GE, 2), "y": Constraint(Op.GT, 5)})
     f4 = RecordFilter.of({"x": eq(4), "y": eq(7), "z": Constraint(Op.IN_RANGE, Interval(3, 5))})
     idx = RecordsIndex(PLAIN)
@@ -294,14 +312,17 @@ def test_slide_vectors_through_the_index():
 
 def test_merge_candidates_of_quote_interval_subscriptions():
     """Mühl §6.3.4: quote-interval subscriptions of one stock with connected ranges merge."""
+
     def qi(sym, lo, hi):
-        return RecordFilter.of({"symbol": eq(sym),
-                                "price": Constraint(Op.IN_RANGE, Interval(lo, hi))})
+        return RecordFilter.of(
+            {"symbol": eq(sym), "price": Constraint(Op.IN_RANGE, Interval(lo, hi))}
+        )
+
     idx = RecordsIndex(PLAIN)
     idx.add(qi("IBM", 40, 50), "a")
     idx.add(qi("IBM", 45, 60), "b")
     idx.add(qi("IBM", 70, 80), "c")
-    idx.add(qi("SAP", 40, 50), "d")     # identical price range, other symbol: merges too
+    idx.add(qi("SAP", 40, 50), "d")  # identical price range, other symbol: merges too
     idx.add(RecordFilter.of({"symbol": eq("IBM")}), "e")  # covers: the merger is itself
     assert idx.merge_candidates(qi("IBM", 48, 55)) == {"a", "b", "e"}
     assert idx.merge_candidates(qi("IBM", 40, 50)) == {"a", "b", "d", "e"}
@@ -309,15 +330,19 @@ def test_merge_candidates_of_quote_interval_subscriptions():
 
 # -- the workload ----------------------------------------------------------------------------
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "quotes"
-needs_quotes = pytest.mark.skipif(not DATA.is_dir(),
-                                  reason=f"S&P 500 quotes not found at {DATA}")
+needs_quotes = pytest.mark.skipif(not DATA.is_dir(), reason=f"S&P 500 quotes not found at {DATA}")
 
 
 @needs_quotes
 def test_workload_is_deterministic_and_valid():
     from pubsift.models.constraints import relations
-    from pubsift.models.records.workload import (load_quotes, sample_events, subscriptions,
-                                                 quotes_path)
+    from pubsift.models.records.workload import (
+        load_quotes,
+        quotes_path,
+        sample_events,
+        subscriptions,
+    )
+
     quotes = load_quotes(quotes_path(directory=DATA), limit=3000)
     assert len(quotes) == 3000 and quotes[0]["symbol"] == "AAL"
     assert set(quotes[0]) == {"symbol", "price", "open", "high", "low", "volume", "date"}
@@ -331,8 +356,13 @@ def test_workload_is_deterministic_and_valid():
             ops.add((n, c.op))
         assert PLAIN.parse_filter(PLAIN.format_filter(f)) == f
         assert PLAIN.load_filter(PLAIN.dump_filter(f)) == f
-    assert {("symbol", Op.EQ), ("price", Op.IN_RANGE), ("symbol", Op.PREFIX),
-            ("symbol", Op.IN_SET), ("volume", Op.GE)} <= ops
+    assert {
+        ("symbol", Op.EQ),
+        ("price", Op.IN_RANGE),
+        ("symbol", Op.PREFIX),
+        ("symbol", Op.IN_SET),
+        ("volume", Op.GE),
+    } <= ops
     evs = sample_events(quotes, 50, seed=1)
     assert evs == sample_events(quotes, 50, seed=1)
     idx = RecordsIndex(PLAIN)
@@ -344,6 +374,7 @@ def test_workload_is_deterministic_and_valid():
 
 def test_workload_reports_a_missing_file(tmp_path):
     from pubsift.models.records.workload import quotes_path
+
     with pytest.raises(FileNotFoundError, match="quotes not found"):
         quotes_path(directory=tmp_path)
 

@@ -4,6 +4,7 @@ walked compiled, unfolded, or with intervals in segment trees, across add/remove
 (plans are dropped and rebuilt), on values of every kind: absent attributes, type
 mismatches, multi values, ``any``, ``!=``, prefixes, shared interval endpoints.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -13,14 +14,12 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from pubsift.models.records import RecordsModel, plans
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Interval, Op
+from pubsift.models.constraints.values import skey
+from pubsift.models.records import RecordsModel, plans
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.index import RecordsIndex, _Node
-from pubsift.models.constraints.values import skey
 from pubsift.models.records.values import Record
-
 from relations_universe import UNIVERSE, any_constraint
 
 NAMES = ["a", "b", "c"]
@@ -50,32 +49,63 @@ def scan(pairs, e) -> set:
 
 
 # constraints sharing constants, so that buckets, runs and regions hold several items
-shared = st.sampled_from([
-    Constraint(Op.EQ, 1), Constraint(Op.EQ, 1.0), Constraint(Op.EQ, "a"), Constraint(Op.EQ, True),
-    Constraint(Op.NE, 1), Constraint(Op.NE, "a"),
-    Constraint(Op.IN_SET, frozenset({skey(1), skey("a"), skey(None)})),
-    Constraint(Op.IN_RANGE, Interval(0, 2)), Constraint(Op.IN_RANGE, Interval(1, 3, False, True)),
-    Constraint(Op.IN_RANGE, Interval(1, 2, True, False)), Constraint(Op.IN_RANGE, Interval(2, 2)),
-    Constraint(Op.IN_RANGE, Interval("a", "b")), Constraint(Op.IN_RANGE, Interval("", "ab")),
-    Constraint(Op.GE, 1), Constraint(Op.GT, 1), Constraint(Op.LE, 2.5), Constraint(Op.LT, 0),
-    Constraint(Op.GE, "a"), Constraint(Op.LT, "b"),
-    Constraint(Op.PREFIX, "a"), Constraint(Op.PREFIX, "ab"), Constraint(Op.SUFFIX, "b"),
-    Constraint(Op.EQ_IGNORE_CASE, "ab"), Constraint(Op.EXISTS), Constraint(Op.NOT_EXISTS),
-    Constraint(Op.ANY, Constraint(Op.EQ, "a")), Constraint(Op.ANY, Constraint(Op.GE, 1)),
-    Constraint(Op.ANY, Constraint(Op.NOT_EXISTS)),
-])
-filters = st.dictionaries(st.sampled_from(NAMES), st.one_of(shared, shared, any_constraint),
-                          max_size=3).map(RecordFilter.of)
-events = st.dictionaries(st.sampled_from(NAMES + ["d"]),
-                         st.sampled_from([v for v in UNIVERSE if v is not ABSENT]),
-                         max_size=4).map(lambda d: Record(d, {}))
-script = st.lists(st.tuples(st.sampled_from(["add", "add", "add", "remove", "match"]),
-                            st.integers(0, 7), st.integers(0, 3)), min_size=1, max_size=25)
+shared = st.sampled_from(
+    [
+        Constraint(Op.EQ, 1),
+        Constraint(Op.EQ, 1.0),
+        Constraint(Op.EQ, "a"),
+        Constraint(Op.EQ, True),
+        Constraint(Op.NE, 1),
+        Constraint(Op.NE, "a"),
+        Constraint(Op.IN_SET, frozenset({skey(1), skey("a"), skey(None)})),
+        Constraint(Op.IN_RANGE, Interval(0, 2)),
+        Constraint(Op.IN_RANGE, Interval(1, 3, False, True)),
+        Constraint(Op.IN_RANGE, Interval(1, 2, True, False)),
+        Constraint(Op.IN_RANGE, Interval(2, 2)),
+        Constraint(Op.IN_RANGE, Interval("a", "b")),
+        Constraint(Op.IN_RANGE, Interval("", "ab")),
+        Constraint(Op.GE, 1),
+        Constraint(Op.GT, 1),
+        Constraint(Op.LE, 2.5),
+        Constraint(Op.LT, 0),
+        Constraint(Op.GE, "a"),
+        Constraint(Op.LT, "b"),
+        Constraint(Op.PREFIX, "a"),
+        Constraint(Op.PREFIX, "ab"),
+        Constraint(Op.SUFFIX, "b"),
+        Constraint(Op.EQ_IGNORE_CASE, "ab"),
+        Constraint(Op.EXISTS),
+        Constraint(Op.NOT_EXISTS),
+        Constraint(Op.ANY, Constraint(Op.EQ, "a")),
+        Constraint(Op.ANY, Constraint(Op.GE, 1)),
+        Constraint(Op.ANY, Constraint(Op.NOT_EXISTS)),
+    ]
+)
+filters = st.dictionaries(
+    st.sampled_from(NAMES), st.one_of(shared, shared, any_constraint), max_size=3
+).map(RecordFilter.of)
+events = st.dictionaries(
+    st.sampled_from(NAMES + ["d"]),
+    st.sampled_from([v for v in UNIVERSE if v is not ABSENT]),
+    max_size=4,
+).map(lambda d: Record(d, {}))
+script = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "add", "add", "remove", "match"]),
+        st.integers(0, 7),
+        st.integers(0, 3),
+    ),
+    min_size=1,
+    max_size=25,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(pool=st.lists(filters, min_size=1, max_size=8), steps=script,
-       evs=st.lists(events, min_size=1, max_size=6))
+@given(
+    pool=st.lists(filters, min_size=1, max_size=8),
+    steps=script,
+    evs=st.lists(events, min_size=1, max_size=6),
+)
 @pytest.mark.parametrize("name", MODES)
 def test_match_and_match_batch_equal_the_scan(name, pool, steps, evs):
     with mode(name):
@@ -98,15 +128,20 @@ def test_match_and_match_batch_equal_the_scan(name, pool, steps, evs):
 # many intervals on one attribute: region tables and segment trees, endpoints shared
 bound = st.integers(-4, 4).map(lambda i: i / 2 if i % 2 else i // 2)
 number_intervals = st.builds(Interval, bound, bound, st.booleans(), st.booleans())
-string_intervals = st.builds(Interval, st.text("ab", max_size=2), st.text("ab", max_size=2),
-                             st.booleans(), st.booleans())
+string_intervals = st.builds(
+    Interval, st.text("ab", max_size=2), st.text("ab", max_size=2), st.booleans(), st.booleans()
+)
 ranges = st.one_of(
     number_intervals.map(lambda x: Constraint(Op.IN_RANGE, x)),
     string_intervals.map(lambda x: Constraint(Op.IN_RANGE, x)),
     st.builds(Constraint, st.sampled_from([Op.LT, Op.LE, Op.GT, Op.GE]), bound),
 )
-probe_values = ([x / 4 for x in range(-12, 13)] + list(range(-3, 4))
-                + ["", "a", "aa", "ab", "b", "ba", "bb", "abc"] + [True, None, (1, "a"), ()])
+probe_values = (
+    [x / 4 for x in range(-12, 13)]
+    + list(range(-3, 4))
+    + ["", "a", "aa", "ab", "b", "ba", "bb", "abc"]
+    + [True, None, (1, "a"), ()]
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))

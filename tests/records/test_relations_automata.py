@@ -1,23 +1,37 @@
 """The string automata behind the constraint algebra: lexical spans as DFAs agree with the
 spans, minimal DFAs are canonical, and long constants stay linear (no recursion limits)."""
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from pubsift.models.constraints import relations as rel
 from pubsift.models.constraints.automata import StrSet, dfa_kmp, dfa_span, dfa_words
 from pubsift.models.constraints.constraints import Constraint, Op
 from pubsift.models.constraints.intervals import prefix_span
 from pubsift.models.constraints.valuesets import value_set
-
 from relations_universe import CASE_VARIANTS, WORDS, constraints_of
 
-LEXICAL = [Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.IN_RANGE, Op.NOT_IN_RANGE, Op.PREFIX,
-           Op.NOT_PREFIX, Op.IN_SET, Op.NOT_IN_SET]
+LEXICAL = [
+    Op.EQ,
+    Op.NE,
+    Op.LT,
+    Op.LE,
+    Op.GT,
+    Op.GE,
+    Op.IN_RANGE,
+    Op.NOT_IN_RANGE,
+    Op.PREFIX,
+    Op.NOT_PREFIX,
+    Op.IN_SET,
+    Op.NOT_IN_SET,
+]
 STRINGS = WORDS + CASE_VARIANTS
-lexical = st.sampled_from(LEXICAL).flatmap(constraints_of).filter(
-    lambda c: value_set(c).str.lex is not None)
+lexical = (
+    st.sampled_from(LEXICAL)
+    .flatmap(constraints_of)
+    .filter(lambda c: value_set(c).str.lex is not None)
+)
 
 
 def as_dfa_only(s: StrSet) -> StrSet:
@@ -44,8 +58,7 @@ def test_minimal_automata_are_canonical():
     lo, _, hi, _ = prefix_span("ab")
     assert dfa_span(lo, hi) == value_set(Constraint(Op.PREFIX, "ab")).str.dfa
     assert dfa_words(["ab", "b"]) == dfa_words(["b", "ab", "b"])
-    both = dfa_kmp("ab", absorbing=True).product(dfa_kmp("b", absorbing=True),
-                                                 lambda x, y: x and y)
+    both = dfa_kmp("ab", absorbing=True).product(dfa_kmp("b", absorbing=True), lambda x, y: x and y)
     assert both == dfa_kmp("ab", absorbing=True)  # equal languages, equal objects
 
 
@@ -56,8 +69,9 @@ def test_long_constants_do_not_recurse():
     assert rel.covers(long, Constraint(Op.EQ, "aB" * n))
     assert not rel.covers(Constraint(Op.PREFIX, "a"), long)
     assert rel.witness(long).casefold() == "ab" * n
-    assert rel.conjoin(Constraint(Op.SUFFIX, "b" * n), Constraint(Op.EQ, "b" * n)) == \
-        Constraint(Op.EQ, "b" * n)
+    assert rel.conjoin(Constraint(Op.SUFFIX, "b" * n), Constraint(Op.EQ, "b" * n)) == Constraint(
+        Op.EQ, "b" * n
+    )
 
 
 def test_finite_languages_are_read_back_up_to_a_limit():

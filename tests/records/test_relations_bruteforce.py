@@ -1,16 +1,15 @@
 """Brute force: every ordered pair of operators, random constants, against
 ``Constraint.matches`` over a finite universe (forward direction) and against witnesses
 checked with ``matches`` (converse: the relations claim exactness everywhere)."""
+
 from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from pubsift.models.constraints import relations as rel
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Interval, Op
 from pubsift.models.constraints.valuesets import value_set
-
 from relations_universe import any_constraint, constraints_of, key, matching, universe
 
 OPS = list(Op)
@@ -38,7 +37,7 @@ def check_pair(a: Constraint, b: Constraint, integer: bool) -> None:
     ident = rel.identical(a, b, integer)
     assert ident == (cov and rel.covers(b, a, integer))
     ka, kb = rel.span_key(a, integer), rel.span_key(b, integer)
-    if ka is not None and kb is not None:             # the index's identity lookup
+    if ka is not None and kb is not None:  # the index's identity lookup
         assert (ka == kb) == ident, (a, b, ka, kb)
     if ident:
         assert la == lb
@@ -136,6 +135,7 @@ def test_merge_and_hull_of_several(cs, integer):
 def test_casefold_is_per_character():
     """The equals-ignore-case automaton relies on str.casefold folding per character."""
     import random
+
     rnd = random.Random(7)
     pool = [chr(c) for c in range(0x20, 0x2000)] + ["ß", "ﬆ", "\u212a", "ẞ", "İ", "ǰ"]
     for _ in range(2000):
@@ -151,8 +151,11 @@ def test_not_exists_is_only_absent():
 
 
 # operators whose value sets are read back completely (lexical, numeric, sets, multi cubes)
-CANONICAL = [op for op in OPS if op not in (Op.SUFFIX, Op.NOT_SUFFIX, Op.SUBSTRING,
-                                            Op.EQ_IGNORE_CASE, Op.INSTANCEOF)]
+CANONICAL = [
+    op
+    for op in OPS
+    if op not in (Op.SUFFIX, Op.NOT_SUFFIX, Op.SUBSTRING, Op.EQ_IGNORE_CASE, Op.INSTANCEOF)
+]
 small_canonical = st.sampled_from(CANONICAL).flatmap(constraints_of)
 
 
@@ -170,13 +173,19 @@ def test_identical_constraints_normalize_to_equal_objects(a, b, integer):
     assert na == rel.normalize(b, integer), (a, b)
 
 
-@pytest.mark.parametrize("a,b", [
-    (Constraint(Op.IN_SET, frozenset({("num", 3)})), Constraint(Op.EQ, 3.0)),
-    (Constraint(Op.OVERLAPS, frozenset({("num", 1)})), Constraint(Op.CONTAINS, ("num", 1))),
-    (Constraint(Op.DISJOINT, frozenset({("str", "a")})), Constraint(Op.NOT_CONTAINS, ("str", "a"))),
-    (Constraint(Op.LT, "b"), Constraint(Op.NOT_IN_RANGE, Interval("b", None, True, True))),
-    (Constraint(Op.GT, 3), Constraint(Op.GE, 4)),
-])
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        (Constraint(Op.IN_SET, frozenset({("num", 3)})), Constraint(Op.EQ, 3.0)),
+        (Constraint(Op.OVERLAPS, frozenset({("num", 1)})), Constraint(Op.CONTAINS, ("num", 1))),
+        (
+            Constraint(Op.DISJOINT, frozenset({("str", "a")})),
+            Constraint(Op.NOT_CONTAINS, ("str", "a")),
+        ),
+        (Constraint(Op.LT, "b"), Constraint(Op.NOT_IN_RANGE, Interval("b", None, True, True))),
+        (Constraint(Op.GT, 3), Constraint(Op.GE, 4)),
+    ],
+)
 def test_identical_forms_normalize_alike(a, b):
     integer = a.op is Op.GT
     assert rel.identical(a, b, integer)

@@ -1,22 +1,23 @@
 """Multi-value sets on unions of many cubes: answers stay sound when exact answers would
 need exponentially many cubes (:class:`TooComplex`)."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
-
-from pubsift.models.records import conjunctive as cj
 from pubsift.models.constraints import relations as rel
 from pubsift.models.constraints.constraints import Constraint as C
 from pubsift.models.constraints.constraints import Op
-from pubsift.models.records.filters import RecordFilter
 from pubsift.models.constraints.multivalues import MultiSet, TooComplex
 from pubsift.models.constraints.values import skey
 from pubsift.models.constraints.valuesets import value_set
+from pubsift.models.records import conjunctive as cj
+from pubsift.models.records.filters import RecordFilter
 
-SUPERSETS = [C(Op.SUPERSET, frozenset(skey(i) for i in range(10 * k, 10 * k + 40)))
-             for k in range(6)]
+SUPERSETS = [
+    C(Op.SUPERSET, frozenset(skey(i) for i in range(10 * k, 10 * k + 40))) for k in range(6)
+]
 
 
 def test_difference_of_large_unions_refuses_instead_of_exploding():

@@ -1,12 +1,12 @@
 """Seed test vectors for attribute filters: Mühl 000 §4.3 (examples, Tables 4.1-4.8),
 the slides 002 (list 2-5, 9-11) and Tarkoma's Example 2.1. One test per vector."""
+
 from __future__ import annotations
 
 import itertools
 import math
 
 import pytest
-
 from pubsift.models.constraints import relations as rel
 from pubsift.models.constraints.constraints import Constraint as C
 from pubsift.models.constraints.constraints import Interval, Op, TypeSet
@@ -200,8 +200,9 @@ def test_muehl_table_4_8_union_of_sets():
 
 def test_muehl_table_4_8_union_of_set_exclusions():
     # M1 ∩ M2 ≠ ∅: x ∉ M1 ∩ M2
-    assert rel.merge([C(Op.NOT_IN_SET, S(1, 2, 3)), C(Op.NOT_IN_SET, S(2, 3, 4))]) == \
-        C(Op.NOT_IN_SET, S(2, 3))
+    assert rel.merge([C(Op.NOT_IN_SET, S(1, 2, 3)), C(Op.NOT_IN_SET, S(2, 3, 4))]) == C(
+        Op.NOT_IN_SET, S(2, 3)
+    )
     # M1 ∩ M2 = ∅: every value of the kind (∃x for a numeric attribute)
     assert rel.merge([C(Op.NOT_IN_SET, S(1, 2)), C(Op.NOT_IN_SET, S(3))]) == ALL_NUMBERS
     assert rel.merge([C(Op.NOT_IN_SET, S(1, "a")), C(Op.NOT_IN_SET, S(2, "b"))]) is None
@@ -211,8 +212,9 @@ def test_muehl_table_4_8_union_of_set_exclusions():
 
 
 def test_muehl_table_4_8_overlaps():
-    assert rel.merge([C(Op.OVERLAPS, S(1, 2)), C(Op.OVERLAPS, S(2, 3))]) == \
-        C(Op.OVERLAPS, S(1, 2, 3))
+    assert rel.merge([C(Op.OVERLAPS, S(1, 2)), C(Op.OVERLAPS, S(2, 3))]) == C(
+        Op.OVERLAPS, S(1, 2, 3)
+    )
 
 
 def test_muehl_table_4_8_disjunct_rows_are_not_perfect():
@@ -236,8 +238,12 @@ def test_muehl_table_4_8_eq_ne():
 
 def test_muehl_table_4_8_comparisons():
     for a1, a2 in itertools.product(GRID, GRID):
-        for lo_op, hi_op, cond in ((Op.LT, Op.GT, a1 > a2), (Op.LT, Op.GE, a1 >= a2),
-                                   (Op.LE, Op.GT, a1 >= a2), (Op.LE, Op.GE, a1 >= a2)):
+        for lo_op, hi_op, cond in (
+            (Op.LT, Op.GT, a1 > a2),
+            (Op.LT, Op.GE, a1 >= a2),
+            (Op.LE, Op.GT, a1 >= a2),
+            (Op.LE, Op.GE, a1 >= a2),
+        ):
             m = rel.merge([C(lo_op, a1), C(hi_op, a2)])
             assert (m == ALL_NUMBERS) == cond, (lo_op, a1, hi_op, a2, m)
 

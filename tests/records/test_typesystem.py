@@ -5,15 +5,19 @@ a supertype of T2), checked by brute force over the value set L_A of each constr
 hierarchy with multiple inheritance; closures against a naive reachability search on random
 acyclic declarations.
 """
+
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
-from pubsift.models.records.typesystem import (Schema, TypeHierarchy, TypeHierarchyError,
-                                               UnknownTypeError)
+from pubsift.models.records.typesystem import (
+    Schema,
+    TypeHierarchy,
+    TypeHierarchyError,
+    UnknownTypeError,
+)
 
 # A diamond and a second root: ConvertibleBond is both a BondQuote and an Equity.
 DECLARED = {
@@ -71,17 +75,21 @@ def test_multiple_inheritance_closures():
     assert H.subtypes("Quote") == {"Quote", "StockQuote", "BondQuote", "ConvertibleBond"}
     assert H.subtypes("Security") == {"Security", "Equity", "ConvertibleBond"}
     assert H.supertypes("ConvertibleBond") == PROPER_SUPERTYPES["ConvertibleBond"] | {
-        "ConvertibleBond"}
+        "ConvertibleBond"
+    }
     ts = H.typeset("Equity")
     assert ts.name == "Equity" and ts.members == {"Equity", "ConvertibleBond"}
 
 
-@pytest.mark.parametrize("declared, cycle", [
-    ({"A": ["A"]}, "A -> A"),
-    ({"A": ["B"], "B": ["A"]}, "A -> B -> A"),
-    ({"A": ["B"], "B": ["C"], "C": ["A"], "D": ["A"]}, "A -> B -> C -> A"),
-    ({"X": [], "A": ["X", "B"], "B": ["C"], "C": ["B"]}, "B -> C -> B"),
-])
+@pytest.mark.parametrize(
+    "declared, cycle",
+    [
+        ({"A": ["A"]}, "A -> A"),
+        ({"A": ["B"], "B": ["A"]}, "A -> B -> A"),
+        ({"A": ["B"], "B": ["C"], "C": ["A"], "D": ["A"]}, "A -> B -> C -> A"),
+        ({"X": [], "A": ["X", "B"], "B": ["C"], "C": ["B"]}, "B -> C -> B"),
+    ],
+)
 def test_cycles_are_rejected_naming_the_cycle(declared, cycle):
     with pytest.raises(TypeHierarchyError, match="cycle") as e:
         TypeHierarchy(declared)
@@ -118,8 +126,9 @@ def test_equality_hash_and_declared_round_trip():
 def test_schema_is_a_hashable_config_object():
     s = Schema.of(integer_attrs=["volume", "count"], types=DECLARED)
     assert s.is_integer("volume") and not s.is_integer("price")
-    assert s == Schema.of(["count", "volume"], H) and hash(s) == hash(Schema.of(
-        ["count", "volume"], H))
+    assert s == Schema.of(["count", "volume"], H) and hash(s) == hash(
+        Schema.of(["count", "volume"], H)
+    )
     assert Schema().types.types == frozenset() and Schema().integer_attrs == frozenset()
     with pytest.raises(TypeError):
         Schema.of(integer_attrs="volume")
@@ -130,8 +139,10 @@ def dags(draw):
     n = draw(st.integers(1, 12))
     names = [f"t{i}" for i in range(n)]
     # edges only to lower indices: acyclic by construction
-    return {names[i]: draw(st.lists(st.sampled_from(names[:i]), max_size=3)) if i else []
-            for i in range(n)}
+    return {
+        names[i]: draw(st.lists(st.sampled_from(names[:i]), max_size=3)) if i else []
+        for i in range(n)
+    }
 
 
 def _reach(declared, t):

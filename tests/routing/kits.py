@@ -4,13 +4,13 @@ The toy model is always there; every built-in model found by ``pubsift.core.load
 gets a kit from a small generator written for routing (few distinct values, so covering,
 overlap, identity and merging happen often).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
-
 from pubsift.core import load_all
 from pubsift.core.model import FilterModel
 
@@ -39,8 +39,11 @@ def _records(model: FilterModel) -> Kit:
         if shape in (0, 2):
             parts.append(f'symbol = "{draw(symbols)}"')
         elif shape == 3:
-            parts.append("symbol in {" + ", ".join(f'"{s}"' for s in
-                                                    sorted(draw(st.sets(symbols, min_size=1)))) + "}")
+            parts.append(
+                "symbol in {"
+                + ", ".join(f'"{s}"' for s in sorted(draw(st.sets(symbols, min_size=1))))
+                + "}"
+            )
         if shape != 0 or draw(st.booleans()):
             kind = draw(st.integers(0, 2))
             lo = draw(prices)
@@ -84,6 +87,7 @@ def _xml(model: FilterModel) -> Kit:
 
 def _concepts(model: FilterModel) -> Kit:
     from pubsift.models.concepts import strategies as cs
+
     return Kit("concepts", model, cs.filters(model), cs.events(model))
 
 

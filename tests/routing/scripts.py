@@ -5,13 +5,13 @@ a list of operations (sub, unsub, adv, unadv, pub, settle). It always ends with 
 round in which every client publishes, so every run has publications whose delivery set is
 checked exactly.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
-
 from pubsift.core import oracle
 from pubsift.core.network import Network
 from pubsift.core.topology import random_tree
@@ -34,24 +34,33 @@ def scripts(draw: st.DrawFn, kit: Kit, advertisements: bool, max_ops: int = 40) 
     n = draw(st.integers(1, 7))
     clients = draw(st.integers(1, 5))
     who = st.integers(0, clients - 1)
-    choices = [st.tuples(st.just("sub"), who, kit.filters),
-               st.tuples(st.just("unsub"), who, st.integers(0, 9)),
-               st.tuples(st.just("pub"), who, kit.events),
-               st.just(("settle",))]
+    choices = [
+        st.tuples(st.just("sub"), who, kit.filters),
+        st.tuples(st.just("unsub"), who, st.integers(0, 9)),
+        st.tuples(st.just("pub"), who, kit.events),
+        st.just(("settle",)),
+    ]
     if advertisements:
-        choices += [st.tuples(st.just("adv"), who, kit.filters),
-                    st.tuples(st.just("unadv"), who, st.integers(0, 9))]
-    return Script(n, draw(st.integers(0, 2**16)), draw(st.integers(0, 2**16)),
-                  tuple(draw(st.lists(st.integers(0, n - 1), min_size=clients, max_size=clients))),
-                  tuple(draw(st.lists(st.one_of(choices), max_size=max_ops))),
-                  tuple(draw(st.lists(kit.events, min_size=clients, max_size=clients))))
+        choices += [
+            st.tuples(st.just("adv"), who, kit.filters),
+            st.tuples(st.just("unadv"), who, st.integers(0, 9)),
+        ]
+    return Script(
+        n,
+        draw(st.integers(0, 2**16)),
+        draw(st.integers(0, 2**16)),
+        tuple(draw(st.lists(st.integers(0, n - 1), min_size=clients, max_size=clients))),
+        tuple(draw(st.lists(st.one_of(choices), max_size=max_ops))),
+        tuple(draw(st.lists(kit.events, min_size=clients, max_size=clients))),
+    )
 
 
 def run(script: Script, kit: Kit, strategy: str, advertisements: bool) -> Network:
     """Execute ``script``; the network is left quiet after the final round."""
     topo = random_tree(script.brokers, script.tree_seed)
-    net = Network(topo, [kit.model], strategy=strategy, advertisements=advertisements,
-                  seed=script.net_seed)
+    net = Network(
+        topo, [kit.model], strategy=strategy, advertisements=advertisements, seed=script.net_seed
+    )
     cs = [net.client(f"c{i}", topo.access[b]) for i, b in enumerate(script.placement)]
     m = kit.model.name
     for op in script.ops:

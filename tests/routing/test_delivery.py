@@ -1,13 +1,13 @@
 """Every strategy, with and without advertisements, on every available model: random trees,
 random scripts, checked against the delivery oracle (Mühl Def. 2.1 / 2.4), and against
 flooding (differential)."""
+
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-
 from pubsift.core import oracle
 from pubsift.core.strategies import STRATEGIES
 
@@ -20,20 +20,25 @@ IDS = [f"{k.name}-{s}-{'adv' if a else 'noadv'}" for k, s, a in CASES]
 
 
 def _check(kit, strategy, adv, examples) -> None:
-    @settings(max_examples=examples, deadline=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(script=scripts(kit, adv))
     def prop(script) -> None:
         net = run(script, kit, strategy, adv)
         v = verdict(net)
         assert v.ok, f"{strategy} adv={adv}: {v}"
-        assert v.settled >= len(script.final)       # the final round is always judged
+        assert v.settled >= len(script.final)  # the final round is always judged
         if strategy != "flooding":
             base = run(script, kit, "flooding", adv)
             vb = verdict(base)
             both = v.settled_ids & vb.settled_ids
             mine, theirs = oracle.deliveries(net.trace), oracle.deliveries(base.trace)
             assert {p: mine[p] for p in both} == {p: theirs[p] for p in both}
+
     prop()
 
 
@@ -60,8 +65,9 @@ def test_perfect_strategies_forward_nothing_in_vain_once_settled(strategy, adv) 
     kit = KITS[0]
     assert kit.name == "toy"
 
-    @settings(max_examples=15, deadline=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
     @given(script=scripts(kit, adv))
     def prop(script) -> None:
         final = script.final
@@ -71,12 +77,14 @@ def test_perfect_strategies_forward_nothing_in_vain_once_settled(strategy, adv) 
             c.publish(kit.model.name, e)
         net.run_until_quiet()
         assert net.useless_forwards() == before
+
     prop()
 
 
 def test_flooding_forwards_in_vain() -> None:
     from pubsift.core.network import Network
     from pubsift.core.topology import line
+
     net = Network(line(4), [KITS[0].model], "flooding")
     net.client("x", "b0").publish("toy", 3)
     net.run_until_quiet()

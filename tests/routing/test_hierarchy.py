@@ -1,9 +1,9 @@
 """Routing-table sizes and filter-forwarding costs on Mühl's 107-broker hierarchy (000, ch. 6,
 SEEDS.md): the closed forms that follow from the topology, at a small scale."""
+
 from __future__ import annotations
 
 import pytest
-
 from pubsift.core.network import Network
 from pubsift.core.topology import hierarchy
 
@@ -11,8 +11,8 @@ from .toy import Pts, ToyModel
 
 M = ToyModel()
 TOPO = hierarchy()
-V = len(TOPO.brokers)                       # |V| = 107
-STOCKS = [Pts(frozenset({s})) for s in (0, 2, 4, 6, 8)]   # "quote subscriptions" on 5 stocks
+V = len(TOPO.brokers)  # |V| = 107
+STOCKS = [Pts(frozenset({s})) for s in (0, 2, 4, 6, 8)]  # "quote subscriptions" on 5 stocks
 
 
 def test_simple_routing_costs_v_minus_1_per_change() -> None:
@@ -49,9 +49,10 @@ def test_simple_routing_with_advertisements_p_avg_3_73() -> None:
         assert abs(held - 67 / 3 ** (k - 1)) < 1
 
 
-@pytest.mark.parametrize("strategy,limit", [("identity", 2 * 5 * (V - 1)),
-                                            ("covering", 2 * 5 * (V - 1)),
-                                            ("merging", 2 * (V - 1))])
+@pytest.mark.parametrize(
+    "strategy,limit",
+    [("identity", 2 * 5 * (V - 1)), ("covering", 2 * 5 * (V - 1)), ("merging", 2 * (V - 1))],
+)
 def test_table_sizes_converge(strategy: str, limit: int) -> None:
     """Identity-based routing converges to 2·m·(|V| − 1) remote entries for m stocks;
     merging keeps at most one remote entry per neighbour (one per directed link)."""
@@ -66,14 +67,16 @@ def test_table_sizes_converge(strategy: str, limit: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("adv", [False, True], ids=["noadv", "adv"])
-@pytest.mark.parametrize("strategy", ["flooding", "simple", "identity", "covering", "merging",
-                                      "merging-imperfect"])
+@pytest.mark.parametrize(
+    "strategy", ["flooding", "simple", "identity", "covering", "merging", "merging-imperfect"]
+)
 def test_records_quotes_on_the_hierarchy(strategy: str, adv: bool) -> None:
     """Quote and quote-interval subscriptions of the records model on the 107 brokers, one
     publisher at the root router, judged by the oracle."""
     import random
 
     from pubsift.core import load_model, oracle
+
     model = load_model("records")
     rng = random.Random(5)
     net = Network(TOPO, [model], strategy, advertisements=adv, seed=5)
@@ -85,8 +88,11 @@ def test_records_quotes_on_the_hierarchy(strategy: str, adv: bool) -> None:
     for c in consumers:
         for _ in range(3):
             s = rng.choice("ABCDE")
-            text = (f'symbol = "{s}"' if rng.random() < 0.5 else
-                    f'symbol = "{s}" and price in [{(lo := rng.randint(1, 20))}, {lo + rng.randint(0, 10)}]')
+            text = (
+                f'symbol = "{s}"'
+                if rng.random() < 0.5
+                else f'symbol = "{s}" and price in [{(lo := rng.randint(1, 20))}, {lo + rng.randint(0, 10)}]'
+            )
             c.subscribe("records", model.parse_filter(text))
             subs.append((c, text))
         if rng.random() < 0.3:
@@ -96,8 +102,10 @@ def test_records_quotes_on_the_hierarchy(strategy: str, adv: bool) -> None:
         c.unsubscribe("records", model.parse_filter(text))
     net.run_until_quiet()
     for _ in range(60):
-        pub.publish("records", model.parse_event({"symbol": rng.choice("ABCDE"),
-                                                  "price": rng.randint(1, 30)}))
+        pub.publish(
+            "records",
+            model.parse_event({"symbol": rng.choice("ABCDE"), "price": rng.randint(1, 30)}),
+        )
     net.run_until_quiet()
     v = oracle.check(net.trace, net.models, adv)
     assert v.ok and v.settled == 60 and v.deliveries > 0, str(v)

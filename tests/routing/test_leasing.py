@@ -9,12 +9,12 @@ renewals, which (idempotent resubscriptions, §3.7.2) need one refresh period ρ
 across the network once the garbage that could suppress them (covering entries) has
 expired; the tests check exact delivery from t0 + ΔT + ρ + 2·d·δmax on.
 """
+
 from __future__ import annotations
 
 import random
 
 import pytest
-
 from pubsift.core import oracle
 from pubsift.core.leasing import LeaseTimingError, Leasing
 from pubsift.core.messages import Admin
@@ -41,16 +41,16 @@ def _corrupt(net: Network, rng: random.Random) -> None:
         r = b.routing["toy"]
         tables = [(r.subs, r.sub_strategy)] + ([(r.advs, r.adv_strategy)] if r.advs else [])
         for table, strategy in tables:
-            lost = [e for e in table if rng.random() < 0.5]              # missing entries
+            lost = [e for e in table if rng.random() < 0.5]  # missing entries
             strategy.drop(lost)
-            for c in b.clients:                                          # garbage local entries
+            for c in b.clients:  # garbage local entries
                 table.add(Iv(0, DOMAIN - 1) if rng.random() < 0.5 else _filter(rng), c)
-            for h in sorted(b.neighbours):                               # garbage remote entries
+            for h in sorted(b.neighbours):  # garbage remote entries
                 table.add(_filter(rng), h)
-                strategy.administer(h, [(_filter(rng), None)], [])       # ... and strategy state
-    net.lose(0.5)                                                        # lost messages
+                strategy.administer(h, [(_filter(rng), None)], [])  # ... and strategy state
+    net.lose(0.5)  # lost messages
     names = sorted(net.brokers)
-    for _ in range(5):                                                   # spurious messages
+    for _ in range(5):  # spurious messages
         a = rng.choice(names)
         nbs = sorted(net.brokers[a].neighbours)
         if nbs:
@@ -71,24 +71,24 @@ def _run(strategy: str, adv: bool, seed: int) -> None:
         for _ in range(rng.randint(1, 3)):
             c.subscribe("toy", _filter(rng))
     net.run_until(100.0)
-    for c in clients[:2]:                       # changes in flight when the faults strike
+    for c in clients[:2]:  # changes in flight when the faults strike
         c.subscribe("toy", _filter(rng))
         c.unsubscribe("toy", next(iter(c.subscriptions))[1])
     t0 = net.now
     _corrupt(net, rng)
-    for c in clients:                           # the faults are visible ...
+    for c in clients:  # the faults are visible ...
         c.publish("toy", rng.randrange(DOMAIN))
     dt = leasing.stabilization_time(d, *DELAY)
     net.run_until(t0 + dt)
     safe_from = net.now
-    for c in clients:                           # ... safety is back at t0 + ΔT (3.22)
+    for c in clients:  # ... safety is back at t0 + ΔT (3.22)
         for _ in range(3):
             c.publish("toy", rng.randrange(DOMAIN))
     relay = leasing.period if adv else 0.0
     net.run_until(t0 + dt + relay + leasing.refresh + 2 * d * DELAY[1])
     net.run_until_quiet()
     live_from = net.now
-    for c in clients:                           # ... and delivery is exact after a renewal
+    for c in clients:  # ... and delivery is exact after a renewal
         for e in range(DOMAIN):
             c.publish("toy", e)
     net.run_until_quiet()
@@ -139,13 +139,13 @@ def test_expired_entries_are_dropped_without_renewal() -> None:
     c.subscribe("toy", Iv(1, 2))
     net.run_until(5.0)
     assert all(b.sizes() != (0, 0) for b in net.brokers.values())
-    c.subscriptions.clear()                     # the client stops renewing (e.g. crashed)
+    c.subscriptions.clear()  # the client stops renewing (e.g. crashed)
     net.run_until(100.0)
     assert all(b.sizes() == (0, 0) for b in net.brokers.values())
 
 
 def test_lease_timing_condition_is_checked_and_explained() -> None:
-    topo = line(6)                              # d = 5
+    topo = line(6)  # d = 5
     with pytest.raises(LeaseTimingError, match=r"π=10.*ρ=8.*d=5.*ρ \+ d\(δmax − δmin\) = 13"):
         Network(topo, [M], "covering", delay=(1.0, 2.0), leasing=Leasing(period=10, refresh=8))
     Network(topo, [M], "covering", delay=(1.0, 2.0), leasing=Leasing(period=13.5, refresh=8))

@@ -1,11 +1,22 @@
 """The simulated network, the topologies and the wire forms of messages."""
+
 from __future__ import annotations
 
 import pytest
-
 from pubsift.core.broker import Broker, BrokerError
 from pubsift.core.errors import UnknownModelError
-from pubsift.core.messages import Admin, Adv, Forward, Notify, Pub, Sub, Unadv, Unsub, from_wire, to_wire
+from pubsift.core.messages import (
+    Admin,
+    Adv,
+    Forward,
+    Notify,
+    Pub,
+    Sub,
+    Unadv,
+    Unsub,
+    from_wire,
+    to_wire,
+)
 from pubsift.core.network import Network
 from pubsift.core.topology import Topology, balanced, hierarchy, line, random_tree, star
 
@@ -19,7 +30,7 @@ def test_muehl_hierarchy() -> None:
     assert len(t.routers) == 40 and len(t.access) == 67 and len(t.brokers) == 107
     assert sorted(list(t.level.values()).count(k) for k in (1, 2, 3, 4)) == [1, 3, 9, 27]
     assert [len(t.neighbours(b)) for b in t.access] == [1] * 67
-    assert len(t.neighbours("r0")) == 4                      # 3 child routers + 1 local broker
+    assert len(t.neighbours("r0")) == 4  # 3 child routers + 1 local broker
     assert sum(1 for lb, r in t.router_of.items() if t.level[r] == 4) == 54
     assert t.diameter() == 8
 
@@ -43,8 +54,9 @@ def test_links_are_fifo_and_runs_are_deterministic() -> None:
             a.publish("toy", e)
         net.run_until_quiet()
         return b.received, [(op.kind, op.time) for op in net.trace]
+
     got, trace = run(4)
-    assert got == list(range(16))                            # FIFO: in publication order
+    assert got == list(range(16))  # FIFO: in publication order
     assert run(4) == (got, trace) and run(5)[1] != trace
 
 
@@ -86,7 +98,7 @@ def test_publications_without_advertisement_are_dropped() -> None:
     x.advertise("toy", Iv(0, 3))
     net.run_until_quiet()
     x.publish("toy", 2)
-    x.publish("toy", 7)                                      # matches no advertisement of x
+    x.publish("toy", 7)  # matches no advertisement of x
     net.run_until_quiet()
     assert y.received == [0] and net.brokers["b0"].dropped_publications == 1
     assert net.table_sizes("A") == {"b0": (1, 0), "b1": (0, 1)}
@@ -117,13 +129,22 @@ def test_bad_input_is_refused_clearly_and_loses_nothing() -> None:
     assert len(port.out) == 1 and b.table("toy").sizes() == (1, 0)
 
 
-@pytest.mark.parametrize("msg", [
-    Sub("c", "toy", Iv(1, 2)), Unsub("c", "toy", Pts(frozenset({1, 5}))), Adv("c", "toy", Iv(0, 0)),
-    Unadv("c", "toy", Iv(3, 4)), Pub("c", "toy", 7, 12), Notify("c", "toy", 7, 12),
-    Forward("toy", 3, 5), Admin("toy", "A", ((Iv(1, 2), None), (Iv(3, 3), "c")), ((Iv(0, 9), None),)),
-])
+@pytest.mark.parametrize(
+    "msg",
+    [
+        Sub("c", "toy", Iv(1, 2)),
+        Unsub("c", "toy", Pts(frozenset({1, 5}))),
+        Adv("c", "toy", Iv(0, 0)),
+        Unadv("c", "toy", Iv(3, 4)),
+        Pub("c", "toy", 7, 12),
+        Notify("c", "toy", 7, 12),
+        Forward("toy", 3, 5),
+        Admin("toy", "A", ((Iv(1, 2), None), (Iv(3, 3), "c")), ((Iv(0, 9), None),)),
+    ],
+)
 def test_wire_round_trip(msg) -> None:
     import json
+
     models = {"toy": M}
     assert from_wire(json.loads(json.dumps(to_wire(msg, models))), models) == msg
 

@@ -1,8 +1,8 @@
 """The delivery oracle judges traces by Def. 2.1 / 2.4, and it catches broken routing."""
+
 from __future__ import annotations
 
 import pytest
-
 from pubsift.core import oracle
 from pubsift.core.network import Network, TraceOp
 from pubsift.core.strategies import STRATEGIES
@@ -25,46 +25,105 @@ def kinds(v: oracle.Verdict) -> list[str]:
 
 
 def test_correct_trace_passes() -> None:
-    v = oracle.check(ops(("sub", "Y", "toy", F), ("quiet",), ("pub", "X", "toy", None, 3, 1),
-                         ("notify", "Y", "toy", None, 3, 1), ("quiet",)), MODELS)
+    v = oracle.check(
+        ops(
+            ("sub", "Y", "toy", F),
+            ("quiet",),
+            ("pub", "X", "toy", None, 3, 1),
+            ("notify", "Y", "toy", None, 3, 1),
+            ("quiet",),
+        ),
+        MODELS,
+    )
     assert v.ok and v.settled == 1 and v.deliveries == 1
 
 
-@pytest.mark.parametrize("trace,expected", [
-    # sigma_3 of Mühl (2.12): a non-matching notification
-    ([("sub", "Y", "toy", F), ("pub", "X", "toy", None, 9, 1), ("notify", "Y", "toy", None, 9, 1)],
-     ["unsubscribed"]),
-    # sigma_4 (2.13): delivered after the unsubscription
-    ([("sub", "Y", "toy", F), ("pub", "X", "toy", None, 3, 1), ("unsub", "Y", "toy", F),
-      ("notify", "Y", "toy", None, 3, 1)], ["unsubscribed"]),
-    # at most once
-    ([("sub", "Y", "toy", F), ("quiet",), ("pub", "X", "toy", None, 3, 1),
-      ("notify", "Y", "toy", None, 3, 1), ("notify", "Y", "toy", None, 3, 1), ("quiet",)],
-     ["duplicate"]),
-    # never published
-    ([("sub", "Y", "toy", F), ("notify", "Y", "toy", None, 3, 7)], ["unpublished"]),
-    # liveness for a settled subscription (weak validity)
-    ([("sub", "Y", "toy", F), ("quiet",), ("pub", "X", "toy", None, 3, 1), ("quiet",)], ["missing"]),
-])
+@pytest.mark.parametrize(
+    "trace,expected",
+    [
+        # sigma_3 of Mühl (2.12): a non-matching notification
+        (
+            [
+                ("sub", "Y", "toy", F),
+                ("pub", "X", "toy", None, 9, 1),
+                ("notify", "Y", "toy", None, 9, 1),
+            ],
+            ["unsubscribed"],
+        ),
+        # sigma_4 (2.13): delivered after the unsubscription
+        (
+            [
+                ("sub", "Y", "toy", F),
+                ("pub", "X", "toy", None, 3, 1),
+                ("unsub", "Y", "toy", F),
+                ("notify", "Y", "toy", None, 3, 1),
+            ],
+            ["unsubscribed"],
+        ),
+        # at most once
+        (
+            [
+                ("sub", "Y", "toy", F),
+                ("quiet",),
+                ("pub", "X", "toy", None, 3, 1),
+                ("notify", "Y", "toy", None, 3, 1),
+                ("notify", "Y", "toy", None, 3, 1),
+                ("quiet",),
+            ],
+            ["duplicate"],
+        ),
+        # never published
+        ([("sub", "Y", "toy", F), ("notify", "Y", "toy", None, 3, 7)], ["unpublished"]),
+        # liveness for a settled subscription (weak validity)
+        (
+            [("sub", "Y", "toy", F), ("quiet",), ("pub", "X", "toy", None, 3, 1), ("quiet",)],
+            ["missing"],
+        ),
+    ],
+)
 def test_violations_are_found(trace, expected) -> None:
     assert kinds(oracle.check(ops(*trace), MODELS)) == expected
 
 
 def test_unsettled_publications_are_judged_for_safety_only() -> None:
-    v = oracle.check(ops(("sub", "Y", "toy", F), ("pub", "X", "toy", None, 3, 1), ("quiet",)), MODELS)
+    v = oracle.check(
+        ops(("sub", "Y", "toy", F), ("pub", "X", "toy", None, 3, 1), ("quiet",)), MODELS
+    )
     assert v.ok and v.unsettled == 1
-    v = oracle.check(ops(("sub", "Y", "toy", F), ("quiet",), ("pub", "X", "toy", None, 3, 1),
-                         ("unsub", "Y", "toy", F), ("quiet",)), MODELS)
+    v = oracle.check(
+        ops(
+            ("sub", "Y", "toy", F),
+            ("quiet",),
+            ("pub", "X", "toy", None, 3, 1),
+            ("unsub", "Y", "toy", F),
+            ("quiet",),
+        ),
+        MODELS,
+    )
     assert v.ok and v.unsettled == 1
 
 
 def test_advertisements_safety_and_liveness() -> None:
-    unadvertised = ops(("sub", "Y", "toy", F), ("adv", "X", "toy", Iv(4, 9)), ("quiet",),
-                       ("pub", "X", "toy", None, 3, 1), ("notify", "Y", "toy", None, 3, 1), ("quiet",))
-    assert kinds(oracle.check(unadvertised, MODELS, advertisements=True)) == ["extra", "unadvertised"]
+    unadvertised = ops(
+        ("sub", "Y", "toy", F),
+        ("adv", "X", "toy", Iv(4, 9)),
+        ("quiet",),
+        ("pub", "X", "toy", None, 3, 1),
+        ("notify", "Y", "toy", None, 3, 1),
+        ("quiet",),
+    )
+    assert kinds(oracle.check(unadvertised, MODELS, advertisements=True)) == [
+        "extra",
+        "unadvertised",
+    ]
     assert oracle.check(unadvertised, MODELS, advertisements=False).ok
-    live = ops(("sub", "Y", "toy", F), ("adv", "X", "toy", Iv(4, 9)), ("quiet",),
-               ("pub", "X", "toy", None, 4, 1), ("quiet",))
+    live = ops(
+        ("sub", "Y", "toy", F),
+        ("adv", "X", "toy", Iv(4, 9)),
+        ("quiet",),
+        ("pub", "X", "toy", None, 4, 1),
+        ("quiet",),
+    )
     assert kinds(oracle.check(live, MODELS, advertisements=True)) == ["missing"]
 
 

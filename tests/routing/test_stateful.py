@@ -3,13 +3,13 @@ subscribe, unsubscribe, advertise, unadvertise, publish and let the network sett
 order; after every settling the trace so far must satisfy the oracle, and the machine's own
 model of the subscriptions must agree with the clients' (Mühl §2.3: resubscription is
 idempotent, one unsubscription cancels it)."""
+
 from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-
 from pubsift.core import oracle
 from pubsift.core.network import Network
 from pubsift.core.strategies import STRATEGIES
@@ -22,12 +22,17 @@ M = ToyModel()
 
 def machine(strategy: str, adv: bool) -> type[RuleBasedStateMachine]:
     class Routing(RuleBasedStateMachine):
-        @initialize(n=st.integers(1, 6), seed=st.integers(0, 999),
-                    where=st.lists(st.integers(0, 5), min_size=1, max_size=4))
+        @initialize(
+            n=st.integers(1, 6),
+            seed=st.integers(0, 999),
+            where=st.lists(st.integers(0, 5), min_size=1, max_size=4),
+        )
         def build(self, n, seed, where) -> None:
             topo = random_tree(n, seed)
             self.net = Network(topo, [M], strategy, advertisements=adv, seed=seed)
-            self.clients = [self.net.client(f"c{i}", topo.access[w % n]) for i, w in enumerate(where)]
+            self.clients = [
+                self.net.client(f"c{i}", topo.access[w % n]) for i, w in enumerate(where)
+            ]
             self.subs: dict[str, set] = {c.name: set() for c in self.clients}
 
         @rule(i=st.integers(0, 3), f=toy_filters())
@@ -80,6 +85,11 @@ def machine(strategy: str, adv: bool) -> type[RuleBasedStateMachine]:
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
 def test_state_machine(strategy, adv) -> None:
     cls = machine(strategy, adv)
-    cls.TestCase.settings = settings(max_examples=10, stateful_step_count=30, deadline=None,
-                                     derandomize=True, suppress_health_check=list(HealthCheck))
+    cls.TestCase.settings = settings(
+        max_examples=10,
+        stateful_step_count=30,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
     cls.TestCase().runTest()

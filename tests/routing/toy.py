@@ -6,6 +6,7 @@ identity-based routing needs). Every relation is computed on point sets, hence e
 perfect mergers exist when the union is an interval, or as a set when every input is one;
 the imperfect merger is the hull interval.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -13,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
-
 from pubsift.core.model import FilterModel
 
 DOMAIN = 16

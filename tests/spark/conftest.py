@@ -1,6 +1,7 @@
 """Fixtures of the Spark job tests: one sample of every model with its subscribers, routed
 once by the job in this process (the shared ``spark`` session of tests/conftest.py), so
 that several tests read one run's outputs rather than each starting a job."""
+
 from __future__ import annotations
 
 import io
@@ -41,8 +42,9 @@ def sample(tmp_path_factory) -> Sample:
     sources = kit.write_sample(root, SEED)
     entries = kit.subscriptions(SEED)
     subs_file = kit.write_subscriptions(root / "subs.jsonl", entries)
-    return Sample(root, sources, entries, subs_file, load_subscriptions(str(subs_file)),
-                  kit.plain(sources))
+    return Sample(
+        root, sources, entries, subs_file, load_subscriptions(str(subs_file)), kit.plain(sources)
+    )
 
 
 def run_route(subscribers, out: Path, **kw: Any) -> Run:
@@ -51,8 +53,7 @@ def run_route(subscribers, out: Path, **kw: Any) -> Run:
 
     settings = Settings(format=kw.pop("format", "parquet"), overwrite=kw.pop("overwrite", False))
     text = io.StringIO()
-    summary = route(subscribers, str(out), settings, console=Console(file=text, width=120),
-                    **kw)
+    summary = route(subscribers, str(out), settings, console=Console(file=text, width=120), **kw)
     return Run(out, summary, text.getvalue())
 
 

@@ -3,6 +3,7 @@ model written into a directory, seeded random subscribers over it, the job's out
 back without Spark (pyarrow, or the JSON lines as text), and two independent oracles for the
 deliveries: the plain-Python reading (:func:`pubsift.adapters.read`) matched by each model's
 ``matches``, and the online routing core (:class:`pubsift.core.network.Network`)."""
+
 from __future__ import annotations
 
 import json
@@ -31,10 +32,15 @@ def _quotes(rng: random.Random, n: int) -> list[dict[str, Any]]:
     rows = []
     for i in range(n):
         close = round(rng.uniform(10, 200), 2)
-        rows.append({"date": f"2017-{1 + i % 12:02d}-{1 + i % 28:02d}",
-                     "open": round(close * rng.uniform(0.95, 1.05), 2), "close": close,
-                     "volume": rng.randrange(10_000, 20_000_000),
-                     "Name": rng.choice(SYMBOLS)})
+        rows.append(
+            {
+                "date": f"2017-{1 + i % 12:02d}-{1 + i % 28:02d}",
+                "open": round(close * rng.uniform(0.95, 1.05), 2),
+                "close": close,
+                "volume": rng.randrange(10_000, 20_000_000),
+                "Name": rng.choice(SYMBOLS),
+            }
+        )
     return rows
 
 
@@ -65,22 +71,32 @@ NITF = """<?xml version="1.0"?>
 def ubl(doc: str, currency: str, lines: Sequence[tuple[float, float, str]]) -> str:
     """A small UBL-like document: its lines are (price, quantity, unit code)."""
     body = "".join(
-        f"<{doc}Line><ID>{i}</ID><Quantity unitCode=\"{unit}\">{qty}</Quantity>"
-        f"<Price><PriceAmount currencyID=\"{currency}\">{price}</PriceAmount></Price>"
-        f"</{doc}Line>" for i, (price, qty, unit) in enumerate(lines, 1))
+        f'<{doc}Line><ID>{i}</ID><Quantity unitCode="{unit}">{qty}</Quantity>'
+        f'<Price><PriceAmount currencyID="{currency}">{price}</PriceAmount></Price>'
+        f"</{doc}Line>"
+        for i, (price, qty, unit) in enumerate(lines, 1)
+    )
     total = sum(p * q for p, q, _ in lines)
-    return (f"<?xml version=\"1.0\"?>\n<{doc}><ID>{doc}-{currency}</ID>"
-            f"<IssueDate>2017-03-01</IssueDate><LineExtensionTotalAmount currencyID="
-            f"\"{currency}\">{total:.2f}</LineExtensionTotalAmount>{body}</{doc}>\n")
+    return (
+        f'<?xml version="1.0"?>\n<{doc}><ID>{doc}-{currency}</ID>'
+        f"<IssueDate>2017-03-01</IssueDate><LineExtensionTotalAmount currencyID="
+        f'"{currency}">{total:.2f}</LineExtensionTotalAmount>{body}</{doc}>\n'
+    )
 
 
 #: the publisher side of the concepts CSV (issue 11; tests/adapters/test_concepts_sources.py)
-QUOTES_PUBLISHER = {"concept": "StockQuote",
-                    "vocabulary": {"close": "FinalPrice", "open": "OpenPrice",
-                                   "volume": "TradedVolume",
-                                   "Name": "Symbol", "date": "DateOfIssue"},
-                    "context": {"currency": "USD", "units": {"[]": "count"}},
-                    "time_field": "date"}
+QUOTES_PUBLISHER = {
+    "concept": "StockQuote",
+    "vocabulary": {
+        "close": "FinalPrice",
+        "open": "OpenPrice",
+        "volume": "TradedVolume",
+        "Name": "Symbol",
+        "date": "DateOfIssue",
+    },
+    "context": {"currency": "USD", "units": {"[]": "count"}},
+    "time_field": "date",
+}
 
 
 def write_sample(root: Path, seed: int, real: bool = True) -> list[Source]:
@@ -92,37 +108,48 @@ def write_sample(root: Path, seed: int, real: bool = True) -> list[Source]:
     rows = _quotes(rng, 60)
     cols = ["date", "open", "close", "volume", "Name"]
     csv_lines = [",".join(cols)] + [",".join(str(r[c]) for c in cols) for r in rows[:40]]
-    csv_lines.insert(7, "2017-01-07,1,2")                       # csv-field-count, row 7
+    csv_lines.insert(7, "2017-01-07,1,2")  # csv-field-count, row 7
     (files / "quotes.csv").write_text("\n".join(csv_lines) + "\n")
     jl = [json.dumps(r) for r in rows[40:]]
-    jl.insert(3, '{"date": "2017-02-02", "close": 1')           # json-syntax, line 4
+    jl.insert(3, '{"date": "2017-02-02", "close": 1')  # json-syntax, line 4
     jl.append(json.dumps({**rows[0], "tags": ["energy", "blue-chip"]}))
     (files / "quotes.jsonl").write_text("\n".join(jl) + "\n")
     items = "\n".join(
         f"<item><title>{t}</title><category>{c}</category><description>{d}</description></item>"
-        for t, c, d in (("Cup final", "Sports", "goals"), ("Rates up", "Business", "bank"),
-                        ("Marathon", "Sports", "running"), ("Elections", "Politics", "vote"),
-                        ("Broken <b>", "Sports", "x")))
+        for t, c, d in (
+            ("Cup final", "Sports", "goals"),
+            ("Rates up", "Business", "bank"),
+            ("Marathon", "Sports", "running"),
+            ("Elections", "Politics", "vote"),
+            ("Broken <b>", "Sports", "x"),
+        )
+    )
     (files / "news.rss").write_text(RSS.format(items=items.replace("<b>", "&undefined;")))
     (files / "blog.atom").write_text(ATOM_FEED)
-    for i, (title, text) in enumerate((("Markets rally", "Stocks rose in Sydney."),
-                                        ("Rain", "Storms hit the coast."))):
+    for i, (title, text) in enumerate(
+        (("Markets rally", "Stocks rose in Sydney."), ("Rain", "Storms hit the coast."))
+    ):
         (files / f"nitf-{i}.xml").write_text(NITF.format(title=title, text=text))
     (files / "empty.csv").write_bytes(b"")
-    (files / "README.md").write_text("not an event file\n")      # unknown-format
+    (files / "README.md").write_text("not an event file\n")  # unknown-format
     docs = root / "ubl"
     docs.mkdir()
-    (docs / "invoice-eur.xml").write_text(ubl("Invoice", "EUR", [(40.0, 2, "KGM"),
-                                                              (60.0, 1, "KGM"),
-                                                              (120.0, 3, "LBR")]))
-    (docs / "invoice-gbp.xml").write_text(ubl("Invoice", "GBP", [(95.0, 1, "KGM"),
-                                                              (20.0, 5, "PKG")]))
+    (docs / "invoice-eur.xml").write_text(
+        ubl("Invoice", "EUR", [(40.0, 2, "KGM"), (60.0, 1, "KGM"), (120.0, 3, "LBR")])
+    )
+    (docs / "invoice-gbp.xml").write_text(
+        ubl("Invoice", "GBP", [(95.0, 1, "KGM"), (20.0, 5, "PKG")])
+    )
     (docs / "order-eur.xml").write_text(ubl("Order", "EUR", [(30.0, 4, "KGM")]))
     concept_csv = root / "concept-quotes.csv"
-    concept_csv.write_text("\n".join([",".join(cols)] + [
-        ",".join(str(r[c]) for c in cols) for r in rows[:15]]) + "\n")
-    sources = [Source(str(files)), Source(str(docs), model="concepts"),
-               Source(str(concept_csv), publisher=QUOTES_PUBLISHER)]
+    concept_csv.write_text(
+        "\n".join([",".join(cols)] + [",".join(str(r[c]) for c in cols) for r in rows[:15]]) + "\n"
+    )
+    sources = [
+        Source(str(files)),
+        Source(str(docs), model="concepts"),
+        Source(str(concept_csv), publisher=QUOTES_PUBLISHER),
+    ]
     if real and DATA.is_dir():
         sources += _real(root / "real")
     return sources
@@ -135,8 +162,11 @@ def _real(dest: Path) -> list[Source]:
     with open(quotes, encoding="utf-8") as fh:
         head = [next(fh) for _ in range(81)]
     (dest / "quotes-1yr-head.csv").write_text("".join(head))
-    for p in (DATA / "feeds" / "real" / "ns-atom.xml", DATA / "nitf" / "wire" / "ap.xml",
-              DATA / "nitf" / "wire" / "aap-finance.xml"):
+    for p in (
+        DATA / "feeds" / "real" / "ns-atom.xml",
+        DATA / "nitf" / "wire" / "ap.xml",
+        DATA / "nitf" / "wire" / "aap-finance.xml",
+    ):
         shutil.copy(p, dest / p.name)
     ubl_dir = dest / "ubl"
     ubl_dir.mkdir()
@@ -146,8 +176,7 @@ def _real(dest: Path) -> list[Source]:
 
 
 # -- subscribers -------------------------------------------------------------------------------
-def _records_clause(rng: random.Random, kind: int | None = None
-                    ) -> tuple[str, dict[str, Any]]:
+def _records_clause(rng: random.Random, kind: int | None = None) -> tuple[str, dict[str, Any]]:
     """One random constraint in the text form and the EventBridge form; ``kind`` 0 and 1
     constrain Name, 2 close, 3 open, 4 volume."""
     kind = rng.randrange(5) if kind is None else kind
@@ -191,32 +220,70 @@ def subscriptions(seed: int, records: int = 24) -> list[dict[str, Any]]:
     for i, sid in enumerate(("odd id: 50% = [x]?#", "ünïcode-日本", "007", "2017-01-01")):
         out[i * 5 % len(out)]["id"] = sid
     out.append({"id": "rec-tagged", "model": "records", "filter": {"tags": ["energy"]}})
-    out.append({"id": "rec-all-or", "model": "records",                 # two filters match
-                "filter": {"$or": [{"close": [{"numeric": [">", 0]}]},
-                                   {"Name": [{"exists": True}]}]}})
+    out.append(
+        {
+            "id": "rec-all-or",
+            "model": "records",  # two filters match
+            "filter": {"$or": [{"close": [{"numeric": [">", 0]}]}, {"Name": [{"exists": True}]}]},
+        }
+    )
     out += [
         {"id": "xml-sports", "model": "xml", "filter": '/rss/channel/item[category = "Sports"]'},
         {"id": "xml-any-item", "model": "xml", "filter": "//item/title"},
         {"id": "xml-nitf", "model": "xml", "filter": '/nitf/head/title[contains(., "Markets")]'},
         {"id": "xml-nitf-p", "model": "xml", "filter": "/nitf//body.content/p"},
-        {"id": "xml-atom-music", "model": "xml", "filter": {
-            "xpath": '/a:feed/a:entry[a:category[@term = "Music"]]', "namespaces": {"a": ATOM}}},
-        {"id": "xml-atom03", "model": "xml", "filter": {
-            "xpath": "//a:entry/a:title", "namespaces": {"a": "http://purl.org/atom/ns#"}}},
+        {
+            "id": "xml-atom-music",
+            "model": "xml",
+            "filter": {
+                "xpath": '/a:feed/a:entry[a:category[@term = "Music"]]',
+                "namespaces": {"a": ATOM},
+            },
+        },
+        {
+            "id": "xml-atom03",
+            "model": "xml",
+            "filter": {
+                "xpath": "//a:entry/a:title",
+                "namespaces": {"a": "http://purl.org/atom/ns#"},
+            },
+        },
         {"id": "xml-none", "model": "xml", "filter": "/nothing-here"},
-        {"id": "eu-invoices", "model": "concepts", "filter": "Rechnung where Stueckpreis < 100",
-         "vocabulary": {"Rechnung": "Invoice", "Stueckpreis": "UnitPrice"},
-         "context": {"currency": "EUR"}},
-        {"id": "uk-heavy", "model": "concepts", "filter": "BusinessDocument where NetWeight > 2 lb",
-         "context": {"currency": "GBP"}},
-        {"id": "uk-invoices", "model": "concepts", "filter": "Invoice where UnitPrice > 50",
-         "context": {"currency": "GBP"}},
-        {"id": "us-quotes", "model": "concepts", "filter": "StockQuote where FinalPrice > 100",
-         "context": {"currency": "USD"}},
-        {"id": "docs-since-2000", "model": "concepts",
-         "filter": "BusinessDocument where DateOfIssue after 2000-01-01"},
-        {"id": "all-symbols", "model": "concepts",
-         "filter": 'StockQuote where Symbol in {"IBM", "KO"}'},
+        {
+            "id": "eu-invoices",
+            "model": "concepts",
+            "filter": "Rechnung where Stueckpreis < 100",
+            "vocabulary": {"Rechnung": "Invoice", "Stueckpreis": "UnitPrice"},
+            "context": {"currency": "EUR"},
+        },
+        {
+            "id": "uk-heavy",
+            "model": "concepts",
+            "filter": "BusinessDocument where NetWeight > 2 lb",
+            "context": {"currency": "GBP"},
+        },
+        {
+            "id": "uk-invoices",
+            "model": "concepts",
+            "filter": "Invoice where UnitPrice > 50",
+            "context": {"currency": "GBP"},
+        },
+        {
+            "id": "us-quotes",
+            "model": "concepts",
+            "filter": "StockQuote where FinalPrice > 100",
+            "context": {"currency": "USD"},
+        },
+        {
+            "id": "docs-since-2000",
+            "model": "concepts",
+            "filter": "BusinessDocument where DateOfIssue after 2000-01-01",
+        },
+        {
+            "id": "all-symbols",
+            "model": "concepts",
+            "filter": 'StockQuote where Symbol in {"IBM", "KO"}',
+        },
     ]
     return out
 
@@ -235,8 +302,9 @@ def _toml(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml(v)}"
-                                for k, v in value.items()) + " }"
+        return (
+            "{ " + ", ".join(f"{json.dumps(str(k))} = {_toml(v)}" for k, v in value.items()) + " }"
+        )
     return "[" + ", ".join(_toml(v) for v in value) + "]"
 
 
@@ -261,12 +329,15 @@ def partition_value(dirname: str, column: str) -> str:
     """``column=value`` of a partition directory, with Spark's %XX escapes undone."""
     prefix = column + "="
     assert dirname.startswith(prefix), dirname
-    return unquote(dirname[len(prefix):])
+    return unquote(dirname[len(prefix) :])
 
 
 def data_files(path: Path) -> list[Path]:
-    return sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(("_", "."))
-                  and not p.name.endswith(".crc"))
+    return sorted(
+        p
+        for p in path.rglob("*")
+        if p.is_file() and not p.name.startswith(("_", ".")) and not p.name.endswith(".crc")
+    )
 
 
 def read_rows(path: Path, fmt: str, partition: str | None = None) -> list[dict[str, Any]]:
@@ -313,8 +384,11 @@ def brute_force(subscribers: Sequence[Any], outcomes: Iterable[Any]) -> Pairs:
     events = [o for o in outcomes if isinstance(o, Event)]
     for s in subscribers:
         model = load_model(s.model)
-        got = {(e.source, e.position) for e in events if e.model == s.model
-               and any(model.matches(f, e.event) for f in s.filters)}
+        got = {
+            (e.source, e.position)
+            for e in events
+            if e.model == s.model and any(model.matches(f, e.event) for f in s.filters)
+        }
         if got:
             pairs[s.id] = got
     return pairs
@@ -386,7 +460,11 @@ def spark_env(**extra: str) -> dict[str, str]:
     """The environment of a job run as a process: this interpreter for the workers."""
     import sys
 
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
-               PYTHONDONTWRITEBYTECODE="1")
+    env = dict(
+        os.environ,
+        PYSPARK_PYTHON=sys.executable,
+        PYSPARK_DRIVER_PYTHON=sys.executable,
+        PYTHONDONTWRITEBYTECODE="1",
+    )
     env.update(extra)
     return env

@@ -5,12 +5,12 @@ Spark job and by the routing core's simulated broker network (covering, advertis
 with the same subscribers give the same deliveries per subscriber, each (subscriber, event)
 once. The records subscribers are seeded random conjunctions, EventBridge patterns and
 ``$or`` disjunctions over the quotes' columns, so agreement cannot come from a fixed case."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-
 from pubsift.adapters import Event
 from pubsift.core.registry import load_model
 
@@ -30,19 +30,22 @@ def test_the_job_delivers_what_the_online_brokers_deliver(routed, sample):
 def test_the_comparison_is_not_trivial(routed, sample):
     batch = kit.delivered_pairs(routed.out)
     events = [o for o in sample.outcomes if isinstance(o, Event)]
-    per_model = {m: {(e.source, e.position) for e in events if e.model == m}
-                 for m in ("records", "xml", "concepts")}
+    per_model = {
+        m: {(e.source, e.position) for e in events if e.model == m}
+        for m in ("records", "xml", "concepts")
+    }
     delivered_models = {s.model for s in sample.subscribers if s.id in batch}
     assert delivered_models == {"records", "xml", "concepts"}
     sizes = [len(batch.get(s.id, ())) for s in sample.subscribers if s.model == "records"]
     # random subscribers deliver some but not all records events, and differ from each other
     partial = [n for n in sizes if 0 < n < len(per_model["records"])]
     assert len(partial) >= len(sizes) // 2 and len(set(partial)) >= 5
-    assert "xml-none" not in batch                      # a subscriber with no delivery
+    assert "xml-none" not in batch  # a subscriber with no delivery
     # a subscriber whose two filters ($or) both match every records event: each event once
     assert batch["rec-all-or"] == per_model["records"]
-    assert len(sample.subscribers[[s.id for s in sample.subscribers].index("rec-all-or")]
-               .filters) == 2
+    assert (
+        len(sample.subscribers[[s.id for s in sample.subscribers].index("rec-all-or")].filters) == 2
+    )
     if kit.DATA.is_dir():
         real = {src for pairs in batch.values() for src, _ in pairs if "/real/" in src}
         assert len(real) >= 4, real

@@ -6,6 +6,7 @@ org.apache.spark.sql.connect.service.SparkConnectServer``) on 127.0.0.1; ``pubsi
 --master sc://127.0.0.1:PORT`` runs in a separate process and must deliver exactly what
 the same job delivers on ``local[2]``.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,23 +34,40 @@ def connect_server(tmp_path_factory):
     home = os.path.dirname(pyspark.__file__)
     port = free_port()
     log = tmp_path_factory.mktemp("connect") / "server.log"
-    env = dict(os.environ, SPARK_HOME=home, PYSPARK_PYTHON=sys.executable,
-               SPARK_LOCAL_IP="127.0.0.1")
+    env = dict(
+        os.environ, SPARK_HOME=home, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1"
+    )
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [os.path.join(home, "bin", "spark-submit"), "--class",
-             "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
-             "--conf", f"spark.connect.grpc.binding.port={port}",
-             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-             "--conf", "spark.hadoop.fs.file.impl=org.apache.hadoop.fs.RawLocalFileSystem",
-             "--conf", "spark.ui.enabled=false", "spark-internal"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            [
+                os.path.join(home, "bin", "spark-submit"),
+                "--class",
+                "org.apache.spark.sql.connect.service.SparkConnectServer",
+                "--master",
+                "local[2]",
+                "--conf",
+                f"spark.connect.grpc.binding.port={port}",
+                "--conf",
+                "spark.connect.grpc.binding.address=127.0.0.1",
+                "--conf",
+                "spark.hadoop.fs.file.impl=org.apache.hadoop.fs.RawLocalFileSystem",
+                "--conf",
+                "spark.ui.enabled=false",
+                "spark-internal",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + START_WITHIN
         while b"Spark Connect server started" not in log.read_bytes():
             if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("the Spark Connect server did not start:\n"
-                            + log.read_text(errors="replace")[-3000:])
+                pytest.fail(
+                    "the Spark Connect server did not start:\n"
+                    + log.read_text(errors="replace")[-3000:]
+                )
             time.sleep(0.5)
         yield f"sc://127.0.0.1:{port}"
     finally:
@@ -65,23 +83,31 @@ def _inputs(tmp_path: Path) -> tuple[Path, Path]:
     data = tmp_path / "data"
     (data / "feeds").mkdir(parents=True)
     (data / "quotes.csv").write_text(
-        "symbol,price,volume\nIBM,45.5,100\nIBM,50,200\nAAPL,150,50\nMSFT,abc,1\n"
-        "KO,41,\n")
-    (data / "_hidden-by-hadoop.jsonl").write_text(
-        '{"symbol": "IBM", "price": 47}\n{not json\n')
+        "symbol,price,volume\nIBM,45.5,100\nIBM,50,200\nAAPL,150,50\nMSFT,abc,1\nKO,41,\n"
+    )
+    (data / "_hidden-by-hadoop.jsonl").write_text('{"symbol": "IBM", "price": 47}\n{not json\n')
     (data / "feeds" / "news.rss").write_text(
         "<rss version='2.0'><channel><title>t</title>"
         "<item><title>IBM up</title><category>tech</category></item>"
         "<item><title>rain</title><category>weather</category></item>"
-        "</channel></rss>")
+        "</channel></rss>"
+    )
     subs = tmp_path / "subs.jsonl"
-    subs.write_text("\n".join(json.dumps(s) for s in [
-        {"id": "ibm", "model": "records", "filter": 'symbol = "IBM" and price > 46'},
-        {"id": "any-or", "model": "records",
-         "filter": {"$or": [{"symbol": ["KO"]}, {"price": [{"numeric": [">=", 150]}]}]},
-         },
-        {"id": "tech", "model": "xml", "filter": "/rss/channel/item[category = 'tech']"},
-    ]) + "\n")
+    subs.write_text(
+        "\n".join(
+            json.dumps(s)
+            for s in [
+                {"id": "ibm", "model": "records", "filter": 'symbol = "IBM" and price > 46'},
+                {
+                    "id": "any-or",
+                    "model": "records",
+                    "filter": {"$or": [{"symbol": ["KO"]}, {"price": [{"numeric": [">=", 150]}]}]},
+                },
+                {"id": "tech", "model": "xml", "filter": "/rss/channel/item[category = 'tech']"},
+            ]
+        )
+        + "\n"
+    )
     return data, subs
 
 
@@ -90,10 +116,25 @@ def test_the_job_runs_unchanged_on_spark_connect(connect_server, tmp_path):
     outs = {}
     for name, master in (("connect", connect_server), ("local", "local[2]")):
         out = tmp_path / f"out-{name}"
-        done = subprocess.run(pubsift_cmd() + ["route", str(data), "--subscriptions", str(subs),
-                                         "--out", str(out), "--format", "jsonl",
-                                         "--master", master],
-                              capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        done = subprocess.run(
+            pubsift_cmd()
+            + [
+                "route",
+                str(data),
+                "--subscriptions",
+                str(subs),
+                "--out",
+                str(out),
+                "--format",
+                "jsonl",
+                "--master",
+                master,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=tmp_path,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         outs[name] = out
     connect, local = (delivered_pairs(outs[k], "jsonl") for k in ("connect", "local"))

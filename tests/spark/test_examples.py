@@ -3,6 +3,7 @@ sample is what ``examples/make_sample.py`` writes, it fits in 2 MB, its one brok
 quarantined with its reason and nothing else is lost, and every subscriber of
 ``examples/subscriptions.jsonl`` receives something — decided by the plain-Python adapters
 and each model's ``matches`` (the oracle the Spark job is compared with)."""
+
 from __future__ import annotations
 
 import gzip
@@ -17,7 +18,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from pubsift.adapters import Event, Quarantined, Source, read
 from pubsift.adapters.reading import check
 from pubsift.core.registry import load_model
@@ -33,8 +33,11 @@ DATA = ROOT / ".." / "shared" / "data"
 BROKEN = "feeds/broken/rss_item_link_corrupted_ampersands.xml"
 CSV_QUOTES = "quotes/quotes-2017-02-to-07.csv.gz"
 JSON_QUOTES = "quotes/quotes-2017-08-to-2018-02.jsonl"
-PLAIN_FEEDS = ("feeds/rdf_item_description.xml", "feeds/media_player1.xml",
-               "feeds/entry_link_rel_enclosure_no_href.xml")
+PLAIN_FEEDS = (
+    "feeds/rdf_item_description.xml",
+    "feeds/media_player1.xml",
+    "feeds/entry_link_rel_enclosure_no_href.xml",
+)
 UBL_LINES = frozenset({"OrderLine", "InvoiceLine", "DespatchLine", "ReceiptLine", "LineItem"})
 
 
@@ -50,8 +53,11 @@ def _make_sample():
 
 
 def _committed() -> dict[str, bytes]:
-    return {p.relative_to(SAMPLE).as_posix(): p.read_bytes()
-            for p in sorted(SAMPLE.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(SAMPLE).as_posix(): p.read_bytes()
+        for p in sorted(SAMPLE.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _needs_data() -> None:
@@ -64,33 +70,39 @@ def _payload(name: str, data: bytes) -> object:
     or each archive member's name, timestamp, mode and content."""
     if name.endswith(".tar.gz"):
         with tarfile.open(fileobj=io.BytesIO(gzip.decompress(data))) as tar:
-            return [(m.name, m.mtime, m.mode, m.uid, m.gid, tar.extractfile(m).read())
-                    for m in tar.getmembers()]
+            return [
+                (m.name, m.mtime, m.mode, m.uid, m.gid, tar.extractfile(m).read())
+                for m in tar.getmembers()
+            ]
     if name.endswith(".gz"):
         return gzip.decompress(data)
     if name.endswith(".zip"):
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            return [(i.filename, i.date_time, i.external_attr, zf.read(i))
-                    for i in zf.infolist()]
+            return [(i.filename, i.date_time, i.external_attr, zf.read(i)) for i in zf.infolist()]
     return data
 
 
 # -- the sample is what the script writes ---------------------------------------------------
 
+
 def test_committed_sample_is_what_make_sample_writes(tmp_path):
     _needs_data()
     ms = _make_sample()
     assert ms.main(["--data", str(DATA), "--out", str(tmp_path / "sample")]) == 0
-    made = {p.relative_to(tmp_path / "sample").as_posix(): p.read_bytes()
-            for p in sorted((tmp_path / "sample").rglob("*")) if p.is_file()}
+    made = {
+        p.relative_to(tmp_path / "sample").as_posix(): p.read_bytes()
+        for p in sorted((tmp_path / "sample").rglob("*"))
+        if p.is_file()
+    }
     committed = _committed()
     assert sorted(made) == sorted(committed)
     for name, data in made.items():
         # Same bytes; a zlib other than the one that made the commit may compress the same
         # content differently, so compressed files are compared by what they hold.
         assert data == committed[name] or (
-            name.endswith((".gz", ".zip")) and _payload(name, data) == _payload(
-                name, committed[name])), f"{name} differs from what make_sample.py writes"
+            name.endswith((".gz", ".zip"))
+            and _payload(name, data) == _payload(name, committed[name])
+        ), f"{name} differs from what make_sample.py writes"
 
 
 def test_make_sample_writes_the_same_bytes_every_time(tmp_path):
@@ -100,8 +112,11 @@ def test_make_sample_writes_the_same_bytes_every_time(tmp_path):
     assert first == second
     ms.write(first, tmp_path / "a")
     ms.write(second, tmp_path / "a")  # replaces its own output
-    assert {p.relative_to(tmp_path / "a").as_posix(): p.read_bytes()
-            for p in (tmp_path / "a").rglob("*") if p.is_file()} == first
+    assert {
+        p.relative_to(tmp_path / "a").as_posix(): p.read_bytes()
+        for p in (tmp_path / "a").rglob("*")
+        if p.is_file()
+    } == first
 
 
 def test_make_sample_refuses_to_replace_a_folder_it_did_not_write(tmp_path, capsys):
@@ -134,14 +149,16 @@ def test_sample_fits_in_two_megabytes_and_records_its_provenance():
 
 # -- the job file and what it reads -----------------------------------------------------------
 
+
 def _job() -> dict:
     with JOB.open("rb") as fh:
         return tomllib.load(fh)
 
 
 def _sources() -> list[Source]:
-    return [Source.from_mapping({**t, "path": str(JOB.parent / t["path"])})
-            for t in _job()["source"]]
+    return [
+        Source.from_mapping({**t, "path": str(JOB.parent / t["path"])}) for t in _job()["source"]
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +186,8 @@ def test_job_sources_read_every_sample_file(outcomes):
 def test_the_broken_file_is_the_only_quarantine_with_its_reason(outcomes):
     quarantined = [o for o in outcomes if isinstance(o, Quarantined)]
     assert [(o.source, o.position, o.reason) for o in quarantined] == [
-        (str(SAMPLE / BROKEN), 2, "xml-syntax")]
+        (str(SAMPLE / BROKEN), 2, "xml-syntax")
+    ]
     assert "the document ends early" in quarantined[0].message
     assert "expected '>'" in quarantined[0].message
     broken = [o for o in outcomes if o.source == str(SAMPLE / BROKEN)]
@@ -185,9 +203,13 @@ def _xml_items(data: bytes) -> int:
 
 def _ubl_lines(data: bytes) -> int:
     root = parse_document(data).root
-    lines = [e for e in root.iter() if isinstance(e.tag, str)
-             and e.tag.rsplit("}", 1)[-1] in UBL_LINES
-             and not any(a.tag.rsplit("}", 1)[-1] in UBL_LINES for a in e.iterancestors())]
+    lines = [
+        e
+        for e in root.iter()
+        if isinstance(e.tag, str)
+        and e.tag.rsplit("}", 1)[-1] in UBL_LINES
+        and not any(a.tag.rsplit("}", 1)[-1] in UBL_LINES for a in e.iterancestors())
+    ]
     return len(lines) or 1
 
 
@@ -236,16 +258,37 @@ def test_readme_counts_are_the_sample_s(outcomes):
 
 def test_quotes_in_csv_and_json_lines_are_the_same_kind_of_event(outcomes):
     """One records filter means the same on both quote files: same attributes and types."""
-    def shapes(rel: str) -> set:
-        return {tuple(sorted((k, type(v).__name__) for k, v in o.event.items()))
-                for o in outcomes if o.source == str(SAMPLE / rel)}
 
-    assert shapes(CSV_QUOTES) == shapes(JSON_QUOTES) == {tuple(sorted(
-        [("date", "str"), ("high", "float"), ("low", "float"), ("open", "float"),
-         ("price", "float"), ("symbol", "str"), ("volume", "int")]))}
+    def shapes(rel: str) -> set:
+        return {
+            tuple(sorted((k, type(v).__name__) for k, v in o.event.items()))
+            for o in outcomes
+            if o.source == str(SAMPLE / rel)
+        }
+
+    assert (
+        shapes(CSV_QUOTES)
+        == shapes(JSON_QUOTES)
+        == {
+            tuple(
+                sorted(
+                    [
+                        ("date", "str"),
+                        ("high", "float"),
+                        ("low", "float"),
+                        ("open", "float"),
+                        ("price", "float"),
+                        ("symbol", "str"),
+                        ("volume", "int"),
+                    ]
+                )
+            )
+        }
+    )
 
 
 # -- every subscriber receives something --------------------------------------------------------
+
 
 def _subscribers() -> list[dict]:
     lines = SUBSCRIPTIONS.read_text(encoding="utf-8").splitlines()
@@ -255,8 +298,7 @@ def _subscribers() -> list[dict]:
 def _filters(sub: dict) -> list:
     model = load_model(sub["model"])
     if sub["model"] == "concepts":
-        agreement = VocabularyAgreement(model, sub.get("vocabulary", {}),
-                                        sub.get("context", {}))
+        agreement = VocabularyAgreement(model, sub.get("vocabulary", {}), sub.get("context", {}))
         return [agreement.subscribe(sub["filter"])]
     return model.parse_filters(sub["filter"])
 
@@ -280,17 +322,25 @@ def test_subscriptions_cover_every_model_and_filter_form():
 def test_every_subscriber_parses_and_receives_a_delivery(sub, outcomes):
     filters = _filters(sub)
     model = load_model(sub["model"])
-    hits = [o for o in outcomes if isinstance(o, Event) and o.model == sub["model"]
-            and any(model.matches(f, o.event) for f in filters)]
+    hits = [
+        o
+        for o in outcomes
+        if isinstance(o, Event)
+        and o.model == sub["model"]
+        and any(model.matches(f, o.event) for f in filters)
+    ]
     assert hits, f"{sub['id']} receives nothing from the sample"
 
 
 def test_one_records_filter_matches_both_quote_files(outcomes):
-    sub, = [s for s in _subscribers() if s["id"] == "apple-above-150"]
-    f, = _filters(sub)
+    (sub,) = [s for s in _subscribers() if s["id"] == "apple-above-150"]
+    (f,) = _filters(sub)
     model = load_model("records")
-    files = {o.source for o in outcomes if isinstance(o, Event) and o.model == "records"
-             and model.matches(f, o.event)}
+    files = {
+        o.source
+        for o in outcomes
+        if isinstance(o, Event) and o.model == "records" and model.matches(f, o.event)
+    }
     assert files == {str(SAMPLE / CSV_QUOTES), str(SAMPLE / JSON_QUOTES)}
 
 
@@ -301,10 +351,12 @@ def test_currency_decides_the_concepts_deliveries(outcomes):
     model = load_model("concepts")
     for s in _subscribers():
         if s["model"] == "concepts" and s["id"] in ("eu-order-desk", "uk-heavy-orders"):
-            f, = _filters(s)
-            got[s["id"]] = {o.source.rsplit("/", 1)[-1] for o in outcomes
-                            if isinstance(o, Event) and o.model == "concepts"
-                            and model.matches(f, o.event)}
+            (f,) = _filters(s)
+            got[s["id"]] = {
+                o.source.rsplit("/", 1)[-1]
+                for o in outcomes
+                if isinstance(o, Event) and o.model == "concepts" and model.matches(f, o.event)
+            }
     assert got == {"eu-order-desk": {"OrderChange-EUR.xml"}, "uk-heavy-orders": {"Order.xml"}}
 
 
@@ -313,10 +365,15 @@ def test_heavy_orders_are_delivered_in_the_subscriber_s_pounds(outcomes):
     delivered in pounds; oracle: the international pound is exactly 0.45359237 kg."""
     from pubsift.adapters.spark.subscriptions import load_subscriptions
 
-    sub, = [s for s in load_subscriptions(str(SUBSCRIPTIONS)) if s.id == "uk-heavy-orders"]
+    (sub,) = [s for s in load_subscriptions(str(SUBSCRIPTIONS)) if s.id == "uk-heavy-orders"]
     model = load_model("concepts")
-    hits = [(f, o) for o in outcomes if isinstance(o, Event) and o.model == "concepts"
-            for f in sub.filters if model.matches(f, o.event)]
+    hits = [
+        (f, o)
+        for o in outcomes
+        if isinstance(o, Event) and o.model == "concepts"
+        for f in sub.filters
+        if model.matches(f, o.event)
+    ]
     assert len(hits) == 1
     f, o = hits[0]
     stored = model.dump_event(o.event)["value"]["NetWeight"]
@@ -339,10 +396,14 @@ def test_provenance_records_each_file_s_whole_licence_and_no_unlicensed_source()
         assert "\n- Licence (see `" in section, section.splitlines()[0]
     assert "feeds/real/" not in provenance
     assert "keeps its own terms:\n" not in provenance
-    assert ("keeps its own terms: XMark (CWI, xml-benchmark.org, free for benchmarking), "
-            "FpML examples (FpML.org public license), UBL 1.0 examples (OASIS)") in provenance
-    assert "Licence (see `business/ubl/` under Upstream sources and licences): UBL 1.0 " \
-           "examples (OASIS)" in provenance
+    assert (
+        "keeps its own terms: XMark (CWI, xml-benchmark.org, free for benchmarking), "
+        "FpML examples (FpML.org public license), UBL 1.0 examples (OASIS)"
+    ) in provenance
+    assert (
+        "Licence (see `business/ubl/` under Upstream sources and licences): UBL 1.0 "
+        "examples (OASIS)" in provenance
+    )
     # feedparser's BSD conditions: redistributions carry its notice and conditions.
     assert "Copyright (C) 2002-2008 Mark Pilgrim" in provenance
     assert "Redistributions of source code must retain the above copyright notice" in provenance
@@ -355,6 +416,10 @@ def test_upstream_licence_statement_is_read_whole(tmp_path):
     (tmp_path / "quotes").mkdir()
     (tmp_path / "quotes" / "PROVENANCE.md").write_text(
         "# x\n\n- Repo: https://example.org/r\n- License: first line,\n  second line;\n"
-        "\tthird.\n- Files: not the licence\n", encoding="utf-8")
+        "\tthird.\n- Files: not the licence\n",
+        encoding="utf-8",
+    )
     assert ms._upstream(tmp_path, "quotes") == (
-        "https://example.org/r", "first line, second line; third.")
+        "https://example.org/r",
+        "first line, second line; third.",
+    )

@@ -3,6 +3,7 @@ plain-Python reading, the output layout (deliveries partitioned and repartitione
 subscriber, Parquet and JSON-lines fields, quarantine, summary.json), routing an event store
 again and again, re-runs into the same --out, a failed job leaving nothing behind, and the
 command line's checks before Spark starts."""
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from pubsift.adapters import Event, Quarantined
 from pubsift.adapters.summary import Summary
 
@@ -43,41 +43,67 @@ def test_counts_per_source_model_and_reason_equal_the_plain_reading(routed, samp
     assert got["sources"] == dict(sorted(want["sources"].items()))
     for c in got["sources"].values():
         assert c["read"] == c["events"] + c["quarantined"]
-    assert (got["read"], got["events"], got["quarantined"]) == \
-        (want["read"], want["events"], want["quarantined"])
+    assert (got["read"], got["events"], got["quarantined"]) == (
+        want["read"],
+        want["events"],
+        want["quarantined"],
+    )
     assert got["reasons"] == want["reasons"]
     models: dict[str, int] = {}
     for o in sample.outcomes:
         if isinstance(o, Event):
             models[o.model] = models.get(o.model, 0) + 1
     assert got["models"] == models
-    assert set(want["reasons"]) >= {"csv-field-count", "json-syntax", "xml-syntax",
-                                     "unknown-format", "csv-header", "concept-enrichment"}
+    assert set(want["reasons"]) >= {
+        "csv-field-count",
+        "json-syntax",
+        "xml-syntax",
+        "unknown-format",
+        "csv-header",
+        "concept-enrichment",
+    }
 
 
 def test_the_event_store_holds_the_plain_readings_events(routed, sample):
     from pubsift.core.registry import load_model
 
     rows = kit.read_rows(routed.out / "events", "parquet", "model")
-    got = sorted((r["model"], r["source"], r["position"], json.dumps(json.loads(r["event"]),
-                                                                       sort_keys=True))
-                 for r in rows)
-    want = sorted((o.model, o.source, o.position,
-                   json.dumps(json.loads(json.dumps(load_model(o.model).dump_event(o.event))),
-                              sort_keys=True))
-                  for o in sample.outcomes if isinstance(o, Event))
+    got = sorted(
+        (r["model"], r["source"], r["position"], json.dumps(json.loads(r["event"]), sort_keys=True))
+        for r in rows
+    )
+    want = sorted(
+        (
+            o.model,
+            o.source,
+            o.position,
+            json.dumps(
+                json.loads(json.dumps(load_model(o.model).dump_event(o.event))), sort_keys=True
+            ),
+        )
+        for o in sample.outcomes
+        if isinstance(o, Event)
+    )
     assert got == want
-    assert {d.name for d in (routed.out / "events").iterdir() if d.is_dir()} == \
-        {"model=records", "model=xml", "model=concepts"}
+    assert {d.name for d in (routed.out / "events").iterdir() if d.is_dir()} == {
+        "model=records",
+        "model=xml",
+        "model=concepts",
+    }
 
 
 def test_the_quarantine_holds_the_plain_readings_quarantined_records(routed, sample):
     rows = kit.read_rows(routed.out / "quarantine", "parquet")
     assert rows and set(rows[0]) >= {"source", "position", "reason", "message", "excerpt"}
-    got = sorted((r["source"], r["position"], r["reason"], r["message"], r["excerpt"],
-                  r["model"]) for r in rows)
-    want = sorted((q.source, q.position, q.reason, q.message, q.excerpt, q.model)
-                  for q in sample.outcomes if isinstance(q, Quarantined))
+    got = sorted(
+        (r["source"], r["position"], r["reason"], r["message"], r["excerpt"], r["model"])
+        for r in rows
+    )
+    want = sorted(
+        (q.source, q.position, q.reason, q.message, q.excerpt, q.model)
+        for q in sample.outcomes
+        if isinstance(q, Quarantined)
+    )
     assert got == want
 
 
@@ -91,7 +117,7 @@ def test_deliveries_are_one_directory_and_one_file_per_subscriber(routed, sample
     assert sorted(kit.partition_value(d.name, "subscriber") for d in dirs) == sorted(pairs)
     for d in dirs:
         files = kit.data_files(d)
-        assert len(files) == 1, (d.name, files)          # repartitioned by subscriber
+        assert len(files) == 1, (d.name, files)  # repartitioned by subscriber
         assert pq.read_schema(files[0]).names == ["source", "position", "model", "event"]
     summary = routed.summary
     assert summary["subscribers"] == {s.id: len(pairs.get(s.id, ())) for s in sample.subscribers}
@@ -131,9 +157,8 @@ def test_overwrite_refuses_a_directory_pubsift_did_not_write(sample, tmp_path):
 def stored(spark, sample, tmp_path_factory):
     from io import StringIO
 
-    from rich.console import Console
-
     from pubsift.adapters.spark.job import Settings, ingest
+    from rich.console import Console
 
     out = tmp_path_factory.mktemp("store") / "store"
     summary = ingest(sample.sources, str(out), Settings(), Console(file=StringIO()))
@@ -143,8 +168,11 @@ def stored(spark, sample, tmp_path_factory):
 def other_subscribers(root: Path):
     from pubsift.adapters.spark.subscriptions import load_subscriptions
 
-    entries = [{**e, "id": "b-" + e["id"]} for e in kit.subscriptions(SEED + 1, records=12)
-               if e["model"] != "concepts"]
+    entries = [
+        {**e, "id": "b-" + e["id"]}
+        for e in kit.subscriptions(SEED + 1, records=12)
+        if e["model"] != "concepts"
+    ]
     return load_subscriptions(str(kit.write_subscriptions(root / "subs-b.jsonl", entries)))
 
 
@@ -161,18 +189,20 @@ def test_an_event_store_routes_twice_as_the_files_do(stored, routed, sample, tmp
     assert first.summary["sources"] == ingested["sources"]
     assert first.summary["store"] == str(store)
     # the same store, the first subscribers, JSON lines, replacing the first run's output
-    second = run_route(sample.subscribers, out, event_store=str(store), format="jsonl",
-                       overwrite=True)
+    second = run_route(
+        sample.subscribers, out, event_store=str(store), format="jsonl", overwrite=True
+    )
     assert kit.delivered_pairs(out, "jsonl") == kit.delivered_pairs(routed.out)
     assert second.summary["subscribers"] == routed.summary["subscribers"]
     assert not any(d.name.startswith("subscriber=b-") for d in (out / "deliveries").iterdir())
     assert kit.summary(out)["format"] == "jsonl" and not siblings(out)
     rows = kit.read_rows(out / "deliveries", "jsonl", "subscriber")
     assert all(set(r) == {"subscriber", "source", "position", "model", "event"} for r in rows)
-    assert all(isinstance(r["event"], (dict, list, int)) for r in rows)   # JSON, not a string
+    assert all(isinstance(r["event"], (dict, list, int)) for r in rows)  # JSON, not a string
     direct = kit.read_rows(routed.out / "deliveries", "parquet", "subscriber")
-    assert {(r["subscriber"], r["source"], r["position"]): r["event"] for r in rows} == \
-        {(r["subscriber"], r["source"], r["position"]): json.loads(r["event"]) for r in direct}
+    assert {(r["subscriber"], r["source"], r["position"]): r["event"] for r in rows} == {
+        (r["subscriber"], r["source"], r["position"]): json.loads(r["event"]) for r in direct
+    }
 
 
 @pytest.mark.parametrize("damage", ["cut-file", "bad-event"])
@@ -189,12 +219,19 @@ def test_a_failing_job_leaves_no_output_and_no_staging(stored, sample, tmp_path,
     shutil.copytree(store, broken)
     if damage == "cut-file":
         part = next(p for p in kit.data_files(broken / "events") if p.suffix == ".parquet")
-        part.write_bytes(part.read_bytes()[: 100])
+        part.write_bytes(part.read_bytes()[:100])
         words = "broken-store"
     else:
-        pq.write_table(pa.table({"source": ["elsewhere.xml"], "position": pa.array([1], pa.int64()),
-                                 "event": ["<not the xml model's wire form"]}),
-                       broken / "events" / "model=xml" / "part-99999-damaged.parquet")
+        pq.write_table(
+            pa.table(
+                {
+                    "source": ["elsewhere.xml"],
+                    "position": pa.array([1], pa.int64()),
+                    "event": ["<not the xml model's wire form"],
+                }
+            ),
+            broken / "events" / "model=xml" / "part-99999-damaged.parquet",
+        )
         words = "JSONDecodeError"
     out = tmp_path / "out"
     with pytest.raises(Exception) as failure:
@@ -205,8 +242,9 @@ def test_a_failing_job_leaves_no_output_and_no_staging(stored, sample, tmp_path,
 
 # -- the command line, before Spark starts (real processes) ------------------------------------
 def run(args, env=None, timeout=300):
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout,
-                          env=env or kit.spark_env())
+    return subprocess.run(
+        args, capture_output=True, text=True, timeout=timeout, env=env or kit.spark_env()
+    )
 
 
 SPARK_NOISE = ("log4j", "WARN", "SparkContext", "Using Spark", "py4j")
@@ -215,18 +253,25 @@ SPARK_NOISE = ("log4j", "WARN", "SparkContext", "Using Spark", "py4j")
 @pytest.mark.slow
 def test_bad_subscriptions_are_all_reported_with_their_lines_before_spark(sample, tmp_path):
     subs = tmp_path / "subs.jsonl"
-    subs.write_text("\n".join([
-        json.dumps(sample.entries[0]),
-        json.dumps({"id": "a", "model": "nosuchmodel", "filter": "x"}),
-        json.dumps({"id": "b", "model": "records", "filter": "price >"}),
-        "{not json",
-        json.dumps({"id": "c", "model": "xml", "filter": "//a[", "vocabulary": {}}),
-        json.dumps(sample.entries[0]),                             # duplicate id
-        json.dumps({"id": "d", "model": "concepts", "filter": "NoSuchConcept where X > 1"}),
-    ]) + "\n")
+    subs.write_text(
+        "\n".join(
+            [
+                json.dumps(sample.entries[0]),
+                json.dumps({"id": "a", "model": "nosuchmodel", "filter": "x"}),
+                json.dumps({"id": "b", "model": "records", "filter": "price >"}),
+                "{not json",
+                json.dumps({"id": "c", "model": "xml", "filter": "//a[", "vocabulary": {}}),
+                json.dumps(sample.entries[0]),  # duplicate id
+                json.dumps({"id": "d", "model": "concepts", "filter": "NoSuchConcept where X > 1"}),
+            ]
+        )
+        + "\n"
+    )
     out = tmp_path / "out"
-    done = run(kit.pubsift_cmd() + ["route", str(sample.root / "files"), "--subscriptions",
-                                    str(subs), "--out", str(out)])
+    done = run(
+        kit.pubsift_cmd()
+        + ["route", str(sample.root / "files"), "--subscriptions", str(subs), "--out", str(out)]
+    )
     assert done.returncode == 2, done.stderr
     err = done.stderr
     for line in (2, 3, 4, 5, 6, 7):
@@ -240,8 +285,17 @@ def test_bad_subscriptions_are_all_reported_with_their_lines_before_spark(sample
 
 @pytest.mark.slow
 def test_a_second_run_into_the_same_out_exits_2_and_says_why(routed, sample):
-    done = run(kit.pubsift_cmd() + ["route", str(sample.root / "files"), "--subscriptions",
-                                    str(sample.subs_file), "--out", str(routed.out)])
+    done = run(
+        kit.pubsift_cmd()
+        + [
+            "route",
+            str(sample.root / "files"),
+            "--subscriptions",
+            str(sample.subs_file),
+            "--out",
+            str(routed.out),
+        ]
+    )
     assert done.returncode == 2, done.stderr
     assert "exists and is not empty" in done.stderr and "--overwrite" in done.stderr
     assert not any(w in done.stderr for w in SPARK_NOISE), done.stderr
@@ -256,8 +310,18 @@ def test_missing_java_exits_2_with_a_clear_message(sample, tmp_path, java_home):
     if java_home:
         env["JAVA_HOME"] = java_home
     out = tmp_path / "out"
-    done = run(kit.pubsift_cmd() + ["route", str(sample.root / "files"), "--subscriptions",
-                                    str(sample.subs_file), "--out", str(out)], env=env)
+    done = run(
+        kit.pubsift_cmd()
+        + [
+            "route",
+            str(sample.root / "files"),
+            "--subscriptions",
+            str(sample.subs_file),
+            "--out",
+            str(out),
+        ],
+        env=env,
+    )
     assert done.returncode == 2, done.stderr
     where = f"JAVA_HOME={java_home}" if java_home else "the PATH"
     assert f"Spark needs Java 17 or later and there is no java in {where}" in done.stderr

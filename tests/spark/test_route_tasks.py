@@ -2,6 +2,7 @@
 Spark calls them, on Arrow batches, without Spark: one row per matched event with its
 subscribers (:func:`matcher`), equal to the index's per-event answer; the output batches
 bounded in bytes; the shipped index loaded once per worker."""
+
 from __future__ import annotations
 
 import json
@@ -22,13 +23,22 @@ SYMBOLS = ["IBM", "AAPL", "MSFT", "GE", "T"]
 def _subscribers(records, rng: random.Random, n: int) -> list[Subscriber]:
     subs = []
     for i in range(n):
-        texts = [f'symbol = "{rng.choice(SYMBOLS)}" and price > {rng.randint(0, 90)}'
-                 for _ in range(rng.randint(1, 2))]
+        texts = [
+            f'symbol = "{rng.choice(SYMBOLS)}" and price > {rng.randint(0, 90)}'
+            for _ in range(rng.randint(1, 2))
+        ]
         if rng.random() < 0.2:
-            texts = ["price exists"]          # matches many events: long subscriber lists
-        subs.append(Subscriber(id=f"sub-{i}", model="records",
-                               filters=tuple(records.parse_filter(t) for t in texts),
-                               where="test", spec={}, agreement=None))
+            texts = ["price exists"]  # matches many events: long subscriber lists
+        subs.append(
+            Subscriber(
+                id=f"sub-{i}",
+                model="records",
+                filters=tuple(records.parse_filter(t) for t in texts),
+                where="test",
+                spec={},
+                agreement=None,
+            )
+        )
     return subs
 
 
@@ -40,8 +50,13 @@ def _batch(records, rng: random.Random, n: int):
             event = {"symbol": rng.choice(SYMBOLS), "price": "n/a"}  # a string: no price match
         wires.append(json.dumps(records.dump_event(records.parse_event(event))))
     return pa.RecordBatch.from_arrays(
-        [pa.array([f"src{i % 3}" for i in range(n)]), pa.array(range(n), pa.int64()),
-         pa.array(wires)], names=["source", "position", "event"])
+        [
+            pa.array([f"src{i % 3}" for i in range(n)]),
+            pa.array(range(n), pa.int64()),
+            pa.array(wires),
+        ],
+        names=["source", "position", "event"],
+    )
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -51,17 +66,18 @@ def test_matcher_gives_each_matched_event_once_with_its_subscribers(seed, monkey
     subs = _subscribers(records, rng, 40)
     batch = _batch(records, rng, 300)
     index = route.build_index(records, subs)
-    if seed % 2:   # tiny output batches: many chunks, each holding whole events
+    if seed % 2:  # tiny output batches: many chunks, each holding whole events
         monkeypatch.setattr(route, "OUTPUT_BYTES", 200)
     out = list(route.matcher("records", subs, route.Shipped(index))(iter([batch])))
-    assert out and all(b.schema.names == ["source", "position", "event", "subscribers"]
-                       for b in out)
+    assert out and all(
+        b.schema.names == ["source", "position", "event", "subscribers"] for b in out
+    )
     if seed % 2:
         assert len(out) > 1
     got = {}
     for b in out:
         for row in b.to_pylist():
-            assert row["position"] not in got   # an event once
+            assert row["position"] not in got  # an event once
             got[row["position"]] = (row["source"], row["event"], sorted(row["subscribers"]))
     want = {}
     for row in batch.to_pylist():
@@ -78,12 +94,17 @@ def test_router_and_matcher_deliver_the_same_pairs():
     subs = _subscribers(records, rng, 25)
     batch = _batch(records, rng, 200)
     shipped = route.Shipped(route.build_index(records, subs))
-    per_delivery = {(r["subscriber"], r["position"], r["event"], r["model"])
-                    for b in route.router("records", subs, shipped, False)(iter([batch]))
-                    for r in b.to_pylist()}
-    exploded = {(s, r["position"], r["event"], "records")
-                for b in route.matcher("records", subs, shipped)(iter([batch]))
-                for r in b.to_pylist() for s in r["subscribers"]}
+    per_delivery = {
+        (r["subscriber"], r["position"], r["event"], r["model"])
+        for b in route.router("records", subs, shipped, False)(iter([batch]))
+        for r in b.to_pylist()
+    }
+    exploded = {
+        (s, r["position"], r["event"], "records")
+        for b in route.matcher("records", subs, shipped)(iter([batch]))
+        for r in b.to_pylist()
+        for s in r["subscribers"]
+    }
     assert per_delivery == exploded and per_delivery
 
 
@@ -93,12 +114,12 @@ def test_a_shipped_index_is_loaded_once_per_worker_and_the_cache_is_bounded():
     shipped = route.Shipped(index)
     import pickle
 
-    again = pickle.loads(pickle.dumps(shipped))   # as a task receives it
-    assert len(pickle.dumps(shipped)) < len(shipped.blob) + 1000   # the bytes, not an index
+    again = pickle.loads(pickle.dumps(shipped))  # as a task receives it
+    assert len(pickle.dumps(shipped)) < len(shipped.blob) + 1000  # the bytes, not an index
     first = again.load()
-    assert again.load() is first and shipped.load() is first    # same token: one load
-    assert first is not index                                     # a copy, as in a worker
+    assert again.load() is first and shipped.load() is first  # same token: one load
+    assert first is not index  # a copy, as in a worker
     for _ in range(route.KEPT + 2):
         route.Shipped(index).load()
     assert len(route._loaded) == route.KEPT
-    assert shipped.load() is not first                           # evicted, loaded anew
+    assert shipped.load() is not first  # evicted, loaded anew

@@ -5,6 +5,7 @@ third-party model registered as an entry point (the conformance kit's toy interv
 and a reader of its own), which the workers find through the same installation. Each run's
 deliveries are compared with the in-process run of the same files and subscribers, or with
 the toy model's own ``matches``."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,9 @@ from . import kit
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-SPARK_HOME = Path(pytest.importorskip("pyspark", reason="the spark extra is not installed")
-                  .__file__).parent
+SPARK_HOME = Path(
+    pytest.importorskip("pyspark", reason="the spark extra is not installed").__file__
+).parent
 LOCAL = {"SPARK_LOCAL_IP": "127.0.0.1"}
 
 
@@ -47,11 +49,23 @@ def test_the_job_runs_under_spark_submit(routed, sample, tmp_path):
     out = tmp_path / "out"
     submit = SPARK_HOME / "bin" / "spark-submit"
     done = subprocess.run(
-        [str(submit), "--master", "local[2]", "--conf", "spark.ui.enabled=false",
-         str(kit.ROOT / "adapters" / "spark" / "cli.py"), "route", str(job),
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
-        env=kit.spark_env(SPARK_HOME=str(SPARK_HOME), **LOCAL))
+        [
+            str(submit),
+            "--master",
+            "local[2]",
+            "--conf",
+            "spark.ui.enabled=false",
+            str(kit.ROOT / "adapters" / "spark" / "cli.py"),
+            "route",
+            str(job),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=kit.spark_env(SPARK_HOME=str(SPARK_HOME), **LOCAL),
+    )
     check_run(done, out)
     assert kit.delivered_pairs(out) == kit.delivered_pairs(routed.out)
     assert kit.summary(out)["sources"] == routed.summary["sources"]
@@ -78,8 +92,9 @@ def _wait_for(log: Path, words: str, proc: subprocess.Popen, seconds: float) -> 
         if proc.poll() is not None:
             break
         time.sleep(0.5)
-    pytest.fail(f"{words!r} not in {log} (exit {proc.poll()}):\n"
-                f"{log.read_text(errors='replace')[-3000:]}")
+    pytest.fail(
+        f"{words!r} not in {log} (exit {proc.poll()}):\n{log.read_text(errors='replace')[-3000:]}"
+    )
 
 
 @pytest.fixture
@@ -94,17 +109,48 @@ def cluster(tmp_path):
     logs = []
     try:
         for name, args in (
-                ("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                            "--port", str(port), "--webui-port", str(kit.free_port())]),
-                ("worker", ["org.apache.spark.deploy.worker.Worker", url, "--host",
-                            "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port",
-                            str(kit.free_port()), "--work-dir", str(tmp_path / "work")])):
+            (
+                "master",
+                [
+                    "org.apache.spark.deploy.master.Master",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--webui-port",
+                    str(kit.free_port()),
+                ],
+            ),
+            (
+                "worker",
+                [
+                    "org.apache.spark.deploy.worker.Worker",
+                    url,
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    "2",
+                    "--memory",
+                    "1g",
+                    "--webui-port",
+                    str(kit.free_port()),
+                    "--work-dir",
+                    str(tmp_path / "work"),
+                ],
+            ),
+        ):
             log = tmp_path / f"{name}.log"
             logs.append(log)
             with open(log, "wb") as fh:
-                procs.append(subprocess.Popen([str(spark_class), *args], stdout=fh,
-                                              stderr=subprocess.STDOUT, env=env,
-                                              start_new_session=True))
+                procs.append(
+                    subprocess.Popen(
+                        [str(spark_class), *args],
+                        stdout=fh,
+                        stderr=subprocess.STDOUT,
+                        env=env,
+                        start_new_session=True,
+                    )
+                )
             if name == "master":
                 _wait_for(log, "I have been elected leader", procs[0], 120)
         _wait_for(logs[0], "Registering worker", procs[0], 120)
@@ -118,11 +164,24 @@ def test_the_job_runs_on_a_standalone_cluster(cluster, routed, sample, tmp_path)
     files = sample.root / "files"
     out = tmp_path / "out"
     done = subprocess.run(
-        kit.pubsift_cmd() + ["route", str(files), "--subscriptions", str(sample.subs_file),
-                             "--out", str(out), "--master", cluster,
-                             "--conf", "spark.executor.memory=512m"],
-        capture_output=True, text=True, timeout=600,
-        env=kit.spark_env(SPARK_HOME=str(SPARK_HOME), **LOCAL))
+        kit.pubsift_cmd()
+        + [
+            "route",
+            str(files),
+            "--subscriptions",
+            str(sample.subs_file),
+            "--out",
+            str(out),
+            "--master",
+            cluster,
+            "--conf",
+            "spark.executor.memory=512m",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=kit.spark_env(SPARK_HOME=str(SPARK_HOME), **LOCAL),
+    )
     check_run(done, out)
     assert f"Spark started ({cluster})" in done.stderr
     assert kit.delivered_pairs(out) == expected_for(routed, sample, files)
@@ -167,7 +226,8 @@ def test_a_third_party_model_works_unchanged_in_the_job(tmp_path):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-intervals\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(
         "[pubsift.models]\ntoy-intervals = toy_intervals:IntervalModel\n\n"
-        "[pubsift.readers]\nints = toy_ints_reader:INTS\n")
+        "[pubsift.readers]\nints = toy_ints_reader:INTS\n"
+    )
     data = tmp_path / "data"
     data.mkdir()
     values = [3, 77, -5, 10, 55, 1000, 8]
@@ -175,25 +235,44 @@ def test_a_third_party_model_works_unchanged_in_the_job(tmp_path):
     lines.insert(2, "seven")
     (data / "numbers.ints").write_text("\n".join(lines) + "\n")
     filters = {"low": (0, 10), "high": (50, 100), "none": (2000, 3000)}
-    subs = kit.write_subscriptions(tmp_path / "subs.jsonl", [
-        {"id": sid, "model": "toy-intervals", "filter": f"[{lo}, {hi}]"}
-        for sid, (lo, hi) in filters.items()])
+    subs = kit.write_subscriptions(
+        tmp_path / "subs.jsonl",
+        [
+            {"id": sid, "model": "toy-intervals", "filter": f"[{lo}, {hi}]"}
+            for sid, (lo, hi) in filters.items()
+        ],
+    )
     out = tmp_path / "out"
     done = subprocess.run(
-        kit.pubsift_cmd() + ["route", str(data), "--subscriptions", str(subs), "--out",
-                             str(out), "--master", "local[2]"],
-        capture_output=True, text=True, timeout=600,
-        env=kit.spark_env(PYTHONPATH=str(site), **LOCAL))
+        kit.pubsift_cmd()
+        + [
+            "route",
+            str(data),
+            "--subscriptions",
+            str(subs),
+            "--out",
+            str(out),
+            "--master",
+            "local[2]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=kit.spark_env(PYTHONPATH=str(site), **LOCAL),
+    )
     check_run(done, out)
     src = str(data / "numbers.ints")
     positions = {v: n for n, v in enumerate(lines, 1) if v != "seven"}
-    want = {sid: {(src, positions[str(v)]) for v in values if lo <= v <= hi}
-            for sid, (lo, hi) in filters.items()}
+    want = {
+        sid: {(src, positions[str(v)]) for v in values if lo <= v <= hi}
+        for sid, (lo, hi) in filters.items()
+    }
     assert kit.delivered_pairs(out) == {k: v for k, v in want.items() if v}
     summary = kit.summary(out)
     assert summary["models"] == {"toy-intervals": len(values)}
     assert summary["reasons"] == {"ints-syntax": 1}
     assert summary["subscribers"]["none"] == 0
     rows = kit.read_rows(out / "deliveries", "parquet", "subscriber")
-    assert rows and all(r["model"] == "toy-intervals" and json.loads(r["event"]) in values
-                        for r in rows)
+    assert rows and all(
+        r["model"] == "toy-intervals" and json.loads(r["event"]) in values for r in rows
+    )

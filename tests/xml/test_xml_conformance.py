@@ -2,6 +2,7 @@
 identical / overlaps against ``matches`` on documents built to match (``witness``), the
 algebra, perfect and imperfect merging, wire round-trips, and the factorization-tree index
 against the linear scan."""
+
 from __future__ import annotations
 
 import functools
@@ -10,15 +11,12 @@ import random
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-
-from pubsift.core import load_model
 from lxml import etree
-
+from pubsift.core import load_model
 from pubsift.core.conformance import HostileInputTests, ModelConformance
 from pubsift.core.conformance.mutations import Case
 from pubsift.models.xml.witness import witness
 from xml_strategies import documents, related_xpaths
-
 
 #: issue 10's own examples for xml (§2, §4), run by the hostile-input suite
 ISSUE_10_INPUTS = [
@@ -29,8 +27,11 @@ ISSUE_10_INPUTS = [
     Case("filter", "//a[position() > b]", "§2 position() compared with a path"),
     Case("filter", "//a[position() = -1]", "§4 position() = -1 (round trip)"),
     Case("filter", "//a[@x > " + "9" * 5000 + "]", "§2 a 5000-digit number"),
-    Case("filter", {"xpath": "//p:a", "namespaces": {"p": 'urn:x}y"z'}},
-         "§4 a namespace URI with } and \" (round trip)"),
+    Case(
+        "filter",
+        {"xpath": "//p:a", "namespaces": {"p": 'urn:x}y"z'}},
+        '§4 a namespace URI with } and " (round trip)',
+    ),
     Case("event", '<a x="1e309"/>', "§2 an attribute of 1e309"),
     Case("event", "<a>\ud800</a>", "§2 a str event with a lone surrogate"),
     Case("event", etree.Comment("c"), "§2 an lxml comment node as the event"),
@@ -48,10 +49,17 @@ class XmlFixtures:
     def conformance_settings(self):
         # derandomized: the vacuity checks (a covering chain, a perfect merge must occur)
         # then hold in every run; random exploration lives in the other xml tests
-        return settings(max_examples=50, deadline=None, database=None, derandomize=True,
-                        suppress_health_check=[HealthCheck.too_slow,
-                                               HealthCheck.data_too_large,
-                                               HealthCheck.filter_too_much])
+        return settings(
+            max_examples=50,
+            deadline=None,
+            database=None,
+            derandomize=True,
+            suppress_health_check=[
+                HealthCheck.too_slow,
+                HealthCheck.data_too_large,
+                HealthCheck.filter_too_much,
+            ],
+        )
 
     @pytest.fixture
     def model(self):
@@ -67,7 +75,7 @@ class XmlFixtures:
 
     @pytest.fixture
     def matching_event(self, model):
-        @functools.lru_cache(maxsize=None)
+        @functools.cache
         def build(f):
             events = []
             for seed in range(6):
@@ -77,6 +85,7 @@ class XmlFixtures:
                     if e not in events:
                         events.append(e)
             return st.sampled_from(events) if events else None
+
         return build
 
 

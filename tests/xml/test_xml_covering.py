@@ -1,6 +1,7 @@
 """Covering, identity and overlap of tree patterns: the seed vectors (Mühl's path filters,
 slides 16-20; Chand & Felber's Fig. 1) and soundness against lxml on documents built to
 match the covered pattern and on random documents."""
+
 from __future__ import annotations
 
 import random
@@ -9,12 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
-
 from pubsift.models.constraints.constraints import Constraint, Op
 from pubsift.models.xml import XmlModel
+from pubsift.models.xml.minimize import minimize
 from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node, XPathFilter, make
 from pubsift.models.xml.predicates import NUM, Pred
-from pubsift.models.xml.minimize import minimize
 from pubsift.models.xml.witness import witness
 from xml_strategies import documents, xpaths
 
@@ -38,10 +38,11 @@ STOCKS = b"""<quotes>
 # -- Mühl §4.4 / slides 16-20 ------------------------------------------------------------
 def test_muehl_fig_4_10_notification_matches_path_filter():
     e = M.parse_event(NOTIFICATION)
-    assert M.matches(F('/notification/auction/item/cpu[@manufacturer = "AMD" and '
-                       '@clock >= 700]'), e)
-    assert not M.matches(F('/notification/auction/item/cpu[@clock >= 900]'), e)
-    assert M.matches(F('//item'), e)
+    assert M.matches(
+        F('/notification/auction/item/cpu[@manufacturer = "AMD" and @clock >= 700]'), e
+    )
+    assert not M.matches(F("/notification/auction/item/cpu[@clock >= 900]"), e)
+    assert M.matches(F("//item"), e)
 
 
 def test_slide_16_clock_600_covers_clock_700_and_amd_clock_700():
@@ -70,15 +71,16 @@ def test_slide_18_abbreviated_path_covers_longer_suffix():
 
 
 def test_slide_19_element_filter_with_fewer_attribute_filters_covers():
-    assert M.covers(F('//cpu[@manufacturer = "AMD"]'),
-                    F('//cpu[@manufacturer = "AMD" and @clock >= 700]'))
-    assert not M.covers(F('//cpu[@manufacturer = "AMD" and @clock >= 700]'),
-                        F('//cpu[@manufacturer = "AMD"]'))
+    assert M.covers(
+        F('//cpu[@manufacturer = "AMD"]'), F('//cpu[@manufacturer = "AMD" and @clock >= 700]')
+    )
+    assert not M.covers(
+        F('//cpu[@manufacturer = "AMD" and @clock >= 700]'), F('//cpu[@manufacturer = "AMD"]')
+    )
 
 
 def test_slide_20_filter_covers_conjunction_of_path_filters():
-    g = F('/notification[.//seller[@name = "Pu"]][.//cpu[@type = "Athlon" and '
-          '@clock >= 600]]')
+    g = F('/notification[.//seller[@name = "Pu"]][.//cpu[@type = "Athlon" and @clock >= 600]]')
     assert M.covers(F('//cpu[@type = "Athlon"]'), g)
     assert M.covers(F('//seller[@name = "Pu"]'), g)
     assert not M.covers(F('//cpu[@type = "Duron"]'), g)
@@ -92,8 +94,9 @@ def test_chand_felber_fig_1_stock_pattern_does_not_match():
     assert M.matches(F('//Stock[Symbol="GHI"]'), e) and M.matches(F("//Stock[Price>15]"), e)
     assert not M.matches(f, e)
     assert not etree.XPath('//Stock[Symbol="GHI"][Price>15]')(e.tree())
-    assert M.matches(f, M.parse_event(b"<q><Stock><Symbol>GHI</Symbol><Price>16</Price>"
-                                      b"</Stock></q>"))
+    assert M.matches(
+        f, M.parse_event(b"<q><Stock><Symbol>GHI</Symbol><Price>16</Price></Stock></q>")
+    )
 
 
 def test_chand_felber_fig_1_stock_pattern_covering():
@@ -116,8 +119,8 @@ def test_label_order_tag_wildcard_descendant():
 
 def test_value_predicates_in_the_label_order():
     assert M.covers(F("//a[@x > 1]"), F("//a[@x = 3]"))
-    assert M.covers(F('//a[@x = 3]'), F('//a[@x = "3"]'))   # "3" is the number 3
-    assert not M.covers(F('//a[@x = "3"]'), F('//a[@x = 3]'))  # " 3 " = 3 too
+    assert M.covers(F("//a[@x = 3]"), F('//a[@x = "3"]'))  # "3" is the number 3
+    assert not M.covers(F('//a[@x = "3"]'), F("//a[@x = 3]"))  # " 3 " = 3 too
     assert M.covers(F("//a[@x != 3]"), F("//a[@x > 5]"))
     assert not M.covers(F("//a[@x > 0]"), F("//a[@x != 3]"))  # NaN != 3
     assert M.covers(F('//a[starts-with(@x, "ab")]'), F('//a[@x = "abc"]'))
@@ -222,8 +225,12 @@ def test_relations_are_sound_on_random_pairs(q1, q2, raws):
 
 def test_witnesses_match_their_patterns():
     built = 0
-    for q in ['//Stock[Symbol="GHI"][Price>15]', "/a[@x > 3][@x < 5]/b[2]//c[text() = 'q']",
-              "a/*[. = 'zz']", '/a[@x != "v"][@x = 3]']:
+    for q in [
+        '//Stock[Symbol="GHI"][Price>15]',
+        "/a[@x > 3][@x < 5]/b[2]//c[text() = 'q']",
+        "a/*[. = 'zz']",
+        '/a[@x != "v"][@x = 3]',
+    ]:
         f = F(q)
         raw = witness(f, random.Random(3))
         assert raw is not None, q

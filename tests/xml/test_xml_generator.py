@@ -1,6 +1,7 @@
 """The DTD-driven XPath generator: patterns valid for the DTD (witness documents built from
 the patterns validate against the NITF DTD where the DTD is self-contained), the workload
 parameters take effect, and results are reproducible."""
+
 from __future__ import annotations
 
 from pubsift.models.xml import XmlModel
@@ -36,6 +37,7 @@ def test_workload_parameters(data_dir):
         fs = PatternGenerator(_dtd(data_dir), w, seed=1).patterns(400)
         nodes = [n for f in fs for n in f.root.walk()]
         return sum(n.label == label for n in nodes) / len(nodes)
+
     plain = Workload(p_star=0.0, p_desc=0.0, p_lambda=0.0)
     assert share(plain, WILDCARD) == 0 and share(plain, DESCENDANT) == 0
     assert share(Workload(p_star=0.5), WILDCARD) > 0.3
@@ -43,17 +45,20 @@ def test_workload_parameters(data_dir):
     chains = PatternGenerator(_dtd(data_dir), plain, seed=1).patterns(100)
     assert all(f.root.is_chain() for f in chains)
     heights = PatternGenerator(_dtd(data_dir), Workload(h=3), seed=1).patterns(100)
-    assert max(f.size for f in heights) <= 3 * 2 ** 3
+    assert max(f.size for f in heights) <= 3 * 2**3
 
 
 def test_generated_patterns_match_valid_yfilter_documents(data_dir):
     # the YFilter documents follow the NITF 2.5 DTD; patterns generated from that DTD
     # must match some of them (a sanity check that the generator follows content models)
     from pubsift.models.xml import parse_document
+
     dtd = data_dir / "yfilter" / "nitf-2-5.dtd"
     fs = PatternGenerator(dtd, Workload(p_lambda=0.0), seed=2).patterns(200)
-    docs = [parse_document(p.read_bytes())
-            for p in sorted((data_dir / "yfilter" / "xmldocs").glob("*.xml"))]
+    docs = [
+        parse_document(p.read_bytes())
+        for p in sorted((data_dir / "yfilter" / "xmldocs").glob("*.xml"))
+    ]
     ix = M.new_index()
     for i, f in enumerate(fs):
         ix.add(f, i)

@@ -2,6 +2,7 @@
 XPath 1.0 does or raises a PubsiftError naming what and where; no other exception, no
 unbounded recursion, memory or cache; failed index operations change nothing; text and
 wire forms round-trip exactly."""
+
 from __future__ import annotations
 
 import random
@@ -13,10 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
-
 from pubsift.core.errors import EventError, FilterSyntaxError, PubsiftError
-from pubsift.models.xml import LimitsError, ParseLimits, XmlModel
-from pubsift.models.xml import factorization, shared_matching
+from pubsift.models.xml import LimitsError, ParseLimits, XmlModel, factorization, shared_matching
 from pubsift.models.xml.lexical import MAX_LENGTH
 from pubsift.models.xml.numbers import format_number, xpath_number
 from pubsift.models.xml.parsing import MAX_DEPTH_CEILING
@@ -33,8 +32,11 @@ DEFAULT_DEPTH = ParseLimits()
 
 
 def lxml_says(q: str, raw: str | bytes, namespaces=None) -> bool:
-    return bool(etree.XPath(q, namespaces=namespaces)(etree.fromstring(
-        raw.encode() if isinstance(raw, str) else raw)))
+    return bool(
+        etree.XPath(q, namespaces=namespaces)(
+            etree.fromstring(raw.encode() if isinstance(raw, str) else raw)
+        )
+    )
 
 
 def same_number(a: float, b: float) -> bool:
@@ -51,10 +53,40 @@ def agree(q: str, raw: str) -> None:
 
 # -- 1. numbers: ASCII digits only, read digit by digit as libxml2 does ---------------------
 
-ODD_NUMBERS = ["٣", "١", "１", "²", "1e5", "1E-2", "1e", "inf", "nan", "Infinity", "1_000",
-               "+1", " 1 ", "\t-2.5\n", "1.", ".5", "-.5", "- 1", "--1", "0x10", "1e309",
-               "-1e309", "0e400", "1e-400", "1" * 400, "9" * 4400, "0." + "0" * 400 + "1",
-               "55753854400342748", "0.1", "1.7976931348623157e308", "\u00a01", "1\u2003"]
+ODD_NUMBERS = [
+    "٣",
+    "١",
+    "１",
+    "²",
+    "1e5",
+    "1E-2",
+    "1e",
+    "inf",
+    "nan",
+    "Infinity",
+    "1_000",
+    "+1",
+    " 1 ",
+    "\t-2.5\n",
+    "1.",
+    ".5",
+    "-.5",
+    "- 1",
+    "--1",
+    "0x10",
+    "1e309",
+    "-1e309",
+    "0e400",
+    "1e-400",
+    "1" * 400,
+    "9" * 4400,
+    "0." + "0" * 400 + "1",
+    "55753854400342748",
+    "0.1",
+    "1.7976931348623157e308",
+    "\u00a01",
+    "1\u2003",
+]
 
 
 @pytest.mark.parametrize("s", ODD_NUMBERS)
@@ -89,12 +121,21 @@ def test_number_reading_agrees_with_lxml_digit_by_digit():
         assert same_number(xpath_number(s), NUMBER(EMPTY, s=s)), s
 
 
-@pytest.mark.parametrize("value", ["1e309", "-1e309", "0e400", "1" * 400, "7" * 4400,
-                                   "1e-400", "0." + "0" * 5000 + "1"])
+@pytest.mark.parametrize(
+    "value", ["1e309", "-1e309", "0e400", "1" * 400, "7" * 4400, "1e-400", "0." + "0" * 5000 + "1"]
+)
 def test_overflowing_document_values_answer_as_lxml(value):
     doc = f'<r><a x="{value}">{value}</a></r>'
-    for q in ("//a[@x > 1]", "//a[@x != 1]", "//a[@x <= 0]", "//a[. >= 2]", '//a[@x = "1e309"]',
-              '//a[@x < "1e999"]', '//a[@x >= "1e999"]', "//a[. = 0]"):
+    for q in (
+        "//a[@x > 1]",
+        "//a[@x != 1]",
+        "//a[@x <= 0]",
+        "//a[. >= 2]",
+        '//a[@x = "1e309"]',
+        '//a[@x < "1e999"]',
+        '//a[@x >= "1e999"]',
+        "//a[. = 0]",
+    ):
         agree(q, doc)
 
 
@@ -123,10 +164,10 @@ def test_non_ascii_digits_in_a_filter_are_refused_with_the_position():
 
 def test_long_number_literals_in_filters_give_no_value_error():
     with pytest.raises(FilterSyntaxError, match="out of range"):
-        M.parse_filter("//a[@x > 1" + "0" * 4400 + "]")   # Infinity to lxml
+        M.parse_filter("//a[@x > 1" + "0" * 4400 + "]")  # Infinity to lxml
     with pytest.raises(FilterSyntaxError, match="out of range"):
         M.parse_filter("//a[@x < 1e309]")
-    tiny = "0." + "0" * 4400 + "1"                         # 0 to lxml
+    tiny = "0." + "0" * 4400 + "1"  # 0 to lxml
     q = f"//a[@x > {tiny}]"
     agree(q, '<r><a x="0.5"/></r>')
     assert M.parse_filter(q) == M.parse_filter("//a[@x > 0]")
@@ -135,8 +176,18 @@ def test_long_number_literals_in_filters_give_no_value_error():
 
 
 def test_filter_number_literals_are_read_as_lxml_reads_them():
-    for lit in ("0.1", "1e5", "1E0", ".5", "1.", "12345678901234567890123", "9007199254740993",
-                "0.30000000000000004", "-0", "3.14159265358979323846264338327950288"):
+    for lit in (
+        "0.1",
+        "1e5",
+        "1E0",
+        ".5",
+        "1.",
+        "12345678901234567890123",
+        "9007199254740993",
+        "0.30000000000000004",
+        "-0",
+        "3.14159265358979323846264338327950288",
+    ):
         for value in (lit, "0.1", "100000", "9007199254740992", "1.2345678901234568e22"):
             agree(f"//a[@x = {lit}]", f'<r><a x="{value}"/></r>')
 
@@ -154,8 +205,17 @@ def test_number_literals_round_trip_exactly_or_are_refused(lit):
 
 
 def test_written_numbers_read_back_as_the_same_double():
-    for x in (0.1, 5.5753854400342744e16, 1e22, 1e23, 1e-315, 2.2250738585072014e-308,
-              1.7976931348623157e308, 123.456, 1.2345678901234568e-05):
+    for x in (
+        0.1,
+        5.5753854400342744e16,
+        1e22,
+        1e23,
+        1e-315,
+        2.2250738585072014e-308,
+        1.7976931348623157e308,
+        123.456,
+        1.2345678901234568e-05,
+    ):
         text = format_number(x)
         assert text is not None and xpath_number(text) == x
         assert NUMBER(EMPTY, s=text) == x
@@ -170,17 +230,21 @@ def test_a_number_no_literal_writes_back_is_refused_clearly():
 
 # -- 3. depth and size: refused before any recursive work ------------------------------------
 
-@pytest.mark.parametrize("q,what", [
-    ("/a" * 300, "too many location steps"),
-    ("/a" * 166, "too deep"),
-    ("/a" * 250, "too deep"),
-    ("//a" * 33, "too deep"),
-    ("//a" + "[b" * 330 + "]" * 330, "nested too deeply"),
-    ("//a[" + "(" * 40 + "@x" + ")" * 40 + "]", "nested too deeply"),
-    ("//a[" + " and ".join(["@x"] * 2000) + "]", "too many tokens"),
-    ("//a[" + " and ".join(f"b{i}/c" for i in range(200)) + "]", "too large"),
-    ("//a[@x = '" + "y" * 100_001 + "']", "too long"),
-])
+
+@pytest.mark.parametrize(
+    "q,what",
+    [
+        ("/a" * 300, "too many location steps"),
+        ("/a" * 166, "too deep"),
+        ("/a" * 250, "too deep"),
+        ("//a" * 33, "too deep"),
+        ("//a" + "[b" * 330 + "]" * 330, "nested too deeply"),
+        ("//a[" + "(" * 40 + "@x" + ")" * 40 + "]", "nested too deeply"),
+        ("//a[" + " and ".join(["@x"] * 2000) + "]", "too many tokens"),
+        ("//a[" + " and ".join(f"b{i}/c" for i in range(200)) + "]", "too large"),
+        ("//a[@x = '" + "y" * 100_001 + "']", "too long"),
+    ],
+)
 def test_deep_or_huge_xpath_is_refused_before_recursion(q, what):
     with pytest.raises(FilterSyntaxError, match=what):
         M.parse_filter(q)
@@ -192,8 +256,8 @@ def _deep_stack(n, fn):
 
 
 def test_largest_accepted_patterns_work_in_every_hook_from_a_deep_stack():
-    deep = "/a" * 64                        # depth 64 = MAX_DEPTH
-    descendant = "//a" * 32                 # depth 64
+    deep = "/a" * 64  # depth 64 = MAX_DEPTH
+    descendant = "//a" * 32  # depth 64
     wide = "//a[" + " and ".join(f"b{i}" for i in range(250)) + "]"
     nested = "//a" + "[b" * 30 + "]" * 30
     doc = "<a>" * 70 + "</a>" * 70
@@ -212,6 +276,7 @@ def test_largest_accepted_patterns_work_in_every_hook_from_a_deep_stack():
         for f in fs:
             idx.covering(f), idx.covered_by(f), idx.merge_candidates(f)
         return idx.match(e), [model.matches(f, e) for f in fs]
+
     got, each = _deep_stack(sys.getrecursionlimit() - 450, run)
     assert each == [lxml_says(q, doc) for q in (deep, descendant, wide, nested)]
     assert got == {i for i, ok in enumerate(each) if ok}
@@ -221,16 +286,22 @@ def test_descendant_chains_on_the_deepest_document_take_linear_time():
     model = XmlModel(ParseLimits(max_depth=MAX_DEPTH_CEILING))
     e = model.parse_event("<a>" * 2047 + "<b x='1'/>" + "</a>" * 2047)
     # expected answers by hand: lxml itself takes seconds to minutes on these
-    for q, want in (("//a" * 31 + "[@x]", False), ("//*" * 31 + "[@x]", True),
-                    ("//a[1]//a[1]//a[2]", False), ("//a[.//a//b[@x = 1]]", True),
-                    ("//a" * 30 + "//b[@x]", True), ("//a[b]//a[b/@x]", False)):
+    for q, want in (
+        ("//a" * 31 + "[@x]", False),
+        ("//*" * 31 + "[@x]", True),
+        ("//a[1]//a[1]//a[2]", False),
+        ("//a[.//a//b[@x = 1]]", True),
+        ("//a" * 30 + "//b[@x]", True),
+        ("//a[b]//a[b/@x]", False),
+    ):
         f = model.parse_filter(q)
         start = time.process_time()
         assert model.matches(f, e) == want, q
-        assert time.process_time() - start < 4, q      # 12 s with nested lazy searches
+        assert time.process_time() - start < 4, q  # 12 s with nested lazy searches
 
 
 # -- 4. text: quotes, position(), surrogates, lxml nodes, control characters ------------------
+
 
 def test_literals_with_one_kind_of_quote_round_trip_and_doubled_quotes_are_refused():
     for q in ("//a[@x = 'say \"hi\"']", '//a[@x = "it\'s"]', "//a[contains(., 'a\"b')]"):
@@ -238,19 +309,29 @@ def test_literals_with_one_kind_of_quote_round_trip_and_doubled_quotes_are_refus
         assert M.parse_filter(M.format_filter(f)) == f
         assert M.load_filter(M.dump_filter(f)) == f
     with pytest.raises(FilterSyntaxError, match="no escapes") as e:
-        M.parse_filter('//a[@x = "a""b"]')   # two literals to lxml, one to elementpath
+        M.parse_filter('//a[@x = "a""b"]')  # two literals to lxml, one to elementpath
     assert e.value.column == 12
 
 
-@pytest.mark.parametrize("q", ["//a[position() > b]", "//a[position() = @x]",
-                               "//a[position() = 'x']", "//a[b < position()]"])
+@pytest.mark.parametrize(
+    "q",
+    ["//a[position() > b]", "//a[position() = @x]", "//a[position() = 'x']", "//a[b < position()]"],
+)
 def test_position_compared_with_a_path_or_string_is_refused(q):
     with pytest.raises(FilterSyntaxError, match="position"):
         M.parse_filter(q)
 
 
-@pytest.mark.parametrize("q", ["//a[position() = -1]", "//a[position() >= -5]", "//a[0]",
-                               "//a[99999999999999999999999]", "//a[position() < 1e20]"])
+@pytest.mark.parametrize(
+    "q",
+    [
+        "//a[position() = -1]",
+        "//a[position() >= -5]",
+        "//a[0]",
+        "//a[99999999999999999999999]",
+        "//a[position() < 1e20]",
+    ],
+)
 def test_positions_round_trip_and_agree_with_lxml(q):
     f = M.parse_filter(q)
     assert M.parse_filter(M.format_filter(f)) == f
@@ -266,8 +347,11 @@ def test_str_event_with_a_lone_surrogate_is_an_event_error():
 
 def test_lxml_comments_processing_instructions_entities_and_trees_as_events():
     root = etree.fromstring(b"<r><!--c--><?pi x?><a/></r>")
-    for node, kind in ((root[0], "comment"), (root[1], "processing instruction"),
-                       (etree.Entity("amp"), "entity reference")):
+    for node, kind in (
+        (root[0], "comment"),
+        (root[1], "processing instruction"),
+        (etree.Entity("amp"), "entity reference"),
+    ):
         with pytest.raises(EventError, match=kind):
             M.parse_event(node)
     assert M.parse_event(root.getroottree()) == M.parse_event(root)
@@ -282,17 +366,18 @@ def test_elements_from_elsewhere_are_checked_like_documents():
         M.parse_event(el[0])
     deep = etree.fromstring(b"<a>" * 300 + b"</a>" * 300, etree.XMLParser(huge_tree=True))
     with pytest.raises(EventError, match="too deeply"):
-        M.parse_event(deep[0])                      # 299 levels > 256
+        M.parse_event(deep[0])  # 299 levels > 256
     sub = deep
     for _ in range(100):
         sub = sub[0]
-    assert M.matches(M.parse_filter("/a/a"), M.parse_event(sub))   # 200 levels
+    assert M.matches(M.parse_filter("/a/a"), M.parse_event(sub))  # 200 levels
     with pytest.raises(EventError, match="more than 100 levels"):
-        XmlModel(ParseLimits(max_depth=100)).parse_event(sub)   # the model's limits
+        XmlModel(ParseLimits(max_depth=100)).parse_event(sub)  # the model's limits
 
 
-@pytest.mark.parametrize("bad,column", [("\x00", 11), ("\x01", 11), ("\ud800", 11),
-                                        ("\ufffe", 11), ("\x1f", 11)])
+@pytest.mark.parametrize(
+    "bad,column", [("\x00", 11), ("\x01", 11), ("\ud800", 11), ("\ufffe", 11), ("\x1f", 11)]
+)
 def test_control_characters_and_surrogates_in_filters_are_refused(bad, column):
     with pytest.raises(FilterSyntaxError, match="not allowed") as e:
         M.parse_filter(f'//a[@x = "{bad}"]')
@@ -304,12 +389,18 @@ def test_control_characters_and_surrogates_in_filters_are_refused(bad, column):
 
 # -- 5. memory: string values are never built for every element ------------------------------
 
+
 def test_string_value_predicates_stay_within_a_small_multiple_of_the_document():
-    depth, chunk = 128, "x" * 8_000                     # a 1 MB document
+    depth, chunk = 128, "x" * 8_000  # a 1 MB document
     raw = "".join(f"<a>{chunk}" for _ in range(depth)) + "</a>" * depth
     model = XmlModel(ParseLimits(max_depth=200))
-    for q in ('//*[. = "y"]', '//*[. > 5]', '//*[starts-with(., "xq")]', '//*[. != "y"]',
-              '//*[contains(., "xy")]'):
+    for q in (
+        '//*[. = "y"]',
+        "//*[. > 5]",
+        '//*[starts-with(., "xq")]',
+        '//*[. != "y"]',
+        '//*[contains(., "xy")]',
+    ):
         f, e = model.parse_filter(q), model.parse_event(raw)
         idx = model.new_index()
         idx.add(f, 1)
@@ -317,21 +408,36 @@ def test_string_value_predicates_stay_within_a_small_multiple_of_the_document():
         got = model.matches(f, e), idx.match(e)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-        assert peak < 3 * len(raw), (q, peak)   # every string value: 64 MB
+        assert peak < 3 * len(raw), (q, peak)  # every string value: 64 MB
         assert got[0] == lxml_says(q, raw) == (got[1] == {1})
 
 
-@pytest.mark.parametrize("q", ['//a[. = "abcd"]', '//a[contains(., "bc")]',
-                               '//a[contains(., "cde")]', '//a[starts-with(., "abc")]',
-                               '//a[. != "abc"]', '//a[. = "ab"]', '//a[. >= 12]',
-                               '//a[. = " 1 2"]', '//a[contains(., "")]'])
+@pytest.mark.parametrize(
+    "q",
+    [
+        '//a[. = "abcd"]',
+        '//a[contains(., "bc")]',
+        '//a[contains(., "cde")]',
+        '//a[starts-with(., "abc")]',
+        '//a[. != "abc"]',
+        '//a[. = "ab"]',
+        "//a[. >= 12]",
+        '//a[. = " 1 2"]',
+        '//a[contains(., "")]',
+    ],
+)
 def test_string_values_read_in_pieces_agree_with_lxml(q):
-    for raw in ("<r><a>ab<b>cd</b></a></r>", "<r><a>a<b>b<c>c</c></b>d<!--x-->e</a></r>",
-                "<r><a>1<b>2</b></a><a> 1 <c/>2</a></r>", "<r><a/><a><b/></a></r>"):
+    for raw in (
+        "<r><a>ab<b>cd</b></a></r>",
+        "<r><a>a<b>b<c>c</c></b>d<!--x-->e</a></r>",
+        "<r><a>1<b>2</b></a><a> 1 <c/>2</a></r>",
+        "<r><a/><a><b/></a></r>",
+    ):
         agree(q, raw)
 
 
 # -- 6. the DFA cache is a bounded LRU -------------------------------------------------------
+
 
 def test_dfa_cache_is_a_bounded_lru(monkeypatch):
     monkeypatch.setattr(shared_matching, "DFA_CACHE_SIZE", 40)
@@ -341,8 +447,9 @@ def test_dfa_cache_is_a_bounded_lru(monkeypatch):
         idx.add(f, i)
     for n in range(300):  # documents with ever new tag names
         raw = f"<r><t{n}><u{n}/></t{n}><v{n}/></r>"
-        assert idx.match(M.parse_event(raw)) == {i for i, f in enumerate(plain)
-                                                  if lxml_says(f.xpath(), raw)}
+        assert idx.match(M.parse_event(raw)) == {
+            i for i, f in enumerate(plain) if lxml_says(f.xpath(), raw)
+        }
         assert idx._dfa.cached <= 40
     assert shared_matching.DFA_CACHE_SIZE == 40 and idx._dfa.cache_size == 40
 
@@ -352,6 +459,7 @@ def test_dfa_cache_default_size_is_documented():
 
 
 # -- 7. max_depth: honoured up to libxml2's ceiling, refused above ---------------------------
+
 
 def test_max_depth_above_the_libxml2_ceiling_is_refused():
     with pytest.raises(LimitsError, match="2048"):
@@ -367,13 +475,19 @@ def test_max_depth_above_the_libxml2_ceiling_is_refused():
         XmlModel(ParseLimits(max_depth=3)).parse_event(b"<a><a><a><a/></a></a></a>")
 
 
-@pytest.mark.parametrize("settings_, shown", [
-    (dict(max_depth=0), "max_depth must be a positive integer, not 0"),
-    (dict(max_depth=-1), "not -1"), (dict(max_depth=True), "not True"),
-    (dict(max_depth=2.5), "not 2.5"), (dict(max_bytes="10"), "max_bytes must be"),
-    (dict(max_bytes=None), "not None"), (dict(max_depth=2049), "above 2048"),
-    (dict(max_depth=10 ** 5000), "a 16610-bit integer is above 2048"),
-])
+@pytest.mark.parametrize(
+    "settings_, shown",
+    [
+        (dict(max_depth=0), "max_depth must be a positive integer, not 0"),
+        (dict(max_depth=-1), "not -1"),
+        (dict(max_depth=True), "not True"),
+        (dict(max_depth=2.5), "not 2.5"),
+        (dict(max_bytes="10"), "max_bytes must be"),
+        (dict(max_bytes=None), "not None"),
+        (dict(max_depth=2049), "above 2048"),
+        (dict(max_depth=10**5000), "a 16610-bit integer is above 2048"),
+    ],
+)
 def test_bad_parse_limits_are_a_limits_error_that_is_a_pubsift_error(settings_, shown):
     with pytest.raises(LimitsError, match=shown) as e:
         ParseLimits(**settings_)
@@ -397,11 +511,14 @@ def test_depth_refusal_at_libxml2s_ceiling_does_not_suggest_raising_the_limit():
     for limits, depth in ((ParseLimits(max_depth=3), 4), (DEFAULT_DEPTH, 257)):
         with pytest.raises(EventError) as e:
             XmlModel(limits).parse_event(b"<a>" * depth + b"</a>" * depth)
-        assert f"more than {limits.max_depth} levels (raise ParseLimits.max_depth, at " \
+        assert (
+            f"more than {limits.max_depth} levels (raise ParseLimits.max_depth, at "
             "most 2048, libxml2's ceiling, to accept it)" in str(e.value)
+        )
 
 
 # -- 8. round trips --------------------------------------------------------------------------
+
 
 def test_namespace_uris_that_cannot_be_written_back_are_refused():
     for uri, bad in (("urn:a}b", "}"), ('urn:a"b', '"'), ("urn:{x", "{")):
@@ -411,8 +528,7 @@ def test_namespace_uris_that_cannot_be_written_back_are_refused():
     f = M.parse_filter({"xpath": "//p:a[@p:x = 1]", "namespaces": {"p": "urn:it's"}})
     assert M.parse_filter(M.format_filter(f)) == f
     assert M.load_filter(M.dump_filter(f)) == f
-    assert M.parse_filter("xmlns:q='urn:x' //q:a") == M.parse_filter(
-        'xmlns:q="urn:x" //q:a')
+    assert M.parse_filter("xmlns:q='urn:x' //q:a") == M.parse_filter('xmlns:q="urn:x" //q:a')
 
 
 def test_the_xml_prefix_cannot_be_rebound():
@@ -426,13 +542,16 @@ def test_the_xml_prefix_cannot_be_rebound():
     assert M.load_filter(M.dump_filter(f)) == f
 
 
-@pytest.mark.parametrize("qs", [
-    ("//a[@x < 5][@x != 'z']", "//a[@x = 5][@x != 'z']"),
-    ("//a[@x < 5][@y = 1]", "//a[@x = 5][@y = 1]"),
-    ('//a[. = "x"]', '//a[. != "x"]'),
-    ('//a[b = "x"]', '//a[b != "x"]'),
-    ("/r/a[@x > 1]/b[@y < 0]", "/r/a[@x > 1]/b[@y = 0]"),
-])
+@pytest.mark.parametrize(
+    "qs",
+    [
+        ("//a[@x < 5][@x != 'z']", "//a[@x = 5][@x != 'z']"),
+        ("//a[@x < 5][@y = 1]", "//a[@x = 5][@y = 1]"),
+        ('//a[. = "x"]', '//a[. != "x"]'),
+        ('//a[b = "x"]', '//a[b != "x"]'),
+        ("/r/a[@x > 1]/b[@y < 0]", "/r/a[@x > 1]/b[@y = 0]"),
+    ],
+)
 def test_perfect_mergers_are_canonical_after_a_round_trip(qs):
     fs = [M.parse_filter(q) for q in qs]
     m = M.merge(fs)
@@ -449,14 +568,16 @@ def _round_trips(f) -> None:
 
 
 def test_a_filter_whose_written_text_exceeds_the_limit_is_refused_from_text_and_wire():
-    tail = '"][@y=1e9][@w=1e9][@v=1e9]'   # each 1e9 is written 1000000000
+    tail = '"][@y=1e9][@w=1e9][@v=1e9]'  # each 1e9 is written 1000000000
     q = '//a[@x="' + "z" * (MAX_LENGTH - 8 - len(tail)) + tail
     assert len(q) == MAX_LENGTH
     for spec in (q, {"xpath": q}):
-        with pytest.raises(FilterSyntaxError, match="too long once written: its text "
-                           "form .* has 100029 characters > 100000"):
+        with pytest.raises(
+            FilterSyntaxError,
+            match="too long once written: its text form .* has 100029 characters > 100000",
+        ):
             M.parse_filter(spec)
-    shorter = q.replace("z" * 29, "", 1)   # written in exactly 100,000 characters
+    shorter = q.replace("z" * 29, "", 1)  # written in exactly 100,000 characters
     f = M.parse_filter(shorter)
     assert len(M.format_filter(f)) == MAX_LENGTH
     _round_trips(f)
@@ -469,23 +590,28 @@ def test_namespace_uri_length_is_limited_alike_in_wire_and_text_forms():
         assert e.value.path == "namespaces.ns0"
         with pytest.raises(FilterSyntaxError, match="too long"):
             M.parse_filter(f'xmlns:ns0="{"u" * n}" //ns0:a')
-    many = {f"p{i}": "urn:x" for i in range(1_000_000)}   # refused after ~6,000 bindings
+    many = {f"p{i}": "urn:x" for i in range(1_000_000)}  # refused after ~6,000 bindings
     start = time.process_time()
     with pytest.raises(FilterSyntaxError, match="namespace declarations too long"):
         M.load_filter({"xpath": "//a", "namespaces": many})
     assert time.process_time() - start < 5
     # a prefix longer than ns0 is written shorter: checked on the canonical text
     fits = "u" * (MAX_LENGTH - len('xmlns:ns0="" //ns0:a'))
-    for spec in ({"xpath": "//ns0:a", "namespaces": {"ns0": fits}},
-                 f'xmlns:ns0="{fits}" //ns0:a',
-                 {"xpath": "//long:a", "namespaces": {"long": fits[:-3]}}):
+    for spec in (
+        {"xpath": "//ns0:a", "namespaces": {"ns0": fits}},
+        f'xmlns:ns0="{fits}" //ns0:a',
+        {"xpath": "//long:a", "namespaces": {"long": fits[:-3]}},
+    ):
         _round_trips(M.parse_filter(spec))
     with pytest.raises(FilterSyntaxError, match="too long"):
         M.parse_filter({"xpath": "//p:a", "namespaces": {"p": fits + "u"}})
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(xpaths(), st.integers(-60, 20), st.sampled_from(["z", "1e9", "ns"]))
 def test_filters_near_the_length_limit_round_trip_or_are_refused(q, slack, pad):
     try:
@@ -499,8 +625,13 @@ def test_filters_near_the_length_limit_round_trip_or_are_refused(q, slack, pad):
     elif pad == "1e9":
         spec = text + f'[@pad = "{"z" * max(room - 25, 0)}"][@n = 1e9]'
     else:
-        spec = {"xpath": text + "[@q:pad]", "namespaces": {
-            **M.dump_filter(base).get("namespaces", {}), "q": "u" * max(room - 20, 1)}}
+        spec = {
+            "xpath": text + "[@q:pad]",
+            "namespaces": {
+                **M.dump_filter(base).get("namespaces", {}),
+                "q": "u" * max(room - 20, 1),
+            },
+        }
     try:
         f = M.parse_filter(spec)
     except FilterSyntaxError as e:
@@ -515,8 +646,9 @@ def test_a_perfect_merger_too_long_to_write_back_is_not_returned():
         f = M.parse_filter(q)
         assert len(M.format_filter(f)) == written
         return f
+
     lt, eq = padded("<", MAX_LENGTH), padded("=", MAX_LENGTH)
-    assert M.merge([lt, eq]) is None             # '@x <= 5' would write 100,001 characters
+    assert M.merge([lt, eq]) is None  # '@x <= 5' would write 100,001 characters
     loose = M.merge([lt, eq], perfect=False)
     assert M.covers(loose, lt) and M.covers(loose, eq)
     _round_trips(loose)
@@ -525,10 +657,34 @@ def test_a_perfect_merger_too_long_to_write_back_is_not_returned():
     _round_trips(m)
 
 
-_NOT_FILTERS = [None, 5, 1.5, True, {}, {"x": 1}, [], ["//a"], b"//a", object(),
-                {"xpath": 5}, {"xpath": None}, {"xpath": "//a", "namespaces": [1]}, {1: 2}]
-_NOT_EVENTS = [None, 5, 1.5, True, {}, {"xml": 5}, {"xml": "<a/>", "y": 1}, [], object(),
-               etree.Comment("c")]
+_NOT_FILTERS = [
+    None,
+    5,
+    1.5,
+    True,
+    {},
+    {"x": 1},
+    [],
+    ["//a"],
+    b"//a",
+    object(),
+    {"xpath": 5},
+    {"xpath": None},
+    {"xpath": "//a", "namespaces": [1]},
+    {1: 2},
+]
+_NOT_EVENTS = [
+    None,
+    5,
+    1.5,
+    True,
+    {},
+    {"xml": 5},
+    {"xml": "<a/>", "y": 1},
+    [],
+    object(),
+    etree.Comment("c"),
+]
 
 
 def _ids(values: list) -> list[str]:
@@ -541,13 +697,25 @@ def test_hooks_given_non_filters_raise_filter_syntax_errors(bad):
     f, e = M.parse_filter("//a"), M.parse_event("<a/>")
     idx = M.new_index()
     idx.add(f, "s")
-    for hook in (M.parse_filter, M.load_filter, M.format_filter, M.dump_filter,
-                 lambda b: M.matches(b, e), lambda b: M.covers(f, b),
-                 lambda b: M.covers(b, f), lambda b: M.identical(b, f),
-                 lambda b: M.overlaps(f, b), lambda b: M.merge([f, b]),
-                 lambda b: M.merge([f, b], perfect=False), idx.covering, idx.covered_by,
-                 idx.overlapping, idx.merge_candidates, idx.identical,
-                 lambda b: idx.add(b, "t")):
+    for hook in (
+        M.parse_filter,
+        M.load_filter,
+        M.format_filter,
+        M.dump_filter,
+        lambda b: M.matches(b, e),
+        lambda b: M.covers(f, b),
+        lambda b: M.covers(b, f),
+        lambda b: M.identical(b, f),
+        lambda b: M.overlaps(f, b),
+        lambda b: M.merge([f, b]),
+        lambda b: M.merge([f, b], perfect=False),
+        idx.covering,
+        idx.covered_by,
+        idx.overlapping,
+        idx.merge_candidates,
+        idx.identical,
+        lambda b: idx.add(b, "t"),
+    ):
         with pytest.raises(FilterSyntaxError):
             hook(bad)
     assert len(idx) == 1
@@ -557,8 +725,13 @@ def test_hooks_given_non_filters_raise_filter_syntax_errors(bad):
 def test_hooks_given_non_events_raise_event_errors(bad):
     idx = M.new_index()
     idx.add(M.parse_filter("//a"), "s")
-    for hook in (M.parse_event, M.load_event, M.dump_event,
-                 lambda b: M.matches("//a", b), idx.match):
+    for hook in (
+        M.parse_event,
+        M.load_event,
+        M.dump_event,
+        lambda b: M.matches("//a", b),
+        idx.match,
+    ):
         with pytest.raises(EventError):
             hook(bad)
 
@@ -573,13 +746,26 @@ def test_infinite_operands_are_compared_only_with_themselves():
 
 # -- a failed index add changes nothing ------------------------------------------------------
 
+
 def _snapshot(idx):
     tree = idx.tree
-    nodes = sorted((t.depth, repr(t.key), t.sub, t.ends, t.bleaves, t.csub, t.multi)
-                   for t in tree.walk())
-    return (sorted(map(repr, idx)), len(idx), idx.patterns, tree.nodes, tree.root.sub,
-            tree.root.size, nodes, dict(tree.tagged), dict(tree.edged),
-            {k: len(v) for k, v in tree.labelled.items()}, idx._complex, dict(idx._leaves))
+    nodes = sorted(
+        (t.depth, repr(t.key), t.sub, t.ends, t.bleaves, t.csub, t.multi) for t in tree.walk()
+    )
+    return (
+        sorted(map(repr, idx)),
+        len(idx),
+        idx.patterns,
+        tree.nodes,
+        tree.root.sub,
+        tree.root.size,
+        nodes,
+        dict(tree.tagged),
+        dict(tree.edged),
+        {k: len(v) for k, v in tree.labelled.items()},
+        idx._complex,
+        dict(idx._leaves),
+    )
 
 
 def test_failed_index_add_leaves_the_factorization_tree_exactly_as_it_was(monkeypatch):
@@ -595,6 +781,7 @@ def test_failed_index_add_leaves_the_factorization_tree_exactly_as_it_was(monkey
         if len(calls) == 4:
             raise MemoryError("out of memory half-way")
         return real(self, bit, t, u, chain)
+
     monkeypatch.setattr(factorization.FactorizationTree, "_add", failing)
     g = M.parse_filter("/r/a[@x > 1]/c/e[f]/g")
     with pytest.raises(MemoryError):
@@ -611,9 +798,46 @@ def test_failed_index_add_leaves_the_factorization_tree_exactly_as_it_was(monkey
 
 # -- 9. fuzzing: mutated filters and documents against every hook ---------------------------
 
-PIECES = ["٣", "１", "1e309", "0e400", "1" * 400, "\x00", "\ud800", '"', "'", '""', "[", "]",
-          "(", ")", "/a" * 70, "[b" * 40, " and ", "position()", "-", ".", "..", "@", "*",
-          "//", ":", "p:", "{", "}", "é", "1.", ".5", "1e", "NaN", "+", "|", "or", "$v", "0"]
+PIECES = [
+    "٣",
+    "１",
+    "1e309",
+    "0e400",
+    "1" * 400,
+    "\x00",
+    "\ud800",
+    '"',
+    "'",
+    '""',
+    "[",
+    "]",
+    "(",
+    ")",
+    "/a" * 70,
+    "[b" * 40,
+    " and ",
+    "position()",
+    "-",
+    ".",
+    "..",
+    "@",
+    "*",
+    "//",
+    ":",
+    "p:",
+    "{",
+    "}",
+    "é",
+    "1.",
+    ".5",
+    "1e",
+    "NaN",
+    "+",
+    "|",
+    "or",
+    "$v",
+    "0",
+]
 
 
 @st.composite
@@ -658,8 +882,9 @@ def _hooks_hold_the_contract(q, raws, other):
         assert idx.match(e) == {k for k, h in ((0, g), (1, f)) if M.matches(h, e)}
 
 
-_FUZZ = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                     HealthCheck.filter_too_much])
+_FUZZ = dict(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 
 
 @settings(max_examples=150, **_FUZZ)

@@ -1,12 +1,12 @@
 """The factorization-tree index: XSEARCH (covered and cover mode) answers equal the pairwise
 ``covers`` answers; shared matching equals lxml per subscription; add/remove scripts."""
+
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
-
 from pubsift.core.index import LinearIndex
 from pubsift.models.xml import XmlModel, parse_document
 from pubsift.models.xml.factorization import FactorizationTree
@@ -34,12 +34,12 @@ def test_xsearch_equals_pairwise_covers(stored, probes):
         assert ix.identical(f) == {i for i, g in enumerate(pool) if M.identical(g, f)}
         assert ix.overlapping(f) == {i for i, g in enumerate(pool) if M.overlaps(g, f)}
         assert ix.merge_candidates(f) == {
-            i for i, g in enumerate(pool) if M.merge([g, f], perfect=True) is not None}
+            i for i, g in enumerate(pool) if M.merge([g, f], perfect=True) is not None
+        }
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(xpaths(), min_size=1, max_size=25), st.lists(documents(), min_size=1,
-                                                             max_size=4))
+@given(st.lists(xpaths(), min_size=1, max_size=25), st.lists(documents(), min_size=1, max_size=4))
 def test_shared_matching_equals_lxml_per_subscription(qs, raws):
     ix = M.new_index()
     for q in qs:
@@ -52,8 +52,11 @@ def test_shared_matching_equals_lxml_per_subscription(qs, raws):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), xpaths(depth=1), st.integers(0, 2)), max_size=30),
-       st.lists(xpaths(depth=1), min_size=1, max_size=4), documents())
+@given(
+    st.lists(st.tuples(st.booleans(), xpaths(depth=1), st.integers(0, 2)), max_size=30),
+    st.lists(xpaths(depth=1), min_size=1, max_size=4),
+    documents(),
+)
 def test_add_remove_scripts_agree_with_linear_index(script, probes, raw):
     ix, lin = M.new_index(), LinearIndex(M)
     for add, q, key in script:
@@ -114,8 +117,11 @@ def test_bits():
 
 
 def test_index_on_yfilter_queries_matches_lxml(data_dir):
-    qs = [q.strip() for q in (data_dir / "yfilter" / "queries" / "nested_paths.txt")
-          .read_text().splitlines() if q.strip()][:300]
+    qs = [
+        q.strip()
+        for q in (data_dir / "yfilter" / "queries" / "nested_paths.txt").read_text().splitlines()
+        if q.strip()
+    ][:300]
     ix = M.new_index()
     for i, q in enumerate(qs):
         ix.add(F(q), i)

@@ -1,12 +1,12 @@
 """``matches`` agrees with lxml's XPath 1.0 boolean result: on the YFilter query sets over
 the 100 YFilter NITF documents, and on random patterns against random documents."""
+
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
-
 from pubsift.models.xml import XmlModel, parse_document
 from pubsift.models.xml.predicates import xpath_number
 from xml_strategies import documents, xpaths
@@ -48,8 +48,9 @@ def test_yfilter_mixed_queries_agree_with_lxml(data_dir, yfilter_docs):
     for q in _queries(data_dir, "mixed_queries"):
         f = MODEL.parse_filter(q)
         x = etree.XPath(q)
-        assert [MODEL.matches(f, e) for e in yfilter_docs] == \
-            [bool(x(e.tree())) for e in yfilter_docs], q
+        assert [MODEL.matches(f, e) for e in yfilter_docs] == [
+            bool(x(e.tree())) for e in yfilter_docs
+        ], q
 
 
 def _agree(q, raws):
@@ -75,28 +76,56 @@ def test_random_patterns_agree_with_lxml_many(q, raws):
     _agree(q, raws)
 
 
-@pytest.mark.parametrize("s", ["5", " 5 ", "-5", "5.", ".5", "-.5", "1e3", "1.5e", "1E-2",
-                               "+5", "- 5", "", ".", "-", "abc", "5a", "0x10", "\t7\n",
-                               "1e+2", "Infinity", "NaN", "007", "1.2.3"])
+@pytest.mark.parametrize(
+    "s",
+    [
+        "5",
+        " 5 ",
+        "-5",
+        "5.",
+        ".5",
+        "-.5",
+        "1e3",
+        "1.5e",
+        "1E-2",
+        "+5",
+        "- 5",
+        "",
+        ".",
+        "-",
+        "abc",
+        "5a",
+        "0x10",
+        "\t7\n",
+        "1e+2",
+        "Infinity",
+        "NaN",
+        "007",
+        "1.2.3",
+    ],
+)
 def test_number_conversion_agrees_with_lxml(s):
     got = xpath_number(s)
     want = etree.XPath(f"number('{s}')")(etree.fromstring("<a/>"))
     assert (got != got and want != want) or got == want
 
 
-@pytest.mark.parametrize("q,doc,expected", [
-    ('/a[@x != 5]', '<a x="abc"/>', True),          # NaN != 5 is true
-    ('/a[@x = 5]', '<a x=" 5 "/>', True),
-    ('/a[@x = "5"]', '<a x=" 5 "/>', False),
-    ('/a[@x < "6"]', '<a x="5"/>', True),           # relational: both to numbers
-    ('/a[@x >= "abc"]', '<a x="5"/>', False),
-    ('/a[b = "1"]', '<a><b>2</b><b>1</b></a>', True),  # existential over the node-set
-    ('/a[b != "1"]', '<a><b>1</b></a>', False),
-    ('/a[text() = "2"]', '<a>1<!--c-->2</a>', True),  # text nodes split by a comment
-    ('/a[. = "12"]', '<a>1<!--c-->2</a>', True),
-    ('/a/b[2]', '<a><b/><c/><b/></a>', True),
-    ('/a/*[2][self::node()]', None, None),
-])
+@pytest.mark.parametrize(
+    "q,doc,expected",
+    [
+        ("/a[@x != 5]", '<a x="abc"/>', True),  # NaN != 5 is true
+        ("/a[@x = 5]", '<a x=" 5 "/>', True),
+        ('/a[@x = "5"]', '<a x=" 5 "/>', False),
+        ('/a[@x < "6"]', '<a x="5"/>', True),  # relational: both to numbers
+        ('/a[@x >= "abc"]', '<a x="5"/>', False),
+        ('/a[b = "1"]', "<a><b>2</b><b>1</b></a>", True),  # existential over the node-set
+        ('/a[b != "1"]', "<a><b>1</b></a>", False),
+        ('/a[text() = "2"]', "<a>1<!--c-->2</a>", True),  # text nodes split by a comment
+        ('/a[. = "12"]', "<a>1<!--c-->2</a>", True),
+        ("/a/b[2]", "<a><b/><c/><b/></a>", True),
+        ("/a/*[2][self::node()]", None, None),
+    ],
+)
 def test_xpath_semantics_vectors(q, doc, expected):
     if doc is None:
         with pytest.raises(Exception):

@@ -1,5 +1,6 @@
 """Merging tree patterns: perfect mergers match exactly the union of their inputs (checked
 with lxml on random and witness documents); imperfect mergers cover every input."""
+
 from __future__ import annotations
 
 import random
@@ -7,7 +8,6 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
-
 from pubsift.models.xml import XmlModel
 from pubsift.models.xml.witness import witness
 from xml_strategies import documents, related_xpaths
@@ -19,8 +19,9 @@ F = M.parse_filter
 def test_perfect_merge_of_one_predicate():
     assert M.merge([F("//a[@x < 5]"), F("//a[@x = 5]")]) == F("//a[@x <= 5]")
     assert M.merge([F('/r/a[@x = "1"]/b'), F('/r/a[@x != "1"]/b')]) == F("/r/a[@x]/b")
-    assert M.merge([F('//a[starts-with(@x, "ab")]'), F('//a[@x = "abc"]')]) == \
-        F('//a[starts-with(@x, "ab")]')
+    assert M.merge([F('//a[starts-with(@x, "ab")]'), F('//a[@x = "abc"]')]) == F(
+        '//a[starts-with(@x, "ab")]'
+    )
 
 
 def test_perfect_merge_is_a_cover_when_one_covers():
@@ -61,9 +62,12 @@ def test_mergers_against_lxml(qs, raws):
     wit = [w for f in fs for s in range(2) if (w := witness(f, random.Random(s)))]
     perfect = M.merge(fs)
     if perfect is not None:
-        _agree_on(raws + wit + [w for s in range(2)
-                                if (w := witness(perfect, random.Random(s)))], fs, perfect,
-                  True)
+        _agree_on(
+            raws + wit + [w for s in range(2) if (w := witness(perfect, random.Random(s)))],
+            fs,
+            perfect,
+            True,
+        )
     imperfect = M.merge(fs, perfect=False)
     assert all(M.covers(imperfect, f) for f in fs)
     _agree_on(raws + wit, fs, imperfect, False)

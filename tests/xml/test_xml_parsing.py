@@ -1,9 +1,9 @@
 """Hardened parsing of XML events: every refusal is an EventError naming its cause."""
+
 from __future__ import annotations
 
 import pytest
 from lxml import etree
-
 from pubsift.core.errors import EventError
 from pubsift.models.xml import ParseLimits, XmlEvent, XmlModel, parse_document
 
@@ -107,8 +107,12 @@ def test_namespaces_and_equality_and_wire_round_trip():
     assert e.root.tag == "{http://www.w3.org/2005/Atom}feed"
     again = m.load_event(m.dump_event(e))
     assert again == e and hash(again) == hash(e)
-    f = m.parse_filter({"xpath": "/a:feed/a:entry/a:title[. = 't']",
-                        "namespaces": {"a": "http://www.w3.org/2005/Atom"}})
+    f = m.parse_filter(
+        {
+            "xpath": "/a:feed/a:entry/a:title[. = 't']",
+            "namespaces": {"a": "http://www.w3.org/2005/Atom"},
+        }
+    )
     assert m.matches(f, again)
     assert not m.matches(m.parse_filter("/feed/entry"), e)  # no-namespace names differ
 
@@ -130,8 +134,10 @@ def test_nitf_wire_documents_parse(data_dir):
         assert parse_document(p.read_bytes()).root is not None
 
 
-LAUGHS = (b'<!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">]>'
-          b'<r><x>&b;</x></r>')
+LAUGHS = (
+    b'<!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">]>'
+    b"<r><x>&b;</x></r>"
+)
 
 
 def test_streaming_parsers_stay_hardened_whatever_options_they_are_given():
@@ -140,10 +146,9 @@ def test_streaming_parsers_stay_hardened_whatever_options_they_are_given():
 
     from pubsift.models.xml.parsing import hardened_iterparse, hardened_pull_parser
 
-    unsafe = {"resolve_entities": True, "load_dtd": True, "no_network": False,
-              "huge_tree": False}
-    (_, x), = list(hardened_iterparse(io.BytesIO(LAUGHS), unsafe, events=("end",), tag="x"))
-    assert x.text is None and x[0].tag is etree.Entity   # the reference is not expanded
+    unsafe = {"resolve_entities": True, "load_dtd": True, "no_network": False, "huge_tree": False}
+    ((_, x),) = list(hardened_iterparse(io.BytesIO(LAUGHS), unsafe, events=("end",), tag="x"))
+    assert x.text is None and x[0].tag is etree.Entity  # the reference is not expanded
     pull = hardened_pull_parser(unsafe, events=("end",))
     pull.feed(LAUGHS)
     x = next(el for _, el in pull.read_events() if el.tag == "x")
@@ -157,11 +162,16 @@ def test_no_xml_parser_outside_the_xml_models_parsing_module():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    made_here = re.compile(r"etree\.(XMLParser|XMLPullParser|iterparse|XML|parse|HTMLParser)\(|"
-                           r"etree\.fromstring\([^,()]*\)")
-    found = [f"{p.relative_to(root)}:{n}: {line.strip()}"
-             for d in ("core", "models", "adapters", "bench", "examples")
-             for p in sorted((root / d).rglob("*.py")) if p.name != "parsing.py" or
-             p.parent.name != "xml"
-             for n, line in enumerate(p.read_text().splitlines(), 1) if made_here.search(line)]
+    made_here = re.compile(
+        r"etree\.(XMLParser|XMLPullParser|iterparse|XML|parse|HTMLParser)\(|"
+        r"etree\.fromstring\([^,()]*\)"
+    )
+    found = [
+        f"{p.relative_to(root)}:{n}: {line.strip()}"
+        for d in ("core", "models", "adapters", "bench", "examples")
+        for p in sorted((root / d).rglob("*.py"))
+        if p.name != "parsing.py" or p.parent.name != "xml"
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if made_here.search(line)
+    ]
     assert found == ["bench/adapters.py:167: root = etree.parse(p, parser).getroot()"], found

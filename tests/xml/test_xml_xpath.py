@@ -1,10 +1,10 @@
 """The XPath subset: what is accepted, what is rejected (with the construct and its
 position), canonical forms and text round-trips."""
+
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
-
 from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.xml import XmlModel, parse_xpath
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD
@@ -13,25 +13,28 @@ from xml_strategies import xpaths
 M = XmlModel()
 
 
-@pytest.mark.parametrize("q,construct,column", [
-    ("//a[@x = 1 or @y]", "'or'", 12),
-    ("//a[not(b)]", "'not'", 5),
-    ("//a[last()]", "'last'", 5),
-    ("//a | //b", "'|'", 5),
-    ("//a/..", "'..'", 5),
-    ("//a/following-sibling::b", "'following-sibling'", 5),
-    ("//a[@x = $v]", "'$'", 10),
-    ("//a[@*]", "attribute wildcard", 5),
-    ("//a[b = c]", "a comparison must have a path on one side and a literal", 7),
-    ('//a["x" = 1]', "a comparison of two literals", 9),
-    ("//a[@x][1]", "a positional predicate after another predicate", 9),
-    ("//a[starts-with(text(), 'x')]", "starts-with() on anything but @name or '.'", 17),
-    ("//a[count(b) = 1]", "'count'", 5),
-    ("/a/@x/b", "a step after an attribute or text() step", 7),
-    ("//a//@x", "'//' before an attribute or text() step", 4),
-    ("/", "the root node alone", 1),
-    ("//a[1.5]", "position() compared with a non-integer", 5),
-])
+@pytest.mark.parametrize(
+    "q,construct,column",
+    [
+        ("//a[@x = 1 or @y]", "'or'", 12),
+        ("//a[not(b)]", "'not'", 5),
+        ("//a[last()]", "'last'", 5),
+        ("//a | //b", "'|'", 5),
+        ("//a/..", "'..'", 5),
+        ("//a/following-sibling::b", "'following-sibling'", 5),
+        ("//a[@x = $v]", "'$'", 10),
+        ("//a[@*]", "attribute wildcard", 5),
+        ("//a[b = c]", "a comparison must have a path on one side and a literal", 7),
+        ('//a["x" = 1]', "a comparison of two literals", 9),
+        ("//a[@x][1]", "a positional predicate after another predicate", 9),
+        ("//a[starts-with(text(), 'x')]", "starts-with() on anything but @name or '.'", 17),
+        ("//a[count(b) = 1]", "'count'", 5),
+        ("/a/@x/b", "a step after an attribute or text() step", 7),
+        ("//a//@x", "'//' before an attribute or text() step", 4),
+        ("/", "the root node alone", 1),
+        ("//a[1.5]", "position() compared with a non-integer", 5),
+    ],
+)
 def test_rejected_constructs_name_the_construct_and_position(q, construct, column):
     with pytest.raises(FilterSyntaxError) as e:
         parse_xpath(q)
@@ -74,7 +77,7 @@ def test_tree_pattern_shapes():
     assert parse_xpath("./a") == parse_xpath("a") == parse_xpath("child::a")
     assert parse_xpath("/a/attribute::x") == parse_xpath("/a[@x]") == parse_xpath("/a/@x")
     assert parse_xpath("/a[1]") == parse_xpath("/a[position() = 1]")
-    assert parse_xpath('//a[5 < @x]') == parse_xpath("//a[@x > 5]")
+    assert parse_xpath("//a[5 < @x]") == parse_xpath("//a[@x > 5]")
     assert parse_xpath("//a[b and c]") == parse_xpath("//a[b][c]")
     assert parse_xpath('//a[starts-with(@x, "")]') == parse_xpath("//a")
 

@@ -1,6 +1,7 @@
 """Hypothesis strategies for the XML model's tests: random XPath filters of the supported
 subset (as text) over a small vocabulary, and random documents over the same vocabulary,
 so that filters and documents meet often."""
+
 from __future__ import annotations
 
 import random
@@ -45,7 +46,7 @@ def _predicate(draw, depth: int) -> str:
     if k == "func":
         fn = draw(st.sampled_from(["starts-with", "contains"]))
         tgt = draw(st.sampled_from([attr, "."]))
-        return f'{fn}({tgt}, {draw(st.sampled_from(STRINGS))})'
+        return f"{fn}({tgt}, {draw(st.sampled_from(STRINGS))})"
     if k == "and":
         return f"{draw(_predicate(depth - 1))} and {draw(_predicate(depth - 1))}"
     rel = draw(_steps(depth - 1, relative=True))
@@ -57,8 +58,11 @@ def _step(draw, depth: int, allow_position: bool = True) -> str:
     test = draw(st.sampled_from(TAGS + ("*",)))
     preds = []
     if allow_position and draw(st.integers(0, 9)) == 0:
-        preds.append(draw(st.sampled_from(["1", "2", "position() > 1", "position() != 1",
-                                           "position() <= 2"])))
+        preds.append(
+            draw(
+                st.sampled_from(["1", "2", "position() > 1", "position() != 1", "position() <= 2"])
+            )
+        )
     for _ in range(draw(st.integers(0, 2 if depth > 0 else 1))):
         preds.append(draw(_predicate(depth)))
     return test + "".join(f"[{p}]" for p in preds)
@@ -79,11 +83,36 @@ def _steps(draw, depth: int, relative: bool = False) -> str:
 
 
 #: related filters (chains of generalizations), so pools hold covering pairs and triples
-FAMILY = ("/a/b[@x > 2]", "/a/b[@x > 1]", "/a/b[@x]", "/a/b", "/a/*", "/a//b", "//b",
-          "//*", "/a", "/a[b]", "/a[b/c]", "/a/b/c", "/a/b[c]", "//b[c]", "/a[@x = 1]/b",
-          '/a/b[@x = "1"]', "/a/b[@x = 1]", "/a/b[@x < 5]", "/a/b[@x != 3]",
-          '//c[text() = "a"]', "//c[text()]", '//c[starts-with(@y, "a")]',
-          '//c[@y = "ab"]', "/a/b[2]", "/a/b[2][@x]", "/a/*/c", "/a//c", "//c")
+FAMILY = (
+    "/a/b[@x > 2]",
+    "/a/b[@x > 1]",
+    "/a/b[@x]",
+    "/a/b",
+    "/a/*",
+    "/a//b",
+    "//b",
+    "//*",
+    "/a",
+    "/a[b]",
+    "/a[b/c]",
+    "/a/b/c",
+    "/a/b[c]",
+    "//b[c]",
+    "/a[@x = 1]/b",
+    '/a/b[@x = "1"]',
+    "/a/b[@x = 1]",
+    "/a/b[@x < 5]",
+    "/a/b[@x != 3]",
+    '//c[text() = "a"]',
+    "//c[text()]",
+    '//c[starts-with(@y, "a")]',
+    '//c[@y = "ab"]',
+    "/a/b[2]",
+    "/a/b[2][@x]",
+    "/a/*/c",
+    "/a//c",
+    "//c",
+)
 
 
 def related_xpaths(depth: int = 1) -> st.SearchStrategy[str]:
@@ -94,8 +123,10 @@ def related_xpaths(depth: int = 1) -> st.SearchStrategy[str]:
 
 def xpaths(depth: int = 2) -> st.SearchStrategy[str]:
     """XPath expressions of the supported subset (absolute, some relative)."""
-    return st.one_of(_steps(depth), _steps(depth, relative=True).map(
-        lambda s: s[2:] if s.startswith(".//") else s))
+    return st.one_of(
+        _steps(depth),
+        _steps(depth, relative=True).map(lambda s: s[2:] if s.startswith(".//") else s),
+    )
 
 
 def _element(rnd: random.Random, depth: int) -> etree._Element:
@@ -117,5 +148,6 @@ def _element(rnd: random.Random, depth: int) -> etree._Element:
 def documents(depth: int = 3) -> st.SearchStrategy[bytes]:
     """Serialized random documents over TAGS / ATTRS / VALUES (built from a drawn seed:
     cheap to draw, reproducible)."""
-    return st.integers(0, 2 ** 32 - 1).map(
-        lambda seed: etree.tostring(_element(random.Random(seed), depth)))
+    return st.integers(0, 2**32 - 1).map(
+        lambda seed: etree.tostring(_element(random.Random(seed), depth))
+    )

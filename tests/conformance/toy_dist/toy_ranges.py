@@ -1,5 +1,6 @@
 """A third-party filter model: closed integer ranges ``lo..hi`` over integer events, the
 smallest model that claims everything but an index (pubsift's conformance-kit example)."""
+
 import re
 
 from pubsift.core.errors import EventError, FilterSyntaxError
@@ -10,7 +11,7 @@ _INT = re.compile(r"-?[0-9]{1,9}")
 
 
 def _range(lo, hi):
-    if type(lo) is not int or type(hi) is not int or not -10**9 < lo <= hi < 10**9:
+    if type(lo) is not int or type(hi) is not int or not -(10**9) < lo <= hi < 10**9:
         raise FilterSyntaxError("a range is lo..hi, integers of at most 9 digits, lo <= hi")
     return (lo, hi)
 
@@ -30,7 +31,7 @@ class RangeModel(FilterModel):
             raw = raw.decode("latin-1")
         if isinstance(raw, str) and _INT.fullmatch(raw):
             raw = int(raw)
-        if type(raw) is not int or not -10**9 < raw < 10**9:
+        if type(raw) is not int or not -(10**9) < raw < 10**9:
             raise EventError("an event is an integer of at most 9 digits")
         return raw
 
