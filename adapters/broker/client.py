@@ -125,6 +125,7 @@ class AsyncClient:
         self._renewer: asyncio.Task[None] | None = None
         self._closing = False
         self._ready = asyncio.Event()
+        self._stats: deque[asyncio.Future[dict[str, Any]]] = deque()
         #: set by the broker's hello
         self.broker_id: str | None = None
         self.refresh: float = 10.0
@@ -249,6 +250,9 @@ class AsyncClient:
             kind = obj["kind"]
             if kind == "notify":
                 await self._notify(obj)
+            elif kind == "stats":
+                if self._stats:
+                    self._stats.popleft().set_result(obj)
             elif kind == "renew":
                 self._reissue(conn)
             elif kind == "error":
@@ -306,6 +310,14 @@ class AsyncClient:
                     result = s.handler(n)
                     if inspect.isawaitable(result):
                         await result
+
+    async def stats(self, timeout: float = 5.0) -> dict[str, Any]:
+        """The broker's ``stats`` (routing-table sizes, links, counters; docs/protocol.md)."""
+        if self._conn is None or not self._conn.send({"kind": "stats"}):
+            raise BrokerUnavailable(f"not connected to {self.url}")
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._stats.append(fut)
+        return await asyncio.wait_for(fut, timeout)
 
     # -- the EventBroker interface ------------------------------------------------------
     async def subscribe(
@@ -420,6 +432,9 @@ class Client:
 
     def publish(self, model: str, event: Any) -> int:
         return self._call(self._async.publish(model, event))
+
+    def stats(self, timeout: float = 5.0) -> dict[str, Any]:
+        return self._call(self._async.stats(timeout), timeout + 5)
 
     def close(self, unsubscribe: bool = True) -> None:
         if not self._loop.is_closed():

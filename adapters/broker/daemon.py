@@ -265,8 +265,31 @@ class BrokerDaemon:
                 self._absent[pid] = time.monotonic()
                 log.info("client %s disconnected", pid)
 
+    def stats(self) -> dict[str, Any]:
+        """What the broker holds and has done: routing-table sizes per model ([local,
+        remote] entries, Mühl's |L| and |R|), its links and clients, notifications
+        forwarded per neighbour and delivered, admin messages, messages lost to peers that
+        were not connected."""
+        b = self.broker
+        assert b is not None
+        return {
+            "kind": "stats",
+            "broker": self.id,
+            "entries": {m: list(r.subs.sizes()) for m, r in sorted(b.routing.items())},
+            "neighbours": sorted(self.port.neighbours),
+            "clients": sorted(self.port.clients),
+            "forwarded": dict(sorted(b.forwarded.items())),
+            "notified": b.notified,
+            "admin_sent": b.admin_sent,
+            "admin_processed": b.admin_processed,
+            "lost": sum(self.port.lost.values()),
+        }
+
     def _from_client(self, conn: Connection, pid: str, obj: dict[str, Any]) -> None:
         assert self.broker is not None
+        if obj["kind"] == "stats":
+            conn.send(self.stats())
+            return
         try:
             msg = wire.from_client(obj, pid, self.models)
         except FrameError as exc:

@@ -62,7 +62,8 @@ def from_client(obj: Mapping[str, Any], client: str, models: Mapping[str, Filter
     cls = CLIENT_KINDS.get(kind)
     if cls is None:
         raise FrameError(
-            "unknown-kind", f"kind {kind!r} (a client sends {', '.join(CLIENT_KINDS)})"
+            "unknown-kind",
+            f"kind {kind!r} (a client sends {', '.join(CLIENT_KINDS)} or stats)",
         )
     if obj.get("client", client) != client:
         raise FrameError(
