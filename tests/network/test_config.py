@@ -80,5 +80,5 @@ def test_missing_file(tmp_path):
 def test_unknown_model_is_a_config_error():
     from pubsift.adapters.broker.daemon import load_models
 
-    with pytest.raises(ConfigError, match="broker.models: no filter model named 'nope'"):
+    with pytest.raises(ConfigError, match=r"broker\.models: no filter model named 'nope'"):
         load_models(("records", "nope"), "b.toml")

@@ -78,11 +78,11 @@ def test_hello_round_trip_and_refusals():
     assert check_hello(decode(encode(h)[4:])) == ("client", "c1")
     with pytest.raises(FrameError, match="unsupported-version"):
         check_hello({**h, "protocol": 99})
-    with pytest.raises(FrameError, match="bad-hello.*expected broker"):
+    with pytest.raises(FrameError, match=r"bad-hello.*expected broker"):
         check_hello(h, "broker")
-    with pytest.raises(FrameError, match="bad-hello.*hello frame first"):
+    with pytest.raises(FrameError, match=r"bad-hello.*hello frame first"):
         check_hello({"kind": "pub"})
-    with pytest.raises(FrameError, match="bad-hello.*id"):
+    with pytest.raises(FrameError, match=r"bad-hello.*id"):
         check_hello({**h, "id": ""})
     with pytest.raises(FrameError, match="cycle: no"):
         check_hello({"kind": "error", "reason": "cycle", "message": "no"})

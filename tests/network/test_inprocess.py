@@ -12,15 +12,15 @@ from pubsift.adapters.broker.config import Address, BrokerConfig
 from pubsift.adapters.broker.daemon import BrokerDaemon
 from pubsift.adapters.broker.frames import encode, hello, read_frame
 
-FAST = dict(
-    lease_period=1.5,
-    lease_refresh=0.4,
-    lease_max_delay=0.1,
-    backoff_initial=0.05,
-    backoff_max=0.3,
-    models=("records", "xml"),
-    max_frame_bytes=4096,
-)
+FAST = {
+    "lease_period": 1.5,
+    "lease_refresh": 0.4,
+    "lease_max_delay": 0.1,
+    "backoff_initial": 0.05,
+    "backoff_max": 0.3,
+    "models": ("records", "xml"),
+    "max_frame_bytes": 4096,
+}
 
 
 async def until(cond: Callable[[], bool], timeout: float = 5.0) -> None:
