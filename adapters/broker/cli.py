@@ -116,7 +116,24 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+class _Intermixed(argparse.ArgumentParser):
+    """Options between positionals (``pub URL -m MODEL FILE...``): argparse would give
+    ``FILE...`` no positional left after ``URL``, so parse them intermixed."""
+
+    _inner = False
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if self._inner:
+            return super().parse_known_args(args, namespace)
+        self._inner = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._inner = False
+
+
 def add_pub_arguments(p: argparse.ArgumentParser) -> None:
+    p.__class__ = _Intermixed
     p.add_argument("url", metavar="URL", help="the broker, pubsift://host:port")
     p.add_argument("-m", "--model", required=True, help="filter model of the events")
     p.add_argument("files", nargs="*", metavar="FILE", help="files to publish (default: stdin)")
@@ -132,6 +149,8 @@ def cmd_pub(args: argparse.Namespace, console: Console) -> int:
 
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
 
+    quarantined = [0]
+
     def events() -> Any:
         """(where, raw or parsed event) of stdin's JSON lines, or of the files' records."""
         if not args.files:
@@ -143,6 +162,7 @@ def cmd_pub(args: argparse.Namespace, console: Console) -> int:
 
         for item in read(*({"path": f, "model": args.model} for f in args.files)):
             if isinstance(item, Quarantined):
+                quarantined[0] += 1
                 sys.stderr.write(
                     f"pubsift pub: {item.id}: not sent ({item.reason}): {item.message}\n"
                 )
@@ -165,7 +185,8 @@ def cmd_pub(args: argparse.Namespace, console: Console) -> int:
             if sent % 256 == 0:
                 await asyncio.sleep(0)  # let the writer drain
         await client.close(unsubscribe=True)
-        sys.stderr.write(f"pubsift pub: {sent} published, {bad} refused\n")
+        bad += quarantined[0]
+        sys.stderr.write(f"pubsift pub: {sent} published, {bad} not sent\n")
         return 1 if bad else 0
 
     with contextlib.suppress(KeyboardInterrupt):
