@@ -8,6 +8,8 @@
 ``pubsift ingest``, ``pubsift route``  the Spark job (:mod:`pubsift.adapters.spark.cli`);
 ``pubsift demo``     the quote demo: S&P 500 quotes through the records index (bundled
                      sample, or the full year with --data DIR or PUBSIFT_DATA);
+``pubsift broker``, ``pubsift sub``, ``pubsift pub``  brokers on a network and their clients
+                     (:mod:`pubsift.adapters.broker.cli`);
 ``pubsift experiment rebeca``  Mühl's routing experiments reproduced (Mühl 2002,
                      Large-Scale Content-Based Publish/Subscribe Systems, ch. 6).
 
@@ -859,6 +861,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": (
         "the quote demo: S&P 500 quotes through the records index",
         f"{__name__}:_demo_arguments",
+    ),
+    "broker": (
+        "run a broker daemon (clients and neighbour brokers over TCP)",
+        "pubsift.adapters.broker.cli:add_broker_arguments",
+    ),
+    "sub": (
+        "subscribe at a broker and print matching events as JSON lines",
+        "pubsift.adapters.broker.cli:add_sub_arguments",
+    ),
+    "pub": (
+        "publish JSON lines or files to a broker",
+        "pubsift.adapters.broker.cli:add_pub_arguments",
     ),
 }
 #: ``pubsift experiment NAME``, the same way.

@@ -160,9 +160,9 @@ def from_wire(obj: Mapping[str, Any], models: Mapping[str, FilterModel]) -> Mess
     if cls in (Sub, Unsub, Adv, Unadv):
         return cls(obj["client"], obj["model"], model.load_filter(obj["filter"]))
     if cls in (Pub, Notify):
-        return cls(obj["client"], obj["model"], model.load_event(obj["event"]), obj["pub_id"])
+        return cls(obj["client"], obj["model"], model.load_event(obj["event"]), _tag(obj["pub_id"]))
     if cls is Forward:
-        return Forward(obj["model"], model.load_event(obj["event"]), obj["pub_id"])
+        return Forward(obj["model"], model.load_event(obj["event"]), _tag(obj["pub_id"]))
     if obj.get("level") not in ("S", "A"):
         raise ValueError(f"malformed admin message: level {obj.get('level')!r} is not 'S' or 'A'")
     return Admin(
@@ -174,4 +174,6 @@ def from_wire(obj: Mapping[str, Any], models: Mapping[str, FilterModel]) -> Mess
 
 
 def _tag(t: Any) -> Hashable:
+    """A tag or publication id as sent: JSON has no tuples, so a list comes back as one
+    (ids such as ``[publisher, sequence]`` stay hashable)."""
     return tuple(t) if isinstance(t, list) else t

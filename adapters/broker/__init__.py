@@ -1,0 +1,14 @@
+"""The broker daemon, its client library and command line (issue 14; DESIGN.md §2.4): the
+unchanged :class:`pubsift.core.broker.Broker` behind asyncio streams.
+
+``config``      broker.toml -> :class:`BrokerConfig`
+``frames``      the length-prefixed JSON frame format (docs/protocol.md)
+``connection``  one peer (client or neighbour broker) over one stream
+``backoff``     exponential backoff with jitter for re-dialling
+``links``       neighbour links: reach sets, cycle refusal, dialling
+``daemon``      :class:`BrokerDaemon`: the Broker, its Port, leases in real time
+``client``      :class:`AsyncClient` and the synchronous :class:`Client`
+``cli``         ``pubsift broker``, ``pubsift sub``, ``pubsift pub``
+
+Nothing heavy is imported here: ``from pubsift.adapters.broker.client import connect``.
+"""

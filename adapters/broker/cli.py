@@ -1,0 +1,194 @@
+"""``pubsift broker``, ``pubsift sub`` and ``pubsift pub`` (issue 14 §1)::
+
+    pubsift broker [--config broker.toml] [--listen HOST:PORT] [--id ID] [--neighbour HOST:PORT]...
+    pubsift sub URL -m MODEL -f FILTER [-f FILTER]...
+    pubsift pub URL -m MODEL [FILE...]
+
+``sub`` prints each matching event as one JSON line until interrupted (exit 0 on Ctrl-C or
+SIGTERM); ``pub`` publishes JSON lines from standard input, or files through the adapters'
+readers (quarantined records are reported on standard error, not sent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import sys
+from typing import Any
+
+from rich.console import Console
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def add_broker_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="broker.toml", help="the broker's configuration file")
+    p.add_argument("--listen", metavar="HOST:PORT", help="address to listen on (port 0: any)")
+    p.add_argument("--id", help="the broker's id, unique in the network")
+    p.add_argument(
+        "--neighbour",
+        action="append",
+        default=[],
+        metavar="HOST:PORT",
+        help="a neighbour broker to dial (repeatable; added to the file's)",
+    )
+    p.add_argument("--strategy", help="routing strategy (default: the file's, or covering)")
+    p.add_argument("--port-file", metavar="PATH", help="write the bound port there once listening")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.set_defaults(func=cmd_broker)
+
+
+def cmd_broker(args: argparse.Namespace, console: Console) -> int:
+    from pubsift.adapters.broker.config import Address, BrokerConfig, load_config
+    from pubsift.adapters.broker.daemon import BrokerDaemon
+
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format=LOG_FORMAT)
+    cfg = load_config(args.config) if args.config else BrokerConfig(source="command line")
+    cfg = cfg.with_overrides(
+        listen=Address.parse(args.listen, "--listen") if args.listen else None,
+        id=args.id,
+        strategy=args.strategy,
+        neighbours=cfg.neighbours + tuple(Address.parse(a, "--neighbour") for a in args.neighbour)
+        if args.neighbour
+        else None,
+    )
+
+    async def main() -> None:
+        daemon = BrokerDaemon(cfg)
+        task = asyncio.ensure_future(daemon.run())
+        while daemon.broker is None and not task.done():
+            await asyncio.sleep(0.01)
+        if args.port_file and daemon.broker is not None:
+            with open(args.port_file + ".tmp", "w") as fh:
+                fh.write(f"{daemon.address.port}\n")
+            import os
+
+            os.replace(args.port_file + ".tmp", args.port_file)
+        await task
+
+    asyncio.run(main())
+    return 0
+
+
+def add_sub_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("url", metavar="URL", help="the broker, pubsift://host:port")
+    p.add_argument("-m", "--model", required=True, help="filter model")
+    p.add_argument(
+        "-f", "--filter", action="append", required=True, help="filter (text or JSON); repeatable"
+    )
+    p.add_argument("--id", help="client id (default: random)")
+    p.set_defaults(func=cmd_sub)
+
+
+def cmd_sub(args: argparse.Namespace, console: Console) -> int:
+    from pubsift.adapters.broker.client import AsyncClient, Notification
+    from pubsift.core.cli_input import strict_json
+
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
+    out = sys.stdout
+
+    def show(n: Notification) -> None:
+        out.write(json.dumps(n.to_json(), ensure_ascii=False) + "\n")
+        out.flush()
+
+    async def main() -> None:
+        client = AsyncClient(args.url, id=args.id)
+        specs: list[Any] = [
+            strict_json(f) if f.lstrip().startswith("{") else f for f in args.filter
+        ]
+        filters = [client.parse_filter(args.model, s) for s in specs]  # errors before connecting
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await client.connect()
+        for f in filters:
+            await client.subscribe(args.model, f, show)
+        sys.stderr.write(f"pubsift sub: subscribed as {client.id} at {client.broker_id}\n")
+        await stop.wait()
+        await client.close()
+
+    asyncio.run(main())
+    return 0
+
+
+class _Intermixed(argparse.ArgumentParser):
+    """Options between positionals (``pub URL -m MODEL FILE...``): argparse would give
+    ``FILE...`` no positional left after ``URL``, so parse them intermixed."""
+
+    _inner = False
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if self._inner:
+            return super().parse_known_args(args, namespace)
+        self._inner = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._inner = False
+
+
+def add_pub_arguments(p: argparse.ArgumentParser) -> None:
+    p.__class__ = _Intermixed
+    p.add_argument("url", metavar="URL", help="the broker, pubsift://host:port")
+    p.add_argument("-m", "--model", required=True, help="filter model of the events")
+    p.add_argument("files", nargs="*", metavar="FILE", help="files to publish (default: stdin)")
+    p.add_argument("--id", help="client (publisher) id (default: random)")
+    p.add_argument("--advertise", metavar="FILTER", help="advertise this filter first")
+    p.set_defaults(func=cmd_pub)
+
+
+def cmd_pub(args: argparse.Namespace, console: Console) -> int:
+    from pubsift.adapters.broker.client import AsyncClient
+    from pubsift.core.cli_input import one_line
+    from pubsift.core.errors import PubsiftError
+
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
+
+    quarantined = [0]
+
+    def events() -> Any:
+        """(where, raw or parsed event) of stdin's JSON lines, or of the files' records."""
+        if not args.files:
+            for i, line in enumerate(sys.stdin, 1):
+                if line.strip():
+                    yield f"<stdin>:{i}", line
+            return
+        from pubsift.adapters import Quarantined, read
+
+        for item in read(*({"path": f, "model": args.model} for f in args.files)):
+            if isinstance(item, Quarantined):
+                quarantined[0] += 1
+                sys.stderr.write(
+                    f"pubsift pub: {item.id}: not sent ({item.reason}): {item.message}\n"
+                )
+            else:
+                yield item.id, item.event
+
+    async def main() -> int:
+        client = AsyncClient(args.url, id=args.id)
+        await client.connect()
+        if args.advertise:
+            await client.advertise(args.model, args.advertise)
+        sent = bad = 0
+        for where, ev in events():
+            try:
+                await client.publish(args.model, ev)
+                sent += 1
+            except PubsiftError as exc:
+                bad += 1
+                sys.stderr.write(f"pubsift pub: {where}: not sent: {one_line(exc)}\n")
+            if sent % 256 == 0:
+                await asyncio.sleep(0)  # let the writer drain
+        await client.close(unsubscribe=True)
+        bad += quarantined[0]
+        sys.stderr.write(f"pubsift pub: {sent} published, {bad} not sent\n")
+        return 1 if bad else 0
+
+    with contextlib.suppress(KeyboardInterrupt):
+        return asyncio.run(main())
+    return 130

@@ -1,0 +1,461 @@
+"""The client library: REBECA's EventBroker interface (Mühl 2002, "Large-Scale
+Content-Based Publish/Subscribe Systems", ch. 5: publish, subscribe, unsubscribe,
+advertise, unadvertise) over a connection to one broker.
+
+>>> from pubsift.adapters.broker.client import connect          # doctest: +SKIP
+>>> c = connect("pubsift://127.0.0.1:7400")                      # doctest: +SKIP
+>>> c.subscribe("records", "price > 10", print)                  # doctest: +SKIP
+>>> c.publish("records", {"symbol": "IBM", "price": 12})         # doctest: +SKIP
+
+:class:`AsyncClient` runs in an asyncio loop; :class:`Client` wraps it for synchronous code
+(a background thread runs the loop; handlers run in that thread).
+
+Leases (Mühl §3.7.2): the client issues every active subscription and advertisement again
+every ρ (the broker says ρ in its hello) and when the broker asks (``renew``, after a link
+came up). If the connection is lost it reconnects with exponential backoff and issues them
+again. Publications made while disconnected wait in a bounded buffer and are sent, in order,
+after the subscriptions and advertisements.
+
+Delivery: each publication carries ``[publisher id, sequence number]``; the client hands a
+notification to its handlers only if its sequence number is above the last one delivered
+from that publisher, so per publisher notifications arrive in publication order and never
+twice (docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import threading
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from pubsift.adapters.broker.backoff import Backoff
+from pubsift.adapters.broker.connection import Connection
+from pubsift.adapters.broker.frames import FrameError, check_hello, hello, parse_url
+from pubsift.core.errors import PubsiftError
+from pubsift.core.model import Event, Filter, FilterModel
+
+log = logging.getLogger("pubsift.client")
+
+CONNECT_TIMEOUT = 10.0
+
+
+class BrokerUnavailable(PubsiftError, ConnectionError):
+    """The broker at a URL could not be reached or refused the connection."""
+
+
+@dataclass(frozen=True)
+class Notification:
+    """An event delivered to a subscriber: ``event`` is the model's parsed event, ``wire``
+    its JSON wire form; ``publisher`` and ``seq`` identify the publication."""
+
+    model: str
+    event: Event
+    wire: Any
+    publisher: str
+    seq: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "publisher": self.publisher,
+            "seq": self.seq,
+            "event": self.wire,
+        }
+
+
+Handler = Callable[[Notification], Any]
+
+
+@dataclass(eq=False)
+class Subscription:
+    """A handle returned by ``subscribe``; pass it to ``unsubscribe``."""
+
+    model: str
+    filter: Filter
+    handler: Handler
+    active: bool = field(default=True)
+
+
+@dataclass(eq=False)
+class Advertisement:
+    """A handle returned by ``advertise``; pass it to ``unadvertise``."""
+
+    model: str
+    filter: Filter
+    active: bool = field(default=True)
+
+
+class AsyncClient:
+    """One client connection to the broker at ``url`` (``pubsift://host:port``). ``id``
+    identifies the client (default: a fresh random one); it is also the publisher id."""
+
+    def __init__(
+        self,
+        url: str,
+        id: str | None = None,
+        models: Mapping[str, FilterModel] | None = None,
+        backoff: tuple[float, float] = (0.1, 5.0),
+        max_frame_bytes: int = 1 << 20,
+        max_buffer: int = 10_000,
+        on_error: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> None:
+        self.url = url
+        self.host, self.port = parse_url(url)
+        self.id = id or f"client-{uuid.uuid4().hex[:12]}"
+        self._models: dict[str, FilterModel] = dict(models or {})
+        self._backoff = Backoff(*backoff)
+        self.max_frame_bytes = max_frame_bytes
+        self.on_error = on_error
+        #: active subscriptions by (model, filter), in order of subscription
+        self._subs: dict[tuple[str, Filter], list[Subscription]] = {}
+        self._advs: dict[tuple[str, Filter], list[Advertisement]] = {}
+        self._seq = 0
+        self._last_seq: dict[str, int] = {}
+        self._pending: deque[dict[str, Any]] = deque(maxlen=max_buffer)
+        self._conn: Connection | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._renewer: asyncio.Task[None] | None = None
+        self._closing = False
+        self._ready = asyncio.Event()
+        self._stats: deque[asyncio.Future[dict[str, Any]]] = deque()
+        #: set by the broker's hello
+        self.broker_id: str | None = None
+        self.refresh: float = 10.0
+        #: counters: notifications dropped as duplicates or out of order, errors received
+        self.duplicates = 0
+        self.errors: list[dict[str, Any]] = []
+        self.connections = 0
+
+    # -- models ---------------------------------------------------------------------------
+    def model(self, name: str) -> FilterModel:
+        m = self._models.get(name)
+        if m is None:
+            from pubsift.core.registry import load_model
+
+            m = self._models[name] = load_model(name)
+        return m
+
+    def parse_filter(self, model: str, spec: str | Mapping[str, Any] | Filter) -> Filter:
+        """A filter from text, a JSON form (mapping) or an already parsed filter."""
+        m = self.model(model)
+        return m.parse_filter(spec) if isinstance(spec, (str, Mapping)) else spec
+
+    # -- life cycle -----------------------------------------------------------------------
+    async def connect(self, timeout: float = CONNECT_TIMEOUT) -> None:
+        """Connect (raises :class:`BrokerUnavailable` if the first attempt fails), then
+        stay connected in the background, reconnecting with backoff."""
+        conn = await self._open(timeout)
+        self._runner = asyncio.ensure_future(self._run(conn))
+        self._renewer = asyncio.ensure_future(self._renew_loop())
+
+    async def close(self, unsubscribe: bool = True) -> None:
+        """Withdraw the subscriptions and advertisements (unless ``unsubscribe`` is False:
+        then they expire after the lease period) and close the connection."""
+        if self._closing:
+            return
+        conn = self._conn
+        if unsubscribe and conn is not None:
+            for model, f in self._subs:
+                conn.send(self._frame("unsub", model, f))
+            for model, f in self._advs:
+                conn.send(self._frame("unadv", model, f))
+        self._closing = True
+        for t in (self._renewer, self._runner):
+            if t is not None:
+                t.cancel()
+        if conn is not None:
+            await conn.wait_closed()
+        for t in (self._renewer, self._runner):
+            if t is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+
+    async def __aenter__(self) -> AsyncClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None and not self._conn.closing
+
+    async def wait_connected(self, timeout: float) -> None:
+        await asyncio.wait_for(self._ready.wait(), timeout)
+
+    async def _open(self, timeout: float) -> Connection:
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port, limit=1 << 16), timeout
+            )
+        except (OSError, TimeoutError) as exc:
+            raise BrokerUnavailable(f"cannot connect to {self.url}: {exc or 'timeout'}") from None
+        conn = Connection(reader, writer, self.max_frame_bytes, 1 << 30, dialled=True)
+        conn.send(hello("client", self.id))
+        try:
+            obj = await asyncio.wait_for(conn.recv(), timeout)
+            if obj is None:
+                raise FrameError("truncated", "the broker closed the connection")
+            _, self.broker_id = check_hello(obj, "broker")
+        except (FrameError, TimeoutError, OSError) as exc:
+            conn.abort()
+            raise BrokerUnavailable(
+                f"{self.url} refused the connection: {exc or 'timeout'}"
+            ) from None
+        lease = obj.get("lease") or {}
+        if isinstance(lease.get("refresh"), (int, float)) and lease["refresh"] > 0:
+            self.refresh = float(lease["refresh"])
+        conn.role, conn.id = "broker", self.broker_id
+        self._conn = conn
+        self.connections += 1
+        self._reissue(conn)
+        while self._pending:
+            conn.send(self._pending.popleft())
+        self._ready.set()
+        log.info("client %s connected to %s (%s)", self.id, self.broker_id, self.url)
+        return conn
+
+    async def _run(self, conn: Connection) -> None:
+        while not self._closing:
+            try:
+                await self._read(conn)
+            except (FrameError, ConnectionError, OSError) as exc:
+                log.warning("client %s: connection to %s lost: %s", self.id, self.url, exc)
+            self._ready.clear()
+            self._conn = None
+            await conn.wait_closed()
+            while not self._closing:
+                await asyncio.sleep(self._backoff.next())
+                try:
+                    conn = await self._open(CONNECT_TIMEOUT)
+                    self._backoff.reset()
+                    break
+                except BrokerUnavailable as exc:
+                    log.info("client %s: %s", self.id, exc)
+
+    async def _read(self, conn: Connection) -> None:
+        while True:
+            obj = await conn.recv()
+            if obj is None:
+                return
+            kind = obj["kind"]
+            if kind == "notify":
+                await self._notify(obj)
+            elif kind == "stats":
+                if self._stats:
+                    self._stats.popleft().set_result(obj)
+            elif kind == "renew":
+                self._reissue(conn)
+            elif kind == "error":
+                self.errors.append(obj)
+                log.warning(
+                    "client %s: broker says %s: %s", self.id, obj.get("reason"), obj.get("message")
+                )
+                if self.on_error is not None:
+                    self.on_error(obj)
+
+    async def _renew_loop(self) -> None:
+        """Issue every subscription and advertisement again every ρ (Mühl §3.7.2)."""
+        while True:
+            await asyncio.sleep(self.refresh)
+            if self._conn is not None:
+                self._reissue(self._conn)
+
+    def _reissue(self, conn: Connection) -> None:
+        for model, f in self._advs:
+            conn.send(self._frame("adv", model, f))
+        for model, f in self._subs:
+            conn.send(self._frame("sub", model, f))
+
+    def _frame(self, kind: str, model: str, f: Filter) -> dict[str, Any]:
+        return {
+            "kind": kind,
+            "client": self.id,
+            "model": model,
+            "filter": self.model(model).dump_filter(f),
+        }
+
+    def _send(self, obj: dict[str, Any]) -> None:
+        if self._conn is not None and self._conn.send(obj):
+            return
+        if obj["kind"] == "pub":
+            self._pending.append(obj)  # sent in order after reconnecting
+
+    # -- delivery -------------------------------------------------------------------------
+    async def _notify(self, obj: dict[str, Any]) -> None:
+        try:
+            publisher, seq = obj["pub_id"]
+            m = self.model(obj["model"])
+            event = m.load_event(obj["event"])
+        except (KeyError, TypeError, ValueError, PubsiftError) as exc:
+            log.warning("client %s: malformed notification dropped: %s", self.id, exc)
+            return
+        if seq <= self._last_seq.get(publisher, 0):
+            self.duplicates += 1
+            return
+        self._last_seq[publisher] = seq
+        n = Notification(m.name, event, obj["event"], publisher, seq)
+        for (model, f), subs in list(self._subs.items()):
+            if model == m.name and m.matches(f, event):
+                for s in list(subs):
+                    result = s.handler(n)
+                    if inspect.isawaitable(result):
+                        await result
+
+    async def stats(self, timeout: float = 5.0) -> dict[str, Any]:
+        """The broker's ``stats`` (routing-table sizes, links, counters; docs/protocol.md)."""
+        if self._conn is None or not self._conn.send({"kind": "stats"}):
+            raise BrokerUnavailable(f"not connected to {self.url}")
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._stats.append(fut)
+        return await asyncio.wait_for(fut, timeout)
+
+    # -- the EventBroker interface ------------------------------------------------------
+    async def subscribe(
+        self, model: str, filter: str | Mapping[str, Any] | Filter, handler: Handler
+    ) -> Subscription:
+        """Subscribe ``handler`` to the events of ``model`` matching ``filter`` (text, JSON
+        form or parsed filter; a bad one raises FilterSyntaxError here)."""
+        f = self.parse_filter(model, filter)
+        sub = Subscription(model, f, handler)
+        key = (model, f)
+        if key not in self._subs:
+            self._subs[key] = []
+            self._send(self._frame("sub", model, f))
+        self._subs[key].append(sub)
+        return sub
+
+    async def unsubscribe(self, sub: Subscription) -> None:
+        key = (sub.model, sub.filter)
+        subs = self._subs.get(key, [])
+        if sub in subs:
+            subs.remove(sub)
+            sub.active = False
+        if not subs and key in self._subs:
+            del self._subs[key]
+            self._send(self._frame("unsub", sub.model, sub.filter))
+
+    async def advertise(
+        self, model: str, filter: str | Mapping[str, Any] | Filter
+    ) -> Advertisement:
+        f = self.parse_filter(model, filter)
+        adv = Advertisement(model, f)
+        key = (model, f)
+        if key not in self._advs:
+            self._advs[key] = []
+            self._send(self._frame("adv", model, f))
+        self._advs[key].append(adv)
+        return adv
+
+    async def unadvertise(self, adv: Advertisement) -> None:
+        key = (adv.model, adv.filter)
+        advs = self._advs.get(key, [])
+        if adv in advs:
+            advs.remove(adv)
+            adv.active = False
+        if not advs and key in self._advs:
+            del self._advs[key]
+            self._send(self._frame("unadv", adv.model, adv.filter))
+
+    async def publish(self, model: str, event: Any) -> int:
+        """Publish ``event`` (raw: a mapping, str or bytes the model parses; or a parsed
+        event); returns its sequence number. A bad event raises EventError here."""
+        m = self.model(model)
+        parsed = m.parse_event(event) if isinstance(event, (str, bytes, Mapping)) else event
+        self._seq += 1
+        self._send(
+            {
+                "kind": "pub",
+                "client": self.id,
+                "model": model,
+                "event": m.dump_event(parsed),
+                "pub_id": [self.id, self._seq],
+            }
+        )
+        return self._seq
+
+
+class Client:
+    """The synchronous client: an :class:`AsyncClient` in a loop on a background thread.
+    Handlers run in that thread."""
+
+    def __init__(self, url: str, **kwargs: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="pubsift-client", daemon=True
+        )
+        self._thread.start()
+        self._async: AsyncClient = self._call(self._make(url, kwargs))
+
+    async def _make(self, url: str, kwargs: dict[str, Any]) -> AsyncClient:
+        return AsyncClient(url, **kwargs)
+
+    def _call(self, coro: Awaitable[Any], timeout: float | None = 30.0) -> Any:
+        fut: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
+        return fut.result(timeout)
+
+    @property
+    def id(self) -> str:
+        return self._async.id
+
+    @property
+    def aio(self) -> AsyncClient:
+        """The asynchronous client underneath (its counters, its loop's view)."""
+        return self._async
+
+    def connect(self, timeout: float = CONNECT_TIMEOUT) -> Client:
+        self._call(self._async.connect(timeout), timeout + 5)
+        return self
+
+    def subscribe(
+        self, model: str, filter: str | Mapping[str, Any] | Filter, handler: Handler
+    ) -> Subscription:
+        return self._call(self._async.subscribe(model, filter, handler))
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        self._call(self._async.unsubscribe(sub))
+
+    def advertise(self, model: str, filter: str | Mapping[str, Any] | Filter) -> Advertisement:
+        return self._call(self._async.advertise(model, filter))
+
+    def unadvertise(self, adv: Advertisement) -> None:
+        self._call(self._async.unadvertise(adv))
+
+    def publish(self, model: str, event: Any) -> int:
+        return self._call(self._async.publish(model, event))
+
+    def stats(self, timeout: float = 5.0) -> dict[str, Any]:
+        return self._call(self._async.stats(timeout), timeout + 5)
+
+    def close(self, unsubscribe: bool = True) -> None:
+        if not self._loop.is_closed():
+            with contextlib.suppress(Exception):
+                self._call(self._async.close(unsubscribe), 10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)
+            self._loop.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(url: str, **kwargs: Any) -> Client:
+    """A connected synchronous :class:`Client` (see :class:`AsyncClient` for options)."""
+    c = Client(url, **kwargs)
+    try:
+        return c.connect()
+    except BaseException:
+        c.close()
+        raise

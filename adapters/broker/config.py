@@ -1,0 +1,234 @@
+"""The broker's configuration file, ``broker.toml`` (read with :mod:`tomllib`).
+
+Every section and key is optional; a key that is not known, or a value of the wrong type or
+range, is a :class:`ConfigError` naming the file and the key. Example::
+
+    [broker]
+    id = "b1"                          # unique in the network (default: host:port)
+    listen = "127.0.0.1:7400"
+    neighbours = ["127.0.0.1:7401"]    # dialled by this broker (configure a link on one side)
+    strategy = "covering"              # flooding, simple, identity, covering, merging, ...
+    advertisements = false
+    models = ["records", "xml"]        # default: every installed model
+
+    [lease]                            # Mühl 2002, §3.7: π > ρ + d(δmax − δmin)
+    period = 30.0                      # π, seconds
+    refresh = 10.0                     # ρ, seconds (told to clients in the hello reply)
+    max_delay = 0.5                    # δmax − δmin assumed for one link, seconds
+    diameter = 8                       # d, the longest path in the broker tree
+
+    [limits]
+    max_frame_bytes = 1048576          # longer frames are refused from the length prefix
+    max_queue = 10000                  # frames queued to one peer before it is cut off
+
+    [links]
+    backoff_initial = 0.1              # seconds before the first re-dial
+    backoff_max = 5.0
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from pubsift.core.errors import PubsiftError
+from pubsift.core.leasing import LeaseTimingError, Leasing
+from pubsift.core.strategies import STRATEGIES
+
+DEFAULT_PORT = 7400
+
+
+class ConfigError(PubsiftError, ValueError):
+    """A broker configuration that cannot be used; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class Address:
+    """A TCP address ``host:port``."""
+
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str, where: str = "address") -> Address:
+        """``host:port`` (IPv6 hosts in brackets: ``[::1]:7400``)."""
+        if not isinstance(text, str):
+            raise ConfigError(f"{where}: expected a string 'host:port', got {text!r}")
+        host, sep, port = text.rpartition(":")
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+            raise ConfigError(f"{where}: {text!r} is not 'host:port' with a port in 0-65535")
+        return cls(host, int(port))
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """Everything a broker daemon needs; :func:`load_config` reads it from a file."""
+
+    id: str | None = None
+    listen: Address = Address("127.0.0.1", DEFAULT_PORT)
+    neighbours: tuple[Address, ...] = ()
+    strategy: str = "covering"
+    advertisements: bool = False
+    models: tuple[str, ...] | None = None
+    lease_period: float = 30.0
+    lease_refresh: float = 10.0
+    lease_max_delay: float = 0.5
+    lease_diameter: int = 8
+    max_frame_bytes: int = 1 << 20
+    max_queue: int = 10_000
+    backoff_initial: float = 0.1
+    backoff_max: float = 5.0
+    source: str = field(default="<defaults>", compare=False)
+
+    @property
+    def leasing(self) -> Leasing:
+        return Leasing(self.lease_period, self.lease_refresh)
+
+    def with_overrides(self, **changes: Any) -> BrokerConfig:
+        """A copy with ``changes`` (command-line flags), checked like the file."""
+        cfg = replace(self, **{k: v for k, v in changes.items() if v is not None})
+        cfg.check()
+        return cfg
+
+    def check(self) -> None:
+        """Raise :class:`ConfigError` for values that cannot work together."""
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(
+                f"{self.source}: broker.strategy: unknown routing strategy {self.strategy!r} "
+                f"(known: {', '.join(STRATEGIES)})"
+            )
+        try:
+            self.leasing.check(self.lease_diameter, 0.0, self.lease_max_delay)
+        except LeaseTimingError as exc:
+            raise ConfigError(f"{self.source}: [lease]: {exc}") from None
+        if self.backoff_initial > self.backoff_max:
+            raise ConfigError(
+                f"{self.source}: links.backoff_initial ({self.backoff_initial}) is more than "
+                f"links.backoff_max ({self.backoff_max})"
+            )
+
+
+def load_config(path: str) -> BrokerConfig:
+    """Read ``path`` (TOML) into a checked :class:`BrokerConfig`."""
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the broker configuration: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return from_mapping(data, path)
+
+
+def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerConfig:
+    """A checked :class:`BrokerConfig` from parsed TOML; ``source`` names it in errors."""
+    r = _Reader(data, source)
+    b = r.section("broker", {"id", "listen", "neighbours", "strategy", "advertisements", "models"})
+    lease = r.section("lease", {"period", "refresh", "max_delay", "diameter"})
+    limits = r.section("limits", {"max_frame_bytes", "max_queue"})
+    links = r.section("links", {"backoff_initial", "backoff_max"})
+    extra = sorted(set(data) - {"broker", "lease", "limits", "links"})
+    if extra:
+        raise ConfigError(
+            f"{source}: unknown section or key {extra[0]!r} "
+            f"(sections: broker, lease, limits, links)"
+        )
+    d = BrokerConfig()
+    cfg = BrokerConfig(
+        id=r.string(b, "broker", "id", d.id),
+        listen=Address.parse(b["listen"], f"{source}: broker.listen")
+        if "listen" in b
+        else d.listen,
+        neighbours=tuple(
+            Address.parse(a, f"{source}: broker.neighbours[{i}]")
+            for i, a in enumerate(r.strings(b, "broker", "neighbours") or ())
+        ),
+        strategy=r.string(b, "broker", "strategy", d.strategy) or d.strategy,
+        advertisements=r.boolean(b, "broker", "advertisements", d.advertisements),
+        models=r.strings(b, "broker", "models"),
+        lease_period=r.number(lease, "lease", "period", d.lease_period),
+        lease_refresh=r.number(lease, "lease", "refresh", d.lease_refresh),
+        lease_max_delay=r.number(lease, "lease", "max_delay", d.lease_max_delay, zero=True),
+        lease_diameter=int(r.number(lease, "lease", "diameter", d.lease_diameter, integer=True)),
+        max_frame_bytes=int(
+            r.number(limits, "limits", "max_frame_bytes", d.max_frame_bytes, integer=True)
+        ),
+        max_queue=int(r.number(limits, "limits", "max_queue", d.max_queue, integer=True)),
+        backoff_initial=r.number(links, "links", "backoff_initial", d.backoff_initial),
+        backoff_max=r.number(links, "links", "backoff_max", d.backoff_max),
+        source=source,
+    )
+    cfg.check()
+    return cfg
+
+
+class _Reader:
+    """Typed access to the parsed TOML with errors naming ``source`` and the key."""
+
+    def __init__(self, data: Mapping[str, Any], source: str) -> None:
+        self.data, self.source = data, source
+
+    def fail(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {key}: {problem}")
+
+    def section(self, name: str, keys: set[str]) -> Mapping[str, Any]:
+        sec = self.data.get(name, {})
+        if not isinstance(sec, Mapping):
+            raise self.fail(name, "expected a table [" + name + "]")
+        unknown = sorted(set(sec) - keys)
+        if unknown:
+            raise self.fail(
+                f"{name}.{unknown[0]}",
+                f"unknown key (known in [{name}]: {', '.join(sorted(keys))})",
+            )
+        return sec
+
+    def string(
+        self, sec: Mapping[str, Any], name: str, key: str, default: str | None
+    ) -> str | None:
+        v = sec.get(key, default)
+        if v is not None and (not isinstance(v, str) or not v):
+            raise self.fail(f"{name}.{key}", f"expected a non-empty string, got {v!r}")
+        return v
+
+    def strings(self, sec: Mapping[str, Any], name: str, key: str) -> tuple[str, ...] | None:
+        if key not in sec:
+            return None
+        v = sec[key]
+        if (
+            not isinstance(v, Sequence)
+            or isinstance(v, str)
+            or not all(isinstance(x, str) and x for x in v)
+        ):
+            raise self.fail(f"{name}.{key}", f"expected a list of non-empty strings, got {v!r}")
+        return tuple(v)
+
+    def boolean(self, sec: Mapping[str, Any], name: str, key: str, default: bool) -> bool:
+        v = sec.get(key, default)
+        if not isinstance(v, bool):
+            raise self.fail(f"{name}.{key}", f"expected true or false, got {v!r}")
+        return v
+
+    def number(
+        self,
+        sec: Mapping[str, Any],
+        name: str,
+        key: str,
+        default: float,
+        integer: bool = False,
+        zero: bool = False,
+    ) -> float:
+        v = sec.get(key, default)
+        ok = isinstance(v, int) if integer else isinstance(v, (int, float))
+        if isinstance(v, bool) or not ok or not (v >= 0 if zero else v > 0):
+            kind = "an integer" if integer else "a number"
+            sign = "≥ 0" if zero else "> 0"
+            raise self.fail(f"{name}.{key}", f"expected {kind} {sign}, got {v!r}")
+        return float(v) if not integer else v

@@ -1,0 +1,528 @@
+"""The broker daemon: the unchanged :class:`pubsift.core.broker.Broker` behind asyncio
+streams (DESIGN.md §2.2, §2.4).
+
+Transport, framing, leases in real time and reconnection live here; every routing decision
+stays in core. The daemon hands each decoded message to ``Broker.receive`` (the broker is
+synchronous and processes one message at a time in FIFO order, Mühl 2002, "Large-Scale
+Content-Based Publish/Subscribe Systems", §3.4, Fig. 3.6) and gives the broker a
+:class:`ConnectionPort` that only puts frames on per-connection queues.
+
+Leasing (Mühl §3.7): the broker's clock is :func:`time.monotonic`; every entry is granted
+for π and a periodic task drops what ran out (``Broker.expire``). Clients renew every ρ by
+issuing their subscriptions and advertisements again, and the core forwards renewals to
+the neighbours, so a restarted broker rebuilds its tables within ρ from its clients' and
+neighbours' renewals. When a link comes up, both sides ask their whole side of the tree to
+renew now (``resync`` to the other neighbours, ``renew`` to the clients), so routing state
+flows over the new link at once instead of after up to ρ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from pubsift.adapters.broker import wire
+from pubsift.adapters.broker.backoff import Backoff
+from pubsift.adapters.broker.config import Address, BrokerConfig, ConfigError
+from pubsift.adapters.broker.connection import Connection
+from pubsift.adapters.broker.frames import FrameError, check_hello, error, hello
+from pubsift.adapters.broker.links import Reach
+from pubsift.core.broker import Broker
+from pubsift.core.cli_input import one_line
+from pubsift.core.errors import PubsiftError
+from pubsift.core.messages import BrokerMessage, Notify, to_wire
+from pubsift.core.model import FilterModel
+
+log = logging.getLogger("pubsift.broker")
+
+#: seconds a peer has to send its hello (and a dialled broker its reach) after connecting
+HANDSHAKE_TIMEOUT = 10.0
+
+
+class ConnectionPort:
+    """The core broker's :class:`~pubsift.core.broker.Port`: puts the wire form of each
+    message on the queue of the connection to its destination. A destination that is not
+    connected loses the message (counted in ``lost``); leases and renewals repair the
+    routing state, and a subscriber may miss notifications meanwhile (docs/protocol.md)."""
+
+    def __init__(self, models: Mapping[str, FilterModel]) -> None:
+        self.models = models
+        self.clients: dict[str, Connection] = {}
+        self.neighbours: dict[str, Connection] = {}
+        self.lost: Counter[str] = Counter()
+
+    def send(self, broker: str, neighbour: str, msg: BrokerMessage) -> None:
+        conn = self.neighbours.get(neighbour)
+        if conn is None or not conn.send(to_wire(msg, self.models)):
+            self.lost[neighbour] += 1
+
+    def deliver(self, broker: str, msg: Notify) -> None:
+        conn = self.clients.get(msg.client)
+        if conn is None or not conn.send(to_wire(msg, self.models)):
+            self.lost[msg.client] += 1
+
+
+def load_models(names: tuple[str, ...] | None, source: str) -> dict[str, FilterModel]:
+    """The models a broker routes (``None``: every installed model)."""
+    from pubsift.core.registry import installed_models, load_model
+
+    wanted = names if names is not None else tuple(i.name for i in installed_models())
+    out = {}
+    for name in wanted:
+        try:
+            out[name] = load_model(name)
+        except PubsiftError as exc:
+            raise ConfigError(f"{source}: broker.models: {one_line(exc)}") from None
+    return out
+
+
+class BrokerDaemon:
+    """One broker process: a server for clients and neighbours, dialers for the configured
+    neighbours, and the lease clock. ``await start()`` binds (port 0: the OS chooses;
+    :attr:`address` says which), ``await stop()`` shuts down cleanly."""
+
+    def __init__(
+        self, config: BrokerConfig, models: Mapping[str, FilterModel] | None = None
+    ) -> None:
+        self.config = config
+        self.models = (
+            dict(models) if models is not None else load_models(config.models, config.source)
+        )
+        self.port = ConnectionPort(self.models)
+        self.address: Address = config.listen
+        self.id: str = config.id or ""
+        self.broker: Broker | None = None
+        self.reach = Reach(self.id)
+        self._server: asyncio.Server | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._absent: dict[str, float] = {}
+        self._stopped = asyncio.Event()
+        self._stopping = False
+        self._conns: set[Connection] = set()
+
+    # -- life cycle -----------------------------------------------------------------------
+    async def start(self) -> None:
+        cfg = self.config
+        self._server = await asyncio.start_server(
+            self._accept, cfg.listen.host, cfg.listen.port, limit=1 << 16
+        )
+        bound = self._server.sockets[0].getsockname()
+        self.address = Address(cfg.listen.host, bound[1])
+        self.id = cfg.id or str(self.address)
+        self.reach = Reach(self.id)
+        self.broker = Broker(
+            self.id,
+            self.models,
+            cfg.strategy,
+            self.port,
+            cfg.advertisements,
+            lease=cfg.lease_period,
+            clock=time.monotonic,
+        )
+        self._tasks.append(asyncio.ensure_future(self._lease_clock()))
+        for a in cfg.neighbours:
+            self._tasks.append(asyncio.ensure_future(self._dial_forever(a)))
+        log.info(
+            "broker %s listening on %s (strategy %s%s, models %s, lease π=%gs ρ=%gs)",
+            self.id,
+            self.address,
+            cfg.strategy,
+            " with advertisements" if cfg.advertisements else "",
+            ",".join(sorted(self.models)),
+            cfg.lease_period,
+            cfg.lease_refresh,
+        )
+
+    async def stop(self) -> None:
+        """Stop accepting, tell every peer ``shutdown``, close everything."""
+        if self._stopping:
+            return
+        self._stopping = True
+        log.info("broker %s shutting down", self.id)
+        if self._server is not None:
+            self._server.close()
+        for t in self._tasks:
+            t.cancel()
+        for conn in list(self._conns):
+            conn.close("shutdown", f"broker {self.id} is shutting down")
+        await asyncio.gather(*(c.wait_closed(2.0) for c in list(self._conns)))
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2.0)
+        self._stopped.set()
+        log.info("broker %s stopped", self.id)
+
+    async def run(self, install_signals: bool = True) -> None:
+        """Start, serve until SIGTERM/SIGINT (or :meth:`stop`), shut down cleanly."""
+        await self.start()
+        if install_signals:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, lambda: asyncio.ensure_future(self.stop()))
+        await self._stopped.wait()
+
+    # -- leases ---------------------------------------------------------------------------
+    async def _lease_clock(self) -> None:
+        """Drop expired entries (Mühl §3.7.3) every min(ρ/2, 1 s), and forget peers gone
+        for longer than π (their entries have expired by then)."""
+        period = min(self.config.lease_refresh / 2, 1.0)
+        while True:
+            await asyncio.sleep(period)
+            now = time.monotonic()
+            assert self.broker is not None
+            self.broker.expire(now)
+            for pid, since in list(self._absent.items()):
+                if now - since > self.config.lease_period:
+                    del self._absent[pid]
+                    self.broker.clients.discard(pid)
+                    self.broker.neighbours.discard(pid)
+
+    # -- accepting ------------------------------------------------------------------------
+    def _connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dialled: bool
+    ) -> Connection:
+        conn = Connection(
+            reader, writer, self.config.max_frame_bytes, self.config.max_queue, dialled
+        )
+        self._conns.add(conn)
+        return conn
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = self._connection(reader, writer, dialled=False)
+        try:
+            if self._stopping:
+                conn.close("shutdown", f"broker {self.id} is shutting down")
+                return
+            first = await asyncio.wait_for(conn.recv(), HANDSHAKE_TIMEOUT)
+            if first is None:
+                return
+            role, pid = check_hello(first)
+            conn.role, conn.id = role, pid
+            if role == "client":
+                await self._serve_client(conn, pid)
+            else:
+                await self._accept_broker(conn, pid)
+        except FrameError as exc:
+            log.warning("connection %s: %s (closing)", conn.peer, exc)
+            conn.close(exc.reason, exc.message)
+        except TimeoutError:
+            log.warning(
+                "connection %s: no hello within %gs (closing)", conn.peer, HANDSHAKE_TIMEOUT
+            )
+            conn.close("bad-hello", f"no hello within {HANDSHAKE_TIMEOUT:g} s")
+        except (ConnectionError, OSError) as exc:
+            log.info("connection %s lost: %s", conn.peer, exc)
+        finally:
+            await conn.wait_closed()
+            self._conns.discard(conn)
+
+    # -- clients --------------------------------------------------------------------------
+    async def _serve_client(self, conn: Connection, pid: str) -> None:
+        assert self.broker is not None
+        old = self.port.clients.get(pid)
+        if old is not None:
+            log.info("client %s reconnected from %s; closing its old connection", pid, conn.peer)
+            old.close("duplicate-link", "the same client id connected again")
+        if pid in self.port.neighbours:
+            raise FrameError("bad-hello", f"id {pid!r} is a neighbour broker's id")
+        self.port.clients[pid] = conn
+        self._absent.pop(pid, None)
+        self.broker.attach(pid)
+        conn.send(
+            hello(
+                "broker",
+                self.id,
+                lease={"period": self.config.lease_period, "refresh": self.config.lease_refresh},
+                models=sorted(self.models),
+                advertisements=self.config.advertisements,
+                max_frame_bytes=self.config.max_frame_bytes,
+            )
+        )
+        log.info("client %s connected from %s", pid, conn.peer)
+        try:
+            while True:
+                try:
+                    obj = await conn.recv()
+                except FrameError as exc:
+                    if exc.reason != "bad-frame":
+                        raise
+                    log.warning("client %s: %s", pid, exc)
+                    conn.send(error(exc.reason, exc.message))
+                    continue
+                if obj is None:
+                    break
+                self._from_client(conn, pid, obj)
+        finally:
+            if self.port.clients.get(pid) is conn:
+                del self.port.clients[pid]
+                self._absent[pid] = time.monotonic()
+                log.info("client %s disconnected", pid)
+
+    def stats(self) -> dict[str, Any]:
+        """What the broker holds and has done: routing-table sizes per model ([local,
+        remote] entries, Mühl's |L| and |R|), its links and clients, notifications
+        forwarded per neighbour and delivered, admin messages, messages lost to peers that
+        were not connected."""
+        b = self.broker
+        assert b is not None
+        return {
+            "kind": "stats",
+            "broker": self.id,
+            "entries": {m: list(r.subs.sizes()) for m, r in sorted(b.routing.items())},
+            "neighbours": sorted(self.port.neighbours),
+            "clients": sorted(self.port.clients),
+            "forwarded": dict(sorted(b.forwarded.items())),
+            "notified": b.notified,
+            "admin_sent": b.admin_sent,
+            "admin_processed": b.admin_processed,
+            "lost": sum(self.port.lost.values()),
+        }
+
+    def _from_client(self, conn: Connection, pid: str, obj: dict[str, Any]) -> None:
+        assert self.broker is not None
+        if obj["kind"] == "stats":
+            conn.send(self.stats())
+            return
+        try:
+            msg = wire.from_client(obj, pid, self.models)
+        except FrameError as exc:
+            self._refuse(conn, obj, exc.reason, exc.message)
+            return
+        try:
+            self.broker.receive(msg, pid)
+        except PubsiftError as exc:
+            self._refuse(conn, obj, "refused", one_line(exc))
+
+    def _refuse(self, conn: Connection, obj: dict[str, Any], reason: str, message: str) -> None:
+        """Answer one bad message with an ``error`` frame (echoing its ``ref``), keep the
+        connection."""
+        log.warning("%s %s: %s: %s", conn.role, conn.id, reason, message)
+        err = error(reason, message)
+        if "ref" in obj:
+            err["ref"] = obj["ref"]
+        conn.send(err)
+
+    # -- neighbour links ------------------------------------------------------------------
+    def _duplicate(self, pid: str, conn: Connection) -> bool:
+        """Whether a live link to ``pid`` is kept instead of ``conn`` (two brokers that
+        dial each other keep the connection dialled by the smaller id); a link it
+        replaces is closed."""
+        old = self.port.neighbours.get(pid)
+        if old is None or old is conn:
+            return False
+        dialler_old = self.id if old.dialled else pid
+        dialler_new = self.id if conn.dialled else pid
+        if dialler_old != dialler_new and dialler_old < dialler_new:
+            return True
+        log.info("link to %s replaced by a new connection from %s", pid, conn.peer)
+        old.close("duplicate-link", "replaced by a newer link between the same brokers")
+        self._link_down(pid, old)
+        return False
+
+    def _check_neighbour(self, conn: Connection, pid: str) -> None:
+        if pid == self.id:
+            raise FrameError("cycle", f"a broker cannot link to itself (id {pid!r})")
+        if pid in self.port.clients:
+            raise FrameError("bad-hello", f"id {pid!r} is a connected client's id")
+        if self._duplicate(pid, conn):
+            raise FrameError("duplicate-link", f"brokers {self.id} and {pid} are already linked")
+
+    def _check_reach(self, pid: str, theirs: Any) -> frozenset[str]:
+        if not isinstance(theirs, list) or not all(isinstance(x, str) for x in theirs):
+            raise FrameError("bad-hello", f"reach must be a list of broker ids, got {theirs!r}")
+        common = self.reach.conflict(pid, theirs)
+        if common:
+            raise FrameError(
+                "cycle",
+                f"link {self.id} - {pid} would close a cycle: both already reach "
+                f"{', '.join(sorted(common))}",
+            )
+        return frozenset(theirs)
+
+    async def _accept_broker(self, conn: Connection, pid: str) -> None:
+        """The acceptor's side: hello (with our reach) -> their reach -> our reach = up."""
+        self._check_neighbour(conn, pid)
+        conn.send(
+            hello("broker", self.id, reach=sorted(self.reach.without(pid)), **self._lease_info())
+        )
+        obj = await asyncio.wait_for(conn.recv(), HANDSHAKE_TIMEOUT)
+        if obj is None:
+            return
+        if obj.get("kind") == "error":
+            log.warning(
+                "link from %s refused by it: %s: %s", pid, obj.get("reason"), obj.get("message")
+            )
+            return
+        if obj.get("kind") != "reach":
+            raise FrameError("bad-hello", f"expected reach after hello, got {obj['kind']!r}")
+        try:
+            theirs = self._check_reach(pid, obj.get("brokers"))
+            self._check_neighbour(conn, pid)
+        except FrameError as exc:
+            log.warning("refused link from %s (%s): %s", pid, conn.peer, exc.message)
+            raise
+        await self._serve_neighbour(conn, pid, theirs)
+
+    async def _dial_forever(self, address: Address) -> None:
+        backoff = Backoff(self.config.backoff_initial, self.config.backoff_max)
+        while not self._stopping:
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(address.host, address.port, limit=1 << 16),
+                    HANDSHAKE_TIMEOUT,
+                )
+            except (OSError, TimeoutError) as exc:
+                delay = backoff.next()
+                log.debug("dial %s failed (%s); retrying in %.2fs", address, exc, delay)
+                await asyncio.sleep(delay)
+                continue
+            conn = self._connection(reader, writer, dialled=True)
+            try:
+                up = await self._dial(conn, address)
+                if up is not None:
+                    backoff.reset()
+                    await self._serve_neighbour(conn, *up)
+            except FrameError as exc:
+                log.warning("link to %s: %s", address, exc)
+                conn.close(exc.reason, exc.message)
+            except TimeoutError:
+                log.warning("link to %s: no answer within %gs", address, HANDSHAKE_TIMEOUT)
+            except (ConnectionError, OSError) as exc:
+                log.info("link to %s lost: %s", address, exc)
+            finally:
+                await conn.wait_closed()
+                self._conns.discard(conn)
+            if not self._stopping:
+                delay = backoff.next()
+                log.info("re-dialling %s in %.2fs", address, delay)
+                await asyncio.sleep(delay)
+
+    async def _dial(self, conn: Connection, address: Address) -> tuple[str, frozenset[str]] | None:
+        """The dialler's side: hello -> their hello (with reach) -> our reach -> their
+        reach = up. Returns (id, their reach) or None when the peer went away."""
+        conn.send(hello("broker", self.id, **self._lease_info()))
+        obj = await asyncio.wait_for(conn.recv(), HANDSHAKE_TIMEOUT)
+        if obj is None:
+            return None
+        _, pid = check_hello(obj, "broker")
+        conn.role, conn.id = "broker", pid
+        self._check_neighbour(conn, pid)
+        try:
+            reserved = self._check_reach(pid, obj.get("reach"))
+        except FrameError as exc:
+            log.warning("not linking to %s (%s): %s", pid, address, exc.message)
+            raise
+        # Reserve what the link will reach, so that a handshake running meanwhile on
+        # another link of this broker sees it (the acceptor checks and commits in one step).
+        self.reach.update(pid, reserved)
+        try:
+            conn.send({"kind": "reach", "brokers": sorted(self.reach.without(pid))})
+            obj = await asyncio.wait_for(conn.recv(), HANDSHAKE_TIMEOUT)
+            if obj is None:
+                raise ConnectionResetError(f"{pid} closed the connection during the handshake")
+            if obj.get("kind") == "error":
+                raise FrameError(str(obj.get("reason")), f"refused by {pid}: {obj.get('message')}")
+            if obj.get("kind") != "reach":
+                raise FrameError("bad-hello", f"expected reach from {pid}, got {obj['kind']!r}")
+            theirs = self._check_reach(pid, obj.get("brokers"))
+            self._check_neighbour(conn, pid)
+        except BaseException:
+            if pid not in self.port.neighbours:
+                self.reach.drop(pid)
+            raise
+        return pid, theirs
+
+    def _lease_info(self) -> dict[str, Any]:
+        return {"lease": {"period": self.config.lease_period, "refresh": self.config.lease_refresh}}
+
+    async def _serve_neighbour(self, conn: Connection, pid: str, theirs: frozenset[str]) -> None:
+        assert self.broker is not None
+        if not conn.dialled:  # the acceptor confirms: the link is up on both sides
+            conn.send({"kind": "reach", "brokers": sorted(self.reach.without(pid))})
+        self.port.neighbours[pid] = conn
+        self._absent.pop(pid, None)
+        self.broker.connect(pid)
+        self.reach.update(pid, theirs)
+        self.reach.changed_views([pid])  # it was just told
+        log.info(
+            "link %s - %s up (%s %s)", self.id, pid, "to" if conn.dialled else "from", conn.peer
+        )
+        self._announce_reach()
+        self._resync(exclude=pid)
+        try:
+            while True:
+                try:
+                    obj = await conn.recv()
+                except FrameError as exc:
+                    if exc.reason != "bad-frame":
+                        raise
+                    log.warning("broker %s: %s", pid, exc)
+                    conn.send(error(exc.reason, exc.message))
+                    continue
+                if obj is None:
+                    break
+                self._from_broker(conn, pid, obj)
+        finally:
+            self._link_down(pid, conn)
+
+    def _link_down(self, pid: str, conn: Connection) -> None:
+        if self.port.neighbours.get(pid) is not conn:
+            return
+        del self.port.neighbours[pid]
+        self.reach.drop(pid)
+        self._absent[pid] = time.monotonic()
+        log.info(
+            "link %s - %s down%s",
+            self.id,
+            pid,
+            f" ({conn.close_reason})" if conn.close_reason else "",
+        )
+        self._announce_reach()
+
+    def _announce_reach(self) -> None:
+        for n, view in self.reach.changed_views(list(self.port.neighbours)).items():
+            self.port.neighbours[n].send({"kind": "reach", "brokers": sorted(view)})
+
+    def _resync(self, exclude: str | None) -> None:
+        """Ask this side of the tree (away from ``exclude``) to renew its leases now."""
+        for n, c in self.port.neighbours.items():
+            if n != exclude:
+                c.send({"kind": "resync"})
+        for c in self.port.clients.values():
+            c.send({"kind": "renew"})
+
+    def _from_broker(self, conn: Connection, pid: str, obj: dict[str, Any]) -> None:
+        assert self.broker is not None
+        kind = obj["kind"]
+        if kind == "reach":
+            try:
+                theirs = self._check_reach(pid, obj.get("brokers"))
+            except FrameError as exc:
+                log.error("link %s - %s dropped: %s", self.id, pid, exc.message)
+                conn.close(exc.reason, exc.message)
+                return
+            self.reach.update(pid, theirs)
+            self._announce_reach()
+            return
+        if kind == "resync":
+            self._resync(exclude=pid)
+            return
+        if kind == "error":
+            log.warning("broker %s reports: %s: %s", pid, obj.get("reason"), obj.get("message"))
+            return
+        try:
+            msg = wire.from_broker(obj, self.models)
+        except FrameError as exc:
+            self._refuse(conn, obj, exc.reason, exc.message)
+            return
+        try:
+            self.broker.receive(msg, pid)
+        except PubsiftError as exc:
+            self._refuse(conn, obj, "refused", one_line(exc))

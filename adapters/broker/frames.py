@@ -1,0 +1,148 @@
+"""The frame format of pubsift brokers (protocol version 1; docs/protocol.md is the
+reference a client in another language is written from).
+
+A frame is a 4-byte big-endian unsigned length N followed by N bytes of UTF-8 JSON: one
+object with a string member ``kind``. The payloads are the JSON wire forms of
+:func:`pubsift.core.messages.to_wire` (sub, unsub, adv, unadv, pub, notify, forward, admin)
+plus the session kinds of this module: ``hello`` (first frame each way), ``error`` (the
+reason before a side closes or refuses one message), ``reach`` (the broker ids a neighbour
+reaches, for cycle refusal), ``resync`` and ``renew`` (renew leases now, after a link came
+up). The length is checked against the limit before the body is read, so an oversize frame
+costs nothing but its header.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+from typing import Any
+
+from pubsift.core.errors import PubsiftError
+
+PROTOCOL_VERSION = 1
+HEADER = struct.Struct(">I")
+#: the URL scheme of a broker: ``pubsift://host:port``
+SCHEME = "pubsift"
+
+#: the error reasons a peer may send (docs/protocol.md lists what each means)
+REASONS = {
+    "bad-frame": "the frame is not UTF-8 JSON of an object with a string 'kind'",
+    "too-large": "the length prefix exceeds the receiver's max_frame_bytes",
+    "truncated": "the stream ended inside a frame",
+    "bad-hello": "the first frame is not a valid hello",
+    "unsupported-version": "the peer speaks another protocol version",
+    "unknown-kind": "a kind this receiver does not accept from this peer",
+    "invalid-message": "a message whose fields, filter or event are invalid",
+    "refused": "a message the broker refuses (e.g. advertisements are off)",
+    "cycle": "the link would close a cycle in the broker tree",
+    "duplicate-link": "the two brokers are already linked",
+    "slow-consumer": "the peer did not read its frames fast enough",
+    "shutdown": "the broker is shutting down",
+}
+
+
+class FrameError(PubsiftError, ValueError):
+    """A frame that cannot be read; ``reason`` is one of :data:`REASONS`."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        self.message = message
+        super().__init__(f"{reason}: {message}")
+
+
+def encode(obj: dict[str, Any]) -> bytes:
+    """The frame carrying ``obj`` (compact JSON, non-ASCII kept as UTF-8)."""
+    body = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    return HEADER.pack(len(body)) + body
+
+
+def decode(body: bytes) -> dict[str, Any]:
+    """The object of a frame body; :class:`FrameError` ``bad-frame`` names what is wrong."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FrameError("bad-frame", f"body is not UTF-8 (byte {exc.start})") from None
+    try:
+        obj = json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise FrameError("bad-frame", f"body is not JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise FrameError("bad-frame", f"body is a JSON {type(obj).__name__}, not an object")
+    if not isinstance(obj.get("kind"), str):
+        raise FrameError("bad-frame", "the object has no string member 'kind'")
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> dict[str, Any] | None:
+    """The next frame's object, or None when the stream ends cleanly between frames.
+    Raises :class:`FrameError`: ``too-large`` (from the prefix alone), ``truncated``,
+    ``bad-frame``."""
+    try:
+        head = await reader.readexactly(HEADER.size)
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial:
+            return None
+        raise FrameError("truncated", "the stream ended inside a frame header") from None
+    (n,) = HEADER.unpack(head)
+    if n > max_bytes:
+        raise FrameError("too-large", f"frame of {n} bytes exceeds the limit of {max_bytes}")
+    try:
+        body = await reader.readexactly(n)
+    except asyncio.IncompleteReadError as exc:
+        raise FrameError(
+            "truncated", f"the stream ended after {len(exc.partial)} of {n} body bytes"
+        ) from None
+    return decode(body)
+
+
+def error(reason: str, message: str) -> dict[str, Any]:
+    """An ``error`` frame's object."""
+    return {"kind": "error", "reason": reason, "message": message}
+
+
+def hello(role: str, id: str, **extra: Any) -> dict[str, Any]:
+    """A ``hello`` frame's object: protocol version, role (client or broker) and id."""
+    return {"kind": "hello", "protocol": PROTOCOL_VERSION, "role": role, "id": id, **extra}
+
+
+def check_hello(obj: dict[str, Any], expect_role: str | None = None) -> tuple[str, str]:
+    """(role, id) of a peer's hello; :class:`FrameError` (bad-hello, unsupported-version,
+    or the peer's own ``error``) otherwise."""
+    if obj.get("kind") == "error":
+        raise FrameError(
+            str(obj.get("reason", "refused")), str(obj.get("message", "refused by the peer"))
+        )
+    if obj.get("kind") != "hello":
+        raise FrameError("bad-hello", f"expected a hello frame first, got kind {obj['kind']!r}")
+    version = obj.get("protocol")
+    if version != PROTOCOL_VERSION:
+        raise FrameError(
+            "unsupported-version",
+            f"peer speaks protocol {version!r}, this side speaks {PROTOCOL_VERSION}",
+        )
+    role, pid = obj.get("role"), obj.get("id")
+    if role not in ("client", "broker") or (expect_role and role != expect_role):
+        want = expect_role or "'client' or 'broker'"
+        raise FrameError("bad-hello", f"hello role {role!r}: expected {want}")
+    if not isinstance(pid, str) or not pid or len(pid) > 200:
+        raise FrameError("bad-hello", f"hello id {pid!r}: expected a string of 1-200 characters")
+    return role, pid
+
+
+def parse_url(url: str) -> tuple[str, int]:
+    """(host, port) of ``pubsift://host:port`` (the port defaults to 7400)."""
+    from pubsift.adapters.broker.config import DEFAULT_PORT, Address, ConfigError
+
+    prefix = SCHEME + "://"
+    if not url.startswith(prefix):
+        raise ConfigError(f"broker URL {url!r}: expected {prefix}host:port")
+    rest = url[len(prefix) :].rstrip("/")
+    if rest and ":" not in rest.rsplit("]", 1)[-1]:
+        rest = f"{rest}:{DEFAULT_PORT}"
+    a = Address.parse(rest, f"broker URL {url!r}")
+    return a.host, a.port

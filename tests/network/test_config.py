@@ -1,0 +1,84 @@
+"""broker.toml: defaults, and a clear error naming file and key for everything wrong."""
+
+from __future__ import annotations
+
+import pytest
+from pubsift.adapters.broker.config import Address, BrokerConfig, ConfigError, load_config
+
+
+def _load(tmp_path, text: str) -> BrokerConfig:
+    p = tmp_path / "broker.toml"
+    p.write_text(text)
+    return load_config(str(p))
+
+
+def test_defaults(tmp_path):
+    cfg = _load(tmp_path, "")
+    assert cfg.listen == Address("127.0.0.1", 7400)
+    assert (cfg.strategy, cfg.lease_period, cfg.lease_refresh) == ("covering", 30.0, 10.0)
+    assert cfg.models is None and cfg.neighbours == () and cfg.max_frame_bytes == 1 << 20
+
+
+def test_a_full_file(tmp_path):
+    cfg = _load(
+        tmp_path,
+        """
+[broker]
+id = "b1"
+listen = "0.0.0.0:7500"
+neighbours = ["10.0.0.2:7400", "[::1]:7401"]
+strategy = "merging"
+advertisements = true
+models = ["records"]
+[lease]
+period = 1.5
+refresh = 0.4
+max_delay = 0.1
+[limits]
+max_frame_bytes = 4096
+""",
+    )
+    assert cfg.id == "b1" and cfg.listen == Address("0.0.0.0", 7500)
+    assert cfg.neighbours == (Address("10.0.0.2", 7400), Address("::1", 7401))
+    assert (cfg.strategy, cfg.advertisements, cfg.models) == ("merging", True, ("records",))
+    assert (cfg.lease_period, cfg.lease_refresh, cfg.max_frame_bytes) == (1.5, 0.4, 4096)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("[broker]\nlisten = 'nowhere'", "broker.listen: 'nowhere' is not 'host:port'"),
+        ("[broker]\nlisten = 'h:70000'", "broker.listen"),
+        ("[broker]\nlistne = 'h:1'", "broker.listne: unknown key"),
+        ("[brokers]\n", "unknown section or key 'brokers'"),
+        ("[broker]\nstrategy = 'fastest'", "broker.strategy: unknown routing strategy 'fastest'"),
+        ("[broker]\nneighbours = 'h:1'", "broker.neighbours: expected a list"),
+        ("[broker]\nneighbours = ['h:1', 'x']", "broker.neighbours[1]"),
+        ("[broker]\nadvertisements = 'yes'", "broker.advertisements: expected true or false"),
+        ("[broker]\nid = ''", "broker.id: expected a non-empty string"),
+        ("[lease]\nperiod = -1", "lease.period: expected a number > 0"),
+        ("[lease]\nperiod = true", "lease.period"),
+        ("[lease]\nperiod = 10.0\nrefresh = 10.0", "lease period π=10.0 is too short"),
+        ("[limits]\nmax_frame_bytes = 1.5", "limits.max_frame_bytes: expected an integer"),
+        ("[links]\nbackoff_initial = 9.0\nbackoff_max = 1.0", "links.backoff_initial"),
+        ("broker = 3", "broker: expected a table"),
+        ("[broker\n", "not valid TOML"),
+    ],
+)
+def test_errors_name_file_and_key(tmp_path, text, words):
+    with pytest.raises(ConfigError) as info:
+        _load(tmp_path, text)
+    assert str(tmp_path / "broker.toml") in str(info.value)
+    assert words in str(info.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read the broker configuration"):
+        load_config(str(tmp_path / "none.toml"))
+
+
+def test_unknown_model_is_a_config_error():
+    from pubsift.adapters.broker.daemon import load_models
+
+    with pytest.raises(ConfigError, match=r"broker\.models: no filter model named 'nope'"):
+        load_models(("records", "nope"), "b.toml")
