@@ -1,6 +1,7 @@
 """``pubsift broker``, ``pubsift sub`` and ``pubsift pub`` (issue 14 §1)::
 
     pubsift broker [--config broker.toml] [--listen HOST:PORT] [--id ID] [--neighbour HOST:PORT]...
+                   [--gateway HOST:PORT]
     pubsift sub URL -m MODEL -f FILTER [-f FILTER]...
     pubsift pub URL -m MODEL [FILE...]
 
@@ -38,6 +39,11 @@ def add_broker_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--strategy", help="routing strategy (default: the file's, or covering)")
     p.add_argument("--port-file", metavar="PATH", help="write the bound port there once listening")
+    p.add_argument(
+        "--gateway",
+        metavar="HOST:PORT",
+        help="serve the HTTP gateway there (POST /publish/MODEL, GET /subscribe/MODEL as SSE)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     p.set_defaults(func=cmd_broker)
 
@@ -52,6 +58,7 @@ def cmd_broker(args: argparse.Namespace, console: Console) -> int:
         listen=Address.parse(args.listen, "--listen") if args.listen else None,
         id=args.id,
         strategy=args.strategy,
+        gateway=Address.parse(args.gateway, "--gateway") if args.gateway else None,
         neighbours=cfg.neighbours + tuple(Address.parse(a, "--neighbour") for a in args.neighbour)
         if args.neighbour
         else None,

@@ -24,6 +24,9 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
     [links]
     backoff_initial = 0.1              # seconds before the first re-dial
     backoff_max = 5.0
+
+    [gateway]                          # the HTTP gateway (docs/protocol.md §9); off by default
+    listen = "127.0.0.1:8080"
 """
 
 from __future__ import annotations
@@ -85,6 +88,8 @@ class BrokerConfig:
     max_queue: int = 10_000
     backoff_initial: float = 0.1
     backoff_max: float = 5.0
+    #: the HTTP gateway's address (None: no gateway)
+    gateway: Address | None = None
     source: str = field(default="<defaults>", compare=False)
 
     @property
@@ -134,11 +139,12 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
     lease = r.section("lease", {"period", "refresh", "max_delay", "diameter"})
     limits = r.section("limits", {"max_frame_bytes", "max_queue"})
     links = r.section("links", {"backoff_initial", "backoff_max"})
-    extra = sorted(set(data) - {"broker", "lease", "limits", "links"})
+    gateway = r.section("gateway", {"listen"})
+    extra = sorted(set(data) - {"broker", "lease", "limits", "links", "gateway"})
     if extra:
         raise ConfigError(
             f"{source}: unknown section or key {extra[0]!r} "
-            f"(sections: broker, lease, limits, links)"
+            f"(sections: broker, lease, limits, links, gateway)"
         )
     d = BrokerConfig()
     cfg = BrokerConfig(
@@ -163,6 +169,9 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
         max_queue=int(r.number(limits, "limits", "max_queue", d.max_queue, integer=True)),
         backoff_initial=r.number(links, "links", "backoff_initial", d.backoff_initial),
         backoff_max=r.number(links, "links", "backoff_max", d.backoff_max),
+        gateway=Address.parse(gateway["listen"], f"{source}: gateway.listen")
+        if "listen" in gateway
+        else None,
         source=source,
     )
     cfg.check()

@@ -105,6 +105,8 @@ class BrokerDaemon:
         self._stopped = asyncio.Event()
         self._stopping = False
         self._conns: set[Connection] = set()
+        #: the HTTP gateway (docs/protocol.md §9), when the configuration asks for one
+        self.gateway: Any = None
 
     # -- life cycle -----------------------------------------------------------------------
     async def start(self) -> None:
@@ -138,6 +140,11 @@ class BrokerDaemon:
             cfg.lease_period,
             cfg.lease_refresh,
         )
+        if cfg.gateway is not None:
+            from pubsift.adapters.broker.gateway import Gateway
+
+            self.gateway = Gateway(self, cfg.gateway)
+            await self.gateway.start()
 
     async def stop(self) -> None:
         """Stop accepting, tell every peer ``shutdown``, close everything."""
@@ -145,6 +152,8 @@ class BrokerDaemon:
             return
         self._stopping = True
         log.info("broker %s shutting down", self.id)
+        if self.gateway is not None:
+            await self.gateway.stop()
         if self._server is not None:
             self._server.close()
         for t in self._tasks:

@@ -1,0 +1,250 @@
+"""The HTTP gateway of a broker (issue 14 §1; DESIGN.md §2.4): clients in any language
+publish with ``POST /publish/{model}`` and subscribe with ``GET /subscribe/{model}?filter=``,
+which streams the matching events as Server-Sent Events (so ``curl -N`` is a client).
+
+It runs in the broker daemon's event loop (aiohttp) and is a **local client of the
+daemon**: every HTTP subscriber is one :class:`~pubsift.adapters.broker.client.AsyncClient`
+over loopback, and the gateway publishes through one more. So an HTTP client gets exactly
+the routing semantics of a socket client, from the same code: leases renewed every ρ and
+on ``renew``, per-publisher order and no duplicates (the client's sequence check), the
+subscription withdrawn when the HTTP client goes away. Publications of the gateway are
+one publisher (``http-<broker id>-<random>``, a new one per start, so a restarted
+gateway's sequence numbers are never taken for duplicates): they reach each subscriber in
+the order the gateway accepted them.
+
+Answers (JSON ``{"error": reason, "message": ...}`` for every refusal):
+
+=====================================  ====================================================
+``POST /publish/{model}``              202 ``{"id": "publisher:seq", ...}``; 400 invalid
+                                       event; 404 unknown model; 413 above the frame limit
+``GET /subscribe/{model}?filter=F``    200 ``text/event-stream``: one event per match,
+                                       ``id:`` its publication id, ``data:`` the JSON line
+                                       ``pubsift sub`` prints; 400 missing or invalid
+                                       filter; 404 unknown model
+=====================================  ====================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from pubsift.adapters.broker.client import AsyncClient, Notification
+from pubsift.adapters.broker.config import Address
+from pubsift.adapters.broker.frames import encode
+from pubsift.core.cli_input import InputError, one_line, strict_json
+from pubsift.core.errors import PubsiftError
+from pubsift.core.model import FilterModel
+
+if TYPE_CHECKING:
+    from pubsift.adapters.broker.daemon import BrokerDaemon
+
+log = logging.getLogger("pubsift.gateway")
+
+#: seconds between SSE comments on an idle stream (keeps proxies open, finds gone clients)
+HEARTBEAT = 15.0
+#: notifications waiting for one slow HTTP subscriber before its stream is ended
+MAX_PENDING = 10_000
+
+
+def error_response(status: int, reason: str, message: str) -> web.Response:
+    """A JSON refusal ``{"error": reason, "message": message}``."""
+    return web.json_response({"error": reason, "message": message}, status=status)
+
+
+def publication_id(publisher: str, seq: int) -> str:
+    """``publisher:seq``, the SSE ``id:`` and the answer to a POST (without line breaks,
+    which an SSE field cannot hold)."""
+    return f"{publisher}:{seq}".translate({10: "\\n", 13: "\\r", 0: "\\0"})
+
+
+def loopback(listen: Address, port: int) -> str:
+    """The URL by which the gateway reaches its own daemon (a wildcard address is
+    reached on the loopback address of its family)."""
+    host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(listen.host, listen.host)
+    return f"pubsift://{Address(host, port)}"
+
+
+class Gateway:
+    """The HTTP gateway of ``daemon`` on ``listen`` (port 0: the OS chooses;
+    :attr:`address` says which once started)."""
+
+    def __init__(self, daemon: BrokerDaemon, listen: Address, heartbeat: float = HEARTBEAT) -> None:
+        self.daemon = daemon
+        self.listen = listen
+        self.address = listen
+        self.heartbeat = heartbeat
+        self._runner: web.AppRunner | None = None
+        self._publisher: AsyncClient | None = None
+        self._url = ""
+        self._streams: set[asyncio.Event] = set()
+        #: currently open SSE streams (for stats and tests)
+        self.subscribers = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.address}"
+
+    async def start(self) -> None:
+        assert self.daemon.broker is not None, "start the daemon first"
+        self._url = loopback(self.daemon.config.listen, self.daemon.address.port)
+        app = web.Application(client_max_size=self.daemon.config.max_frame_bytes)
+        app.router.add_post("/publish/{model}", self.publish)
+        app.router.add_get("/subscribe/{model}", self.subscribe)
+        self._runner = web.AppRunner(
+            app,
+            handler_cancellation=True,  # a client gone mid-stream cancels its handler
+            access_log=logging.getLogger("pubsift.gateway.access"),
+            access_log_format='%a "%r" %s %b %Tfs',
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.listen.host, self.listen.port)
+        await site.start()
+        bound = self._runner.addresses
+        self.address = Address(self.listen.host, bound[0][1] if bound else self.listen.port)
+        self._publisher = self._client("pub")
+        await self._publisher.connect()
+        log.info("gateway of broker %s listening on %s", self.daemon.id, self.url)
+
+    async def stop(self) -> None:
+        """End every SSE stream, close the publisher, stop serving."""
+        for ev in list(self._streams):
+            ev.set()
+        if self._publisher is not None:
+            await self._publisher.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        log.info("gateway of broker %s stopped", self.daemon.id)
+
+    def _client(self, role: str) -> AsyncClient:
+        return AsyncClient(
+            self._url,
+            id=f"http-{self.daemon.id}-{role}-{uuid.uuid4().hex[:8]}",
+            models=self.daemon.models,
+            max_frame_bytes=self.daemon.config.max_frame_bytes,
+        )
+
+    def _model(self, request: web.Request) -> FilterModel | web.Response:
+        name = request.match_info["model"]
+        model = self.daemon.models.get(name)
+        if model is None:
+            return error_response(
+                404,
+                "unknown-model",
+                f"model {name!r} is not routed by broker {self.daemon.id} "
+                f"(it routes {', '.join(sorted(self.daemon.models))})",
+            )
+        return model
+
+    # -- POST /publish/{model} ------------------------------------------------------------
+    async def publish(self, request: web.Request) -> web.Response:
+        model = self._model(request)
+        if isinstance(model, web.Response):
+            return model
+        limit = self.daemon.config.max_frame_bytes
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return error_response(413, "too-large", f"the event is above the {limit}-byte limit")
+        if not body.strip():
+            return error_response(400, "invalid-event", f"POST an event of model {model.name}")
+        try:
+            event = model.parse_event(body)
+            wire = model.dump_event(event)
+        except PubsiftError as exc:
+            return error_response(400, "invalid-event", one_line(exc))
+        assert self._publisher is not None
+        frame = {
+            "kind": "pub",
+            "client": self._publisher.id,
+            "model": model.name,
+            "event": wire,
+            "pub_id": [self._publisher.id, 1 << 62],
+        }
+        if len(encode(frame)) - 4 > limit:
+            return error_response(
+                413, "too-large", f"the event's frame is above the {limit}-byte limit"
+            )
+        seq = await self._publisher.publish(model.name, event)
+        pid = publication_id(self._publisher.id, seq)
+        return web.json_response(
+            {"id": pid, "publisher": self._publisher.id, "seq": seq}, status=202
+        )
+
+    # -- GET /subscribe/{model}?filter=... ------------------------------------------------
+    async def subscribe(self, request: web.Request) -> web.StreamResponse:
+        model = self._model(request)
+        if isinstance(model, web.Response):
+            return model
+        text = request.query.get("filter")
+        if text is None or not text.strip():
+            return error_response(
+                400, "missing-filter", f"give the filter: /subscribe/{model.name}?filter=..."
+            )
+        try:
+            spec: Any = strict_json(text) if text.lstrip().startswith("{") else text
+            flt = model.parse_filter(spec)
+        except (PubsiftError, InputError) as exc:
+            return error_response(400, "invalid-filter", one_line(exc))
+        queue: asyncio.Queue[Notification] = asyncio.Queue(MAX_PENDING)
+        stop = asyncio.Event()
+
+        def handler(n: Notification) -> None:
+            if queue.full():
+                stop.set()  # a slow consumer: its stream ends
+            else:
+                queue.put_nowait(n)
+
+        client = self._client("sub")
+        await client.connect()
+        self._streams.add(stop)
+        self.subscribers += 1
+        log.info(
+            "gateway: %s subscribed as %s to %s %s", request.remote, client.id, model.name, text
+        )
+        try:
+            await client.subscribe(model.name, flt, handler)
+            resp = web.StreamResponse(
+                headers={
+                    "Content-Type": "text/event-stream; charset=utf-8",
+                    "Cache-Control": "no-cache",
+                    "X-Accel-Buffering": "no",
+                }
+            )
+            await resp.prepare(request)
+            await resp.write(f": subscribed as {client.id} at {self.daemon.id}\n\n".encode())
+            while not stop.is_set():
+                got = asyncio.ensure_future(queue.get())
+                halt = asyncio.ensure_future(stop.wait())
+                done, _ = await asyncio.wait(
+                    {got, halt}, timeout=self.heartbeat, return_when=asyncio.FIRST_COMPLETED
+                )
+                halt.cancel()
+                if got not in done:
+                    got.cancel()
+                    if not stop.is_set():
+                        await resp.write(b": keepalive\n\n")
+                    continue
+                n = got.result()
+                data = json.dumps(n.to_json(), ensure_ascii=False)
+                await resp.write(
+                    f"id: {publication_id(n.publisher, n.seq)}\ndata: {data}\n\n".encode()
+                )
+            if queue.full():
+                await resp.write(
+                    b'event: error\ndata: {"error": "slow-consumer", "message": '
+                    b'"more than %d events waiting to be sent"}\n\n' % MAX_PENDING
+                )
+            with contextlib.suppress(ConnectionError):
+                await resp.write_eof()
+            return resp
+        finally:
+            self._streams.discard(stop)
+            self.subscribers -= 1
+            await asyncio.shield(client.close())
+            log.info("gateway: subscriber %s gone", client.id)
