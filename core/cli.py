@@ -874,6 +874,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "publish JSON lines or files to a broker",
         "pubsift.adapters.broker.cli:add_pub_arguments",
     ),
+    "publish-feed": (
+        "poll RSS/RDF/Atom feeds and publish each new item once to a broker",
+        "pubsift.adapters.broker.cli:add_publish_feed_arguments",
+    ),
 }
 #: ``pubsift experiment NAME``, the same way.
 EXPERIMENTS: dict[str, tuple[str, str]] = {

@@ -1,13 +1,15 @@
-"""``pubsift broker``, ``pubsift sub`` and ``pubsift pub`` (issue 14 §1)::
+"""``pubsift broker``, ``sub``, ``pub`` and ``publish-feed`` (issue 14 §1)::
 
     pubsift broker [--config broker.toml] [--listen HOST:PORT] [--id ID] [--neighbour HOST:PORT]...
                    [--gateway HOST:PORT]
     pubsift sub URL -m MODEL -f FILTER [-f FILTER]...
     pubsift pub URL -m MODEL [FILE...]
+    pubsift publish-feed URL FEED... [--interval SECONDS] [--once] [--state PATH]
 
 ``sub`` prints each matching event as one JSON line until interrupted (exit 0 on Ctrl-C or
 SIGTERM); ``pub`` publishes JSON lines from standard input, or files through the adapters'
-readers (quarantined records are reported on standard error, not sent).
+readers (quarantined records are reported on standard error, not sent); ``publish-feed``
+polls feeds and publishes each new item once (:mod:`.feedpub`).
 """
 
 from __future__ import annotations
@@ -199,3 +201,47 @@ def cmd_pub(args: argparse.Namespace, console: Console) -> int:
     with contextlib.suppress(KeyboardInterrupt):
         return asyncio.run(main())
     return 130
+
+
+def add_publish_feed_arguments(p: argparse.ArgumentParser) -> None:
+    p.__class__ = _Intermixed
+    p.add_argument("url", metavar="URL", help="the broker, pubsift://host:port")
+    p.add_argument(
+        "feeds",
+        nargs="+",
+        metavar="FEED",
+        help="RSS/RDF/Atom feeds: files, directories or archives of them, or http(s) URLs",
+    )
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="seconds between polls (default: 300)",
+    )
+    p.add_argument("--once", action="store_true", help="poll once and exit")
+    p.add_argument(
+        "--state",
+        metavar="PATH",
+        help="remember what was published there across runs (JSON; default: nowhere)",
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.set_defaults(func=cmd_publish_feed)
+
+
+def cmd_publish_feed(args: argparse.Namespace, console: Console) -> int:
+    from pubsift.adapters.broker.feedpub import FeedError, run
+
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format=LOG_FORMAT)
+    if not args.interval > 0:
+        raise FeedError(f"--interval: expected seconds > 0, got {args.interval:g}")
+
+    async def main() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        counts = await run(args.url, args.feeds, args.state, args.interval, args.once, stop)
+        return 1 if args.once and counts.problems else 0
+
+    return asyncio.run(main())

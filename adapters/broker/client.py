@@ -129,6 +129,8 @@ class AsyncClient:
         #: set by the broker's hello
         self.broker_id: str | None = None
         self.refresh: float = 10.0
+        #: the longest frame the broker accepts (its hello says; a longer one closes the link)
+        self.broker_max_frame_bytes: int = max_frame_bytes
         #: counters: notifications dropped as duplicates or out of order, errors received
         self.duplicates = 0
         self.errors: list[dict[str, Any]] = []
@@ -214,6 +216,8 @@ class AsyncClient:
         lease = obj.get("lease") or {}
         if isinstance(lease.get("refresh"), (int, float)) and lease["refresh"] > 0:
             self.refresh = float(lease["refresh"])
+        if isinstance(obj.get("max_frame_bytes"), int) and obj["max_frame_bytes"] > 0:
+            self.broker_max_frame_bytes = obj["max_frame_bytes"]
         conn.role, conn.id = "broker", self.broker_id
         self._conn = conn
         self.connections += 1
