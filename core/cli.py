@@ -830,6 +830,9 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
         f"examples/sample/quotes)",
     )
     p.set_defaults(func=cmd_demo)
+    sub = p.add_subparsers(dest="demo", action=_LazySubcommands, metavar="{network}")
+    for name, (text, target) in DEMOS.items():
+        sub.add_lazy(name, text, target)
 
 
 def _experiment_arguments(p: argparse.ArgumentParser) -> None:
@@ -859,7 +862,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "experiment": ("reproduce the seeds' experiments", f"{__name__}:_experiment_arguments"),
     "demo": (
-        "the quote demo: S&P 500 quotes through the records index",
+        "the quote demo (S&P 500 quotes through the records index); demo network: brokers",
         f"{__name__}:_demo_arguments",
     ),
     "broker": (
@@ -877,6 +880,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "publish-feed": (
         "poll RSS/RDF/Atom feeds and publish each new item once to a broker",
         "pubsift.adapters.broker.cli:add_publish_feed_arguments",
+    ),
+}
+#: ``pubsift demo NAME`` (``pubsift demo`` alone: the quote demo), the same way.
+DEMOS: dict[str, tuple[str, str]] = {
+    "network": (
+        "broker processes on 127.0.0.1, feed/records/concepts publishers, subscribers",
+        "pubsift.experiments.network_demo:add_arguments",
     ),
 }
 #: ``pubsift experiment NAME``, the same way.
