@@ -205,7 +205,7 @@ class Gateway:
         self._streams.add(stop)
         self.subscribers += 1
         log.info(
-            "gateway: %s subscribed as %s to %s %s", request.remote, client.id, model.name, text
+            "%s subscribed as %s to %s %s", request.remote, client.id, model.name, text
         )
         try:
             await client.subscribe(model.name, flt, handler)
@@ -247,4 +247,4 @@ class Gateway:
             self._streams.discard(stop)
             self.subscribers -= 1
             await asyncio.shield(client.close())
-            log.info("gateway: subscriber %s gone", client.id)
+            log.info("subscriber %s gone", client.id)
