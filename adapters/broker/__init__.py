@@ -8,7 +8,9 @@ unchanged :class:`pubsift.core.broker.Broker` behind asyncio streams.
 ``links``       neighbour links: reach sets, cycle refusal, dialling
 ``daemon``      :class:`BrokerDaemon`: the Broker, its Port, leases in real time
 ``client``      :class:`AsyncClient` and the synchronous :class:`Client`
-``cli``         ``pubsift broker``, ``pubsift sub``, ``pubsift pub``
+``gateway``     the HTTP gateway: POST to publish, Server-Sent Events to subscribe
+``feedpub``     polling feeds and publishing each new item once (``publish-feed``)
+``cli``         ``pubsift broker``, ``sub``, ``pub``, ``publish-feed``
 
 Nothing heavy is imported here: ``from pubsift.adapters.broker.client import connect``.
 """

@@ -20,7 +20,7 @@ Answers (JSON ``{"error": reason, "message": ...}`` for every refusal):
 ``GET /subscribe/{model}?filter=F``    200 ``text/event-stream``: one event per match,
                                        ``id:`` its publication id, ``data:`` the JSON line
                                        ``pubsift sub`` prints; 400 missing or invalid
-                                       filter; 404 unknown model
+                                       filter; 404 unknown model; 503 broker stopping
 =====================================  ====================================================
 """
 
@@ -34,7 +34,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
-from pubsift.adapters.broker.client import AsyncClient, Notification
+from pubsift.adapters.broker.client import AsyncClient, BrokerUnavailable, Notification
 from pubsift.adapters.broker.config import Address
 from pubsift.adapters.broker.frames import encode
 from pubsift.core.cli_input import InputError, one_line, strict_json
@@ -201,12 +201,13 @@ class Gateway:
                 queue.put_nowait(n)
 
         client = self._client("sub")
-        await client.connect()
+        try:
+            await client.connect()
+        except BrokerUnavailable as exc:  # the broker is shutting down
+            return error_response(503, "unavailable", one_line(exc))
         self._streams.add(stop)
         self.subscribers += 1
-        log.info(
-            "%s subscribed as %s to %s %s", request.remote, client.id, model.name, text
-        )
+        log.info("%s subscribed as %s to %s %s", request.remote, client.id, model.name, text)
         try:
             await client.subscribe(model.name, flt, handler)
             resp = web.StreamResponse(

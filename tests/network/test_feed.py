@@ -245,9 +245,11 @@ def test_the_command_polls_until_sigterm_and_exits_cleanly(tmp_path: Path):
     feed = tmp_path / "news.xml"
     feed.write_text(rss("a", "b"))
     pf = tmp_path / "port"
+    (tmp_path / "broker.toml").write_text('[broker]\nmodels = ["xml"]\n')
     cli = [sys.executable, "-m", "pubsift.core.cli"]
     broker = subprocess.Popen(
-        [*cli, "broker", "--listen", "127.0.0.1:0", "--port-file", str(pf)],
+        [*cli, "broker", "--config", str(tmp_path / "broker.toml")]
+        + ["--listen", "127.0.0.1:0", "--port-file", str(pf)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
