@@ -111,6 +111,18 @@ def cmd_network(args: argparse.Namespace, console: Console) -> int:
         return code
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: on Linux, ask for SIGTERM when the demo process dies, so
+    that even a demo killed with SIGKILL leaves no broker or publisher behind (elsewhere the
+    children are stopped by :meth:`Procs.stop_all` only)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
 @dataclass
 class Procs:
     """Child processes by name, each logging to a file; stopped in reverse start order."""
@@ -123,7 +135,12 @@ class Procs:
         cmd = [sys.executable, "-m", "pubsift.core.cli", *args]
         with open(self.folder / f"{name}.log", "ab") as log:
             p = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         self.running[name] = p
         self.console.print(f"[dim]started {name} (pid {p.pid})[/]", highlight=False)
