@@ -4,7 +4,7 @@
                                       [--advertisements] [--index records|partitioned]
                                       [--quick] [--json PATH]
 
-Setup (Mühl 000, §6.2): the 107-broker hierarchy (40 routers, 67 local brokers), the records
+Setup (Mühl 2002, §6.2): the 107-broker hierarchy (40 routers, 67 local brokers), the records
 model, a source at the root router, ``--consumers`` consumers per local broker with 10
 quote-interval subscriptions each (``symbol = S and price in [50 - t1, 50 + t2]``, 1000
 stocks). Every strategy gets the same consumers, operations and quotes, in this run:

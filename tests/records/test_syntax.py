@@ -27,7 +27,7 @@ from pubsift.models.records.syntax import (
     tokenize,
 )
 from pubsift.models.records.typesystem import Schema
-from pubsift.models.records.values import Record
+from pubsift.models.records.events import Record
 from rstrategies import SCHEMA, constraints, filters, scalars, strict
 
 
