@@ -49,8 +49,8 @@ from pubsift.core.index import LinearIndex
 from pubsift.models.constraints.constraints import ABSENT, Constraint
 from pubsift.models.records import RecordsModel, conjunctive
 from pubsift.models.records.attrindex import AttributeIndex
-from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.events import Record
+from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.workload import (
     Mix,
     load_quotes,

@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 
 from harness import Bench, ratio, time_it
-from pubsift.models.xml.homomorphism import covers
 from pubsift.models.xml.factorization import FactorizationTree
 from pubsift.models.xml.generator import CHAND_FELBER, PatternGenerator
+from pubsift.models.xml.homomorphism import covers
 from pubsift.models.xml.index import bits
 from rich.console import Console
 from rich.table import Table

@@ -12,11 +12,11 @@ from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import JSON, FilterModel
 from pubsift.models.concepts.context import ClientContext, ContextRegistry
 from pubsift.models.concepts.conversion import ConversionManager, PropertyConversion, RateTable
-from pubsift.models.concepts.relations import Relations
 from pubsift.models.concepts.filters import ConceptFilter, FilterBuilder, Matcher
 from pubsift.models.concepts.forms import dump_filter, format_filter, load_filter
 from pubsift.models.concepts.index import ConceptsIndex
 from pubsift.models.concepts.ontology import MONEY, Ontology
+from pubsift.models.concepts.relations import Relations
 from pubsift.models.concepts.semantic_objects import SemanticObject, from_json, to_json
 from pubsift.models.concepts.syntax import parse_json, parse_text
 

@@ -14,10 +14,10 @@ filter is written with them.
 """
 
 from pubsift.models.constraints import ABSENT, Constraint, Interval, Op, TypeSet
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.model import RecordsModel
 from pubsift.models.records.typesystem import Schema, TypeHierarchy
-from pubsift.models.records.events import Record
 
 __all__ = [
     "ABSENT",

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pubsift.core.errors import EventError, FilterSyntaxError
-from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.events import Record
+from pubsift.models.records.filters import RecordFilter
 
 
 def record_filter(f: Any) -> RecordFilter:

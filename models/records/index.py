@@ -83,10 +83,10 @@ from pubsift.models.constraints.limits import TooComplex
 from pubsift.models.constraints.relations import Unsatisfiable, span_key, witness
 from pubsift.models.records import checks
 from pubsift.models.records.attrindex import AttributeIndex
-from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.plans import NodePlan, walk
 from pubsift.models.records.compiled import compile_test
 from pubsift.models.records.events import Record
+from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.plans import NodePlan, walk
 from pubsift.models.records.witness_values import WitnessValues
 
 #: Path order by operator (lower: more selective, probed first). ``not-exists`` comes last:

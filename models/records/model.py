@@ -19,9 +19,9 @@ from pubsift.core.model import JSON, FilterIndex, FilterModel
 from pubsift.models.constraints.multivalues import TooComplex
 from pubsift.models.constraints.relations import Unsatisfiable, normalize
 from pubsift.models.records import checks, conjunctive, limits, syntax, wire
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.typesystem import Schema
-from pubsift.models.records.events import Record
 
 
 class RecordsModel(FilterModel):

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from pubsift.models.constraints.constraints import Constraint, Interval, Op
 from pubsift.models.constraints.relations import NotRepresentable, Unsatisfiable, normalize, witness
 from pubsift.models.constraints.values import skey
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.typesystem import Schema
-from pubsift.models.records.events import Record
 
 #: attribute names filters use; events may also carry ``z``, which no filter constrains.
 NAMES = ("a", "b", "c", "d.e", "d.f")

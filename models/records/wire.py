@@ -30,8 +30,8 @@ from pubsift.models.constraints.wire import (
     path_step,
 )
 from pubsift.models.records import limits as record_limits
-from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.events import Record
+from pubsift.models.records.filters import RecordFilter
 
 # --------------------------------------------------------------------------------------
 # filters

@@ -37,8 +37,8 @@ from statistics import median
 from pubsift.core.errors import EventError
 from pubsift.models.constraints.constraints import Constraint, Interval, Op
 from pubsift.models.constraints.values import STR
-from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.events import Record
+from pubsift.models.records.filters import RecordFilter
 
 #: One year of daily quotes, 126,663 rows, 505 symbols.
 QUOTES_1YR = "all_stocks_1yr_2017-02-08_2018-02-07.csv"
