@@ -1,5 +1,6 @@
-"""The records strategies the conformance kit runs on: they reach every operator, produce
-canonical filters and events the model accepts, and ``matching_event`` really matches."""
+"""The records model's hypothesis strategies (:mod:`pubsift.models.records.testing`), which
+the conformance kit runs on: they reach every operator, produce canonical filters and events
+the model accepts, and ``matching_event`` really matches."""
 
 from __future__ import annotations
 
