@@ -1,5 +1,5 @@
 """pubsift.adapters — the edges: files, archives and feeds in (:func:`read`), Spark batch and
-the networked runtime (DESIGN.md §2.4).
+the networked runtime (docs/adapters.md).
 
 >>> from pubsift.adapters import read
 >>> for item in read("quotes.csv.gz"):          # doctest: +SKIP

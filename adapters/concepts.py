@@ -1,4 +1,4 @@
-"""Adapters of the concepts model at the edges (Cilia et al., 003 §4.2: "At the publisher
+"""Adapters of the concepts model at the edges (Cilia et al. 2004, §4.2: "At the publisher
 side they are responsible for resolving vocabulary issues and for enriching message content.
 At the subscriber side they are in charge of transforming/converting message content
 according to the subscriber preferences"). Only the concepts enrichment lives here (issue 11

@@ -1,5 +1,5 @@
 """Limits of the readers (issue 11 §1: archive and zip bombs are refused like entity bombs;
-DESIGN.md §3: never unbounded memory). Each is a setting of :class:`ReadLimits`."""
+never unbounded memory). Each is a setting of :class:`ReadLimits`."""
 
 from __future__ import annotations
 

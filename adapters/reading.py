@@ -1,5 +1,5 @@
 """The one entry point: :func:`read` turns sources into events and quarantine records
-(issue 11 §3; DESIGN.md §2.4). Nothing is dropped silently: every record read is either an
+(issue 11 §3; docs/adapters.md). Nothing is dropped silently: every record read is either an
 :class:`~pubsift.adapters.outcomes.Event` or a
 :class:`~pubsift.adapters.outcomes.Quarantined`, and no exception escapes for bad data.
 """

@@ -49,8 +49,8 @@ from pubsift.core.index import LinearIndex
 from pubsift.models.constraints.constraints import ABSENT, Constraint
 from pubsift.models.records import RecordsModel, conjunctive
 from pubsift.models.records.attrindex import AttributeIndex
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.values import Record
 from pubsift.models.records.workload import (
     Mix,
     load_quotes,
@@ -65,7 +65,7 @@ DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "quotes"
 
 
 class Counting:
-    """Mühl's matching algorithm (000, §4.3.8, Fig. 4.6): count, per filter, the satisfied
+    """Mühl's matching algorithm (2002, §4.3.8, Fig. 4.6): count, per filter, the satisfied
     attribute filters; a filter matches when its count equals its size."""
 
     def __init__(self, pairs: Sequence[tuple[RecordFilter, Hashable]]) -> None:

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import Bench, Timing
+from harness import Bench, Timing, ratio, time_it
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 QUOTES = DATA / "quotes" / "all_stocks_5yr_2013-02-08_2018-02-07.csv.gz"
@@ -61,15 +61,10 @@ CORES = 2
 
 
 def wall(work: Callable[[], Any], count: int, inputs: str, repeats: int) -> tuple[Timing, Any]:
-    """``work`` once untimed (warm-up), then ``repeats`` timed runs, in wall seconds;
-    returns the timing and the last run's result."""
+    """``work`` once untimed (warm-up; its result is returned, to be compared), then
+    ``repeats`` timed runs in wall seconds (the harness's :func:`time_it`)."""
     result = work()
-    t = Timing(count, inputs)
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = work()
-        t.seconds.append(time.perf_counter() - start)
-    return t, result
+    return time_it(work, count, inputs, repeats, warmup=0, clock=time.perf_counter), result
 
 
 def per_row(
@@ -206,8 +201,8 @@ def compare(
     base, want = wall(lambda: digest(paths["per_row"]), n_events, inputs, repeats)
     fair, also = wall(lambda: digest(paths["explode"]), n_events, inputs, repeats)
     same = got == want == also
-    r = base.median / ours.median
-    r_fair = fair.median / ours.median
+    r = ratio(ours, base)
+    r_fair = ratio(ours, fair)
     per_core = lambda t: n_events / t.median / CORES  # noqa: E731
     print(
         f"{label} {len(subscribers):>6} subs: job path {per_core(ours):>10,.0f} ev/s/core "
@@ -334,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     spark.range(1).count()
     started = time.perf_counter() - t0
     print(f"Spark start (cold session and first action): {started:.1f} s")
-    quiet = Console(file=open(os.devnull, "w"))
+    quiet = Console(quiet=True)
     settings = Settings(master="local[2]", overwrite=True)
     quotes = load_quotes(QUOTES)
     ok = True

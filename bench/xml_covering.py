@@ -1,5 +1,5 @@
 """XSEARCH against the pairwise "Linear" scan, and the size of the factorization tree
-(Chand & Felber 003 §5, Tables 1 and 2; issue 4, §5).
+(Chand & Felber 2004, §5, Tables 1 and 2; issue 4, §5).
 
     .venv/bin/python bench/xml_covering.py [--sizes 1000,2000,5000,10000] [--queries 1000]
                                            [--linear-queries 50] [--table2 1000,...,100000]
@@ -12,7 +12,7 @@ sets of distinct patterns, and ``--queries`` further distinct patterns as querie
 Table 1: for each |R|, the mean time per query of XSEARCH in covered mode (the patterns of
 R a query covers, ``FactorizationTree.covered``) and cover mode (the patterns covering it,
 ``FactorizationTree.covering``), and of Linear (``covers`` against every pattern of R, the
-pairwise homomorphism test of ``pubsift.models.xml.covering``, the model's ``covers``:
+pairwise homomorphism test of ``pubsift.models.xml.homomorphism``, the model's ``covers``:
 ``covers(q, g)`` for covered mode, ``covers(g, q)`` for cover mode) on the first
 ``--linear-queries`` queries (50 by default), all in this run; the ratios divide Linear's
 time by XSEARCH's on those same queries (``bench/harness.py``: warm-up, median of
@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 
 from harness import Bench, ratio, time_it
-from pubsift.models.xml.covering import covers
 from pubsift.models.xml.factorization import FactorizationTree
 from pubsift.models.xml.generator import CHAND_FELBER, PatternGenerator
+from pubsift.models.xml.homomorphism import covers
 from pubsift.models.xml.index import bits
 from rich.console import Console
 from rich.table import Table

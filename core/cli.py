@@ -860,7 +860,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "route files or an event store to subscribers (Spark)",
         "pubsift.adapters.spark.cli:add_route_arguments",
     ),
-    "experiment": ("reproduce the seeds' experiments", f"{__name__}:_experiment_arguments"),
+    "experiment": (
+        "reproduce published experiments (Mühl 2002, ch. 6)",
+        f"{__name__}:_experiment_arguments",
+    ),
     "demo": (
         "the quote demo (S&P 500 quotes through the records index); demo network: brokers",
         f"{__name__}:_demo_arguments",

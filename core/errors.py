@@ -1,7 +1,7 @@
 """Error types of pubsift.
 
 Every error says *what* was wrong and *where*, so that a caller can report it and carry on
-with the rest of its work (DESIGN.md §3: bad input gets a clear error and loses nothing).
+with the rest of its work (bad input gets a clear error and loses nothing).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The filter-model plug-in contract (DESIGN.md §2.1).
+"""The filter-model plug-in contract.
 
 A *filter model* supplies the semantics of events and filters; the routing core only ever
-calls the hooks below. Notation follows Mühl (000, §4.3.2): N(f) is the set of events that
+calls the hooks below. Notation follows Mühl (2002, §4.3.2): N(f) is the set of events that
 match filter f.
 
 Soundness rules (checked by :mod:`pubsift.core.conformance` against ``matches``):

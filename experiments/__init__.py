@@ -1,5 +1,5 @@
-"""The seeds' experiments, outside the routing core: Mühl's REBECA evaluation reproduced
-(Mühl 2002, Large-Scale Content-Based Publish/Subscribe Systems, ch. 6; ``pubsift
+"""Published experiments, outside the routing core: Mühl's REBECA evaluation reproduced
+(Mühl 2002, "Large-Scale Content-Based Publish/Subscribe Systems", ch. 6; ``pubsift
 experiment rebeca``, :mod:`pubsift.experiments.rebeca_cli`) and the quote demo on S&P 500
 quotes (``pubsift demo``, :mod:`pubsift.experiments.demo`).
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, TextIO
 from pubsift.core.errors import PubsiftError
 from pubsift.core.registry import load_model
 from pubsift.models.records import workload
-from pubsift.models.records.values import Record
+from pubsift.models.records.events import Record
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -3,8 +3,8 @@ Large-Scale Content-Based Publish/Subscribe Systems, ch. 6), drawn with matplotl
 backend.
 
 Each figure is written on its own (``fig6_2.png`` ...) and all of them together on one
-overview sheet (``rebeca-tables.png`` / ``rebeca-locality.png``). The seed's analytical
-values are drawn as grey dashed lines: 106·x and P_avg·x = 3.73·x, the limits
+overview sheet (``rebeca-tables.png`` / ``rebeca-locality.png``). Mühl's analytical
+values (2002, ch. 6) are drawn as grey dashed lines: 106·x and P_avg·x = 3.73·x, the limits
 2·m·(|V|-1) = 212,000 and m·(|V|-1) = 106,000, 106 and 3.73 admin messages per change,
 the advertisement factor 28.4.
 """

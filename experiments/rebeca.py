@@ -13,8 +13,8 @@ local broker, with x = 10 · 67 · n active subscriptions:
 * the filter-forwarding overhead (§6.4) — admin messages per subscription change,
   measured by toggling random consumers off and on again (each of their unsubscriptions
   and subscriptions settled before the next), so the network stays at x;
-* the exact Σ|R| a perfect algorithm must reach for these consumers where the seed gives
-  one (:mod:`pubsift.experiments.analytic`), to compare against.
+* the exact Σ|R| a perfect algorithm must reach for these consumers where Mühl
+  (2002, ch. 6) gives one (:mod:`pubsift.experiments.analytic`), to compare against.
 
 The locality experiment (§6.5.1, Table 6.3) draws the stocks of the three subnets below
 the root from ranges that overlap by the parameter d, leaves the root's local broker
@@ -189,8 +189,8 @@ class Experiment:
         return 1 - sent / ((len(self.topology.brokers) - 1) * self.setup.stocks)
 
     def expected_entries(self) -> int | None:
-        """Σ|R| a perfect algorithm holds for these consumers, where the seed says (see
-        :mod:`~pubsift.experiments.analytic`); None for covering with intervals."""
+        """Σ|R| a perfect algorithm holds for these consumers, where Mühl (2002, ch. 6)
+        gives one (see :mod:`~pubsift.experiments.analytic`); None for covering with intervals."""
         s = self.setup
         if s.strategy == "simple":
             key, measure = (lambda f: f), analytic.every

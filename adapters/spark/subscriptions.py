@@ -1,5 +1,5 @@
 """Subscribers of the Spark job, from JSON lines or TOML tables, checked before Spark starts
-(issue 12 §2 "Subscriptions"; DESIGN.md §3: bad input gets a clear error).
+(issue 12 §2 "Subscriptions"; bad input gets a clear error).
 
 One subscriber per JSON line (blank lines and lines starting with ``#`` are skipped)::
 
@@ -12,7 +12,7 @@ One subscriber per JSON line (blank lines and lines starting with ``#`` are skip
 disjunction such as ``$or`` gives several filters, :meth:`FilterModel.parse_filters`).
 ``vocabulary`` and ``context`` belong to concepts subscribers: the filter is rewritten
 through a :class:`~pubsift.models.concepts.vocabulary.VocabularyAgreement` into the
-matching vocabulary and context (Cilia et al., 003 §4.2), and deliveries are converted
+matching vocabulary and context (Cilia et al. 2004, §4.2), and deliveries are converted
 back (:meth:`Subscriber.delivered`).
 
 Every bad entry is collected and reported at once in one :class:`JobError`, each problem

@@ -1,4 +1,4 @@
-"""pubsift's conformance kit (DESIGN.md §2.5): reusable pytest base classes that check a
+"""pubsift's conformance kit (docs/conformance.md): reusable pytest base classes that check a
 filter model against the plug-in contract of §2.1.
 
 A model package subclasses :class:`ModelConformance` (or the parts it wants:

@@ -1,4 +1,4 @@
-"""The algebra of the relations (Mühl 000, §4.3.2 and Cor. 4.1-4.3; DESIGN.md §2.5):
+"""The algebra of the relations (Mühl 2002, §4.3.2 and Cor. 4.1-4.3; docs/conformance.md):
 covering is reflexive and transitive, identity is mutual covering, overlap is symmetric,
 and a filter covering a non-empty filter overlaps it.
 

@@ -1,4 +1,4 @@
-"""The whole conformance kit as one base class (DESIGN.md §2.5), in the style of pandas'
+"""The whole conformance kit as one base class (docs/conformance.md), in the style of pandas'
 extension-array base tests: a model's test module subclasses it and provides the fixtures
 (see :mod:`pubsift.core.conformance.plugin` and ``docs/conformance.md``)::
 

@@ -1,5 +1,5 @@
 """What every conformance check works with: the model under test, its strategies, and the
-helpers that draw filters and events inside a hypothesis ``st.data()`` test (DESIGN.md §2.5).
+helpers that draw filters and events inside a hypothesis ``st.data()`` test (docs/conformance.md).
 
 Checks are plain functions ``check(kit, data)``; :func:`run` runs one under hypothesis.
 The base test classes call them, and so can anyone who wants to run a single check (for

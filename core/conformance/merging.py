@@ -1,4 +1,4 @@
-"""Merging (Mühl 000, §4.3.7 and Table 4.8; DESIGN.md §2.1): a merger covers every input;
+"""Merging (Mühl 2002, §4.3.7 and Table 4.8; the FilterModel contract): a merger covers every input;
 a perfect merger matches exactly the union of its inputs.
 
 Inputs are the pairs (and the whole) of a pool of generated filters, so mergeable inputs

@@ -1,4 +1,4 @@
-"""The pytest plugin of the conformance kit (entry point ``pytest11``, DESIGN.md §2.5).
+"""The pytest plugin of the conformance kit (entry point ``pytest11``, docs/conformance.md).
 
 Loaded by every pytest run wherever pubsift is installed, so it imports nothing heavy
 (hypothesis is imported inside the ``conformance_settings`` fixture only). It registers the

@@ -1,4 +1,4 @@
-"""Soundness of the hooks against ``matches`` (DESIGN.md §2.1; Mühl 000, §4.3.2).
+"""Soundness of the hooks against ``matches`` (the FilterModel contract; Mühl 2002, §4.3.2).
 
 ``covers`` and ``identical`` may say False when unsure but never True wrongly; ``overlaps``
 may say True when unsure but never False wrongly; ``matches`` is total. Every check draws

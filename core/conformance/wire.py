@@ -1,4 +1,4 @@
-"""Wire forms (DESIGN.md §2.1): ``dump_filter``/``dump_event`` give JSON-safe values that
+"""Wire forms (the FilterModel contract): ``dump_filter``/``dump_event`` give JSON-safe values that
 survive ``json.dumps``/``json.loads`` and load back to an equal (and equally hashed) object;
 an event that comes back matches the same filters. If the model has its own
 ``format_filter``, ``parse_filter`` reads its output back to the same filter. A filter that

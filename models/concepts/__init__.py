@@ -1,4 +1,4 @@
-"""pubsift.models.concepts — the concept-based model (Cilia et al., 003): semantic objects
+"""pubsift.models.concepts — the concept-based model (Cilia et al. 2004): semantic objects
 over an ontology, contexts with units, currencies, scale factors and date formats,
 conversions, vocabulary agreement, and sound covering across contexts."""
 

@@ -1,4 +1,4 @@
-"""Semantic contexts (MIX ``SemanticContext``, Cilia et al., 003 §4.1) and context sharing
+"""Semantic contexts (MIX ``SemanticContext``, Cilia et al. 2004, §4.1) and context sharing
 (§4.2: "an addressable context can be defined ... messages can simply refer to such a
 context").
 

@@ -1,4 +1,4 @@
-"""Conversion functions between contexts (Cilia et al., 003 §4.1: "two kinds of conversion
+"""Conversion functions between contexts (Cilia et al. 2004, §4.1: "two kinds of conversion
 functions can be distinguished. The first are those attached to the concept definition. The
 second are those defined in a function conversion manager (because, for instance, they may
 change over time, e.g. currency conversion)").

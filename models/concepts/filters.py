@@ -1,5 +1,5 @@
 """Concept filters in the matching vocabulary and the matching context, and how semantic
-objects are matched against them (Cilia et al., 003 §3.1-3.2, §4.3).
+objects are matched against them (Cilia et al. 2004, §3.1-3.2, §4.3).
 
 A :class:`ConceptFilter` names a concept (an event matches if its concept is that concept or
 a specialization of it) and a conjunction of :class:`Clause`\\ s. A clause is a records

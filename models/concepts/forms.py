@@ -1,4 +1,4 @@
-"""The wire and text forms of concept filters (DESIGN.md §2.1: "round-trip exact").
+"""The wire and text forms of concept filters (the FilterModel contract: "round-trip exact").
 
 * :func:`dump_filter` / :func:`load_filter`: the JSON wire form, clause by clause in the
   matching context. Loading refuses any form no filter of the model dumps — a clause kind

@@ -1,6 +1,6 @@
 """The concepts model's filter index: matching through the records index after lazy
-conversion (Cilia et al., 003 §4.3: Rebeca "specialized in order to delay the conversion as
-much as possible"; Mühl 000, §4.3.8 for the index underneath).
+conversion (Cilia et al. 2004, §4.3: Rebeca "specialized in order to delay the conversion as
+much as possible"; Mühl 2002, §4.3.8 for the index underneath).
 
 A concept filter is a conjunction of records constraints on (path, matching context) pairs
 plus the concept test, so it is held as a :class:`~pubsift.models.records.RecordFilter`

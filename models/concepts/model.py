@@ -1,6 +1,6 @@
 """The ``concepts`` filter model: semantic objects over an ontology, matched in a matching
-vocabulary and matching context (Cilia et al., 003 §4), plugged into the routing core
-through the FilterModel hooks (DESIGN.md §2.1)."""
+vocabulary and matching context (Cilia et al. 2004, §4), plugged into the routing core
+through the FilterModel hooks (:mod:`pubsift.core.model`)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import JSON, FilterModel
 from pubsift.models.concepts.context import ClientContext, ContextRegistry
 from pubsift.models.concepts.conversion import ConversionManager, PropertyConversion, RateTable
-from pubsift.models.concepts.covering import Relations
 from pubsift.models.concepts.filters import ConceptFilter, FilterBuilder, Matcher
 from pubsift.models.concepts.forms import dump_filter, format_filter, load_filter
 from pubsift.models.concepts.index import ConceptsIndex
 from pubsift.models.concepts.ontology import MONEY, Ontology
+from pubsift.models.concepts.relations import Relations
 from pubsift.models.concepts.semantic_objects import SemanticObject, from_json, to_json
 from pubsift.models.concepts.syntax import parse_json, parse_text
 

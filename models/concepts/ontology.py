@@ -1,5 +1,5 @@
 """The shared vocabulary: concepts, their generalizations and synonyms, and the context
-properties that give their values a meaning (Cilia et al., 003 §3.1 "Sharing a Common
+properties that give their values a meaning (Cilia et al. 2004, §3.1 "Sharing a Common
 Vocabulary", §4.1 MIX: "an ontology is a finite set of concepts and their relationships").
 
 Loaded with rdflib from Turtle, RDF/XML or JSON-LD:

@@ -1,4 +1,4 @@
-"""Semantic objects: the MIX data model (Cilia et al., 003 §4.1, "Metadata based Integration
+"""Semantic objects: the MIX data model (Cilia et al. 2004, §4.1, "Metadata based Integration
 model for data X-change").
 
 A :class:`SemanticObject` is ⟨concept, value, context⟩: a concept label from the ontology, a

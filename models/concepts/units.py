@@ -2,9 +2,9 @@
 names in canonical form, and UN/ECE Recommendation 20 codes (as used by UBL's
 ``unitCode``) mapped to pint units.
 
-Conversion functions "attached to the concept definition" (Cilia et al., 003 §4.1) are, for
+Conversion functions "attached to the concept definition" (Cilia et al. 2004, §4.1) are, for
 quantities, pint conversions: they are fixed in time and order-preserving, so they take part
-in covering (see :mod:`pubsift.models.concepts.covering`).
+in covering (see :mod:`pubsift.models.concepts.relations`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Vocabulary agreement (Cilia et al., 003 §3.1 and §4.2).
+"""Vocabulary agreement (Cilia et al. 2004, §3.1 and §4.2).
 
 Each client declares its vocabulary (local term -> shared concept) and its context. A
 subscription written in the client's vocabulary and context is rewritten into the matching

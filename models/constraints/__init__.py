@@ -2,7 +2,7 @@
 
 A *constraint* is an operator with its operand, ``(Op, operand)``, that accepts or rejects
 one value: an attribute filter of Mühl's records model without its attribute name (Mühl,
-"Large-Scale Content-Based Publish/Subscribe Systems", 2002 — seed 000 — §4.3.2-4.3.3). Its
+"Large-Scale Content-Based Publish/Subscribe Systems", 2002, §4.3.2-4.3.3). Its
 value set ``L_A(c)`` (numbers as unions of intervals, strings as minimal automata, booleans,
 null, multi values as unions of cubes, the absent value) is computed exactly, and every
 relation between constraints is derived from value sets, so the covering and merging

@@ -1,4 +1,4 @@
-"""String value sets as minimal DFAs over code points (Mühl 000, §4.3.3: constraints on
+"""String value sets as minimal DFAs over code points (Mühl 2002, §4.3.3: constraints on
 strings).
 
 Every string operator denotes a regular language: lexical comparisons, ranges and prefixes

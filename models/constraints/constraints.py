@@ -1,4 +1,4 @@
-"""Attribute constraints of the records model (Mühl 000, §4.3.2-4.3.3) and their matching.
+"""Attribute constraints of the records model (Mühl 2002, §4.3.2-4.3.3) and their matching.
 
 An attribute filter is (name, Op, constants); here a :class:`Constraint` is (Op, operand) and
 the name lives in the conjunctive filter. ``L_A(c)`` — the set of values for which

@@ -1,5 +1,5 @@
 """Sets of the scalars a multi value (a list) may hold: the element sets of the multi-value
-cubes of :mod:`.multivalues` (Mühl 000, §4.3.3, Table 4.7, extended with EventBridge's
+cubes of :mod:`.multivalues` (Mühl 2002, §4.3.3, Table 4.7, extended with EventBridge's
 "any element" constraints).
 
 The operators of Table 4.7 only ever need *finite* element sets and their complements

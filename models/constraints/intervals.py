@@ -1,5 +1,5 @@
 """Finite unions of intervals over a totally ordered line: the reals, the integers, and
-strings in code-point (lexical) order (Mühl 000, §4.3.3: comparison and interval constraints
+strings in code-point (lexical) order (Mühl 2002, §4.3.3: comparison and interval constraints
 on totally ordered sets).
 
 Spans are ``(lo, lo_closed, hi, hi_closed)`` tuples kept canonical per line, so equal sets

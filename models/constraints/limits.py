@@ -1,5 +1,5 @@
 """Input limits of the constraint algebra: what a constraint's constants may be, so that
-relations stay cheap and every constant has an exact JSON form (DESIGN.md §2.1: every hook
+relations stay cheap and every constant has an exact JSON form (the FilterModel contract: every hook
 answers or raises a ``PubsiftError``; docs/records-syntax.md §4 lists the limits).
 
 * **Integers** have at most :data:`MAX_INT_DIGITS` decimal digits (Python's own default

@@ -1,4 +1,4 @@
-"""Sets of multi values (lists taken as sets) for the operators of Mühl 000, §4.3.3 and
+"""Sets of multi values (lists taken as sets) for the operators of Mühl 2002, §4.3.3 and
 Table 4.7: subset, superset, contains, not-contains, disjoint, overlaps.
 
 Each operator denotes a *cube* ``{X | X ⊆ U, L ⊆ X, X ∩ O_i ≠ ∅ for all i}`` with U and

@@ -1,5 +1,5 @@
 """Identity, covering, overlap, conjunction and merging of attribute filters
-(Mühl 000, §4.3.2-4.3.3 and §4.3.7; slides 002, §4.3.3-4.3.10).
+(Mühl 2002, §4.3.2-4.3.3 and §4.3.7; Conan 2018, §4.3.3-4.3.10).
 
 Every relation is derived from the value sets ``L_A`` of :mod:`.valuesets` and is exact for
 every pair of operators, across kinds (the covering tables 4.1-4.7 are special cases):

@@ -1,4 +1,4 @@
-"""Reading a value set back as one constraint (Mühl 000, §4.3.2 conjunction-complete and
+"""Reading a value set back as one constraint (Mühl 2002, §4.3.2 conjunction-complete and
 §4.3.7 disjunction-complete constraint classes).
 
 :func:`represent` finds a constraint whose L_A is exactly a given value set, or None. It is

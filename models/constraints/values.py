@@ -1,4 +1,4 @@
-"""Values as the constraint algebra sees them (Mühl 000, §4.3.1): scalars and multi values.
+"""Values as the constraint algebra sees them (Mühl 2002, §4.3.1): scalars and multi values.
 
 A value is *simple* (string, number, boolean, null) or a *multi value* (a list or tuple,
 treated as a finite set by the multi-value operators).

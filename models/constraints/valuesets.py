@@ -1,4 +1,4 @@
-"""Value sets L_A(c) of records constraints, exactly (Mühl 000, §4.3.2).
+"""Value sets L_A(c) of records constraints, exactly (Mühl 2002, §4.3.2).
 
 ``L_A(A) = {v | Op(v, C) = true}`` is what identity, covering, overlap and merging of attribute
 filters are defined on. :func:`value_set` turns any :class:`Constraint` into a
@@ -9,7 +9,7 @@ are all *decided exactly*, for every pair of operators, across kinds:
 * ``absent`` — the point ``ABSENT`` (only ``not-exists`` holds it);
 * numbers — a finite union of intervals over the reals with open/closed ends (±∞ allowed);
   with ``integer=True`` (the attribute's numbers are integers) the same over the integers,
-  so ``price ∈ {20..25}`` equals ``price ∈ [20, 25]`` (slides 002, L560);
+  so ``price ∈ {20..25}`` equals ``price ∈ [20, 25]`` (Conan 2018, §4.3.3);
 * strings — a minimal complete DFA over code points (classes of code-point ranges): every
   string operator denotes a regular language — lexical comparisons, ranges and prefixes
   (unions of lexical intervals, kept as such too, so that they can be read back as one

@@ -1,4 +1,4 @@
-"""JSON-safe wire forms of constraints (DESIGN.md §2.1: round-trip exact), shared by the
+"""JSON-safe wire forms of constraints (the FilterModel contract: round-trip exact), shared by the
 models that use the constraint algebra (records filters, xml value predicates, concepts
 clauses).
 

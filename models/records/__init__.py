@@ -1,4 +1,4 @@
-"""pubsift.models.records — structured records (Mühl 000, §4.3).
+"""pubsift.models.records — structured records (Mühl 2002, §4.3).
 
 Public API: :class:`RecordsModel` (the ``records`` filter model), :class:`Record` (events),
 :class:`RecordFilter` (conjunctions of one constraint per attribute, built with
@@ -14,10 +14,10 @@ filter is written with them.
 """
 
 from pubsift.models.constraints import ABSENT, Constraint, Interval, Op, TypeSet
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.model import RecordsModel
 from pubsift.models.records.typesystem import Schema, TypeHierarchy
-from pubsift.models.records.values import Record
 
 __all__ = [
     "ABSENT",

@@ -1,4 +1,4 @@
-"""The constraints on one attribute, indexed by operator (Mühl 000, §4.3.3 and §4.3.8).
+"""The constraints on one attribute, indexed by operator (Mühl 2002, §4.3.3 and §4.3.8).
 
 Mühl's generic approach: "each generic constraint class offers specialized indexing data
 structures to efficiently manage constraints on attributes". An :class:`AttributeIndex`
@@ -20,7 +20,7 @@ the items whose constraint accepts a value, exactly (``Constraint.matches``):
   found through several elements are returned once); ``any not exists`` in the absent
   list and in a list for the empty multi value;
 * everything else (≠, not-in, not-prefix, substring, multi-value operators, ...): a residual
-  list evaluated with the compiled test of :mod:`pubsift.models.records.predicates`.
+  list evaluated with the compiled test of :mod:`pubsift.models.records.compiled`.
 
 Each item is returned at most once per probe. Items are opaque to this module.
 """
@@ -34,7 +34,7 @@ from typing import Any
 
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
 from pubsift.models.constraints.values import NUM, STR, kind, skey
-from pubsift.models.records.predicates import compile_test
+from pubsift.models.records.compiled import compile_test
 
 _EMPTY: tuple = ()
 

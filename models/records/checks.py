@@ -1,4 +1,4 @@
-"""Type checks at the entry of the records hooks (DESIGN.md §2.1: every hook answers or
+"""Type checks at the entry of the records hooks (the FilterModel contract: every hook answers or
 raises a ``PubsiftError``): a hook given an object that is not a records filter or event
 (a string, ``None``, another model's filter) raises :class:`FilterSyntaxError` /
 :class:`EventError` naming its type, instead of failing somewhere inside with a
@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pubsift.core.errors import EventError, FilterSyntaxError
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.values import Record
 
 
 def record_filter(f: Any) -> RecordFilter:

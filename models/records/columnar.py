@@ -2,7 +2,7 @@
 
 The Spark job's route stage holds a batch of events as the JSON texts of their wire form
 (``json.dumps(model.dump_event(e))``). The per-row path parses each text, builds a
-:class:`~pubsift.models.records.values.Record` and walks the index: about 2.7 µs of
+:class:`~pubsift.models.records.events.Record` and walks the index: about 2.7 µs of
 ``json.loads``, 8 µs of ``Record.of`` and the walk per event. :func:`match_wire_batch`
 answers the same question for the whole batch at once:
 
@@ -64,7 +64,7 @@ from typing import Any
 from pubsift.core.errors import EventError
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
 from pubsift.models.constraints.values import NUM, STR
-from pubsift.models.records.predicates import compile_test
+from pubsift.models.records.compiled import compile_test
 
 #: Chunks that Arrow refuses are split in halves; below this many rows they take the
 #: per-row path.

@@ -1,5 +1,5 @@
-"""Identity, covering, overlap and merging of conjunctive filters (Mühl 000, §4.3.4-4.3.7,
-Cor. 4.1-4.3; slides 002, §4.3.4-4.3.10).
+"""Identity, covering, overlap and merging of conjunctive filters (Mühl 2002, §4.3.4-4.3.7,
+Cor. 4.1-4.3; Conan 2018, §4.3.4-4.3.10).
 
 With at most one attribute filter per attribute the filter relations reduce to the
 attribute filters (:mod:`.relations`). Two refinements make the corollaries exact here:

@@ -28,7 +28,7 @@ pattern                                records constraint
                                        substring; no ``*``: ``any =``
 =====================================  =============================================
 
-Disjunctions become several conjunctive filters (Mühl 000, §4.3.2: a compound filter is a
+Disjunctions become several conjunctive filters (Mühl 2002, §4.3.2: a compound filter is a
 set of conjunctive filters interpreted disjunctively): ``"$or": [{...}, {...}]`` (at least
 two objects, as in event-ruler), and a leaf array mixing several matchers
 (``["a", {"prefix": "b"}]`` is ``any = "a"`` or ``any prefix "b"``). :func:`parse_pattern`

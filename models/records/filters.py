@@ -1,4 +1,4 @@
-"""Conjunctive filters of the records model (Mühl 000, §4.3.2).
+"""Conjunctive filters of the records model (Mühl 2002, §4.3.2).
 
 A :class:`RecordFilter` is a conjunction of attribute filters with **at most one constraint
 per attribute** (the condition under which Cor. 4.1-4.3 reduce identity, covering and overlap

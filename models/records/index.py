@@ -1,4 +1,4 @@
-"""The records model's filter index (Mühl 000, §4.3.8).
+"""The records model's filter index (Mühl 2002, §4.3.8).
 
 Matching. Mühl's algorithm (Fig. 4.6, predicate counting) finds every attribute filter an
 event satisfies, counts them per filter and reports the filters whose count reaches their
@@ -56,7 +56,7 @@ model's own hooks, so answers equal :class:`~pubsift.core.index.LinearIndex`'s:
 * ``identical(f)``: those of them with the same attribute names;
 * ``covered_by(f)``: f ⊒ g implies e_g ∈ N(f): filters whose witness value on one
   selective attribute of f is accepted (hashing and sorted witness values,
-  :mod:`~pubsift.models.records.witnesses`);
+  :mod:`~pubsift.models.records.witness_values`);
 * ``merge_candidates(f)``: a perfect merger of two conjunctions exists only if one covers
   the other or they are identical in all but one attribute (the union of two boxes is a box
   only then). Mühl's count of identical attribute filters: per attribute of f, the held
@@ -83,11 +83,11 @@ from pubsift.models.constraints.limits import TooComplex
 from pubsift.models.constraints.relations import Unsatisfiable, span_key, witness
 from pubsift.models.records import checks
 from pubsift.models.records.attrindex import AttributeIndex
+from pubsift.models.records.compiled import compile_test
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.plans import NodePlan, walk
-from pubsift.models.records.predicates import compile_test
-from pubsift.models.records.values import Record
-from pubsift.models.records.witnesses import WitnessValues
+from pubsift.models.records.witness_values import WitnessValues
 
 #: Path order by operator (lower: more selective, probed first). ``not-exists`` comes last:
 #: it is the only attribute filter satisfied by an absent attribute.
@@ -473,7 +473,7 @@ class RecordsIndex(FilterIndex[Hashable]):
 
     def covered_by(self, f: RecordFilter) -> set[Hashable]:
         """f ⊒ g (Mühl Fig. 4.8); candidates: filters whose witness value on f's most
-        selective attribute f accepts (:mod:`~pubsift.models.records.witnesses`)."""
+        selective attribute f accepts (:mod:`~pubsift.models.records.witness_values`)."""
         covers = self.model.covers
         cands = self._covered_candidates(checks.record_filter(f))
         return self._keys_where(cands, lambda g: covers(f, g))

@@ -1,5 +1,5 @@
 """Input limits of the records model's JSON forms: what a hostile or broken peer may send
-is refused with a clear error before any recursive or costly work (DESIGN.md §2.1: every
+is refused with a clear error before any recursive or costly work (the FilterModel contract: every
 hook answers or raises a ``PubsiftError``; docs/records-syntax.md §4 lists the limits).
 
 * **Nesting**: JSON objects and arrays nest at most :data:`MAX_DEPTH` levels (events,

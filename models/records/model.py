@@ -1,6 +1,6 @@
-"""The records filter model (Mühl 000, §4.3), registered as ``records``.
+"""The records filter model (Mühl 2002, §4.3), registered as ``records``.
 
-Events are :class:`~pubsift.models.records.values.Record` (name/value attributes, dotted
+Events are :class:`~pubsift.models.records.events.Record` (name/value attributes, dotted
 names for nesting, multi values); filters are conjunctive
 :class:`~pubsift.models.records.filters.RecordFilter` with at most one constraint per
 attribute. The hooks delegate to one module per concept: ``syntax`` / ``eventbridge``
@@ -19,9 +19,9 @@ from pubsift.core.model import JSON, FilterIndex, FilterModel
 from pubsift.models.constraints.multivalues import TooComplex
 from pubsift.models.constraints.relations import Unsatisfiable, normalize
 from pubsift.models.records import checks, conjunctive, limits, syntax, wire
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.typesystem import Schema
-from pubsift.models.records.values import Record
 
 
 class RecordsModel(FilterModel):
@@ -72,7 +72,7 @@ class RecordsModel(FilterModel):
     # -- semantics --------------------------------------------------------------------
     # The relations are exact; where deciding one exactly is too costly (string automata
     # past automata.MAX_CELLS, unions of many multi-value cubes: TooComplex) they give the
-    # sound answer of DESIGN.md §2.1: covers/identical False, overlaps True, merge None.
+    # sound answer of the FilterModel contract: covers/identical False, overlaps True, merge None.
     def matches(self, f: RecordFilter, e: Record) -> bool:
         if f.__class__ is not RecordFilter:
             checks.record_filter(f)

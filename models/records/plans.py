@@ -1,4 +1,4 @@
-"""Compiled matching plans for the nodes of the records access tree (Mühl 000, §4.3.8).
+"""Compiled matching plans for the nodes of the records access tree (Mühl 2002, §4.3.8).
 
 An :class:`~pubsift.models.records.attrindex.AttributeIndex` answers ``probe(v)`` with
 buckets of items; the access tree of :mod:`~pubsift.models.records.index` then visits every

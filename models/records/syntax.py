@@ -1,6 +1,6 @@
 """The readable text form of records filters: tokenizer, recursive-descent parser, formatter.
 
-A filter is a conjunction of attribute filters (Mühl 000, §4.3.2), written
+A filter is a conjunction of attribute filters (Mühl 2002, §4.3.2), written
 
     symbol = "IBM" and price > 45.5 and exchange in {"NYSE", "NASDAQ"} and name prefix "Inter"
 

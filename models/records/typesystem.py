@@ -1,4 +1,4 @@
-"""Declared notification types for ``instanceof`` (Mühl 000, §4.3.3, Table 4.1) and the
+"""Declared notification types for ``instanceof`` (Mühl 2002, §4.3.3, Table 4.1) and the
 records model's configuration (:class:`Schema`).
 
 Mühl argues for direct support of notification types instead of dotted type strings because

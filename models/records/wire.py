@@ -1,4 +1,4 @@
-"""JSON-safe wire forms of records filters and events (DESIGN.md §2.1: round-trip exact).
+"""JSON-safe wire forms of records filters and events (the FilterModel contract: round-trip exact).
 
 Filter: a JSON object ``{attribute: constraint}`` (keys sorted), each constraint in the
 constraint algebra's wire form (:mod:`pubsift.models.constraints.wire`)::
@@ -30,8 +30,8 @@ from pubsift.models.constraints.wire import (
     path_step,
 )
 from pubsift.models.records import limits as record_limits
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.values import Record
 
 # --------------------------------------------------------------------------------------
 # filters

@@ -1,4 +1,4 @@
-"""Mühl's stock-quote scenario over real S&P 500 quotes (000, §6.2 and §5.4.2).
+"""Mühl's stock-quote scenario over real S&P 500 quotes (2002, §6.2 and §5.4.2).
 
 Events are daily quotes of the S&P 500 symbols (Cam Nugent's Kaggle data set,
 ``date,open,high,low,close,volume,Name``, in a folder the caller names: the tests and
@@ -37,8 +37,8 @@ from statistics import median
 from pubsift.core.errors import EventError
 from pubsift.models.constraints.constraints import Constraint, Interval, Op
 from pubsift.models.constraints.values import STR
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.values import Record
 
 #: One year of daily quotes, 126,663 rows, 505 symbols.
 QUOTES_1YR = "all_stocks_1yr_2017-02-08_2018-02-07.csv"

@@ -1,4 +1,4 @@
-"""The factorization tree T(R) and XSEARCH (Chand & Felber 003 §4, Algorithms 1-5).
+"""The factorization tree T(R) and XSEARCH (Chand & Felber 2004, §4, Algorithms 1-5).
 
 T(R) factorizes the tree patterns of a search set R: each node t has a label and the set
 sub(t) of patterns having a node there; the root r_T has no label and sub(r_T) = R.
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pubsift.models.xml.covering import label_leq
+from pubsift.models.xml.homomorphism import label_leq
 from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node
 
 

@@ -1,4 +1,4 @@
-"""An XPath tree-pattern generator driven by a DTD (Chand & Felber 003 §5, after the
+"""An XPath tree-pattern generator driven by a DTD (Chand & Felber 2004, §5, after the
 generators of YFilter and Chan et al.).
 
 lxml reads the DTD's content models; a pattern is grown from the root element by choosing,

@@ -1,4 +1,4 @@
-"""The XML model's FilterIndex: Chand & Felber's factorization tree (003 §4).
+"""The XML model's FilterIndex: Chand & Felber's factorization tree (Chand & Felber 2004, §4).
 
 Distinct patterns are numbered and inserted into one :class:`.factorization.FactorizationTree`
 (Alg. 1-2); each number holds the keys the pattern was added under.

@@ -1,4 +1,4 @@
-"""Matching one tree pattern against a document (Chand & Felber 003 §3: a document matches
+"""Matching one tree pattern against a document (Chand & Felber 2004, §3: a document matches
 when evaluating the expression yields a non-empty result, XPath 1.0's boolean).
 
 An embedding maps the pattern root to the document node, a ``//`` node to a path of

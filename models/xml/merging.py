@@ -1,4 +1,4 @@
-"""Merging tree patterns (Mühl 000 §4.3.7 carried over to §4.4; Chan et al., VLDB 2002).
+"""Merging tree patterns (Mühl 2002, §4.3.7 carried over to §4.4; Chan et al., VLDB 2002).
 
 * Perfect merging (N(merger) = ∪ N(inputs)): when one input covers the others it is the
   merger; when two patterns are identical but for one value predicate on the same node and
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from pubsift.models.constraints import Constraint, Op, relations
 from pubsift.models.xml import lexical
-from pubsift.models.xml.covering import covers
+from pubsift.models.xml.homomorphism import covers
 from pubsift.models.xml.minimize import minimize
 from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node, XPathFilter, make
 from pubsift.models.xml.predicates import ANY, NUM, SELF, STR, Pred, exists

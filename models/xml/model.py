@@ -1,5 +1,5 @@
-"""The XML filter model (DESIGN.md §2.3): XML documents as events, XPath tree patterns as
-filters (Chand & Felber 003; Mühl 000 §4.4).
+"""The XML filter model: XML documents as events, XPath tree patterns as
+filters (Chand & Felber 2004; Mühl 2002, §4.4).
 
 Filters are written as XPath (the subset of :mod:`.xpath`), as text (optionally preceded by
 ``xmlns:prefix="uri"`` declarations) or as
@@ -15,7 +15,7 @@ from typing import Any
 from lxml import etree
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import FilterModel
-from pubsift.models.xml import covering, merging
+from pubsift.models.xml import homomorphism, merging
 from pubsift.models.xml.index import XmlIndex
 from pubsift.models.xml.matching import matches
 from pubsift.models.xml.overlap import overlaps
@@ -92,10 +92,10 @@ class XmlModel(FilterModel):
         return matches(self.parse_filter(f), self.parse_event(e).document)
 
     def covers(self, f: XPathFilter, g: XPathFilter) -> bool:
-        return covering.covers(self.parse_filter(f), self.parse_filter(g))
+        return homomorphism.covers(self.parse_filter(f), self.parse_filter(g))
 
     def identical(self, f: XPathFilter, g: XPathFilter) -> bool:
-        return covering.identical(self.parse_filter(f), self.parse_filter(g))
+        return homomorphism.identical(self.parse_filter(f), self.parse_filter(g))
 
     def overlaps(self, f: XPathFilter, g: XPathFilter) -> bool:
         return overlaps(self.parse_filter(f), self.parse_filter(g))

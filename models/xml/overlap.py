@@ -1,7 +1,7 @@
 """Overlap of tree patterns: may answer True when unsure, never False wrongly.
 
 Two patterns are disjoint when no document matches both. The only node every embedding of
-an absolute pattern shares is the root element (Mühl 000 §4.4.3: the root element has a
+an absolute pattern shares is the root element (Mühl 2002, §4.4.3: the root element has a
 unique name), so patterns are reported disjoint when
 
 * one of them can match no document (a numeric comparison with NaN), or

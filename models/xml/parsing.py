@@ -1,4 +1,4 @@
-"""Hardened parsing of XML events (DESIGN.md §3: no network, no external entities, no
+"""Hardened parsing of XML events (no network, no external entities, no
 entity bombs).
 
 lxml parses with network access off, no DTD loading, no entity substitution and libxml2's

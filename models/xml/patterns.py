@@ -1,4 +1,4 @@
-"""Tree patterns: the XML model's filters (Chand & Felber 003 §3-4; Mühl 000 §4.4.2).
+"""Tree patterns: the XML model's filters (Chand & Felber 2004, §3-4; Mühl 2002, §4.4.2).
 
 A tree pattern is a tree of nodes whose labels are tag names, the wildcard ``*`` or the
 ancestor/descendant operator ``//`` (Chand & Felber's convention: ``//`` is a node of its

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pubsift.models.concepts import ConceptsModel, Ontology, RateTable, strategies
+from pubsift.models.concepts import ConceptsModel, Ontology, RateTable, testing
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 
@@ -26,7 +26,7 @@ def ontology() -> Ontology:
 
 @pytest.fixture(scope="session")
 def rates() -> RateTable:
-    return strategies.rate_table()
+    return testing.rate_table()
 
 
 @pytest.fixture(scope="session")

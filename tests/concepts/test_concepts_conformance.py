@@ -1,14 +1,14 @@
 """The concepts model runs the conformance kit (DESIGN.md §2.5): filters written in random
 contexts (units, currencies), events published in random contexts (units, currencies, scale
 factors, date formats, times on both sides of an exchange-rate change), and events built to
-match a filter (:mod:`pubsift.models.concepts.strategies`)."""
+match a filter (:mod:`pubsift.models.concepts.testing`)."""
 
 from __future__ import annotations
 
 import pytest
 from pubsift.core.conformance import HostileInputTests, ModelConformance
 from pubsift.core.conformance.mutations import Case, nested_dict
-from pubsift.models.concepts import ConceptsModel, strategies
+from pubsift.models.concepts import ConceptsModel, testing
 
 
 def _order(weight: dict) -> dict:
@@ -100,19 +100,19 @@ class ConceptsFixtures:
 
     @pytest.fixture
     def model(self):
-        return ConceptsModel(rates=strategies.rate_table(), conversions={})
+        return ConceptsModel(rates=testing.rate_table(), conversions={})
 
     @pytest.fixture
     def filter_strategy(self, model):
-        return strategies.filters(model)
+        return testing.filters(model)
 
     @pytest.fixture
     def event_strategy(self, model):
-        return strategies.events(model)
+        return testing.events(model)
 
     @pytest.fixture
     def matching_event(self, model):
-        return strategies.matching_event(model)
+        return testing.matching_event(model)
 
 
 class TestConceptsModel(ConceptsFixtures, ModelConformance):

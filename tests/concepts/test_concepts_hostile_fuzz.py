@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pubsift.core.errors import PubsiftError
-from pubsift.models.concepts import strategies
+from pubsift.models.concepts import testing
 
 _EXTREME = st.one_of(
     st.integers(min_value=-(10**400), max_value=10**400),
@@ -125,7 +125,7 @@ def _check(model, data):
     if data.draw(st.booleans()):
         spec = _mutate(data, copy.deepcopy(data.draw(st.sampled_from(_FILTERS))))
         if data.draw(st.booleans()):
-            spec = data.draw(strategies.filter_texts()) + data.draw(
+            spec = data.draw(testing.filter_texts()) + data.draw(
                 st.sampled_from(
                     [
                         " and NetWeight > 1e999 kg",
@@ -144,10 +144,10 @@ def _check(model, data):
             assert model.parse_filter(model.format_filter(f)) == f
             index = model.new_index()
             index.add(f, 1)
-            e = data.draw(strategies.events(model))
+            e = data.draw(testing.events(model))
             assert index.match(e) == ({1} if model.matches(f, e) else set())
         return
-    obj = _mutate(data, data.draw(strategies.event_json()))
+    obj = _mutate(data, data.draw(testing.event_json()))
     raw = obj
     if data.draw(st.booleans()):
         try:
@@ -158,7 +158,7 @@ def _check(model, data):
     if ok:
         wire = json.loads(json.dumps(model.dump_event(e), allow_nan=False))
         assert model.load_event(wire) == e
-        f = data.draw(strategies.filters(model))
+        f = data.draw(testing.filters(model))
         assert model.matches(f, e) in (True, False)
 
 
@@ -185,7 +185,7 @@ def _extreme_filters(model, rnd, n):
         conds = []
         for _ in range(rnd.randint(1, 2)):
             member = rnd.choice(["NetWeight", "FinalPrice"])
-            u = rnd.choice(strategies.UNITS if member == "NetWeight" else strategies.CURRENCIES)
+            u = rnd.choice(testing.UNITS if member == "NetWeight" else testing.CURRENCIES)
             a, b = rnd.choice(_NUMS), rnd.choice(_NUMS)
             conds.append(
                 rnd.choice(
@@ -209,19 +209,19 @@ def _extreme_events(model, rnd, n):
         model.parse_event(
             {
                 "concept": "Order",
-                "time": rnd.choice(strategies.TIMES),
+                "time": rnd.choice(testing.TIMES),
                 "value": {
                     "NetWeight": {
                         "value": rnd.choice(_VALUES),
                         "context": {
-                            "unit": rnd.choice(strategies.UNITS),
+                            "unit": rnd.choice(testing.UNITS),
                             "scale": rnd.choice([1, 1000, 1e-300, 1e300]),
                         },
                     },
                     "FinalPrice": {
                         "value": rnd.choice(_VALUES),
                         "context": {
-                            "currency": rnd.choice(strategies.CURRENCIES),
+                            "currency": rnd.choice(testing.CURRENCIES),
                             "scale": rnd.choice([1, 1e300, 1e-300]),
                         },
                     },

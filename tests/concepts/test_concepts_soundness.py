@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pubsift.models.concepts import strategies as cs
+from pubsift.models.concepts import testing as cs
 
 SETTINGS = settings(
     max_examples=60,

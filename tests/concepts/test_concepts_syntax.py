@@ -8,7 +8,7 @@ import json
 import pytest
 from hypothesis import given, settings
 from pubsift.core.errors import ConversionError, FilterSyntaxError
-from pubsift.models.concepts import strategies as cs
+from pubsift.models.concepts import testing as cs
 from pubsift.models.concepts.context import ClientContext
 from pubsift.models.constraints.constraints import Interval, Op
 

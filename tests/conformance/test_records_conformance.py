@@ -1,8 +1,8 @@
 """The records model runs the conformance kit (DESIGN.md §2.5): once as installed
 (``load_model("records")``, the default schema: no integer attributes, no types) and once
 configured with a schema that makes ``c`` integer-valued and declares the type hierarchy
-``strategies.TYPES`` for ``instanceof``. Filters cover every operator
-(:mod:`pubsift.models.records.strategies`); soundness is checked on events built to match.
+``testing.TYPES`` for ``instanceof``. Filters cover every operator
+(:mod:`pubsift.models.records.testing`); soundness is checked on events built to match.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pubsift.core.conformance import ModelConformance, merging, soundness
 from pubsift.core.conformance.kit import Kit, run
 from pubsift.core.conformance.mutations import Case, nested_dict
 from pubsift.models.constraints import relations
-from pubsift.models.records import RecordsModel, strategies
+from pubsift.models.records import RecordsModel, testing
 
 
 def _nested_or(depth: int) -> dict:
@@ -45,15 +45,15 @@ class RecordsFixtures:
 
     @pytest.fixture
     def filter_strategy(self, model):
-        return strategies.filters(model.schema)
+        return testing.filters(model.schema)
 
     @pytest.fixture
     def event_strategy(self, model):
-        return strategies.events(model.schema)
+        return testing.events(model.schema)
 
     @pytest.fixture
     def matching_event(self, model):
-        return lambda f: strategies.matching_event(f, model.schema)
+        return lambda f: testing.matching_event(f, model.schema)
 
 
 class TestInstalledRecords(RecordsFixtures, ModelConformance):
@@ -65,7 +65,7 @@ class TestInstalledRecords(RecordsFixtures, ModelConformance):
 class TestRecordsWithSchema(RecordsFixtures, ModelConformance):
     @pytest.fixture
     def model(self):
-        return RecordsModel(strategies.SCHEMA)
+        return RecordsModel(testing.SCHEMA)
 
 
 @pytest.mark.slow
@@ -119,12 +119,12 @@ MUTANTS = [
 
 @pytest.mark.parametrize("mutant, check", MUTANTS, ids=[m.__name__ for m, _ in MUTANTS])
 def test_kit_catches_records_mutant(mutant, check):
-    model = mutant(strategies.SCHEMA)
+    model = mutant(testing.SCHEMA)
     kit = Kit(
         model,
-        strategies.filters(model.schema),
-        strategies.events(model.schema),
-        lambda f: strategies.matching_event(f, model.schema),
+        testing.filters(model.schema),
+        testing.events(model.schema),
+        lambda f: testing.matching_event(f, model.schema),
         model.capabilities,
     )
     with pytest.raises(AssertionError):

@@ -62,3 +62,31 @@ except SystemExit:
 """)
     assert "pubsift.experiments.rebeca_cli" in loaded
     assert "pubsift.adapters.spark.cli" not in loaded and "matplotlib" not in loaded
+
+
+#: the models' hypothesis strategies (the conformance kit's fixtures; the ``kit`` extra)
+TESTING = (
+    "pubsift.models.records.testing",
+    "pubsift.models.xml.testing",
+    "pubsift.models.concepts.testing",
+)
+
+
+def test_pubsift_and_every_model_module_but_testing_import_no_hypothesis():
+    """hypothesis is the ``kit`` extra: ``import pubsift``, the models' packages and every
+    model module except the ``testing`` ones load without it; those do load it."""
+    walk = f"""
+import importlib, pkgutil
+import pubsift, pubsift.models
+names = [m.name for m in pkgutil.walk_packages(pubsift.models.__path__, "pubsift.models.")]
+testing = {TESTING!r}
+assert set(testing) <= set(names), names
+for name in names:
+    if name not in testing:
+        importlib.import_module(name)
+"""
+    loaded = _loaded(walk)
+    assert "pubsift.models.concepts.relations" in loaded
+    assert [m for m in loaded if m.split(".")[0] in ("hypothesis", "pytest", "_pytest")] == []
+    for name in TESTING:
+        assert "hypothesis" in _loaded(f"import {name}"), name

@@ -12,7 +12,7 @@ from pubsift.models.constraints import relations as rel
 from pubsift.models.constraints.constraints import Constraint, Op
 from pubsift.models.constraints.values import skey
 from pubsift.models.records.model import RecordsModel
-from pubsift.models.records.strategies import numbers, raw_constraints, strings
+from pubsift.models.records.testing import numbers, raw_constraints, strings
 
 # Hang ceilings: the '< N' checks on process_time below are not performance claims (those
 # live in bench/); each guards against a blow-up issue 10 removed (seconds to minutes of

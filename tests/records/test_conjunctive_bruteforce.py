@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from pubsift.models.constraints import relations as rel
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Interval, Op
 from pubsift.models.records import conjunctive as cj
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.values import Record
 from relations_universe import any_constraint
 
 NAMES = ("x", "y", "z")

@@ -9,8 +9,8 @@ from pubsift.models.constraints.constraints import Constraint as C
 from pubsift.models.constraints.constraints import Interval, Op
 from pubsift.models.constraints.values import skey
 from pubsift.models.records import conjunctive as cj
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.values import Record
 
 INF = math.inf
 

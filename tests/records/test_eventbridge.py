@@ -19,10 +19,10 @@ from pubsift.models.constraints import relations
 from pubsift.models.constraints.constraints import Constraint, Interval, Op
 from pubsift.models.constraints.values import skey
 from pubsift.models.records.eventbridge import MAX_FILTERS, parse_pattern
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.syntax import parse_filter, parse_text
 from pubsift.models.records.typesystem import Schema
-from pubsift.models.records.values import Record
 
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "eventruler"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"event-ruler fixtures absent ({DATA})")

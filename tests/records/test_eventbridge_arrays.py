@@ -24,8 +24,8 @@ from pubsift.models.constraints import relations
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
 from pubsift.models.records import RecordsModel, wire
 from pubsift.models.records.eventbridge import parse_pattern
+from pubsift.models.records.events import Record
 from pubsift.models.records.syntax import format_filter, parse_text
-from pubsift.models.records.values import Record
 
 ARRAYS_PAGE_PATTERN = {
     "resources": [

@@ -16,11 +16,11 @@ from pubsift.models.constraints.constraints import ABSENT, Constraint, Interval,
 from pubsift.models.constraints.values import skey
 from pubsift.models.records import RecordsModel, Schema
 from pubsift.models.records.attrindex import AttributeIndex
+from pubsift.models.records.compiled import compile_test
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.index import RecordsIndex
-from pubsift.models.records.predicates import compile_test
-from pubsift.models.records.values import Record
-from pubsift.models.records.witnesses import WitnessValues
+from pubsift.models.records.witness_values import WitnessValues
 from relations_universe import UNIVERSE, any_constraint, constraints_of
 
 NAMES = ["a", "b", "c"]

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Interval, Op
 from pubsift.models.constraints.values import skey
 from pubsift.models.records import RecordsModel, plans
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.index import RecordsIndex, _Node
-from pubsift.models.records.values import Record
 from relations_universe import UNIVERSE, any_constraint
 
 NAMES = ["a", "b", "c"]

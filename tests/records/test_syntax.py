@@ -17,6 +17,7 @@ from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.constraints import relations
 from pubsift.models.constraints.constraints import Constraint, Interval, Op
 from pubsift.models.constraints.values import skey
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.syntax import (
     format_filter,
@@ -27,7 +28,6 @@ from pubsift.models.records.syntax import (
     tokenize,
 )
 from pubsift.models.records.typesystem import Schema
-from pubsift.models.records.values import Record
 from rstrategies import SCHEMA, constraints, filters, scalars, strict
 
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.models.constraints.constraints import Constraint, Interval, Op, TypeSet
 from pubsift.models.constraints.values import skey
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.values import Record
 from pubsift.models.records.wire import dump_event, dump_filter, load_event, load_filter
 from rstrategies import SCHEMA, filters, scalars, strict
 

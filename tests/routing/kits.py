@@ -86,7 +86,7 @@ def _xml(model: FilterModel) -> Kit:
 
 
 def _concepts(model: FilterModel) -> Kit:
-    from pubsift.models.concepts import strategies as cs
+    from pubsift.models.concepts import testing as cs
 
     return Kit("concepts", model, cs.filters(model), cs.events(model))
 

@@ -25,7 +25,7 @@ from pubsift.core.errors import PubsiftError
 from pubsift.core.model import FilterModel
 from pubsift.core.registry import load_model
 from pubsift.models.concepts import ConceptsModel
-from pubsift.models.concepts.strategies import rate_table
+from pubsift.models.concepts.testing import rate_table
 from pubsift.models.concepts.units import UREG
 
 RECORDS = load_model("records")

@@ -1,22 +1,17 @@
 """The XML model runs the conformance kit (DESIGN.md §2.5): soundness of covers /
-identical / overlaps against ``matches`` on documents built to match (``witness``), the
+identical / overlaps against ``matches`` on documents built to match (:mod:`pubsift.models.xml.testing`), the
 algebra, perfect and imperfect merging, wire round-trips, and the factorization-tree index
 against the linear scan."""
 
 from __future__ import annotations
 
-import functools
-import random
-
 import pytest
 from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
 from lxml import etree
 from pubsift.core import load_model
 from pubsift.core.conformance import HostileInputTests, ModelConformance
 from pubsift.core.conformance.mutations import Case
-from pubsift.models.xml.witness import witness
-from xml_strategies import documents, related_xpaths
+from pubsift.models.xml import testing
 
 #: issue 10's own examples for xml (§2, §4), run by the hostile-input suite
 ISSUE_10_INPUTS = [
@@ -67,26 +62,15 @@ class XmlFixtures:
 
     @pytest.fixture
     def filter_strategy(self, model):
-        return related_xpaths().map(model.parse_filter)
+        return testing.filters(model)
 
     @pytest.fixture
     def event_strategy(self, model):
-        return documents().map(model.parse_event)
+        return testing.events(model)
 
     @pytest.fixture
     def matching_event(self, model):
-        @functools.cache
-        def build(f):
-            events = []
-            for seed in range(6):
-                raw = witness(f, random.Random(seed))
-                if raw is not None:
-                    e = model.parse_event(raw)
-                    if e not in events:
-                        events.append(e)
-            return st.sampled_from(events) if events else None
-
-        return build
+        return testing.matching_event(model)
 
 
 class TestXmlConformance(XmlFixtures, ModelConformance):

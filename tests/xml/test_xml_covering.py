@@ -15,8 +15,8 @@ from pubsift.models.xml import XmlModel
 from pubsift.models.xml.minimize import minimize
 from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node, XPathFilter, make
 from pubsift.models.xml.predicates import NUM, Pred
-from pubsift.models.xml.witness import witness
-from xml_strategies import documents, xpaths
+from pubsift.models.xml.testing import documents, xpaths
+from pubsift.models.xml.witness_documents import witness
 
 M = XmlModel()
 F = M.parse_filter

@@ -19,7 +19,7 @@ from pubsift.models.xml import LimitsError, ParseLimits, XmlModel, factorization
 from pubsift.models.xml.lexical import MAX_LENGTH
 from pubsift.models.xml.numbers import format_number, xpath_number
 from pubsift.models.xml.parsing import MAX_DEPTH_CEILING
-from xml_strategies import documents, xpaths
+from pubsift.models.xml.testing import documents, xpaths
 
 M = XmlModel()
 NUMBER = etree.XPath("number($s)")

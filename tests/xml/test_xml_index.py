@@ -11,7 +11,7 @@ from pubsift.core.index import LinearIndex
 from pubsift.models.xml import XmlModel, parse_document
 from pubsift.models.xml.factorization import FactorizationTree
 from pubsift.models.xml.index import bits
-from xml_strategies import documents, xpaths
+from pubsift.models.xml.testing import documents, xpaths
 
 M = XmlModel()
 F = M.parse_filter

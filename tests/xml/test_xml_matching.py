@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from lxml import etree
 from pubsift.models.xml import XmlModel, parse_document
 from pubsift.models.xml.predicates import xpath_number
-from xml_strategies import documents, xpaths
+from pubsift.models.xml.testing import documents, xpaths
 
 MODEL = XmlModel()
 QUERY_SETS = ["simple_paths", "simple_predicates", "nested_paths", "extra_selects"]

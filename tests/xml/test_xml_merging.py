@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
 from pubsift.models.xml import XmlModel
-from pubsift.models.xml.witness import witness
-from xml_strategies import documents, related_xpaths
+from pubsift.models.xml.testing import documents, related_xpaths
+from pubsift.models.xml.witness_documents import witness
 
 M = XmlModel()
 F = M.parse_filter

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.xml import XmlModel, parse_xpath
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD
-from xml_strategies import xpaths
+from pubsift.models.xml.testing import xpaths
 
 M = XmlModel()
 

@@ -1,4 +1,4 @@
-"""Events of the records model (Mühl 000, §4.3.1).
+"""Events of the records model (Mühl 2002, §4.3.1).
 
 A notification is a set of name/value attributes. Nested mappings are addressed with dotted
 names (``position.x``). Values are those of the constraint algebra

@@ -1,7 +1,7 @@
 """hypothesis strategies for the concepts model: filters written in random contexts (units,
 currencies, date formats), events published in random contexts (units, currencies, scale
 factors, date formats, times on both sides of an exchange-rate change), and events built to
-match a given filter — the fixtures of the conformance kit (DESIGN.md §2.5), usable by any
+match a given filter — the fixtures of the conformance kit (docs/conformance.md), usable by any
 test.
 
 Constants come from small grids so that covering, overlap and merging across contexts

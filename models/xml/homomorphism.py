@@ -1,4 +1,4 @@
-"""Covering and identity of tree patterns (Chand & Felber 003 §4; Mühl 000 §4.4.3).
+"""Covering and identity of tree patterns (Chand & Felber 2004, §4; Mühl 2002, §4.4.3).
 
 ``covers(f, g)`` (N(f) ⊇ N(g)) is a tree-pattern homomorphism from f into g (Miklau &
 Suciu; Chan et al., VLDB 2002): the artificial roots correspond, a ``//`` node of f maps to

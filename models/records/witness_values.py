@@ -1,4 +1,4 @@
-"""Held filters by their witness values: the search behind ``covered_by`` (Mühl 000, §4.3.8,
+"""Held filters by their witness values: the search behind ``covered_by`` (Mühl 2002, §4.3.8,
 Fig. 4.8).
 
 If f ⊒ g then g's witness event e_g ∈ N(g) ⊆ N(f), so f's attribute filter on every one of
@@ -21,7 +21,7 @@ from typing import Any
 from pubsift.models.constraints.constraints import Constraint, Op
 from pubsift.models.constraints.values import MULTI, NUM, STR, kind, skey
 from pubsift.models.records.attrindex import SortedItems
-from pubsift.models.records.predicates import compile_test
+from pubsift.models.records.compiled import compile_test
 
 _MAXCHAR = "\U0010ffff"
 

@@ -1,6 +1,6 @@
 """Compiled attribute tests: one constraint as a small closure ``test(v) -> bool``.
 
-:meth:`Constraint.matches` is the reference semantics (Mühl 000, §4.3.3); it dispatches on
+:meth:`Constraint.matches` is the reference semantics (Mühl 2002, §4.3.3); it dispatches on
 the operator for every call. The index verifies candidate filters millions of times, so the
 common operators are compiled once into closures that give exactly the same answer for every
 value (``ABSENT``, other kinds and multi values included: the kind checks come first, as in

@@ -1,7 +1,7 @@
 """Covering, identity, overlap and merging of concept filters.
 
-Mühl's conjunctive-filter rules (000, Cor. 4.1-4.3, §4.3.7) carried over to concepts
-(Cilia et al., 003 §3.1, §4.3): the shared constraint algebra
+Mühl's conjunctive-filter rules (2002, Cor. 4.1-4.3, §4.3.7) carried over to concepts
+(Cilia et al. 2004, §3.1, §4.3): the shared constraint algebra
 (:mod:`pubsift.models.constraints.relations`) decides clause pairs whose constants were
 normalized into the same matching context, and concept subsumption decides the concepts
 (an event of a specialization matches a filter on its generalization).

@@ -1,6 +1,6 @@
-"""hypothesis strategies for the records model: filters over every operator of Mühl 000,
+"""hypothesis strategies for the records model: filters over every operator of Mühl 2002,
 §4.3.3 (and the EventBridge ones), events mixing kinds, and events built to match a given
-filter — the fixtures the conformance kit (DESIGN.md §2.5) needs, usable by any test.
+filter — the fixtures the conformance kit (docs/conformance.md) needs, usable by any test.
 
 Constants are small on purpose so that relations hold often: attribute names ``a``, ``b``,
 ``c``, ``d.e``, ``d.f`` (nested), numbers in [-1, 3] including halves and ``2.0``, strings
@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from pubsift.models.constraints.constraints import Constraint, Interval, Op
 from pubsift.models.constraints.relations import NotRepresentable, Unsatisfiable, normalize, witness
 from pubsift.models.constraints.values import skey
+from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.typesystem import Schema
-from pubsift.models.records.values import Record
 
 #: attribute names filters use; events may also carry ``z``, which no filter constrains.
 NAMES = ("a", "b", "c", "d.e", "d.f")

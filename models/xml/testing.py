@@ -1,13 +1,26 @@
-"""Hypothesis strategies for the XML model's tests: random XPath filters of the supported
-subset (as text) over a small vocabulary, and random documents over the same vocabulary,
-so that filters and documents meet often."""
+"""hypothesis strategies for the xml model: random XPath filters of the supported subset (as
+text) over a small vocabulary, random documents over the same vocabulary so that filters and
+documents meet often, and events built to match a given filter (with
+:mod:`pubsift.models.xml.witness_documents`) — the fixtures of the conformance kit, usable by
+any test. Like the other models' ``testing`` modules it imports hypothesis (the ``kit``
+extra): ``import pubsift`` and the model never load it.
+
+The kit fixtures of an :class:`~pubsift.models.xml.XmlModel` ``model`` are
+``filters(model)``, ``events(model)`` and ``matching_event(model)``.
+"""
 
 from __future__ import annotations
 
+import functools
 import random
+from collections.abc import Callable
 
 from hypothesis import strategies as st
 from lxml import etree
+from pubsift.models.xml.model import XmlModel
+from pubsift.models.xml.parsing import XmlEvent
+from pubsift.models.xml.patterns import XPathFilter
+from pubsift.models.xml.witness_documents import witness
 
 TAGS = ("a", "b", "c")
 ATTRS = ("x", "y")
@@ -151,3 +164,33 @@ def documents(depth: int = 3) -> st.SearchStrategy[bytes]:
     return st.integers(0, 2**32 - 1).map(
         lambda seed: etree.tostring(_element(random.Random(seed), depth))
     )
+
+
+def filters(model: XmlModel) -> st.SearchStrategy[XPathFilter]:
+    """Parsed filters, mostly related ones (:func:`related_xpaths`)."""
+    return related_xpaths().map(model.parse_filter)
+
+
+def events(model: XmlModel) -> st.SearchStrategy[XmlEvent]:
+    """Parsed random documents (:func:`documents`)."""
+    return documents().map(model.parse_event)
+
+
+def matching_event(
+    model: XmlModel, seeds: int = 6
+) -> Callable[[XPathFilter], st.SearchStrategy[XmlEvent] | None]:
+    """``f -> strategy of events matching f``: the distinct witness documents of ``seeds``
+    builder runs, or None when the builder finds none (memoized per filter)."""
+
+    @functools.cache
+    def build(f: XPathFilter) -> st.SearchStrategy[XmlEvent] | None:
+        found: list[XmlEvent] = []
+        for seed in range(seeds):
+            raw = witness(f, random.Random(seed))
+            if raw is not None:
+                e = model.parse_event(raw)
+                if e not in found:
+                    found.append(e)
+        return st.sampled_from(found) if found else None
+
+    return build

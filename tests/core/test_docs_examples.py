@@ -1,0 +1,139 @@
+"""The Python examples of README.md and docs/*.md run as written (issue 13 §4).
+
+Conventions for the examples (what this test enforces):
+
+* Every fenced block that opens with ```` ```python ```` runs. The blocks of one file run in
+  order, in one fresh interpreter (``sys.executable``) whose working directory is an empty
+  temporary folder, in one shared namespace: a later block may use the names of an earlier
+  one (each block should still carry the imports a reader copying it needs). A block that
+  raises fails the test, and the traceback points at the line of the Markdown file.
+* A block that genuinely cannot run (it imports the reader's own package, needs Spark or a
+  server) is preceded by ``<!-- not-run: reason -->`` on the line just before its fence;
+  the reason is required. Prefer making the block runnable: write the files it reads in
+  the block itself.
+* A block that reads the shared data folder names it by the environment variable
+  ``PUBSIFT_DATA`` (as ``pubsift run`` does). The quick test runs every other block; a
+  slow-marked test runs whole files, those blocks included, with ``PUBSIFT_DATA`` set to
+  ``../shared/data`` next to the checkout, and is skipped with the reason when that folder
+  is absent.
+* Shell, TOML and JSON blocks are not run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = (ROOT / ".." / "shared" / "data").resolve()
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
+NOT_RUN = re.compile(r"<!--\s*not-run:\s*(.*?)\s*-->\s*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    line: int  # the line of the Markdown file where the code starts
+    code: str
+    not_run: str | None  # the reason given by <!-- not-run: ... -->
+    needs_data: bool
+
+
+def blocks(path: Path) -> list[Block]:
+    text = path.read_text(encoding="utf-8")
+    out = []
+    for m in FENCE.finditer(text):
+        before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        marker = NOT_RUN.search(before)
+        code = m.group(1)
+        out.append(
+            Block(
+                line=text.count("\n", 0, m.start(1)) + 1,
+                code=code,
+                not_run=marker.group(1) if marker else None,
+                needs_data="PUBSIFT_DATA" in code,
+            )
+        )
+    return out
+
+
+#: runs the blocks given as JSON [[file, line, code], ...] on stdin in one namespace; the
+#: code is compiled under the Markdown file's name, padded to its line, so tracebacks point
+#: into the Markdown file
+DRIVER = """
+import json, sys
+namespace = {"__name__": "__main__"}
+for name, line, code in json.load(sys.stdin):
+    print(f"--- {name}:{line}", file=sys.stderr, flush=True)
+    exec(compile("\\n" * (line - 1) + code, name, "exec"), namespace)
+"""
+
+
+def test_every_doc_has_its_examples_found():
+    """The fence pattern finds the blocks (a typo in it would make the test vacuous)."""
+    found = {p.name: len(blocks(p)) for p in DOCS}
+    assert found["README.md"] >= 5 and found["xml.md"] >= 1 and found["concepts.md"] >= 3, found
+    for p in DOCS:
+        for b in blocks(p):
+            assert b.not_run != "", f"{p.name}:{b.line}: not-run needs a reason"
+
+
+def _run(doc: Path, tmp_path: Path, with_data: bool) -> None:
+    """Runs the blocks of ``doc`` (those that read the shared data only ``with_data``)."""
+    run = [b for b in blocks(doc) if b.not_run is None and (with_data or not b.needs_data)]
+    env = {k: v for k, v in os.environ.items() if k not in ("PUBSIFT_DATA", "PYTHONPATH")}
+    if with_data:
+        env["PUBSIFT_DATA"] = str(DATA)
+    shown = str(doc.relative_to(ROOT)) if doc.is_relative_to(ROOT) else doc.name
+    done = subprocess.run(
+        [sys.executable, "-c", DRIVER],
+        input=json.dumps([[shown, b.line, b.code] for b in run]),
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, f"an example of {shown} failed:\n{done.stderr[-6000:]}"
+
+
+def test_a_block_that_raises_fails_and_is_located(tmp_path: Path):
+    """Blocks share names in order; a raising block fails the run, and its traceback names
+    the Markdown file and line; not-run blocks are left out."""
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "# t\n\n```python\nx = 1\n```\n\n<!-- not-run: needs a server -->\n"
+        "```python\nraise SystemExit(3)\n```\n\n```python\nassert x == 1\nraise ValueError(x)\n```\n"
+    )
+    assert [b.not_run for b in blocks(doc)] == [None, "needs a server", None]
+    (tmp_path / "work").mkdir()
+    with pytest.raises(AssertionError) as failed:
+        _run(doc, tmp_path / "work", with_data=False)
+    assert 'File "doc.md", line 14' in str(failed.value)
+    assert "ValueError: 1" in str(failed.value)
+
+
+@pytest.mark.parametrize("doc", [p for p in DOCS if blocks(p)], ids=lambda p: p.name)
+def test_python_examples_run(doc: Path, tmp_path: Path):
+    """Every block that runs without the shared data (a few seconds per file)."""
+    _run(doc, tmp_path, with_data=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "doc", [p for p in DOCS if any(b.needs_data for b in blocks(p))], ids=lambda p: p.name
+)
+def test_python_examples_with_the_shared_data_run(doc: Path, tmp_path: Path):
+    """Every block of the files that have blocks reading the shared data (parsing the real
+    ontologies takes a minute), with ``PUBSIFT_DATA`` set."""
+    if not DATA.is_dir():
+        pytest.skip(f"the shared data folder {DATA} is absent")
+    _run(doc, tmp_path, with_data=True)
