@@ -1,4 +1,4 @@
-"""The broker daemon, its client library and command line (issue 14; DESIGN.md §2.4): the
+"""The broker daemon, its client library and command line: the
 unchanged :class:`pubsift.core.broker.Broker` behind asyncio streams.
 
 ``config``      broker.toml -> :class:`BrokerConfig`

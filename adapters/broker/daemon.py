@@ -1,5 +1,5 @@
 """The broker daemon: the unchanged :class:`pubsift.core.broker.Broker` behind asyncio
-streams (DESIGN.md §2.2, §2.4).
+streams.
 
 Transport, framing, leases in real time and reconnection live here; every routing decision
 stays in core. The daemon hands each decoded message to ``Broker.receive`` (the broker is

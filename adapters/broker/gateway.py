@@ -1,4 +1,4 @@
-"""The HTTP gateway of a broker (issue 14 §1; DESIGN.md §2.4): clients in any language
+"""The HTTP gateway of a broker: clients in any language
 publish with ``POST /publish/{model}`` and subscribe with ``GET /subscribe/{model}?filter=``,
 which streams the matching events as Server-Sent Events (so ``curl -N`` is a client).
 
