@@ -16,6 +16,9 @@ Conventions for the examples (what this test enforces):
   slow-marked test runs whole files, those blocks included, with ``PUBSIFT_DATA`` set to
   ``../shared/data`` next to the checkout, and is skipped with the reason when that folder
   is absent.
+* A block that talks to a broker at ``pubsift://127.0.0.1:7400`` (the default address) gets
+  one: the test starts ``pubsift broker`` on a free port of 127.0.0.1 for the file's run and
+  points the blocks' address at it.
 * Shell, TOML and JSON blocks are not run.
 """
 
@@ -26,6 +29,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +40,7 @@ DATA = (ROOT / ".." / "shared" / "data").resolve()
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
+BROKER_URL = "pubsift://127.0.0.1:7400"
 NOT_RUN = re.compile(r"<!--\s*not-run:\s*(.*?)\s*-->\s*$")
 
 
@@ -45,6 +50,10 @@ class Block:
     code: str
     not_run: str | None  # the reason given by <!-- not-run: ... -->
     needs_data: bool
+
+    @property
+    def needs_broker(self) -> bool:
+        return BROKER_URL in self.code
 
 
 def blocks(path: Path) -> list[Block]:
@@ -93,16 +102,47 @@ def _run(doc: Path, tmp_path: Path, with_data: bool) -> None:
     if with_data:
         env["PUBSIFT_DATA"] = str(DATA)
     shown = str(doc.relative_to(ROOT)) if doc.is_relative_to(ROOT) else doc.name
-    done = subprocess.run(
-        [sys.executable, "-c", DRIVER],
-        input=json.dumps([[shown, b.line, b.code] for b in run]),
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    codes = [b.code for b in run]
+    broker = None
+    try:
+        if any(b.needs_broker for b in run):
+            broker, url = _start_broker(tmp_path)
+            codes = [c.replace(BROKER_URL, url) for c in codes]
+        done = subprocess.run(
+            [sys.executable, "-c", DRIVER],
+            input=json.dumps([[shown, b.line, c] for b, c in zip(run, codes)]),
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    finally:
+        if broker is not None:
+            broker.terminate()
+            try:
+                broker.wait(10)
+            except subprocess.TimeoutExpired:
+                broker.kill()
+                broker.wait(5)
     assert done.returncode == 0, f"an example of {shown} failed:\n{done.stderr[-6000:]}"
+
+
+def _start_broker(folder: Path) -> tuple[subprocess.Popen, str]:
+    """``pubsift broker`` on a free port of 127.0.0.1; returns it and its URL."""
+    port_file = folder / "broker.port"
+    cmd = [sys.executable, "-m", "pubsift.core.cli", "broker", "--id", "docs"]
+    cmd += ["--listen", "127.0.0.1:0", "--port-file", str(port_file)]
+    log = open(folder / "broker.log", "wb")  # noqa: SIM115  closed with the process
+    proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    log.close()
+    end = time.monotonic() + 60
+    while not port_file.exists():
+        if proc.poll() is not None or time.monotonic() > end:
+            proc.kill()
+            raise AssertionError(f"the broker did not start: {(folder / 'broker.log').read_text()}")
+        time.sleep(0.05)
+    return proc, f"pubsift://127.0.0.1:{port_file.read_text().strip()}"
 
 
 def test_a_block_that_raises_fails_and_is_located(tmp_path: Path):
