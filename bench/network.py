@@ -369,8 +369,8 @@ class Tree:
                 out[b] = c.stats(timeout=60)
         return out
 
-    def cpu(self) -> float:
-        return sum(proc_cpu(p.pid) for p in self.procs.values())
+    def cpu(self) -> dict[str, float]:
+        return {b: proc_cpu(p.pid) for b, p in self.procs.items()}
 
     def close(self) -> None:
         for p in self.procs.values():
@@ -399,6 +399,7 @@ class Step:
     busiest_link: int = 0
     admin: int = 0
     broker_cpu: float = 0.0
+    busiest_broker: float = 0.0  # the busiest broker's CPU seconds / the step's wall time
     helper_cpu: float = 0.0  # the busiest helper's CPU seconds / its busy wall time
     lost: int = 0
     per_link: dict[str, int] = field(default_factory=dict)
@@ -468,7 +469,7 @@ def run_strategy(
         say(f"  {strategy}: 7 brokers up, 1,000 subscriptions in: Σ|L| = {local}, Σ|R| = {remote}")
         steps = []
         for k, rate in enumerate(rates):
-            st0, cpu0 = tree.stats(), tree.cpu()
+            st0, cpu0, wall0 = tree.stats(), tree.cpu(), time.monotonic()
             wcpu0 = [w.ask("cpu") for w in subw]
             start = time.time() + 0.3
             for j, w in enumerate(pubw):
@@ -495,7 +496,7 @@ def run_strategy(
                     break
                 time.sleep(0.1)
             reports = [w.ask(f"report {k}") for w in subw]
-            st1, cpu1 = tree.stats(), tree.cpu()
+            st1, cpu1, wall = tree.stats(), tree.cpu(), time.monotonic() - wall0
             lats = sorted(x for r in reports for x in r["latency"])
             lasts = [r["last"] for r in reports if r["last"] is not None]
             s = Step(strategy, rate)
@@ -514,7 +515,8 @@ def run_strategy(
             s.busiest_link = max(s.per_link.values(), default=0)
             s.admin = sum(st1[b]["admin_sent"] - st0[b]["admin_sent"] for b in TREE)
             s.lost = sum(st1[b]["lost"] - st0[b]["lost"] for b in TREE)
-            s.broker_cpu = cpu1 - cpu0
+            s.broker_cpu = sum(cpu1.values()) - sum(cpu0.values())
+            s.busiest_broker = max(cpu1[b] - cpu0[b] for b in TREE) / wall
             busy = max(s.span, 1e-9)
             s.helper_cpu = max(
                 [(r["cpu"] - c0) / busy for r, c0 in zip(reports, wcpu0)]
@@ -632,6 +634,7 @@ def main(argv: list[str] | None = None) -> int:
         "link msgs/pub",
         "busiest link/pub",
         "broker CPU s/1k pubs",
+        "busiest broker CPU",
         "busiest helper CPU",
     ):
         table.add_column(col, justify="left" if col == "strategy" else "right")
@@ -651,6 +654,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{s.link_msgs / max(s.sent, 1):.2f}",
             f"{s.busiest_link / max(s.sent, 1):.2f}",
             f"{1000 * s.broker_cpu / max(s.sent, 1):.2f}",
+            f"{s.busiest_broker:.0%}",
             f"{s.helper_cpu:.0%}",
         )
         bench.row(
@@ -669,6 +673,7 @@ def main(argv: list[str] | None = None) -> int:
             admin=s.admin,
             lost=s.lost,
             broker_cpu_s=s.broker_cpu,
+            busiest_broker_cpu=s.busiest_broker,
             helper_cpu=s.helper_cpu,
         )
     console.print(table)

@@ -383,9 +383,10 @@ def judge(run: Run, outage: Outage, what: str) -> None:
     )
     if t_lost:
         print(
-            f"  {len(missing)} notifications lost, published {t_lost[0] - outage.fault:+.2f} s "
-            f"to {t_lost[-1] - outage.repair:+.2f} s after the repair "
-            f"({t_lost[-1] - outage.linked:+.2f} s after the link was up)"
+            f"  {len(missing)} notifications lost, published from "
+            f"{t_lost[0] - outage.fault:+.2f} s after the fault to "
+            f"{t_lost[-1] - outage.repair:+.2f} s after the repair "
+            f"({t_lost[-1] - outage.linked:+.2f} s after the links were up)"
         )
     by_publisher = Counter(v.pub_id[0] for v in missing)
     print("  lost by publisher: " + ", ".join(f"{p} {n}" for p, n in sorted(by_publisher.items())))
