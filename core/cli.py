@@ -23,7 +23,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
 from pubsift.core.cli_input import InputError, one_line, read_lines, strict_json
 from pubsift.core.errors import FilterSyntaxError, PluginError, PubsiftError, printable
@@ -176,9 +176,10 @@ def _with_rates(model: FilterModel, path: str, base: str) -> FilterModel:
     if not os.path.isfile(path):
         raise _BadFilters(f"--rates: {path}: no such file")
     try:
-        return with_rates(path, base)
+        rated: FilterModel = with_rates(path, base)
     except PubsiftError as exc:
         raise _BadFilters(f"--rates {path}: {one_line(exc)}") from None
+    return rated
 
 
 def _internal(model: FilterModel, hook: str, exc: BaseException) -> str:
@@ -285,7 +286,7 @@ def _limits_option(values: Sequence[str]) -> ReadLimits:
     from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
 
     names = [f for f in ReadLimits.__dataclass_fields__ if f != "xml"]
-    changes: dict[str, int] = {}
+    changes: dict[str, Any] = {}  # ints, for the int fields named in ``names``
     for key, val in _pairs_option(values, "--limit").items():
         if key not in names:
             raise _BadFilters(f"--limit: no limit named {key!r} (limits: {', '.join(names)})")
@@ -457,7 +458,7 @@ class _AtomicFile:
     symbolic link is written through: the temporary file is made beside the link's target
     and replaces the target, the link stays. ``-`` is standard output (written directly)."""
 
-    def __init__(self, path: str, stdout: TextIO | None = None) -> None:
+    def __init__(self, path: str, stdout: IO[str] | None = None) -> None:
         import tempfile
 
         self.tmp = ""
@@ -597,7 +598,7 @@ def _beside(path: str, suffix: str) -> str:
 SUMMARY_SOURCES = 20
 
 
-def _print_summary(summary: Any, out: TextIO, events_path: str, quarantine_path: str) -> None:
+def _print_summary(summary: Any, out: IO[str], events_path: str, quarantine_path: str) -> None:
     """Counts per source and per reason, one plain line each (grep-able). At most
     :data:`SUMMARY_SOURCES` sources, the ones with quarantined records first (most first),
     then those that gave no record, then the busiest; then how many more there are."""
@@ -831,7 +832,7 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _experiment_arguments(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="experiment", required=True, action=_LazySubcommands)
+    sub = _lazy_subparsers(p, "experiment")
     for name, (text, target) in EXPERIMENTS.items():
         sub.add_lazy(name, text, target)
 
@@ -871,7 +872,13 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
 }
 
 
-class _LazySubcommands(argparse._SubParsersAction):
+if TYPE_CHECKING:
+    _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:  # not subscriptable at run time
+    _SubParsers = argparse._SubParsersAction
+
+
+class _LazySubcommands(_SubParsers):
     """Subcommands whose arguments are added when one of them is chosen: the parser of
     each is made up front with its name and help only, and its ``module:function`` is
     imported and called just before the chosen one parses the rest of the line."""
@@ -900,9 +907,16 @@ class _LazySubcommands(argparse._SubParsersAction):
         super().__call__(parser, namespace, values, option_string)
 
 
+def _lazy_subparsers(p: argparse.ArgumentParser, dest: str) -> _LazySubcommands:
+    # typeshed types add_subparsers() as a plain _SubParsersAction whatever ``action`` is
+    return cast(
+        _LazySubcommands, p.add_subparsers(dest=dest, required=True, action=_LazySubcommands)
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pubsift", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True, action=_LazySubcommands)
+    sub = _lazy_subparsers(p, "command")
     for name, (text, target) in COMMANDS.items():
         sub.add_lazy(name, text, target)
     return p
@@ -915,7 +929,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args, Console())
+        status: int = args.func(args, Console())
+        return status
     except (PubsiftError, OSError) as exc:
         if isinstance(exc, BrokenPipeError):  # the reader went away (| head): stop quietly
             sys.stdout = open(os.devnull, "w")

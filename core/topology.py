@@ -73,7 +73,8 @@ def hierarchy(levels: int = 4, fanout: int = 3) -> Topology:
                 edges.append((parent, r))
                 nxt.append(r)
         frontier = nxt
-    local, router_of = [], {}
+    local: list[str] = []
+    router_of: dict[str, str] = {}
     for r in routers:
         for _ in range(2 if level[r] == levels else 1):
             lb = f"l{len(local)}"

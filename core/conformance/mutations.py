@@ -227,7 +227,8 @@ def describe(value: Any, limit: int = 300) -> str:
                     return False
             return put("]")
         try:
-            r = object.__repr__(v) if type(v).__repr__ is object.__repr__ else repr(v)
+            # mypy types the class attribute type(v).__repr__ as a bound method
+            r = object.__repr__(v) if type(v).__repr__ is object.__repr__ else repr(v)  # type: ignore[comparison-overlap]
         except Exception as exc:  # a hostile value may not even repr
             r = f"<{type(v).__name__}: repr raised {type(exc).__name__}>"
         return put(r[:200])
@@ -433,7 +434,7 @@ def _mutate_text(draw: Any, text: str, texts: st.SearchStrategy[str]) -> tuple[s
 def _paths(obj: Any, cap: int = 200) -> list[tuple[Any, ...]]:
     """Paths (key/index sequences) of the members of a JSON value, breadth first."""
     out: list[tuple[Any, ...]] = [()]
-    queue = [((), obj)]
+    queue: list[tuple[tuple[Any, ...], Any]] = [((), obj)]
     while queue and len(out) < cap:
         path, v = queue.pop(0)
         items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
