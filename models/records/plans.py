@@ -79,7 +79,7 @@ def apply_items(buckets: Any, update: Any, extend: Any) -> int:
 #: A node's plan: per attribute name ``(name, on_str, on_num, absent, index)``: the parts
 #: run for a string value, those for a number, the folded bucket for an absent attribute
 #: (or None) and the attribute index itself (probed for values of other kinds).
-NodePlan = tuple
+NodePlan = tuple[Any, ...]
 
 
 def compile_node(children: dict[str, AttributeIndex]) -> NodePlan:
