@@ -76,7 +76,7 @@ class Line:
 class IntLine(Line):
     """Integers; spans are canonical half-open ``[a, b)`` with integer ends."""
 
-    def canon(self, lo, lc, hi, hc):
+    def canon(self, lo: Any, lc: bool, hi: Any, hc: bool) -> tuple[Any, ...] | None:
         if lo == -INF or lo == INF:
             lc = False
         else:
@@ -86,7 +86,7 @@ class IntLine(Line):
         hc = False
         return (lo, lc, hi, hc) if lo < hi else None
 
-    def point(self, s):
+    def point(self, s: tuple[Any, ...]) -> tuple[bool, Any]:
         return (s[0] != -INF and s[2] == s[0] + 1, s[0])
 
     def member(self, v):
@@ -100,7 +100,7 @@ class StrLine(Line):
     bottom = ("", True)
     top = (TOP, False)
 
-    def canon(self, lo, lc, hi, hc):
+    def canon(self, lo: Any, lc: bool, hi: Any, hc: bool) -> tuple[Any, ...] | None:
         if lo is TOP:
             return None
         if not lc:
@@ -111,7 +111,7 @@ class StrLine(Line):
             hi += "\0"
         return (lo, True, hi, False) if lo < hi else None
 
-    def point(self, s):
+    def point(self, s: tuple[Any, ...]) -> tuple[bool, Any]:
         return (s[2] is not TOP and s[2] == s[0] + "\0", s[0])
 
 

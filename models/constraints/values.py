@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Union
 
 Scalar = Union[str, int, float, bool, None]
-Value = Union[Scalar, tuple]  # a tuple is a multi value (list of scalars)
+Value = Union[Scalar, tuple[Any, ...]]  # a tuple is a multi value (list of scalars)
 
 NUM, STR, BOOL, NULL, MULTI = "num", "str", "bool", "null", "multi"
 
@@ -39,7 +39,7 @@ def skey(v: Scalar) -> tuple[str, Scalar]:
     return (kind(v), v)
 
 
-def sort_key(v: Scalar) -> tuple:
+def sort_key(v: Scalar) -> tuple[Any, ...]:
     """A total order over scalars of all kinds, for canonical (deterministic) output."""
     k = kind(v)
     return (k, "" if v is None else v)
