@@ -337,7 +337,7 @@ def _two_sided(los: list, rest: list) -> Part:
                 regions[r].append(item)
         table = [fold(r) if r else None for r in regions]
 
-        def part(v: Any, update: Any, extend: Any) -> None:
+        def by_region(v: Any, update: Any, extend: Any) -> None:
             i = bisect_left(points, v)
             r = table[2 * i + 1 if i < m and points[i] == v else 2 * i]
             if r is not None:
@@ -345,7 +345,7 @@ def _two_sided(los: list, rest: list) -> Part:
                 if r[1]:
                     extend(r[1])
 
-        return part
+        return by_region
     # segment tree over the 2m + 1 regions: an interval sits in O(log m) canonical nodes
     size = 1
     while size < 2 * m + 1:

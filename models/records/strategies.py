@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from hypothesis import strategies as st
 from pubsift.models.constraints.constraints import Constraint, Interval, Op
@@ -176,7 +176,8 @@ def constraints(schema: Schema = SCHEMA, integer: bool = False) -> st.SearchStra
         except (Unsatisfiable, NotRepresentable):
             return None
 
-    return raw_constraints(schema, integer).map(canonical).filter(lambda c: c is not None)
+    kept = raw_constraints(schema, integer).map(canonical).filter(lambda c: c is not None)
+    return cast("st.SearchStrategy[Constraint]", kept)  # the filter drops the Nones
 
 
 @st.composite
@@ -219,7 +220,7 @@ def _natural(c: Constraint, integer: bool) -> list[Any]:
         ends = [
             e for e in (x.lo, x.hi) if isinstance(e, str) or (e is not None and math.isfinite(e))
         ]
-        step = "a" if isinstance(x.lo, str) else 1 if integer else 0.5
+        step: Any = "a" if isinstance(x.lo, str) else 1 if integer else 0.5  # added to str or number ends
         return ends + [e + step for e in ends]
     if isinstance(x, frozenset):
         elems = tuple(v for _, v in x)

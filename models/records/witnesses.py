@@ -38,7 +38,7 @@ class WitnessValues:
 
     def __init__(self) -> None:
         self._hashed: dict[str, dict[tuple, dict[Any, None]]] = {}
-        self._sorted: dict[tuple[str, str], SortedItems] = {}  # (name, NUM or STR) -> sorted
+        self._sorted: dict[tuple[str, str | None], SortedItems] = {}  # (name, NUM or STR) -> sorted
         self._all: dict[str, dict[Any, Any]] = {}  # name -> item -> value
 
     def add(self, witness: dict[str, Any], item: Hashable) -> None:
