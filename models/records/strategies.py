@@ -220,7 +220,9 @@ def _natural(c: Constraint, integer: bool) -> list[Any]:
         ends = [
             e for e in (x.lo, x.hi) if isinstance(e, str) or (e is not None and math.isfinite(e))
         ]
-        step: Any = "a" if isinstance(x.lo, str) else 1 if integer else 0.5  # added to str or number ends
+        step: Any = (
+            "a" if isinstance(x.lo, str) else 1 if integer else 0.5
+        )  # added to str or number ends
         return ends + [e + step for e in ends]
     if isinstance(x, frozenset):
         elems = tuple(v for _, v in x)

@@ -52,7 +52,7 @@ def content_models(dtd_path: str | Path) -> tuple[str, dict[str, list[str]]]:
             walk(c.right)
 
         walk(el.content)
-        kids[el.name] = names
+        kids[el.name] = names  # type: ignore[index]  # a declared element has a name
     mentioned = {n for names in kids.values() for n in names}
     roots = [n for n in kids if n not in mentioned]
     return (roots[0] if roots else next(iter(kids))), kids
@@ -90,6 +90,7 @@ class PatternGenerator:
 
     def _edge(self, parent: str, height: int) -> Node:
         child = self._child(parent)
+        assert child is not None  # called for elements with children only
         if self.rnd.random() < self.w.p_desc:
             for _ in range(self.rnd.randint(1, 3)):
                 nxt = self._child(child)

@@ -107,9 +107,10 @@ def merge_perfect(fs: Sequence[XPathFilter]) -> XPathFilter | None:
         return None
     m = fs[0]
     for f in fs[1:]:
-        m = merge_pair(m, f)
-        if m is None:
+        merged = merge_pair(m, f)
+        if merged is None:
             return None
+        m = merged
     return m if _writable(m) else None
 
 

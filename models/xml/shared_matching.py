@@ -183,8 +183,8 @@ def match_tree(
         result |= m
     result &= only
     if hits:
-        m = Matcher(doc)
+        matcher = Matcher(doc)
         for i, n in hits.items():
-            if n == leaves[i] and all(m.below(u, 0) for u in pattern(i).root.children):
+            if n == leaves[i] and all(matcher.below(u, 0) for u in pattern(i).root.children):
                 result |= 1 << i
     return result
