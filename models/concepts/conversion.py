@@ -248,6 +248,11 @@ def load_conversions() -> dict[str, PropertyConversion]:
 Converter = Callable[[Any, "datetime | None"], Any]
 
 
+def _property_step(conv: PropertyConversion, a: Any, b: Any) -> Converter:
+    """The step converting a value's property ``a`` into ``b`` with ``conv``."""
+    return lambda v, at: conv.convert(v, a, b, at)
+
+
 class ConversionManager:
     """Builds and checks conversions between contexts for a kind of value.
 
@@ -356,8 +361,7 @@ class ConversionManager:
         for prop, b in dst.extra:
             a = src.get(prop)
             if a is not None and a != b:
-                conv = self._property(prop)
-                steps.append(lambda v, at, conv=conv, a=a, b=b: conv.convert(v, a, b, at))
+                steps.append(_property_step(self._property(prop), a, b))
         if kind in (QUANTITY, MONEY) and dst.scale != 1:
             d = float(dst.scale)
             steps.append(lambda v, at: float(v) / d)

@@ -37,7 +37,7 @@ QUANTITY, MONEY, DATE, PLAIN = "quantity", "money", "date", "plain"
 """Kinds of concept values, from the context properties a concept carries."""
 
 #: context-property IRIs of the pubsift vocabulary -> names used in :class:`Context`
-PROPERTY_NAMES = {
+PROPERTY_NAMES: dict[rdflib.term.Node, str] = {
     PS.unit: "unit",
     PS.currency: "currency",
     PS.scaleFactor: "scale",
