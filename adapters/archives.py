@@ -131,7 +131,7 @@ def zip_members(
     """The members of the zip archive in ``raw`` (a seekable binary stream)."""
     counting = CountingFile(raw)
     try:
-        zf = zipfile.ZipFile(counting)  # type: ignore[arg-type]
+        zf = zipfile.ZipFile(counting)
     except (zipfile.BadZipFile, EOFError, ValueError) as exc:
         yield Quarantined(
             label, 0, "archive-member", f"not a readable zip archive: {one_line(exc)}"

@@ -43,6 +43,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from lxml import etree
 from pubsift.models.xml.parsing import hardened_parser, hardened_pull_parser
@@ -148,7 +149,7 @@ def _spelling(node: etree._Element) -> re.Pattern | str | None:
     if node.tag is etree.Comment:
         return "<!--" + (node.text or "") + "-->"
     if node.tag is etree.ProcessingInstruction:
-        return "<?" + node.target
+        return "<?" + cast(etree._ProcessingInstruction, node).target  # (its tag says so)
     if not isinstance(node.tag, str):
         return None
     local = node.tag.rpartition("}")[2]
@@ -383,7 +384,8 @@ def _to_original(offset: int, where: list[tuple[int, int]]) -> int:
 
 
 def _qname(el: etree._Element) -> str:
-    local = el.tag.rpartition("}")[2]
+    tag: str = el.tag  # type: ignore[assignment]  # a parsed element's tag is text
+    local = tag.rpartition("}")[2]
     return f"{el.prefix}:{local}" if el.prefix else local
 
 
