@@ -244,7 +244,7 @@ def salvage(
             )
         last = [n for n in item.iter() if n.tag is not etree.Entity][-1]
         k = index[last] + 1
-        end, closing = len(text), [a for a in item.iterancestors()]
+        end, closing = len(text), list(item.iterancestors())
         if k < len(nodes):
             nxt = nodes[k]
             end = loc.start(nxt, begin + 1)
@@ -269,7 +269,7 @@ def salvage(
         i = bisect_right(begins, offset) - 1
         if i < 0:
             return None
-        b, e, _ = regions[i]
+        _b, e, _ = regions[i]
         return i if offset < e or offset == e == len(text) else None
 
     lines = _Text(text)

@@ -225,9 +225,7 @@ def _line_events(path: str, args: argparse.Namespace) -> bool:
 
     if archive_kind(path) or compression_of(path) or by_extension(path) is not None:
         return False
-    if os.path.isdir(path) or (glob.has_magic(path) and not os.path.lexists(path)):
-        return False
-    return True
+    return not os.path.isdir(path) and not (glob.has_magic(path) and not os.path.lexists(path))
 
 
 def _pairs_option(values: Sequence[str], what: str, sep: str = "=") -> dict[str, str]:

@@ -23,6 +23,7 @@ strings cost hypothesis nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -509,9 +510,7 @@ def mutated_json(
         elif how == "add" and isinstance(old, (dict, list)):
             v, what = draw(EXTREME)
             if isinstance(old, dict):
-                key = draw(
-                    st.sampled_from(["extra", "", "\x00", "\ud800", "$or"] + [k for k in old])
-                )
+                key = draw(st.sampled_from(["extra", "", "\x00", "\ud800", "$or"] + list(old)))
                 obj = _replace(obj, path, lambda o: {**o, key: v})
                 recipe.append(f"set {where}[{key!r}] to {what}")
             else:
@@ -567,10 +566,8 @@ def filter_jsons(model: Any, filters: st.SearchStrategy) -> st.SearchStrategy[Ca
     def cases(t: tuple[Any, str]) -> st.SearchStrategy[Case]:
         obj, recipe = t
         out = [Case("filter_wire", obj, f"wire {recipe}"), Case("filter", obj, f"object {recipe}")]
-        try:
+        with contextlib.suppress(TypeError, ValueError, RecursionError):
             out.append(Case("filter", json.dumps(obj), f"JSON text of {recipe}"))
-        except (TypeError, ValueError, RecursionError):
-            pass
         return st.sampled_from(out)
 
     return mutated_json(dumped).flatmap(cases)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import csv
 import io
+import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -96,7 +97,7 @@ class RateTable:
                     raise ConversionError(f"rate of {cur} must be positive and finite: {p}")
                 if p.start is not None and p.end is not None and p.end <= p.start:
                     raise ConversionError(f"empty validity period for {cur}: {p}")
-            for a, b in zip(ps, ps[1:]):
+            for a, b in itertools.pairwise(ps):
                 if a.end is None or b.start is None or b.start < a.end:
                     raise ConversionError(f"overlapping validity periods for {cur}: {a}, {b}")
             self._periods[cur] = ps
@@ -132,7 +133,7 @@ class RateTable:
                 "text with the columns currency,rate"
             )
         try:
-            for i, row in enumerate(reader, start=2):
+            for _i, row in enumerate(reader, start=2):
                 cur, rate = row.get("currency"), row.get("rate")
                 if not isinstance(cur, str) or not isinstance(rate, str):
                     raise ValueError("a row has currency and rate")

@@ -154,7 +154,7 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
             found = [(p, cs) for p, cs in ((p, known(p)) for p, _ in e.walk()) if cs]
         else:
             found = [(p, cs) for p, cs in self._by_path.items() if e.find(p) is not None]
-        for path, clauses in found:
+        for _path, clauses in found:
             for name, c in clauses.items():
                 v = value(e, c)
                 if v is _FAIL or v.__class__ is tuple:

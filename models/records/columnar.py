@@ -57,6 +57,7 @@ pickled (``RecordsIndex.__getstate__``).
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -675,7 +676,7 @@ def _blocks(sources: list, n: int, budget: int) -> list[tuple[int, int]]:
         base = int(cum[start - 1]) if start else 0
         end = int(np.searchsorted(cum, base + budget, side="right"))
         edges.append(min(n, max(end, start + 1)))
-    return list(zip(edges, edges[1:]))
+    return list(itertools.pairwise(edges))
 
 
 def _candidates(sources: list, fast: Any, lo: int, hi: int) -> tuple[Any, Any]:

@@ -321,7 +321,7 @@ def _one_sided(s: SortedItems, below: bool, right: bool) -> Part:
 def _two_sided(los: list, rest: list) -> Part:
     """Elementary regions of the endpoints: region 2i+1 is {p_i}, region 2i the values
     strictly between p_(i-1) and p_i (region 0 below p_0, region 2m above p_(m-1))."""
-    points: list = sorted({x for x in los} | {hi for _, hi, _, _ in rest})
+    points: list = sorted(set(los) | {hi for _, hi, _, _ in rest})
     m = len(points)
     spans = []
     for lo, (lc, hi, hc, item) in zip(los, rest):

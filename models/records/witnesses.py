@@ -47,7 +47,7 @@ class WitnessValues:
             k = kind(v)
             if k != MULTI:
                 self._hashed.setdefault(n, {}).setdefault(skey(v), {})[item] = None
-            if k == NUM or k == STR:
+            if k in (NUM, STR):
                 s = self._sorted.get((n, k))
                 if s is None:
                     s = self._sorted[(n, k)] = SortedItems()
@@ -62,7 +62,7 @@ class WitnessValues:
                 _discard(by_value, skey(v), item)
                 if not by_value:
                     del self._hashed[n]
-            if k == NUM or k == STR:
+            if k in (NUM, STR):
                 s = self._sorted[(n, k)]
                 s.remove(v, item)
                 if not s.bounds:

@@ -47,11 +47,10 @@ def _merge_preds(p: Pred, q: Pred) -> Pred | None:
         return None
     if c is None:
         return None
-    if p.domain == NUM:
-        if c.matches(math.nan) != (
-            p.constraint.matches(math.nan) or q.constraint.matches(math.nan)
-        ):
-            return None
+    if p.domain == NUM and c.matches(math.nan) != (
+        p.constraint.matches(math.nan) or q.constraint.matches(math.nan)
+    ):
+        return None
     if p.domain == STR and (
         c.op is Op.EXISTS or (c.op in (Op.PREFIX, Op.SUBSTRING) and c.operand == "")
     ):
@@ -144,7 +143,7 @@ def _suffix_pattern(labels: list[str]) -> XPathFilter:
 def generalizations(f: XPathFilter) -> list[XPathFilter]:
     """Ever more general patterns covering f, ending with ``//*``."""
     out = [XPathFilter(minimize(skeleton(f.root)))]
-    path = [lab for lab in _main_path(f.root)]
+    path = list(_main_path(f.root))
     # cut at the last '//' so the suffix is a plain child path
     if DESCENDANT in path:
         path = path[len(path) - path[::-1].index(DESCENDANT) :]

@@ -176,9 +176,7 @@ def _starts(s: str, chunks: Iterable[str], whole: bool) -> bool:
     for piece in chunks:
         end = pos + len(piece)
         if end > len(s):
-            if whole or s[pos:] != piece[: len(s) - pos]:
-                return False
-            return True
+            return not whole and s[pos:] == piece[: len(s) - pos]
         if s[pos:end] != piece:
             return False
         pos = end

@@ -34,7 +34,7 @@ ITEMS = (
     " | /atom03:feed//atom03:entry[not(ancestor::atom03:entry)]"
 )
 #: a parser of the oracle: plain lxml, no entity substitution, nothing fetched
-ORACLE = dict(resolve_entities=False, no_network=True, load_dtd=False)
+ORACLE = {"resolve_entities": False, "no_network": True, "load_dtd": False}
 MODEL = XmlModel()
 
 
@@ -393,7 +393,7 @@ def test_feedparser_feeds_with_a_broken_item_keep_the_others():
         if refused(tree) or tree.docinfo.doctype or len(tree.xpath(ITEMS, namespaces=NS)) < 2:
             continue
         raw = path.read_bytes()
-        good = [o for o in read(str(path))]
+        good = list(read(str(path)))
         first = re.search(rb"<(?:\w+:)?(?:item|entry)[\s>]", raw)
         if first is None or not all(isinstance(o, Event) for o in good):
             continue

@@ -19,6 +19,7 @@ or wire round trip that does not give the filter back. The last line is
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import resource
@@ -332,10 +333,8 @@ class Fuzzer:
     def raw_event(self) -> Any:
         raw = self.mutated(self.rnd.choice(EVENTS), 2) if self.rnd.random() < 0.8 else self.value()
         if self.rnd.random() < 0.3:
-            try:
+            with contextlib.suppress(ValueError):
                 raw = json.dumps(raw, ensure_ascii=self.rnd.random() < 0.5)
-            except ValueError:
-                pass
         return raw
 
     # -- checks -----------------------------------------------------------------------
