@@ -231,7 +231,8 @@ def tar_members(
         inner, label, limits, budget, (lambda: counting.count) if compression else None
     )
     try:
-        tf = tarfile.open(fileobj=stream, mode="r:")
+        # closed by the with below; opened apart so that a bad archive is quarantined
+        tf = tarfile.open(fileobj=stream, mode="r:")  # noqa: SIM115
     except tarfile.TarError as exc:
         stream.close()
         yield Quarantined(

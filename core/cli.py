@@ -543,7 +543,8 @@ def cmd_convert(args: argparse.Namespace, console: Console) -> int:
         sources = _sources(args.paths, args, args.model, models)
         limits = _limits_option(args.limit or [])
         for path in (args.out, quarantine) + ((args.summary,) if args.summary else ()):
-            opened.append(_AtomicFile(path, out))
+            # one at a time: those made before a failure are discarded below
+            opened.append(_AtomicFile(path, out))  # noqa: PERF401
     except (_BadFilters, SourceError, OSError) as exc:
         for f in opened:
             f.discard()
@@ -931,7 +932,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except (PubsiftError, OSError) as exc:
         if isinstance(exc, BrokenPipeError):  # the reader went away (| head): stop quietly
-            sys.stdout = open(os.devnull, "w")
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115  stdout until exit
             return 1
         sys.stderr.write(f"pubsift {args.command}: {one_line(exc)}\n")
         return 2

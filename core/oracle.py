@@ -164,10 +164,9 @@ def check(
         settled += 1
         settled_ids.add(pid)
         got = set(p.delivered)
-        for y in sorted(p.expected - got):
-            violations.append(Violation("missing", pid, y, f"{p.event!r} from {p.publisher}"))
-        for y in sorted(got - p.expected):
-            violations.append(Violation("extra", pid, y, f"{p.event!r} from {p.publisher}"))
+        what = f"{p.event!r} from {p.publisher}"
+        violations.extend(Violation("missing", pid, y, what) for y in sorted(p.expected - got))
+        violations.extend(Violation("extra", pid, y, what) for y in sorted(got - p.expected))
     return Verdict(violations, settled, unsettled, deliveries, frozenset(settled_ids))
 
 

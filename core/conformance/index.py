@@ -188,8 +188,11 @@ def index_problems(
     return problems
 
 
+_LIMITS = Limits()
+
+
 def failed_add_changes_nothing(
-    kit: Kit, data: Any, batch: int = 12, limits: Limits = Limits()
+    kit: Kit, data: Any, batch: int = 12, limits: Limits = _LIMITS
 ) -> None:
     """Hostile filters that parse are added to an index of valid ones (in a forked child,
     see :mod:`~pubsift.core.conformance.sandbox`); see :func:`index_problems`."""

@@ -460,11 +460,11 @@ def _get(obj: Any, path: tuple[Any, ...]) -> Any:
     return obj
 
 
-def _replace(obj: Any, path: tuple[Any, ...], new: Callable[[Any], Any]) -> Any:
-    """A copy of ``obj`` with the member at ``path`` replaced by ``new(old)`` (``new`` may
-    return :data:`_DELETE`)."""
+def _replace(obj: Any, path: tuple[Any, ...], new: Any) -> Any:
+    """A copy of ``obj`` with the member at ``path`` replaced by ``new`` (or deleted, for
+    :data:`_DELETE`)."""
     if not path:
-        return new(obj)
+        return new
     head, rest = path[0], path[1:]
     copy = dict(obj) if isinstance(obj, dict) else list(obj)
     v = _replace(obj[head], rest, new)
@@ -502,31 +502,31 @@ def mutated_json(
         how = draw(_JSON_OPS)
         if how == "number" and isinstance(old, (int, float)) and not isinstance(old, bool):
             v, what = draw(_NUMBER_VALUES)
-            obj = _replace(obj, path, lambda _: v)
+            obj = _replace(obj, path, v)
             recipe.append(f"replace the number {where} by {what}")
         elif how == "delete" and path:
-            obj = _replace(obj, path, lambda _: _DELETE)
+            obj = _replace(obj, path, _DELETE)
             recipe.append(f"delete {where}")
         elif how == "add" and isinstance(old, (dict, list)):
             v, what = draw(EXTREME)
             if isinstance(old, dict):
                 key = draw(st.sampled_from(["extra", "", "\x00", "\ud800", "$or"] + list(old)))
-                obj = _replace(obj, path, lambda o: {**o, key: v})
+                obj = _replace(obj, path, {**old, key: v})
                 recipe.append(f"set {where}[{key!r}] to {what}")
             else:
-                obj = _replace(obj, path, lambda o: o + [v])
+                obj = _replace(obj, path, [*old, v])
                 recipe.append(f"append {what} to {where}")
         elif how == "text" and isinstance(old, str):
             text, steps = _mutate_text(draw, old, st.just(old))
-            obj = _replace(obj, path, lambda _: text)
+            obj = _replace(obj, path, text)
             recipe.append(f"mutate the text of {where}: {steps}")
         elif how == "wrap":
             d = draw(st.sampled_from(DEPTHS))
-            obj = _replace(obj, path, lambda o: nested_list(d, o))
+            obj = _replace(obj, path, nested_list(d, old))
             recipe.append(f"wrap {where} in {d} lists")
         else:
             v, what = draw(EXTREME)
-            obj = _replace(obj, path, lambda _: v)
+            obj = _replace(obj, path, v)
             recipe.append(f"replace {where} by {what}")
     return obj, " -> ".join(recipe)
 

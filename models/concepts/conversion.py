@@ -309,12 +309,17 @@ class ConversionManager:
                 )
         if kind == QUANTITY and src.unit and dst.unit:
             unit_converter(src.unit, dst.unit)
-        if kind == MONEY and src.currency and dst.currency and src.currency != dst.currency:
-            if self.rates is None:
-                raise ConversionError(
-                    f"cannot convert {src.currency} to {dst.currency}: "
-                    "the conversion manager has no exchange rates"
-                )
+        if (
+            kind == MONEY
+            and src.currency
+            and dst.currency
+            and src.currency != dst.currency
+            and self.rates is None
+        ):
+            raise ConversionError(
+                f"cannot convert {src.currency} to {dst.currency}: "
+                "the conversion manager has no exchange rates"
+            )
         for prop, a in src.extra:
             b = dst.get(prop)
             if b is not None and a != b:

@@ -81,7 +81,7 @@ class _Absent:
 ABSENT: Any = _Absent()
 
 
-class Op(str, Enum):
+class Op(str, Enum):  # noqa: UP042  StrEnum would change str(op) and format(op)
     EXISTS = "exists"
     NOT_EXISTS = "not-exists"
     INSTANCEOF = "instanceof"

@@ -507,7 +507,7 @@ def _any_candidates(cs: Sequence[Constraint], join: Any) -> list[Constraint]:
 
 
 def _common_prefix(words: Sequence[str]) -> str:
-    return os.path.commonprefix(list(words))
+    return os.path.commonprefix(list(words))  # noqa: RUF071  words, not paths: by character
 
 
 def _str_candidates(vs: ValueSet, cs: Sequence[Constraint]) -> list[Constraint]:

@@ -10,10 +10,10 @@ booleans, null. Python's ``True == 1`` is avoided everywhere by keying scalars w
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
-Scalar = Union[str, int, float, bool, None]
-Value = Union[Scalar, tuple[Any, ...]]  # a tuple is a multi value (list of scalars)
+Scalar = str | int | float | bool | None
+Value = Scalar | tuple[Any, ...]  # a tuple is a multi value (list of scalars)
 
 NUM, STR, BOOL, NULL, MULTI = "num", "str", "bool", "null", "multi"
 

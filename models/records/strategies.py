@@ -47,6 +47,9 @@ NUMBERS = (-1, 0, 1, 2, 3, 0.5, 1.5, 2.0)
 INTEGERS = (-1, 0, 1, 2, 3)
 
 
+_NONE: st.SearchStrategy[None] = st.none()
+
+
 @cache
 def strings() -> st.SearchStrategy[str]:
     return st.text(alphabet="abA", max_size=3)
@@ -108,7 +111,7 @@ def raw_constraints(
     (before :func:`relations.normalize`); on integer attributes only the operators that
     can hold for integers, null or lists of integers, with such operands."""
 
-    def c(op: Op, operand: st.SearchStrategy[Any] = st.none()) -> st.SearchStrategy:
+    def c(op: Op, operand: st.SearchStrategy[Any] = _NONE) -> st.SearchStrategy:
         return operand.map(lambda x: Constraint(op, x))
 
     if integer:  # values are integers, null or lists of integers (the model checks)

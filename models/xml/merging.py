@@ -147,8 +147,7 @@ def generalizations(f: XPathFilter) -> list[XPathFilter]:
     # cut at the last '//' so the suffix is a plain child path
     if DESCENDANT in path:
         path = path[len(path) - path[::-1].index(DESCENDANT) :]
-    for i in range(len(path)):
-        out.append(_suffix_pattern(path[i:]))
+    out.extend(_suffix_pattern(path[i:]) for i in range(len(path)))
     out.append(_suffix_pattern([WILDCARD]))
     return out
 

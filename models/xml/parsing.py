@@ -302,7 +302,9 @@ def parse_document(raw: bytes | str, limits: ParseLimits = DEFAULT_LIMITS) -> Xm
         if "Excessive depth" in msg:
             raise EventError(_too_deep(limits.max_depth), f"line {line}, column {col}") from None
         if "Detected an entity reference loop" in msg or "amplification" in msg:
-            raise EventError(f"entity expansion refused: {msg}", f"line {line}, column {col}")
+            raise EventError(
+                f"entity expansion refused: {msg}", f"line {line}, column {col}"
+            ) from None
         raise EventError(f"malformed XML: {msg}", f"line {line}, column {col}") from None
     if root is None:
         raise EventError("empty XML document")
