@@ -334,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     spark.range(1).count()
     started = time.perf_counter() - t0
     print(f"Spark start (cold session and first action): {started:.1f} s")
-    quiet = Console(file=open(os.devnull, "w"))
+    quiet = Console(quiet=True)
     settings = Settings(master="local[2]", overwrite=True)
     quotes = load_quotes(QUOTES)
     ok = True

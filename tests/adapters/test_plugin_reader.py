@@ -153,7 +153,7 @@ def test_pubsift_convert_and_match_read_the_plugin_format(toy, tmp_path):
 
 def test_pubsift_readers_lists_builtin_and_plugin_readers(toy):
     _site, _data, env = toy
-    code, out, _err = run([str(PUBSIFT), "readers", "--json"], env)
+    _code, out, _err = run([str(PUBSIFT), "readers", "--json"], env)
     rows = {r["name"]: r for r in json.loads(out)}
     assert rows["toy"] == {"name": "toy", "extensions": [".toy"], "model": "toy", "status": "ok"}
     _code, out, _ = run([str(PUBSIFT), "readers"], env)

@@ -24,6 +24,7 @@ from pubsift.adapters import (
     read_input,
 )
 from pubsift.adapters.feeds import KINDS, detect
+from pubsift.adapters.limits import DEFAULT_READ_LIMITS
 from pubsift.adapters.xmlfiles import XML_READER
 from pubsift.models.xml import XmlModel
 from pubsift.models.xml.parsing import ParseLimits
@@ -50,7 +51,7 @@ RSS = b"""<?xml version="1.0" encoding="utf-8"?>
 
 
 def outcomes(
-    raw: bytes, tmp_path, name: str = "feed.xml", limits: ReadLimits = ReadLimits(), **src
+    raw: bytes, tmp_path, name: str = "feed.xml", limits: ReadLimits = DEFAULT_READ_LIMITS, **src
 ) -> list:
     path = tmp_path / name
     path.write_bytes(raw)
@@ -580,7 +581,7 @@ def test_mutated_feeds_never_raise_and_every_outcome_is_placed(edits):
 
 
 # -- review findings (issue 11 review, branch ``review``) ----------------------------------
-def _read(name: str, data: bytes, limits: ReadLimits = ReadLimits()) -> list:
+def _read(name: str, data: bytes, limits: ReadLimits = DEFAULT_READ_LIMITS) -> list:
     return list(read_input(Input(name, Source(name), lambda: io.BytesIO(data), len(data)), limits))
 
 

@@ -236,7 +236,7 @@ def test_read_is_events_plus_quarantined_per_file(outcomes):
     for name, data in _members(archive):
         expected[f"{archive}!{name}"] = _xml_items(data)
     archive = SAMPLE / "nitf/yfilter-nitf.tar.gz"
-    for name, data in _members(archive):
+    for name, _data in _members(archive):
         expected[f"{archive}!{name}"] = 1
     archive = SAMPLE / "business/ubl-documents.zip"
     for name, data in _members(archive):

@@ -574,7 +574,7 @@ def test_a_filter_whose_written_text_exceeds_the_limit_is_refused_from_text_and_
     for spec in (q, {"xpath": q}):
         with pytest.raises(
             FilterSyntaxError,
-            match="too long once written: its text form .* has 100029 characters > 100000",
+            match=r"too long once written: its text form .* has 100029 characters > 100000",
         ):
             M.parse_filter(spec)
     shorter = q.replace("z" * 29, "", 1)  # written in exactly 100,000 characters
