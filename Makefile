@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 
-.PHONY: run test test-fast bench install install-dev clean
+.PHONY: run test test-fast lint bench install install-dev clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit("pubsift needs Python >= 3.11, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -29,8 +29,19 @@ run: $(VENV)/.stamp-run
 
 ## The whole suite (Spark and slow tests included), as CI runs it: hypothesis derandomized
 ## (tests/conftest.py, profile "ci"); run pytest directly to explore new random examples.
-test: $(VENV)/.stamp-dev
+test: lint
 	PUBSIFT_HYPOTHESIS_PROFILE=ci PYTHONHASHSEED=0 $(PY) -m pytest -q -n 2 --dist loadgroup
+
+## Lint, format and type checks (pyproject: [tool.ruff], [tool.mypy]); `make test` runs it first.
+## mypy reads the packages through a link tree build/typecheck/pubsift/<package> -> <folder>,
+## made from [tool.setuptools.package-dir] (mypy cannot follow that mapping by itself).
+lint: $(VENV)/.stamp-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	@$(PY) -c 'import tomllib; dirs = tomllib.load(open("pyproject.toml", "rb"))["tool"]["setuptools"]["package-dir"]; \
+	  print(*(f"{p} {d}" for p, d in dirs.items()), sep="\n")' | while read pkg dir; do \
+	  link=build/typecheck/$$(echo $$pkg | tr . /); mkdir -p $$(dirname $$link) && ln -sfn $(CURDIR)/$$dir $$link; done
+	$(VENV)/bin/mypy
 
 ## The quick set: skips tests marked spark or slow.
 test-fast: $(VENV)/.stamp-dev

@@ -131,7 +131,7 @@ def zip_members(
     """The members of the zip archive in ``raw`` (a seekable binary stream)."""
     counting = CountingFile(raw)
     try:
-        zf = zipfile.ZipFile(counting)  # type: ignore[arg-type]
+        zf = zipfile.ZipFile(counting)
     except (zipfile.BadZipFile, EOFError, ValueError) as exc:
         yield Quarantined(
             label, 0, "archive-member", f"not a readable zip archive: {one_line(exc)}"
@@ -231,7 +231,8 @@ def tar_members(
         inner, label, limits, budget, (lambda: counting.count) if compression else None
     )
     try:
-        tf = tarfile.open(fileobj=stream, mode="r:")
+        # closed by the with below; opened apart so that a bad archive is quarantined
+        tf = tarfile.open(fileobj=stream, mode="r:")  # noqa: SIM115
     except tarfile.TarError as exc:
         stream.close()
         yield Quarantined(

@@ -232,7 +232,7 @@ def guarded(
     """A buffered binary stream of ``inner`` under the limits (see :class:`GuardedStream`);
     closing it closes ``inner`` and ``also_close``."""
     raw = GuardedStream(inner, key, limits, budget, compressed, also_close)
-    return io.BufferedReader(raw, BUFFER)  # type: ignore[return-value]
+    return io.BufferedReader(raw, BUFFER)
 
 
 #: single-file compressions by suffix

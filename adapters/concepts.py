@@ -90,7 +90,8 @@ class Publisher:
                 time = raw
             c = self._resolve(name, f"{where}.{name}")
             kind = onto.kind(c)
-            ctx = self.context.context_for(onto, c).to_json()
+            # a ClientContext since __post_init__
+            ctx = self.context.context_for(onto, c).to_json()  # type: ignore[union-attr]
             value[onto.name(c)] = {"value": _typed(raw, kind, f"{where}.{name}"), "context": ctx}
         obj = {"concept": onto.name(self._concept), "value": value}
         if time:

@@ -91,7 +91,8 @@ def files(source: Source, limits: ReadLimits) -> Iterator[Input | Quarantined]:
 def _whole(
     source: Source, path: str, limits: ReadLimits, size: int | None = None
 ) -> Iterator[Input | Quarantined]:
-    yield Input(path, source.with_path(path), lambda: open(path, "rb"), size, path)
+    # an opener: the reader closes what it opens
+    yield Input(path, source.with_path(path), lambda: open(path, "rb"), size, path)  # noqa: SIM115
 
 
 _Leaf = Callable[[Source, str, ReadLimits, "int | None"], Iterator["Input | Quarantined"]]

@@ -92,7 +92,7 @@ class JsonLinesReader(Reader):
         with inp.open() as fh:
             stream, codec = open_bytes(fh, inp.source.encoding)
             if codec == UTF8:  # lines of bytes, each decoded on its own
-                if stream.peek(len(_BOM)).startswith(_BOM):
+                if stream.peek(len(_BOM)).startswith(_BOM):  # type: ignore[attr-defined]  # (open_bytes)
                     stream.read(len(_BOM))  # before the line limit counts the line
                 readline = stream.readline
                 raw = readline(cap)

@@ -43,6 +43,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from lxml import etree
 from pubsift.models.xml.parsing import hardened_parser, hardened_pull_parser
@@ -148,7 +149,7 @@ def _spelling(node: etree._Element) -> re.Pattern | str | None:
     if node.tag is etree.Comment:
         return "<!--" + (node.text or "") + "-->"
     if node.tag is etree.ProcessingInstruction:
-        return "<?" + node.target
+        return "<?" + cast(etree._ProcessingInstruction, node).target  # (its tag says so)
     if not isinstance(node.tag, str):
         return None
     local = node.tag.rpartition("}")[2]
@@ -243,7 +244,7 @@ def salvage(
             )
         last = [n for n in item.iter() if n.tag is not etree.Entity][-1]
         k = index[last] + 1
-        end, closing = len(text), [a for a in item.iterancestors()]
+        end, closing = len(text), list(item.iterancestors())
         if k < len(nodes):
             nxt = nodes[k]
             end = loc.start(nxt, begin + 1)
@@ -268,7 +269,7 @@ def salvage(
         i = bisect_right(begins, offset) - 1
         if i < 0:
             return None
-        b, e, _ = regions[i]
+        _b, e, _ = regions[i]
         return i if offset < e or offset == e == len(text) else None
 
     lines = _Text(text)
@@ -383,7 +384,8 @@ def _to_original(offset: int, where: list[tuple[int, int]]) -> int:
 
 
 def _qname(el: etree._Element) -> str:
-    local = el.tag.rpartition("}")[2]
+    tag: str = el.tag  # type: ignore[assignment]  # a parsed element's tag is text
+    local = tag.rpartition("}")[2]
     return f"{el.prefix}:{local}" if el.prefix else local
 
 

@@ -25,6 +25,7 @@ item, and the events are the same.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -72,6 +73,7 @@ class SplitName:
         in the source's default namespace (key ``""``), else the root's default namespace,
         else in no namespace (so ``trade`` splits an FpML document, whose elements are all
         in the FpML namespace)."""
+        uri: str | None
         if self.uri is not None:
             uri = self.uri
         elif self.prefix is not None:
@@ -115,7 +117,8 @@ class Skeleton:
     __slots__ = ("_addresses", "_slots", "root")
 
     def __init__(self, root: etree._Element | None = None) -> None:
-        self.root = root
+        # the splitter sets the root once it has it, before any other method is called
+        self.root: etree._Element = root  # type: ignore[assignment]
         self._slots: list[tuple[etree._Element, etree._Element | None]] = []
         self._addresses: dict[tuple, tuple[tuple[int, ...], int]] = {}
 
@@ -125,6 +128,7 @@ class Skeleton:
     def take(self, el: etree._Element) -> None:
         """Take the next item (in document order) out, with its tail."""
         parent = el.getparent()
+        assert parent is not None  # an item is never the root
         self._slots.append((parent, el.getprevious()))
         parent.remove(el)
 
@@ -155,7 +159,7 @@ class Skeleton:
             return self.root
         path, prev = self._address(index)
         # lxml's copy of an element is deep (the copy module's deepcopy calls it)
-        root = self.root.__copy__()
+        root = copy.copy(self.root)
         parent = root
         for i in path:
             parent = parent[i]
@@ -184,10 +188,11 @@ class Skeleton:
         if found is None:
             path: list[int] = []
             node = parent
-            while node.getparent() is not None:
-                up = node.getparent()
+            up = node.getparent()
+            while up is not None:
                 path.append(up.index(node))
                 node = up
+                up = node.getparent()
             found = (tuple(reversed(path)), -1 if prev is None else parent.index(prev))
             self._addresses[slot] = found
         return found
@@ -261,7 +266,8 @@ def stream_skeleton(
     :class:`BrokenStream`; whatever ``fh.read`` raises propagates."""
     skeleton = Skeleton()
     pending = None
-    stream = fh if budget is None else _Budget(fh, budget)
+    guard = None if budget is None else _Budget(fh, budget)
+    stream = fh if guard is None else guard
     parse = hardened_iterparse(stream, options, events=("start", "end"), tag=selector.tag)
     started = None  # the outermost item started and not ended
     try:
@@ -278,8 +284,8 @@ def stream_skeleton(
             if selector.accepts(el):
                 if check is not None:
                     check(el)
-                if budget is not None:
-                    stream.taken += len(etree.tostring(el))
+                if guard is not None:
+                    guard.taken += len(etree.tostring(el))
                 pending = el
     except etree.XMLSyntaxError as exc:
         known = started if started is not None else pending
@@ -293,6 +299,7 @@ def stream_skeleton(
         raise _broken(exc, skeleton, pending, root, started) from None
     if pending is not None:
         skeleton.take(pending)
+    assert parse.root is not None  # a parse that ended without an error has a root
     skeleton.root = parse.root
     return skeleton
 

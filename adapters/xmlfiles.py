@@ -74,7 +74,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from lxml import etree
 from pubsift.adapters.feeds import KINDS, detect, kind_of
@@ -185,7 +185,7 @@ def _not_text(data: bytes) -> str | None:
     )
 
 
-def _refused_reference(ref: etree._Element) -> str:
+def _refused_reference(ref: etree._Entity) -> str:
     # strict parsing keeps one only under a DOCTYPE naming an external DTD (never loaded)
     return (
         f"reference to entity &{ref.name}; (line {ref.sourceline}) refused: only "
@@ -273,7 +273,8 @@ class _Reading:
                 root = etree.fromstring(head, hardened_parser(self.limits.xml, recover=True))
             except etree.XMLSyntaxError:
                 root = None
-            kind = None if root is None else detect(root.tag, root.nsmap)
+            # a parsed element's tag is text (types-lxml also allows bytes and QName)
+            kind = None if root is None else detect(root.tag, root.nsmap)  # type: ignore[arg-type]
         # the concepts model splits a document into its lines (ubl_semantic_objects)
         self.splits = (
             self.split is not None
@@ -329,7 +330,10 @@ class _Reading:
     ) -> Event | Quarantined:
         """The event of item ``index`` (``references=False``: the caller knows the item
         holds no entity reference)."""
-        ref = next(el.iter(etree.Entity), None) if references else None
+        # (iter(Entity) yields entities; types-lxml types them as elements)
+        ref = cast(
+            "etree._Entity | None", next(el.iter(etree.Entity), None) if references else None
+        )
         if ref is not None:
             return Quarantined(
                 self.name,
@@ -351,7 +355,7 @@ class _Reading:
             position,
             "xml-too-deep",
             f"item {too_deep_message(self.limits.xml.max_depth)}",
-            etree.tostring(el, with_tail=False)[:200],
+            excerpt(etree.tostring(el, with_tail=False)[:200]),
             self.model.name,
         )
 
@@ -382,7 +386,7 @@ class _Reading:
     def references(self, root: etree._Element) -> Quarantined | None:
         """``xml-entity`` for a tree (a document, a skeleton) that keeps an entity
         reference, else None."""
-        ref = next(root.iter(etree.Entity), None)
+        ref = cast("etree._Entity | None", next(root.iter(etree.Entity), None))  # (as above)
         return (
             None
             if ref is None
@@ -415,7 +419,7 @@ class _Reading:
             else:
                 yield from self.concepts(root)
             return
-        sel = self.selector(root.tag, root.nsmap)
+        sel = self.selector(root.tag, root.nsmap)  # type: ignore[arg-type]  # (text)
         if isinstance(sel, Quarantined):
             yield sel
             return
@@ -500,8 +504,8 @@ class _Reading:
         """A document the strict parser refused: whole-document quarantine, or its intact
         items, strictly parsed, when only items are broken (:mod:`.salvage`)."""
         reason, problem = syntax_problem(exc, self.limits.xml)
-        if reason == "xml-syntax" and _not_text(data):
-            reason, problem = "encoding", XmlProblem(problem.line, problem.column, _not_text(data))
+        if reason == "xml-syntax" and (not_text := _not_text(data)):
+            reason, problem = "encoding", XmlProblem(problem.line, problem.column, not_text)
         self.learn(data[:65536])
         raw = _line_of(data, problem.line, problem.column)
         whole = self.whole(
@@ -525,7 +529,7 @@ class _Reading:
 
         def find(root: etree._Element) -> list:
             if not sels:
-                sel = self.selector(root.tag, root.nsmap)
+                sel = self.selector(root.tag, root.nsmap)  # type: ignore[arg-type]  # (text)
                 sels.append(sel if isinstance(sel, Selector) and root.tag != sel.tag else None)
             return [] if sels[0] is None else sels[0].find(root)
 
@@ -558,6 +562,7 @@ class _Reading:
         if bad is not None:
             yield bad
             return
+        assert sels[0] is not None  # items were found with it
         yield from self.items(found.root, sels[0], found.broken, found.count, found.shown)
         if found.truncated is not None:
             yield Quarantined(
@@ -576,7 +581,8 @@ class _Reading:
         # written by the concepts helper of issue 11; imported when first needed
         from pubsift.adapters.concepts import ubl_semantic_objects
 
-        yield from ubl_semantic_objects(root, self.model, self.name)
+        # (for the concepts model only)
+        yield from ubl_semantic_objects(root, self.model, self.name)  # type: ignore[arg-type]
 
     # -- streamed ----------------------------------------------------------------------------
     def from_stream(self) -> Iterator[Event | Quarantined]:

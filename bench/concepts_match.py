@@ -90,7 +90,8 @@ class LocalBuilder(FilterBuilder):
 
 def workload(n_subs: int, n_events: int, seed: int):
     rnd = random.Random(seed)
-    rows = list(itertools.islice(csv.DictReader(open(QUOTES, newline="")), 60_000))
+    with open(QUOTES, newline="") as fh:
+        rows = list(itertools.islice(csv.DictReader(fh), 60_000))
     rnd.shuffle(rows)
     rows = rows[:n_events]
     symbols = sorted({r["Name"] for r in rows})

@@ -256,7 +256,7 @@ def run(
     sample = f"{len(events):,} sampled quote events"
     for n in sizes:
         console.print(f"{n:,} subscriptions ...")
-        pairs = list((f, k) for k, f in enumerate(subscriptions(quotes, n, seed=seed, mix=Mix())))
+        pairs = [(f, k) for k, f in enumerate(subscriptions(quotes, n, seed=seed, mix=Mix()))]
         index = model.new_index()
         t = time.process_time()
         for f, k in pairs:

@@ -25,11 +25,11 @@ def before_after(docs: list[dict], before: list[dict]) -> str:
     with the same scripts in the same session)."""
     old = {(d["bench"], h["what"]): h["figure"] for d in before for h in d.get("headlines", ())}
     lines = ["| what | before | after |", "|---|---|---|"]
-    for d in docs:
-        for h in d.get("headlines", ()):
-            lines.append(
-                f"| {h['what']} | {old.get((d['bench'], h['what']), '-')} | {h['figure']} |"
-            )
+    lines += [
+        f"| {h['what']} | {old.get((d['bench'], h['what']), '-')} | {h['figure']} |"
+        for d in docs
+        for h in d.get("headlines", ())
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -155,7 +155,6 @@ def main(argv: list[str] | None = None) -> int:
             warmup=0,
         )
         x_cd, x_cv = x_all.per_item * 1e3, xv_all.per_item * 1e3
-        l_cd, l_cv = l_cd_t.per_item * 1e3, l_cv_t.per_item * 1e3
         r_cd, r_cv = ratio(x_cd_t, l_cd_t), ratio(x_cv_t, l_cv_t)
         for k in range(len(lq)):
             if bits(covered[k]) != lin_cd[k] or bits(covering[k]) != lin_cv[k]:

@@ -25,7 +25,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import IO, TYPE_CHECKING, Any, TextIO, cast
 
 from pubsift.core.cli_input import InputError, one_line, read_lines, strict_json
 from pubsift.core.errors import FilterSyntaxError, PluginError, PubsiftError, printable
@@ -178,9 +178,10 @@ def _with_rates(model: FilterModel, path: str, base: str) -> FilterModel:
     if not os.path.isfile(path):
         raise _BadFilters(f"--rates: {path}: no such file")
     try:
-        return with_rates(path, base)
+        rated: FilterModel = with_rates(path, base)
     except PubsiftError as exc:
         raise _BadFilters(f"--rates {path}: {one_line(exc)}") from None
+    return rated
 
 
 def _internal(model: FilterModel, hook: str, exc: BaseException) -> str:
@@ -226,9 +227,7 @@ def _line_events(path: str, args: argparse.Namespace) -> bool:
 
     if archive_kind(path) or compression_of(path) or by_extension(path) is not None:
         return False
-    if os.path.isdir(path) or (glob.has_magic(path) and not os.path.lexists(path)):
-        return False
-    return True
+    return not os.path.isdir(path) and not (glob.has_magic(path) and not os.path.lexists(path))
 
 
 def _pairs_option(values: Sequence[str], what: str, sep: str = "=") -> dict[str, str]:
@@ -287,7 +286,7 @@ def _limits_option(values: Sequence[str]) -> ReadLimits:
     from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
 
     names = [f for f in ReadLimits.__dataclass_fields__ if f != "xml"]
-    changes: dict[str, int] = {}
+    changes: dict[str, Any] = {}  # ints, for the int fields named in ``names``
     for key, val in _pairs_option(values, "--limit").items():
         if key not in names:
             raise _BadFilters(f"--limit: no limit named {key!r} (limits: {', '.join(names)})")
@@ -459,7 +458,7 @@ class _AtomicFile:
     symbolic link is written through: the temporary file is made beside the link's target
     and replaces the target, the link stays. ``-`` is standard output (written directly)."""
 
-    def __init__(self, path: str, stdout: TextIO | None = None) -> None:
+    def __init__(self, path: str, stdout: IO[str] | None = None) -> None:
         import tempfile
 
         self.tmp = ""
@@ -546,7 +545,8 @@ def cmd_convert(args: argparse.Namespace, console: Console) -> int:
         sources = _sources(args.paths, args, args.model, models)
         limits = _limits_option(args.limit or [])
         for path in (args.out, quarantine) + ((args.summary,) if args.summary else ()):
-            opened.append(_AtomicFile(path, out))
+            # one at a time: those made before a failure are discarded below
+            opened.append(_AtomicFile(path, out))  # noqa: PERF401
     except (_BadFilters, SourceError, OSError) as exc:
         for f in opened:
             f.discard()
@@ -599,7 +599,7 @@ def _beside(path: str, suffix: str) -> str:
 SUMMARY_SOURCES = 20
 
 
-def _print_summary(summary: Any, out: TextIO, events_path: str, quarantine_path: str) -> None:
+def _print_summary(summary: Any, out: IO[str], events_path: str, quarantine_path: str) -> None:
     """Counts per source and per reason, one plain line each (grep-able). At most
     :data:`SUMMARY_SOURCES` sources, the ones with quarantined records first (most first),
     then those that gave no record, then the busiest; then how many more there are."""
@@ -836,7 +836,7 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _experiment_arguments(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="experiment", required=True, action=_LazySubcommands)
+    sub = _lazy_subparsers(p, "experiment")
     for name, (text, target) in EXPERIMENTS.items():
         sub.add_lazy(name, text, target)
 
@@ -902,7 +902,13 @@ EXPERIMENTS: dict[str, tuple[str, str]] = {
 }
 
 
-class _LazySubcommands(argparse._SubParsersAction):
+if TYPE_CHECKING:
+    _SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+else:  # not subscriptable at run time
+    _SubParsers = argparse._SubParsersAction
+
+
+class _LazySubcommands(_SubParsers):
     """Subcommands whose arguments are added when one of them is chosen: the parser of
     each is made up front with its name and help only, and its ``module:function`` is
     imported and called just before the chosen one parses the rest of the line."""
@@ -931,9 +937,16 @@ class _LazySubcommands(argparse._SubParsersAction):
         super().__call__(parser, namespace, values, option_string)
 
 
+def _lazy_subparsers(p: argparse.ArgumentParser, dest: str) -> _LazySubcommands:
+    # typeshed types add_subparsers() as a plain _SubParsersAction whatever ``action`` is
+    return cast(
+        _LazySubcommands, p.add_subparsers(dest=dest, required=True, action=_LazySubcommands)
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pubsift", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True, action=_LazySubcommands)
+    sub = _lazy_subparsers(p, "command")
     for name, (text, target) in COMMANDS.items():
         sub.add_lazy(name, text, target)
     return p
@@ -946,10 +959,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args, Console())
+        status: int = args.func(args, Console())
+        return status
     except (PubsiftError, OSError) as exc:
         if isinstance(exc, BrokenPipeError):  # the reader went away (| head): stop quietly
-            sys.stdout = open(os.devnull, "w")
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115  stdout until exit
             return 1
         sys.stderr.write(f"pubsift {args.command}: {one_line(exc)}\n")
         return 2

@@ -59,7 +59,7 @@ def read_lines(path: str, what: str) -> Iterator[Line]:
         if path == STDIN:
             stream: Any = getattr(sys.stdin, "buffer", None) or _encoded(sys.stdin)
         else:
-            stream = open(path, "rb")
+            stream = open(path, "rb")  # noqa: SIM115  closed in the finally below
     except OSError as exc:
         raise InputError(
             f"{name}: cannot read the {what} file: {exc.strerror or one_line(exc)}"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from pubsift.core.model import JSON, Event, Filter, FilterModel
 
@@ -106,8 +106,8 @@ class Admin:
     unsubs: tuple[Routed, ...]
 
 
-BrokerMessage = Union[Forward, Admin]
-Message = Union[Sub, Unsub, Adv, Unadv, Pub, Notify, Forward, Admin]
+BrokerMessage = Forward | Admin
+Message = Sub | Unsub | Adv | Unadv | Pub | Notify | Forward | Admin
 
 _KINDS: dict[str, type] = {
     c.__name__.lower(): c for c in (Sub, Unsub, Adv, Unadv, Pub, Notify, Forward, Admin)

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
 
 Filter = Hashable
 """A model's filter: immutable and hashable (equal filters must hash equally)."""
@@ -31,16 +33,23 @@ JSON = Any
 """A JSON-safe value (dict, list, str, int, float, bool, None)."""
 
 K = TypeVar("K", bound=Hashable)
+#: the filter type of a model (``FilterModel[XPathFilter, XmlEvent]``); a bare
+#: ``FilterModel`` or ``FilterIndex[K]`` means any model's filters and events.
+F = TypeVar("F", bound=Hashable, default=Hashable)
+#: the event type of a model
+E = TypeVar("E", default=Any)
 
 #: Capability names a model may claim (used by the conformance kit to skip what a model
 #: does not claim). ``merge`` = perfect merging, ``imperfect_merge`` = covering hulls.
 CAPABILITIES = frozenset({"covers", "identical", "overlaps", "merge", "imperfect_merge", "index"})
 
 
-class FilterModel(ABC):
+class FilterModel(ABC, Generic[F, E]):
     """Base class of filter models. Subclasses register under the entry-point group
     ``pubsift.models``; the entry point names the class (instantiated without arguments) or
-    a ready instance.
+    a ready instance. A model states its filter and event types as type arguments,
+    ``class XmlModel(FilterModel[XPathFilter, XmlEvent])``, and may accept wider inputs in
+    its hooks (text forms, raw documents).
 
     Only ``parse_filter``, ``parse_event``, ``matches``, the wire forms and ``covers`` are
     required; the defaults of the others are sound but weak.
@@ -53,45 +62,45 @@ class FilterModel(ABC):
 
     # -- parsing ----------------------------------------------------------------------
     @abstractmethod
-    def parse_filter(self, spec: str | Mapping[str, Any]) -> Filter:
+    def parse_filter(self, spec: str | Mapping[str, Any]) -> F:
         """Text or JSON form -> immutable, hashable filter.
 
         Raises :class:`~pubsift.core.errors.FilterSyntaxError` naming the position."""
 
     @abstractmethod
-    def parse_event(self, raw: bytes | str | Mapping[str, Any]) -> Event:
+    def parse_event(self, raw: bytes | str | Mapping[str, Any]) -> E:
         """bytes/str/mapping -> event. Raises :class:`~pubsift.core.errors.EventError`;
         never parses unsafely (no network, no external entities)."""
 
-    def parse_filters(self, spec: str | Mapping[str, Any]) -> list[Filter]:
+    def parse_filters(self, spec: str | Mapping[str, Any]) -> list[F]:
         """Like :meth:`parse_filter`, for forms that denote a disjunction (e.g. ``$or``):
         returns the conjunctive filters whose union is meant. Default: one filter."""
         return [self.parse_filter(spec)]
 
-    def format_filter(self, f: Filter) -> str:
+    def format_filter(self, f: F) -> str:
         """A readable text form that :meth:`parse_filter` reads back (default: repr)."""
         return repr(f)
 
     # -- semantics --------------------------------------------------------------------
     @abstractmethod
-    def matches(self, f: Filter, e: Event) -> bool:
+    def matches(self, f: F, e: E) -> bool:
         """e ∈ N(f), exactly."""
 
     @abstractmethod
-    def covers(self, f: Filter, g: Filter) -> bool:
+    def covers(self, f: F, g: F) -> bool:
         """N(f) ⊇ N(g). May say False when unsure; never True wrongly."""
 
-    def identical(self, f: Filter, g: Filter) -> bool:
+    def identical(self, f: F, g: F) -> bool:
         """N(f) = N(g). May say False when unsure; never True wrongly.
         Default: mutual covering."""
         return f == g or (self.covers(f, g) and self.covers(g, f))
 
-    def overlaps(self, f: Filter, g: Filter) -> bool:
+    def overlaps(self, f: F, g: F) -> bool:
         """N(f) ∩ N(g) ≠ ∅. May say True when unsure; never False wrongly.
         Default: True (always sound)."""
         return True
 
-    def merge(self, fs: Sequence[Filter], perfect: bool = True) -> Filter | None:
+    def merge(self, fs: Sequence[F], perfect: bool = True) -> F | None:
         """A filter covering every filter in ``fs``, or None if the model cannot merge them.
 
         With ``perfect=True`` the merger must match exactly the union of the inputs;
@@ -100,23 +109,23 @@ class FilterModel(ABC):
 
     # -- wire forms -------------------------------------------------------------------
     @abstractmethod
-    def dump_filter(self, f: Filter) -> JSON:
+    def dump_filter(self, f: F) -> JSON:
         """JSON-safe wire form; ``load_filter(dump_filter(f)) == f``."""
 
     @abstractmethod
-    def load_filter(self, obj: JSON) -> Filter:
+    def load_filter(self, obj: JSON) -> F:
         """Inverse of :meth:`dump_filter`."""
 
     @abstractmethod
-    def dump_event(self, e: Event) -> JSON:
+    def dump_event(self, e: E) -> JSON:
         """JSON-safe wire form; ``load_event(dump_event(e))`` equals ``e``."""
 
     @abstractmethod
-    def load_event(self, obj: JSON) -> Event:
+    def load_event(self, obj: JSON) -> E:
         """Inverse of :meth:`dump_event`."""
 
     # -- indexing ---------------------------------------------------------------------
-    def new_index(self) -> FilterIndex[Any]:
+    def new_index(self) -> FilterIndex[Any, F]:
         """A fresh :class:`FilterIndex` for routing tables. Default: linear scan."""
         from pubsift.core.index import LinearIndex
 
@@ -126,27 +135,28 @@ class FilterModel(ABC):
         return f"<{type(self).__name__} {self.name!r}>"
 
 
-class FilterIndex(ABC, Generic[K]):
+class FilterIndex(ABC, Generic[K, F]):
     """A multiset of (filter, key) pairs answering the routing queries fast.
 
     A key is whatever the caller attaches (a destination, a subscription id); the same
     filter may be held under several keys and one key may hold several filters. Every query
     answers the set of keys whose filter stands in the relation; answers must equal those
-    of :class:`~pubsift.core.index.LinearIndex` over the model's hooks.
+    of :class:`~pubsift.core.index.LinearIndex` over the model's hooks. The second type
+    argument is the model's filter type (default: any hashable filter).
     """
 
-    model: FilterModel
+    model: FilterModel[F, Any]
 
     @abstractmethod
-    def add(self, f: Filter, key: K) -> None:
+    def add(self, f: F, key: K) -> None:
         """Insert the pair (f, key); adding a present pair again is a no-op."""
 
     @abstractmethod
-    def remove(self, f: Filter, key: K) -> None:
+    def remove(self, f: F, key: K) -> None:
         """Remove the pair (f, key); raises KeyError if it is absent."""
 
     @abstractmethod
-    def __iter__(self) -> Iterator[tuple[Filter, K]]:
+    def __iter__(self) -> Iterator[tuple[F, K]]:
         """All (filter, key) pairs."""
 
     @abstractmethod
@@ -167,43 +177,43 @@ class FilterIndex(ABC, Generic[K]):
         match = self.match
         return [match(e) for e in events]
 
-    def match_pairs(self, event: Event) -> list[tuple[Filter, K]]:
+    def match_pairs(self, event: Event) -> list[tuple[F, K]]:
         """(filter, key) pairs whose filter matches; default: via :meth:`match`-style scan."""
         return [(f, k) for f, k in self if self.model.matches(f, event)]
 
     @abstractmethod
-    def covering(self, f: Filter) -> set[K]:
+    def covering(self, f: F) -> set[K]:
         """Keys of filters g with g ⊒ f (model.covers(g, f))."""
 
     @abstractmethod
-    def covered_by(self, f: Filter) -> set[K]:
+    def covered_by(self, f: F) -> set[K]:
         """Keys of filters g with f ⊒ g (model.covers(f, g))."""
 
     @abstractmethod
-    def identical(self, f: Filter) -> set[K]:
+    def identical(self, f: F) -> set[K]:
         """Keys of filters g with model.identical(g, f)."""
 
     @abstractmethod
-    def overlapping(self, f: Filter) -> set[K]:
+    def overlapping(self, f: F) -> set[K]:
         """Keys of filters g with model.overlaps(g, f)."""
 
     @abstractmethod
-    def merge_candidates(self, f: Filter) -> set[K]:
+    def merge_candidates(self, f: F) -> set[K]:
         """Keys of filters g that can be merged perfectly with f
         (model.merge([g, f], perfect=True) is not None)."""
 
-    def filters(self, key: K) -> list[Filter]:
+    def filters(self, key: K) -> list[F]:
         """The filters held under ``key``."""
         return [f for f, k in self if k == key]
 
     def keys(self) -> set[K]:
         return {k for _, k in self}
 
-    def bulk_add(self, pairs: Iterable[tuple[Filter, K]]) -> None:
+    def bulk_add(self, pairs: Iterable[tuple[F, K]]) -> None:
         """Add every pair, all or nothing: if one ``add`` raises, the pairs this call added
         are removed again before the exception propagates (a failed index operation
         changes nothing; ``add`` itself must be atomic)."""
-        added: list[tuple[Filter, K]] = []
+        added: list[tuple[F, K]] = []
         try:
             for f, k in pairs:
                 before = len(self)

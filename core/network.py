@@ -36,6 +36,7 @@ from pubsift.core.messages import (
     Adv,
     BrokerMessage,
     Forward,
+    Level,
     Message,
     Notify,
     Pub,
@@ -78,7 +79,7 @@ class Counters:
         return Counters(*(a - b for a, b in zip(astuple(self), astuple(other))))
 
 
-class _Discard(list):
+class _Discard(list[TraceOp]):
     """A trace that keeps nothing."""
 
     def append(self, item: object) -> None:
@@ -241,6 +242,7 @@ class Network:
                 broker.expire(self.now)
             broker.receive(msg, src)
         else:
+            assert self.leasing is not None  # renewals are scheduled only with leasing
             self.clients[data].renew()
             self._push(self.now + self.leasing.refresh, "renew", data)
 
@@ -285,11 +287,11 @@ class Network:
         self.send(src, dst, msg)
 
     # -- counters -------------------------------------------------------------------------
-    def table_sizes(self, level: str = "S") -> dict[str, tuple[int, int]]:
+    def table_sizes(self, level: Level = "S") -> dict[str, tuple[int, int]]:
         """Per broker, (local entries, remote entries) over all models."""
         return {name: b.sizes(level) for name, b in self.brokers.items()}
 
-    def remote_entries(self, level: str = "S") -> int:
+    def remote_entries(self, level: Level = "S") -> int:
         """Σ|R|: remote routing entries over all brokers."""
         return sum(r for _, r in self.table_sizes(level).values())
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pubsift.core.model import Event, Filter, FilterModel
 
@@ -54,7 +55,7 @@ class Verdict:
     settled: int  # publications whose delivery set was checked exactly
     unsettled: int  # publications only checked for safety
     deliveries: int
-    settled_ids: frozenset = frozenset()
+    settled_ids: frozenset[Hashable] = frozenset()
 
     @property
     def ok(self) -> bool:
@@ -69,7 +70,7 @@ class Verdict:
 
 
 def check(
-    trace: Iterable,
+    trace: Iterable[Any],  # TraceOps: which fields are set depends on the kind
     models: Mapping[str, FilterModel],
     advertisements: bool = False,
     since: float | None = None,
@@ -89,6 +90,7 @@ def check(
         m = models[model]
         return any(mm == model and m.matches(f, event) for mm, f in variables)
 
+    p: _Publication | None
     for op in trace:
         k = op.kind
         if k in ("sub", "renew-sub"):
@@ -162,14 +164,13 @@ def check(
         settled += 1
         settled_ids.add(pid)
         got = set(p.delivered)
-        for y in sorted(p.expected - got):
-            violations.append(Violation("missing", pid, y, f"{p.event!r} from {p.publisher}"))
-        for y in sorted(got - p.expected):
-            violations.append(Violation("extra", pid, y, f"{p.event!r} from {p.publisher}"))
+        what = f"{p.event!r} from {p.publisher}"
+        violations.extend(Violation("missing", pid, y, what) for y in sorted(p.expected - got))
+        violations.extend(Violation("extra", pid, y, what) for y in sorted(got - p.expected))
     return Verdict(violations, settled, unsettled, deliveries, frozenset(settled_ids))
 
 
-def deliveries(trace: Iterable) -> dict[Hashable, frozenset[str]]:
+def deliveries(trace: Iterable[Any]) -> dict[Hashable, frozenset[str]]:
     """Publication id -> the clients notified about it (for differential tests)."""
     out: dict[Hashable, set[str]] = {}
     for op in trace:

@@ -9,6 +9,7 @@ Clients attach to ``access`` brokers (the local brokers there; every broker else
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import deque
 from dataclasses import dataclass, field
@@ -73,7 +74,8 @@ def hierarchy(levels: int = 4, fanout: int = 3) -> Topology:
                 edges.append((parent, r))
                 nxt.append(r)
         frontier = nxt
-    local, router_of = [], {}
+    local: list[str] = []
+    router_of: dict[str, str] = {}
     for r in routers:
         for _ in range(2 if level[r] == levels else 1):
             lb = f"l{len(local)}"
@@ -85,7 +87,7 @@ def hierarchy(levels: int = 4, fanout: int = 3) -> Topology:
 
 def line(n: int) -> Topology:
     bs = [f"b{i}" for i in range(n)]
-    return Topology(bs, list(zip(bs, bs[1:])), bs)
+    return Topology(bs, list(itertools.pairwise(bs)), bs)
 
 
 def star(n: int) -> Topology:

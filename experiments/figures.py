@@ -85,6 +85,7 @@ def _guide(
         ax.plot([xmin, xmax], [slope * xmin, slope * xmax], ls="--", lw=0.8, color="grey")
         ax.annotate(text, (xmax, slope * xmax), fontsize=6, color="grey", ha="right")
     else:
+        assert y is not None  # a guide is a slope or a level
         ax.axhline(y, ls="--", lw=0.8, color="grey")
         ax.annotate(text, (0, y), fontsize=6, color="grey", va="bottom")
 
@@ -241,6 +242,6 @@ def _finish(ax: Axes, panel: Panel, curves: Curves) -> None:
     panel(ax, curves)
     ax.set_xlabel("active subscriptions x", fontsize=7)
     ax.tick_params(labelsize=6)
-    ax.yaxis.label.set_size(7)
+    ax.yaxis.label.set_fontsize(7)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=6)

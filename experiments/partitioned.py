@@ -54,8 +54,10 @@ def symbols(f: Filter) -> frozenset[str] | None:
     return None
 
 
-def rest(f: RecordFilter) -> tuple:
-    """The filter without its symbol constraint."""
+def rest(f: Filter) -> tuple[Any, ...]:
+    """The filter without its symbol constraint (of a records filter: the index calls it
+    where :func:`symbols` found symbols)."""
+    assert isinstance(f, RecordFilter)
     return tuple(kv for kv in f.constraints if kv[0] != "symbol")
 
 

@@ -30,7 +30,7 @@ def read_csv(path: Path) -> list[Point]:
     """The points of a CSV written by :func:`write_csv`. A missing file or column, or a
     value of the wrong type, is a ``ValueError`` naming the file and line."""
     try:
-        fh = open(path, newline="", encoding="utf-8")
+        fh = open(path, newline="", encoding="utf-8")  # noqa: SIM115  closed by the with below
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror}") from None
     with fh:

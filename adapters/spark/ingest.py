@@ -15,13 +15,14 @@ file is written once, in the adapters; this module only moves bytes and rows.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pubsift.adapters.inputs import expand, files
 from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
@@ -57,6 +58,10 @@ class Listing:
     @property
     def total_bytes(self) -> int:
         return sum(self.sizes.values())
+
+
+def _open_binary(path: str) -> BinaryIO:
+    return open(path, "rb")
 
 
 def list_files(sources: Sequence[Source], limits: ReadLimits = DEFAULT_READ_LIMITS) -> Listing:
@@ -239,13 +244,15 @@ def converter(listing: Listing, limits: ReadLimits) -> Callable[[Iterator[Any]],
         for batch in batches:
             paths = batch.column("path").to_pylist()
             contents = batch.column("content") if "content" in batch.schema.names else None
+            opener: Callable[[], BinaryIO]
+            size: int | None
             for i, uri in enumerate(paths):
                 path = local_path(uri)
                 if contents is not None:
                     content = contents[i].as_py()
-                    opener, size = (lambda c=content: io.BytesIO(c)), len(content)
+                    opener, size = functools.partial(io.BytesIO, content), len(content)
                 else:
-                    opener, size = (lambda p=path: open(p, "rb")), listing.sizes.get(path)
+                    opener, size = functools.partial(_open_binary, path), listing.sizes.get(path)
                 for label, source in files_of.get(path, ()):
                     for row in _rows(_outcomes(label, source, opener, size, limits), dump):
                         out.append(row)

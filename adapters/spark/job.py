@@ -160,7 +160,9 @@ def _ingest(
                 output.path("quarantine"),
                 output.format,
             )
-            counts = converted.groupBy("kind", "source", "model", "reason").count().collect()
+            counts: list[Any] = (
+                converted.groupBy("kind", "source", "model", "reason").count().collect()
+            )
         finally:
             converted.unpersist()
         lost = unread(listing, counts)
@@ -192,7 +194,7 @@ def _ingest(
 def unread(listing: Any, counts: Sequence[Any]) -> list[str]:
     """The labels of listed files that gave no row at all (neither ``seen`` nor a record:
     the file never reached a task)."""
-    reached = set()
+    reached: set[str] = set()
     for _, source, _, _, _ in counts:
         parts = source.split("!")  # an archive member names its archive: a.zip!m.csv
         reached.update("!".join(parts[:i]) for i in range(1, len(parts) + 1))

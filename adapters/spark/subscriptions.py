@@ -356,7 +356,8 @@ def _subscriber(
     filters = _filters(where, model, spec, agreement, problems)
     if filters is None:
         return None
-    return Subscriber(sid, name, tuple(filters), where, dict(entry), agreement)
+    # sid and name are strings: anything else added a problem above
+    return Subscriber(sid, name, tuple(filters), where, dict(entry), agreement)  # type: ignore[arg-type]
 
 
 def _filters(

@@ -8,6 +8,7 @@ hostile filter, the index answers every query exactly as before.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ KEYS = range(4)
 
 
 def _compare(
-    kit: Kit, data: Any, index: FilterIndex, ref: LinearIndex, pool: list[Any], step: int
+    kit: Kit, data: Any, index: FilterIndex[Any], ref: LinearIndex[Any], pool: list[Any], step: int
 ) -> None:
     def same(what: str, got: Any, want: Any) -> None:
         assert got == want, (
@@ -80,7 +81,7 @@ def index_equals_linear_scan(kit: Kit, data: Any) -> None:
     _compare(kit, data, index, ref, pool, len(script))
 
 
-def snapshot(index: FilterIndex, events: list[Event], probes: list[Filter]) -> dict[str, Any]:
+def snapshot(index: FilterIndex[Any], events: list[Event], probes: list[Filter]) -> dict[str, Any]:
     """Everything the index answers about ``events`` and ``probes``: its state as seen from
     outside."""
     state: dict[str, Any] = {
@@ -120,7 +121,7 @@ def index_problems(
     index = model.new_index()
     index.bulk_add([(g, i) for i, g in enumerate(pool)])
     probes = pool[:3]
-    attempts = [
+    attempts: list[tuple[str, Callable[[], None]]] = [
         ("add(f)", lambda: index.add(f, HOSTILE_KEY)),
         (
             "bulk_add([valid, f, valid])",
@@ -187,8 +188,11 @@ def index_problems(
     return problems
 
 
+_LIMITS = Limits()
+
+
 def failed_add_changes_nothing(
-    kit: Kit, data: Any, batch: int = 12, limits: Limits = Limits()
+    kit: Kit, data: Any, batch: int = 12, limits: Limits = _LIMITS
 ) -> None:
     """Hostile filters that parse are added to an index of valid ones (in a forked child,
     see :mod:`~pubsift.core.conformance.sandbox`); see :func:`index_problems`."""

@@ -36,7 +36,7 @@ class Kit:
     events: st.SearchStrategy
     matching_event: MatchingEvent
     capabilities: frozenset[str]
-    hits: Counter = field(default_factory=Counter, compare=False)
+    hits: Counter[str] = field(default_factory=Counter, compare=False)
 
     def hit(self, what: str) -> None:
         """Count that the situation ``what`` a check looks for occurred."""
@@ -63,14 +63,17 @@ class Kit:
             )
 
     def filter(self, data: Any, label: str) -> Filter:
-        return data.draw(self.filters, label=label)
+        f: Filter = data.draw(self.filters, label=label)
+        return f
 
     def pool(self, data: Any, label: str, min_size: int = 2, max_size: int = 5) -> list[Filter]:
         """A few filters; checks test every pair (triple) of a pool, which makes relations
         that random pairs rarely satisfy (covering, merging) hit far more often. If the
         model merges, the pool also holds the running mergers ``m1 = merge(f0, f1)``,
         ``m2 = merge(m1, f2)``, ...: a chain of filters that should cover each other."""
-        pool = data.draw(st.lists(self.filters, min_size=min_size, max_size=max_size), label=label)
+        pool: list[Filter] = data.draw(
+            st.lists(self.filters, min_size=min_size, max_size=max_size), label=label
+        )
         if "imperfect_merge" in self.capabilities:
             perfect = False
         elif "merge" in self.capabilities:

@@ -23,6 +23,7 @@ strings cost hypothesis nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -227,7 +228,8 @@ def describe(value: Any, limit: int = 300) -> str:
                     return False
             return put("]")
         try:
-            r = object.__repr__(v) if type(v).__repr__ is object.__repr__ else repr(v)
+            # mypy types the class attribute type(v).__repr__ as a bound method
+            r = object.__repr__(v) if type(v).__repr__ is object.__repr__ else repr(v)  # type: ignore[comparison-overlap]
         except Exception as exc:  # a hostile value may not even repr
             r = f"<{type(v).__name__}: repr raised {type(exc).__name__}>"
         return put(r[:200])
@@ -433,7 +435,7 @@ def _mutate_text(draw: Any, text: str, texts: st.SearchStrategy[str]) -> tuple[s
 def _paths(obj: Any, cap: int = 200) -> list[tuple[Any, ...]]:
     """Paths (key/index sequences) of the members of a JSON value, breadth first."""
     out: list[tuple[Any, ...]] = [()]
-    queue = [((), obj)]
+    queue: list[tuple[tuple[Any, ...], Any]] = [((), obj)]
     while queue and len(out) < cap:
         path, v = queue.pop(0)
         items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
@@ -458,11 +460,11 @@ def _get(obj: Any, path: tuple[Any, ...]) -> Any:
     return obj
 
 
-def _replace(obj: Any, path: tuple[Any, ...], new: Callable[[Any], Any]) -> Any:
-    """A copy of ``obj`` with the member at ``path`` replaced by ``new(old)`` (``new`` may
-    return :data:`_DELETE`)."""
+def _replace(obj: Any, path: tuple[Any, ...], new: Any) -> Any:
+    """A copy of ``obj`` with the member at ``path`` replaced by ``new`` (or deleted, for
+    :data:`_DELETE`)."""
     if not path:
-        return new(obj)
+        return new
     head, rest = path[0], path[1:]
     copy = dict(obj) if isinstance(obj, dict) else list(obj)
     v = _replace(obj[head], rest, new)
@@ -500,33 +502,31 @@ def mutated_json(
         how = draw(_JSON_OPS)
         if how == "number" and isinstance(old, (int, float)) and not isinstance(old, bool):
             v, what = draw(_NUMBER_VALUES)
-            obj = _replace(obj, path, lambda _: v)
+            obj = _replace(obj, path, v)
             recipe.append(f"replace the number {where} by {what}")
         elif how == "delete" and path:
-            obj = _replace(obj, path, lambda _: _DELETE)
+            obj = _replace(obj, path, _DELETE)
             recipe.append(f"delete {where}")
         elif how == "add" and isinstance(old, (dict, list)):
             v, what = draw(EXTREME)
             if isinstance(old, dict):
-                key = draw(
-                    st.sampled_from(["extra", "", "\x00", "\ud800", "$or"] + [k for k in old])
-                )
-                obj = _replace(obj, path, lambda o: {**o, key: v})
+                key = draw(st.sampled_from(["extra", "", "\x00", "\ud800", "$or"] + list(old)))
+                obj = _replace(obj, path, {**old, key: v})
                 recipe.append(f"set {where}[{key!r}] to {what}")
             else:
-                obj = _replace(obj, path, lambda o: o + [v])
+                obj = _replace(obj, path, [*old, v])
                 recipe.append(f"append {what} to {where}")
         elif how == "text" and isinstance(old, str):
             text, steps = _mutate_text(draw, old, st.just(old))
-            obj = _replace(obj, path, lambda _: text)
+            obj = _replace(obj, path, text)
             recipe.append(f"mutate the text of {where}: {steps}")
         elif how == "wrap":
             d = draw(st.sampled_from(DEPTHS))
-            obj = _replace(obj, path, lambda o: nested_list(d, o))
+            obj = _replace(obj, path, nested_list(d, old))
             recipe.append(f"wrap {where} in {d} lists")
         else:
             v, what = draw(EXTREME)
-            obj = _replace(obj, path, lambda _: v)
+            obj = _replace(obj, path, v)
             recipe.append(f"replace {where} by {what}")
     return obj, " -> ".join(recipe)
 
@@ -566,10 +566,8 @@ def filter_jsons(model: Any, filters: st.SearchStrategy) -> st.SearchStrategy[Ca
     def cases(t: tuple[Any, str]) -> st.SearchStrategy[Case]:
         obj, recipe = t
         out = [Case("filter_wire", obj, f"wire {recipe}"), Case("filter", obj, f"object {recipe}")]
-        try:
+        with contextlib.suppress(TypeError, ValueError, RecursionError):
             out.append(Case("filter", json.dumps(obj), f"JSON text of {recipe}"))
-        except (TypeError, ValueError, RecursionError):
-            pass
         return st.sampled_from(out)
 
     return mutated_json(dumped).flatmap(cases)

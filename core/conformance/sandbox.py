@@ -12,6 +12,7 @@ as messages. POSIX only (``os.fork``, ``resource``).
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import os
@@ -68,10 +69,8 @@ def _child(cases: Sequence[T], work: Callable[[T], list[str]], limits: Limits, f
 
     _limit_memory(limits.memory)
     if faulthandler.is_enabled():  # a crash's traceback goes to the test's captured stderr
-        try:
+        with contextlib.suppress(AttributeError, OSError, ValueError):
             faulthandler.enable(file=sys.stderr, all_threads=False)
-        except (AttributeError, OSError, ValueError):
-            pass
     for i, case in enumerate(cases):
         send({"start": i})
         for problem in work(case):
@@ -96,13 +95,11 @@ def run_isolated(
             os.close(read_fd)
             _child(cases, work, limits, write_fd)
         except BaseException as exc:  # the child must never return into pytest
-            try:
+            with contextlib.suppress(BaseException):
                 os.write(
                     write_fd,
                     (json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n").encode(),
                 )
-            except BaseException:
-                pass
             status = 3
         finally:
             os._exit(status)

@@ -43,7 +43,7 @@ from pubsift.core.routing_table import Entry, RoutingTable, entry_key
 from pubsift.core.strategies.base import Outbox, generate
 from pubsift.core.strategies.covering import Covering
 
-Parts = frozenset
+Parts = frozenset[Filter]
 
 
 @dataclass

@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import csv
 import io
+import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -96,7 +97,7 @@ class RateTable:
                     raise ConversionError(f"rate of {cur} must be positive and finite: {p}")
                 if p.start is not None and p.end is not None and p.end <= p.start:
                     raise ConversionError(f"empty validity period for {cur}: {p}")
-            for a, b in zip(ps, ps[1:]):
+            for a, b in itertools.pairwise(ps):
                 if a.end is None or b.start is None or b.start < a.end:
                     raise ConversionError(f"overlapping validity periods for {cur}: {a}, {b}")
             self._periods[cur] = ps
@@ -132,7 +133,7 @@ class RateTable:
                 "text with the columns currency,rate"
             )
         try:
-            for i, row in enumerate(reader, start=2):
+            for _i, row in enumerate(reader, start=2):
                 cur, rate = row.get("currency"), row.get("rate")
                 if not isinstance(cur, str) or not isinstance(rate, str):
                     raise ValueError("a row has currency and rate")
@@ -248,6 +249,11 @@ def load_conversions() -> dict[str, PropertyConversion]:
 Converter = Callable[[Any, "datetime | None"], Any]
 
 
+def _property_step(conv: PropertyConversion, a: Any, b: Any) -> Converter:
+    """The step converting a value's property ``a`` into ``b`` with ``conv``."""
+    return lambda v, at: conv.convert(v, a, b, at)
+
+
 class ConversionManager:
     """Builds and checks conversions between contexts for a kind of value.
 
@@ -303,12 +309,17 @@ class ConversionManager:
                 )
         if kind == QUANTITY and src.unit and dst.unit:
             unit_converter(src.unit, dst.unit)
-        if kind == MONEY and src.currency and dst.currency and src.currency != dst.currency:
-            if self.rates is None:
-                raise ConversionError(
-                    f"cannot convert {src.currency} to {dst.currency}: "
-                    "the conversion manager has no exchange rates"
-                )
+        if (
+            kind == MONEY
+            and src.currency
+            and dst.currency
+            and src.currency != dst.currency
+            and self.rates is None
+        ):
+            raise ConversionError(
+                f"cannot convert {src.currency} to {dst.currency}: "
+                "the conversion manager has no exchange rates"
+            )
         for prop, a in src.extra:
             b = dst.get(prop)
             if b is not None and a != b:
@@ -356,8 +367,7 @@ class ConversionManager:
         for prop, b in dst.extra:
             a = src.get(prop)
             if a is not None and a != b:
-                conv = self._property(prop)
-                steps.append(lambda v, at, conv=conv, a=a, b=b: conv.convert(v, a, b, at))
+                steps.append(_property_step(self._property(prop), a, b))
         if kind in (QUANTITY, MONEY) and dst.scale != 1:
             d = float(dst.scale)
             steps.append(lambda v, at: float(v) / d)

@@ -257,7 +257,7 @@ class FilterBuilder:
             if prop in onto.context_properties(c):
                 conv = self.manager.conversions.get(prop)
                 fixed = conv is not None and not conv.time_varying
-                extra.append((prop, conv.matching_value if fixed else v))
+                extra.append((prop, conv.matching_value if conv is not None and fixed else v))
         return tgt.with_(**dict(extra)) if extra else tgt
 
     def _value(

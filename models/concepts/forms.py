@@ -171,7 +171,8 @@ def check_clause(c: Clause, concept: str, onto: Ontology, where: str) -> None:
     if kind == QUANTITY and not unitless:
         want = onto.matching_unit(member)
         try:
-            want = canonical_unit(want) if want is not None else base_unit(t.unit)
+            # (checked above: a quantity's matching context names its unit)
+            want = canonical_unit(want) if want is not None else base_unit(t.unit)  # type: ignore[arg-type]
         except ConversionError as exc:
             raise err(str(exc), ".context") from None
         if t.unit != want:
@@ -233,7 +234,8 @@ def format_filter(f: ConceptFilter, onto: Ontology) -> str:
     """The text form (parsed back to the same filter); filters the text cannot express
     (e.g. infinite bounds, or too long for the text form's limits) are written in their
     JSON wire form, which parse_filter reads."""
-    own, parts = [], []
+    own: list[str] = []
+    parts: list[str] = []
     for c in f.clauses:
         text = _format_clause(c, onto)
         if text is None:
@@ -300,9 +302,10 @@ def _unit_text(unit: str | None) -> str | None:
         items = UREG.parse_units(unit)._units.items()
     except Exception:
         return None
-    if not all(float(e).is_integer() for _, e in items):
+    # pint types exponents as any number; a unit's are real
+    if not all(float(e).is_integer() for _, e in items):  # type: ignore[arg-type]
         return None
-    text = " * ".join(n if e == 1 else f"{n} ** {int(e)}" for n, e in items)
+    text = " * ".join(n if e == 1 else f"{n} ** {int(e)}" for n, e in items)  # type: ignore[arg-type]
     try:
         return text if _UNIT.fullmatch(text) and canonical_unit(text) == unit else None
     except ConversionError:
@@ -330,8 +333,9 @@ def _format_clause(c: Clause, onto: Ontology) -> str | None:
             f"{path} {neg}in {'[' if x.lo_closed else '('}{lo}, {hi}{']' if x.hi_closed else ')'}"
         ).lstrip()
     if op in (Op.IN_SET, Op.NOT_IN_SET):
-        lits = [_lit(v, c) for _, v in sorted(x, key=lambda kv: sort_key(kv[1]))]
-        if any(v is None for v in lits):
+        found = [_lit(v, c) for _, v in sorted(x, key=lambda kv: sort_key(kv[1]))]
+        lits = [v for v in found if v is not None]
+        if len(lits) < len(found):
             return None
         neg = "not " if op is Op.NOT_IN_SET else ""
         return f"{path} {neg}in {{{', '.join(lits)}}}".lstrip()

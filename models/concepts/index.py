@@ -19,7 +19,7 @@ queries (covering, overlap, merging) scan with the model's hooks, like
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.index import LinearIndex
@@ -29,6 +29,9 @@ from pubsift.models.concepts.forms import check_filter
 from pubsift.models.concepts.semantic_objects import SemanticObject
 from pubsift.models.constraints import Constraint, Op, skey
 from pubsift.models.records import RecordFilter, RecordsModel
+
+if TYPE_CHECKING:
+    from pubsift.models.concepts.model import ConceptsModel
 
 _CONCEPT = "@concept"
 
@@ -46,30 +49,35 @@ def _key(key: Any) -> Hashable:
         hash(key)
     except TypeError:
         raise FilterSyntaxError(f"an index key is hashable, not {type(key).__name__}") from None
-    return key
+    return cast(Hashable, key)  # hash(key) succeeded
 
 
-class ConceptsIndex(FilterIndex[Hashable]):
+class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
     """(filter, key) pairs; ``match`` through a records index over converted values, the
     relation queries by a linear scan over the model's hooks."""
 
-    def __init__(self, model: Any) -> None:
+    model: ConceptsModel
+
+    def __init__(self, model: ConceptsModel) -> None:
         self.model = model
         self._scan = LinearIndex(model)
+        # keys: the (filter, key) pairs held
         self._records = RecordsModel().new_index()
-        self._names: dict[tuple, str] = {}  # (path, target) -> virtual attribute
-        self._by_path: dict[tuple, dict[str, Clause]] = {}
+        self._names: dict[tuple[Any, ...], str] = {}  # (path, target) -> virtual attribute
+        self._by_path: dict[Any, dict[str, Clause]] = {}  # path -> virtual attribute -> clause
         self._uses: dict[str, int] = {}
         self._counter = 0
 
-    def _translate(self, f: ConceptFilter) -> tuple[RecordFilter, list[tuple[tuple, str]]]:
+    def _translate(
+        self, f: ConceptFilter
+    ) -> tuple[RecordFilter, list[tuple[tuple[Any, ...], str]]]:
         """The records filter of ``f`` and the virtual attributes it would create (nothing
         is changed: a failed :meth:`add` must leave the index as it was)."""
         onto = self.model.ontology
         attrs = {
             _CONCEPT: Constraint(Op.IN_SET, frozenset(skey(c) for c in onto.descendants(f.concept)))
         }
-        fresh: list[tuple[tuple, str]] = []
+        fresh: list[tuple[tuple[Any, ...], str]] = []
         for c in f.clauses:
             key = (c.path, c.target)
             name = self._names.get(key)
@@ -146,7 +154,7 @@ class ConceptsIndex(FilterIndex[Hashable]):
             found = [(p, cs) for p, cs in ((p, known(p)) for p, _ in e.walk()) if cs]
         else:
             found = [(p, cs) for p, cs in self._by_path.items() if e.find(p) is not None]
-        for path, clauses in found:
+        for _path, clauses in found:
             for name, c in clauses.items():
                 v = value(e, c)
                 if v is _FAIL or v.__class__ is tuple:
@@ -158,7 +166,8 @@ class ConceptsIndex(FilterIndex[Hashable]):
         if not isinstance(event, SemanticObject):
             raise EventError(f"not a concepts event: {type(event).__name__}")
         flat, verify = self._flat(event)
-        pairs = self._records.match(flat)
+        # the records index holds the (filter, key) pairs as its keys
+        pairs = cast("set[tuple[ConceptFilter, Hashable]]", self._records.match(flat))
         if verify:
             matches = self.model.matches
             return [p for p in pairs if matches(p[0], event)]

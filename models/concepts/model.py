@@ -57,7 +57,7 @@ def _reason(exc: BaseException) -> str:
     return str(exc).split(";")[0]
 
 
-class ConceptsModel(FilterModel):
+class ConceptsModel(FilterModel[ConceptFilter, SemanticObject]):
     """Filters: ``StockQuote where FinalPrice < 100 USD and NetWeight >= 2 kg``.
     Events: semantic objects (JSON form in :mod:`~pubsift.models.concepts.semantic_objects`).
 
@@ -105,10 +105,11 @@ class ConceptsModel(FilterModel):
         ``client`` supplies units/currencies left implicit; ``terms`` a client vocabulary.
         Raises FilterSyntaxError, or ConversionError for impossible conversions."""
         if isinstance(spec, str) and spec.lstrip().startswith("{"):
+            text = spec
             try:
-                spec = json.loads(spec, parse_constant=_refuse_constant)
+                spec = json.loads(text, parse_constant=_refuse_constant)
             except json.JSONDecodeError as exc:
-                raise FilterSyntaxError(f"bad JSON: {exc.msg}", spec, exc.pos) from None
+                raise FilterSyntaxError(f"bad JSON: {exc.msg}", text, exc.pos) from None
             except (ValueError, RecursionError) as exc:
                 raise FilterSyntaxError(f"bad JSON: {_reason(exc)}", path="$") from None
         if isinstance(spec, Mapping):

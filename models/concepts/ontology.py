@@ -37,7 +37,7 @@ QUANTITY, MONEY, DATE, PLAIN = "quantity", "money", "date", "plain"
 """Kinds of concept values, from the context properties a concept carries."""
 
 #: context-property IRIs of the pubsift vocabulary -> names used in :class:`Context`
-PROPERTY_NAMES = {
+PROPERTY_NAMES: dict[rdflib.term.Node, str] = {
     PS.unit: "unit",
     PS.currency: "currency",
     PS.scaleFactor: "scale",
@@ -229,12 +229,14 @@ class Ontology:
         return short if self._terms.get(term_key(short)) == {concept} else concept
 
     def labels(self, concept: str, lang: str | None = None) -> list[str]:
-        out = []
-        for p in _LABELS:
-            for lit in self.graph.objects(URIRef(concept), p):
-                if lang is None or getattr(lit, "language", None) == lang:
-                    out.append(str(lit))
-        return sorted(set(out))
+        return sorted(
+            {
+                str(lit)
+                for p in _LABELS
+                for lit in self.graph.objects(URIRef(concept), p)
+                if lang is None or getattr(lit, "language", None) == lang
+            }
+        )
 
     # -- context properties -----------------------------------------------------------
     def _own_properties(self, g: rdflib.Graph, c: str) -> set[str]:

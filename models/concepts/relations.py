@@ -202,7 +202,10 @@ def _scaled_bounds(c: Constraint, r: float) -> Constraint | None:
     op, x = c.op, c.operand
     if op is Op.EXISTS:
         return c
-    num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+
+    def num(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+
     if op in (Op.LT, Op.LE) and num(x):
         b = x * r
         return Constraint(Op.LE, b + _widen(b))

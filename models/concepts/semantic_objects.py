@@ -55,8 +55,9 @@ class SemanticObject:
     value: Any
     context: Context = EMPTY
     time: datetime | None = None
-    _members: dict = field(default=None, compare=False, hash=False, repr=False)
-    _cache: dict = field(default=None, compare=False, hash=False, repr=False)
+    # set by __post_init__
+    _members: dict[str, SemanticObject] = field(init=False, compare=False, hash=False, repr=False)
+    _cache: dict[Any, Any] = field(init=False, compare=False, hash=False, repr=False)
     size: int = field(default=1, init=False, compare=False, hash=False, repr=False)
     """The number of objects: this one and its members at any depth."""
 
@@ -73,9 +74,10 @@ class SemanticObject:
     def find(self, path: Path) -> SemanticObject | None:
         o = self
         for c in path:
-            o = o._members.get(c)
-            if o is None:
+            member = o._members.get(c)
+            if member is None:
                 return None
+            o = member
         return o
 
     def members(self) -> dict[str, SemanticObject]:

@@ -147,8 +147,10 @@ def _tokens(text: str) -> Iterator[Token]:
                 else f"unexpected character {text[i]!r}"
             )
             raise FilterSyntaxError(what, text, i)
-        if m.lastgroup != "ws":
-            yield Token(m.lastgroup, m.group(), m.group(), i)
+        kind = m.lastgroup
+        assert kind is not None  # every alternative of the pattern is a named group
+        if kind != "ws":
+            yield Token(kind, m.group(), m.group(), i)
         i = m.end()
     yield Token(END, "", None, n)
 
@@ -168,7 +170,9 @@ def _tokenize(text: str) -> list[Token]:
         )
     bad = _SURROGATE.search(text)
     if bad is not None:  # shown with U+FFFD in their place: messages must be printable
-        raise FilterSyntaxError(text_problem(text), _SURROGATE.sub("\ufffd", text), bad.start())
+        problem = text_problem(text)
+        assert problem is not None  # the surrogate found
+        raise FilterSyntaxError(problem, _SURROGATE.sub("\ufffd", text), bad.start())
     out: list[Token] = []
     for t in _tokens(text):
         if len(out) == MAX_TOKENS:
@@ -354,7 +358,9 @@ class _Parser:
         t = self.tok
         if t.kind not in ("word", "unitsym") or t.text.lower() in _KEYWORDS:
             return None
-        end = _UNIT.match(self.text, t.pos).end()
+        unit = _UNIT.match(self.text, t.pos)
+        assert unit is not None  # a word or unit symbol starts a unit
+        end = unit.end()
         while self.tok.kind != "end" and self.tok.pos < end:
             self.take()
         return self.text[t.pos : end]

@@ -75,6 +75,7 @@ def _condition(draw, member: str) -> str:
     )
     if op in ("exists", "not exists"):
         return f"{member} {op}"
+    grid: tuple[Any, ...]
     if op == "between":
         if kind in (MONEY, QUANTITY):
             unit = draw(st.sampled_from(CURRENCIES if kind == MONEY else UNITS))

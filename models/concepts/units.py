@@ -18,7 +18,7 @@ import pint
 from pubsift.core.errors import ConversionError
 from pubsift.models.concepts.limits import MAX_EXPONENT, MAX_UNIT_LENGTH, text_problem
 
-UREG = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
+UREG: pint.UnitRegistry = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
 """The shared unit registry (pint quantities from different registries cannot be mixed)."""
 UREG.define("dozen = 12 * count = dz")
 
@@ -107,8 +107,8 @@ _ZERO_EXPONENT = re.compile(r"(?:\*\*|\^)\s*[-+]?\s*(?:0+(?:\.0*)?|\.0+)(?![\d.]
 def _syntax_problem(text: str) -> str | None:
     """What is wrong with the shape of a unit expression, in the user's terms, for the
     mistakes pint reports in its own terms (or not at all: ``kg ** 0`` fails inside pint)."""
-    if _OPERATOR.match(text):
-        return f"it starts with the operator {_OPERATOR.match(text).group()!r}; {_SHAPE}"
+    if operator := _OPERATOR.match(text):
+        return f"it starts with the operator {operator.group()!r}; {_SHAPE}"
     if re.search(r"(?:\*\*|\^|[*/])\s*$", text):
         return f"it ends with an operator; {_SHAPE}"
     if _ZERO_EXPONENT.search(text):

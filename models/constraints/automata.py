@@ -416,7 +416,8 @@ def dfa_kmp(s: str, absorbing: bool) -> Dfa:
             row[col[s[i]]] = i + 1
             k = rows[k][col[s[i]]]
         rows.append(row)
-    edges, default = [], []
+    edges: list[list[tuple[int, int, int]]] = []
+    default: list[int] = []
     for i, row in enumerate(rows):
         if i == n and absorbing:
             edges.append([])
@@ -470,11 +471,12 @@ class StrSet:
     @property
     def dfa(self) -> Dfa:
         if self._dfa is None:
+            assert self.lex is not None  # a StrSet holds spans, an automaton or both
             self._dfa = dfa_of_spans(self.lex)
         return self._dfa
 
     def is_empty(self) -> bool:
-        return not self.lex.items if self.lex is not None else self._dfa.is_empty()
+        return not self.lex.items if self.lex is not None else self.dfa.is_empty()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, StrSet):
@@ -511,12 +513,12 @@ class StrSet:
         return (self - other).is_empty()
 
     def contains(self, v: str) -> bool:
-        return self.lex.contains(v) if self.lex is not None else self._dfa.contains(v)
+        return self.lex.contains(v) if self.lex is not None else self.dfa.contains(v)
 
     def strings(self, limit: int = 4096) -> list[str] | None:
         if self.lex is not None:
             return self.lex.points(limit)
-        return self._dfa.strings(limit)
+        return self.dfa.strings(limit)
 
     def samples(self) -> Iterator[str]:
         if self.lex is not None:

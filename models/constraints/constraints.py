@@ -53,6 +53,7 @@ its elements; the empty list is a multi value too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -63,9 +64,9 @@ from pubsift.models.constraints.values import BOOL, MULTI, NULL, NUM, STR, Scala
 class _Absent:
     """The value of an attribute a notification does not carry."""
 
-    _inst = None
+    _inst: _Absent | None = None
 
-    def __new__(cls):  # singleton
+    def __new__(cls) -> _Absent:  # singleton
         if cls._inst is None:
             cls._inst = super().__new__(cls)
         return cls._inst
@@ -73,14 +74,14 @@ class _Absent:
     def __repr__(self) -> str:
         return "ABSENT"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[_Absent], tuple[()]]:
         return (_Absent, ())
 
 
 ABSENT: Any = _Absent()
 
 
-class Op(str, Enum):
+class Op(str, Enum):  # noqa: UP042  StrEnum would change str(op) and format(op)
     EXISTS = "exists"
     NOT_EXISTS = "not-exists"
     INSTANCEOF = "instanceof"
@@ -127,7 +128,8 @@ class Interval:
             return False
         if hi is None:
             return True
-        return v <= hi if self.hi_closed else v < hi
+        inside: bool = v <= hi if self.hi_closed else v < hi
+        return inside
 
     @property
     def kind(self) -> str:
@@ -186,10 +188,11 @@ class Constraint:
         if op in _MULTI_OPS:
             return MULTI
         if op in (Op.IN_SET, Op.NOT_IN_SET):
-            kinds = {k for k, _ in x}
+            kinds: set[str] = {k for k, _ in x}
             return kinds.pop() if len(kinds) == 1 else None
         if op in (Op.IN_RANGE, Op.NOT_IN_RANGE):
-            return x.kind
+            interval: Interval = x
+            return interval.kind
         if op in (
             Op.INSTANCEOF,
             Op.PREFIX,
@@ -264,16 +267,20 @@ def _same_kind(c: Scalar, v: Any) -> bool:
     return _num(v)
 
 
-def _eq(c, v):
+#: a value test: (operand, value) -> accepted?
+_Test = Callable[[Any, Any], bool]
+
+
+def _eq(c: Any, v: Any) -> bool:
     return _same_kind(c, v) and v == c
 
 
-def _ne(c, v):
+def _ne(c: Any, v: Any) -> bool:
     return _same_kind(c, v) and v != c
 
 
-def _cmp(test):
-    def f(c, v):
+def _cmp(test: _Test) -> _Test:
+    def f(c: Any, v: Any) -> bool:
         if isinstance(c, str):
             return isinstance(v, str) and test(v, c)
         return _num(v) and test(v, c)
@@ -281,46 +288,46 @@ def _cmp(test):
     return f
 
 
-def _in_range(i: Interval, v):
+def _in_range(i: Interval, v: Any) -> bool:
     if i.kind == STR:
         return isinstance(v, str) and i.contains(v)
     return _num(v) and i.contains(v)
 
 
-def _not_in_range(i: Interval, v):
+def _not_in_range(i: Interval, v: Any) -> bool:
     if i.kind == STR:
         return isinstance(v, str) and not i.contains(v)
     return _num(v) and not i.contains(v)
 
 
-def _scalar(v) -> bool:
+def _scalar(v: Any) -> bool:
     return v is None or isinstance(v, (str, int, float))
 
 
-def _in_set(s, v):
+def _in_set(s: frozenset[tuple[str, Any]], v: Any) -> bool:
     return _scalar(v) and skey(v) in s
 
 
-def _not_in_set(s, v):
+def _not_in_set(s: frozenset[tuple[str, Any]], v: Any) -> bool:
     if not _scalar(v):
         return False
     k = skey(v)
     return k not in s and any(k[0] == sk for sk, _ in s)
 
 
-def _elems(v) -> frozenset | None:
+def _elems(v: Any) -> frozenset[tuple[str, Any]] | None:
     return frozenset(skey(x) for x in v) if isinstance(v, tuple) else None
 
 
-def _multi(test):
-    def f(c, v):
+def _multi(test: _Test) -> _Test:
+    def f(c: Any, v: Any) -> bool:
         x = _elems(v)
         return x is not None and test(x, c)
 
     return f
 
 
-_MATCH = {
+_MATCH: dict[Op, _Test] = {
     Op.INSTANCEOF: lambda t, v: isinstance(v, str) and v in t.members,
     Op.EQ: _eq,
     Op.NE: _ne,

@@ -56,6 +56,7 @@ class Elems:
     def gen(self) -> tuple:
         g = self._gen
         if g is None:
+            assert self.fin is not None  # an Elems holds the finite form, the general or both
             neg, keys = self.fin
             by: dict[str, list] = {NUM: [], STR: [], BOOL: [], NULL: []}
             for k, v in keys:

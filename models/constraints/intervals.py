@@ -11,7 +11,7 @@ half-open ``[lo, hi)`` (an open lower end ``a`` is ``a + "\\0"``, nothing lies b
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 INF = math.inf
@@ -76,7 +76,7 @@ class Line:
 class IntLine(Line):
     """Integers; spans are canonical half-open ``[a, b)`` with integer ends."""
 
-    def canon(self, lo, lc, hi, hc):
+    def canon(self, lo: Any, lc: bool, hi: Any, hc: bool) -> tuple[Any, ...] | None:
         if lo == -INF or lo == INF:
             lc = False
         else:
@@ -86,7 +86,7 @@ class IntLine(Line):
         hc = False
         return (lo, lc, hi, hc) if lo < hi else None
 
-    def point(self, s):
+    def point(self, s: tuple[Any, ...]) -> tuple[bool, Any]:
         return (s[0] != -INF and s[2] == s[0] + 1, s[0])
 
     def member(self, v):
@@ -100,7 +100,7 @@ class StrLine(Line):
     bottom = ("", True)
     top = (TOP, False)
 
-    def canon(self, lo, lc, hi, hc):
+    def canon(self, lo: Any, lc: bool, hi: Any, hc: bool) -> tuple[Any, ...] | None:
         if lo is TOP:
             return None
         if not lc:
@@ -111,7 +111,7 @@ class StrLine(Line):
             hi += "\0"
         return (lo, True, hi, False) if lo < hi else None
 
-    def point(self, s):
+    def point(self, s: tuple[Any, ...]) -> tuple[bool, Any]:
         return (s[2] is not TOP and s[2] == s[0] + "\0", s[0])
 
 
@@ -241,15 +241,25 @@ class Spans:
             if lo == -INF and hi == INF:
                 cands += [0, 1, -1, 2]
             elif lo == -INF:
-                cands += [math.floor(hi) - 1, math.floor(hi) - 2, *_safe(lambda: hi - 0.5), hi - 10]
+                cands += [
+                    math.floor(hi) - 1,
+                    math.floor(hi) - 2,
+                    *_safe(lambda x: x - 0.5, hi),
+                    hi - 10,
+                ]
             elif hi == INF:
-                cands += [math.floor(lo) + 1, math.floor(lo) + 2, *_safe(lambda: lo + 0.5), lo + 10]
+                cands += [
+                    math.floor(lo) + 1,
+                    math.floor(lo) + 2,
+                    *_safe(lambda x: x + 0.5, lo),
+                    lo + 10,
+                ]
             else:
                 cands += [
                     math.floor(lo) + 1,
                     math.floor(lo) + 2,
-                    *_safe(lambda: (lo + hi) / 2),
-                    *_safe(lambda: lo + (hi - lo) / 4),
+                    *_safe(lambda a, b: (a + b) / 2, lo, hi),
+                    *_safe(lambda a, b: a + (b - a) / 4, lo, hi),
                 ]
             seen = set()
             for v in cands:
@@ -260,11 +270,11 @@ class Spans:
                     yield v
 
 
-def _safe(candidate: Any) -> list:
-    """``[candidate()]``, or ``[]`` when the float arithmetic overflows (integer ends of
-    hundreds of digits: such a span has integer samples)."""
+def _safe(candidate: Callable[..., Any], *ends: Any) -> list[Any]:
+    """``[candidate(*ends)]``, or ``[]`` when the float arithmetic overflows (integer ends
+    of hundreds of digits: such a span has integer samples)."""
     try:
-        return [candidate()]
+        return [candidate(*ends)]
     except OverflowError:
         return []
 

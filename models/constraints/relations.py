@@ -31,10 +31,10 @@ combinations and unions of several multi-value cubes a representation may be mis
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 from functools import lru_cache, reduce, wraps
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
 from pubsift.models.constraints.multivalues import TooComplex
@@ -81,7 +81,7 @@ _NOT_APPLICABLE = (None, None)
 _AFFIX = {_PREFIX: str.startswith, _SUFFIX: str.endswith, _SUBSTRING: lambda s, t: t in s}
 
 
-def _span_of(c: Constraint, integer: bool) -> tuple:
+def _span_of(c: Constraint, integer: bool) -> tuple[Any, ...]:
     """(line, canonical span) when L_A(c) is one interval of numbers or of strings (span
     None: empty), else (None, None). The fast path of the routing hot spots: ranges,
     comparisons, equality and prefixes (Tables 4.2-4.5) without building value sets."""
@@ -92,6 +92,8 @@ def _span_of(c: Constraint, integer: bool) -> tuple:
     if op is _PREFIX:
         return LEX, LEX.canon(*prefix_span(x))
     t = type(x)
+    bottom: Any
+    top: Any
     if t is str:
         line, bottom, top = LEX, "", TOP
     elif t is int or t is float:
@@ -112,7 +114,7 @@ def _span_of(c: Constraint, integer: bool) -> tuple:
 
 
 @lru_cache(maxsize=65536)
-def _finite(c: Constraint, integer: bool) -> tuple | None:
+def _finite(c: Constraint, integer: bool) -> tuple[Any, ...] | None:
     """The members of L_A(c) for EQ / IN_SET / INSTANCEOF, else None."""
     op, x = c.op, c.operand
     if op is _EQ:
@@ -134,23 +136,29 @@ def _same_scalar(x: Any, y: Any) -> bool:
     """skey(x) == skey(y) without building the keys."""
     tx, ty = type(x), type(y)
     if tx is ty or (tx is int and ty is float) or (tx is float and ty is int):
-        return x == y
+        same: bool = x == y
+        return same
     return False
 
 
-def _sound(answer: Any):
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _sound(answer: Any) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
     """Answer ``answer`` (the sound one: covers/identical False, overlaps True, merge None;
     a callable is called with the arguments) when deciding exactly would be
     :class:`~.multivalues.TooComplex` (string automata past ``automata.MAX_CELLS``,
     unions of many multi-value cubes)."""
 
-    def wrap(fn):
+    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
         @wraps(fn)
-        def sound(*args, **kwargs):
+        def sound(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             try:
                 return fn(*args, **kwargs)
             except TooComplex:
-                return answer(*args, **kwargs) if callable(answer) else answer
+                found: _R = answer(*args, **kwargs) if callable(answer) else answer
+                return found
 
         return sound
 
@@ -186,7 +194,8 @@ def covers(a: Constraint, b: Constraint, integer: bool = False) -> bool:
     if opa in _AFFIX and opb in _AFFIX and (opa is opb or opa is _SUBSTRING):
         return _AFFIX[opa](b.operand, a.operand)  # Table 4.5
     if opa is _IN_SET and opb is _IN_SET and not integer:
-        return b.operand <= a.operand
+        subset: bool = b.operand <= a.operand
+        return subset
     if opb is _EQ and opa is _IN_SET and not integer:
         return skey(b.operand) in a.operand
     if a == b:
@@ -197,7 +206,7 @@ def covers(a: Constraint, b: Constraint, integer: bool = False) -> bool:
     return value_set(b, integer).issubset(value_set(a, integer))
 
 
-def span_key(c: Constraint, integer: bool = False) -> tuple | None:
+def span_key(c: Constraint, integer: bool = False) -> tuple[Any, ...] | None:
     """For a constraint whose L_A is one interval of numbers or of strings (ranges,
     comparisons, equality, prefixes), a hashable key such that two such constraints are
     :func:`identical` exactly when their keys are equal; None for other constraints (which
@@ -221,7 +230,8 @@ def identical(a: Constraint, b: Constraint, integer: bool = False) -> bool:
         if lb is not None:
             return sa == sb and (sa is None or (la is LEX) == (lb is LEX))
     if a.op is _IN_SET and b.op is _IN_SET and not integer:
-        return a.operand == b.operand
+        same: bool = a.operand == b.operand
+        return same
     if a == b:
         return True
     return value_set(a, integer) == value_set(b, integer)
@@ -368,7 +378,7 @@ class Conjunction:
         self.integer = integer
         self._acc: Constraint | None = None
         self._family: tuple[Op, str | None] | None = None
-        self._parts: list[frozenset] = []
+        self._parts: list[frozenset[Any]] = []
 
     def __bool__(self) -> bool:
         """Whether a clause has been added."""
@@ -404,7 +414,7 @@ class Conjunction:
         return self._acc
 
 
-def _family(c: Constraint) -> tuple[Op, str | None, frozenset] | None:
+def _family(c: Constraint) -> tuple[Op, str | None, frozenset[Any]] | None:
     """(operator of the union form, kind, set) for the clauses :class:`Conjunction` joins
     by the union of their sets, else None."""
     op, x = c.op, c.operand
@@ -449,7 +459,7 @@ def _multi_candidates(cs: Sequence[Constraint]) -> list[Constraint]:
     """Merger / hull candidates for multi values (Table 4.8: overlaps of the union,
     disjoint from the intersection, and the subset / superset analogues)."""
 
-    def elems(c: Constraint) -> frozenset:
+    def elems(c: Constraint) -> frozenset[Any]:
         return frozenset([c.operand]) if c.op in (Op.CONTAINS, Op.NOT_CONTAINS) else c.operand
 
     out = []
@@ -497,7 +507,7 @@ def _any_candidates(cs: Sequence[Constraint], join: Any) -> list[Constraint]:
 
 
 def _common_prefix(words: Sequence[str]) -> str:
-    return os.path.commonprefix(list(words))
+    return os.path.commonprefix(list(words))  # noqa: RUF071  words, not paths: by character
 
 
 def _str_candidates(vs: ValueSet, cs: Sequence[Constraint]) -> list[Constraint]:
@@ -576,7 +586,7 @@ def _num_candidates(vs: ValueSet, integer: bool) -> list[Constraint]:
     return out
 
 
-def _gap_size(g: tuple) -> tuple[bool, Fraction]:
+def _gap_size(g: tuple[Any, ...]) -> tuple[bool, Fraction]:
     """The length of a numeric span, exactly: ends may be integers of thousands of digits
     and floats, whose difference as floats would overflow (or round)."""
     lo, hi = g[0], g[2]
@@ -628,11 +638,12 @@ def _hull(cs: list[Constraint], integer: bool) -> Constraint:
             if k == STR and part_keys(vs, k, False) is None:
                 break
         else:
-            keys = [key for k in kinds for key in part_keys(vs, k, False)]
+            # the loop above ruled out None for the kinds that can have it
+            keys = [key for k in kinds for key in part_keys(vs, k, False)]  # type: ignore[union-attr]
             cands.append(Constraint(Op.IN_SET, frozenset(keys)))
     cands += _any_candidates(cs, hull)
     cands.append(Constraint(Op.EXISTS))
-    best = None
+    best: Constraint | None = None
     for c in cands:
         try:
             if not vs.issubset(value_set(c, integer)):
@@ -641,6 +652,7 @@ def _hull(cs: list[Constraint], integer: bool) -> Constraint:
             continue
         if best is None or (covers(best, c, integer) and not covers(c, best, integer)):
             best = c
+    assert best is not None  # EXISTS, the last candidate, holds every value but ABSENT
     return normalize(best, integer)
 
 

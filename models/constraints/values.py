@@ -10,10 +10,10 @@ booleans, null. Python's ``True == 1`` is avoided everywhere by keying scalars w
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
-Scalar = Union[str, int, float, bool, None]
-Value = Union[Scalar, tuple]  # a tuple is a multi value (list of scalars)
+Scalar = str | int | float | bool | None
+Value = Scalar | tuple[Any, ...]  # a tuple is a multi value (list of scalars)
 
 NUM, STR, BOOL, NULL, MULTI = "num", "str", "bool", "null", "multi"
 
@@ -39,7 +39,7 @@ def skey(v: Scalar) -> tuple[str, Scalar]:
     return (kind(v), v)
 
 
-def sort_key(v: Scalar) -> tuple:
+def sort_key(v: Scalar) -> tuple[Any, ...]:
     """A total order over scalars of all kinds, for canonical (deterministic) output."""
     k = kind(v)
     return (k, "" if v is None else v)

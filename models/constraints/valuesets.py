@@ -38,7 +38,8 @@ What is not decided exactly:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import builtins
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -67,11 +68,11 @@ class ValueSet:
     absent: bool
     num: Spans
     str: StrSet
-    bools: frozenset
+    bools: frozenset[Any]
     null: bool
     multi: MultiSet
 
-    def kinds(self) -> frozenset[str]:
+    def kinds(self) -> frozenset[builtins.str]:  # (the field str shadows the type)
         """The kinds with members (``"absent"`` for ABSENT)."""
         out = set()
         if self.absent:
@@ -259,9 +260,9 @@ def _with(integer: bool, **parts: Any) -> ValueSet:
     )
 
 
-def _scalar_part(integer: bool, keys, negate: bool) -> ValueSet:
+def _scalar_part(integer: bool, keys: Iterable[tuple[str, Any]], negate: bool) -> ValueSet:
     """IN_SET (or NOT_IN_SET when ``negate``) of skey pairs, kind by kind."""
-    by_kind: dict[str, list] = {}
+    by_kind: dict[str, list[Any]] = {}
     for k, v in keys:
         by_kind.setdefault(k, []).append(v)
     line = _line(integer)
@@ -280,7 +281,7 @@ def _scalar_part(integer: bool, keys, negate: bool) -> ValueSet:
     return _with(integer, **parts)
 
 
-def _cmp_span(op: Op, x: Any) -> tuple:
+def _cmp_span(op: Op, x: Any) -> tuple[Any, ...]:
     hi = TOP if isinstance(x, str) else INF
     lo = "" if isinstance(x, str) else -INF
     return {
@@ -291,7 +292,7 @@ def _cmp_span(op: Op, x: Any) -> tuple:
     }[op]
 
 
-def _ordered(integer: bool, x: Any, raw: list[tuple], negate: bool = False) -> ValueSet:
+def _ordered(integer: bool, x: Any, raw: list[tuple[Any, ...]], negate: bool = False) -> ValueSet:
     if isinstance(x, str):
         s = Spans.of(LEX, raw)
         return _with(integer, str=StrSet(~s if negate else s))
@@ -327,7 +328,7 @@ def value_set(c: Constraint, integer: bool = False) -> ValueSet:
         return _with(integer, str=StrSet(None, dfa_caseless(x)))
     if op is Op.ANY:
         return _any_element(x, integer)
-    none = frozenset()
+    none: frozenset[Any] = frozenset()
     cubes = {
         Op.SUBSET: lambda: cube(Elems((False, x)), none, ()),
         Op.SUPERSET: lambda: cube(ALL_ELEMS, x, ()),

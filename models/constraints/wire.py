@@ -168,7 +168,7 @@ def load_constraint(obj: JSON, path: str = "$") -> Constraint:
     return Constraint(op, s)
 
 
-def _load_interval(obj: Mapping, path: str) -> Interval:
+def _load_interval(obj: Mapping[Any, Any], path: str) -> Interval:
     lo = _load_scalar(obj["lo"], path + ".lo")
     hi = obj["hi"]
     hi = None if hi is None else _load_scalar(hi, path + ".hi")

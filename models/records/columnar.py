@@ -57,6 +57,7 @@ pickled (``RecordsIndex.__getstate__``).
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -284,7 +285,9 @@ class Plan:
         entries = list(index._entries.values())
         key_ids: dict[Hashable, int] = {}
         keys: list[Hashable] = []
-        fk_start, fk_count, fk_flat = [], [], []
+        fk_start: list[int] = []
+        fk_count: list[int] = []
+        fk_flat: list[int] = []
         self.duplicates = False  # some key is held by several filters
         for e in entries:
             fk_start.append(len(fk_flat))
@@ -336,20 +339,20 @@ class Plan:
                 elif b is None:
                     self.general.setdefault(fid, []).append((name, compile_test(c)))
                 else:
-                    col = bounds.get(name)
-                    if col is None:
+                    bcol = bounds.get(name)
+                    if bcol is None:
                         inf = float("inf")
-                        col = bounds[name] = [
+                        bcol = bounds[name] = [
                             np.zeros(n, bool),
                             np.full(n, -inf),
                             np.full(n, inf),
                             np.ones(n, bool),
                             np.ones(n, bool),
                         ]
-                    col[0][fid] = True
-                    col[1][fid], col[2][fid], col[3][fid], col[4][fid] = b
-        for a in self.anchors.values():
-            a.freeze()
+                    bcol[0][fid] = True
+                    bcol[1][fid], bcol[2][fid], bcol[3][fid], bcol[4][fid] = b
+        for anchor in self.anchors.values():
+            anchor.freeze()
         self.floating_ids = np.array(floating, dtype=np.int64)
         self.bounds = bounds
         # string equalities besides the anchor: per attribute, which filters have one,
@@ -673,7 +676,7 @@ def _blocks(sources: list, n: int, budget: int) -> list[tuple[int, int]]:
         base = int(cum[start - 1]) if start else 0
         end = int(np.searchsorted(cum, base + budget, side="right"))
         edges.append(min(n, max(end, start + 1)))
-    return list(zip(edges, edges[1:]))
+    return list(itertools.pairwise(edges))
 
 
 def _candidates(sources: list, fast: Any, lo: int, hi: int) -> tuple[Any, Any]:
@@ -797,7 +800,7 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
     clean = clean.to_numpy(zero_copy_only=False)
     slow = ~clean
     out_r, out_k = [], []
-    stack = [np.flatnonzero(clean)]
+    stack: list[Any] = [np.flatnonzero(clean)]  # arrays of row numbers
     while stack:
         rows = stack.pop()
         if not len(rows):

@@ -116,6 +116,7 @@ def counterexample(
             out = witness_record(
                 RecordFilter.of({k: x for k, x in gd.items() if k != name}), integer_attrs
             )
+            assert out is not None  # g without this attribute filter is satisfiable too
             if v is not ABSENT:
                 out[name] = v
             return out
@@ -264,8 +265,9 @@ def _hulls(live: list[RecordFilter], ints: frozenset[str]) -> RecordFilter:
     """The imperfect merger: the hull of every attribute constrained in all filters."""
     out = {}
     for name in sorted(set().union(*(f.names for f in live))):
-        cs = [f.get(name) for f in live]
-        if None in cs:
+        found = [f.get(name) for f in live]
+        cs = [c for c in found if c is not None]
+        if len(cs) < len(found):
             continue
         try:
             out[name] = rel.hull(cs, name in ints)
@@ -285,8 +287,9 @@ def _merge_one_attribute(live: list[RecordFilter], ints: frozenset[str]) -> Reco
         return None
     (name,) = differing
     out = live[0].as_dict()
-    cs = [f.get(name) for f in live]
-    if None not in cs:
+    found = [f.get(name) for f in live]
+    cs = [c for c in found if c is not None]
+    if len(cs) == len(found):
         try:
             union = rel.union_all([value_set(c, name in ints) for c in cs])
         except TooComplex:  # too costly to decide: no perfect merger found (sound)

@@ -75,7 +75,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from pubsift.core.model import FilterIndex, FilterModel
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
@@ -113,7 +113,7 @@ _OTHER = 7  # ≠, not-in, not-prefix, substring, multi-value operators, exists,
 PLAN_SLACK = 16
 
 
-def _order(nc: tuple[str, Constraint]) -> tuple:
+def _order(nc: tuple[str, Constraint]) -> tuple[Any, ...]:
     name, c = nc
     if c.op is Op.ANY:  # "any element": as selective as its inner constraint
         c = c.operand
@@ -178,16 +178,16 @@ class _Group:
 
     __slots__ = ("entries", "samples", "test")
 
-    def __init__(self, c: Constraint, samples: tuple) -> None:
+    def __init__(self, c: Constraint, samples: tuple[Any, ...]) -> None:
         self.entries: dict[_Entry, None] = {}
         self.samples = samples
         self.test = compile_test(c)
 
 
-class RecordsIndex(FilterIndex[Hashable]):
+class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
     """Filter index of the records model: see the module docstring."""
 
-    def __init__(self, model: FilterModel) -> None:
+    def __init__(self, model: FilterModel[RecordFilter, Any]) -> None:
         self.model = model
         schema = getattr(model, "schema", None)
         self.integer_attrs: frozenset[str] = frozenset(getattr(schema, "integer_attrs", ()))
@@ -200,7 +200,7 @@ class RecordsIndex(FilterIndex[Hashable]):
         self._cindex: dict[str, AttributeIndex] = {}
         # the same groups for identity lookups: one-interval attribute filters by their
         # span (identical iff equal spans), the others in attribute indexes of their own
-        self._by_span: dict[str, dict[tuple, dict[_Group, None]]] = {}
+        self._by_span: dict[str, dict[tuple[Any, ...], dict[_Group, None]]] = {}
         self._odd: dict[str, AttributeIndex] = {}
         # entries (hashed by identity) by attribute names and by witness values
         self._by_names: dict[tuple[str, ...], dict[_Entry, None]] = {}
@@ -208,9 +208,9 @@ class RecordsIndex(FilterIndex[Hashable]):
         self._no_witness: dict[_Entry, None] = {}
         # match_wire_batch's plan (models/records/columnar.py): built on first use,
         # dropped by add/remove, not pickled
-        self._columnar: dict | None = None
+        self._columnar: dict[str, Any] | None = None
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_columnar"] = None
         return state
@@ -292,7 +292,9 @@ class RecordsIndex(FilterIndex[Hashable]):
         node = e.node
         node.entry = None
         node.folded_changed()
-        while node.parent is not None and node.entry is None and not node.sub:
+        while (
+            node.parent is not None and node.via is not None and node.entry is None and not node.sub
+        ):
             parent, (n, c) = node.parent, node.via
             del parent.sub[(n, c)]
             _detach(parent.children, n, c, node)
@@ -323,7 +325,7 @@ class RecordsIndex(FilterIndex[Hashable]):
         else:
             self._witnesses.remove(e.witness, e)
 
-    def _samples(self, n: str, c: Constraint) -> tuple:
+    def _samples(self, n: str, c: Constraint) -> tuple[Any, ...]:
         """Values of attribute n that c accepts, the first one its witness (integers for
         integer attributes, where ``valuesets`` works over the integers; ``ABSENT`` for
         not-exists); empty if none is known. The constants of the common operators are
@@ -354,7 +356,9 @@ class RecordsIndex(FilterIndex[Hashable]):
         return self._witness_of({nc: self._samples(*nc) for nc in f.constraints})
 
     @staticmethod
-    def _witness_of(samples: dict[tuple[str, Constraint], tuple]) -> dict[str, Any] | None:
+    def _witness_of(
+        samples: dict[tuple[str, Constraint], tuple[Any, ...]],
+    ) -> dict[str, Any] | None:
         out: dict[str, Any] = {}
         for (n, _), found in samples.items():
             if not found:
@@ -429,7 +433,7 @@ class RecordsIndex(FilterIndex[Hashable]):
 
         return columnar.match_wire_batch(self, wires)
 
-    def _columnar_cache(self) -> dict:
+    def _columnar_cache(self) -> dict[str, Any]:
         cache = getattr(self, "_columnar", None)
         if cache is None:
             from pubsift.models.records import columnar
@@ -560,7 +564,7 @@ class RecordsIndex(FilterIndex[Hashable]):
                     yield group
 
 
-def _obvious(c: Constraint) -> tuple:
+def _obvious(c: Constraint) -> tuple[Any, ...]:
     if c.op is Op.ANY:  # a scalar is the one leaf of itself
         c = c.operand
     x = c.operand
@@ -593,7 +597,11 @@ def _detach(indexes: dict[str, AttributeIndex], name: str, c: Constraint, item: 
         del indexes[name]
 
 
-def _discard(d: dict, key: Hashable, item: Any) -> None:
+_K = TypeVar("_K", bound=Hashable)
+_T = TypeVar("_T")
+
+
+def _discard(d: dict[_K, dict[_T, None]], key: _K, item: _T) -> None:
     held = d[key]
     del held[item]
     if not held:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pubsift.models.constraints.limits import MAX_INT_DIGITS, int_message
@@ -66,6 +66,7 @@ def check_depth(obj: Any, path: str = "$") -> None:
     stack: list[tuple[Any, int, str]] = [(obj, 1, path)]
     while stack:
         v, depth, p = stack.pop()
+        items: Iterable[tuple[Any, Any]]
         if isinstance(v, Mapping):
             items = v.items()
         elif isinstance(v, (list, tuple)):

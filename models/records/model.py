@@ -11,11 +11,12 @@ attribute. The hooks delegate to one module per concept: ``syntax`` / ``eventbri
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import JSON, FilterIndex, FilterModel
+from pubsift.models.constraints import Constraint
 from pubsift.models.constraints.multivalues import TooComplex
 from pubsift.models.constraints.relations import Unsatisfiable, normalize
 from pubsift.models.records import checks, conjunctive, limits, syntax, wire
@@ -24,7 +25,7 @@ from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.typesystem import Schema
 
 
-class RecordsModel(FilterModel):
+class RecordsModel(FilterModel[RecordFilter, Record]):
     """Structured records. ``schema`` declares integer-valued attributes (which makes the
     number line discrete for them: ``x in {20..25}`` is identical to ``x in [20, 25]``) and
     the type hierarchy used by ``instanceof``."""
@@ -58,9 +59,8 @@ class RecordsModel(FilterModel):
                 raw = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise EventError(f"event is not UTF-8: {exc.reason}", f"byte {exc.start}") from None
-        if isinstance(raw, str):
-            raw = _load_json(raw)
-        record = Record.of(raw)
+        obj = _load_json(raw) if isinstance(raw, str) else raw
+        record = Record.of(obj)
         for name in self._ints:
             v = record.get(name)
             if v is not None and _not_integer(v):
@@ -121,7 +121,7 @@ class RecordsModel(FilterModel):
         return self._canonical(wire.load_filter(obj))
 
     def _canonical(self, f: RecordFilter) -> RecordFilter:
-        out = {}
+        out: dict[str, Constraint] = {}
         for name, c in f.constraints:
             try:
                 out[name] = normalize(c, self.schema.is_integer(name))
@@ -145,7 +145,7 @@ class RecordsModel(FilterModel):
         return wire.load_event(obj)
 
     # -- indexing ---------------------------------------------------------------------
-    def new_index(self) -> FilterIndex[Any]:
+    def new_index(self) -> FilterIndex[Hashable, RecordFilter]:
         from pubsift.models.records.index import RecordsIndex
 
         return RecordsIndex(self)

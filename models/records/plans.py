@@ -79,7 +79,7 @@ def apply_items(buckets: Any, update: Any, extend: Any) -> int:
 #: A node's plan: per attribute name ``(name, on_str, on_num, absent, index)``: the parts
 #: run for a string value, those for a number, the folded bucket for an absent attribute
 #: (or None) and the attribute index itself (probed for values of other kinds).
-NodePlan = tuple
+NodePlan = tuple[Any, ...]
 
 
 def compile_node(children: dict[str, AttributeIndex]) -> NodePlan:
@@ -321,7 +321,7 @@ def _one_sided(s: SortedItems, below: bool, right: bool) -> Part:
 def _two_sided(los: list, rest: list) -> Part:
     """Elementary regions of the endpoints: region 2i+1 is {p_i}, region 2i the values
     strictly between p_(i-1) and p_i (region 0 below p_0, region 2m above p_(m-1))."""
-    points: list = sorted({x for x in los} | {hi for _, hi, _, _ in rest})
+    points: list = sorted(set(los) | {hi for _, hi, _, _ in rest})
     m = len(points)
     spans = []
     for lo, (lc, hi, hc, item) in zip(los, rest):
@@ -337,7 +337,7 @@ def _two_sided(los: list, rest: list) -> Part:
                 regions[r].append(item)
         table = [fold(r) if r else None for r in regions]
 
-        def part(v: Any, update: Any, extend: Any) -> None:
+        def by_region(v: Any, update: Any, extend: Any) -> None:
             i = bisect_left(points, v)
             r = table[2 * i + 1 if i < m and points[i] == v else 2 * i]
             if r is not None:
@@ -345,7 +345,7 @@ def _two_sided(los: list, rest: list) -> Part:
                 if r[1]:
                     extend(r[1])
 
-        return part
+        return by_region
     # segment tree over the 2m + 1 regions: an interval sits in O(log m) canonical nodes
     size = 1
     while size < 2 * m + 1:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from hypothesis import strategies as st
 from pubsift.models.constraints.constraints import Constraint, Interval, Op
@@ -45,6 +45,9 @@ SCHEMA = Schema.of(integer_attrs=["c"], types=TYPES)
 
 NUMBERS = (-1, 0, 1, 2, 3, 0.5, 1.5, 2.0)
 INTEGERS = (-1, 0, 1, 2, 3)
+
+
+_NONE: st.SearchStrategy[None] = st.none()
 
 
 @cache
@@ -108,7 +111,7 @@ def raw_constraints(
     (before :func:`relations.normalize`); on integer attributes only the operators that
     can hold for integers, null or lists of integers, with such operands."""
 
-    def c(op: Op, operand: st.SearchStrategy[Any] = st.none()) -> st.SearchStrategy:
+    def c(op: Op, operand: st.SearchStrategy[Any] = _NONE) -> st.SearchStrategy:
         return operand.map(lambda x: Constraint(op, x))
 
     if integer:  # values are integers, null or lists of integers (the model checks)
@@ -176,7 +179,8 @@ def constraints(schema: Schema = SCHEMA, integer: bool = False) -> st.SearchStra
         except (Unsatisfiable, NotRepresentable):
             return None
 
-    return raw_constraints(schema, integer).map(canonical).filter(lambda c: c is not None)
+    kept = raw_constraints(schema, integer).map(canonical).filter(lambda c: c is not None)
+    return cast("st.SearchStrategy[Constraint]", kept)  # the filter drops the Nones
 
 
 @st.composite
@@ -219,7 +223,9 @@ def _natural(c: Constraint, integer: bool) -> list[Any]:
         ends = [
             e for e in (x.lo, x.hi) if isinstance(e, str) or (e is not None and math.isfinite(e))
         ]
-        step = "a" if isinstance(x.lo, str) else 1 if integer else 0.5
+        step: Any = (
+            "a" if isinstance(x.lo, str) else 1 if integer else 0.5
+        )  # added to str or number ends
         return ends + [e + step for e in ends]
     if isinstance(x, frozenset):
         elems = tuple(v for _, v in x)

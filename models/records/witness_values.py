@@ -38,7 +38,7 @@ class WitnessValues:
 
     def __init__(self) -> None:
         self._hashed: dict[str, dict[tuple, dict[Any, None]]] = {}
-        self._sorted: dict[tuple[str, str], SortedItems] = {}  # (name, NUM or STR) -> sorted
+        self._sorted: dict[tuple[str, str | None], SortedItems] = {}  # (name, NUM or STR) -> sorted
         self._all: dict[str, dict[Any, Any]] = {}  # name -> item -> value
 
     def add(self, witness: dict[str, Any], item: Hashable) -> None:
@@ -47,7 +47,7 @@ class WitnessValues:
             k = kind(v)
             if k != MULTI:
                 self._hashed.setdefault(n, {}).setdefault(skey(v), {})[item] = None
-            if k == NUM or k == STR:
+            if k in (NUM, STR):
                 s = self._sorted.get((n, k))
                 if s is None:
                     s = self._sorted[(n, k)] = SortedItems()
@@ -62,7 +62,7 @@ class WitnessValues:
                 _discard(by_value, skey(v), item)
                 if not by_value:
                     del self._hashed[n]
-            if k == NUM or k == STR:
+            if k in (NUM, STR):
                 s = self._sorted[(n, k)]
                 s.remove(v, item)
                 if not s.bounds:

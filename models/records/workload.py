@@ -29,10 +29,11 @@ from __future__ import annotations
 import csv
 import gzip
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 from pubsift.core.errors import EventError
 from pubsift.models.constraints.constraints import Constraint, Interval, Op
@@ -95,7 +96,7 @@ def _quote(row: list[str], where: str) -> Record:
 
 def load_quotes(path: Path, limit: int | None = None) -> list[Record]:
     """The first ``limit`` quote events (all by default) of the quotes file."""
-    out = []
+    out: list[Record] = []
     for r in iter_quotes(path):
         if limit is not None and len(out) >= limit:
             break
@@ -130,7 +131,9 @@ class _Stats:
     def __init__(self, quotes: Sequence[Record]) -> None:
         closes: dict[str, list[float]] = {}
         volumes: dict[str, list[int]] = {}
-        for q in quotes:
+        # quote records: a str symbol, a float price, an int volume
+        quote_values: Sequence[Mapping[str, Any]] = quotes
+        for q in quote_values:
             s = q["symbol"]
             if "price" in q:
                 closes.setdefault(s, []).append(q["price"])

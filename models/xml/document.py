@@ -54,19 +54,19 @@ class Document:
         pos_any = [1] * n
         by_tag: dict[str, list[int]] = {}
         for i in range(1, n):
-            p = parent_of[i]
-            kids = children[p]
+            up = parent_of[i]
+            kids = children[up]
             kids.append(i)
             pos_any[i] = len(kids)
-            same = by_tag_children[p].setdefault(tags[i], [])
+            same = by_tag_children[up].setdefault(tags[i], [])
             same.append(i)
             pos_tag[i] = len(same)
             by_tag.setdefault(tags[i], []).append(i)
         end = list(range(n))
         for i in range(n - 1, 0, -1):
-            p = parent_of[i]
-            if end[i] > end[p]:
-                end[p] = end[i]
+            up = parent_of[i]
+            if end[i] > end[up]:
+                end[up] = end[i]
         self.elements = elements
         self.tags = tags
         self.parent = parent_of

@@ -24,7 +24,7 @@ question, so subtrees holding none of them are not visited. The node order ⪯ i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from pubsift.models.xml.homomorphism import label_leq
 from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node
@@ -63,11 +63,11 @@ class TNode:
         self.bleaves = 0  # branching patterns with a leaf here
         self.csub = 0  # patterns whose node here has children
         self.multi = 0  # patterns whose node here has two children or more
-        self.depth = 0 if parent is None else parent.depth + 1
+        self.depth: int = 0 if parent is None else parent.depth + 1
         self.size = 1  # nodes in the subtree rooted here
         self.plain = not self.preds and self.position is None  # a bare tag test, * or //
         # no ``//`` on the path from the root to here (this node included)
-        self.fixed = parent is None or (parent.fixed and self.label != DESCENDANT)
+        self.fixed: bool = parent is None or (parent.fixed and self.label != DESCENDANT)
 
     def child(self, key: tuple, bit: int) -> TNode:
         """Alg. 1 lines 1-5: a child with this label not yet holding the pattern, or a
@@ -78,7 +78,7 @@ class TNode:
         t = TNode(key, self)
         self.children.append(t)
         self.by_label.setdefault(key[0], []).append(t)
-        a = self
+        a: TNode | None = self
         while a is not None:
             a.size += 1
             a = a.parent
@@ -90,7 +90,7 @@ class TNode:
         same.remove(t)
         if not same:
             del self.by_label[t.label]
-        a = self
+        a: TNode | None = self
         while a is not None:
             a.size -= 1
             a = a.parent
@@ -101,7 +101,7 @@ class TNode:
         if d <= 0:
             return False
         while d:
-            x = x.parent
+            x = x.parent  # type: ignore[assignment]  # d <= depth: never above the root
             d -= 1
         return x is t
 
@@ -251,6 +251,7 @@ class FactorizationTree:
         elif u.label != DESCENDANT:
             r = 0
             kids = u.children if len(u.children) < 2 else _ordered(u.children)
+            cands: Sequence[TNode]
             if u.label == WILDCARD:
                 cands = [c for c in t.children if c.label != DESCENDANT]
             else:
@@ -317,7 +318,7 @@ class FactorizationTree:
         for a in tags | {ROOT}:
             for b in tags:
                 if (a, b) not in edges:
-                    m = edged.get((a, b))
+                    m = edged.get((a, b), 0)
                     if m:
                         out |= m
         m = self.root.sub
@@ -346,9 +347,10 @@ class _SNode:
             tags.add(lab)
         if not u.children:
             self.kids = _LEAF
-            self.below = self.anywhere = None
-            self.under = {}
-            self.desc = {}
+            self.below: dict[str, list[_SNode]] | None = None
+            self.anywhere: list[_SNode] | None = None  # all of below's nodes
+            self.under: dict[TNode, tuple[int, int]] = {}  # _failing_under
+            self.desc: dict[TNode, tuple[int, int]] = {}  # _failing
             return
         kids: dict[str, tuple[_SNode, ...] | None] = {DESCENDANT: None}
         steps = tuple(c for c in self.children if c.node.label != DESCENDANT)
@@ -361,10 +363,10 @@ class _SNode:
                     if cl != WILDCARD and lab not in (DESCENDANT, WILDCARD):
                         edges.add((lab, cl))
         self.kids = kids
-        self.below: dict[str, list[_SNode]] | None = None
-        self.anywhere: list[_SNode] | None = None  # all of below's nodes
-        self.under: dict[TNode, tuple[int, int]] = {}  # _failing_under
-        self.desc: dict[TNode, tuple[int, int]] = {}  # _failing
+        self.below = None
+        self.anywhere = None
+        self.under = {}
+        self.desc = {}
 
 
 _LEAF: dict[str, tuple[_SNode, ...] | None] = {DESCENDANT: None}  # a leaf's kids, shared
@@ -446,6 +448,7 @@ def _failing(t: TNode, x: _SNode, m: int) -> int:
         by_label = t.by_label
         below = _below(x)
         ok = 0
+        pairs: list[tuple[list[TNode] | None, list[_SNode] | None]]
         if len(by_label) <= len(below) + 1:
             pairs = [
                 (kids, below.get(lab))

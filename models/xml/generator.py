@@ -17,10 +17,21 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lxml import etree
 from pubsift.models.xml.minimize import minimize
 from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node, XPathFilter, make
+
+
+def _content_names(c: Any, names: list[str]) -> None:
+    """Add the element names of the DTD content model ``c`` to ``names`` (once each)."""
+    if c is None:
+        return
+    if c.type == "element" and c.name not in names:
+        names.append(c.name)
+    _content_names(c.left, names)
+    _content_names(c.right, names)
 
 
 @dataclass(frozen=True)
@@ -42,17 +53,8 @@ def content_models(dtd_path: str | Path) -> tuple[str, dict[str, list[str]]]:
     kids: dict[str, list[str]] = {}
     for el in dtd.iterelements():
         names: list[str] = []
-
-        def walk(c) -> None:
-            if c is None:
-                return
-            if c.type == "element" and c.name not in names:
-                names.append(c.name)
-            walk(c.left)
-            walk(c.right)
-
-        walk(el.content)
-        kids[el.name] = names
+        _content_names(el.content, names)
+        kids[el.name] = names  # type: ignore[index]  # a declared element has a name
     mentioned = {n for names in kids.values() for n in names}
     roots = [n for n in kids if n not in mentioned]
     return (roots[0] if roots else next(iter(kids))), kids
@@ -84,12 +86,12 @@ class PatternGenerator:
         children: list[Node] = []
         if height < self.w.h and self.kids.get(element):
             n = 2 if self.rnd.random() < self.w.p_lambda else 1
-            for _ in range(n):
-                children.append(self._edge(element, height))
+            children.extend(self._edge(element, height) for _ in range(n))
         return make(label, (), None, children)
 
     def _edge(self, parent: str, height: int) -> Node:
         child = self._child(parent)
+        assert child is not None  # called for elements with children only
         if self.rnd.random() < self.w.p_desc:
             for _ in range(self.rnd.randint(1, 3)):
                 nxt = self._child(child)

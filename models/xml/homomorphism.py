@@ -14,11 +14,11 @@ factorization-tree index answers what this pairwise test answers.
 
 from __future__ import annotations
 
-from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, Node, XPathFilter
+from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, Labelled, Node, XPathFilter
 from pubsift.models.xml.predicates import pred_covers
 
 
-def label_leq(v: Node, u: Node) -> bool:
+def label_leq(v: Labelled, u: Labelled) -> bool:
     """label(v) ⪯ label(u) for a non-``//`` node u: v is at least as specific as u."""
     lv, lu = v.label, u.label
     if lv == DESCENDANT:

@@ -14,8 +14,9 @@ Distinct patterns are numbered and inserted into one :class:`.factorization.Fact
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterator
+from typing import TYPE_CHECKING
 
-from pubsift.core.model import FilterIndex, FilterModel
+from pubsift.core.model import FilterIndex
 from pubsift.models.xml.factorization import FactorizationTree
 from pubsift.models.xml.merging import merge_pair, skeleton
 from pubsift.models.xml.overlap import overlaps
@@ -23,18 +24,21 @@ from pubsift.models.xml.parsing import XmlEvent
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, XPathFilter
 from pubsift.models.xml.shared_matching import PathAutomaton, match_tree
 
+if TYPE_CHECKING:
+    from pubsift.models.xml.model import XmlModel
+
 
 def bits(m: int) -> list[int]:
     """The set bit positions of m, in increasing order."""
+    out: list[int] = []
     if m.bit_count() < 64:
-        out = []
         while m:
             low = m & -m
             out.append(low.bit_length() - 1)
             m ^= low
         return out
     s = bin(m)[:1:-1]
-    out, i = [], s.find("1")
+    i = s.find("1")
     while i >= 0:
         out.append(i)
         i = s.find("1", i + 1)
@@ -51,13 +55,15 @@ def _root_tag(f: XPathFilter) -> str | None:
     return None if first.label in (DESCENDANT, WILDCARD) else first.label
 
 
-class XmlIndex(FilterIndex[Hashable]):
-    def __init__(self, model: FilterModel) -> None:
+class XmlIndex(FilterIndex[Hashable, XPathFilter]):
+    model: XmlModel
+
+    def __init__(self, model: XmlModel) -> None:
         self.model = model
         self.tree = FactorizationTree()
         self._number: dict[XPathFilter, int] = {}
-        self._filters: list[XPathFilter | None] = []
-        self._keys: list[dict | None] = []
+        self._filters: list[XPathFilter | None] = []  # None: a free number
+        self._keys: list[dict[Hashable, None]] = []  # {} for a free number
         self._free: list[int] = []
         self._leaves: dict[int, int] = {}  # branching pattern -> leaves
         self._shapes: dict[XPathFilter, set[int]] = {}
@@ -90,7 +96,7 @@ class XmlIndex(FilterIndex[Hashable]):
                 self._free.pop()
             else:
                 self._filters.append(None)
-                self._keys.append(None)
+                self._keys.append({})
             self._filters[i], self._keys[i] = f, {}
             self._number[f] = i
             self._dfa = None
@@ -124,7 +130,7 @@ class XmlIndex(FilterIndex[Hashable]):
         if not self._shapes[shape]:
             del self._shapes[shape]
         self._by_root[_root_tag(f)].discard(i)
-        self._filters[i] = self._keys[i] = None
+        self._filters[i] = None
         self._free.append(i)
 
     def __iter__(self) -> Iterator[tuple[XPathFilter, Hashable]]:
@@ -136,15 +142,23 @@ class XmlIndex(FilterIndex[Hashable]):
         return self._pairs
 
     def __contains__(self, pair: object) -> bool:
+        f: object
+        k: object
         try:
-            f, k = pair  # type: ignore[misc]
-            i = self._number.get(f)
+            f, k = pair  # type: ignore[misc]  # any pair-like object; others fail below
+            i = self._number.get(f)  # type: ignore[call-overload]  # an unhashable f raises
         except (TypeError, ValueError):
             return False
         return i is not None and k in self._keys[i]
 
     def filters(self, key: Hashable) -> list[XPathFilter]:
         return [f for f, ks in zip(self._filters, self._keys) if f is not None and key in ks]
+
+    def _held(self, i: int) -> XPathFilter:
+        """The pattern numbered i, which is held."""
+        f = self._filters[i]
+        assert f is not None
+        return f
 
     @property
     def patterns(self) -> int:
@@ -165,14 +179,14 @@ class XmlIndex(FilterIndex[Hashable]):
         doc = event.document
         m = self._dfa.match(doc)
         if self._complex:
-            m |= match_tree(self.tree, doc, self._leaves, lambda i: self._filters[i], self._complex)
+            m |= match_tree(self.tree, doc, self._leaves, self._held, self._complex)
         return m
 
     def match(self, event: XmlEvent) -> set[Hashable]:
         return self._keys_of(self.match_mask(event))
 
     def match_pairs(self, event: XmlEvent) -> list[tuple[XPathFilter, Hashable]]:
-        return [(self._filters[i], k) for i in bits(self.match_mask(event)) for k in self._keys[i]]
+        return [(self._held(i), k) for i in bits(self.match_mask(event)) for k in self._keys[i]]
 
     def covering(self, f: XPathFilter) -> set[Hashable]:
         f = self.model.parse_filter(f)
@@ -197,7 +211,7 @@ class XmlIndex(FilterIndex[Hashable]):
         out: set[Hashable] = set()
         for _, numbers in groups:
             for i in numbers:
-                if overlaps(self._filters[i], f):
+                if overlaps(self._held(i), f):
                     out.update(self._keys[i])
         return out
 
@@ -205,6 +219,6 @@ class XmlIndex(FilterIndex[Hashable]):
         f = self.model.parse_filter(f)
         m = self.tree.covering(f.root) | self.tree.covered(f.root)
         for i in self._shapes.get(XPathFilter(skeleton(f.root)), ()):
-            if not (m >> i) & 1 and merge_pair(self._filters[i], f) is not None:
+            if not (m >> i) & 1 and merge_pair(self._held(i), f) is not None:
                 m |= 1 << i
         return self._keys_of(m)

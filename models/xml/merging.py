@@ -47,11 +47,10 @@ def _merge_preds(p: Pred, q: Pred) -> Pred | None:
         return None
     if c is None:
         return None
-    if p.domain == NUM:
-        if c.matches(math.nan) != (
-            p.constraint.matches(math.nan) or q.constraint.matches(math.nan)
-        ):
-            return None
+    if p.domain == NUM and c.matches(math.nan) != (
+        p.constraint.matches(math.nan) or q.constraint.matches(math.nan)
+    ):
+        return None
     if p.domain == STR and (
         c.op is Op.EXISTS or (c.op in (Op.PREFIX, Op.SUBSTRING) and c.operand == "")
     ):
@@ -107,9 +106,10 @@ def merge_perfect(fs: Sequence[XPathFilter]) -> XPathFilter | None:
         return None
     m = fs[0]
     for f in fs[1:]:
-        m = merge_pair(m, f)
-        if m is None:
+        merged = merge_pair(m, f)
+        if merged is None:
             return None
+        m = merged
     return m if _writable(m) else None
 
 
@@ -143,12 +143,11 @@ def _suffix_pattern(labels: list[str]) -> XPathFilter:
 def generalizations(f: XPathFilter) -> list[XPathFilter]:
     """Ever more general patterns covering f, ending with ``//*``."""
     out = [XPathFilter(minimize(skeleton(f.root)))]
-    path = [lab for lab in _main_path(f.root)]
+    path = list(_main_path(f.root))
     # cut at the last '//' so the suffix is a plain child path
     if DESCENDANT in path:
         path = path[len(path) - path[::-1].index(DESCENDANT) :]
-    for i in range(len(path)):
-        out.append(_suffix_pattern(path[i:]))
+    out.extend(_suffix_pattern(path[i:]) for i in range(len(path)))
     out.append(_suffix_pattern([WILDCARD]))
     return out
 

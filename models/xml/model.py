@@ -30,7 +30,7 @@ from pubsift.models.xml.patterns import XPathFilter
 from pubsift.models.xml.xpath import format_text, parse_text, parse_xpath
 
 
-class XmlModel(FilterModel):
+class XmlModel(FilterModel[XPathFilter, XmlEvent]):
     name = "xml"
     capabilities = frozenset(
         {"covers", "identical", "overlaps", "merge", "imperfect_merge", "index"}
@@ -42,7 +42,7 @@ class XmlModel(FilterModel):
         self.limits = limits
 
     # -- parsing -------------------------------------------------------------------------
-    def parse_filter(self, spec: str | Mapping[str, Any]) -> XPathFilter:
+    def parse_filter(self, spec: str | Mapping[str, Any] | XPathFilter) -> XPathFilter:
         if isinstance(spec, XPathFilter):
             return spec
         if isinstance(spec, Mapping):
@@ -67,7 +67,10 @@ class XmlModel(FilterModel):
             f"an XML filter is XPath text or an object, not {type(spec).__name__}"
         )
 
-    def parse_event(self, raw: bytes | str | Mapping[str, Any]) -> XmlEvent:
+    def parse_event(
+        self,
+        raw: bytes | str | Mapping[str, Any] | XmlEvent | etree._Element | etree._ElementTree,
+    ) -> XmlEvent:
         if isinstance(raw, XmlEvent):
             return raw
         if isinstance(raw, etree._ElementTree):
@@ -109,7 +112,7 @@ class XmlModel(FilterModel):
         return merging.merge_perfect(fs) if perfect else merging.merge_imperfect(fs)
 
     # -- wire forms ----------------------------------------------------------------------
-    def dump_filter(self, f: XPathFilter) -> dict:
+    def dump_filter(self, f: XPathFilter) -> dict[str, Any]:
         f = self.parse_filter(f)
         out: dict[str, Any] = {"xpath": f.xpath()}
         ns = f.namespaces()
@@ -120,7 +123,7 @@ class XmlModel(FilterModel):
     def load_filter(self, obj: Any) -> XPathFilter:
         return self.parse_filter(obj)
 
-    def dump_event(self, e: XmlEvent) -> dict:
+    def dump_event(self, e: XmlEvent) -> dict[str, str]:
         return {"xml": self.parse_event(e).xml}
 
     def load_event(self, obj: Any) -> XmlEvent:

@@ -127,8 +127,8 @@ def _candidates(x: float):
     for k in range(4):
         ys = [x] if k == 0 else [x + math.ulp(x) * k, x - math.ulp(x) * k]
         for y in ys:
-            for p in (15, 16, 17, 18, 19, 20):
-                yield from _forms(f"{y:.{p - 1}e}")
+            for precision in (15, 16, 17, 18, 19, 20):
+                yield from _forms(f"{y:.{precision - 1}e}")
     # an integer read digit by digit, times a power of ten
     top = math.floor(math.log10(x))
     for exp in range(top - 40, top + 1):

@@ -34,9 +34,8 @@ def _contradict(p: Pred, q: Pred) -> bool:
     a, b = p.constraint, q.constraint
     if not p.satisfiable or not q.satisfiable or p.infinite or q.infinite:
         return False
-    if p.domain == NUM:
-        if a.matches(math.nan) and b.matches(math.nan):
-            return False
+    if p.domain == NUM and a.matches(math.nan) and b.matches(math.nan):
+        return False
     return not relations.overlaps(a, b)
 
 

@@ -173,11 +173,12 @@ class XmlEvent:
         like a document (:func:`parse_document`). A comment, processing instruction or
         entity reference is not an element: EventError."""
         if not isinstance(element.tag, str):
+            # a comment's, PI's or entity's tag is its factory (untyped in types-lxml)
             kind = {
                 etree.Comment: "comment",
                 etree.ProcessingInstruction: "processing instruction",
                 etree.Entity: "entity reference",
-            }.get(element.tag, "node")
+            }.get(element.tag, "node")  # type: ignore[call-overload]
             raise EventError(f"an lxml {kind} is not an XML event (pass an element)")
         xml = etree.tostring(element, encoding="unicode", with_tail=False)
         return parse_document(xml, limits or DEFAULT_LIMITS)
@@ -232,7 +233,8 @@ def check_entities(root: etree._Element) -> None:
     check_entity_declarations(root)
     for el in root.iter(etree.Entity):
         raise EventError(
-            f"reference to undeclared or refused entity &{el.name};", f"line {el.sourceline}"
+            f"reference to undeclared or refused entity &{el.name};",  # type: ignore[attr-defined]  # an _Entity
+            f"line {el.sourceline}",
         )
 
 
@@ -300,7 +302,9 @@ def parse_document(raw: bytes | str, limits: ParseLimits = DEFAULT_LIMITS) -> Xm
         if "Excessive depth" in msg:
             raise EventError(_too_deep(limits.max_depth), f"line {line}, column {col}") from None
         if "Detected an entity reference loop" in msg or "amplification" in msg:
-            raise EventError(f"entity expansion refused: {msg}", f"line {line}, column {col}")
+            raise EventError(
+                f"entity expansion refused: {msg}", f"line {line}, column {col}"
+            ) from None
         raise EventError(f"malformed XML: {msg}", f"line {line}, column {col}") from None
     if root is None:
         raise EventError("empty XML document")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from pubsift.models.xml.numbers import format_number
 from pubsift.models.xml.predicates import SELF, Pred
@@ -39,7 +40,20 @@ class Position:
         """``[n]`` for ``position() = n`` with n >= 0 (``[-1]`` would be an expression,
         not a number literal), else ``position() op n``."""
         n = format_number(float(self.n))
+        assert n is not None  # every integer has a literal
         return n if self.op == "=" and self.n >= 0 else f"position() {self.op} {n}"
+
+
+class Labelled(Protocol):
+    """A node test: label, predicates and position (of a pattern :class:`Node`, or of a
+    node of the factorization tree)."""
+
+    @property
+    def label(self) -> str | None: ...
+    @property
+    def preds(self) -> tuple[Pred, ...]: ...
+    @property
+    def position(self) -> Position | None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -136,7 +136,11 @@ class Pred:
             return f"contains({t}, {format_string(c.operand)})"
         sym = _SYMBOL[c.op]
         if self.domain == NUM:
-            return f"{t} {sym} " + ('"NaN"' if c.operand == NAN else number_text(c.operand))
+            if c.operand == NAN:
+                return f'{t} {sym} "NaN"'
+            text = number_text(c.operand)
+            assert text is not None  # a parsed predicate's constant has a literal
+            return f"{t} {sym} {text}"
         return f"{t} {sym} {format_string(c.operand)}"
 
     @property
@@ -172,9 +176,7 @@ def _starts(s: str, chunks: Iterable[str], whole: bool) -> bool:
     for piece in chunks:
         end = pos + len(piece)
         if end > len(s):
-            if whole or s[pos:] != piece[: len(s) - pos]:
-                return False
-            return True
+            return not whole and s[pos:] == piece[: len(s) - pos]
         if s[pos:end] != piece:
             return False
         pos = end

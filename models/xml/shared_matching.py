@@ -64,12 +64,13 @@ class PathAutomaton:
 
     def _step(self, state: tuple, tag: str) -> tuple:
         at, active = state[0], state[1]
-        nxt: list = []
-        for t in at + active:
-            for label in (tag, WILDCARD):
-                for c in t.by_label.get(label, ()):
-                    if c.position is None and not c.preds:
-                        nxt.append(c)
+        nxt = [
+            c
+            for t in at + active
+            for label in (tag, WILDCARD)
+            for c in t.by_label.get(label, ())
+            if c.position is None and not c.preds
+        ]
         return self._state(tuple(dict.fromkeys(nxt)), active)
 
     def match(self, doc: Document) -> int:
@@ -183,8 +184,8 @@ def match_tree(
         result |= m
     result &= only
     if hits:
-        m = Matcher(doc)
+        matcher = Matcher(doc)
         for i, n in hits.items():
-            if n == leaves[i] and all(m.below(u, 0) for u in pattern(i).root.children):
+            if n == leaves[i] and all(matcher.below(u, 0) for u in pattern(i).root.children):
                 result |= 1 << i
     return result

@@ -76,8 +76,7 @@ def _step(draw, depth: int, allow_position: bool = True) -> str:
                 st.sampled_from(["1", "2", "position() > 1", "position() != 1", "position() <= 2"])
             )
         )
-    for _ in range(draw(st.integers(0, 2 if depth > 0 else 1))):
-        preds.append(draw(_predicate(depth)))
+    preds += [draw(_predicate(depth)) for _ in range(draw(st.integers(0, 2 if depth > 0 else 1)))]
     return test + "".join(f"[{p}]" for p in preds)
 
 

@@ -30,6 +30,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import elementpath
 from elementpath import XPath1Parser
@@ -68,7 +69,7 @@ class _Step:
 class _Path:
     absolute: bool
     steps: list[_Step]
-    terminal: tuple[str, object] | None = None  # ('@', clark) | ('text', None)
+    terminal: tuple[str, Any] | None = None  # ('@', clark) | ('text', None)
 
 
 #: the deepest pattern accepted: nodes from the root element to the deepest leaf, a
@@ -266,7 +267,7 @@ class _Reader:
         """A string literal's text or a number literal's value, read as lxml reads it
         (:func:`.numbers.xpath_number`); Infinity and NaN are refused."""
         if tok.symbol == "-":
-            return -self.literal(tok[0]) + 0.0
+            return -self.literal(tok[0]) + 0.0  # type: ignore[operator]  # a number follows '-'
         if tok.symbol == "(string)":
             return tok.value
         x = xpath_number(self.source(tok))
@@ -324,12 +325,13 @@ class _Reader:
 
 def _build(steps: list[_Step]) -> Node:
     """Nodes for a non-empty list of element steps (the first one's axis included)."""
-    node = None
+    node: Node | None = None
     for s in reversed(steps):
         children = list(s.branches) + ([node] if node is not None else [])
         node = make(s.test, s.preds, s.position, children)
         if s.axis == "desc":
             node = make(DESCENDANT, (), None, [node])
+    assert node is not None  # steps is not empty
     return node
 
 

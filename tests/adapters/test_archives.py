@@ -229,11 +229,13 @@ def test_duplicate_member_names_are_quarantined_so_ids_stay_unique(tmp_path):
 
 def zeros_zip(path: Path, size: int, name: str = "zeros.lines") -> Path:
     """A zip of ``size`` zero bytes (one line), written by streaming: ~size/1000 bytes."""
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        with z.open(name, "w", force_zip64=True) as w:
-            chunk = b"0" * (1 << 20)
-            for _ in range(size >> 20):
-                w.write(chunk)
+    with (
+        zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z,
+        z.open(name, "w", force_zip64=True) as w,
+    ):
+        chunk = b"0" * (1 << 20)
+        for _ in range(size >> 20):
+            w.write(chunk)
     return path
 
 

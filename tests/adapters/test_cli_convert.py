@@ -229,7 +229,7 @@ def test_an_event_the_model_cannot_write_is_quarantined(tmp_path, monkeypatch):
     monkeypatch.setattr(records, "dump_event", dump)
     (tmp_path / "a.lines").write_bytes(b"1\n2\n3\n")
     out = tmp_path / "o.jsonl"
-    code, stdout, _ = run(["convert", tmp_path / "a.lines", "--out", out])
+    code, _stdout, _ = run(["convert", tmp_path / "a.lines", "--out", out])
     assert code == 1 and [e["position"] for e in jsonl(out)] == [1, 3]
     (q,) = jsonl(tmp_path / "o.quarantine.jsonl")
     assert (q["position"], q["reason"]) == (2, "invalid-event")
@@ -246,7 +246,7 @@ def test_convert_needs_out(tmp_path):
 
 
 def test_match_reads_trees_and_archives_naming_events_by_id(mixed):
-    d, expected = mixed
+    d, _expected = mixed
     code, out, err = run(["match", "-f", "n >= 3", "-f", "n = 7", "--all", d])
     lines = [json.loads(x) for x in out.splitlines()]
     assert lines == [
@@ -287,7 +287,7 @@ def test_match_mixes_json_lines_files_with_other_inputs_in_order(tmp_path):
 
 
 def test_readers_lists_the_registered_test_reader():
-    code, out, _ = run(["readers", "--json"])
+    _code, out, _ = run(["readers", "--json"])
     rows = {r["name"]: r for r in json.loads(out)}
     assert rows["lines"] == {
         "name": "lines",
@@ -348,7 +348,7 @@ def test_match_on_real_rss_feeds_agrees_with_lxml_per_item(tmp_path):
             if item.xpath("boolean(category)"):
                 expected.add(f"{f}#{i}")
     assert expected, "the sample has items with a category"
-    code, out, err = run(["match", "-m", "xml", "-f", "/rss/channel/item[category]", *files])
+    _code, out, err = run(["match", "-m", "xml", "-f", "/rss/channel/item[category]", *files])
     assert {json.loads(x)["event"] for x in out.splitlines()} == expected, err
 
 
@@ -429,7 +429,7 @@ def test_convert_with_a_publisher_side_writes_semantic_objects(tmp_path, form):
         )
         value = "@" + str(tmp_path / "pub.toml")
     out = tmp_path / "o.jsonl"
-    code, stdout, err = run(["convert", tmp_path / "q.csv", "--publisher", value, "--out", out])
+    code, _stdout, err = run(["convert", tmp_path / "q.csv", "--publisher", value, "--out", out])
     assert code == 1, err  # the second row's price is not a number
     (line,) = [json.loads(x) for x in out.read_text().splitlines()]
     assert line["model"] == "concepts" and line["position"] == 1

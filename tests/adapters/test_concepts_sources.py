@@ -118,7 +118,7 @@ def test_a_bad_publisher_description_is_a_source_error_before_reading(publisher,
         opened.append(1)
         return io.BytesIO(b"close\n1\n")
 
-    with pytest.raises(SourceError, match="q.csv: publisher") as exc:
+    with pytest.raises(SourceError, match=r"q.csv: publisher") as exc:
         list(read_input(Input("q.csv", src, open_), models=MODELS))
     assert words in str(exc.value) and not opened
 

@@ -5,6 +5,7 @@ module)."""
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import io
 import itertools
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pubsift.adapters import Event, Input, Quarantined, ReadLimits, Source, SourceError, read_input
+from pubsift.adapters.limits import DEFAULT_READ_LIMITS
 from pubsift.adapters.tabular import CSV_READER, CellError, infer, sniff_delimiter
 from pubsift.models.constraints.limits import MAX_INT_DIGITS
 from pubsift.models.records import RecordsModel
@@ -24,7 +26,7 @@ MODEL = RecordsModel()
 
 
 def read_bytes(
-    data: bytes, name: str = "t.csv", limits: ReadLimits = ReadLimits(), **settings_
+    data: bytes, name: str = "t.csv", limits: ReadLimits = DEFAULT_READ_LIMITS, **settings_
 ) -> list[Event | Quarantined]:
     src = Source(name, format="csv", **settings_)
     return list(read_input(Input(name, src, lambda: io.BytesIO(data)), limits, {"records": MODEL}))
@@ -419,7 +421,7 @@ def test_gzip_input(tmp_path):
     p = tmp_path / "q.csv.gz"
     with gzip.open(p, "wb") as fh:
         fh.write(b"a,b\n1,x\n")
-    out = list(read_input(Input(str(p), Source(str(p)), lambda: gzip.open(p))))
+    out = list(read_input(Input(str(p), Source(str(p)), functools.partial(gzip.open, p))))
     assert records(out) == [{"a": 1, "b": "x"}] and out[0].source == str(p)
 
 
@@ -514,7 +516,10 @@ def test_one_year_of_quotes_matches_the_csv_module():
     with open(p, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     out = list(
-        read_input(Input(str(p), Source(str(p)), lambda: open(p, "rb")), models={"records": MODEL})
+        read_input(
+            Input(str(p), Source(str(p)), functools.partial(open, p, "rb")),
+            models={"records": MODEL},
+        )
     )
     assert len(out) == len(rows) == 126_663
     assert all(isinstance(o, Event) for o in out)
@@ -541,7 +546,9 @@ def test_five_years_of_quotes_gz_matches_the_csv_module():
     p = quotes("all_stocks_5yr_2013-02-08_2018-02-07.csv.gz")
     with gzip.open(p, "rt", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    out = read_input(Input(str(p), Source(str(p)), lambda: gzip.open(p)), models={"records": MODEL})
+    out = read_input(
+        Input(str(p), Source(str(p)), functools.partial(gzip.open, p)), models={"records": MODEL}
+    )
     n = 0
     for n, (o, row) in enumerate(zip(out, rows), 1):
         assert isinstance(o, Event) and o.position == n
@@ -554,7 +561,9 @@ def test_five_years_of_quotes_gz_matches_the_csv_module():
 def test_the_first_rows_of_five_years_gz_through_the_reader():
     p = quotes("all_stocks_5yr_2013-02-08_2018-02-07.csv.gz")
     out = list(
-        itertools.islice(read_input(Input(str(p), Source(str(p)), lambda: gzip.open(p))), 2000)
+        itertools.islice(
+            read_input(Input(str(p), Source(str(p)), functools.partial(gzip.open, p))), 2000
+        )
     )
     with gzip.open(p, "rt", newline="") as fh:
         rows = list(itertools.islice(csv.DictReader(fh), 2000))

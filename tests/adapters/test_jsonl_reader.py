@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pubsift.adapters import Event, Input, Quarantined, ReadLimits, Source, read, read_input
 from pubsift.adapters.jsonlines import JSONL_READER
+from pubsift.adapters.limits import DEFAULT_READ_LIMITS
 from pubsift.models.records import RecordsModel
 
 from tests.adapters.test_csv_reader import mutated
@@ -23,7 +24,7 @@ MODEL = RecordsModel()
 
 
 def read_bytes(
-    data: bytes, name: str = "t.jsonl", limits: ReadLimits = ReadLimits()
+    data: bytes, name: str = "t.jsonl", limits: ReadLimits = DEFAULT_READ_LIMITS
 ) -> list[Event | Quarantined]:
     src = Source(name, format="jsonl")
     return list(read_input(Input(name, src, lambda: io.BytesIO(data)), limits, {"records": MODEL}))

@@ -110,7 +110,7 @@ def run(args, env, cwd=None):
 
 
 def test_a_plugin_reader_is_found_by_read_without_touching_adapters(toy):
-    site, data, env = toy
+    _site, data, env = toy
     script = (
         "import json, sys\nfrom pubsift.adapters import read, Event\n"
         "for x in read(sys.argv[1]):\n"
@@ -128,7 +128,7 @@ def test_a_plugin_reader_is_found_by_read_without_touching_adapters(toy):
 
 
 def test_pubsift_convert_and_match_read_the_plugin_format(toy, tmp_path):
-    site, data, env = toy
+    _site, data, env = toy
     out_file = tmp_path / "out.jsonl"
     code, out, err = run([str(PUBSIFT), "convert", str(data), "--out", str(out_file)], env)
     assert code == 1, err  # one line quarantined
@@ -152,11 +152,11 @@ def test_pubsift_convert_and_match_read_the_plugin_format(toy, tmp_path):
 
 
 def test_pubsift_readers_lists_builtin_and_plugin_readers(toy):
-    site, data, env = toy
-    code, out, err = run([str(PUBSIFT), "readers", "--json"], env)
+    _site, _data, env = toy
+    _code, out, _err = run([str(PUBSIFT), "readers", "--json"], env)
     rows = {r["name"]: r for r in json.loads(out)}
     assert rows["toy"] == {"name": "toy", "extensions": [".toy"], "model": "toy", "status": "ok"}
-    code, out, _ = run([str(PUBSIFT), "readers"], env)
+    _code, out, _ = run([str(PUBSIFT), "readers"], env)
     assert "toy: .toy -> toy (ok)" in out.splitlines()
 
 

@@ -5,6 +5,7 @@ input stream passing through lxml."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 
 import pytest
@@ -23,6 +24,7 @@ from pubsift.adapters import (
     read_input,
 )
 from pubsift.adapters.feeds import KINDS, detect
+from pubsift.adapters.limits import DEFAULT_READ_LIMITS
 from pubsift.adapters.xmlfiles import XML_READER
 from pubsift.models.xml import XmlModel
 from pubsift.models.xml.parsing import ParseLimits
@@ -49,7 +51,7 @@ RSS = b"""<?xml version="1.0" encoding="utf-8"?>
 
 
 def outcomes(
-    raw: bytes, tmp_path, name: str = "feed.xml", limits: ReadLimits = ReadLimits(), **src
+    raw: bytes, tmp_path, name: str = "feed.xml", limits: ReadLimits = DEFAULT_READ_LIMITS, **src
 ) -> list:
     path = tmp_path / name
     path.write_bytes(raw)
@@ -579,7 +581,7 @@ def test_mutated_feeds_never_raise_and_every_outcome_is_placed(edits):
 
 
 # -- review findings (issue 11 review, branch ``review``) ----------------------------------
-def _read(name: str, data: bytes, limits: ReadLimits = ReadLimits()) -> list:
+def _read(name: str, data: bytes, limits: ReadLimits = DEFAULT_READ_LIMITS) -> list:
     return list(read_input(Input(name, Source(name), lambda: io.BytesIO(data), len(data)), limits))
 
 
@@ -634,14 +636,12 @@ def test_mutating_one_item_never_changes_another(k, data):
     after = raw.find(b"</item>", end) + len(b"</item>")
     allowed = set(orig[:k] + orig[k + 1 :])
     for text in (raw[start:end], raw[start:after]):
-        try:
+        with contextlib.suppress(etree.XMLSyntaxError):
             allowed.add(etree.tostring(etree.fromstring(text, parser), with_tail=False))
-        except etree.XMLSyntaxError:
-            pass
     for o in _read("m.rss", raw):
         if isinstance(o, Event):
             root = etree.fromstring(o.event.xml.encode(), parser)
-            assert [etree.tostring(e, with_tail=False) for e in root.iter("item")][0] in allowed, (
+            assert next(etree.tostring(e, with_tail=False) for e in root.iter("item")) in allowed, (
                 raw,
                 o.position,
             )

@@ -6,6 +6,7 @@ parsed separately, and each item's event rebuilt by lxml from the whole feed."""
 from __future__ import annotations
 
 import copy
+import functools
 import io
 import re
 from pathlib import Path
@@ -34,7 +35,7 @@ ITEMS = (
     " | /atom03:feed//atom03:entry[not(ancestor::atom03:entry)]"
 )
 #: a parser of the oracle: plain lxml, no entity substitution, nothing fetched
-ORACLE = dict(resolve_entities=False, no_network=True, load_dtd=False)
+ORACLE = {"resolve_entities": False, "no_network": True, "load_dtd": False}
 MODEL = XmlModel()
 
 
@@ -393,20 +394,22 @@ def test_feedparser_feeds_with_a_broken_item_keep_the_others():
         if refused(tree) or tree.docinfo.doctype or len(tree.xpath(ITEMS, namespaces=NS)) < 2:
             continue
         raw = path.read_bytes()
-        good = [o for o in read(str(path))]
+        good = list(read(str(path)))
         first = re.search(rb"<(?:\w+:)?(?:item|entry)[\s>]", raw)
         if first is None or not all(isinstance(o, Event) for o in good):
             continue
         at = raw.find(b">", first.start())
         broken = raw[: at + 1] + b"&nbsp;" + raw[at + 1 :]
-        got = list(read_input(Input("b.xml", Source("b.xml"), lambda: io.BytesIO(broken))))
+        got = list(
+            read_input(Input("b.xml", Source("b.xml"), functools.partial(io.BytesIO, broken)))
+        )
         assert [(type(o).__name__, o.position) for o in got] == [("Quarantined", 1)] + [
             ("Event", k) for k in range(2, len(good) + 1)
         ], path
         assert [o.event for o in got[1:]] == [o.event for o in good[1:]], path
         streamed = list(
             read_input(
-                Input("b.xml", Source("b.xml"), lambda: io.BytesIO(broken), len(broken)),
+                Input("b.xml", Source("b.xml"), functools.partial(io.BytesIO, broken), len(broken)),
                 ReadLimits(stream_above=64),
             )
         )

@@ -52,7 +52,8 @@ def read_quotes(path, model, limit=None):
 
 def test_quotes_in_usd_matched_and_delivered_in_eur(model, rates, shared_data):
     path = shared_data("quotes") / QUOTES
-    rows = list(itertools.islice(csv.DictReader(open(path, newline="")), 600))
+    with open(path, newline="") as fh:
+        rows = list(itertools.islice(csv.DictReader(fh), 600))
     outcomes = read_quotes(path, model, limit=600)
     assert [o.position for o in outcomes] == list(range(1, len(rows) + 1))
     assert all(isinstance(o, Event) for o in outcomes)
@@ -63,7 +64,7 @@ def test_quotes_in_usd_matched_and_delivered_in_eur(model, rates, shared_data):
         {"Kurs": "StockQuote", "Schluss": "FinalPrice", "Titel": "Symbol"},
         {"currency": "EUR", "date_format": "%d.%m.%Y"},
     )
-    f = eu.subscribe("Kurs where Schluss < 40")
+    eu.subscribe("Kurs where Schluss < 40")
     got = 0
     for row, e in zip(rows, events):
         at = datetime.fromisoformat(row["date"])

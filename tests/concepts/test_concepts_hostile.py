@@ -323,7 +323,7 @@ def test_members_nested_deeper_than_the_limit_are_refused(model):
     with pytest.raises(EventError, match=f"deeper than {MAX_DEPTH} levels"):
         model.parse_event({"concept": "Order", **_nested(MAX_DEPTH + 1)})
     text = '{"concept": "Order", ' + '"value": {"Order": {' * 490 + '"value": 1' + "}}" * 490 + "}"
-    with pytest.raises(EventError, match="deeper|too deeply"):
+    with pytest.raises(EventError, match=r"deeper|too deeply"):
         model.parse_event(text)  # 10 KB nested 490 levels: refused at once
 
 
@@ -601,7 +601,7 @@ def test_converter_cache_is_bounded():
 def test_an_unreadable_ontology_is_a_pubsift_error(tmp_path):
     bad = tmp_path / "bad.ttl"
     bad.write_text("@prefix : <x> . :a :b", encoding="utf-8")
-    with pytest.raises(PubsiftError, match="bad.ttl"):
+    with pytest.raises(PubsiftError, match=r"bad.ttl"):
         Ontology.load(bad)
 
 

@@ -187,7 +187,7 @@ def test_builder_that_lies_is_reported():
         lambda f: toy.events.filter(lambda e: e == f[1] + 1),
         frozenset(),
     )
-    with pytest.raises(AssertionError, match="the builder .or matches. is wrong"):
+    with pytest.raises(AssertionError, match=r"the builder .or matches. is wrong"):
         run(kit, soundness.covers_sound, DETERMINISTIC)
 
 

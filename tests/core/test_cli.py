@@ -88,7 +88,7 @@ def test_match_reads_filter_files_and_eventbridge_or_patterns(tmp_path):
     )
     events = tmp_path / "events.jsonl"
     events.write_text(EVENTS)
-    code, out, err = run(["match", "--filters", str(subs), str(events)])
+    _code, out, _err = run(["match", "--filters", str(subs), str(events)])
     got = {
         json.loads(x)["event"].rsplit(":", 1)[1]: json.loads(x)["matches"] for x in out.splitlines()
     }
@@ -346,7 +346,7 @@ def test_demo_refuses_a_corrupt_gzip_with_one_line(tmp_path, monkeypatch, cut):
         data[: len(data) // 2] if cut == "truncated" else b"PK\x03\x04junk",
         compress=False,
     )
-    code, out, err = run(["demo"])
+    code, _out, err = run(["demo"])
     assert code == 2 and err.count("\n") == 1
     assert err.startswith(f"pubsift demo: {path}: corrupt or truncated gzip stream")
 

@@ -19,6 +19,7 @@ or wire round trip that does not give the filter back. The last line is
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import resource
@@ -332,17 +333,17 @@ class Fuzzer:
     def raw_event(self) -> Any:
         raw = self.mutated(self.rnd.choice(EVENTS), 2) if self.rnd.random() < 0.8 else self.value()
         if self.rnd.random() < 0.3:
-            try:
+            with contextlib.suppress(ValueError):
                 raw = json.dumps(raw, ensure_ascii=self.rnd.random() < 0.5)
-            except ValueError:
-                pass
         return raw
 
     # -- checks -----------------------------------------------------------------------
-    def call(self, label: str, fn: Callable[[], Any]) -> Any:
+    def call(self, label: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)``, with a timeout; a raised PubsiftError gives None,
+        anything else is recorded as a problem."""
         signal.alarm(10)
         try:
-            return fn()
+            return fn(*args, **kwargs)
         except PubsiftError:
             return None
         except _Timeout:
@@ -361,15 +362,15 @@ class Fuzzer:
             self.problems.append((f"WRONG {label}", ""))
 
     def round_trips(self, m: RecordsModel, f: Any, what: str) -> None:
-        t = self.call(f"format {show(f)}", lambda: m.format_filter(f))
+        t = self.call(f"format {show(f)}", m.format_filter, f)
         if t is not None:
-            back = self.call(f"reparse {show(t)}", lambda: m.parse_filter(t))
+            back = self.call(f"reparse {show(t)}", m.parse_filter, t)
             self.check(f"{what} text round trip {show(f)} -> {show(t)}", back == f)
         d = self.call(
             f"dump {show(f)}", lambda: json.loads(json.dumps(m.dump_filter(f), allow_nan=False))
         )
         if d is not None:
-            back = self.call(f"load {show(d)}", lambda: m.load_filter(d))
+            back = self.call(f"load {show(d)}", m.load_filter, d)
             self.check(f"{what} wire round trip {show(f)}", back == f)
 
     def round(self) -> None:
@@ -377,37 +378,38 @@ class Fuzzer:
         fs = []
         for _ in range(3):
             s = self.spec()
-            fs += self.call(f"parse_filters {show(s)}", lambda: m.parse_filters(s)) or []
-            self.call(f"parse_filter {show(s)}", lambda: m.parse_filter(s))
+            fs += self.call(f"parse_filters {show(s)}", m.parse_filters, s) or []
+            self.call(f"parse_filter {show(s)}", m.parse_filter, s)
         w = self.mutated(self.rnd.choice(WIRES), 2)
-        fs.append(self.call(f"load_filter {show(w)}", lambda: m.load_filter(w)))
+        fs.append(self.call(f"load_filter {show(w)}", m.load_filter, w))
         fs = [f for f in fs if f is not None]
         for f in list(fs):
-            w = self.call(f"wire {show(f)}", lambda: self.mutated(m.dump_filter(f), 2))
+            w = self.call(f"wire {show(f)}", lambda f: self.mutated(m.dump_filter(f), 2), f)
             if w is not None:
-                g = self.call(f"load_filter {show(w)}", lambda: m.load_filter(w))
+                g = self.call(f"load_filter {show(w)}", m.load_filter, w)
                 if g is not None:
                     fs.append(g)
         events = []
         for _ in range(3):
             raw = self.raw_event()
-            e = self.call(f"parse_event {show(raw)}", lambda: m.parse_event(raw))
+            e = self.call(f"parse_event {show(raw)}", m.parse_event, raw)
             if e is not None:
                 events.append(e)
-            self.call(f"load_event {show(raw)}", lambda: m.load_event(raw))
+            self.call(f"load_event {show(raw)}", m.load_event, raw)
         for e in events:
             d = self.call(
                 f"dump_event {show(e)}",
-                lambda: json.loads(json.dumps(m.dump_event(e), allow_nan=False)),
+                lambda e: json.loads(json.dumps(m.dump_event(e), allow_nan=False)),
+                e,
             )
             self.check(
                 f"event round trip {show(e)}",
-                d is not None and self.call("load_event", lambda: m.load_event(d)) == e,
+                d is not None and self.call("load_event", m.load_event, d) == e,
             )
         for f in fs:
             self.round_trips(m, f, "filter")
             for e in events:
-                self.call(f"matches {show(f)} {show(e)}", lambda: m.matches(f, e))
+                self.call(f"matches {show(f)} {show(e)}", m.matches, f, e)
         for f in fs:
             for g in fs:
                 self.relations(m, f, g, events)
@@ -415,16 +417,16 @@ class Fuzzer:
 
     def relations(self, m: RecordsModel, f: Any, g: Any, events: list) -> None:
         pair = f"{show(f)} {show(g)}"
-        cv = self.call(f"covers {pair}", lambda: m.covers(f, g))
-        ov = self.call(f"overlaps {pair}", lambda: m.overlaps(f, g))
-        self.call(f"identical {pair}", lambda: m.identical(f, g))
+        cv = self.call(f"covers {pair}", m.covers, f, g)
+        ov = self.call(f"overlaps {pair}", m.overlaps, f, g)
+        self.call(f"identical {pair}", m.identical, f, g)
         for e in events:
             if cv and m.matches(g, e):
                 self.check(f"covers {pair} {show(e)}", m.matches(f, e))
             if m.matches(f, e) and m.matches(g, e):
                 self.check(f"overlaps {pair}", bool(ov))
         for perfect in (True, False):
-            mg = self.call(f"merge {perfect} {pair}", lambda: m.merge([f, g], perfect=perfect))
+            mg = self.call(f"merge {perfect} {pair}", m.merge, [f, g], perfect=perfect)
             if mg is None:
                 continue
             self.round_trips(m, mg, "merger")
@@ -435,16 +437,16 @@ class Fuzzer:
     def index(self, m: RecordsModel, fs: list, events: list) -> None:
         idx = m.new_index()
         for i, f in enumerate(fs):
-            self.call(f"add {show(f)}", lambda: idx.add(f, i))
+            self.call(f"add {show(f)}", idx.add, f, i)
         for e in events:
-            got = self.call(f"match {show(e)}", lambda: idx.match(e))
+            got = self.call(f"match {show(e)}", idx.match, e)
             want = {i for i, f in enumerate(fs) if m.matches(f, e)}
             self.check(f"index match {show(e)} {show(fs)}", got == want)
         for f in fs:
             for q in ("covering", "covered_by", "identical", "overlapping", "merge_candidates"):
-                self.call(f"{q} {show(f)}", lambda: getattr(idx, q)(f))
+                self.call(f"{q} {show(f)}", getattr(idx, q), f)
         for i, f in enumerate(fs):
-            self.call(f"remove {show(f)}", lambda: idx.remove(f, i))
+            self.call(f"remove {show(f)}", idx.remove, f, i)
         self.check("index empties", len(idx) == 0)
 
 

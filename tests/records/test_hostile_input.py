@@ -152,8 +152,8 @@ def test_large_integers_compare_exactly_with_floats():
     [
         f"x > {HUGE}",
         f"x in {{{HUGE}}}",
-        '{"x": [%s]}' % HUGE,
-        '{"x": [{"numeric": [">", -%s]}]}' % HUGE,
+        f'{{"x": [{HUGE}]}}',
+        f'{{"x": [{{"numeric": [">", -{HUGE}]}}]}}',
     ],
 )
 def test_integers_over_the_digit_limit_in_filters_are_refused(spec):
@@ -174,8 +174,8 @@ def test_integers_over_the_digit_limit_in_python_patterns_and_wire_forms_are_ref
 
 def test_integers_over_the_digit_limit_in_events_are_refused():
     with pytest.raises(EventError, match="digits"):
-        M.parse_event('{"x": %s}' % HUGE)
-    with pytest.raises(EventError, match="attribute 'x'.*digits"):
+        M.parse_event(f'{{"x": {HUGE}}}')
+    with pytest.raises(EventError, match=r"attribute 'x'.*digits"):
         M.parse_event({"x": [1, -(10**limits.MAX_INT_DIGITS)]})
     with pytest.raises(EventError, match="digits"):
         M.load_event({"x": 10**limits.MAX_INT_DIGITS})
@@ -193,7 +193,7 @@ def test_integers_over_the_digit_limit_in_events_are_refused():
     ],
 )
 def test_non_finite_numbers_in_filters_are_refused(spec):
-    with pytest.raises(FilterSyntaxError, match="too large for a 64-bit float|not JSON"):
+    with pytest.raises(FilterSyntaxError, match=r"too large for a 64-bit float|not JSON"):
         M.parse_filter(spec)
 
 
@@ -208,7 +208,7 @@ def test_non_finite_numbers_in_filters_are_refused(spec):
     ],
 )
 def test_non_finite_numbers_in_events_are_refused(raw):
-    with pytest.raises(EventError, match="finite|too large"):
+    with pytest.raises(EventError, match=r"finite|too large"):
         M.parse_event(raw)
 
 

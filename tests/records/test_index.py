@@ -109,7 +109,7 @@ def check_equal(
     assert len(index) == len(oracle)
     assert set(index) == set(oracle)
     assert index.keys() == oracle.keys()
-    for k in oracle.keys():
+    for k in oracle:
         assert sorted(map(repr, index.filters(k))) == sorted(map(repr, oracle.filters(k)))
     for e in evs:
         assert index.match(e) == oracle.match(e), e

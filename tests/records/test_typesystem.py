@@ -103,7 +103,7 @@ def test_malformed_declarations_are_rejected(declared):
 
 
 def test_unknown_type_names_are_a_clear_error():
-    with pytest.raises(UnknownTypeError, match="unknown type 'Bond'.*BondQuote"):
+    with pytest.raises(UnknownTypeError, match=r"unknown type 'Bond'.*BondQuote"):
         H.typeset("Bond")
     with pytest.raises(UnknownTypeError):
         H.is_subtype("Quote", "Nope")

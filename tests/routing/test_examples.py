@@ -208,7 +208,7 @@ def test_merging_remerges_the_remaining_parts() -> None:
 
 
 def test_imperfect_merging_is_counted_and_only_for_neighbours() -> None:
-    b, port = broker("merging-imperfect", neighbours=("S", "B2"), clients=("X",))
+    b, _port = broker("merging-imperfect", neighbours=("S", "B2"), clients=("X",))
     b.receive(admin([Iv(0, 1)]), "S")
     b.receive(admin([Iv(5, 6)]), "S")
     strategy = b.routing["toy"].sub_strategy

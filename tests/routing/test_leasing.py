@@ -37,7 +37,7 @@ def _filter(rng: random.Random):
 
 def _corrupt(net: Network, rng: random.Random) -> None:
     """Arbitrary transient faults (§3.7.1) at the current time."""
-    for name, b in net.brokers.items():
+    for b in net.brokers.values():
         r = b.routing["toy"]
         tables = [(r.subs, r.sub_strategy)] + ([(r.advs, r.adv_strategy)] if r.advs else [])
         for table, strategy in tables:

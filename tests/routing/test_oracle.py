@@ -131,7 +131,7 @@ class _NoUncovering(Covering):
     """Covering-based routing that forgets to forward uncovered subscriptions."""
 
     def _forward_unsubs(self, sender, unsubs, uncovered):
-        fs, fu = super()._forward_unsubs(sender, unsubs, uncovered)
+        _fs, fu = super()._forward_unsubs(sender, unsubs, uncovered)
         return [], fu
 
 

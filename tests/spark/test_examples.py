@@ -236,7 +236,7 @@ def test_read_is_events_plus_quarantined_per_file(outcomes):
     for name, data in _members(archive):
         expected[f"{archive}!{name}"] = _xml_items(data)
     archive = SAMPLE / "nitf/yfilter-nitf.tar.gz"
-    for name, data in _members(archive):
+    for name, _data in _members(archive):
         expected[f"{archive}!{name}"] = 1
     archive = SAMPLE / "business/ubl-documents.zip"
     for name, data in _members(archive):
@@ -244,7 +244,7 @@ def test_read_is_events_plus_quarantined_per_file(outcomes):
     got = Counter(o.source for o in outcomes)
     assert got == expected
     assert sum(isinstance(o, Event) for o in outcomes) == sum(expected.values()) - 1
-    assert len(set(o.id for o in outcomes)) == len(outcomes)
+    assert len({o.id for o in outcomes}) == len(outcomes)
 
 
 def test_readme_counts_are_the_sample_s(outcomes):

@@ -135,7 +135,7 @@ def test_a_second_run_into_the_same_out_is_refused(routed, sample):
     from pubsift.adapters.spark.store import OutputError
 
     before = sorted(str(p) for p in routed.out.rglob("*"))
-    with pytest.raises(OutputError, match="exists and is not empty.*--overwrite"):
+    with pytest.raises(OutputError, match=r"exists and is not empty.*--overwrite"):
         run_route(sample.subscribers, routed.out, sources=sample.sources)
     assert sorted(str(p) for p in routed.out.rglob("*")) == before
     assert not siblings(routed.out)

@@ -478,14 +478,14 @@ def test_max_depth_above_the_libxml2_ceiling_is_refused():
 @pytest.mark.parametrize(
     "settings_, shown",
     [
-        (dict(max_depth=0), "max_depth must be a positive integer, not 0"),
-        (dict(max_depth=-1), "not -1"),
-        (dict(max_depth=True), "not True"),
-        (dict(max_depth=2.5), "not 2.5"),
-        (dict(max_bytes="10"), "max_bytes must be"),
-        (dict(max_bytes=None), "not None"),
-        (dict(max_depth=2049), "above 2048"),
-        (dict(max_depth=10**5000), "a 16610-bit integer is above 2048"),
+        ({"max_depth": 0}, "max_depth must be a positive integer, not 0"),
+        ({"max_depth": -1}, "not -1"),
+        ({"max_depth": True}, "not True"),
+        ({"max_depth": 2.5}, "not 2.5"),
+        ({"max_bytes": "10"}, "max_bytes must be"),
+        ({"max_bytes": None}, "not None"),
+        ({"max_depth": 2049}, "above 2048"),
+        ({"max_depth": 10**5000}, "a 16610-bit integer is above 2048"),
     ],
 )
 def test_bad_parse_limits_are_a_limits_error_that_is_a_pubsift_error(settings_, shown):
@@ -574,7 +574,7 @@ def test_a_filter_whose_written_text_exceeds_the_limit_is_refused_from_text_and_
     for spec in (q, {"xpath": q}):
         with pytest.raises(
             FilterSyntaxError,
-            match="too long once written: its text form .* has 100029 characters > 100000",
+            match=r"too long once written: its text form .* has 100029 characters > 100000",
         ):
             M.parse_filter(spec)
     shorter = q.replace("z" * 29, "", 1)  # written in exactly 100,000 characters
@@ -882,9 +882,10 @@ def _hooks_hold_the_contract(q, raws, other):
         assert idx.match(e) == {k for k, h in ((0, g), (1, f)) if M.matches(h, e)}
 
 
-_FUZZ = dict(
-    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
-)
+_FUZZ = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.filter_too_much],
+}
 
 
 @settings(max_examples=150, **_FUZZ)

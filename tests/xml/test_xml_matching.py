@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
+from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.xml import XmlModel, parse_document
 from pubsift.models.xml.predicates import xpath_number
 from pubsift.models.xml.testing import documents, xpaths
@@ -128,7 +129,7 @@ def test_number_conversion_agrees_with_lxml(s):
 )
 def test_xpath_semantics_vectors(q, doc, expected):
     if doc is None:
-        with pytest.raises(Exception):
+        with pytest.raises(FilterSyntaxError):
             MODEL.parse_filter(q)
         return
     e = MODEL.parse_event(doc)

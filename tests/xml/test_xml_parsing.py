@@ -46,7 +46,7 @@ def test_xxe_over_the_network_is_refused():
 
 
 def test_billion_laughs_is_refused():
-    with pytest.raises(EventError, match="billion laughs|entity expansion"):
+    with pytest.raises(EventError, match=r"billion laughs|entity expansion"):
         parse_document(LAUGHS)
 
 
@@ -174,4 +174,5 @@ def test_no_xml_parser_outside_the_xml_models_parsing_module():
         for line in p.read_text().splitlines()
         if made_here.search(line)
     ]
+    # (the adapters bench's baseline: etree.parse with the xml model's hardened parser)
     assert found == ["bench/adapters.py: root = etree.parse(p, parser).getroot()"], found
