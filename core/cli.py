@@ -830,7 +830,11 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
         f"examples/sample/quotes)",
     )
     p.set_defaults(func=cmd_demo)
-    sub = p.add_subparsers(dest="demo", action=_LazySubcommands, metavar="{network}")
+    # typeshed types add_subparsers() as a plain _SubParsersAction whatever ``action`` is
+    sub = cast(
+        _LazySubcommands,
+        p.add_subparsers(dest="demo", action=_LazySubcommands, metavar="{network}"),
+    )
     for name, (text, target) in DEMOS.items():
         sub.add_lazy(name, text, target)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import shutil
 import signal
@@ -291,7 +292,7 @@ class NetworkDemo:
         for s in self.subs:
             s.client = AsyncClient(self.url(s.broker), id=s.name, models=self.models)
             await s.client.connect()
-            await s.client.subscribe(s.model, s.spec, lambda n, s=s: self.show(s, n))
+            await s.client.subscribe(s.model, s.spec, functools.partial(self.show, s))
             spec = s.spec if isinstance(s.spec, str) else s.spec["xpath"]
             self.console.print(
                 f"subscriber [bold cyan]{s.name}[/] @{s.broker} {s.model}: {escape(spec)}",
@@ -370,7 +371,7 @@ def summary(model: str, n: Notification) -> str:
             ),
             root,
         )
-        texts = {}
+        texts: dict[str, str] = {}
         for e in item.iter():
             if isinstance(e.tag, str) and (e.text or "").strip():
                 texts.setdefault(_local(e.tag), e.text.strip())

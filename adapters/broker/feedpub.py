@@ -74,13 +74,14 @@ def item_key(root: etree._Element) -> str:
     id, rdf:about or link, else ``sha256:`` of the item's canonical XML (of the whole
     event when it holds no item element)."""
     item = next((e for e in root.iter() if _local(e.tag) in _ITEMS), root)
-    children = {}
+    children: dict[str, etree._Element] = {}
     for child in item:
         children.setdefault(_local(child.tag), child)
     for name in ("guid", "id"):
         el = children.get(name)
-        if el is not None and (el.text or "").strip():
-            return f"{name}:{el.text.strip()}"
+        text = (el.text or "").strip() if el is not None else ""
+        if text:
+            return f"{name}:{text}"
     about = item.get(_RDF_ABOUT)
     if about:
         return f"about:{about}"
@@ -89,8 +90,9 @@ def item_key(root: etree._Element) -> str:
         href = el.get("href")
         if href and el.get("rel", "alternate") == "alternate":
             return f"link:{href}"
-        if (el.text or "").strip():
-            return f"link:{el.text.strip()}"
+        text = (el.text or "").strip()
+        if text:
+            return f"link:{text}"
     digest = hashlib.sha256(etree.tostring(item, method="c14n")).hexdigest()
     return f"sha256:{digest[:32]}"
 

@@ -26,7 +26,7 @@ BROKER_KINDS = ("forward", "admin")
 
 def _model(obj: Mapping[str, Any], models: Mapping[str, FilterModel]) -> FilterModel:
     name = obj.get("model")
-    if name not in models:
+    if not isinstance(name, str) or name not in models:
         raise FrameError(
             "invalid-message",
             f"{obj['kind']}: unknown model {name!r} (this broker routes {', '.join(sorted(models))})",
