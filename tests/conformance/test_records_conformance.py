@@ -8,6 +8,7 @@ configured with a schema that makes ``c`` integer-valued and declares the type h
 from __future__ import annotations
 
 import pytest
+from depth import deep
 from hypothesis import Phase, settings
 from pubsift.core import load_model
 from pubsift.core.conformance import ModelConformance, merging, soundness
@@ -70,12 +71,12 @@ class TestRecordsWithSchema(RecordsFixtures, ModelConformance):
 
 @pytest.mark.slow
 class TestRecordsThorough(TestRecordsWithSchema):
-    """The same with ten times the examples and hostile batches (``make test`` runs it;
+    """The same with more examples (150 × PUBSIFT_TEST_DEPTH, tests/depth.py) and hostile batches (``make test`` runs it;
     ``test-fast`` skips)."""
 
     @pytest.fixture
     def max_examples(self):
-        return 400
+        return deep(150)
 
     @pytest.fixture
     def hostile_batches(self):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from depth import DEPTH, deep
 
 SCRIPT = Path(__file__).with_name("hostile_fuzz.py")
 
@@ -31,4 +32,4 @@ def test_hostile_fuzz_smoke():
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [2, 3, 4])
 def test_hostile_fuzz_deep(seed):
-    run(seed=seed, iterations=1000, timeout=1200)
+    run(seed=seed, iterations=deep(400), timeout=1200 * max(1, round(DEPTH)))

@@ -11,6 +11,7 @@ import time
 import tracemalloc
 
 import pytest
+from depth import deep
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
@@ -895,7 +896,7 @@ def test_hostile_filters_and_documents_meet_the_contract(q, raws, other):
 
 
 @pytest.mark.slow
-@settings(max_examples=3000, **_FUZZ)
+@settings(max_examples=deep(1500), **_FUZZ)
 @given(hostile_filters(), st.lists(hostile_documents(), min_size=1, max_size=3), xpaths())
 def test_hostile_filters_and_documents_meet_the_contract_many(q, raws, other):
     _hooks_hold_the_contract(q, raws, other)

@@ -4,6 +4,7 @@ the 100 YFilter NITF documents, and on random patterns against random documents.
 from __future__ import annotations
 
 import pytest
+from depth import deep
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml import etree
@@ -71,7 +72,7 @@ def test_random_patterns_agree_with_lxml(q, raws):
 
 
 @pytest.mark.slow
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=deep(1500), deadline=None)
 @given(xpaths(), st.lists(documents(), min_size=1, max_size=3))
 def test_random_patterns_agree_with_lxml_many(q, raws):
     _agree(q, raws)
