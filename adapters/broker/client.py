@@ -218,6 +218,12 @@ class AsyncClient:
             self.refresh = float(lease["refresh"])
         if isinstance(obj.get("max_frame_bytes"), int) and obj["max_frame_bytes"] > 0:
             self.broker_max_frame_bytes = obj["max_frame_bytes"]
+        beat = obj.get("heartbeat") if isinstance(obj.get("heartbeat"), dict) else {}
+        interval, missed = beat.get("interval"), beat.get("max_missed")
+        conn.start_heartbeat(
+            float(interval) if isinstance(interval, (int, float)) and interval >= 0 else 15.0,
+            missed if isinstance(missed, int) and missed > 0 else 2,
+        )
         conn.role, conn.id = "broker", self.broker_id
         self._conn = conn
         self.connections += 1

@@ -252,8 +252,10 @@ class BrokerDaemon:
                 models=sorted(self.models),
                 advertisements=self.config.advertisements,
                 max_frame_bytes=self.config.max_frame_bytes,
+                **self._heartbeat_info(),
             )
         )
+        self._start_heartbeat(conn)
         log.info("client %s connected from %s", pid, conn.peer)
         try:
             while True:
@@ -449,7 +451,22 @@ class BrokerDaemon:
         return pid, theirs
 
     def _lease_info(self) -> dict[str, Any]:
-        return {"lease": {"period": self.config.lease_period, "refresh": self.config.lease_refresh}}
+        return {
+            "lease": {"period": self.config.lease_period, "refresh": self.config.lease_refresh},
+            **self._heartbeat_info(),
+        }
+
+    def _heartbeat_info(self) -> dict[str, Any]:
+        cfg = self.config
+        return {
+            "heartbeat": {
+                "interval": cfg.heartbeat_interval,
+                "max_missed": cfg.heartbeat_max_missed,
+            }
+        }
+
+    def _start_heartbeat(self, conn: Connection) -> None:
+        conn.start_heartbeat(self.config.heartbeat_interval, self.config.heartbeat_max_missed)
 
     async def _serve_neighbour(self, conn: Connection, pid: str, theirs: frozenset[str]) -> None:
         assert self.broker is not None
@@ -460,6 +477,7 @@ class BrokerDaemon:
         self.broker.connect(pid)
         self.reach.update(pid, theirs)
         self.reach.changed_views([pid])  # it was just told
+        self._start_heartbeat(conn)
         log.info(
             "link %s - %s up (%s %s)", self.id, pid, "to" if conn.dialled else "from", conn.peer
         )
