@@ -94,7 +94,7 @@ def add_sub_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_sub(args: argparse.Namespace, console: Console) -> int:
-    from pubsift.adapters.broker.client import AsyncClient, Notification
+    from pubsift.adapters.broker.client import REFUSALS, AsyncClient, BrokerRefused, Notification
     from pubsift.core.cli_input import strict_json
 
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
@@ -105,21 +105,36 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
         out.flush()
 
     async def main() -> None:
-        client = AsyncClient(args.url, id=args.id)
+        stop = asyncio.Event()
+        refusal: list[dict[str, Any]] = []
+
+        def on_error(obj: dict[str, Any]) -> None:
+            if obj.get("reason") in (*REFUSALS, "too-large"):  # it refused a subscription
+                refusal.append(obj)
+                stop.set()
+
+        client = AsyncClient(args.url, id=args.id, on_error=on_error)
         specs: list[Any] = [
             strict_json(f) if f.lstrip().startswith("{") else f for f in args.filter
         ]
         filters = [client.parse_filter(args.model, s) for s in specs]  # errors before connecting
-        stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         await client.connect()
-        for f in filters:
-            await client.subscribe(args.model, f, show)
-        sys.stderr.write(f"pubsift sub: subscribed as {client.id} at {client.broker_id}\n")
-        await stop.wait()
-        await client.close()
+        try:
+            client.check_routed(args.model)
+            for f in filters:
+                await client.subscribe(args.model, f, show)
+            sys.stderr.write(f"pubsift sub: subscribed as {client.id} at {client.broker_id}\n")
+            await stop.wait()
+        finally:
+            await client.close()
+        if refusal:
+            raise BrokerRefused(
+                f"broker {client.broker_id} refused the subscription: "
+                f"{refusal[0].get('reason')}: {refusal[0].get('message')}"
+            )
 
     asyncio.run(main())
     return 0
@@ -152,7 +167,7 @@ def add_pub_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_pub(args: argparse.Namespace, console: Console) -> int:
-    from pubsift.adapters.broker.client import AsyncClient
+    from pubsift.adapters.broker.client import REFUSALS, AsyncClient
     from pubsift.core.cli_input import one_line
     from pubsift.core.errors import PubsiftError
 
@@ -181,6 +196,11 @@ def cmd_pub(args: argparse.Namespace, console: Console) -> int:
     async def main() -> int:
         client = AsyncClient(args.url, id=args.id)
         await client.connect()
+        try:
+            client.check_routed(args.model)
+        except PubsiftError:
+            await client.close()
+            raise
         if args.advertise:
             await client.advertise(args.model, args.advertise)
         sent = bad = 0
@@ -193,6 +213,14 @@ def cmd_pub(args: argparse.Namespace, console: Console) -> int:
                 sys.stderr.write(f"pubsift pub: {where}: not sent: {one_line(exc)}\n")
             if sent % 256 == 0:
                 await asyncio.sleep(0)  # let the writer drain
+        # the broker answers in order: its stats reply comes after every refusal of a pub
+        with contextlib.suppress(PubsiftError, TimeoutError):
+            await client.stats(10.0)
+        refused = [e for e in client.errors if e.get("reason") in REFUSALS]
+        for e in refused[:10]:
+            sys.stderr.write(f"pubsift pub: refused by the broker: {e.get('message')}\n")
+        sent -= len(refused)
+        bad += len(refused)
         await client.close(unsubscribe=True)
         bad += quarantined[0]
         sys.stderr.write(f"pubsift pub: {sent} published, {bad} not sent\n")

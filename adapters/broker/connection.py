@@ -67,14 +67,15 @@ class Connection:
     def closing(self) -> bool:
         return self._closing
 
-    def send(self, obj: dict[str, Any]) -> bool:
-        """Queue ``obj`` as a frame; False when the connection is closing (dropped)."""
+    def send(self, obj: dict[str, Any] | bytes) -> bool:
+        """Queue ``obj`` as a frame (or an already encoded frame); False when the
+        connection is closing (dropped)."""
         if self._closing:
             return False
         if self._queue.qsize() >= self.max_queue:
             self.close("slow-consumer", f"more than {self.max_queue} frames waiting to be sent")
             return False
-        self._queue.put_nowait(encode(obj))
+        self._queue.put_nowait(obj if isinstance(obj, bytes) else encode(obj))
         return True
 
     async def recv(self) -> dict[str, Any] | None:
