@@ -28,10 +28,28 @@ from rich.console import Console
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+BROKER_EPILOG = """\
+Flags override the configuration file; without either the broker listens on
+127.0.0.1:7400, routes every installed model with covering routing, leases entries for
+30 s (clients renew every 10 s) and pings a peer silent for 15 s, closing it after 2
+unanswered pings. The keys of broker.toml are listed in the README ("Running brokers") and
+pubsift.adapters.broker.config; a bad value is reported with the file and key, exit 2.
+Logs go to standard error, one line per event. SIGTERM or SIGINT: the broker tells every
+client and neighbour 'shutdown', closes, and exits 0. Clients: pubsift sub / pub /
+publish-feed pubsift://HOST:PORT, or the HTTP gateway (--gateway) with curl.
+"""
+
+
 def add_broker_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = BROKER_EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--config", metavar="broker.toml", help="the broker's configuration file")
-    p.add_argument("--listen", metavar="HOST:PORT", help="address to listen on (port 0: any)")
-    p.add_argument("--id", help="the broker's id, unique in the network")
+    p.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="address to listen on (default 127.0.0.1:7400; port 0: any)",
+    )
+    p.add_argument("--id", help="the broker's id, unique in the network (default: HOST:PORT)")
     p.add_argument(
         "--neighbour",
         action="append",

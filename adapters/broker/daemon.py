@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import time
 from collections import Counter
@@ -82,6 +83,11 @@ def load_models(names: tuple[str, ...] | None, source: str) -> dict[str, FilterM
     return out
 
 
+def _why(exc: OSError) -> str:
+    """The OS's words for ``exc`` (asyncio's bind errors repeat the address)."""
+    return os.strerror(exc.errno).lower() if exc.errno else str(exc)
+
+
 class BrokerDaemon:
     """One broker process: a server for clients and neighbours, dialers for the configured
     neighbours, and the lease clock. ``await start()`` binds (port 0: the OS chooses;
@@ -111,9 +117,15 @@ class BrokerDaemon:
     # -- life cycle -----------------------------------------------------------------------
     async def start(self) -> None:
         cfg = self.config
-        self._server = await asyncio.start_server(
-            self._accept, cfg.listen.host, cfg.listen.port, limit=1 << 16
-        )
+        try:
+            self._server = await asyncio.start_server(
+                self._accept, cfg.listen.host, cfg.listen.port, limit=1 << 16
+            )
+        except OSError as exc:
+            raise ConfigError(
+                f"{cfg.source}: broker.listen (--listen): cannot listen on {cfg.listen}: "
+                f"{_why(exc)}"
+            ) from None
         bound = self._server.sockets[0].getsockname()
         self.address = Address(cfg.listen.host, bound[1])
         self.id = cfg.id or str(self.address)
@@ -144,7 +156,14 @@ class BrokerDaemon:
             from pubsift.adapters.broker.gateway import Gateway
 
             self.gateway = Gateway(self, cfg.gateway)
-            await self.gateway.start()
+            try:
+                await self.gateway.start()
+            except OSError as exc:
+                await self.stop()
+                raise ConfigError(
+                    f"{cfg.source}: gateway.listen (--gateway): cannot listen on {cfg.gateway}: "
+                    f"{_why(exc)}"
+                ) from None
 
     async def stop(self) -> None:
         """Stop accepting, tell every peer ``shutdown``, close everything."""

@@ -90,3 +90,41 @@ def test_unknown_model_is_a_config_error():
 
     with pytest.raises(ConfigError, match=r"broker\.models: no filter model named 'nope'"):
         load_models(("records", "nope"), "b.toml")
+
+
+def test_an_address_in_use_is_a_config_error_naming_the_key():
+    import asyncio
+    import socket
+
+    from pubsift.adapters.broker.daemon import BrokerDaemon
+
+    taken = socket.create_server(("127.0.0.1", 0))
+    port = taken.getsockname()[1]
+
+    async def go(**where) -> str:
+        d = BrokerDaemon(BrokerConfig(source="b.toml", models=("records",), **where))
+        with pytest.raises(ConfigError) as info:
+            await d.start()
+        await d.stop()
+        return str(info.value)
+
+    try:
+        msg = asyncio.run(go(listen=Address("127.0.0.1", port)))
+        assert msg == (
+            f"b.toml: broker.listen (--listen): cannot listen on 127.0.0.1:{port}: "
+            "address already in use"
+        )
+        msg = asyncio.run(go(listen=Address("127.0.0.1", 0), gateway=Address("127.0.0.1", port)))
+        assert msg.startswith("b.toml: gateway.listen (--gateway): cannot listen on")
+        assert msg.endswith("address already in use")
+    finally:
+        taken.close()
+
+
+def test_broker_help_says_the_defaults_and_the_shutdown(capsys):
+    from pubsift.core.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["broker", "--help"])
+    out = capsys.readouterr().out
+    assert "default 127.0.0.1:7400" in out and "SIGTERM" in out and "exits 0" in out
