@@ -115,6 +115,11 @@ class BrokerDaemon:
         self.gateway: Any = None
 
     # -- life cycle -----------------------------------------------------------------------
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` has begun."""
+        return self._stopping
+
     async def start(self) -> None:
         cfg = self.config
         try:
@@ -165,12 +170,21 @@ class BrokerDaemon:
                     f"{_why(exc)}"
                 ) from None
 
-    async def stop(self) -> None:
-        """Stop accepting, tell every peer ``shutdown``, close everything."""
+    async def stop(self, why: str = "") -> None:
+        """Stop accepting, tell every peer ``shutdown``, close everything. Logs one line
+        when it starts and one when it is done (not one per connection)."""
         if self._stopping:
             return
         self._stopping = True
-        log.info("broker %s shutting down", self.id)
+        streams = self.gateway.subscribers if self.gateway is not None else 0
+        log.info(
+            "broker %s shutting down%s: closing %d client(s), %d link(s)%s",
+            self.id,
+            f" ({why})" if why else "",
+            len(self.port.clients) - (1 + streams if self.gateway is not None else 0),
+            len(self.port.neighbours),
+            f", {streams} HTTP stream(s)" if self.gateway is not None else "",
+        )
         if self.gateway is not None:
             await self.gateway.stop()
         if self._server is not None:
@@ -193,7 +207,7 @@ class BrokerDaemon:
         if install_signals:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, lambda: asyncio.ensure_future(self.stop()))
+                loop.add_signal_handler(sig, lambda s=sig: asyncio.ensure_future(self.stop(s.name)))
         await self._stopped.wait()
 
     # -- leases ---------------------------------------------------------------------------
@@ -293,7 +307,9 @@ class BrokerDaemon:
             if self.port.clients.get(pid) is conn:
                 del self.port.clients[pid]
                 self._absent[pid] = time.monotonic()
-                log.info("client %s disconnected", pid)
+                log.log(
+                    logging.DEBUG if self._stopping else logging.INFO, "client %s disconnected", pid
+                )
 
     def stats(self) -> dict[str, Any]:
         """What the broker holds and has done: routing-table sizes per model ([local,
@@ -524,7 +540,8 @@ class BrokerDaemon:
         del self.port.neighbours[pid]
         self.reach.drop(pid)
         self._absent[pid] = time.monotonic()
-        log.info(
+        log.log(
+            logging.DEBUG if self._stopping else logging.INFO,
             "link %s - %s down%s",
             self.id,
             pid,

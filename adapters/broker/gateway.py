@@ -119,7 +119,7 @@ class Gateway:
             await self._publisher.close()
         if self._runner is not None:
             await self._runner.cleanup()
-        log.info("gateway of broker %s stopped", self.daemon.id)
+        log.debug("gateway of broker %s stopped", self.daemon.id)
 
     def _client(self, role: str) -> AsyncClient:
         return AsyncClient(
@@ -241,6 +241,10 @@ class Gateway:
                     b'event: error\ndata: {"error": "slow-consumer", "message": '
                     b'"more than %d events waiting to be sent"}\n\n' % MAX_PENDING
                 )
+            elif self.daemon.stopping:
+                end = {"error": "shutdown", "message": f"broker {self.daemon.id} is shutting down"}
+                with contextlib.suppress(ConnectionError):
+                    await resp.write(f"event: error\ndata: {json.dumps(end)}\n\n".encode())
             with contextlib.suppress(ConnectionError):
                 await resp.write_eof()
             return resp
@@ -248,4 +252,5 @@ class Gateway:
             self._streams.discard(stop)
             self.subscribers -= 1
             await asyncio.shield(client.close())
-            log.info("subscriber %s gone", client.id)
+            if not self.daemon.stopping:
+                log.info("subscriber %s gone", client.id)
