@@ -7,6 +7,7 @@ drops it at once does not get a reconnection storm."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import struct
@@ -67,7 +68,7 @@ class FakeBroker:
             threading.Thread(target=self._serve, args=(s,), daemon=True).start()
 
     def _serve(self, s: socket.socket) -> None:
-        with s:
+        with s, contextlib.suppress(OSError):
             if _frame(s) is None:
                 return
             self.hellos.append(time.monotonic())
