@@ -20,7 +20,8 @@ Answers (JSON ``{"error": reason, "message": ...}`` for every refusal):
 ``GET /subscribe/{model}?filter=F``    200 ``text/event-stream``: one event per match,
                                        ``id:`` its publication id, ``data:`` the JSON line
                                        ``pubsift sub`` prints; 400 missing or invalid
-                                       filter; 404 unknown model; 503 broker stopping
+                                       filter; 404 unknown model; 413 filter above
+                                       the frame limit; 503 broker stopping
 =====================================  ====================================================
 """
 
@@ -34,7 +35,12 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
-from pubsift.adapters.broker.client import AsyncClient, BrokerUnavailable, Notification
+from pubsift.adapters.broker.client import (
+    AsyncClient,
+    BrokerRefused,
+    BrokerUnavailable,
+    Notification,
+)
 from pubsift.adapters.broker.config import Address
 from pubsift.adapters.broker.frames import encode
 from pubsift.core.cli_input import InputError, one_line, strict_json
@@ -209,7 +215,10 @@ class Gateway:
         self.subscribers += 1
         log.info("%s subscribed as %s to %s %s", request.remote, client.id, model.name, text)
         try:
-            await client.subscribe(model.name, flt, handler)
+            try:
+                await client.subscribe(model.name, flt, handler)
+            except BrokerRefused as exc:  # the filter's frame is above the broker's limit
+                return error_response(413, "too-large", one_line(exc))
             resp = web.StreamResponse(
                 headers={
                     "Content-Type": "text/event-stream; charset=utf-8",

@@ -162,7 +162,12 @@ def test_refusals_have_a_status_and_a_json_reason():
             assert "price >" in msg or "column" in msg or "end" in msg
             await refused("GET", "/subscribe/xml?filter=%2F%2F%5B", 400, "invalid-filter")
             await refused("GET", "/subscribe/nope?filter=a", 404, "unknown-model")
-            assert subscribers(b0) == []
+            huge = json.dumps({"symbol": [f"S{i}" for i in range(620)]})  # > 4096 as a frame
+            msg = await refused(
+                "GET", "/subscribe/records", 413, "too-large", params={"filter": huge}
+            )
+            assert "limit of 4096" in msg
+            await until(lambda: subscribers(b0) == [])
             # the broker carries on
             r = await http.post(f"{base}/publish/records", data='{"price": 1}')
             assert r.status == 202
