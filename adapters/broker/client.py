@@ -244,7 +244,14 @@ class AsyncClient:
         while self._pending:
             conn.send(self._pending.popleft())
         self._ready.set()
-        log.info("client %s connected to %s (%s)", self.id, self.broker_id, self.url)
+        log.log(
+            logging.WARNING if self.connections > 1 else logging.INFO,
+            "client %s %s to %s (%s)",
+            self.id,
+            "reconnected" if self.connections > 1 else "connected",
+            self.broker_id,
+            self.url,
+        )
         return conn
 
     async def _run(self, conn: Connection) -> None:
@@ -252,8 +259,13 @@ class AsyncClient:
             up = asyncio.get_running_loop().time()
             try:
                 await self._read(conn)
+                why = conn.close_reason or "closed by the broker"
             except (FrameError, ConnectionError, OSError) as exc:
-                log.warning("client %s: connection to %s lost: %s", self.id, self.url, exc)
+                why = str(exc)
+            if not self._closing:
+                log.warning(
+                    "client %s: connection to %s lost (%s); reconnecting", self.id, self.url, why
+                )
             self._ready.clear()
             self._conn = None
             await conn.wait_closed()
