@@ -5,6 +5,7 @@ host, a stopped process — is pinged and then closed with ``timeout`` within
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 from pubsift.adapters.broker.client import AsyncClient
@@ -76,7 +77,7 @@ def test_a_peer_answering_pings_stays_and_the_broker_answers_pings():
     asyncio.run(go())
 
 
-def test_a_client_notices_a_silent_broker_and_reconnects():
+def test_a_client_notices_a_silent_broker_and_reconnects(caplog):
     """A 'broker' that answers the hello and then says nothing, never a pong: the client
     closes with timeout and dials again."""
     hellos: list[float] = []
@@ -100,7 +101,11 @@ def test_a_client_notices_a_silent_broker_and_reconnects():
         await c.close()
         server.close()
 
-    asyncio.run(go())
+    with caplog.at_level(logging.WARNING, "pubsift.client"):
+        asyncio.run(go())
+    said = [r.getMessage() for r in caplog.records if r.name == "pubsift.client"]
+    assert any(m.endswith("lost (timeout); reconnecting") for m in said), said
+    assert any(" reconnected to mute " in m for m in said), said
 
 
 def test_heartbeat_zero_is_off():
