@@ -430,14 +430,23 @@ class BrokerDaemon:
                 await asyncio.sleep(delay)
                 continue
             conn = self._connection(reader, writer, dialled=True)
+            duplicate = False
             try:
                 up = await self._dial(conn, address)
                 if up is not None:
                     backoff.reset()
                     await self._serve_neighbour(conn, *up)
             except FrameError as exc:
-                log.warning("link to %s: %s", address, exc)
-                conn.close(exc.reason, exc.message)
+                duplicate = exc.reason == "duplicate-link"
+                if duplicate:  # both sides dial: the other side's connection is kept
+                    log.info(
+                        "link to %s: %s; dialling it again when that link goes down",
+                        address,
+                        exc.message,
+                    )
+                else:
+                    log.warning("link to %s: %s", address, exc)
+                    conn.close(exc.reason, exc.message)
             except TimeoutError:
                 log.warning("link to %s: no answer within %gs", address, HANDSHAKE_TIMEOUT)
             except (ConnectionError, OSError) as exc:
@@ -445,6 +454,11 @@ class BrokerDaemon:
             finally:
                 await conn.wait_closed()
                 self._conns.discard(conn)
+            if duplicate:
+                linked = set(self.port.neighbours)
+                while not self._stopping and linked and linked <= set(self.port.neighbours):
+                    await asyncio.sleep(0.5)
+                backoff.reset()
             if not self._stopping:
                 delay = backoff.next()
                 log.info("re-dialling %s in %.2fs", address, delay)

@@ -4,6 +4,7 @@ bad frames, cycle refusal, leases (issue 14 §1-§3)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 from collections.abc import Awaitable, Callable
 
@@ -307,3 +308,36 @@ def test_a_restarted_broker_gets_its_table_back_at_once_from_renewals():
                 await d.stop()
 
     asyncio.run(asyncio.wait_for(go(), 30))
+
+
+def test_two_brokers_dialling_each_other_keep_one_link_without_redialling_forever(caplog):
+    """docs/protocol.md §7: the connection dialled by the smaller id is kept; the other
+    side stops dialling while that link is up (it used to be refused every backoff_max,
+    with a warning on both sides, for ever), and dials again when it goes down."""
+
+    async def go() -> None:
+        a = BrokerDaemon(BrokerConfig(id="a", listen=Address("127.0.0.1", 0), **FAST))
+        await a.start()
+        b = BrokerDaemon(
+            BrokerConfig(id="b", listen=Address("127.0.0.1", 0), neighbours=(a.address,), **FAST)
+        )
+        await b.start()
+        a2 = BrokerDaemon(
+            BrokerConfig(
+                id="a", listen=Address("127.0.0.1", a.address.port), neighbours=(b.address,), **FAST
+            )
+        )
+        await a.stop()  # a again, now dialling b too: both sides dial
+        await a2.start()
+        try:
+            await until(lambda: "b" in a2.port.neighbours and "a" in b.port.neighbours)
+            await asyncio.sleep(2.0)
+            assert "b" in a2.port.neighbours and "a" in b.port.neighbours
+            refused = [r for r in caplog.records if "already linked" in r.getMessage()]
+            assert len(refused) <= 4, [r.getMessage() for r in refused]
+        finally:
+            await b.stop()
+            await a2.stop()
+
+    with caplog.at_level(logging.INFO, "pubsift.broker"):
+        asyncio.run(go())
