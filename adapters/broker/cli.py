@@ -187,18 +187,37 @@ def add_pub_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_pub(args: argparse.Namespace, console: Console) -> int:
     from pubsift.adapters.broker.client import REFUSALS, AsyncClient
     from pubsift.core.cli_input import one_line
-    from pubsift.core.errors import PubsiftError
+    from pubsift.core.errors import EventError, PubsiftError
 
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
 
     quarantined = [0]
 
-    def events() -> Any:
-        """(where, raw or parsed event) of stdin's JSON lines, or of the files' records."""
-        if not args.files:
-            for i, line in enumerate(sys.stdin, 1):
+    async def stdin_lines() -> Any:
+        """(where, line) of standard input, read in a thread as it comes: a pipe that
+        writes slowly (``tail -f log | pubsift pub``) has each line sent at once, and the
+        connection stays served (pings, renewals) while it waits."""
+        loop = asyncio.get_running_loop()
+        stream, rest, i = sys.stdin.buffer, b"", 0
+        while True:
+            chunk = await loop.run_in_executor(None, stream.read1, 1 << 16)
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop() if chunk else b""
+            for line in lines:
+                i += 1
                 if line.strip():
                     yield f"<stdin>:{i}", line
+            if not chunk:
+                return
+
+    async def events() -> Any:
+        """(where, raw or parsed event) of stdin's JSON lines, or of the files' records."""
+        if not args.files:
+            async for where, line in stdin_lines():
+                try:
+                    yield where, line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    yield where, exc
             return
         from pubsift.adapters import Quarantined, read
 
@@ -222,8 +241,10 @@ def cmd_pub(args: argparse.Namespace, console: Console) -> int:
         if args.advertise:
             await client.advertise(args.model, args.advertise)
         sent = bad = 0
-        for where, ev in events():
+        async for where, ev in events():
             try:
+                if isinstance(ev, UnicodeDecodeError):
+                    raise EventError(f"not UTF-8 (byte {ev.start} of the line)")
                 await client.publish(args.model, ev)
                 sent += 1
             except PubsiftError as exc:
