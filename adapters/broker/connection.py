@@ -106,8 +106,10 @@ class Connection:
                 continue
             if self.missed >= max_missed:
                 log.warning(
-                    "%r: nothing received for %.0fs, %d pings unanswered (closing)",
-                    self,
+                    "%s %s (%s): nothing received for %.0fs, %d pings unanswered (closing)",
+                    self.role or "peer",
+                    self.id or "?",
+                    self.peer,
                     idle,
                     self.missed,
                 )

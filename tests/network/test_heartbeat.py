@@ -32,7 +32,7 @@ async def _frames(r: asyncio.StreamReader, timeout: float) -> tuple[list[dict], 
         out.append(obj)
 
 
-def test_a_silent_client_is_pinged_then_closed_with_timeout():
+def test_a_silent_client_is_pinged_then_closed_with_timeout(caplog):
     async def go() -> None:
         d = await _daemon()
         try:
@@ -46,6 +46,11 @@ def test_a_silent_client_is_pinged_then_closed_with_timeout():
             assert 0.5 <= took < 1.5, took
             await asyncio.sleep(0.05)
             assert "silent" not in d.port.clients
+            assert any(
+                r.getMessage().startswith("client silent (127.0.0.1:")
+                and r.getMessage().endswith("2 pings unanswered (closing)")
+                for r in caplog.records
+            ), caplog.text
             w.close()
         finally:
             await d.stop()
