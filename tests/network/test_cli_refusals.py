@@ -162,3 +162,21 @@ def test_a_broker_that_drops_the_client_at_once_gets_no_reconnection_storm():
     # backoff 0.05 doubling (x0.5-1 jitter) allows at most ~6 dials in 1.5 s; resetting it
     # on every hello made it ~1 per 50 ms
     assert len(fake.hellos) <= 7, len(fake.hellos)
+
+
+def test_sub_pub_and_publish_feed_say_when_the_broker_is_unreachable():
+    s = socket.create_server(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    url = f"pubsift://127.0.0.1:{port}"
+    for cmd in (
+        ["sub", url, "-m", "records", "-f", "price > 1"],
+        ["pub", url, "-m", "records"],
+        ["publish-feed", url, "feed.xml", "--once"],
+    ):
+        done = subprocess.run(
+            [*CLI, *cmd], capture_output=True, text=True, timeout=30, env=ENV, input=""
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"pubsift {cmd[0]}: cannot connect to {url}:"), done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
