@@ -169,6 +169,8 @@ class Connection:
             log.debug("%r: write failed: %s", self, exc)
         finally:
             self._closing = True
+            if self._heartbeat is not None:
+                self._heartbeat.cancel()
             self.writer.close()
             with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
                 await self.writer.wait_closed()
