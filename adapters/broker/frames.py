@@ -68,6 +68,8 @@ def decode(body: bytes) -> dict[str, Any]:
         obj = json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:
         raise FrameError("bad-frame", f"body is not JSON: {exc}") from None
+    except RecursionError:
+        raise FrameError("bad-frame", "body is JSON nested too deeply") from None
     if not isinstance(obj, dict):
         raise FrameError("bad-frame", f"body is a JSON {type(obj).__name__}, not an object")
     if not isinstance(obj.get("kind"), str):

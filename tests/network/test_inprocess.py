@@ -341,3 +341,16 @@ def test_two_brokers_dialling_each_other_keep_one_link_without_redialling_foreve
 
     with caplog.at_level(logging.INFO, "pubsift.broker"):
         asyncio.run(go())
+
+
+def test_a_frame_nested_too_deeply_is_refused_and_the_connection_kept(caplog):
+    async def body(daemons: list[BrokerDaemon]) -> None:
+        deep = b'{"kind":"sub","model":"records","filter":' + b"[" * 1500 + b"]" * 1500 + b"}"
+        r, w = await raw(daemons[0], struct.pack(">I", len(deep)) + deep, encode({"kind": "stats"}))
+        got = [await read_frame(r, 1 << 20) for _ in range(3)]
+        assert [g["kind"] for g in got] == ["hello", "error", "stats"], got
+        assert got[1]["reason"] == "bad-frame" and "nested too deeply" in got[1]["message"]
+        w.close()
+
+    run(body, n=1)
+    assert "Traceback" not in caplog.text and "Unhandled exception" not in caplog.text
