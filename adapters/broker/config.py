@@ -121,6 +121,12 @@ class BrokerConfig:
             self.leasing.check(self.lease_diameter, 0.0, self.lease_max_delay)
         except LeaseTimingError as exc:
             raise ConfigError(f"{self.source}: [lease]: {exc}") from None
+        for i, a in enumerate(self.neighbours):
+            if a == self.listen and a.port != 0:
+                raise ConfigError(
+                    f"{self.source}: broker.neighbours[{i}]: {a} is this broker's own listen "
+                    "address (a broker cannot link to itself)"
+                )
         if self.backoff_initial > self.backoff_max:
             raise ConfigError(
                 f"{self.source}: links.backoff_initial ({self.backoff_initial}) is more than "

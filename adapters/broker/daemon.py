@@ -418,6 +418,7 @@ class BrokerDaemon:
 
     async def _dial_forever(self, address: Address) -> None:
         backoff = Backoff(self.config.backoff_initial, self.config.backoff_max)
+        failing = False  # the first failure of a series is a warning, the others debug
         while not self._stopping:
             try:
                 reader, writer = await asyncio.wait_for(
@@ -426,9 +427,17 @@ class BrokerDaemon:
                 )
             except (OSError, TimeoutError) as exc:
                 delay = backoff.next()
-                log.debug("dial %s failed (%s); retrying in %.2fs", address, exc, delay)
+                log.log(
+                    logging.DEBUG if failing else logging.WARNING,
+                    "cannot reach neighbour %s (%s); retrying every %gs at most",
+                    address,
+                    _why(exc) if isinstance(exc, OSError) else "timeout",
+                    self.config.backoff_max,
+                )
+                failing = True
                 await asyncio.sleep(delay)
                 continue
+            failing = False
             conn = self._connection(reader, writer, dialled=True)
             duplicate = False
             try:

@@ -69,6 +69,10 @@ max_missed = 3
         ("[heartbeat]\ninterval = -1", "heartbeat.interval: expected a number ≥ 0"),
         ("[heartbeat]\nmax_missed = 0", "heartbeat.max_missed: expected an integer > 0"),
         ("[heartbeat]\nevery = 1", "heartbeat.every: unknown key"),
+        (
+            "[broker]\nlisten = '127.0.0.1:7400'\nneighbours = ['127.0.0.1:7400']",
+            "broker.neighbours[0]: 127.0.0.1:7400 is this broker's own listen address",
+        ),
         ("broker = 3", "broker: expected a table"),
         ("[broker\n", "not valid TOML"),
     ],

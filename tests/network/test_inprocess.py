@@ -354,3 +354,26 @@ def test_a_frame_nested_too_deeply_is_refused_and_the_connection_kept(caplog):
 
     run(body, n=1)
     assert "Traceback" not in caplog.text and "Unhandled exception" not in caplog.text
+
+
+def test_an_unreachable_neighbour_is_one_warning_not_silence(caplog):
+    import socket
+
+    s = socket.create_server(("127.0.0.1", 0))
+    gone = Address("127.0.0.1", s.getsockname()[1])
+    s.close()
+
+    async def go() -> None:
+        d = BrokerDaemon(
+            BrokerConfig(id="lone", listen=Address("127.0.0.1", 0), neighbours=(gone,), **FAST)
+        )
+        await d.start()
+        await asyncio.sleep(1.0)  # several re-dials with FAST's backoff
+        await d.stop()
+
+    with caplog.at_level(logging.DEBUG, "pubsift.broker"):
+        asyncio.run(go())
+    said = [r for r in caplog.records if f"cannot reach neighbour {gone}" in r.getMessage()]
+    assert len(said) >= 3, caplog.text
+    assert [r.levelno for r in said].count(logging.WARNING) == 1
+    assert "connection refused" in said[0].getMessage()
