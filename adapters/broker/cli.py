@@ -198,7 +198,8 @@ def cmd_pub(args: argparse.Namespace, console: Console) -> int:
         writes slowly (``tail -f log | pubsift pub``) has each line sent at once, and the
         connection stays served (pings, renewals) while it waits."""
         loop = asyncio.get_running_loop()
-        stream, rest, i = sys.stdin.buffer, b"", 0
+        stream: Any = sys.stdin.buffer  # a BufferedReader: read1 returns what is there
+        rest, i = b"", 0
         while True:
             chunk = await loop.run_in_executor(None, stream.read1, 1 << 16)
             lines = (rest + chunk).split(b"\n")

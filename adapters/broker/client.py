@@ -231,7 +231,9 @@ class AsyncClient:
         models = obj.get("models")
         if isinstance(models, list) and all(isinstance(m, str) for m in models):
             self.broker_models = tuple(models)
-        beat = obj.get("heartbeat") if isinstance(obj.get("heartbeat"), dict) else {}
+        beat = obj.get("heartbeat")
+        if not isinstance(beat, dict):
+            beat = {}
         interval, missed = beat.get("interval"), beat.get("max_missed")
         conn.start_heartbeat(
             float(interval) if isinstance(interval, (int, float)) and interval >= 0 else 15.0,

@@ -111,6 +111,7 @@ class BrokerDaemon:
         self._stopped = asyncio.Event()
         self._stopping = False
         self._conns: set[Connection] = set()
+        self._stop_task: asyncio.Future[None] | None = None
         #: the HTTP gateway (docs/protocol.md §9), when the configuration asks for one
         self.gateway: Any = None
 
@@ -207,8 +208,11 @@ class BrokerDaemon:
         if install_signals:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, lambda s=sig: asyncio.ensure_future(self.stop(s.name)))
+                loop.add_signal_handler(sig, self._on_signal, sig)
         await self._stopped.wait()
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        self._stop_task = asyncio.ensure_future(self.stop(sig.name))
 
     # -- leases ---------------------------------------------------------------------------
     async def _lease_clock(self) -> None:
