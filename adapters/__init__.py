@@ -4,14 +4,40 @@ the networked runtime (docs/adapters.md).
 >>> from pubsift.adapters import read
 >>> for item in read("quotes.csv.gz"):          # doctest: +SKIP
 ...     print(item.id, item)
+
+The names below are imported on first use (module ``__getattr__``), so that importing a
+submodule — ``pubsift.adapters.broker.client``, say — loads none of the readers and no
+model.
 """
 
-from pubsift.adapters.inputs import Input
-from pubsift.adapters.limits import ReadLimits
-from pubsift.adapters.outcomes import REASONS, Event, Quarantined
-from pubsift.adapters.readers import Reader, ReadError, register_reader
-from pubsift.adapters.reading import read, read_input
-from pubsift.adapters.source import Source, SourceError
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pubsift.adapters.inputs import Input
+    from pubsift.adapters.limits import ReadLimits
+    from pubsift.adapters.outcomes import REASONS, Event, Quarantined
+    from pubsift.adapters.readers import Reader, ReadError, register_reader
+    from pubsift.adapters.reading import read, read_input
+    from pubsift.adapters.source import Source, SourceError
+
+#: where each public name lives
+_HOMES = {
+    "Input": "inputs",
+    "ReadLimits": "limits",
+    "REASONS": "outcomes",
+    "Event": "outcomes",
+    "Quarantined": "outcomes",
+    "Reader": "readers",
+    "ReadError": "readers",
+    "register_reader": "readers",
+    "read": "reading",
+    "read_input": "reading",
+    "Source": "source",
+    "SourceError": "source",
+}
 
 __all__ = [
     "REASONS",
@@ -27,3 +53,16 @@ __all__ = [
     "read_input",
     "register_reader",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

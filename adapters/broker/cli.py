@@ -28,10 +28,28 @@ from rich.console import Console
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+BROKER_EPILOG = """\
+Flags override the configuration file; without either the broker listens on
+127.0.0.1:7400, routes every installed model with covering routing, leases entries for
+30 s (clients renew every 10 s) and pings a peer silent for 15 s, closing it after 2
+unanswered pings. The keys of broker.toml are listed in the README ("Running brokers") and
+pubsift.adapters.broker.config; a bad value is reported with the file and key, exit 2.
+Logs go to standard error, one line per event. SIGTERM or SIGINT: the broker tells every
+client and neighbour 'shutdown', closes, and exits 0. Clients: pubsift sub / pub /
+publish-feed pubsift://HOST:PORT, or the HTTP gateway (--gateway) with curl.
+"""
+
+
 def add_broker_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = BROKER_EPILOG
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--config", metavar="broker.toml", help="the broker's configuration file")
-    p.add_argument("--listen", metavar="HOST:PORT", help="address to listen on (port 0: any)")
-    p.add_argument("--id", help="the broker's id, unique in the network")
+    p.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="address to listen on (default 127.0.0.1:7400; port 0: any)",
+    )
+    p.add_argument("--id", help="the broker's id, unique in the network (default: HOST:PORT)")
     p.add_argument(
         "--neighbour",
         action="append",
@@ -94,7 +112,7 @@ def add_sub_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_sub(args: argparse.Namespace, console: Console) -> int:
-    from pubsift.adapters.broker.client import AsyncClient, Notification
+    from pubsift.adapters.broker.client import REFUSALS, AsyncClient, BrokerRefused, Notification
     from pubsift.core.cli_input import strict_json
 
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
@@ -105,21 +123,36 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
         out.flush()
 
     async def main() -> None:
-        client = AsyncClient(args.url, id=args.id)
+        stop = asyncio.Event()
+        refusal: list[dict[str, Any]] = []
+
+        def on_error(obj: dict[str, Any]) -> None:
+            if obj.get("reason") in (*REFUSALS, "too-large"):  # it refused a subscription
+                refusal.append(obj)
+                stop.set()
+
+        client = AsyncClient(args.url, id=args.id, on_error=on_error)
         specs: list[Any] = [
             strict_json(f) if f.lstrip().startswith("{") else f for f in args.filter
         ]
         filters = [client.parse_filter(args.model, s) for s in specs]  # errors before connecting
-        stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         await client.connect()
-        for f in filters:
-            await client.subscribe(args.model, f, show)
-        sys.stderr.write(f"pubsift sub: subscribed as {client.id} at {client.broker_id}\n")
-        await stop.wait()
-        await client.close()
+        try:
+            client.check_routed(args.model)
+            for f in filters:
+                await client.subscribe(args.model, f, show)
+            sys.stderr.write(f"pubsift sub: subscribed as {client.id} at {client.broker_id}\n")
+            await stop.wait()
+        finally:
+            await client.close()
+        if refusal:
+            raise BrokerRefused(
+                f"broker {client.broker_id} refused the subscription: "
+                f"{refusal[0].get('reason')}: {refusal[0].get('message')}"
+            )
 
     asyncio.run(main())
     return 0
@@ -152,20 +185,40 @@ def add_pub_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_pub(args: argparse.Namespace, console: Console) -> int:
-    from pubsift.adapters.broker.client import AsyncClient
+    from pubsift.adapters.broker.client import REFUSALS, AsyncClient
     from pubsift.core.cli_input import one_line
-    from pubsift.core.errors import PubsiftError
+    from pubsift.core.errors import EventError, PubsiftError
 
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
 
     quarantined = [0]
 
-    def events() -> Any:
-        """(where, raw or parsed event) of stdin's JSON lines, or of the files' records."""
-        if not args.files:
-            for i, line in enumerate(sys.stdin, 1):
+    async def stdin_lines() -> Any:
+        """(where, line) of standard input, read in a thread as it comes: a pipe that
+        writes slowly (``tail -f log | pubsift pub``) has each line sent at once, and the
+        connection stays served (pings, renewals) while it waits."""
+        loop = asyncio.get_running_loop()
+        stream: Any = sys.stdin.buffer  # a BufferedReader: read1 returns what is there
+        rest, i = b"", 0
+        while True:
+            chunk = await loop.run_in_executor(None, stream.read1, 1 << 16)
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop() if chunk else b""
+            for line in lines:
+                i += 1
                 if line.strip():
                     yield f"<stdin>:{i}", line
+            if not chunk:
+                return
+
+    async def events() -> Any:
+        """(where, raw or parsed event) of stdin's JSON lines, or of the files' records."""
+        if not args.files:
+            async for where, line in stdin_lines():
+                try:
+                    yield where, line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    yield where, exc
             return
         from pubsift.adapters import Quarantined, read
 
@@ -181,11 +234,18 @@ def cmd_pub(args: argparse.Namespace, console: Console) -> int:
     async def main() -> int:
         client = AsyncClient(args.url, id=args.id)
         await client.connect()
+        try:
+            client.check_routed(args.model)
+        except PubsiftError:
+            await client.close()
+            raise
         if args.advertise:
             await client.advertise(args.model, args.advertise)
         sent = bad = 0
-        for where, ev in events():
+        async for where, ev in events():
             try:
+                if isinstance(ev, UnicodeDecodeError):
+                    raise EventError(f"not UTF-8 (byte {ev.start} of the line)")
                 await client.publish(args.model, ev)
                 sent += 1
             except PubsiftError as exc:
@@ -193,6 +253,14 @@ def cmd_pub(args: argparse.Namespace, console: Console) -> int:
                 sys.stderr.write(f"pubsift pub: {where}: not sent: {one_line(exc)}\n")
             if sent % 256 == 0:
                 await asyncio.sleep(0)  # let the writer drain
+        # the broker answers in order: its stats reply comes after every refusal of a pub
+        with contextlib.suppress(PubsiftError, TimeoutError):
+            await client.stats(10.0)
+        refused = [e for e in client.errors if e.get("reason") in REFUSALS]
+        for e in refused[:10]:
+            sys.stderr.write(f"pubsift pub: refused by the broker: {e.get('message')}\n")
+        sent -= len(refused)
+        bad += len(refused)
         await client.close(unsubscribe=True)
         bad += quarantined[0]
         sys.stderr.write(f"pubsift pub: {sent} published, {bad} not sent\n")

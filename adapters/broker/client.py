@@ -38,7 +38,7 @@ from typing import Any
 
 from pubsift.adapters.broker.backoff import Backoff
 from pubsift.adapters.broker.connection import Connection
-from pubsift.adapters.broker.frames import FrameError, check_hello, hello, parse_url
+from pubsift.adapters.broker.frames import FrameError, check_hello, encode, hello, parse_url
 from pubsift.core.errors import PubsiftError
 from pubsift.core.model import Event, Filter, FilterModel
 
@@ -49,6 +49,14 @@ CONNECT_TIMEOUT = 10.0
 
 class BrokerUnavailable(PubsiftError, ConnectionError):
     """The broker at a URL could not be reached or refused the connection."""
+
+
+class BrokerRefused(PubsiftError, ValueError):
+    """The broker refused a request: a model it does not route, an invalid filter."""
+
+
+#: error reasons that refuse one message (the connection stays): docs/protocol.md §6
+REFUSALS = ("invalid-message", "refused", "unknown-kind", "bad-frame")
 
 
 @dataclass(frozen=True)
@@ -119,7 +127,7 @@ class AsyncClient:
         self._advs: dict[tuple[str, Filter], list[Advertisement]] = {}
         self._seq = 0
         self._last_seq: dict[str, int] = {}
-        self._pending: deque[dict[str, Any]] = deque(maxlen=max_buffer)
+        self._pending: deque[dict[str, Any] | bytes] = deque(maxlen=max_buffer)
         self._conn: Connection | None = None
         self._runner: asyncio.Task[None] | None = None
         self._renewer: asyncio.Task[None] | None = None
@@ -128,6 +136,8 @@ class AsyncClient:
         self._stats: deque[asyncio.Future[dict[str, Any]]] = deque()
         #: set by the broker's hello
         self.broker_id: str | None = None
+        #: the models the broker routes (its hello says; None: it did not say)
+        self.broker_models: tuple[str, ...] | None = None
         self.refresh: float = 10.0
         #: the longest frame the broker accepts (its hello says; a longer one closes the link)
         self.broker_max_frame_bytes: int = max_frame_bytes
@@ -218,6 +228,17 @@ class AsyncClient:
             self.refresh = float(lease["refresh"])
         if isinstance(obj.get("max_frame_bytes"), int) and obj["max_frame_bytes"] > 0:
             self.broker_max_frame_bytes = obj["max_frame_bytes"]
+        models = obj.get("models")
+        if isinstance(models, list) and all(isinstance(m, str) for m in models):
+            self.broker_models = tuple(models)
+        beat = obj.get("heartbeat")
+        if not isinstance(beat, dict):
+            beat = {}
+        interval, missed = beat.get("interval"), beat.get("max_missed")
+        conn.start_heartbeat(
+            float(interval) if isinstance(interval, (int, float)) and interval >= 0 else 15.0,
+            missed if isinstance(missed, int) and missed > 0 else 2,
+        )
         conn.role, conn.id = "broker", self.broker_id
         self._conn = conn
         self.connections += 1
@@ -225,23 +246,39 @@ class AsyncClient:
         while self._pending:
             conn.send(self._pending.popleft())
         self._ready.set()
-        log.info("client %s connected to %s (%s)", self.id, self.broker_id, self.url)
+        log.log(
+            logging.WARNING if self.connections > 1 else logging.INFO,
+            "client %s %s to %s (%s)",
+            self.id,
+            "reconnected" if self.connections > 1 else "connected",
+            self.broker_id,
+            self.url,
+        )
         return conn
 
     async def _run(self, conn: Connection) -> None:
         while not self._closing:
+            up = asyncio.get_running_loop().time()
             try:
                 await self._read(conn)
+                why = conn.close_reason or "closed by the broker"
             except (FrameError, ConnectionError, OSError) as exc:
-                log.warning("client %s: connection to %s lost: %s", self.id, self.url, exc)
+                why = str(exc)
+            if not self._closing:
+                log.warning(
+                    "client %s: connection to %s lost (%s); reconnecting", self.id, self.url, why
+                )
             self._ready.clear()
             self._conn = None
             await conn.wait_closed()
+            # a connection the broker drops at once (it refuses something we send on every
+            # connect) does not reset the backoff: no reconnection storm
+            if asyncio.get_running_loop().time() - up >= self._backoff.maximum:
+                self._backoff.reset()
             while not self._closing:
                 await asyncio.sleep(self._backoff.next())
                 try:
                     conn = await self._open(CONNECT_TIMEOUT)
-                    self._backoff.reset()
                     break
                 except BrokerUnavailable as exc:
                     log.info("client %s: %s", self.id, exc)
@@ -288,10 +325,22 @@ class AsyncClient:
             "filter": self.model(model).dump_filter(f),
         }
 
-    def _send(self, obj: dict[str, Any]) -> None:
+    def _fits(self, obj: dict[str, Any]) -> bytes:
+        """The frame of ``obj``, if within the broker's limit; the broker would close the
+        connection on a longer one (and again on every reconnection), so refuse it here."""
+        data = encode(obj)
+        n = len(data) - 4
+        if n > self.broker_max_frame_bytes:
+            raise BrokerRefused(
+                f"{obj['kind']}: a frame of {n} bytes is above the broker's limit of "
+                f"{self.broker_max_frame_bytes} bytes"
+            )
+        return data
+
+    def _send(self, obj: dict[str, Any] | bytes, kind: str | None = None) -> None:
         if self._conn is not None and self._conn.send(obj):
             return
-        if obj["kind"] == "pub":
+        if (kind or (obj["kind"] if isinstance(obj, dict) else None)) == "pub":
             self._pending.append(obj)  # sent in order after reconnecting
 
     # -- delivery -------------------------------------------------------------------------
@@ -315,6 +364,15 @@ class AsyncClient:
                     if inspect.isawaitable(result):
                         await result
 
+    def check_routed(self, model: str) -> None:
+        """Raise :class:`BrokerRefused` if the broker's hello says it does not route
+        ``model`` (its subscriptions and publications would each be refused)."""
+        if self.broker_models is not None and model not in self.broker_models:
+            raise BrokerRefused(
+                f"broker {self.broker_id} at {self.url} does not route model {model!r} "
+                f"(it routes {', '.join(self.broker_models) or 'none'})"
+            )
+
     async def stats(self, timeout: float = 5.0) -> dict[str, Any]:
         """The broker's ``stats`` (routing-table sizes, links, counters; docs/protocol.md)."""
         if self._conn is None or not self._conn.send({"kind": "stats"}):
@@ -333,8 +391,9 @@ class AsyncClient:
         sub = Subscription(model, f, handler)
         key = (model, f)
         if key not in self._subs:
+            frame = self._fits(self._frame("sub", model, f))
             self._subs[key] = []
-            self._send(self._frame("sub", model, f))
+            self._send(frame)
         self._subs[key].append(sub)
         return sub
 
@@ -355,8 +414,9 @@ class AsyncClient:
         adv = Advertisement(model, f)
         key = (model, f)
         if key not in self._advs:
+            frame = self._fits(self._frame("adv", model, f))
             self._advs[key] = []
-            self._send(self._frame("adv", model, f))
+            self._send(frame)
         self._advs[key].append(adv)
         return adv
 
@@ -372,19 +432,21 @@ class AsyncClient:
 
     async def publish(self, model: str, event: Any) -> int:
         """Publish ``event`` (raw: a mapping, str or bytes the model parses; or a parsed
-        event); returns its sequence number. A bad event raises EventError here."""
+        event); returns its sequence number. A bad event raises EventError here, one whose
+        frame is above the broker's ``max_frame_bytes`` :class:`BrokerRefused`."""
         m = self.model(model)
         parsed = m.parse_event(event) if isinstance(event, (str, bytes, Mapping)) else event
-        self._seq += 1
-        self._send(
+        frame = self._fits(
             {
                 "kind": "pub",
                 "client": self.id,
                 "model": model,
                 "event": m.dump_event(parsed),
-                "pub_id": [self.id, self._seq],
+                "pub_id": [self.id, self._seq + 1],
             }
         )
+        self._seq += 1
+        self._send(frame, "pub")
         return self._seq
 
 

@@ -25,6 +25,10 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
     backoff_initial = 0.1              # seconds before the first re-dial
     backoff_max = 5.0
 
+    [heartbeat]                        # liveness of every connection (docs/protocol.md §1.1)
+    interval = 15.0                    # seconds of silence from a peer before a ping; 0: off
+    max_missed = 2                     # unanswered pings before closing (reason "timeout")
+
     [gateway]                          # the HTTP gateway (docs/protocol.md §9); off by default
     listen = "127.0.0.1:8080"
 """
@@ -88,6 +92,10 @@ class BrokerConfig:
     max_queue: int = 10_000
     backoff_initial: float = 0.1
     backoff_max: float = 5.0
+    #: seconds of silence from a peer before it is pinged (0: no heartbeat)
+    heartbeat_interval: float = 15.0
+    #: pings left unanswered before the connection is closed (``timeout``)
+    heartbeat_max_missed: int = 2
     #: the HTTP gateway's address (None: no gateway)
     gateway: Address | None = None
     source: str = field(default="<defaults>", compare=False)
@@ -113,6 +121,12 @@ class BrokerConfig:
             self.leasing.check(self.lease_diameter, 0.0, self.lease_max_delay)
         except LeaseTimingError as exc:
             raise ConfigError(f"{self.source}: [lease]: {exc}") from None
+        for i, a in enumerate(self.neighbours):
+            if a == self.listen and a.port != 0:
+                raise ConfigError(
+                    f"{self.source}: broker.neighbours[{i}]: {a} is this broker's own listen "
+                    "address (a broker cannot link to itself)"
+                )
         if self.backoff_initial > self.backoff_max:
             raise ConfigError(
                 f"{self.source}: links.backoff_initial ({self.backoff_initial}) is more than "
@@ -140,11 +154,12 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
     limits = r.section("limits", {"max_frame_bytes", "max_queue"})
     links = r.section("links", {"backoff_initial", "backoff_max"})
     gateway = r.section("gateway", {"listen"})
-    extra = sorted(set(data) - {"broker", "lease", "limits", "links", "gateway"})
+    heartbeat = r.section("heartbeat", {"interval", "max_missed"})
+    extra = sorted(set(data) - {"broker", "lease", "limits", "links", "gateway", "heartbeat"})
     if extra:
         raise ConfigError(
             f"{source}: unknown section or key {extra[0]!r} "
-            f"(sections: broker, lease, limits, links, gateway)"
+            f"(sections: broker, lease, limits, links, gateway, heartbeat)"
         )
     d = BrokerConfig()
     cfg = BrokerConfig(
@@ -169,6 +184,12 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
         max_queue=int(r.number(limits, "limits", "max_queue", d.max_queue, integer=True)),
         backoff_initial=r.number(links, "links", "backoff_initial", d.backoff_initial),
         backoff_max=r.number(links, "links", "backoff_max", d.backoff_max),
+        heartbeat_interval=r.number(
+            heartbeat, "heartbeat", "interval", d.heartbeat_interval, zero=True
+        ),
+        heartbeat_max_missed=int(
+            r.number(heartbeat, "heartbeat", "max_missed", d.heartbeat_max_missed, integer=True)
+        ),
         gateway=Address.parse(gateway["listen"], f"{source}: gateway.listen")
         if "listen" in gateway
         else None,

@@ -6,6 +6,12 @@ broker never waits on a socket (its :class:`~pubsift.core.broker.Port` only enqu
 peer's identity (``role``, ``id``) is set by the hello; it is the one place that
 authentication, authorization and per-client limits hook into (a credential in the hello,
 a permission check per message, a TLS context on the stream).
+
+Liveness (docs/protocol.md §1.1): once the hello is done, :meth:`Connection.start_heartbeat`
+pings a peer that has sent nothing for ``interval`` seconds and closes the connection
+(``timeout``) when ``max_missed`` pings in a row go unanswered; :meth:`Connection.recv`
+answers the peer's pings and swallows its pongs. A closing connection whose peer does not
+read is aborted after :data:`CLOSE_GRACE` seconds, so a stuck peer never holds one open.
 """
 
 from __future__ import annotations
@@ -13,11 +19,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import Any
 
 from pubsift.adapters.broker.frames import encode, error, read_frame
 
 log = logging.getLogger("pubsift.broker")
+
+#: seconds a closing connection may take to flush its last frames before it is aborted
+CLOSE_GRACE = 5.0
 
 
 class Connection:
@@ -45,6 +55,10 @@ class Connection:
         self._closing = False
         self.close_reason: str | None = None
         self._writer_task = asyncio.ensure_future(self._write_loop())
+        #: monotonic time of the last frame received, and pings sent since
+        self.last_received = time.monotonic()
+        self.missed = 0
+        self._heartbeat: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"<Connection {self.role or '?'} {self.id or '?'} {self.peer}>"
@@ -53,19 +67,57 @@ class Connection:
     def closing(self) -> bool:
         return self._closing
 
-    def send(self, obj: dict[str, Any]) -> bool:
-        """Queue ``obj`` as a frame; False when the connection is closing (dropped)."""
+    def send(self, obj: dict[str, Any] | bytes) -> bool:
+        """Queue ``obj`` as a frame (or an already encoded frame); False when the
+        connection is closing (dropped)."""
         if self._closing:
             return False
         if self._queue.qsize() >= self.max_queue:
             self.close("slow-consumer", f"more than {self.max_queue} frames waiting to be sent")
             return False
-        self._queue.put_nowait(encode(obj))
+        self._queue.put_nowait(obj if isinstance(obj, bytes) else encode(obj))
         return True
 
     async def recv(self) -> dict[str, Any] | None:
-        """The next frame (None at a clean end of stream); raises FrameError."""
-        return await read_frame(self.reader, self.max_frame_bytes)
+        """The next frame (None at a clean end of stream); raises FrameError. With the
+        heartbeat on, pings are answered and pongs swallowed here."""
+        while True:
+            obj = await read_frame(self.reader, self.max_frame_bytes)
+            self.last_received = time.monotonic()
+            self.missed = 0
+            if obj is None or self._heartbeat is None or obj["kind"] not in ("ping", "pong"):
+                return obj
+            if obj["kind"] == "ping":
+                self.send({"kind": "pong"})
+
+    def start_heartbeat(self, interval: float, max_missed: int) -> None:
+        """Ping the peer after ``interval`` seconds of silence; close (``timeout``) after
+        ``max_missed`` unanswered pings. ``interval`` 0: only answer the peer's pings."""
+        if self._heartbeat is None:
+            self._heartbeat = asyncio.ensure_future(self._beat(interval, max_missed))
+
+    async def _beat(self, interval: float, max_missed: int) -> None:
+        if interval <= 0:
+            return
+        while not self._closing:
+            idle = time.monotonic() - self.last_received
+            if idle < interval:  # heard from the peer lately (recv resets ``missed``)
+                await asyncio.sleep(interval - idle)
+                continue
+            if self.missed >= max_missed:
+                log.warning(
+                    "%s %s (%s): nothing received for %.0fs, %d pings unanswered (closing)",
+                    self.role or "peer",
+                    self.id or "?",
+                    self.peer,
+                    idle,
+                    self.missed,
+                )
+                self.close("timeout", f"nothing received for {idle:.0f} s")
+                return
+            self.missed += 1
+            self.send({"kind": "ping"})
+            await asyncio.sleep(interval)
 
     def close(self, reason: str | None = None, message: str = "") -> None:
         """Send an ``error`` frame with ``reason`` (if given) after what is queued, then
@@ -74,15 +126,25 @@ class Connection:
             return
         self._closing = True
         self.close_reason = reason
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
         if reason is not None:
             self._queue.put_nowait(encode(error(reason, message)))
         self._queue.put_nowait(None)
+        asyncio.get_running_loop().call_later(CLOSE_GRACE, self._abort_if_stuck)
+
+    def _abort_if_stuck(self) -> None:
+        if not self._writer_task.done():
+            log.info("%r: peer does not read; aborting the connection", self)
+            self.abort()
 
     def abort(self) -> None:
-        """Close the stream now, dropping what is queued."""
+        """Close the stream now, dropping what is queued (and what the OS still holds)."""
         self._closing = True
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
         self._writer_task.cancel()
-        self.writer.close()
+        self.writer.transport.abort()
 
     async def wait_closed(self, timeout: float = 5.0) -> None:
         """Wait until the queued frames are written and the stream is closed."""
@@ -107,6 +169,8 @@ class Connection:
             log.debug("%r: write failed: %s", self, exc)
         finally:
             self._closing = True
+            if self._heartbeat is not None:
+                self._heartbeat.cancel()
             self.writer.close()
             with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
                 await self.writer.wait_closed()

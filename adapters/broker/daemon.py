@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import time
 from collections import Counter
@@ -82,6 +83,11 @@ def load_models(names: tuple[str, ...] | None, source: str) -> dict[str, FilterM
     return out
 
 
+def _why(exc: OSError) -> str:
+    """The OS's words for ``exc`` (asyncio's bind errors repeat the address)."""
+    return os.strerror(exc.errno).lower() if exc.errno else str(exc)
+
+
 class BrokerDaemon:
     """One broker process: a server for clients and neighbours, dialers for the configured
     neighbours, and the lease clock. ``await start()`` binds (port 0: the OS chooses;
@@ -105,15 +111,27 @@ class BrokerDaemon:
         self._stopped = asyncio.Event()
         self._stopping = False
         self._conns: set[Connection] = set()
+        self._stop_task: asyncio.Future[None] | None = None
         #: the HTTP gateway (docs/protocol.md §9), when the configuration asks for one
         self.gateway: Any = None
 
     # -- life cycle -----------------------------------------------------------------------
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` has begun."""
+        return self._stopping
+
     async def start(self) -> None:
         cfg = self.config
-        self._server = await asyncio.start_server(
-            self._accept, cfg.listen.host, cfg.listen.port, limit=1 << 16
-        )
+        try:
+            self._server = await asyncio.start_server(
+                self._accept, cfg.listen.host, cfg.listen.port, limit=1 << 16
+            )
+        except OSError as exc:
+            raise ConfigError(
+                f"{cfg.source}: broker.listen (--listen): cannot listen on {cfg.listen}: "
+                f"{_why(exc)}"
+            ) from None
         bound = self._server.sockets[0].getsockname()
         self.address = Address(cfg.listen.host, bound[1])
         self.id = cfg.id or str(self.address)
@@ -144,14 +162,30 @@ class BrokerDaemon:
             from pubsift.adapters.broker.gateway import Gateway
 
             self.gateway = Gateway(self, cfg.gateway)
-            await self.gateway.start()
+            try:
+                await self.gateway.start()
+            except OSError as exc:
+                await self.stop()
+                raise ConfigError(
+                    f"{cfg.source}: gateway.listen (--gateway): cannot listen on {cfg.gateway}: "
+                    f"{_why(exc)}"
+                ) from None
 
-    async def stop(self) -> None:
-        """Stop accepting, tell every peer ``shutdown``, close everything."""
+    async def stop(self, why: str = "") -> None:
+        """Stop accepting, tell every peer ``shutdown``, close everything. Logs one line
+        when it starts and one when it is done (not one per connection)."""
         if self._stopping:
             return
         self._stopping = True
-        log.info("broker %s shutting down", self.id)
+        streams = self.gateway.subscribers if self.gateway is not None else 0
+        log.info(
+            "broker %s shutting down%s: closing %d client(s), %d link(s)%s",
+            self.id,
+            f" ({why})" if why else "",
+            len(self.port.clients) - (1 + streams if self.gateway is not None else 0),
+            len(self.port.neighbours),
+            f", {streams} HTTP stream(s)" if self.gateway is not None else "",
+        )
         if self.gateway is not None:
             await self.gateway.stop()
         if self._server is not None:
@@ -174,8 +208,11 @@ class BrokerDaemon:
         if install_signals:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, lambda: asyncio.ensure_future(self.stop()))
+                loop.add_signal_handler(sig, self._on_signal, sig)
         await self._stopped.wait()
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        self._stop_task = asyncio.ensure_future(self.stop(sig.name))
 
     # -- leases ---------------------------------------------------------------------------
     async def _lease_clock(self) -> None:
@@ -252,8 +289,10 @@ class BrokerDaemon:
                 models=sorted(self.models),
                 advertisements=self.config.advertisements,
                 max_frame_bytes=self.config.max_frame_bytes,
+                **self._heartbeat_info(),
             )
         )
+        self._start_heartbeat(conn)
         log.info("client %s connected from %s", pid, conn.peer)
         try:
             while True:
@@ -272,7 +311,9 @@ class BrokerDaemon:
             if self.port.clients.get(pid) is conn:
                 del self.port.clients[pid]
                 self._absent[pid] = time.monotonic()
-                log.info("client %s disconnected", pid)
+                log.log(
+                    logging.DEBUG if self._stopping else logging.INFO, "client %s disconnected", pid
+                )
 
     def stats(self) -> dict[str, Any]:
         """What the broker holds and has done: routing-table sizes per model ([local,
@@ -381,6 +422,7 @@ class BrokerDaemon:
 
     async def _dial_forever(self, address: Address) -> None:
         backoff = Backoff(self.config.backoff_initial, self.config.backoff_max)
+        failing = False  # the first failure of a series is a warning, the others debug
         while not self._stopping:
             try:
                 reader, writer = await asyncio.wait_for(
@@ -389,18 +431,35 @@ class BrokerDaemon:
                 )
             except (OSError, TimeoutError) as exc:
                 delay = backoff.next()
-                log.debug("dial %s failed (%s); retrying in %.2fs", address, exc, delay)
+                log.log(
+                    logging.DEBUG if failing else logging.WARNING,
+                    "cannot reach neighbour %s (%s); retrying every %gs at most",
+                    address,
+                    _why(exc) if isinstance(exc, OSError) else "timeout",
+                    self.config.backoff_max,
+                )
+                failing = True
                 await asyncio.sleep(delay)
                 continue
+            failing = False
             conn = self._connection(reader, writer, dialled=True)
+            duplicate = False
             try:
                 up = await self._dial(conn, address)
                 if up is not None:
                     backoff.reset()
                     await self._serve_neighbour(conn, *up)
             except FrameError as exc:
-                log.warning("link to %s: %s", address, exc)
-                conn.close(exc.reason, exc.message)
+                duplicate = exc.reason == "duplicate-link"
+                if duplicate:  # both sides dial: the other side's connection is kept
+                    log.info(
+                        "link to %s: %s; dialling it again when that link goes down",
+                        address,
+                        exc.message,
+                    )
+                else:
+                    log.warning("link to %s: %s", address, exc)
+                    conn.close(exc.reason, exc.message)
             except TimeoutError:
                 log.warning("link to %s: no answer within %gs", address, HANDSHAKE_TIMEOUT)
             except (ConnectionError, OSError) as exc:
@@ -408,6 +467,11 @@ class BrokerDaemon:
             finally:
                 await conn.wait_closed()
                 self._conns.discard(conn)
+            if duplicate:
+                linked = set(self.port.neighbours)
+                while not self._stopping and linked and linked <= set(self.port.neighbours):
+                    await asyncio.sleep(0.5)
+                backoff.reset()
             if not self._stopping:
                 delay = backoff.next()
                 log.info("re-dialling %s in %.2fs", address, delay)
@@ -449,7 +513,22 @@ class BrokerDaemon:
         return pid, theirs
 
     def _lease_info(self) -> dict[str, Any]:
-        return {"lease": {"period": self.config.lease_period, "refresh": self.config.lease_refresh}}
+        return {
+            "lease": {"period": self.config.lease_period, "refresh": self.config.lease_refresh},
+            **self._heartbeat_info(),
+        }
+
+    def _heartbeat_info(self) -> dict[str, Any]:
+        cfg = self.config
+        return {
+            "heartbeat": {
+                "interval": cfg.heartbeat_interval,
+                "max_missed": cfg.heartbeat_max_missed,
+            }
+        }
+
+    def _start_heartbeat(self, conn: Connection) -> None:
+        conn.start_heartbeat(self.config.heartbeat_interval, self.config.heartbeat_max_missed)
 
     async def _serve_neighbour(self, conn: Connection, pid: str, theirs: frozenset[str]) -> None:
         assert self.broker is not None
@@ -460,6 +539,7 @@ class BrokerDaemon:
         self.broker.connect(pid)
         self.reach.update(pid, theirs)
         self.reach.changed_views([pid])  # it was just told
+        self._start_heartbeat(conn)
         log.info(
             "link %s - %s up (%s %s)", self.id, pid, "to" if conn.dialled else "from", conn.peer
         )
@@ -487,7 +567,8 @@ class BrokerDaemon:
         del self.port.neighbours[pid]
         self.reach.drop(pid)
         self._absent[pid] = time.monotonic()
-        log.info(
+        log.log(
+            logging.DEBUG if self._stopping else logging.INFO,
             "link %s - %s down%s",
             self.id,
             pid,

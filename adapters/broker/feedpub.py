@@ -111,6 +111,8 @@ class FeedState:
         """The state in ``path`` (a missing file is an empty state); FeedError when the
         file is not a state file."""
         state = cls(path, bound)
+        if path is not None:
+            state._check_writable()
         if path is None or not os.path.exists(path):
             return state
         try:
@@ -146,6 +148,22 @@ class FeedState:
         keys[key] = None
         while len(keys) > self.bound:
             del keys[next(iter(keys))]
+
+    def _check_writable(self) -> None:
+        """FeedError now if the state could not be saved later (a missing or read-only
+        folder): found only after publishing, every item would be published again on
+        the next run."""
+        assert self.path is not None
+        folder = os.path.dirname(os.path.abspath(self.path))
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".publish-feed-", dir=folder)
+            os.close(fd)
+            os.unlink(tmp)
+        except OSError as exc:
+            raise FeedError(
+                f"state file {self.path}: cannot be written in {folder}: "
+                f"{(exc.strerror or str(exc)).lower()}"
+            ) from None
 
     def save(self) -> None:
         """Write the state atomically (a temporary file renamed over the old one)."""

@@ -7,7 +7,7 @@ object with a string member ``kind``. The payloads are the JSON wire forms of
 plus the session kinds of this module: ``hello`` (first frame each way), ``error`` (the
 reason before a side closes or refuses one message), ``reach`` (the broker ids a neighbour
 reaches, for cycle refusal), ``resync`` and ``renew`` (renew leases now, after a link came
-up). The length is checked against the limit before the body is read, so an oversize frame
+up), ``ping`` and ``pong`` (liveness: a ping is answered with a pong). The length is checked against the limit before the body is read, so an oversize frame
 costs nothing but its header.
 """
 
@@ -38,6 +38,7 @@ REASONS = {
     "cycle": "the link would close a cycle in the broker tree",
     "duplicate-link": "the two brokers are already linked",
     "slow-consumer": "the peer did not read its frames fast enough",
+    "timeout": "the peer sent nothing, not even a pong, for too long",
     "shutdown": "the broker is shutting down",
 }
 
@@ -67,6 +68,8 @@ def decode(body: bytes) -> dict[str, Any]:
         obj = json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:
         raise FrameError("bad-frame", f"body is not JSON: {exc}") from None
+    except RecursionError:
+        raise FrameError("bad-frame", "body is JSON nested too deeply") from None
     if not isinstance(obj, dict):
         raise FrameError("bad-frame", f"body is a JSON {type(obj).__name__}, not an object")
     if not isinstance(obj.get("kind"), str):

@@ -20,7 +20,8 @@ Answers (JSON ``{"error": reason, "message": ...}`` for every refusal):
 ``GET /subscribe/{model}?filter=F``    200 ``text/event-stream``: one event per match,
                                        ``id:`` its publication id, ``data:`` the JSON line
                                        ``pubsift sub`` prints; 400 missing or invalid
-                                       filter; 404 unknown model; 503 broker stopping
+                                       filter; 404 unknown model; 413 filter above
+                                       the frame limit; 503 broker stopping
 =====================================  ====================================================
 """
 
@@ -34,7 +35,12 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
-from pubsift.adapters.broker.client import AsyncClient, BrokerUnavailable, Notification
+from pubsift.adapters.broker.client import (
+    AsyncClient,
+    BrokerRefused,
+    BrokerUnavailable,
+    Notification,
+)
 from pubsift.adapters.broker.config import Address
 from pubsift.adapters.broker.frames import encode
 from pubsift.core.cli_input import InputError, one_line, strict_json
@@ -50,6 +56,8 @@ log = logging.getLogger("pubsift.gateway")
 HEARTBEAT = 15.0
 #: notifications waiting for one slow HTTP subscriber before its stream is ended
 MAX_PENDING = 10_000
+#: seconds one SSE write may wait for a client that does not read before it is cut off
+WRITE_TIMEOUT = 30.0
 
 
 def error_response(status: int, reason: str, message: str) -> web.Response:
@@ -70,15 +78,26 @@ def loopback(listen: Address, port: int) -> str:
     return f"pubsift://{Address(host, port)}"
 
 
+class _Stuck(Exception):
+    """An SSE client that stopped reading (a write waited longer than the write timeout)."""
+
+
 class Gateway:
     """The HTTP gateway of ``daemon`` on ``listen`` (port 0: the OS chooses;
     :attr:`address` says which once started)."""
 
-    def __init__(self, daemon: BrokerDaemon, listen: Address, heartbeat: float = HEARTBEAT) -> None:
+    def __init__(
+        self,
+        daemon: BrokerDaemon,
+        listen: Address,
+        heartbeat: float = HEARTBEAT,
+        write_timeout: float = WRITE_TIMEOUT,
+    ) -> None:
         self.daemon = daemon
         self.listen = listen
         self.address = listen
         self.heartbeat = heartbeat
+        self.write_timeout = write_timeout
         self._runner: web.AppRunner | None = None
         self._publisher: AsyncClient | None = None
         self._url = ""
@@ -101,6 +120,7 @@ class Gateway:
             handler_cancellation=True,  # a client gone mid-stream cancels its handler
             access_log=logging.getLogger("pubsift.gateway.access"),
             access_log_format='%a "%r" %s %b %Tfs',
+            shutdown_timeout=2.0,  # SIGTERM: do not wait a minute for stuck HTTP clients
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.listen.host, self.listen.port)
@@ -119,7 +139,7 @@ class Gateway:
             await self._publisher.close()
         if self._runner is not None:
             await self._runner.cleanup()
-        log.info("gateway of broker %s stopped", self.daemon.id)
+        log.debug("gateway of broker %s stopped", self.daemon.id)
 
     def _client(self, role: str) -> AsyncClient:
         return AsyncClient(
@@ -209,7 +229,10 @@ class Gateway:
         self.subscribers += 1
         log.info("%s subscribed as %s to %s %s", request.remote, client.id, model.name, text)
         try:
-            await client.subscribe(model.name, flt, handler)
+            try:
+                await client.subscribe(model.name, flt, handler)
+            except BrokerRefused as exc:  # the filter's frame is above the broker's limit
+                return error_response(413, "too-large", one_line(exc))
             resp = web.StreamResponse(
                 headers={
                     "Content-Type": "text/event-stream; charset=utf-8",
@@ -217,35 +240,61 @@ class Gateway:
                     "X-Accel-Buffering": "no",
                 }
             )
-            await resp.prepare(request)
-            await resp.write(f": subscribed as {client.id} at {self.daemon.id}\n\n".encode())
-            while not stop.is_set():
-                got = asyncio.ensure_future(queue.get())
-                halt = asyncio.ensure_future(stop.wait())
-                done, _ = await asyncio.wait(
-                    {got, halt}, timeout=self.heartbeat, return_when=asyncio.FIRST_COMPLETED
+            try:
+                await resp.prepare(request)
+
+                async def write(data: bytes) -> None:
+                    try:
+                        await asyncio.wait_for(resp.write(data), self.write_timeout)
+                    except TimeoutError:
+                        raise _Stuck from None
+
+                await write(f": subscribed as {client.id} at {self.daemon.id}\n\n".encode())
+                while not stop.is_set():
+                    got = asyncio.ensure_future(queue.get())
+                    halt = asyncio.ensure_future(stop.wait())
+                    done, _ = await asyncio.wait(
+                        {got, halt}, timeout=self.heartbeat, return_when=asyncio.FIRST_COMPLETED
+                    )
+                    halt.cancel()
+                    if got not in done:
+                        got.cancel()
+                        if not stop.is_set():
+                            await write(b": keepalive\n\n")
+                        continue
+                    n = got.result()
+                    data = json.dumps(n.to_json(), ensure_ascii=False)
+                    await write(
+                        f"id: {publication_id(n.publisher, n.seq)}\ndata: {data}\n\n".encode()
+                    )
+                if queue.full():
+                    await write(
+                        b'event: error\ndata: {"error": "slow-consumer", "message": '
+                        b'"more than %d events waiting to be sent"}\n\n' % MAX_PENDING
+                    )
+                elif self.daemon.stopping:
+                    end = {
+                        "error": "shutdown",
+                        "message": f"broker {self.daemon.id} is shutting down",
+                    }
+                    with contextlib.suppress(ConnectionError):
+                        await write(f"event: error\ndata: {json.dumps(end)}\n\n".encode())
+            except _Stuck:
+                log.warning(
+                    "HTTP subscriber %s (%s) read nothing for %gs; closing its stream",
+                    client.id,
+                    request.remote,
+                    self.write_timeout,
                 )
-                halt.cancel()
-                if got not in done:
-                    got.cancel()
-                    if not stop.is_set():
-                        await resp.write(b": keepalive\n\n")
-                    continue
-                n = got.result()
-                data = json.dumps(n.to_json(), ensure_ascii=False)
-                await resp.write(
-                    f"id: {publication_id(n.publisher, n.seq)}\ndata: {data}\n\n".encode()
-                )
-            if queue.full():
-                await resp.write(
-                    b'event: error\ndata: {"error": "slow-consumer", "message": '
-                    b'"more than %d events waiting to be sent"}\n\n' % MAX_PENDING
-                )
-            with contextlib.suppress(ConnectionError):
-                await resp.write_eof()
+                if request.transport is not None:
+                    request.transport.abort()
+                return resp
+            with contextlib.suppress(ConnectionError, TimeoutError):
+                await asyncio.wait_for(resp.write_eof(), self.write_timeout)
             return resp
         finally:
             self._streams.discard(stop)
             self.subscribers -= 1
             await asyncio.shield(client.close())
-            log.info("subscriber %s gone", client.id)
+            if not self.daemon.stopping:
+                log.info("subscriber %s gone", client.id)

@@ -90,3 +90,35 @@ for name in names:
     assert [m for m in loaded if m.split(".")[0] in ("hypothesis", "pytest", "_pytest")] == []
     for name in TESTING:
         assert "hypothesis" in _loaded(f"import {name}"), name
+
+
+def test_the_broker_client_and_daemon_import_no_model_and_no_reader():
+    """``pubsift.adapters`` imports its public names on first use, so a broker or client
+    start does not pay for the readers and models it does not route (issue 14 review)."""
+    loaded = _loaded("""
+import pubsift.adapters.broker.client
+import pubsift.adapters.broker.daemon
+import pubsift.adapters.broker.cli
+""")
+    assert "pubsift.adapters.broker.client" in loaded
+    assert [m for m in loaded if m == "pubsift.models" or m.startswith("pubsift.models.")] == []
+    assert "pubsift.adapters.reading" not in loaded and "pubsift.adapters.archives" not in loaded
+
+
+def test_the_adapters_public_names_are_unchanged_by_lazy_loading():
+    loaded = _loaded("""
+import pubsift.adapters as a
+from pubsift.adapters import *
+from pubsift.adapters.reading import read as r0
+assert a.read is r0 and read is r0, (a.read, r0)
+assert set(a.__all__) <= set(dir(a))
+for name in a.__all__:
+    assert getattr(a, name) is not None, name
+try:
+    a.nonexistent
+except AttributeError:
+    pass
+else:
+    raise AssertionError("a.nonexistent")
+""")
+    assert "pubsift.adapters.reading" in loaded

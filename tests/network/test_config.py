@@ -17,6 +17,7 @@ def test_defaults(tmp_path):
     assert cfg.listen == Address("127.0.0.1", 7400)
     assert (cfg.strategy, cfg.lease_period, cfg.lease_refresh) == ("covering", 30.0, 10.0)
     assert cfg.models is None and cfg.neighbours == () and cfg.max_frame_bytes == 1 << 20
+    assert (cfg.heartbeat_interval, cfg.heartbeat_max_missed) == (15.0, 2)
 
 
 def test_a_full_file(tmp_path):
@@ -36,8 +37,12 @@ refresh = 0.4
 max_delay = 0.1
 [limits]
 max_frame_bytes = 4096
+[heartbeat]
+interval = 0
+max_missed = 3
 """,
     )
+    assert (cfg.heartbeat_interval, cfg.heartbeat_max_missed) == (0.0, 3)
     assert cfg.id == "b1" and cfg.listen == Address("0.0.0.0", 7500)
     assert cfg.neighbours == (Address("10.0.0.2", 7400), Address("::1", 7401))
     assert (cfg.strategy, cfg.advertisements, cfg.models) == ("merging", True, ("records",))
@@ -61,6 +66,13 @@ max_frame_bytes = 4096
         ("[lease]\nperiod = 10.0\nrefresh = 10.0", "lease period π=10.0 is too short"),
         ("[limits]\nmax_frame_bytes = 1.5", "limits.max_frame_bytes: expected an integer"),
         ("[links]\nbackoff_initial = 9.0\nbackoff_max = 1.0", "links.backoff_initial"),
+        ("[heartbeat]\ninterval = -1", "heartbeat.interval: expected a number ≥ 0"),
+        ("[heartbeat]\nmax_missed = 0", "heartbeat.max_missed: expected an integer > 0"),
+        ("[heartbeat]\nevery = 1", "heartbeat.every: unknown key"),
+        (
+            "[broker]\nlisten = '127.0.0.1:7400'\nneighbours = ['127.0.0.1:7400']",
+            "broker.neighbours[0]: 127.0.0.1:7400 is this broker's own listen address",
+        ),
         ("broker = 3", "broker: expected a table"),
         ("[broker\n", "not valid TOML"),
     ],
@@ -82,3 +94,41 @@ def test_unknown_model_is_a_config_error():
 
     with pytest.raises(ConfigError, match=r"broker\.models: no filter model named 'nope'"):
         load_models(("records", "nope"), "b.toml")
+
+
+def test_an_address_in_use_is_a_config_error_naming_the_key():
+    import asyncio
+    import socket
+
+    from pubsift.adapters.broker.daemon import BrokerDaemon
+
+    taken = socket.create_server(("127.0.0.1", 0))
+    port = taken.getsockname()[1]
+
+    async def go(**where) -> str:
+        d = BrokerDaemon(BrokerConfig(source="b.toml", models=("records",), **where))
+        with pytest.raises(ConfigError) as info:
+            await d.start()
+        await d.stop()
+        return str(info.value)
+
+    try:
+        msg = asyncio.run(go(listen=Address("127.0.0.1", port)))
+        assert msg == (
+            f"b.toml: broker.listen (--listen): cannot listen on 127.0.0.1:{port}: "
+            "address already in use"
+        )
+        msg = asyncio.run(go(listen=Address("127.0.0.1", 0), gateway=Address("127.0.0.1", port)))
+        assert msg.startswith("b.toml: gateway.listen (--gateway): cannot listen on")
+        assert msg.endswith("address already in use")
+    finally:
+        taken.close()
+
+
+def test_broker_help_says_the_defaults_and_the_shutdown(capsys):
+    from pubsift.core.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["broker", "--help"])
+    out = capsys.readouterr().out
+    assert "default 127.0.0.1:7400" in out and "SIGTERM" in out and "exits 0" in out

@@ -240,6 +240,14 @@ def test_the_state_is_bounded_per_feed_and_refuses_a_foreign_file(tmp_path: Path
         FeedState.load(str(path))
 
 
+def test_a_state_file_that_could_not_be_saved_is_refused_before_publishing(tmp_path: Path):
+    """Found only at the first save, after publishing, it would make the next run publish
+    every item again."""
+    with pytest.raises(FeedError, match=r"state file .*/nowhere/s\.json: cannot be written in"):
+        FeedState.load(str(tmp_path / "nowhere" / "s.json"))
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
 @pytest.mark.slow
 def test_the_command_polls_until_sigterm_and_exits_cleanly(tmp_path: Path):
     feed = tmp_path / "news.xml"

@@ -108,3 +108,12 @@ def test_frames_carry_core_wire_forms_with_hashable_publication_ids():
     assert obj["pub_id"] == ["p1", 7]
     back = from_wire(obj, {"records": m})
     assert back == msg and hash(back.pub_id) == hash(("p1", 7))
+
+
+def test_json_nested_too_deeply_is_a_bad_frame_not_a_crash():
+    from pubsift.adapters.broker.frames import decode
+
+    deep = b'{"kind":"pub","event":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(FrameError) as info:
+        decode(deep)
+    assert info.value.reason == "bad-frame" and "nested too deeply" in str(info.value)

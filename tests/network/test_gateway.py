@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Awaitable, Callable
 
 import aiohttp
@@ -162,7 +163,12 @@ def test_refusals_have_a_status_and_a_json_reason():
             assert "price >" in msg or "column" in msg or "end" in msg
             await refused("GET", "/subscribe/xml?filter=%2F%2F%5B", 400, "invalid-filter")
             await refused("GET", "/subscribe/nope?filter=a", 404, "unknown-model")
-            assert subscribers(b0) == []
+            huge = json.dumps({"symbol": [f"S{i}" for i in range(620)]})  # > 4096 as a frame
+            msg = await refused(
+                "GET", "/subscribe/records", 413, "too-large", params={"filter": huge}
+            )
+            assert "limit of 4096" in msg
+            await until(lambda: subscribers(b0) == [])
             # the broker carries on
             r = await http.post(f"{base}/publish/records", data='{"price": 1}')
             assert r.status == 202
@@ -183,3 +189,37 @@ def test_a_subscriber_that_goes_away_is_withdrawn_from_the_network():
             assert b0.gateway.subscribers == 0
 
     run(body)
+
+
+def test_an_sse_client_that_stops_reading_is_cut_off(caplog):
+    """Its writes would wait for ever (and the broker's shutdown for a minute): a write
+    that waits longer than the gateway's write timeout ends the stream."""
+    import socket
+
+    async def body(b0: BrokerDaemon, b1: BrokerDaemon, base: str) -> None:
+        assert isinstance(b0.gateway, Gateway)
+        b0.gateway.write_timeout = 0.5
+        host, port = b0.gateway.address.host, b0.gateway.address.port
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect((host, port))
+        s.sendall(b"GET /subscribe/records?filter=price%20%3E%200 HTTP/1.1\r\nHost: x\r\n\r\n")
+        await until(lambda: len(subscribers(b0)) == 1)
+        await until(lambda: sum(b1.stats()["entries"]["records"]) == 1)
+        pub = AsyncClient(f"pubsift://127.0.0.1:{b1.address.port}")
+        await pub.connect()
+        try:
+            for i in range(3000):  # ~10 MB: far more than the socket buffers hold
+                await pub.publish("records", {"price": 1, "text": "x" * 3000, "i": i})
+                if i % 100 == 0:
+                    await asyncio.sleep(0.01)
+                if not subscribers(b0):
+                    break
+            await until(lambda: subscribers(b0) == [] and b0.gateway.subscribers == 0, 10)
+        finally:
+            await pub.close()
+            s.close()
+        assert "read nothing for 0.5s; closing its stream" in caplog.text
+
+    with caplog.at_level(logging.INFO):
+        run(body)

@@ -4,6 +4,7 @@ bad frames, cycle refusal, leases (issue 14 §1-§3)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import struct
 from collections.abc import Awaitable, Callable
 
@@ -307,3 +308,72 @@ def test_a_restarted_broker_gets_its_table_back_at_once_from_renewals():
                 await d.stop()
 
     asyncio.run(asyncio.wait_for(go(), 30))
+
+
+def test_two_brokers_dialling_each_other_keep_one_link_without_redialling_forever(caplog):
+    """docs/protocol.md §7: the connection dialled by the smaller id is kept; the other
+    side stops dialling while that link is up (it used to be refused every backoff_max,
+    with a warning on both sides, for ever), and dials again when it goes down."""
+
+    async def go() -> None:
+        a = BrokerDaemon(BrokerConfig(id="a", listen=Address("127.0.0.1", 0), **FAST))
+        await a.start()
+        b = BrokerDaemon(
+            BrokerConfig(id="b", listen=Address("127.0.0.1", 0), neighbours=(a.address,), **FAST)
+        )
+        await b.start()
+        a2 = BrokerDaemon(
+            BrokerConfig(
+                id="a", listen=Address("127.0.0.1", a.address.port), neighbours=(b.address,), **FAST
+            )
+        )
+        await a.stop()  # a again, now dialling b too: both sides dial
+        await a2.start()
+        try:
+            await until(lambda: "b" in a2.port.neighbours and "a" in b.port.neighbours)
+            await asyncio.sleep(2.0)
+            assert "b" in a2.port.neighbours and "a" in b.port.neighbours
+            refused = [r for r in caplog.records if "already linked" in r.getMessage()]
+            assert len(refused) <= 4, [r.getMessage() for r in refused]
+        finally:
+            await b.stop()
+            await a2.stop()
+
+    with caplog.at_level(logging.INFO, "pubsift.broker"):
+        asyncio.run(go())
+
+
+def test_a_frame_nested_too_deeply_is_refused_and_the_connection_kept(caplog):
+    async def body(daemons: list[BrokerDaemon]) -> None:
+        deep = b'{"kind":"sub","model":"records","filter":' + b"[" * 1500 + b"]" * 1500 + b"}"
+        r, w = await raw(daemons[0], struct.pack(">I", len(deep)) + deep, encode({"kind": "stats"}))
+        got = [await read_frame(r, 1 << 20) for _ in range(3)]
+        assert [g["kind"] for g in got] == ["hello", "error", "stats"], got
+        assert got[1]["reason"] == "bad-frame" and "nested too deeply" in got[1]["message"]
+        w.close()
+
+    run(body, n=1)
+    assert "Traceback" not in caplog.text and "Unhandled exception" not in caplog.text
+
+
+def test_an_unreachable_neighbour_is_one_warning_not_silence(caplog):
+    import socket
+
+    s = socket.create_server(("127.0.0.1", 0))
+    gone = Address("127.0.0.1", s.getsockname()[1])
+    s.close()
+
+    async def go() -> None:
+        d = BrokerDaemon(
+            BrokerConfig(id="lone", listen=Address("127.0.0.1", 0), neighbours=(gone,), **FAST)
+        )
+        await d.start()
+        await asyncio.sleep(1.0)  # several re-dials with FAST's backoff
+        await d.stop()
+
+    with caplog.at_level(logging.DEBUG, "pubsift.broker"):
+        asyncio.run(go())
+    said = [r for r in caplog.records if f"cannot reach neighbour {gone}" in r.getMessage()]
+    assert len(said) >= 3, caplog.text
+    assert [r.levelno for r in said].count(logging.WARNING) == 1
+    assert "connection refused" in said[0].getMessage()
