@@ -25,7 +25,7 @@ import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pubsift.adapters.broker import wire
@@ -295,18 +295,7 @@ class BrokerDaemon:
         self._start_heartbeat(conn)
         log.info("client %s connected from %s", pid, conn.peer)
         try:
-            while True:
-                try:
-                    obj = await conn.recv()
-                except FrameError as exc:
-                    if exc.reason != "bad-frame":
-                        raise
-                    log.warning("client %s: %s", pid, exc)
-                    conn.send(error(exc.reason, exc.message))
-                    continue
-                if obj is None:
-                    break
-                self._from_client(conn, pid, obj)
+            await self._receive(conn, f"client {pid}", self._from_client)
         finally:
             if self.port.clients.get(pid) is conn:
                 del self.port.clients[pid]
@@ -314,6 +303,29 @@ class BrokerDaemon:
                 log.log(
                     logging.DEBUG if self._stopping else logging.INFO, "client %s disconnected", pid
                 )
+
+    async def _receive(
+        self,
+        conn: Connection,
+        who: str,
+        handle: Callable[[Connection, str, dict[str, Any]], None],
+    ) -> None:
+        """Hand each frame from ``conn`` to ``handle(conn, id, frame)`` until the peer
+        closes; a frame that is not a well-formed object gets an ``error`` frame and the
+        connection stays open (other frame errors end it)."""
+        assert conn.id is not None
+        while True:
+            try:
+                obj = await conn.recv()
+            except FrameError as exc:
+                if exc.reason != "bad-frame":
+                    raise
+                log.warning("%s: %s", who, exc)
+                conn.send(error(exc.reason, exc.message))
+                continue
+            if obj is None:
+                return
+            handle(conn, conn.id, obj)
 
     def stats(self) -> dict[str, Any]:
         """What the broker holds and has done: routing-table sizes per model ([local,
@@ -546,18 +558,7 @@ class BrokerDaemon:
         self._announce_reach()
         self._resync(exclude=pid)
         try:
-            while True:
-                try:
-                    obj = await conn.recv()
-                except FrameError as exc:
-                    if exc.reason != "bad-frame":
-                        raise
-                    log.warning("broker %s: %s", pid, exc)
-                    conn.send(error(exc.reason, exc.message))
-                    continue
-                if obj is None:
-                    break
-                self._from_broker(conn, pid, obj)
+            await self._receive(conn, f"broker {pid}", self._from_broker)
         finally:
             self._link_down(pid, conn)
 
