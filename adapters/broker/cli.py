@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 from typing import Any
@@ -108,7 +109,17 @@ def add_sub_arguments(p: argparse.ArgumentParser) -> None:
         "-f", "--filter", action="append", required=True, help="filter (text or JSON); repeatable"
     )
     p.add_argument("--id", help="client id (default: random)")
+    add_token_argument(p)
     p.set_defaults(func=cmd_sub)
+
+
+def add_token_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--token",
+        default=os.environ.get("PUBSIFT_TOKEN") or None,
+        help="the token of this client's identity, sent in the hello "
+        "(default: $PUBSIFT_TOKEN; docs/protocol.md §10)",
+    )
 
 
 def cmd_sub(args: argparse.Namespace, console: Console) -> int:
@@ -131,7 +142,7 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
                 refusal.append(obj)
                 stop.set()
 
-        client = AsyncClient(args.url, id=args.id, on_error=on_error)
+        client = AsyncClient(args.url, id=args.id, on_error=on_error, token=args.token)
         specs: list[Any] = [
             strict_json(f) if f.lstrip().startswith("{") else f for f in args.filter
         ]
@@ -181,6 +192,7 @@ def add_pub_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="*", metavar="FILE", help="files to publish (default: stdin)")
     p.add_argument("--id", help="client (publisher) id (default: random)")
     p.add_argument("--advertise", metavar="FILTER", help="advertise this filter first")
+    add_token_argument(p)
     p.set_defaults(func=cmd_pub)
 
 
@@ -232,7 +244,7 @@ def cmd_pub(args: argparse.Namespace, console: Console) -> int:
                 yield item.id, item.event
 
     async def main() -> int:
-        client = AsyncClient(args.url, id=args.id)
+        client = AsyncClient(args.url, id=args.id, token=args.token)
         await client.connect()
         try:
             client.check_routed(args.model)

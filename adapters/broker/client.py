@@ -56,7 +56,7 @@ class BrokerRefused(PubsiftError, ValueError):
 
 
 #: error reasons that refuse one message (the connection stays): docs/protocol.md §6
-REFUSALS = ("invalid-message", "refused", "unknown-kind", "bad-frame")
+REFUSALS = ("invalid-message", "refused", "unknown-kind", "bad-frame", "forbidden")
 
 
 @dataclass(frozen=True)
@@ -114,8 +114,11 @@ class AsyncClient:
         max_frame_bytes: int = 1 << 20,
         max_buffer: int = 10_000,
         on_error: Callable[[dict[str, Any]], Any] | None = None,
+        token: str | None = None,
     ) -> None:
         self.url = url
+        #: the credential sent in the hello (docs/protocol.md §10); None: none sent
+        self.token = token
         self.host, self.port = parse_url(url)
         self.id = id or f"client-{uuid.uuid4().hex[:12]}"
         self._models: dict[str, FilterModel] = dict(models or {})
@@ -212,7 +215,7 @@ class AsyncClient:
         except (OSError, TimeoutError) as exc:
             raise BrokerUnavailable(f"cannot connect to {self.url}: {exc or 'timeout'}") from None
         conn = Connection(reader, writer, self.max_frame_bytes, 1 << 30, dialled=True)
-        conn.send(hello("client", self.id))
+        conn.send(hello("client", self.id, **({"token": self.token} if self.token else {})))
         try:
             obj = await asyncio.wait_for(conn.recv(), timeout)
             if obj is None:

@@ -31,6 +31,11 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
 
     [gateway]                          # the HTTP gateway (docs/protocol.md §9); off by default
     listen = "127.0.0.1:8080"
+
+    [identities.alice]                 # with any identity, clients must send a token
+    token_file = "/etc/pubsift/alice.token"   # or: token = "..." (one of the two)
+    subscribe.records = ['symbol prefix "I"']  # authorized filters (checked by covering)
+    publish.records = ['symbol = "IBM"']       # advertisements covered, publications matched
 """
 
 from __future__ import annotations
@@ -75,6 +80,20 @@ class Address:
 
 
 @dataclass(frozen=True)
+class Identity:
+    """A client identity of ``[identities.NAME]``: its token and its authorized filters
+    per model, as text in the model's syntax (parsed by the daemon, which knows the
+    models). ``publish`` filters authorize advertisements (by covering) and publications
+    (by matching); Fiege, Zeidler & Buchmann, "Security Aspects in Publish/Subscribe
+    Systems", DEBS 2004, §3 (access control on subscriptions and advertisements)."""
+
+    name: str
+    token: str = field(repr=False)
+    subscribe: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    publish: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class BrokerConfig:
     """Everything a broker daemon needs; :func:`load_config` reads it from a file."""
 
@@ -98,6 +117,8 @@ class BrokerConfig:
     heartbeat_max_missed: int = 2
     #: the HTTP gateway's address (None: no gateway)
     gateway: Address | None = None
+    #: client identities (docs/protocol.md §10); empty: the broker is open to every client
+    identities: tuple[Identity, ...] = ()
     source: str = field(default="<defaults>", compare=False)
 
     @property
@@ -127,6 +148,11 @@ class BrokerConfig:
                     f"{self.source}: broker.neighbours[{i}]: {a} is this broker's own listen "
                     "address (a broker cannot link to itself)"
                 )
+        if self.identities and self.gateway is not None:
+            raise ConfigError(
+                f"{self.source}: gateway.listen: the HTTP gateway cannot be combined with "
+                "[identities] yet (it would let HTTP clients past the authorization checks)"
+            )
         if self.backoff_initial > self.backoff_max:
             raise ConfigError(
                 f"{self.source}: links.backoff_initial ({self.backoff_initial}) is more than "
@@ -155,11 +181,13 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
     links = r.section("links", {"backoff_initial", "backoff_max"})
     gateway = r.section("gateway", {"listen"})
     heartbeat = r.section("heartbeat", {"interval", "max_missed"})
-    extra = sorted(set(data) - {"broker", "lease", "limits", "links", "gateway", "heartbeat"})
+    identities = r.identities()
+    known = {"broker", "lease", "limits", "links", "gateway", "heartbeat", "identities"}
+    extra = sorted(set(data) - known)
     if extra:
         raise ConfigError(
             f"{source}: unknown section or key {extra[0]!r} "
-            f"(sections: broker, lease, limits, links, gateway, heartbeat)"
+            f"(sections: broker, lease, limits, links, gateway, heartbeat, identities)"
         )
     d = BrokerConfig()
     cfg = BrokerConfig(
@@ -193,6 +221,7 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
         gateway=Address.parse(gateway["listen"], f"{source}: gateway.listen")
         if "listen" in gateway
         else None,
+        identities=identities,
         source=source,
     )
     cfg.check()
@@ -207,6 +236,53 @@ class _Reader:
 
     def fail(self, key: str, problem: str) -> ConfigError:
         return ConfigError(f"{self.source}: {key}: {problem}")
+
+    def identities(self) -> tuple[Identity, ...]:
+        """``[identities.NAME]`` tables: ``token`` or ``token_file``, and ``subscribe`` /
+        ``publish`` tables of model -> list of filters."""
+        raw = self.data.get("identities", {})
+        sec = self.section("identities", set(raw) if isinstance(raw, Mapping) else set())
+        out, tokens = [], set()
+        for name, t in sec.items():
+            where = f"identities.{name}"
+            if not isinstance(t, Mapping):
+                raise self.fail(where, "expected a table [identities." + name + "]")
+            keys = {"token", "token_file", "subscribe", "publish"}
+            unknown = sorted(set(t) - keys)
+            if unknown:
+                raise self.fail(
+                    f"{where}.{unknown[0]}", f"unknown key (known: {', '.join(sorted(keys))})"
+                )
+            if ("token" in t) == ("token_file" in t):
+                raise self.fail(where, "give exactly one of token and token_file")
+            if "token" in t:
+                token = self.string(t, where, "token", None) or ""
+            else:
+                path = self.string(t, where, "token_file", None) or ""
+                try:
+                    with open(path, encoding="utf-8") as fh:
+                        token = fh.read().strip()
+                except (OSError, UnicodeDecodeError) as exc:
+                    why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+                    raise self.fail(f"{where}.token_file", f"cannot read {path!r}: {why}") from None
+                if not token:
+                    raise self.fail(f"{where}.token_file", f"{path!r} is empty")
+            if token in tokens:
+                raise self.fail(f"{where}.token", "the same token as another identity")
+            tokens.add(token)
+            rights = {}
+            for right in ("subscribe", "publish"):
+                per_model = t.get(right, {})
+                if not isinstance(per_model, Mapping):
+                    raise self.fail(
+                        f"{where}.{right}",
+                        f"expected a table of model = [filters], got {per_model!r}",
+                    )
+                rights[right] = {
+                    m: self.strings(per_model, f"{where}.{right}", m) or () for m in per_model
+                }
+            out.append(Identity(name, token, rights["subscribe"], rights["publish"]))
+        return tuple(out)
 
     def section(self, name: str, keys: set[str]) -> Mapping[str, Any]:
         sec = self.data.get(name, {})

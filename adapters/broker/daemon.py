@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pubsift.adapters.broker import wire
+from pubsift.adapters.broker.auth import Authorizer, Grant
 from pubsift.adapters.broker.backoff import Backoff
 from pubsift.adapters.broker.config import Address, BrokerConfig, ConfigError
 from pubsift.adapters.broker.connection import Connection
@@ -100,6 +101,10 @@ class BrokerDaemon:
         self.models = (
             dict(models) if models is not None else load_models(config.models, config.source)
         )
+        #: the client identities (docs/protocol.md §10); disabled: an open broker
+        self.auth = Authorizer(config.identities, self.models, config.source)
+        #: the identity of each authenticated client connection
+        self._grants: dict[Connection, Grant] = {}
         self.port = ConnectionPort(self.models)
         self.address: Address = config.listen
         self.id: str = config.id or ""
@@ -252,6 +257,14 @@ class BrokerDaemon:
             role, pid = check_hello(first)
             conn.role, conn.id = role, pid
             if role == "client":
+                if self.auth.enabled:
+                    grant = self.auth.authenticate(first.get("token"))
+                    if grant is None:
+                        why = "unknown token" if "token" in first else "no token in the hello"
+                        log.warning("client %s (%s): unauthorized: %s", pid, conn.peer, why)
+                        conn.close("unauthorized", why)
+                        return
+                    self._grants[conn] = grant
                 await self._serve_client(conn, pid)
             else:
                 await self._accept_broker(conn, pid)
@@ -268,6 +281,7 @@ class BrokerDaemon:
         finally:
             await conn.wait_closed()
             self._conns.discard(conn)
+            self._grants.pop(conn, None)
 
     # -- clients --------------------------------------------------------------------------
     async def _serve_client(self, conn: Connection, pid: str) -> None:
@@ -357,6 +371,12 @@ class BrokerDaemon:
         except FrameError as exc:
             self._refuse(conn, obj, exc.reason, exc.message)
             return
+        grant = self._grants.get(conn)
+        if grant is not None:
+            why = self.auth.check(grant, msg, self.models)
+            if why is not None:
+                self._refuse(conn, obj, "forbidden", why)
+                return
         try:
             self.broker.receive(msg, pid)
         except PubsiftError as exc:

@@ -31,6 +31,8 @@ REASONS = {
     "too-large": "the length prefix exceeds the receiver's max_frame_bytes",
     "truncated": "the stream ended inside a frame",
     "bad-hello": "the first frame is not a valid hello",
+    "unauthorized": "the client's hello has no token, or one the broker does not know",
+    "forbidden": "the client's identity may not subscribe, advertise or publish that",
     "unsupported-version": "the peer speaks another protocol version",
     "unknown-kind": "a kind this receiver does not accept from this peer",
     "invalid-message": "a message whose fields, filter or event are invalid",

@@ -1,0 +1,112 @@
+"""Token authentication and authorized filters for client connections (docs/protocol.md
+§10), after Fiege, Zeidler & Buchmann, "Security Aspects in Publish/Subscribe Systems",
+DEBS 2004, §3: each identity holds authorized filters; a subscription or advertisement is
+accepted only if an authorized filter of the identity *covers* it, a publication only if
+it *matches* one of the identity's publishing filters.
+
+Covering is the model's ``covers`` hook, which is sound ("cannot decide" says False), so a
+filter the model cannot prove inside the authorized set is refused. The authorized filters
+of one identity and model are held in the model's index (``new_index``), so the check is
+``index.covering(f)`` / ``index.match(e)``, not a scan over the identity's filters.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pubsift.adapters.broker.config import ConfigError, Identity
+from pubsift.core.cli_input import one_line
+from pubsift.core.errors import PubsiftError
+from pubsift.core.messages import Adv, Message, Pub, Sub
+from pubsift.core.model import FilterIndex, FilterModel
+
+
+@dataclass
+class Grant:
+    """One identity's authorized filters, indexed per model."""
+
+    name: str
+    token: bytes = field(repr=False)
+    subscribe: dict[str, FilterIndex[Any, Any]] = field(default_factory=dict)
+    publish: dict[str, FilterIndex[Any, Any]] = field(default_factory=dict)
+
+
+class Authorizer:
+    """The identities of a broker; :attr:`enabled` is False (an open broker) without any."""
+
+    def __init__(
+        self,
+        identities: tuple[Identity, ...],
+        models: Mapping[str, FilterModel],
+        source: str = "<config>",
+    ) -> None:
+        self.grants: list[Grant] = []
+        for ident in identities:
+            g = Grant(ident.name, ident.token.encode("utf-8"))
+            for right, table in (("subscribe", ident.subscribe), ("publish", ident.publish)):
+                out: dict[str, FilterIndex[Any, Any]] = getattr(g, right)
+                for m, texts in table.items():
+                    where = f"{source}: identities.{ident.name}.{right}.{m}"
+                    model = models.get(m)
+                    if model is None:
+                        raise ConfigError(
+                            f"{where}: model {m!r} is not routed by this broker "
+                            f"(it routes {', '.join(sorted(models))})"
+                        )
+                    index = out[m] = model.new_index()
+                    for i, text in enumerate(texts):
+                        try:
+                            index.add(model.parse_filter(text), i)
+                        except PubsiftError as exc:
+                            raise ConfigError(f"{where}[{i}]: {one_line(exc)}") from None
+            self.grants.append(g)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.grants)
+
+    def authenticate(self, token: Any) -> Grant | None:
+        """The identity whose token is ``token`` (compared in constant time), or None."""
+        if not isinstance(token, str) or not token:
+            return None
+        given = token.encode("utf-8")
+        found = None
+        for g in self.grants:  # no early exit: the time does not tell which one matched
+            if hmac.compare_digest(g.token, given):
+                found = g
+        return found
+
+    @staticmethod
+    def check(grant: Grant, msg: Message, models: Mapping[str, FilterModel]) -> str | None:
+        """None if ``grant`` allows ``msg``; otherwise why not. Withdrawals (unsub,
+        unadv) are always allowed: they only remove what the client itself added."""
+        try:
+            if isinstance(msg, Sub):
+                index = grant.subscribe.get(msg.model)
+                if index is None or not index.covering(msg.filter):
+                    return (
+                        f"identity {grant.name!r} may not subscribe to "
+                        f"{models[msg.model].format_filter(msg.filter)!r} in {msg.model} "
+                        "(no authorized filter covers it)"
+                    )
+            elif isinstance(msg, Adv):
+                index = grant.publish.get(msg.model)
+                if index is None or not index.covering(msg.filter):
+                    return (
+                        f"identity {grant.name!r} may not advertise "
+                        f"{models[msg.model].format_filter(msg.filter)!r} in {msg.model} "
+                        "(no authorized filter covers it)"
+                    )
+            elif isinstance(msg, Pub):
+                index = grant.publish.get(msg.model)
+                if index is None or not index.match(msg.event):
+                    return (
+                        f"identity {grant.name!r} may not publish this event in {msg.model} "
+                        "(it matches no authorized filter)"
+                    )
+        except Exception as exc:  # a model that fails cannot authorize anything
+            return f"identity {grant.name!r}: authorization check failed: {type(exc).__name__}"
+        return None
