@@ -10,6 +10,7 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
     strategy = "covering"              # flooding, simple, identity, covering, merging, ...
     advertisements = false
     models = ["records", "xml"]        # default: every installed model
+    link_token = "..."                 # links must present it (required with [identities])
 
     [lease]                            # Mühl 2002, §3.7: π > ρ + d(δmax − δmin)
     period = 30.0                      # π, seconds
@@ -117,6 +118,8 @@ class BrokerConfig:
     heartbeat_max_missed: int = 2
     #: the HTTP gateway's address (None: no gateway)
     gateway: Address | None = None
+    #: the shared secret of broker links (sent by the dialler, required by the acceptor)
+    link_token: str | None = field(default=None, repr=False)
     #: client identities (docs/protocol.md §10); empty: the broker is open to every client
     identities: tuple[Identity, ...] = ()
     source: str = field(default="<defaults>", compare=False)
@@ -175,7 +178,10 @@ def load_config(path: str) -> BrokerConfig:
 def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerConfig:
     """A checked :class:`BrokerConfig` from parsed TOML; ``source`` names it in errors."""
     r = _Reader(data, source)
-    b = r.section("broker", {"id", "listen", "neighbours", "strategy", "advertisements", "models"})
+    b = r.section(
+        "broker",
+        {"id", "listen", "neighbours", "strategy", "advertisements", "models", "link_token"},
+    )
     lease = r.section("lease", {"period", "refresh", "max_delay", "diameter"})
     limits = r.section("limits", {"max_frame_bytes", "max_queue"})
     links = r.section("links", {"backoff_initial", "backoff_max"})
@@ -202,6 +208,7 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
         strategy=r.string(b, "broker", "strategy", d.strategy) or d.strategy,
         advertisements=r.boolean(b, "broker", "advertisements", d.advertisements),
         models=r.strings(b, "broker", "models"),
+        link_token=r.string(b, "broker", "link_token", None),
         lease_period=r.number(lease, "lease", "period", d.lease_period),
         lease_refresh=r.number(lease, "lease", "refresh", d.lease_refresh),
         lease_max_delay=r.number(lease, "lease", "max_delay", d.lease_max_delay, zero=True),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import logging
 import os
 import signal
@@ -105,6 +106,8 @@ class BrokerDaemon:
         self.auth = Authorizer(config.identities, self.models, config.source)
         #: the identity of each authenticated client connection
         self._grants: dict[Connection, Grant] = {}
+        #: the refusals of renewable messages already logged, per connection
+        self._forbidden: dict[Connection, set[str | None]] = {}
         self.port = ConnectionPort(self.models)
         self.address: Address = config.listen
         self.id: str = config.id or ""
@@ -267,7 +270,7 @@ class BrokerDaemon:
                     self._grants[conn] = grant
                 await self._serve_client(conn, pid)
             else:
-                await self._accept_broker(conn, pid)
+                await self._accept_broker(conn, pid, first.get("token"))
         except FrameError as exc:
             log.warning("connection %s: %s (closing)", conn.peer, exc)
             conn.close(exc.reason, exc.message)
@@ -282,6 +285,7 @@ class BrokerDaemon:
             await conn.wait_closed()
             self._conns.discard(conn)
             self._grants.pop(conn, None)
+            self._forbidden.pop(conn, None)
 
     # -- clients --------------------------------------------------------------------------
     async def _serve_client(self, conn: Connection, pid: str) -> None:
@@ -375,17 +379,30 @@ class BrokerDaemon:
         if grant is not None:
             why = self.auth.check(grant, msg, self.models)
             if why is not None:
-                self._refuse(conn, obj, "forbidden", why)
+                # a client renews a refused sub/adv every ρ: log it once per connection
+                seen = self._forbidden.setdefault(conn, set())
+                key = why if obj["kind"] in ("sub", "adv") else None
+                again = key in seen
+                if key is not None and len(seen) < 1000:
+                    seen.add(key)
+                self._refuse(conn, obj, "forbidden", why, logging.DEBUG if again else None)
                 return
         try:
             self.broker.receive(msg, pid)
         except PubsiftError as exc:
             self._refuse(conn, obj, "refused", one_line(exc))
 
-    def _refuse(self, conn: Connection, obj: dict[str, Any], reason: str, message: str) -> None:
+    def _refuse(
+        self,
+        conn: Connection,
+        obj: dict[str, Any],
+        reason: str,
+        message: str,
+        level: int | None = None,
+    ) -> None:
         """Answer one bad message with an ``error`` frame (echoing its ``ref``), keep the
         connection."""
-        log.warning("%s %s: %s: %s", conn.role, conn.id, reason, message)
+        log.log(level or logging.WARNING, "%s %s: %s: %s", conn.role, conn.id, reason, message)
         err = error(reason, message)
         if "ref" in obj:
             err["ref"] = obj["ref"]
@@ -428,8 +445,26 @@ class BrokerDaemon:
             )
         return frozenset(theirs)
 
-    async def _accept_broker(self, conn: Connection, pid: str) -> None:
+    def _check_link_token(self, conn: Connection, pid: str, token: Any) -> None:
+        """A broker link must present ``broker.link_token`` when one is set; with
+        identities but no link token, links are not accepted at all (else any client could
+        connect as a broker and get past the authorization checks)."""
+        expected = self.config.link_token
+        if expected is None and not self.auth.enabled:
+            return
+        if expected is None:
+            why = "this broker has [identities] and no broker.link_token: it accepts no links"
+        elif not isinstance(token, str) or not hmac.compare_digest(
+            expected.encode("utf-8"), token.encode("utf-8")
+        ):
+            why = "no token in the hello" if token is None else "wrong link token"
+        else:
+            return
+        raise FrameError("unauthorized", f"link from broker {pid!r}: {why}")
+
+    async def _accept_broker(self, conn: Connection, pid: str, token: Any = None) -> None:
         """The acceptor's side: hello (with our reach) -> their reach -> our reach = up."""
+        self._check_link_token(conn, pid, token)
         self._check_neighbour(conn, pid)
         conn.send(
             hello("broker", self.id, reach=sorted(self.reach.without(pid)), **self._lease_info())
@@ -512,7 +547,8 @@ class BrokerDaemon:
     async def _dial(self, conn: Connection, address: Address) -> tuple[str, frozenset[str]] | None:
         """The dialler's side: hello -> their hello (with reach) -> our reach -> their
         reach = up. Returns (id, their reach) or None when the peer went away."""
-        conn.send(hello("broker", self.id, **self._lease_info()))
+        token = {"token": self.config.link_token} if self.config.link_token else {}
+        conn.send(hello("broker", self.id, **token, **self._lease_info()))
         obj = await asyncio.wait_for(conn.recv(), HANDSHAKE_TIMEOUT)
         if obj is None:
             return None

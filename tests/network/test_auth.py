@@ -11,7 +11,13 @@ from collections.abc import Awaitable, Callable
 import pytest
 from pubsift.adapters.broker.auth import Authorizer
 from pubsift.adapters.broker.client import AsyncClient, BrokerUnavailable, Notification
-from pubsift.adapters.broker.config import ConfigError, Identity, load_config
+from pubsift.adapters.broker.config import (
+    Address,
+    BrokerConfig,
+    ConfigError,
+    Identity,
+    load_config,
+)
 from pubsift.adapters.broker.daemon import BrokerDaemon, load_models
 from pubsift.adapters.broker.frames import encode, read_frame
 
@@ -138,7 +144,11 @@ def test_covered_subscriptions_are_accepted_uncovered_ones_forbidden(tmp_path, c
         # the connection still works: a covered subscription after a refusal is accepted
         await alice.subscribe("records", 'symbol = "INTC"', lambda n: None)
         await until(lambda: d.broker.sizes()[0] == 4)
-        assert alice.connected and alice.connections == 1 and len(alice.errors) == 2
+        assert alice.connected and alice.connections == 1
+        # the client renews its refused subscriptions every ρ: refused again, logged once
+        await until(lambda: len(alice.errors) >= 4, timeout=3)
+        assert d.broker.sizes()[0] == 4
+        assert len([r for r in caplog.records if r.name == "pubsift.broker"]) == 3
         await alice.close()
         await bob.close()
 
@@ -245,3 +255,59 @@ def test_many_authorized_filters_go_through_the_models_index():
     bad = Sub("c", "records", models["records"].parse_filter('symbol = "T"'))
     assert auth.check(grant, ok, models) is None
     assert auth.check(grant, bad, models) is not None
+
+
+def test_broker_links_need_the_link_token_when_identities_are_set(tmp_path):
+    """Else a client could say role "broker" and get past the authorization checks."""
+    secured = _config(tmp_path, CONFIG.replace('id = "b0"', 'id = "b0"\nlink_token = "links"'))
+    closed = _config(tmp_path)  # identities, no link token: no links at all
+
+    async def hello_as_broker(d: BrokerDaemon, **token: str) -> dict:
+        r, w = await asyncio.open_connection("127.0.0.1", d.address.port)
+        w.write(encode({"kind": "hello", "protocol": 1, "role": "broker", "id": "evil", **token}))
+        await w.drain()
+        first = await asyncio.wait_for(read_frame(r, 1 << 20), 5)
+        w.close()
+        assert first is not None
+        return first
+
+    async def body(d: BrokerDaemon) -> None:
+        for token in ({}, {"token": "wrong"}):
+            first = await hello_as_broker(d, **token)
+            assert (first["kind"], first["reason"]) == ("error", "unauthorized")
+        good = BrokerDaemon(
+            BrokerConfig(
+                id="b1", listen=Address("127.0.0.1", 0), neighbours=(d.address,), **FAST
+            ).with_overrides(link_token="links")
+        )
+        await good.start()
+        try:
+            await until(lambda: list(d.port.neighbours) == ["b1"])
+        finally:
+            await good.stop()
+
+    _run(secured, body)
+
+    async def refused(d: BrokerDaemon) -> None:
+        first = await hello_as_broker(d, token="anything")
+        assert first["reason"] == "unauthorized" and "accepts no links" in first["message"]
+
+    _run(closed, refused)
+
+
+def test_the_cli_takes_the_token_from_the_flag_or_the_environment(monkeypatch):
+    import argparse
+
+    from pubsift.adapters.broker.cli import add_pub_arguments, add_sub_arguments
+
+    for add, argv in ((add_sub_arguments, ["-f", "x > 1"]), (add_pub_arguments, [])):
+        monkeypatch.delenv("PUBSIFT_TOKEN", raising=False)
+        p = argparse.ArgumentParser()
+        add(p)
+        assert p.parse_args(["pubsift://h:1", "-m", "records", *argv]).token is None
+        monkeypatch.setenv("PUBSIFT_TOKEN", "from-env")
+        p = argparse.ArgumentParser()
+        add(p)
+        assert p.parse_args(["pubsift://h:1", "-m", "records", *argv]).token == "from-env"
+        args = p.parse_args(["pubsift://h:1", "-m", "records", "--token", "flag", *argv])
+        assert args.token == "flag"
