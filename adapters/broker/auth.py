@@ -1,8 +1,10 @@
 """Token authentication and authorized filters for client connections (docs/protocol.md
 §10), after Fiege, Zeidler & Buchmann, "Security Aspects in Publish/Subscribe Systems",
-DEBS 2004, §3: each identity holds authorized filters; a subscription or advertisement is
-accepted only if an authorized filter of the identity *covers* it, a publication only if
-it *matches* one of the identity's publishing filters.
+DEBS 2004, §4.1 "Client Access Control" (access control at the border broker; there the
+credential is an attribute certificate carrying the authorized filters, here a token
+naming an identity of broker.toml): a subscription or advertisement is accepted only if an
+authorized filter of the identity *covers* it, a publication only if it *matches* one of
+the identity's publishing filters.
 
 Covering is the model's ``covers`` hook, which is sound ("cannot decide" says False), so a
 filter the model cannot prove inside the authorized set is refused. The authorized filters

@@ -86,7 +86,7 @@ class Identity:
     per model, as text in the model's syntax (parsed by the daemon, which knows the
     models). ``publish`` filters authorize advertisements (by covering) and publications
     (by matching); Fiege, Zeidler & Buchmann, "Security Aspects in Publish/Subscribe
-    Systems", DEBS 2004, §3 (access control on subscriptions and advertisements)."""
+    Systems", DEBS 2004, §4.1 "Client Access Control"."""
 
     name: str
     token: str = field(repr=False)

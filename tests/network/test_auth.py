@@ -1,5 +1,5 @@
 """Token authentication and authorized filters checked by covering (issue 15 §1; Fiege,
-Zeidler & Buchmann, "Security Aspects in Publish/Subscribe Systems", DEBS 2004, §3):
+Zeidler & Buchmann, "Security Aspects in Publish/Subscribe Systems", DEBS 2004, §4.1):
 in-process daemons on 127.0.0.1."""
 
 from __future__ import annotations
