@@ -86,19 +86,12 @@ class Authorizer:
         """None if ``grant`` allows ``msg``; otherwise why not. Withdrawals (unsub,
         unadv) are always allowed: they only remove what the client itself added."""
         try:
-            if isinstance(msg, Sub):
-                index = grant.subscribe.get(msg.model)
+            if isinstance(msg, (Sub, Adv)):
+                index = (grant.subscribe if isinstance(msg, Sub) else grant.publish).get(msg.model)
                 if index is None or not index.covering(msg.filter):
+                    verb = "subscribe to" if isinstance(msg, Sub) else "advertise"
                     return (
-                        f"identity {grant.name!r} may not subscribe to "
-                        f"{models[msg.model].format_filter(msg.filter)!r} in {msg.model} "
-                        "(no authorized filter covers it)"
-                    )
-            elif isinstance(msg, Adv):
-                index = grant.publish.get(msg.model)
-                if index is None or not index.covering(msg.filter):
-                    return (
-                        f"identity {grant.name!r} may not advertise "
+                        f"identity {grant.name!r} may not {verb} "
                         f"{models[msg.model].format_filter(msg.filter)!r} in {msg.model} "
                         "(no authorized filter covers it)"
                     )

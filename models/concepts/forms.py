@@ -25,7 +25,7 @@ from pubsift.models.concepts.context import Context
 from pubsift.models.concepts.filters import Clause, ConceptFilter, _cut, make_filter
 from pubsift.models.concepts.limits import MAX_TEXT_LENGTH, MAX_TOKENS, number_problem, text_problem
 from pubsift.models.concepts.ontology import DATE, MONEY, PLAIN, QUANTITY, Ontology, UnknownConcept
-from pubsift.models.concepts.syntax import _UNIT, count_tokens
+from pubsift.models.concepts.syntax import _KEYWORDS, _UNIT, count_tokens
 from pubsift.models.concepts.units import UREG, base_unit, canonical_unit
 from pubsift.models.constraints import (
     NUM,
@@ -250,27 +250,12 @@ def format_filter(f: ConceptFilter, onto: Ontology) -> str:
     return text
 
 
+#: words a bare term must not be (the filter syntax's keywords, and number words)
+_RESERVED = _KEYWORDS | {"inf", "infinity"}
+
+
 def _term(name: str) -> str:
-    if re.fullmatch(r"[^\W\d]\w*", name) and name.lower() not in (
-        "where",
-        "with",
-        "and",
-        "between",
-        "in",
-        "not",
-        "after",
-        "before",
-        "on",
-        "prefix",
-        "suffix",
-        "contains",
-        "exists",
-        "true",
-        "false",
-        "null",
-        "inf",
-        "infinity",
-    ):
+    if re.fullmatch(r"[^\W\d]\w*", name) and name.lower() not in _RESERVED:
         return name
     return json.dumps(name, ensure_ascii=False)
 
