@@ -21,6 +21,7 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
     [limits]
     max_frame_bytes = 1048576          # longer frames are refused from the length prefix
     max_queue = 10000                  # frames queued to one peer before it is cut off
+    hello_timeout = 10.0               # seconds a new connection has to send its hello
 
     [links]
     backoff_initial = 0.1              # seconds before the first re-dial
@@ -110,6 +111,8 @@ class BrokerConfig:
     lease_diameter: int = 8
     max_frame_bytes: int = 1 << 20
     max_queue: int = 10_000
+    #: seconds a new connection has to send its hello (and a linking broker its reach)
+    hello_timeout: float = 10.0
     backoff_initial: float = 0.1
     backoff_max: float = 5.0
     #: seconds of silence from a peer before it is pinged (0: no heartbeat)
@@ -183,7 +186,7 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
         {"id", "listen", "neighbours", "strategy", "advertisements", "models", "link_token"},
     )
     lease = r.section("lease", {"period", "refresh", "max_delay", "diameter"})
-    limits = r.section("limits", {"max_frame_bytes", "max_queue"})
+    limits = r.section("limits", {"max_frame_bytes", "max_queue", "hello_timeout"})
     links = r.section("links", {"backoff_initial", "backoff_max"})
     gateway = r.section("gateway", {"listen"})
     heartbeat = r.section("heartbeat", {"interval", "max_missed"})
@@ -217,6 +220,7 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
             r.number(limits, "limits", "max_frame_bytes", d.max_frame_bytes, integer=True)
         ),
         max_queue=int(r.number(limits, "limits", "max_queue", d.max_queue, integer=True)),
+        hello_timeout=r.number(limits, "limits", "hello_timeout", d.hello_timeout),
         backoff_initial=r.number(links, "links", "backoff_initial", d.backoff_initial),
         backoff_max=r.number(links, "links", "backoff_max", d.backoff_max),
         heartbeat_interval=r.number(

@@ -44,7 +44,7 @@ from pubsift.core.model import FilterModel
 
 log = logging.getLogger("pubsift.broker")
 
-#: seconds a peer has to send its hello (and a dialled broker its reach) after connecting
+#: seconds a dialled broker has to answer (the accepting side waits ``limits.hello_timeout``)
 HANDSHAKE_TIMEOUT = 10.0
 
 
@@ -254,7 +254,7 @@ class BrokerDaemon:
             if self._stopping:
                 conn.close("shutdown", f"broker {self.id} is shutting down")
                 return
-            first = await asyncio.wait_for(conn.recv(), HANDSHAKE_TIMEOUT)
+            first = await asyncio.wait_for(conn.recv(), self.config.hello_timeout)
             if first is None:
                 return
             role, pid = check_hello(first)
@@ -275,10 +275,11 @@ class BrokerDaemon:
             log.warning("connection %s: %s (closing)", conn.peer, exc)
             conn.close(exc.reason, exc.message)
         except TimeoutError:
-            log.warning(
-                "connection %s: no hello within %gs (closing)", conn.peer, HANDSHAKE_TIMEOUT
-            )
-            conn.close("bad-hello", f"no hello within {HANDSHAKE_TIMEOUT:g} s")
+            why = f"no hello within {self.config.hello_timeout:g} s"
+            if conn.role == "broker":
+                why = f"no reach within {self.config.hello_timeout:g} s after the hello"
+            log.warning("connection %s: %s (closing)", conn.peer, why)
+            conn.close("bad-hello", why)
         except (ConnectionError, OSError) as exc:
             log.info("connection %s lost: %s", conn.peer, exc)
         finally:
@@ -469,7 +470,7 @@ class BrokerDaemon:
         conn.send(
             hello("broker", self.id, reach=sorted(self.reach.without(pid)), **self._lease_info())
         )
-        obj = await asyncio.wait_for(conn.recv(), HANDSHAKE_TIMEOUT)
+        obj = await asyncio.wait_for(conn.recv(), self.config.hello_timeout)
         if obj is None:
             return
         if obj.get("kind") == "error":
