@@ -178,9 +178,24 @@ class Broker:
         if refused:
             raise refused[0]
 
-    def expire(self, now: float) -> None:
-        """Drop every routing entry whose lease ran out (§3.7.3)."""
-        for r in self.routing.values():
+    def expire(self, now: float, early: float = 0.0) -> None:
+        """Drop every routing entry whose lease ran out (§3.7.3).
+
+        A local client's entry is withdrawn as if the client had unsubscribed (or
+        unadvertised), ``early`` seconds before its lease runs out: the strategy forwards
+        what the entry covered (or what a merger still stands for) before the withdrawal,
+        as for an unsubscription (§3.5), and the neighbours' copies, renewed by the same
+        client's forwarded renewals, are still there when that admin message arrives. A
+        silent drop would leave the neighbours without the covered subscriptions until
+        their clients renew them (up to ρ later): notifications meant for other clients
+        would be lost whenever a client with a covering filter vanishes. Entries from
+        neighbours expire silently (their own border broker withdraws them)."""
+        for model, r in self.routing.items():
+            for level, s in (("S", r.sub_strategy), ("A", r.adv_strategy)):
+                if s is None:
+                    continue
+                for e in s.expiring_local(now + early):
+                    self._administer(model, level, e.dest, (), ((e.filter, e.tag),))
             for s in r.strategies():
                 s.expire(now)
 

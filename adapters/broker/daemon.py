@@ -227,11 +227,15 @@ class BrokerDaemon:
         """Drop expired entries (Mühl §3.7.3) every min(ρ/2, 1 s), and forget peers gone
         for longer than π (their entries have expired by then)."""
         period = min(self.config.lease_refresh / 2, 1.0)
+        # a local client's entry is withdrawn (like an unsubscription) up to one tick before
+        # its lease runs out, so before the neighbours' copies (Broker.expire); a live client
+        # has renewed it by then (ρ + early < π)
+        early = min(period, (self.config.lease_period - self.config.lease_refresh) / 2)
         while True:
             await asyncio.sleep(period)
             now = time.monotonic()
             assert self.broker is not None
-            self.broker.expire(now)
+            self.broker.expire(now, early)
             for pid, since in list(self._absent.items()):
                 if now - since > self.config.lease_period:
                     del self._absent[pid]

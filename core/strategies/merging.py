@@ -249,6 +249,11 @@ class Merging(Covering):
                     del self.dests[e.dest]
             self.table.remove(e)
 
+    def expiring_local(self, now: float) -> list[Entry]:
+        """The local clients' parts whose lease runs out by ``now`` (their leases, not the
+        mergers', §3.7.2)."""
+        return [e for e in self.parts.expired(now) if self.is_local(e.dest)]
+
     def expire(self, now: float) -> None:
         """Leases belong to the parts (§3.7.2: mergers are renewed through their parts);
         expired parts leave their mergers, which are recomputed silently. Table entries

@@ -600,7 +600,11 @@ class Hostile:
             want_replies = 2 if e == "reply:stats" else 1
             got_pong = False
             while replies < want_replies:
-                obj = await self._read(r)
+                try:
+                    obj = await self._read(r)
+                except ConnectionResetError:
+                    self.tally.add(kind, "reset", e, repr(body)[:100])
+                    return True
                 if obj is None:
                     outcome = f"closed:{errors[-1]}" if errors else "closed"
                     self.tally.add(kind, outcome, e, repr(body))
