@@ -440,3 +440,50 @@ async def fuzz(shape: str, strategy: str, seed: int, link_token: str | None = No
 )
 def test_a_fuzzed_network_keeps_routing_for_the_well_behaved(shape, strategy, seed):
     asyncio.run(asyncio.wait_for(fuzz(shape, strategy, SEED or seed), 120 * max(1, FRAMES / 400)))
+
+
+# -- what the fuzzer found ---------------------------------------------------------------------
+def test_a_vanished_client_with_a_covering_filter_costs_other_subscribers_nothing():
+    """Found by the fuzzer: a hostile client subscribed to a filter covering a well-behaved
+    one and went away without unsubscribing; when its lease ran out, its broker dropped the
+    entry silently and the neighbour had no route for the covered subscription until that
+    subscriber renewed it: up to ρ of lost notifications. Now the border broker withdraws
+    the expiring entry like an unsubscription (core Broker.expire)."""
+
+    async def go() -> None:
+        cfg = {**CONFIG, "lease_period": 1.0, "lease_refresh": 0.3, "lease_max_delay": 0.05}
+        a = BrokerDaemon(BrokerConfig(id="b0", listen=Address("127.0.0.1", 0), **cfg))
+        await a.start()
+        b = BrokerDaemon(
+            BrokerConfig(id="b1", listen=Address("127.0.0.1", 0), neighbours=(a.address,), **cfg)
+        )
+        await b.start()
+        clients: list[AsyncClient] = []
+        try:
+            await until(lambda: "b1" in a.port.neighbours, 10, "the link")
+            got: list[int] = []
+            s, h, p = (AsyncClient(url(d), id=i) for d, i in ((b, "s"), (b, "h"), (a, "p")))
+            clients += [s, h, p]
+            for c in clients:
+                await c.connect()
+            await s.subscribe("records", "a > 1", lambda n: got.append(n.seq))
+            await s.stats()
+            await h.subscribe("records", "a > 0", lambda n: None)  # covers s's filter
+            await h.stats()
+            await until(lambda: a.broker.sizes() == (0, 1), 5, "h's filter at b0")
+            await h.close(unsubscribe=False)  # vanishes: its lease runs out in π = 1 s
+            n = 0
+            end = time.monotonic() + 1.6
+            while time.monotonic() < end:
+                n = await p.publish("records", {"a": 2})
+                await asyncio.sleep(0.02)
+            await until(lambda: len(got) >= n, 5, "the last notification")
+            assert got == list(range(1, n + 1)), sorted(set(range(1, n + 1)) - set(got))
+            assert b.broker.sizes() == (1, 0)
+        finally:
+            for c in clients:
+                await c.close()
+            await b.stop()
+            await a.stop()
+
+    asyncio.run(asyncio.wait_for(go(), 30))

@@ -150,3 +150,43 @@ def test_lease_timing_condition_is_checked_and_explained() -> None:
         Network(topo, [M], "covering", delay=(1.0, 2.0), leasing=Leasing(period=10, refresh=8))
     Network(topo, [M], "covering", delay=(1.0, 2.0), leasing=Leasing(period=13.5, refresh=8))
     assert Leasing(14, 8).stabilization_time(5, 1.0, 2.0) == 2.0 + 5 * 1.0 + 14
+
+
+@pytest.mark.parametrize("strategy", ["covering", "merging", "identity", "simple"])
+def test_an_expiring_client_entry_is_withdrawn_like_an_unsubscription(strategy) -> None:
+    """A client with a covering subscription vanishes (stops renewing): its border broker
+    withdraws the entry like an unsubscription, forwarding the subscriptions it covered in
+    the same admin message, before the neighbour's copy runs out. (A silent drop left the
+    neighbour with neither until the covered subscriber's next renewal, up to ρ: the
+    fuzzed network lost notifications meant for well-behaved clients; issue 15 §2.)"""
+    from pubsift.core.broker import Broker
+
+    sent: list[tuple[str, Admin]] = []
+
+    class Port:
+        def send(self, broker, neighbour, msg) -> None:
+            sent.append((neighbour, msg))
+
+        def deliver(self, broker, msg) -> None:
+            pass
+
+    now = [0.0]
+    b = Broker("b1", [M], strategy, Port(), lease=10.0, clock=lambda: now[0])
+    b.connect("b0")
+    for c in ("s", "h"):
+        b.attach(c)
+    from pubsift.core.messages import Sub
+
+    b.receive(Sub("s", "toy", Iv(2, 3)), "s")
+    now[0] = 1.0
+    b.receive(Sub("h", "toy", Iv(0, DOMAIN - 1)), "h")
+    now[0] = 6.0
+    b.receive(Sub("s", "toy", Iv(2, 3)), "s")  # s renews, h does not
+    sent.clear()
+    b.expire(10.5, early=0.6)  # h's lease ends at 11: withdrawn now, s's (16) is kept
+    assert b.table("toy").sizes() == (1, 0)
+    subs = [f for _, a in sent for f, _ in a.subs]
+    unsubs = [f for _, a in sent for f, _ in a.unsubs]
+    assert Iv(0, DOMAIN - 1) in unsubs
+    if strategy in ("covering", "merging"):  # it covered s's subscription: forwarded again
+        assert Iv(2, 3) in subs and len(sent) == 1
