@@ -16,7 +16,7 @@ code runs in the simulated network (:mod:`pubsift.core.network`) and over real c
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Collection, Callable, Mapping, Sequence
 from typing import Protocol
 
 from pubsift.core.advertisements import readvertised, restrict
@@ -178,24 +178,26 @@ class Broker:
         if refused:
             raise refused[0]
 
-    def expire(self, now: float, early: float = 0.0) -> None:
+    def expire(self, now: float, early: float = 0.0, gone: Collection[str] = ()) -> None:
         """Drop every routing entry whose lease ran out (§3.7.3).
 
-        A local client's entry is withdrawn as if the client had unsubscribed (or
-        unadvertised), ``early`` seconds before its lease runs out: the strategy forwards
-        what the entry covered (or what a merger still stands for) before the withdrawal,
-        as for an unsubscription (§3.5), and the neighbours' copies, renewed by the same
-        client's forwarded renewals, are still there when that admin message arrives. A
-        silent drop would leave the neighbours without the covered subscriptions until
-        their clients renew them (up to ρ later): notifications meant for other clients
-        would be lost whenever a client with a covering filter vanishes. Entries from
-        neighbours expire silently (their own border broker withdraws them)."""
+        The entries of a local client, or of a neighbour in ``gone`` (its link is down), are
+        withdrawn as if it had unsubscribed (or unadvertised), ``early`` seconds before their
+        lease runs out: the strategy forwards what such an entry covered (or what a merger
+        still stands for) together with the withdrawal, as for an unsubscription (§3.5),
+        and the copies further on, renewed by the same forwarded renewals, are still there
+        when that admin message arrives. A silent drop would leave the next brokers without
+        the covered subscriptions until their subscribers renew them (up to ρ later):
+        notifications meant for other clients would be lost whenever a client or a broker
+        with a covering filter vanishes. The entries of connected neighbours expire
+        silently: the neighbour withdraws them itself."""
         for model, r in self.routing.items():
             for level, s in (("S", r.sub_strategy), ("A", r.adv_strategy)):
                 if s is None:
                     continue
-                for e in s.expiring_local(now + early):
-                    self._administer(model, level, e.dest, (), ((e.filter, e.tag),))
+                for e in s.expiring(now + early):
+                    if e.dest in self.clients or e.dest in gone:
+                        self._administer(model, level, e.dest, (), ((e.filter, e.tag),))
             for s in r.strategies():
                 s.expire(now)
 

@@ -235,7 +235,7 @@ class BrokerDaemon:
             await asyncio.sleep(period)
             now = time.monotonic()
             assert self.broker is not None
-            self.broker.expire(now, early)
+            self.broker.expire(now, early, gone=self._absent.keys())
             for pid, since in list(self._absent.items()):
                 if now - since > self.config.lease_period:
                     del self._absent[pid]

@@ -69,10 +69,11 @@ class Strategy(ABC):
         for e in entries:
             self.table.remove(e)
 
-    def expiring_local(self, now: float) -> list[Entry]:
-        """The local clients' entries whose lease runs out by ``now`` (the broker withdraws
-        them like unsubscriptions, :meth:`Broker.expire <pubsift.core.broker.Broker.expire>`)."""
-        return [e for e in self.table.expired(now) if self.is_local(e.dest)]
+    def expiring(self, now: float) -> list[Entry]:
+        """The entries whose lease runs out by ``now`` (the broker withdraws those of local
+        clients and vanished neighbours like unsubscriptions,
+        :meth:`Broker.expire <pubsift.core.broker.Broker.expire>`)."""
+        return self.table.expired(now)
 
     def expire(self, now: float) -> None:
         """Drop the entries whose lease ran out (§3.7.3)."""

@@ -249,10 +249,9 @@ class Merging(Covering):
                     del self.dests[e.dest]
             self.table.remove(e)
 
-    def expiring_local(self, now: float) -> list[Entry]:
-        """The local clients' parts whose lease runs out by ``now`` (their leases, not the
-        mergers', §3.7.2)."""
-        return [e for e in self.parts.expired(now) if self.is_local(e.dest)]
+    def expiring(self, now: float) -> list[Entry]:
+        """The parts whose lease runs out by ``now`` (theirs, not the mergers', §3.7.2)."""
+        return self.parts.expired(now)
 
     def expire(self, now: float) -> None:
         """Leases belong to the parts (§3.7.2: mergers are renewed through their parts);

@@ -578,7 +578,7 @@ class Hostile:
                         break
                     w.write(probe)
                 await w.drain()
-                closed = await self._judge(r, slots, expected)
+                closed = await self._judge(r, slots, expected, cid)
                 if closed:
                     w.close()
                     self.tally.sessions["client"] += 1
@@ -591,7 +591,11 @@ class Hostile:
             w.close()
 
     async def _judge(
-        self, r: asyncio.StreamReader, slots: list[tuple[str, bytes]], expected: list[str]
+        self,
+        r: asyncio.StreamReader,
+        slots: list[tuple[str, bytes]],
+        expected: list[str],
+        cid: str,
     ) -> bool:
         """Read the answers of one batch and tally them; True if the broker closed."""
         for (kind, body), e in zip(slots, expected):
@@ -603,11 +607,11 @@ class Hostile:
                 try:
                     obj = await self._read(r)
                 except ConnectionResetError:
-                    self.tally.add(kind, "reset", e, repr(body)[:100])
+                    self.tally.add(kind, "reset", e, f"{cid}: {body[:100]!r}")
                     return True
                 if obj is None:
                     outcome = f"closed:{errors[-1]}" if errors else "closed"
-                    self.tally.add(kind, outcome, e, repr(body))
+                    self.tally.add(kind, outcome, e, f"{cid}: {body!r}")
                     return True
                 k = obj["kind"]
                 if k == "stats":
@@ -626,7 +630,7 @@ class Hostile:
                 outcome = "error:" + "+".join(errors)
             else:
                 outcome = "accepted"
-            self.tally.add(kind, outcome, e, repr(body))
+            self.tally.add(kind, outcome, e, f"{cid}: {body!r}")
         return False
 
     # -- broken framing ----------------------------------------------------------------------
@@ -924,7 +928,17 @@ class Hostile:
                 await asyncio.wait_for(w.drain(), 10)
                 await asyncio.sleep(0)
             self.tally.thrown["slow-reader-stats"] += sent
-            replies = await self._drain_close(r)
+            data = bytearray()  # read fast (the broker aborts a peer that does not read)
+            with contextlib.suppress(ConnectionError):
+                while chunk := await asyncio.wait_for(r.read(1 << 20), READ_TIMEOUT):
+                    data += chunk
+            replies = []
+            while len(data) >= 4:
+                (n,) = HEADER.unpack(data[:4])
+                if len(data) < 4 + n:
+                    break
+                replies.append(json.loads(data[4 : 4 + n]))
+                del data[: 4 + n]
             reasons = [o.get("reason") for o in replies if o["kind"] == "error"]
             outcome = "closed:" + "+".join(map(str, reasons)) if reasons else "closed"
             self.tally.add("slow-reader", outcome, "closed:slow-consumer", f"after {sent} stats")

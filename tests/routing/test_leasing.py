@@ -153,12 +153,16 @@ def test_lease_timing_condition_is_checked_and_explained() -> None:
 
 
 @pytest.mark.parametrize("strategy", ["covering", "merging", "identity", "simple"])
-def test_an_expiring_client_entry_is_withdrawn_like_an_unsubscription(strategy) -> None:
-    """A client with a covering subscription vanishes (stops renewing): its border broker
-    withdraws the entry like an unsubscription, forwarding the subscriptions it covered in
-    the same admin message, before the neighbour's copy runs out. (A silent drop left the
-    neighbour with neither until the covered subscriber's next renewal, up to ρ: the
-    fuzzed network lost notifications meant for well-behaved clients; issue 15 §2.)"""
+@pytest.mark.parametrize("vanished", ["client", "neighbour"])
+def test_an_expiring_entry_of_a_vanished_peer_is_withdrawn_like_an_unsubscription(
+    strategy, vanished
+) -> None:
+    """A client (or a neighbour broker whose link is down) with a covering subscription
+    stops renewing: the broker next to it withdraws the entry like an unsubscription,
+    forwarding the subscriptions it covered in the same admin message, before the copies
+    further on run out. (A silent drop left them with neither until the covered
+    subscriber's next renewal, up to ρ: the fuzzed network lost notifications meant for
+    well-behaved clients; issue 15 §2.)"""
     from pubsift.core.broker import Broker
 
     sent: list[tuple[str, Admin]] = []
@@ -173,20 +177,40 @@ def test_an_expiring_client_entry_is_withdrawn_like_an_unsubscription(strategy) 
     now = [0.0]
     b = Broker("b1", [M], strategy, Port(), lease=10.0, clock=lambda: now[0])
     b.connect("b0")
-    for c in ("s", "h"):
-        b.attach(c)
+    b.attach("s")
     from pubsift.core.messages import Sub
 
+    def cover() -> None:
+        if vanished == "client":
+            b.receive(Sub("h", "toy", Iv(0, DOMAIN - 1)), "h")
+        else:
+            b.receive(Admin("toy", "S", ((Iv(0, DOMAIN - 1), None),), ()), "h")
+
+    if vanished == "client":
+        b.attach("h")
+    else:
+        b.connect("h")
     b.receive(Sub("s", "toy", Iv(2, 3)), "s")
     now[0] = 1.0
-    b.receive(Sub("h", "toy", Iv(0, DOMAIN - 1)), "h")
+    cover()
     now[0] = 6.0
     b.receive(Sub("s", "toy", Iv(2, 3)), "s")  # s renews, h does not
     sent.clear()
-    b.expire(10.5, early=0.6)  # h's lease ends at 11: withdrawn now, s's (16) is kept
+    b.expire(10.5, early=0.6, gone={"h"})  # h's lease ends at 11: withdrawn now, s's kept
     assert b.table("toy").sizes() == (1, 0)
-    subs = [f for _, a in sent for f, _ in a.subs]
-    unsubs = [f for _, a in sent for f, _ in a.unsubs]
+    subs = [f for h, a in sent for f, _ in a.subs if h == "b0"]
+    unsubs = [f for h, a in sent for f, _ in a.unsubs if h == "b0"]
     assert Iv(0, DOMAIN - 1) in unsubs
     if strategy in ("covering", "merging"):  # it covered s's subscription: forwarded again
-        assert Iv(2, 3) in subs and len(sent) == 1
+        assert Iv(2, 3) in subs
+        assert [h for h, _ in sent].count("b0") == 1  # in the same admin message
+    if vanished == "neighbour":  # a connected neighbour's entries expire silently
+        now[0] = 12.0
+        b.receive(Admin("toy", "S", ((Iv(0, DOMAIN - 1), None),), ()), "h")
+        now[0] = 13.0
+        b.receive(Sub("s", "toy", Iv(2, 3)), "s")
+        sent.clear()
+        b.expire(21.5, early=0.6)
+        assert not sent and b.table("toy").sizes() == (1, 1)
+        b.expire(22.0)
+        assert not sent and b.table("toy").sizes() == (1, 0)
