@@ -28,6 +28,9 @@ log = logging.getLogger("pubsift.broker")
 
 #: seconds a closing connection may take to flush its last frames before it is aborted
 CLOSE_GRACE = 5.0
+#: seconds a connection closed for what the peer sent keeps reading (and dropping) what the
+#: peer still sends after the last frame, so that its ``error`` frame is not lost to a reset
+LINGER = 1.0
 
 
 class Connection:
@@ -53,6 +56,7 @@ class Connection:
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._closing = False
+        self._linger = False
         self.close_reason: str | None = None
         self._writer_task = asyncio.ensure_future(self._write_loop())
         #: monotonic time of the last frame received, and pings sent since
@@ -119,12 +123,17 @@ class Connection:
             self.send({"kind": "ping"})
             await asyncio.sleep(interval)
 
-    def close(self, reason: str | None = None, message: str = "") -> None:
+    def close(self, reason: str | None = None, message: str = "", linger: bool = False) -> None:
         """Send an ``error`` frame with ``reason`` (if given) after what is queued, then
-        close the stream."""
+        close the stream. ``linger`` (only when nothing reads the stream any more, e.g.
+        after a frame error): end the sending side, then drop what the peer still sends
+        for up to :data:`LINGER` seconds before closing; closing a socket with unread
+        input resets the connection, and the peer would lose the ``error`` frame (a peer
+        that sent an oversize frame is usually still sending its body)."""
         if self._closing:
             return
         self._closing = True
+        self._linger = linger
         self.close_reason = reason
         if self._heartbeat is not None:
             self._heartbeat.cancel()
@@ -155,6 +164,18 @@ class Connection:
         except (TimeoutError, asyncio.CancelledError):
             self.abort()
 
+    async def _drop_input(self) -> None:
+        """End the sending side and read until the peer closes (at most LINGER s)."""
+        if self.writer.can_write_eof():
+            self.writer.write_eof()
+
+        async def drop() -> None:
+            while await self.reader.read(1 << 16):
+                pass
+
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(drop(), LINGER)
+
     async def _write_loop(self) -> None:
         try:
             while True:
@@ -165,6 +186,8 @@ class Connection:
                 if self._queue.empty():
                     await self.writer.drain()
             await self.writer.drain()
+            if self._linger:
+                await self._drop_input()
         except (ConnectionError, OSError) as exc:
             log.debug("%r: write failed: %s", self, exc)
         finally:

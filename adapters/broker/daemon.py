@@ -277,13 +277,13 @@ class BrokerDaemon:
                 await self._accept_broker(conn, pid, first.get("token"))
         except FrameError as exc:
             log.warning("connection %s: %s (closing)", conn.peer, exc)
-            conn.close(exc.reason, exc.message)
+            conn.close(exc.reason, exc.message, linger=True)
         except TimeoutError:
             why = f"no hello within {self.config.hello_timeout:g} s"
             if conn.role == "broker":
                 why = f"no reach within {self.config.hello_timeout:g} s after the hello"
             log.warning("connection %s: %s (closing)", conn.peer, why)
-            conn.close("bad-hello", why)
+            conn.close("bad-hello", why, linger=True)
         except (ConnectionError, OSError) as exc:
             log.info("connection %s lost: %s", conn.peer, exc)
         finally:

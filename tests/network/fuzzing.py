@@ -577,8 +577,9 @@ class Hostile:
                     if e.startswith("closed:"):
                         break
                     w.write(probe)
-                await w.drain()
-                closed = await self._judge(r, slots, expected, cid)
+                with contextlib.suppress(ConnectionError):  # closed: _judge says why
+                    await w.drain()
+                closed = await self._judge(r, w, slots, expected, cid)
                 if closed:
                     w.close()
                     self.tally.sessions["client"] += 1
@@ -593,6 +594,7 @@ class Hostile:
     async def _judge(
         self,
         r: asyncio.StreamReader,
+        w: asyncio.StreamWriter,
         slots: list[tuple[str, bytes]],
         expected: list[str],
         cid: str,
@@ -606,8 +608,8 @@ class Hostile:
             while replies < want_replies:
                 try:
                     obj = await self._read(r)
-                except ConnectionResetError:
-                    self.tally.add(kind, "reset", e, f"{cid}: {body[:100]!r}")
+                except ConnectionError as exc:
+                    self.tally.add(kind, "reset", e, f"{cid}: {exc!r} {body[:100]!r}")
                     return True
                 if obj is None:
                     outcome = f"closed:{errors[-1]}" if errors else "closed"
@@ -622,6 +624,8 @@ class Hostile:
                         self.tally.problems.append(f"{kind}: error without a message: {obj}")
                 elif k == "pong":
                     got_pong = True
+                elif k == "ping":  # hostile, not dead: it answers the heartbeat (§1.1)
+                    w.write(encode({"kind": "pong"}))
             if e == "reply:pong" and got_pong:
                 outcome = "reply:pong"
             elif e == "reply:stats" and not errors:
@@ -844,7 +848,8 @@ class Hostile:
             w.write(encode({"kind": "error", "reason": "cycle", "message": "no"}))
             await w.drain()
             replies = await self._drain_close(r)
-            self.tally.add(f"reach-{garbage}", "closed" if not replies else "answered", "closed")
+            what = "+".join(f"{o['kind']}:{o.get('reason')}" for o in replies)
+            self.tally.add(f"reach-{garbage}", f"closed:{what}" if replies else "closed", "closed")
             return
         else:
             w.write(encode({"kind": rng.choice(("sub", "forward", "hello")), "model": "records"}))
@@ -932,13 +937,13 @@ class Hostile:
             with contextlib.suppress(ConnectionError):
                 while chunk := await asyncio.wait_for(r.read(1 << 20), READ_TIMEOUT):
                     data += chunk
-            replies = []
-            while len(data) >= 4:
-                (n,) = HEADER.unpack(data[:4])
-                if len(data) < 4 + n:
+            last, at = None, 0  # only the last frame is decoded (thousands of stats)
+            while at + 4 <= len(data):
+                (n,) = HEADER.unpack(data[at : at + 4])
+                if at + 4 + n > len(data):
                     break
-                replies.append(json.loads(data[4 : 4 + n]))
-                del data[: 4 + n]
+                last, at = (at + 4, at + 4 + n), at + 4 + n
+            replies = [json.loads(data[last[0] : last[1]])] if last else []
             reasons = [o.get("reason") for o in replies if o["kind"] == "error"]
             outcome = "closed:" + "+".join(map(str, reasons)) if reasons else "closed"
             self.tally.add("slow-reader", outcome, "closed:slow-consumer", f"after {sent} stats")
