@@ -657,7 +657,7 @@ class BrokerDaemon:
             try:
                 theirs = self._check_reach(pid, obj.get("brokers"))
             except FrameError as exc:
-                log.error("link %s - %s dropped: %s", self.id, pid, exc.message)
+                log.warning("link %s - %s dropped: %s", self.id, pid, exc.message)
                 conn.close(exc.reason, exc.message)
                 return
             self.reach.update(pid, theirs)

@@ -104,7 +104,9 @@ def from_broker(obj: Mapping[str, Any], models: Mapping[str, FilterModel]) -> Me
         return from_wire(obj, models)
     except PubsiftError as exc:
         raise FrameError("invalid-message", f"{kind}: {one_line(exc)}") from None
-    except (KeyError, TypeError, ValueError) as exc:
+    except KeyError as exc:
+        raise FrameError("invalid-message", f"{kind}: missing member {exc.args[0]!r}") from None
+    except (TypeError, ValueError) as exc:
         raise FrameError(
             "invalid-message", f"{kind}: malformed ({type(exc).__name__}: {exc})"
         ) from None

@@ -132,3 +132,12 @@ def test_broker_help_says_the_defaults_and_the_shutdown(capsys):
         main(["broker", "--help"])
     out = capsys.readouterr().out
     assert "default 127.0.0.1:7400" in out and "SIGTERM" in out and "exits 0" in out
+
+
+def test_hello_timeout_is_a_limit():
+    from pubsift.adapters.broker.config import from_mapping
+
+    assert BrokerConfig().hello_timeout == 10.0
+    assert from_mapping({"limits": {"hello_timeout": 2.5}}).hello_timeout == 2.5
+    with pytest.raises(ConfigError, match=r"limits.hello_timeout: expected a number > 0, got 0"):
+        from_mapping({"limits": {"hello_timeout": 0}}, "b.toml")

@@ -29,6 +29,7 @@ import contextlib
 import logging
 import os
 import random
+import struct
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -38,7 +39,9 @@ import pytest
 from depth import deep
 from pubsift.adapters.broker.client import AsyncClient, Notification
 from pubsift.adapters.broker.config import Address, BrokerConfig
+from pubsift.adapters.broker import wire
 from pubsift.adapters.broker.daemon import BrokerDaemon
+from pubsift.adapters.broker.frames import FrameError, encode, hello, read_frame
 from pubsift.core import load_model, oracle
 from pubsift.core.messages import to_wire
 from pubsift.core.network import TraceOp
@@ -502,3 +505,78 @@ def test_a_vanished_client_with_a_covering_filter_costs_other_subscribers_nothin
             await a.stop()
 
     asyncio.run(asyncio.wait_for(go(), 30))
+
+
+def test_half_open_connections_are_closed_with_a_reason():
+    """``[limits] hello_timeout``: a connection that never says hello, or stalls inside its
+    hello, gets ``bad-hello`` after the timeout; one that stalls inside a frame after the
+    hello is closed by the heartbeat (``timeout``)."""
+
+    async def go() -> None:
+        d = BrokerDaemon(
+            BrokerConfig(id="b0", listen=Address("127.0.0.1", 0), **{**CONFIG, "hello_timeout": 0.5})
+        )
+        await d.start()
+        try:
+
+            async def stall(data: bytes) -> tuple[list[dict], float]:
+                r, w = await asyncio.open_connection("127.0.0.1", d.address.port)
+                t0 = time.monotonic()
+                w.write(data)
+                out = []
+                while (obj := await asyncio.wait_for(read_frame(r, 1 << 20), 5)) is not None:
+                    out.append(obj)
+                w.close()
+                return out, time.monotonic() - t0
+
+            h = encode(hello("client", "half"))
+            body = encode({"kind": "sub", "model": "records", "filter": "a > 1"})
+            (silent, t1), (half, t2), (mid, t3) = await asyncio.gather(
+                stall(b""), stall(h[:7]), stall(h + body[:9])
+            )
+            for frames, took in ((silent, t1), (half, t2)):
+                assert [f.get("reason") for f in frames] == ["bad-hello"], frames
+                assert frames[0]["message"] == "no hello within 0.5 s" and 0.4 < took < 3, took
+            assert [f["kind"] for f in mid][0] == "hello" and mid[-1]["reason"] == "timeout", mid
+            assert 1.0 < t3 < 5, t3  # (max_missed + 1) · interval = 1.5 s
+        finally:
+            await d.stop()
+
+    asyncio.run(asyncio.wait_for(go(), 30))
+
+
+def test_an_oversize_frame_gets_its_error_even_while_the_body_is_still_coming():
+    """The broker refuses a frame from its length prefix and closes; closing a socket with
+    unread input resets the connection, so the client lost the ``too-large`` error frame
+    (the fuzzer saw resets). Now the broker ends its side and drops the rest of the input
+    for a moment before closing (``Connection.close(linger=True)``)."""
+
+    async def go() -> None:
+        d = BrokerDaemon(BrokerConfig(id="b0", listen=Address("127.0.0.1", 0), **CONFIG))
+        await d.start()
+        try:
+            for _ in range(3):
+                r, w = await asyncio.open_connection("127.0.0.1", d.address.port)
+                w.write(encode(hello("client", "big")))
+                assert (await read_frame(r, 1 << 20))["kind"] == "hello"
+                big = b"x" * (4 << 20)
+                w.write(struct.pack(">I", len(big)) + big)
+                with contextlib.suppress(ConnectionError):
+                    await w.drain()
+                frames = []
+                while (obj := await asyncio.wait_for(read_frame(r, 1 << 20), 5)) is not None:
+                    frames.append(obj)
+                w.close()
+                assert [f.get("reason") for f in frames] == ["too-large"], frames
+        finally:
+            await d.stop()
+
+    asyncio.run(asyncio.wait_for(go(), 30))
+
+
+def test_a_broker_frame_missing_a_member_says_which():
+    models = {"records": load_model("records")}
+    with pytest.raises(FrameError, match=r"forward: missing member 'event'"):
+        wire.from_broker({"kind": "forward", "model": "records", "pub_id": ["p", 1]}, models)
+    with pytest.raises(FrameError, match=r"admin: missing member 'unsubs'"):
+        wire.from_broker({"kind": "admin", "model": "records", "level": "S", "subs": []}, models)
