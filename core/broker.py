@@ -16,7 +16,7 @@ code runs in the simulated network (:mod:`pubsift.core.network`) and over real c
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Collection, Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Protocol
 
 from pubsift.core.advertisements import readvertised, restrict

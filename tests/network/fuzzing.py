@@ -1,7 +1,8 @@
 """Hostile peers for the fuzz test of the broker network (issue 15 §2; tests/network/test_fuzz.py).
 
-Fiege, Zeidler & Buchmann, "Security Aspects in Publish/Subscribe Systems" (DEBS 2004), §3
-names the threat: clients that are not trustworthy may send anything. The :class:`Hostile`
+Fiege, Zeidler & Buchmann, "Security Aspects in Publish/Subscribe Systems" (DEBS 2004), §2.2
+"Trust" and §2.3 "Current Deficiencies": the infrastructure must stay trustworthy with
+outsiders around, and outsiders may send anything. The :class:`Hostile`
 driver throws frames at running :class:`~pubsift.adapters.broker.daemon.BrokerDaemon`\\ s
 and checks every answer it can read against what the protocol says (docs/protocol.md §1, §6):
 
@@ -99,9 +100,7 @@ BILLION_LAUGHS = (
     )
     + "]><lolz>&lol9;</lolz>"
 )
-QUADRATIC = (
-    '<!DOCTYPE a [<!ENTITY x "' + "x" * 5000 + '">]><a>' + "&x;" * 2000 + "</a>"
-)
+QUADRATIC = '<!DOCTYPE a [<!ENTITY x "' + "x" * 5000 + '">]><a>' + "&x;" * 2000 + "</a>"
 XXE = [
     '<!DOCTYPE a [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><a>&xxe;</a>',
     '<?xml version="1.0"?><!DOCTYPE a SYSTEM "file:///etc/passwd"><a/>',
@@ -185,7 +184,7 @@ HOSTILE_RECORD_FILTERS = [
     '{"a": [{"prefix": {"$or": []}}]}',
     '{"$or": [' + ",".join(['{"a": [1]}'] * 500) + "]}",
     '{"a": ' + '{"a": ' * 500 + "[1]" + "}" * 500 + "}",
-    "a = \"\\ud800\"",
+    'a = "\\ud800"',
     "\x00",
     "a " * 3000 + "exists",
 ]
@@ -266,7 +265,9 @@ def _set(obj: Any, path: tuple, value: Any) -> None:
     _get(obj, path[:-1])[path[-1]] = value
 
 
-def mutate(rng: random.Random, obj: dict[str, Any], corpus: list[dict[str, Any]]) -> tuple[str, bytes]:
+def mutate(
+    rng: random.Random, obj: dict[str, Any], corpus: list[dict[str, Any]]
+) -> tuple[str, bytes]:
     """One mutation of ``obj`` (a valid frame's object): (mutation kind, frame body)."""
     kind = rng.choice(
         (
@@ -440,7 +441,7 @@ class Hostile:
         if kind in ("reach", "resync", "error", "ping", "pong"):
             return None  # link-state frames: thrown by the impostor session on purpose
         try:
-            msg = wire.from_broker(obj, self.models)
+            wire.from_broker(obj, self.models)
         except FrameError as exc:
             return f"error:{exc.reason}"
         return None if kind == "forward" else "accepted"
@@ -480,7 +481,10 @@ class Hostile:
         pid = [cid, seq[0]]
         if gen == "unknown-kind":
             return gen, json.dumps(
-                {"kind": rng.choice(("teleport", "SUB", "sub ", "Pub", "\u202esub", "hello2")), "ref": 1}
+                {
+                    "kind": rng.choice(("teleport", "SUB", "sub ", "Pub", "\u202esub", "hello2")),
+                    "ref": 1,
+                }
             ).encode()
         if gen == "invalid-filter":
             if model == "xml":
@@ -525,7 +529,9 @@ class Hostile:
             text = json.dumps(base)[:-1] + f', "{where}": ' + deep_json(rng, n) + "}"
             return gen, text.encode()
         if gen == "xpath-deep":
-            return gen, json.dumps({"kind": "sub", "model": "xml", "filter": deep_xpath(rng)}).encode()
+            return gen, json.dumps(
+                {"kind": "sub", "model": "xml", "filter": deep_xpath(rng)}
+            ).encode()
         if gen == "huge-number":
             num = rng.choice(NUMBERS_TEXT)
             where = rng.choice(
@@ -545,7 +551,12 @@ class Hostile:
             return gen, body
         if gen == "second-hello":
             return gen, json.dumps(
-                {"kind": "hello", "protocol": 1, "role": rng.choice(("client", "broker")), "id": cid}
+                {
+                    "kind": "hello",
+                    "protocol": 1,
+                    "role": rng.choice(("client", "broker")),
+                    "id": cid,
+                }
             ).encode()
         if gen == "broker-frame":  # a client sending what only brokers send
             obj = copy.deepcopy(rng.choice(self.broker_corpus or self.corpus))
@@ -754,9 +765,13 @@ class Hostile:
             body = json.dumps(obj).encode()
         else:
             kind = "hello-mutation"
-            _, body = mutate(rng, h, [h, {"kind": "hello", "protocol": 2, "role": "broker", "id": "b0"}])
+            _, body = mutate(
+                rng, h, [h, {"kind": "hello", "protocol": 2, "role": "broker", "id": "b0"}]
+            )
             if rng.random() < 0.2:  # an id of another kind of peer
-                body = json.dumps({**h, "id": rng.choice([x.daemon.id for x in self.targets])}).encode()
+                body = json.dumps(
+                    {**h, "id": rng.choice([x.daemon.id for x in self.targets])}
+                ).encode()
         try:
             obj = decode(body)
             role, pid = check_hello(obj)
@@ -807,7 +822,9 @@ class Hostile:
         rng = self.rng
         first = await self._read(r)
         if t.link_token:
-            outcome = f"closed:{first.get('reason')}" if first and first["kind"] == "error" else "linked"
+            outcome = (
+                f"closed:{first.get('reason')}" if first and first["kind"] == "error" else "linked"
+            )
             self.tally.add(kind + "-without-token", outcome, "closed:unauthorized")
             return
         if first is None or first["kind"] != "hello":
@@ -901,8 +918,14 @@ class Hostile:
                     if obj.get("message", "").startswith("kind 'zz-probe'"):
                         break
                     errors.append(obj.get("reason", "?"))
-            self.tally.add(kind, "error:" + "+".join(errors) if errors else "accepted", e, repr(body))
-        w.write(encode({"kind": "reach", "brokers": rng.choice(([1], "x", [self.targets[0].daemon.id]))}))
+            self.tally.add(
+                kind, "error:" + "+".join(errors) if errors else "accepted", e, repr(body)
+            )
+        w.write(
+            encode(
+                {"kind": "reach", "brokers": rng.choice(([1], "x", [self.targets[0].daemon.id]))}
+            )
+        )
         await w.drain()
         replies = await self._drain_close(r)
         reasons = [o.get("reason") for o in replies if o["kind"] == "error"]
@@ -990,4 +1013,3 @@ def _run_sync(coro: Any) -> Any:
         return stop.value
     coro.close()
     raise RuntimeError("the simulated read waited")
-

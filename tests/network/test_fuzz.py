@@ -37,9 +37,9 @@ from typing import Any
 
 import pytest
 from depth import deep
+from pubsift.adapters.broker import wire
 from pubsift.adapters.broker.client import AsyncClient, Notification
 from pubsift.adapters.broker.config import Address, BrokerConfig
-from pubsift.adapters.broker import wire
 from pubsift.adapters.broker.daemon import BrokerDaemon
 from pubsift.adapters.broker.frames import FrameError, encode, hello, read_frame
 from pubsift.core import load_model, oracle
@@ -128,9 +128,7 @@ def record_event(rng: random.Random) -> dict[str, Any]:
 
 def xml_event(rng: random.Random, depth: int = 0) -> str:
     t = rng.choice(TAGS) if depth else "a"
-    attrs = "".join(
-        f' {a}="{rng.choice(VALUES)}"' for a in ATTRS if rng.random() < 0.4
-    )
+    attrs = "".join(f' {a}="{rng.choice(VALUES)}"' for a in ATTRS if rng.random() < 0.4)
     kids = "".join(xml_event(rng, depth + 1) for _ in range(rng.randrange(3) if depth < 3 else 0))
     text = rng.choice(VALUES) if rng.random() < 0.3 else ""
     return f"<{t}{attrs}>{text}{kids}</{t}>"
@@ -185,7 +183,14 @@ class World:
                         self.foreign[n.publisher.split("-")[0]] += 1
                         return
                     self.trace.append(
-                        TraceOp(self.now(), "notify", cid, n.model, event=n.event, pub_id=(n.publisher, n.seq))
+                        TraceOp(
+                            self.now(),
+                            "notify",
+                            cid,
+                            n.model,
+                            event=n.event,
+                            pub_id=(n.publisher, n.seq),
+                        )
                     )
 
                 for _ in range(rng.choice((1, 2, 3))):
@@ -389,13 +394,12 @@ async def fuzz(shape: str, strategy: str, seed: int, link_token: str | None = No
                 )
             )
 
-        pubs = [
-            world.publish(p, PUBLICATIONS, seed + i) for i, p in enumerate(world.publishers)
-        ]
+        pubs = [world.publish(p, PUBLICATIONS, seed + i) for i, p in enumerate(world.publishers)]
         results = await asyncio.gather(
             clients(), clients(), sessions(), stalls(), h.slow_reader(), *pubs
         )
         took = results[3]
+
         def missing() -> list[oracle.Violation]:
             closed = world.trace + [TraceOp(world.now(), "quiet")]
             return [v for v in oracle.check(closed, world.models).violations if v.kind == "missing"]
@@ -416,7 +420,9 @@ async def fuzz(shape: str, strategy: str, seed: int, link_token: str | None = No
         if not verdict.ok:
             times = {op.pub_id: op.time for op in world.trace if op.kind == "pub"}
             for v in verdict.violations[:20]:
-                print(f"  {v.kind} {v.pub_id} at {times.get(v.pub_id, -1):.2f} s to {v.client}: {v.detail}")
+                print(
+                    f"  {v.kind} {v.pub_id} at {times.get(v.pub_id, -1):.2f} s to {v.client}: {v.detail}"
+                )
         print(
             f"  half-open closed after {', '.join(f'{t:.2f}' for t in took)} s; "
             f"broker log records: {dict(problems.levels)}"
@@ -514,7 +520,9 @@ def test_half_open_connections_are_closed_with_a_reason():
 
     async def go() -> None:
         d = BrokerDaemon(
-            BrokerConfig(id="b0", listen=Address("127.0.0.1", 0), **{**CONFIG, "hello_timeout": 0.5})
+            BrokerConfig(
+                id="b0", listen=Address("127.0.0.1", 0), **{**CONFIG, "hello_timeout": 0.5}
+            )
         )
         await d.start()
         try:
@@ -537,7 +545,7 @@ def test_half_open_connections_are_closed_with_a_reason():
             for frames, took in ((silent, t1), (half, t2)):
                 assert [f.get("reason") for f in frames] == ["bad-hello"], frames
                 assert frames[0]["message"] == "no hello within 0.5 s" and 0.4 < took < 3, took
-            assert [f["kind"] for f in mid][0] == "hello" and mid[-1]["reason"] == "timeout", mid
+            assert mid[0]["kind"] == "hello" and mid[-1]["reason"] == "timeout", mid
             assert 1.0 < t3 < 5, t3  # (max_missed + 1) · interval = 1.5 s
         finally:
             await d.stop()
