@@ -35,7 +35,7 @@ from pubsift.core.messages import (
     Unsub,
 )
 from pubsift.core.model import FilterModel
-from pubsift.core.routing_table import RoutingTable
+from pubsift.core.routing_table import Entry, RoutingTable
 from pubsift.core.strategies import Strategy, StrategyFactory, strategy_factory
 from pubsift.core.strategies.base import Outbox
 
@@ -190,14 +190,36 @@ class Broker:
         the covered subscriptions until their subscribers renew them (up to ρ later):
         notifications meant for other clients would be lost whenever a client or a broker
         with a covering filter vanishes. The entries of connected neighbours expire
-        silently: the neighbour withdraws them itself."""
+        silently: the neighbour withdraws them itself.
+
+        The entries a withdrawn one covers (an identical one included) were renewed toward
+        the neighbours through it alone (a covered renewal is not forwarded, §3.7.2), so
+        their renewals are forwarded at once, as if their destinations had issued them
+        again, without extending their own leases here (garbage still runs out, §3.7.1)."""
         for model, r in self.routing.items():
             for level, s in (("S", r.sub_strategy), ("A", r.adv_strategy)):
                 if s is None:
                     continue
-                for e in s.expiring(now + early):
-                    if e.dest in self.clients or e.dest in gone:
-                        self._administer(model, level, e.dest, (), ((e.filter, e.tag),))
+                withdrawn = [
+                    e for e in s.expiring(now + early) if e.dest in self.clients or e.dest in gone
+                ]
+                for e in withdrawn:
+                    self._administer(model, level, e.dest, (), ((e.filter, e.tag),))
+                if not withdrawn or not s.withholds_covered_renewals:
+                    continue
+                leases = s.leases().expiry
+                renew: dict[str, dict[Routed, None]] = {}
+                kept: dict[Entry, float] = {}
+                for e in withdrawn:
+                    for c in s.covered(e.filter):
+                        if c.dest not in gone and c in leases:
+                            renew.setdefault(c.dest, {})[(c.filter, c.tag)] = None
+                            kept[c] = leases[c]
+                for dest, items in sorted(renew.items()):
+                    self._administer(model, level, dest, tuple(items), ())
+                for c, until in kept.items():
+                    if c in leases:
+                        leases[c] = until
             for s in r.strategies():
                 s.expire(now)
 

@@ -227,9 +227,9 @@ class BrokerDaemon:
         """Drop expired entries (Mühl §3.7.3) every min(ρ/2, 1 s), and forget peers gone
         for longer than π (their entries have expired by then)."""
         period = min(self.config.lease_refresh / 2, 1.0)
-        # a local client's entry is withdrawn (like an unsubscription) up to one tick before
-        # its lease runs out, so before the neighbours' copies (Broker.expire); a live client
-        # has renewed it by then (ρ + early < π)
+        # the entry of a local client (or of a neighbour whose link is down) is withdrawn
+        # like an unsubscription up to one tick before its lease runs out, so before the
+        # copies further on (Broker.expire); a live client has renewed it by then (ρ + early < π)
         early = min(period, (self.config.lease_period - self.config.lease_refresh) / 2)
         while True:
             await asyncio.sleep(period)

@@ -37,6 +37,9 @@ class Strategy(ABC):
     neighbours (Mühl checks S ∈ L_B or S ∈ N_B)."""
 
     name: ClassVar[str]
+    #: whether a renewal is not forwarded while another entry covers it (or is identical
+    #: to it): withdrawing that entry then renews what it covered (Broker.expire)
+    withholds_covered_renewals: ClassVar[bool] = False
 
     def __init__(self, table: RoutingTable, is_local: Callable[[str], bool]) -> None:
         self.table = table
@@ -73,7 +76,15 @@ class Strategy(ABC):
         """The entries whose lease runs out by ``now`` (the broker withdraws those of local
         clients and vanished neighbours like unsubscriptions,
         :meth:`Broker.expire <pubsift.core.broker.Broker.expire>`)."""
-        return self.table.expired(now)
+        return self.leases().expired(now)
+
+    def leases(self) -> RoutingTable:
+        """The table whose entries hold the leases."""
+        return self.table
+
+    def covered(self, f: Filter) -> set[Entry]:
+        """The entries (with leases) that ``f`` covers, an identical one included."""
+        return self.leases().covered(f)
 
     def expire(self, now: float) -> None:
         """Drop the entries whose lease ran out (§3.7.3)."""

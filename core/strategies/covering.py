@@ -26,6 +26,7 @@ Sends = list[tuple[Routed, str]]
 
 class Covering(Strategy):
     name = "covering"
+    withholds_covered_renewals = True
 
     def administer(self, sender: str, subs: Sequence[Routed], unsubs: Sequence[Routed]) -> Outbox:
         sub_fs = [f for f, _ in subs]

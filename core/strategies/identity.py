@@ -17,6 +17,7 @@ from pubsift.core.strategies.base import Outbox, Strategy, activation, generate
 
 class Identity(Strategy):
     name = "identity"
+    withholds_covered_renewals = True
 
     def administer(self, sender: str, subs: Sequence[Routed], unsubs: Sequence[Routed]) -> Outbox:
         neighbour = not self.is_local(sender)

@@ -249,9 +249,9 @@ class Merging(Covering):
                     del self.dests[e.dest]
             self.table.remove(e)
 
-    def expiring(self, now: float) -> list[Entry]:
-        """The parts whose lease runs out by ``now`` (theirs, not the mergers', §3.7.2)."""
-        return self.parts.expired(now)
+    def leases(self) -> RoutingTable:
+        """The parts hold the leases (§3.7.2: mergers are renewed through their parts)."""
+        return self.parts
 
     def expire(self, now: float) -> None:
         """Leases belong to the parts (§3.7.2: mergers are renewed through their parts);
