@@ -124,7 +124,7 @@ def add_token_argument(p: argparse.ArgumentParser) -> None:
 
 def cmd_sub(args: argparse.Namespace, console: Console) -> int:
     from pubsift.adapters.broker.client import REFUSALS, AsyncClient, BrokerRefused, Notification
-    from pubsift.core.cli_input import strict_json
+    from pubsift.core.cli_input import one_line, strict_json
 
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     out = sys.stdout
@@ -133,7 +133,7 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
         out.write(json.dumps(n.to_json(), ensure_ascii=False) + "\n")
         out.flush()
 
-    async def main() -> None:
+    async def main() -> int:
         stop = asyncio.Event()
         refusal: list[dict[str, Any]] = []
 
@@ -155,18 +155,25 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
             client.check_routed(args.model)
             for f in filters:
                 await client.subscribe(args.model, f, show)
-            sys.stderr.write(f"pubsift sub: subscribed as {client.id} at {client.broker_id}\n")
-            await stop.wait()
+            await client.flush()  # any refusal of them has come by now
+            if not refusal:
+                sys.stderr.write(
+                    f"pubsift sub: subscribed as {client.id} at {client.broker_id}\n"
+                )
+                await stop.wait()
         finally:
             await client.close()
-        if refusal:
-            raise BrokerRefused(
-                f"broker {client.broker_id} refused the subscription: "
-                f"{refusal[0].get('reason')}: {refusal[0].get('message')}"
-            )
+        if not refusal:
+            return 0
+        # the broker names the refused filter by the ref it echoes; an older one may not
+        why = client.refusals[0] if client.refusals else BrokerRefused(
+            f"broker {client.broker_id} refused the subscription: "
+            f"{refusal[0].get('reason')}: {refusal[0].get('message')}"
+        )
+        sys.stderr.write(f"pubsift sub: {one_line(why)}\n")
+        return 1
 
-    asyncio.run(main())
-    return 0
+    return asyncio.run(main())
 
 
 class _Intermixed(argparse.ArgumentParser):

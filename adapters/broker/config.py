@@ -18,9 +18,13 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
     max_delay = 0.5                    # δmax − δmin assumed for one link, seconds
     diameter = 8                       # d, the longest path in the broker tree
 
-    [limits]
+    [limits]                           # per connection (docs/protocol.md §11)
     max_frame_bytes = 1048576          # longer frames are refused from the length prefix
     max_queue = 10000                  # frames queued to one peer before it is cut off
+    max_queue_bytes = 67108864         # bytes queued to one peer before it is cut off
+    max_subscriptions = 1000           # per client, and as many advertisements (default: no limit)
+    max_publish_rate = 100.0           # publications/s per client (default: no limit); faster
+    publish_burst = 200                #   ones are not read until the bucket refills
 
     [links]
     backoff_initial = 0.1              # seconds before the first re-dial
@@ -37,6 +41,8 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
     token_file = "/etc/pubsift/alice.token"   # or: token = "..." (one of the two)
     subscribe.records = ['symbol prefix "I"']  # authorized filters (checked by covering)
     publish.records = ['symbol = "IBM"']       # advertisements covered, publications matched
+    max_subscriptions = 50                     # this identity's own limits (override [limits])
+    max_publish_rate = 10.0
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ from pubsift.core.leasing import LeaseTimingError, Leasing
 from pubsift.core.strategies import STRATEGIES
 
 DEFAULT_PORT = 7400
+#: the limits an identity may set for itself, overriding ``[limits]``
+IDENTITY_LIMITS = ("max_subscriptions", "max_publish_rate", "publish_burst")
 
 
 class ConfigError(PubsiftError, ValueError):
@@ -92,6 +100,10 @@ class Identity:
     token: str = field(repr=False)
     subscribe: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     publish: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: this identity's own limits (None: those of ``[limits]``; docs/protocol.md §11)
+    max_subscriptions: int | None = None
+    max_publish_rate: float | None = None
+    publish_burst: int | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,14 @@ class BrokerConfig:
     lease_diameter: int = 8
     max_frame_bytes: int = 1 << 20
     max_queue: int = 10_000
+    #: bytes queued to one peer (frames waiting and the transport's buffer) before it is
+    #: cut off as a slow consumer
+    max_queue_bytes: int = 64 << 20
+    #: subscriptions (and, separately, advertisements) one client may hold (None: no limit)
+    max_subscriptions: int | None = None
+    #: publications per second per client, and how many may come at once (None: no limit)
+    max_publish_rate: float | None = None
+    publish_burst: int | None = None
     backoff_initial: float = 0.1
     backoff_max: float = 5.0
     #: seconds of silence from a peer before it is pinged (0: no heartbeat)
@@ -156,6 +176,22 @@ class BrokerConfig:
                 f"{self.source}: gateway.listen: the HTTP gateway cannot be combined with "
                 "[identities] yet (it would let HTTP clients past the authorization checks)"
             )
+        if self.max_queue_bytes < self.max_frame_bytes:
+            raise ConfigError(
+                f"{self.source}: limits.max_queue_bytes ({self.max_queue_bytes}) is less than "
+                f"limits.max_frame_bytes ({self.max_frame_bytes}): one frame would cut a peer off"
+            )
+        for where, rate, burst in (
+            ("limits", self.max_publish_rate, self.publish_burst),
+            *(
+                (f"identities.{i.name}", i.max_publish_rate, i.publish_burst)
+                for i in self.identities
+            ),
+        ):
+            if burst is not None and rate is None and self.max_publish_rate is None:
+                raise ConfigError(
+                    f"{self.source}: {where}.publish_burst: set only with max_publish_rate"
+                )
         if self.backoff_initial > self.backoff_max:
             raise ConfigError(
                 f"{self.source}: links.backoff_initial ({self.backoff_initial}) is more than "
@@ -183,7 +219,17 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
         {"id", "listen", "neighbours", "strategy", "advertisements", "models", "link_token"},
     )
     lease = r.section("lease", {"period", "refresh", "max_delay", "diameter"})
-    limits = r.section("limits", {"max_frame_bytes", "max_queue"})
+    limits = r.section(
+        "limits",
+        {
+            "max_frame_bytes",
+            "max_queue",
+            "max_queue_bytes",
+            "max_subscriptions",
+            "max_publish_rate",
+            "publish_burst",
+        },
+    )
     links = r.section("links", {"backoff_initial", "backoff_max"})
     gateway = r.section("gateway", {"listen"})
     heartbeat = r.section("heartbeat", {"interval", "max_missed"})
@@ -217,6 +263,12 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
             r.number(limits, "limits", "max_frame_bytes", d.max_frame_bytes, integer=True)
         ),
         max_queue=int(r.number(limits, "limits", "max_queue", d.max_queue, integer=True)),
+        max_queue_bytes=int(
+            r.number(limits, "limits", "max_queue_bytes", d.max_queue_bytes, integer=True)
+        ),
+        max_subscriptions=r.optional_int(limits, "limits", "max_subscriptions"),
+        max_publish_rate=r.optional_number(limits, "limits", "max_publish_rate"),
+        publish_burst=r.optional_int(limits, "limits", "publish_burst"),
         backoff_initial=r.number(links, "links", "backoff_initial", d.backoff_initial),
         backoff_max=r.number(links, "links", "backoff_max", d.backoff_max),
         heartbeat_interval=r.number(
@@ -254,7 +306,7 @@ class _Reader:
             where = f"identities.{name}"
             if not isinstance(t, Mapping):
                 raise self.fail(where, "expected a table [identities." + name + "]")
-            keys = {"token", "token_file", "subscribe", "publish"}
+            keys = {"token", "token_file", "subscribe", "publish", *IDENTITY_LIMITS}
             unknown = sorted(set(t) - keys)
             if unknown:
                 raise self.fail(
@@ -288,7 +340,17 @@ class _Reader:
                 rights[right] = {
                     m: self.strings(per_model, f"{where}.{right}", m) or () for m in per_model
                 }
-            out.append(Identity(name, token, rights["subscribe"], rights["publish"]))
+            out.append(
+                Identity(
+                    name,
+                    token,
+                    rights["subscribe"],
+                    rights["publish"],
+                    max_subscriptions=self.optional_int(t, where, "max_subscriptions"),
+                    max_publish_rate=self.optional_number(t, where, "max_publish_rate"),
+                    publish_burst=self.optional_int(t, where, "publish_burst"),
+                )
+            )
         return tuple(out)
 
     def section(self, name: str, keys: set[str]) -> Mapping[str, Any]:
@@ -328,6 +390,14 @@ class _Reader:
         if not isinstance(v, bool):
             raise self.fail(f"{name}.{key}", f"expected true or false, got {v!r}")
         return v
+
+    def optional_int(self, sec: Mapping[str, Any], name: str, key: str) -> int | None:
+        """An integer ≥ 1, or None when the key is absent (no limit)."""
+        return int(self.number(sec, name, key, 1, integer=True)) if key in sec else None
+
+    def optional_number(self, sec: Mapping[str, Any], name: str, key: str) -> float | None:
+        """A number > 0, or None when the key is absent (no limit)."""
+        return self.number(sec, name, key, 1.0) if key in sec else None
 
     def number(
         self,

@@ -35,11 +35,12 @@ from pubsift.adapters.broker.backoff import Backoff
 from pubsift.adapters.broker.config import Address, BrokerConfig, ConfigError
 from pubsift.adapters.broker.connection import Connection
 from pubsift.adapters.broker.frames import FrameError, check_hello, error, hello
+from pubsift.adapters.broker.limits import ClientLimits, Limits
 from pubsift.adapters.broker.links import Reach
 from pubsift.core.broker import Broker
 from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
-from pubsift.core.messages import BrokerMessage, Notify, to_wire
+from pubsift.core.messages import Adv, BrokerMessage, Notify, Sub, Unadv, Unsub, to_wire
 from pubsift.core.model import FilterModel
 
 log = logging.getLogger("pubsift.broker")
@@ -108,6 +109,11 @@ class BrokerDaemon:
         self._grants: dict[Connection, Grant] = {}
         #: the refusals of renewable messages already logged, per connection
         self._forbidden: dict[Connection, set[str | None]] = {}
+        #: each client connection's standing against its limits (docs/protocol.md §11)
+        self._limits: dict[Connection, ClientLimits] = {}
+        #: publications held back by a client's rate limit; peers cut off as slow consumers
+        self.throttled = 0
+        self.slow_consumers = 0
         self.port = ConnectionPort(self.models)
         self.address: Address = config.listen
         self.id: str = config.id or ""
@@ -242,11 +248,33 @@ class BrokerDaemon:
     def _connection(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dialled: bool
     ) -> Connection:
+        cfg = self.config
         conn = Connection(
-            reader, writer, self.config.max_frame_bytes, self.config.max_queue, dialled
+            reader, writer, cfg.max_frame_bytes, cfg.max_queue, dialled, cfg.max_queue_bytes
         )
+        conn.on_slow = self._count_slow
         self._conns.add(conn)
         return conn
+
+    def _count_slow(self) -> None:
+        self.slow_consumers += 1
+
+    def _client_limits(self, pid: str, identity: str | None) -> Limits:
+        """The limits of client ``pid``: its identity's where it sets them, else
+        ``[limits]``. The gateway's publisher publishes for every HTTP client: no rate."""
+        cfg = self.config
+        ident = next((i for i in cfg.identities if i.name == identity), None)
+        subs, rate, burst = cfg.max_subscriptions, cfg.max_publish_rate, cfg.publish_burst
+        source = "limits"
+        if ident is not None:
+            if ident.max_subscriptions is not None:
+                subs, source = ident.max_subscriptions, f"identities.{ident.name}"
+            if ident.max_publish_rate is not None or ident.publish_burst is not None:
+                rate = ident.max_publish_rate or rate
+                burst = ident.publish_burst
+        if self.gateway is not None and pid == self.gateway.publisher_id:
+            rate = burst = None
+        return Limits(subs, rate, burst, source)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = self._connection(reader, writer, dialled=False)
@@ -268,6 +296,11 @@ class BrokerDaemon:
                         conn.close("unauthorized", why)
                         return
                     self._grants[conn] = grant
+                grant = self._grants.get(conn)
+                self._limits[conn] = ClientLimits(
+                    self._client_limits(pid, grant.name if grant else None),
+                    self.config.lease_period,
+                )
                 await self._serve_client(conn, pid)
             else:
                 await self._accept_broker(conn, pid, first.get("token"))
@@ -286,6 +319,7 @@ class BrokerDaemon:
             self._conns.discard(conn)
             self._grants.pop(conn, None)
             self._forbidden.pop(conn, None)
+            self._limits.pop(conn, None)
 
     # -- clients --------------------------------------------------------------------------
     async def _serve_client(self, conn: Connection, pid: str) -> None:
@@ -308,12 +342,13 @@ class BrokerDaemon:
                 advertisements=self.config.advertisements,
                 max_frame_bytes=self.config.max_frame_bytes,
                 **self._heartbeat_info(),
+                **({"limits": lim} if (lim := self._limits[conn].limits.hello()) else {}),
             )
         )
         self._start_heartbeat(conn)
         log.info("client %s connected from %s", pid, conn.peer)
         try:
-            await self._receive(conn, f"client {pid}", self._from_client)
+            await self._receive(conn, f"client {pid}", self._client_frame)
         finally:
             if self.port.clients.get(pid) is conn:
                 del self.port.clients[pid]
@@ -326,11 +361,12 @@ class BrokerDaemon:
         self,
         conn: Connection,
         who: str,
-        handle: Callable[[Connection, str, dict[str, Any]], None],
+        handle: Callable[[Connection, str, dict[str, Any]], float | None],
     ) -> None:
         """Hand each frame from ``conn`` to ``handle(conn, id, frame)`` until the peer
         closes; a frame that is not a well-formed object gets an ``error`` frame and the
-        connection stays open (other frame errors end it)."""
+        connection stays open (other frame errors end it). ``handle`` returns how long
+        to stop reading from ``conn`` (a client over its publication rate)."""
         assert conn.id is not None
         while True:
             try:
@@ -343,7 +379,18 @@ class BrokerDaemon:
                 continue
             if obj is None:
                 return
-            handle(conn, conn.id, obj)
+            hold = handle(conn, conn.id, obj)
+            if hold:
+                await self._hold(conn, hold)
+
+    @staticmethod
+    async def _hold(conn: Connection, seconds: float) -> None:
+        """Read nothing from ``conn`` for ``seconds`` (TCP's flow control then slows its
+        sender down). The silence is ours, not the peer's: the heartbeat does not count it."""
+        until = time.monotonic() + seconds
+        conn.last_received = max(conn.last_received, until)
+        while not conn.closing and (left := until - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, 0.5))
 
     def stats(self) -> dict[str, Any]:
         """What the broker holds and has done: routing-table sizes per model ([local,
@@ -363,7 +410,31 @@ class BrokerDaemon:
             "admin_sent": b.admin_sent,
             "admin_processed": b.admin_processed,
             "lost": sum(self.port.lost.values()),
+            "throttled": self.throttled,
+            "slow_consumers": self.slow_consumers,
         }
+
+    def _client_frame(self, conn: Connection, pid: str, obj: dict[str, Any]) -> float:
+        """Process one client frame; returns how long to stop reading from the client
+        (a ``pub`` over its rate, docs/protocol.md §11: every ``pub`` frame counts,
+        refused or not)."""
+        self._from_client(conn, pid, obj)
+        lim = self._limits.get(conn)
+        if obj["kind"] != "pub" or lim is None:
+            return 0.0
+        hold, begins = lim.publish()
+        if hold > 0:
+            self.throttled += 1
+        if begins:
+            log.info(
+                "client %s: publishing faster than %s.max_publish_rate = %g/s (burst %g): "
+                "reading from it only as fast as that (throttled)",
+                pid,
+                lim.limits.source,
+                lim.limits.max_publish_rate,
+                lim.limits.burst,
+            )
+        return hold
 
     def _from_client(self, conn: Connection, pid: str, obj: dict[str, Any]) -> None:
         assert self.broker is not None
@@ -387,10 +458,25 @@ class BrokerDaemon:
                     seen.add(key)
                 self._refuse(conn, obj, "forbidden", why, logging.DEBUG if again else None)
                 return
+        lim = self._limits.get(conn)
+        kind = "sub" if isinstance(msg, (Sub, Unsub)) else "adv"
+        if lim is not None and isinstance(msg, (Sub, Adv)):
+            why = lim.admit(kind, (msg.model, msg.filter))
+            if why is not None:
+                again = kind in lim.logged
+                lim.logged.add(kind)
+                # logged once per connection: a client renews what was refused every ρ
+                self._refuse(conn, obj, "limit", f"{kind}: {why}", logging.DEBUG if again else None)
+                return
+        elif lim is not None and isinstance(msg, (Unsub, Unadv)):
+            lim.release(kind, (msg.model, msg.filter))
         try:
             self.broker.receive(msg, pid)
         except PubsiftError as exc:
             self._refuse(conn, obj, "refused", one_line(exc))
+            return
+        if lim is not None and isinstance(msg, (Sub, Adv)):
+            lim.hold(kind, (msg.model, msg.filter))
 
     def _refuse(
         self,

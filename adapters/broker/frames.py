@@ -33,6 +33,7 @@ REASONS = {
     "bad-hello": "the first frame is not a valid hello",
     "unauthorized": "the client's hello has no token, or one the broker does not know",
     "forbidden": "the client's identity may not subscribe, advertise or publish that",
+    "limit": "the client holds as many subscriptions or advertisements as it may",
     "unsupported-version": "the peer speaks another protocol version",
     "unknown-kind": "a kind this receiver does not accept from this peer",
     "invalid-message": "a message whose fields, filter or event are invalid",

@@ -109,6 +109,12 @@ class Gateway:
     def url(self) -> str:
         return f"http://{self.address}"
 
+    @property
+    def publisher_id(self) -> str | None:
+        """The client id of the gateway's publisher (it publishes for every HTTP client,
+        so the daemon does not hold it to one client's publication rate)."""
+        return self._publisher.id if self._publisher is not None else None
+
     async def start(self) -> None:
         assert self.daemon.broker is not None, "start the daemon first"
         self._url = loopback(self.daemon.config.listen, self.daemon.address.port)
