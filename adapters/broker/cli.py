@@ -7,7 +7,8 @@
     pubsift publish-feed URL FEED... [--interval SECONDS] [--once] [--state PATH]
 
 ``sub`` prints each matching event as one JSON line until interrupted (exit 0 on Ctrl-C or
-SIGTERM); ``pub`` publishes JSON lines from standard input, or files through the adapters'
+SIGTERM; exit 1 with one line when the broker refuses a subscription: ``forbidden``,
+``limit``, ...); ``pub`` publishes JSON lines from standard input, or files through the adapters'
 readers (quarantined records are reported on standard error, not sent); ``publish-feed``
 polls feeds and publishes each new item once (:mod:`.feedpub`).
 """
@@ -157,18 +158,20 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
                 await client.subscribe(args.model, f, show)
             await client.flush()  # any refusal of them has come by now
             if not refusal:
-                sys.stderr.write(
-                    f"pubsift sub: subscribed as {client.id} at {client.broker_id}\n"
-                )
+                sys.stderr.write(f"pubsift sub: subscribed as {client.id} at {client.broker_id}\n")
                 await stop.wait()
         finally:
             await client.close()
         if not refusal:
             return 0
         # the broker names the refused filter by the ref it echoes; an older one may not
-        why = client.refusals[0] if client.refusals else BrokerRefused(
-            f"broker {client.broker_id} refused the subscription: "
-            f"{refusal[0].get('reason')}: {refusal[0].get('message')}"
+        why = (
+            client.refusals[0]
+            if client.refusals
+            else BrokerRefused(
+                f"broker {client.broker_id} refused the subscription: "
+                f"{refusal[0].get('reason')}: {refusal[0].get('message')}"
+            )
         )
         sys.stderr.write(f"pubsift sub: {one_line(why)}\n")
         return 1

@@ -92,9 +92,7 @@ class ClientLimits:
     clock: Callable[[], float] = time.monotonic
     #: the (model, filter) of each subscription ("sub") and advertisement ("adv") held,
     #: with the time of its last (re)issue
-    held: dict[str, dict[Hashable, float]] = field(
-        default_factory=lambda: {"sub": {}, "adv": {}}
-    )
+    held: dict[str, dict[Hashable, float]] = field(default_factory=lambda: {"sub": {}, "adv": {}})
     #: whether a refusal for the limit was logged already (once per connection)
     logged: set[str] = field(default_factory=set)
     bucket: TokenBucket | None = None

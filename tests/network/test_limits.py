@@ -90,9 +90,7 @@ def test_the_limits_in_broker_toml():
                 "publish_burst": 5,
                 "max_queue_bytes": 1 << 21,
             },
-            "identities": {
-                "alice": {"token": "t", "max_subscriptions": 3, "max_publish_rate": 50}
-            },
+            "identities": {"alice": {"token": "t", "max_subscriptions": 3, "max_publish_rate": 50}},
         },
         "broker.toml",
     )
@@ -115,7 +113,7 @@ def test_the_limits_in_broker_toml():
             "identities.a.max_subscriptions: expected an integer",
         ),
     ]:
-        with pytest.raises(ConfigError, match="broker.toml: ") as info:
+        with pytest.raises(ConfigError, match=r"broker\.toml: ") as info:
             from_mapping(data, "broker.toml")
         assert words in str(info.value)
 
@@ -180,7 +178,7 @@ def test_a_fast_publisher_is_throttled_nothing_lost_others_unaffected(caplog):
         await other.connect()
         await sub.subscribe("records", "price >= 0", got.append, confirm=True)
         # a publisher that ignores the rate the hello told it: all at once on the socket
-        r, w = await asyncio.open_connection("127.0.0.1", d.address.port)
+        _, w = await asyncio.open_connection("127.0.0.1", d.address.port)
         w.write(encode(hello("client", "fast")))
         start = time.monotonic()
         for i in range(1, n + 1):
@@ -246,7 +244,7 @@ def test_a_consumer_that_stops_reading_is_cut_off_alone(limit, caplog):
         for i in range(n):  # "fast" keeps up (all runs in this loop); "slow" reads nothing
             await pub.publish("records", {"price": i, "pad": pad})
             if i % 20 == 0:
-                await until(lambda: len(got) >= i - 40)
+                await until(lambda i=i: len(got) >= i - 40)
         await until(lambda: len(got) == n)
         assert [x.wire["price"] for x in got] == list(range(n))
         await until(lambda: d.slow_consumers == 1)
