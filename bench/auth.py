@@ -118,7 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         for pair in grant.subscribe["records"]:
             scan.add(*pair)
         scan_grant.subscribe["records"] = scan
-        subs = [Sub("c", "records", model.parse_filter(s)) for s in subscriptions(entitlements, n_subs, rng)]
+        subs = [
+            Sub("c", "records", model.parse_filter(s))
+            for s in subscriptions(entitlements, n_subs, rng)
+        ]
 
         def run(g: Any, msgs: list[Sub]) -> list[str | None]:
             return [auth.check(g, m, models) for m in msgs]
