@@ -73,6 +73,7 @@ period = 600.0
 refresh = 200.0
 [limits]
 max_queue = 1000000
+max_queue_bytes = 1073741824
 """
 
 

@@ -96,11 +96,6 @@ class Connection:
         self._queue.put_nowait(data)
         return True
 
-    @property
-    def pending(self) -> int:
-        """Frames queued and not yet handed to the transport."""
-        return self._queue.qsize()
-
     def _slow(self, why: str, key: str) -> None:
         """Cut off a peer that does not read: drop what is queued for it (the ``error``
         frame is next), one log line."""
