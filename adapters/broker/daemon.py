@@ -348,7 +348,7 @@ class BrokerDaemon:
         self._start_heartbeat(conn)
         log.info("client %s connected from %s", pid, conn.peer)
         try:
-            await self._receive(conn, f"client {pid}", self._client_frame)
+            await self._receive(conn, f"client {pid}", self._from_client, self._pace)
         finally:
             if self.port.clients.get(pid) is conn:
                 del self.port.clients[pid]
@@ -361,12 +361,14 @@ class BrokerDaemon:
         self,
         conn: Connection,
         who: str,
-        handle: Callable[[Connection, str, dict[str, Any]], float | None],
+        handle: Callable[[Connection, str, dict[str, Any]], None],
+        pace: Callable[[Connection, str, dict[str, Any]], float] | None = None,
     ) -> None:
         """Hand each frame from ``conn`` to ``handle(conn, id, frame)`` until the peer
         closes; a frame that is not a well-formed object gets an ``error`` frame and the
-        connection stays open (other frame errors end it). ``handle`` returns how long
-        to stop reading from ``conn`` (a client over its publication rate)."""
+        connection stays open (other frame errors end it). ``pace`` says how long a frame
+        waits before it is handled, reading nothing more from ``conn`` meanwhile (a client
+        over its publication rate)."""
         assert conn.id is not None
         while True:
             try:
@@ -379,9 +381,9 @@ class BrokerDaemon:
                 continue
             if obj is None:
                 return
-            hold = handle(conn, conn.id, obj)
-            if hold:
+            if pace is not None and (hold := pace(conn, conn.id, obj)) > 0:
                 await self._hold(conn, hold)
+            handle(conn, conn.id, obj)
 
     @staticmethod
     async def _hold(conn: Connection, seconds: float) -> None:
@@ -414,11 +416,10 @@ class BrokerDaemon:
             "slow_consumers": self.slow_consumers,
         }
 
-    def _client_frame(self, conn: Connection, pid: str, obj: dict[str, Any]) -> float:
-        """Process one client frame; returns how long to stop reading from the client
-        (a ``pub`` over its rate, docs/protocol.md §11: every ``pub`` frame counts,
+    def _pace(self, conn: Connection, pid: str, obj: dict[str, Any]) -> float:
+        """How long a client frame waits before it is processed: a ``pub`` when the
+        client's bucket is empty (docs/protocol.md §11; every ``pub`` frame counts,
         refused or not)."""
-        self._from_client(conn, pid, obj)
         lim = self._limits.get(conn)
         if obj["kind"] != "pub" or lim is None:
             return 0.0

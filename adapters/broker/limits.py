@@ -4,10 +4,10 @@ publish. (Frame size and the send queue of a slow consumer are the connection's 
 :mod:`.connection`.)
 
 * :class:`TokenBucket` — the publication rate: ``rate`` tokens per second, at most
-  ``burst`` saved up. A publication takes one token; without one, the broker stops
-  reading from that connection until the bucket has refilled, so TCP's flow control
-  slows the publisher down and nothing is lost or refused (the broker and its other
-  clients carry on meanwhile).
+  ``burst`` saved up. A publication takes one token; one that comes when none is left
+  waits, unprocessed, until its token is there, and the broker reads nothing more from
+  that connection meanwhile, so TCP's flow control slows the publisher down and nothing
+  is lost or refused (the broker and its other clients carry on).
 * :class:`ClientLimits` — what one client connection holds against its limits: the
   subscriptions and advertisements it has (a renewal of one of them is not counted
   twice, ``unsub``/``unadv`` frees its slot, one not renewed for a lease period has
@@ -96,8 +96,8 @@ class ClientLimits:
     #: whether a refusal for the limit was logged already (once per connection)
     logged: set[str] = field(default_factory=set)
     bucket: TokenBucket | None = None
-    #: publications held back while the bucket was empty, and the current episode's
-    #: start (None: not throttled now)
+    #: publications that waited for their token, and the current episode's start (None:
+    #: not throttled now)
     throttled: int = 0
     episode: float | None = None
 
@@ -133,9 +133,10 @@ class ClientLimits:
         self.held[kind].pop(key, None)
 
     def publish(self) -> tuple[float, bool]:
-        """Seconds to stop reading before this publication is processed (0.0: none),
-        and whether that begins an episode of throttling (one log line each). An
-        episode ends when the bucket has refilled (the client published slowly again)."""
+        """Take the token of a publication: how long it waits for it (0.0: not at all),
+        reading nothing more from the client meanwhile, and whether that begins an
+        episode of throttling (one log line each). An episode ends when the bucket has
+        refilled (the client published slowly again)."""
         if self.bucket is None:
             return 0.0, False
         if self.bucket.full:
