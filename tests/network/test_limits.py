@@ -10,6 +10,7 @@ import logging
 import socket
 import threading
 import time
+import types
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -102,6 +103,9 @@ def test_the_limits_in_broker_toml():
     d = BrokerDaemon(cfg.with_overrides(models=("records",)))
     assert d._client_limits("c", "alice") == Limits(3, 50, None, "identities.alice")
     assert d._client_limits("c", None) == Limits(100, 2.5, 5, "limits")
+    # the HTTP gateway's publisher publishes for every HTTP client: not held to one's rate
+    d.gateway = types.SimpleNamespace(publisher_id="http-b0-pub-1")
+    assert d._client_limits("http-b0-pub-1", None) == Limits(100, None, None, "limits")
     assert Limits(None, 50, None).hello() == {"max_publish_rate": 50, "publish_burst": 50}
     for data, words in [
         ({"limits": {"max_subscriptions": 0}}, "limits.max_subscriptions: expected an integer"),
