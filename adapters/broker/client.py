@@ -257,7 +257,13 @@ class AsyncClient:
         try:
             obj = await asyncio.wait_for(conn.recv(), timeout)
             if obj is None:
-                raise FrameError("truncated", "the broker closed the connection")
+                hint = (
+                    " before its hello (a broker that requires a client certificate refuses a "
+                    "TLS 1.3 client without one so: give cert / --cert)"
+                    if self.tls is not None
+                    else ""
+                )
+                raise FrameError("truncated", "the broker closed the connection" + hint)
             _, self.broker_id = check_hello(obj, "broker")
         except (FrameError, TimeoutError, OSError) as exc:
             conn.abort()

@@ -271,9 +271,12 @@ def describe(exc: BaseException) -> str:
         why = reason.lower().replace("_", " ")
         if reason in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG"):
             return f"TLS handshake failed: {why} (is the port plaintext? then use pubsift://)"
-        if "CERTIFICATE_REQUIRED" in reason or "PEER_DID_NOT_RETURN" in reason:
+        if "PEER_DID_NOT_RETURN" in reason:
+            return f"TLS handshake failed: {why} (tls.require_client_cert is set)"
+        if "CERTIFICATE_REQUIRED" in reason:
             return (
-                f"TLS handshake failed: {why} (the broker wants a client certificate: cert/--cert)"
+                f"TLS handshake failed: {why} (the broker requires a client certificate: "
+                "cert / --cert)"
             )
         if "UNKNOWN_CA" in reason or "BAD_CERTIFICATE" in reason:
             return f"TLS handshake failed: {why} (the peer does not trust this side's certificate)"
