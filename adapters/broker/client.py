@@ -258,8 +258,8 @@ class AsyncClient:
             obj = await asyncio.wait_for(conn.recv(), timeout)
             if obj is None:
                 hint = (
-                    " before its hello (a broker that requires a client certificate refuses a "
-                    "TLS 1.3 client without one so: give cert / --cert)"
+                    " before its hello (over TLS 1.3 this is how a broker refuses a client "
+                    "certificate: it may want one signed by its CA, cert / --cert)"
                     if self.tls is not None
                     else ""
                 )

@@ -259,8 +259,14 @@ def show_names(names: Iterable[str] | None) -> str:
     return ", ".join(repr(n) for n in sorted(names or ())) or "no name"
 
 
-def describe(exc: BaseException) -> str:
-    """What went wrong in a TLS handshake, in words, with the likely cause."""
+def describe(exc: BaseException, accepting: bool = False) -> str:
+    """What went wrong in a TLS handshake, in words, with the likely cause (``accepting``:
+    on the broker's side of an accepted connection)."""
+    if isinstance(exc, ssl.SSLCertVerificationError) and accepting:
+        return (
+            f"the peer's client certificate is not trusted: {exc.verify_message} (it is not "
+            "signed by a CA of tls.ca)"
+        )
     if isinstance(exc, ssl.SSLCertVerificationError):
         return (
             f"the peer's certificate is not trusted: {exc.verify_message} (is it signed by "
@@ -285,6 +291,11 @@ def describe(exc: BaseException) -> str:
                 "the peer closed the connection during the TLS handshake (is the port plaintext?)"
             )
         return f"TLS handshake failed: {why}"
+    if accepting and isinstance(exc, (ConnectionResetError, BrokenPipeError)):
+        return (
+            "the peer closed the connection during the TLS handshake (it may not trust this "
+            "broker's certificate: is its CA the one that signed tls.cert?)"
+        )
     if isinstance(exc, (ConnectionResetError, BrokenPipeError, asyncio.IncompleteReadError)):
         return (
             "the peer closed the connection during the TLS handshake (it may not trust this "
@@ -380,7 +391,7 @@ class TLSServer:
             sock.close()
             raise
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
-            log.warning("connection %s: %s (closing)", peer, describe(exc))
+            log.warning("connection %s: %s (closing)", peer, describe(exc, accepting=True))
             sock.close()
             return
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)

@@ -186,7 +186,20 @@ def test_a_wrong_ca_is_refused_with_a_clear_error(pki, caplog):
                 await AsyncClient(turl(wrong), ca=pki.ca).connect(timeout=5)
         finally:
             await wrong.stop()
-        assert time.monotonic() - t0 < 3
+        # a neighbour dialled with the wrong CA: no link, one clear line, retried
+        dial = {"neighbours": [str(d.address)]}
+        b1 = BrokerDaemon(config(pki, "b1", tls={"ca": pki.other}, broker=dial))
+        await b1.start()
+        try:
+            await until(lambda: "cannot reach neighbour" in caplog.text)
+            assert "certificate is not trusted" in caplog.text and not d.port.neighbours
+        finally:
+            await b1.stop()
+        # a client certificate that the broker's CA did not sign
+        stranger = AsyncClient(turl(d), ca=pki.ca, cert=pki.stranger[0], key=pki.stranger[1])
+        with pytest.raises(BrokerUnavailable, match="certificate"):
+            await stranger.connect(timeout=5)
+        assert time.monotonic() - t0 < 4
         await until(lambda: "TLS handshake" in caplog.text)
         async with AsyncClient(turl(d), ca=pki.ca) as ok:  # the broker carries on
             assert ok.connected
