@@ -168,13 +168,14 @@ class Gateway:
         log.debug("gateway of broker %s stopped", self.daemon.id)
 
     def _client(self, role: str) -> AsyncClient:
+        tls = self.daemon.config.tls
         return AsyncClient(
             self._url,
             id=f"http-{self.daemon.id}-{role}-{uuid.uuid4().hex[:8]}",
             models=self.daemon.models,
             max_frame_bytes=self.daemon.config.max_frame_bytes,
             token=self._token,
-            tls=tls.loopback_context if (tls := self.daemon.config.tls) is not None else None,
+            tls=tls.loopback_context if tls is not None else None,
         )
 
     def _identify(self, request: web.Request) -> Grant | web.Response | None:

@@ -127,14 +127,13 @@ class TLSConfig:
     def check(self) -> None:
         """Build both contexts now, so that a bad file is reported when the configuration
         is read, not at the first connection."""
-        if self.ca is None:
-            for key, on in (("require_client_cert", self.require_client_cert),
-                            ("link_names", bool(self.link_names))):  # fmt: skip
-                if on:
-                    raise ConfigError(
-                        f"{self.where(key)}: needs tls.ca, the CA that signs the peers' "
-                        "certificates (without it no certificate is asked for or verified)"
-                    )
+        wanted = {"require_client_cert": self.require_client_cert, "link_names": self.link_names}
+        for key, on in wanted.items():
+            if on and self.ca is None:
+                raise ConfigError(
+                    f"{self.where(key)}: needs tls.ca, the CA that signs the peers' "
+                    "certificates (without it no certificate is asked for or verified)"
+                )
         self.server_context  # noqa: B018 (built for its errors)
         self.link_context  # noqa: B018
 
