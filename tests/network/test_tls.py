@@ -379,7 +379,11 @@ def test_client_tls_options_and_cli_flags(pki, monkeypatch):
     assert AsyncClient("pubsifts://h").tls is not None and AsyncClient("pubsift://h").tls is None
     assert client_context(False) is None
 
-    from pubsift.adapters.broker.cli import add_sub_arguments, client_options
+    from pubsift.adapters.broker.cli import (
+        add_publish_feed_arguments,
+        add_sub_arguments,
+        client_options,
+    )
 
     p = argparse.ArgumentParser()
     add_sub_arguments(p)
@@ -391,6 +395,11 @@ def test_client_tls_options_and_cli_flags(pki, monkeypatch):
     assert client_options(p.parse_args(["pubsift://h", *argv])) == {"token": None}
     with pytest.raises(ConfigError, match="--cert given for the plaintext URL"):
         client_options(p.parse_args(["pubsift://h", "--cert", pki.alice[0], *argv]))
+    feed = argparse.ArgumentParser()
+    add_publish_feed_arguments(feed)
+    cert, key = pki.alice
+    args = feed.parse_args(["pubsifts://h", "f.xml", "--token", "t", "--cert", cert, "--key", key])
+    assert client_options(args) == {"token": "t", "ca": pki.ca, "cert": cert, "key": key}
     with pytest.raises(ConfigError, match=r"--key: '.*' holds no PEM private key"):
         client_options(
             p.parse_args(["pubsifts://h", "--cert", pki.alice[0], "--key", pki.ca, *argv])
