@@ -6,6 +6,7 @@ advertise, unadvertise) over a connection to one broker.
 >>> c = connect("pubsift://127.0.0.1:7400")                      # doctest: +SKIP
 >>> c.subscribe("records", "price > 10", print)                  # doctest: +SKIP
 >>> c.publish("records", {"symbol": "IBM", "price": 12})         # doctest: +SKIP
+>>> s = connect("pubsifts://broker.example.org:7400", ca="ca.pem")  # doctest: +SKIP
 
 :class:`AsyncClient` runs in an asyncio loop; :class:`Client` wraps it for synchronous code
 (a background thread runs the loop; handlers run in that thread).
@@ -24,12 +25,18 @@ confirm=True)`` raises that :class:`SubscriptionRefused`.
 
 Publication rate: a broker with ``max_publish_rate`` says so in its hello, and the client
 paces its publications to it (``publish`` waits for the token), so what it sends never
-waits in the network behind a throttled stream (docs/protocol.md §11).
+waits in the network behind a throttled stream (docs/protocol.md §12).
 
 Delivery: each publication carries ``[publisher id, sequence number]``; the client hands a
 notification to its handlers only if its sequence number is above the last one delivered
 from that publisher, so per publisher notifications arrive in publication order and never
 twice (docs/protocol.md).
+
+TLS (docs/protocol.md §11): a ``pubsifts://`` URL (or ``tls=True``) connects over TLS,
+verifying the broker's certificate with ``ca`` (default: the system's CAs) and its host
+name; ``cert``/``key`` present a client certificate, which may stand for a token (a
+broker's ``[identities.NAME] cert_name``). ``tls`` may also be a ready
+:class:`ssl.SSLContext`.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import ssl
 import threading
 import uuid
 from collections import deque
@@ -48,8 +56,16 @@ from typing import Any
 
 from pubsift.adapters.broker.backoff import Backoff
 from pubsift.adapters.broker.connection import Connection
-from pubsift.adapters.broker.frames import FrameError, check_hello, encode, hello, parse_url
+from pubsift.adapters.broker.frames import (
+    FrameError,
+    check_hello,
+    encode,
+    hello,
+    parse_url,
+    url_uses_tls,
+)
 from pubsift.adapters.broker.limits import TokenBucket
+from pubsift.adapters.broker.tls import client_context, describe
 from pubsift.core.errors import PubsiftError
 from pubsift.core.model import Event, Filter, FilterModel
 
@@ -135,8 +151,12 @@ class Advertisement:
 
 
 class AsyncClient:
-    """One client connection to the broker at ``url`` (``pubsift://host:port``). ``id``
-    identifies the client (default: a fresh random one); it is also the publisher id."""
+    """One client connection to the broker at ``url`` (``pubsift://host:port``, or
+    ``pubsifts://host:port`` for TLS). ``id`` identifies the client (default: a fresh
+    random one); it is also the publisher id. ``token`` is the credential of the client's
+    identity; ``tls`` (True, or an :class:`ssl.SSLContext`), ``ca``, ``cert`` and ``key``
+    set up TLS (module docstring). Bad TLS options raise
+    :class:`~pubsift.adapters.broker.config.ConfigError` here."""
 
     def __init__(
         self,
@@ -148,11 +168,17 @@ class AsyncClient:
         max_buffer: int = 10_000,
         on_error: Callable[[dict[str, Any]], Any] | None = None,
         token: str | None = None,
+        tls: bool | ssl.SSLContext | None = None,
+        ca: str | None = None,
+        cert: str | None = None,
+        key: str | None = None,
     ) -> None:
         self.url = url
         #: the credential sent in the hello (docs/protocol.md §10); None: none sent
         self.token = token
         self.host, self.port = parse_url(url)
+        #: the TLS context of the connection (docs/protocol.md §11); None: plaintext
+        self.tls = client_context(tls or url_uses_tls(url), ca, cert, key)
         self.id = id or f"client-{uuid.uuid4().hex[:12]}"
         self._models: dict[str, FilterModel] = dict(models or {})
         self._backoff = Backoff(*backoff)
@@ -251,8 +277,20 @@ class AsyncClient:
     async def _open(self, timeout: float) -> Connection:
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=1 << 16), timeout
+                asyncio.open_connection(
+                    self.host,
+                    self.port,
+                    limit=1 << 16,
+                    ssl=self.tls,
+                    ssl_handshake_timeout=timeout if self.tls is not None else None,
+                ),
+                timeout,
             )
+        except ssl.SSLError as exc:
+            raise BrokerUnavailable(f"cannot connect to {self.url}: {describe(exc)}") from None
+        except (ConnectionResetError, asyncio.IncompleteReadError) as exc:
+            why = describe(exc) if self.tls is not None else str(exc)
+            raise BrokerUnavailable(f"cannot connect to {self.url}: {why}") from None
         except (OSError, TimeoutError) as exc:
             raise BrokerUnavailable(f"cannot connect to {self.url}: {exc or 'timeout'}") from None
         conn = Connection(reader, writer, self.max_frame_bytes, 1 << 30, dialled=True)
@@ -260,13 +298,18 @@ class AsyncClient:
         try:
             obj = await asyncio.wait_for(conn.recv(), timeout)
             if obj is None:
-                raise FrameError("truncated", "the broker closed the connection")
+                hint = (
+                    " before its hello (over TLS 1.3 this is how a broker refuses a client "
+                    "certificate: it may want one signed by its CA, cert / --cert)"
+                    if self.tls is not None
+                    else ""
+                )
+                raise FrameError("truncated", "the broker closed the connection" + hint)
             _, self.broker_id = check_hello(obj, "broker")
         except (FrameError, TimeoutError, OSError) as exc:
             conn.abort()
-            raise BrokerUnavailable(
-                f"{self.url} refused the connection: {exc or 'timeout'}"
-            ) from None
+            why = describe(exc) if isinstance(exc, ssl.SSLError) else str(exc) or "timeout"
+            raise BrokerUnavailable(f"{self.url} refused the connection: {why}") from None
         lease = obj.get("lease") or {}
         if isinstance(lease.get("refresh"), (int, float)) and lease["refresh"] > 0:
             self.refresh = float(lease["refresh"])
@@ -568,7 +611,7 @@ class AsyncClient:
         """Publish ``event`` (raw: a mapping, str or bytes the model parses; or a parsed
         event); returns its sequence number. A bad event raises EventError here, one whose
         frame is above the broker's ``max_frame_bytes`` :class:`BrokerRefused`. With a
-        broker that limits the publication rate, waits for its turn (docs/protocol.md §11)."""
+        broker that limits the publication rate, waits for its turn (docs/protocol.md §12)."""
         m = self.model(model)
         parsed = m.parse_event(event) if isinstance(event, (str, bytes, Mapping)) else event
         if self._bucket is not None and (wait := self._bucket.take()) > 0:

@@ -14,6 +14,12 @@ the neighbours, so a restarted broker rebuilds its tables within ρ from its cli
 neighbours' renewals. When a link comes up, both sides ask their whole side of the tree to
 renew now (``resync`` to the other neighbours, ``renew`` to the clients), so routing state
 flows over the new link at once instead of after up to ρ.
+
+Security (docs/protocol.md §10-§11; Fiege, Zeidler & Buchmann, "Security Aspects in
+Publish/Subscribe Systems", DEBS 2004, §4.1 and §4.2): clients are identified by a token or
+a TLS client certificate and checked against their authorized filters (:mod:`.auth`);
+with ``[tls]`` every connection, accepted or dialled, is TLS (:mod:`.tls`), and links are
+authenticated by ``broker.link_token`` or by the neighbour's certificate (``tls.link_names``).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import hmac
 import logging
 import os
 import signal
+import ssl
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -37,6 +44,7 @@ from pubsift.adapters.broker.connection import Connection
 from pubsift.adapters.broker.frames import FrameError, check_hello, error, hello
 from pubsift.adapters.broker.limits import ClientLimits, Limits
 from pubsift.adapters.broker.links import Reach
+from pubsift.adapters.broker.tls import TLSServer, describe, peer_names, show_names
 from pubsift.core.broker import Broker
 from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
@@ -87,7 +95,10 @@ def load_models(names: tuple[str, ...] | None, source: str) -> dict[str, FilterM
 
 
 def _why(exc: OSError) -> str:
-    """The OS's words for ``exc`` (asyncio's bind errors repeat the address)."""
+    """The OS's words for ``exc`` (asyncio's bind errors repeat the address); what went
+    wrong for a TLS error."""
+    if isinstance(exc, ssl.SSLError):
+        return describe(exc)
     return os.strerror(exc.errno).lower() if exc.errno else str(exc)
 
 
@@ -109,7 +120,7 @@ class BrokerDaemon:
         self._grants: dict[Connection, Grant] = {}
         #: the refusals of renewable messages already logged, per connection
         self._forbidden: dict[Connection, set[str | None]] = {}
-        #: each client connection's standing against its limits (docs/protocol.md §11)
+        #: each client connection's standing against its limits (docs/protocol.md §12)
         self._limits: dict[Connection, ClientLimits] = {}
         #: publications held back by a client's rate limit; peers cut off as slow consumers
         self.throttled = 0
@@ -119,7 +130,7 @@ class BrokerDaemon:
         self.id: str = config.id or ""
         self.broker: Broker | None = None
         self.reach = Reach(self.id)
-        self._server: asyncio.Server | None = None
+        self._server: asyncio.Server | TLSServer | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._absent: dict[str, float] = {}
         self._stopped = asyncio.Event()
@@ -138,9 +149,13 @@ class BrokerDaemon:
     async def start(self) -> None:
         cfg = self.config
         try:
-            self._server = await asyncio.start_server(
-                self._accept, cfg.listen.host, cfg.listen.port, limit=1 << 16
-            )
+            if cfg.tls is not None:
+                self._server = TLSServer(self._accept, cfg.tls.server_context, HANDSHAKE_TIMEOUT)
+                await self._server.start(cfg.listen)
+            else:
+                self._server = await asyncio.start_server(
+                    self._accept, cfg.listen.host, cfg.listen.port, limit=1 << 16
+                )
         except OSError as exc:
             raise ConfigError(
                 f"{cfg.source}: broker.listen (--listen): cannot listen on {cfg.listen}: "
@@ -163,9 +178,10 @@ class BrokerDaemon:
         for a in cfg.neighbours:
             self._tasks.append(asyncio.ensure_future(self._dial_forever(a)))
         log.info(
-            "broker %s listening on %s (strategy %s%s, models %s, lease π=%gs ρ=%gs)",
+            "broker %s listening on %s%s (strategy %s%s, models %s, lease π=%gs ρ=%gs)",
             self.id,
             self.address,
+            " (TLS)" if cfg.tls is not None else "",
             cfg.strategy,
             " with advertisements" if cfg.advertisements else "",
             ",".join(sorted(self.models)),
@@ -289,17 +305,15 @@ class BrokerDaemon:
             conn.role, conn.id = role, pid
             if role == "client":
                 if self.auth.enabled:
-                    grant = self.auth.authenticate(first.get("token"))
-                    if grant is None:
-                        why = "unknown token" if "token" in first else "no token in the hello"
-                        log.warning("client %s (%s): unauthorized: %s", pid, conn.peer, why)
-                        conn.close("unauthorized", why)
+                    grant = self.auth.identify(first, peer_names(writer.get_extra_info))
+                    if isinstance(grant, str):
+                        log.warning("client %s (%s): unauthorized: %s", pid, conn.peer, grant)
+                        conn.close("unauthorized", grant)
                         return
                     self._grants[conn] = grant
-                grant = self._grants.get(conn)
+                who = self._grants[conn].name if conn in self._grants else None
                 self._limits[conn] = ClientLimits(
-                    self._client_limits(pid, grant.name if grant else None),
-                    self.config.lease_period,
+                    self._client_limits(pid, who), self.config.lease_period
                 )
                 await self._serve_client(conn, pid)
             else:
@@ -418,7 +432,7 @@ class BrokerDaemon:
 
     def _pace(self, conn: Connection, pid: str, obj: dict[str, Any]) -> float:
         """How long a client frame waits before it is processed: a ``pub`` when the
-        client's bucket is empty (docs/protocol.md §11; every ``pub`` frame counts,
+        client's bucket is empty (docs/protocol.md §12; every ``pub`` frame counts,
         refused or not)."""
         lim = self._limits.get(conn)
         if obj["kind"] != "pub" or lim is None:
@@ -533,14 +547,31 @@ class BrokerDaemon:
         return frozenset(theirs)
 
     def _check_link_token(self, conn: Connection, pid: str, token: Any) -> None:
-        """A broker link must present ``broker.link_token`` when one is set; with
-        identities but no link token, links are not accepted at all (else any client could
-        connect as a broker and get past the authorization checks)."""
+        """A broker link must present ``broker.link_token`` or a certificate named in
+        ``tls.link_names`` when either is set; with identities but neither, links are not
+        accepted at all (else any client could connect as a broker and get past the
+        authorization checks)."""
         expected = self.config.link_token
-        if expected is None and not self.auth.enabled:
+        tls = self.config.tls
+        by_cert = tls is not None and bool(tls.link_names)
+        if by_cert:
+            assert tls is not None
+            names = peer_names(conn.writer.get_extra_info)
+            if tls.link_allowed(names):
+                log.info("link from broker %s: certificate %s accepted", pid, show_names(names))
+                return
+        if expected is None and not by_cert and not self.auth.enabled:
             return
-        if expected is None:
-            why = "this broker has [identities] and no broker.link_token: it accepts no links"
+        if expected is None and not by_cert:
+            why = (
+                "this broker has [identities] and neither broker.link_token nor "
+                "tls.link_names: it accepts no links"
+            )
+        elif expected is None:
+            why = (
+                f"its certificate ({show_names(peer_names(conn.writer.get_extra_info))}) "
+                "is not one of tls.link_names"
+            )
         elif not isinstance(token, str) or not hmac.compare_digest(
             expected.encode("utf-8"), token.encode("utf-8")
         ):
@@ -578,9 +609,15 @@ class BrokerDaemon:
         backoff = Backoff(self.config.backoff_initial, self.config.backoff_max)
         failing = False  # the first failure of a series is a warning, the others debug
         while not self._stopping:
+            tls = self.config.tls
             try:
                 reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(address.host, address.port, limit=1 << 16),
+                    asyncio.open_connection(
+                        address.host,
+                        address.port,
+                        limit=1 << 16,
+                        ssl=tls.link_context if tls is not None else None,
+                    ),
                     HANDSHAKE_TIMEOUT,
                 )
             except (OSError, TimeoutError) as exc:
@@ -641,6 +678,15 @@ class BrokerDaemon:
             return None
         _, pid = check_hello(obj, "broker")
         conn.role, conn.id = "broker", pid
+        tls = self.config.tls
+        if tls is not None and tls.link_names:  # links authenticated by certificate, both ways
+            names = peer_names(conn.writer.get_extra_info)
+            if not tls.link_allowed(names):
+                raise FrameError(
+                    "unauthorized",
+                    f"neighbour {pid}'s certificate ({show_names(names)}) is not one of "
+                    "tls.link_names",
+                )
         self._check_neighbour(conn, pid)
         try:
             reserved = self._check_reach(pid, obj.get("reach"))

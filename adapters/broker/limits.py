@@ -1,4 +1,4 @@
-"""Per-client limits of a broker exposed to untrusted clients (docs/protocol.md §11): how
+"""Per-client limits of a broker exposed to untrusted clients (docs/protocol.md §12): how
 many subscriptions and advertisements one client connection may hold, and how fast it may
 publish. (Frame size and the send queue of a slow consumer are the connection's own:
 :mod:`.connection`.)

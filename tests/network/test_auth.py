@@ -233,7 +233,7 @@ def test_publications_outside_the_publish_filters_are_forbidden(tmp_path):
             "identities.b.token: the same",
         ),
         ("identities = 3", "identities: expected a table"),
-        ("[identities.a]\ntoken = 't'\n[gateway]\nlisten = '127.0.0.1:0'", "gateway.listen"),
+        ("[identities.a]\ncert_name = 'a'", "identities.a.cert_name: needs [tls] with ca"),
     ],
 )
 def test_identity_errors_name_file_and_key(tmp_path, text, words):
