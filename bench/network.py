@@ -4,7 +4,7 @@ against flooding on the same workload and the same offered rates.
 
     .venv/bin/python bench/network.py [--rates 250,500,1000,2000] [--seconds 4]
                                       [--strategies flooding,covering,merging]
-                                      [--quick] [--json PATH]
+                                      [--tls] [--quick] [--json PATH]
 
 Setup: seven ``pubsift broker`` processes on 127.0.0.1 in a tree (b0 the root, b1 and b2
 its children, b3-b6 the leaves), records model, long leases (below). 50 subscriber
@@ -27,6 +27,12 @@ machine the seven brokers got), and the busiest helper process's CPU share (to s
 clients and publishers are not the bottleneck). Every strategy runs on a fresh tree with
 the same subscriptions and the same publications. Wall time, on a machine shared with
 other work: the load average is printed with the figures.
+
+``--tls`` (docs/protocol.md §11) runs every strategy twice on the same workload in the same
+run, first plaintext, then with TLS on every connection (clients ``pubsifts://``, links
+dialled with TLS, throwaway certificates from trustme, TLS 1.3, ECDSA P-256 keys), and
+prints the figures of TLS on against off as ratios: notifications per second, and broker CPU
+seconds per 1,000 publications (the steadier figure on a shared machine).
 
 Leases are long here (π = 600 s, ρ = 200 s), so that no renewal round falls into a
 measured window: with covering or merging a renewal costs each broker on its way a
@@ -73,6 +79,7 @@ period = 600.0
 refresh = 200.0
 [limits]
 max_queue = 1000000
+max_queue_bytes = 1073741824
 """
 
 
@@ -153,6 +160,24 @@ async def connected(client: Any, timeout: float = 60.0) -> Any:
             await asyncio.sleep(0.2)
 
 
+def make_certs(tmp: Path) -> dict[str, str]:
+    """A throwaway CA and one broker certificate for 127.0.0.1 (all seven brokers use it;
+    trustme, from the ``dev`` extra), as PEM files: ``{"ca", "cert", "key"}``."""
+    import trustme
+
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1", common_name="bench-broker")
+    out = {
+        "ca": str(tmp / "ca.pem"),
+        "cert": str(tmp / "broker.pem"),
+        "key": str(tmp / "broker.key"),
+    }
+    ca.cert_pem.write_to_path(out["ca"])
+    leaf.cert_chain_pems[0].write_to_path(out["cert"])
+    leaf.private_key_pem.write_to_path(out["key"])
+    return out
+
+
 class Subscribers:
     """The subscriber clients of one helper process and what they received per step."""
 
@@ -166,7 +191,7 @@ class Subscribers:
         from pubsift.adapters.broker.client import AsyncClient, Notification
 
         for c in spec:
-            client = await connected(AsyncClient(c["url"], id=c["id"]))
+            client = await connected(AsyncClient(c["url"], id=c["id"], ca=c.get("ca")))
             seen: list[Any] = [None]
 
             def got(n: Notification, seen: list[Any] = seen) -> None:
@@ -241,7 +266,7 @@ async def worker() -> None:
                 subs = Subscribers()
                 await subs.connect(spec)
             else:
-                pub = await connected(AsyncClient(spec["url"], id=spec["id"]))
+                pub = await connected(AsyncClient(spec["url"], id=spec["id"], ca=spec.get("ca")))
             answer: Any = "ready"
         elif word == "count":
             answer = dict(subs.count)
@@ -331,10 +356,15 @@ class Tree:
     """Seven ``pubsift broker`` processes with one strategy, started together (each child
     dials its parent, re-dialling until the parent listens)."""
 
-    def __init__(self, tmp: Path, strategy: str) -> None:
-        self.tmp = tmp / strategy
+    def __init__(self, tmp: Path, strategy: str, certs: dict[str, str] | None = None) -> None:
+        self.tmp = tmp / (strategy + ("-tls" if certs else ""))
         self.tmp.mkdir()
-        (self.tmp / "broker.toml").write_text(CONFIG.format(strategy=strategy))
+        #: the CA that verifies the brokers (None: plaintext)
+        self.ca = certs["ca"] if certs else None
+        config = CONFIG.format(strategy=strategy)
+        if certs:
+            config += "[tls]\n" + "".join(f'{k} = "{v}"\n' for k, v in certs.items())
+        (self.tmp / "broker.toml").write_text(config)
         self.procs: dict[str, subprocess.Popen] = {}
         self.ports = dict(zip(TREE, free_ports(len(TREE))))
         for b in TREE:
@@ -364,14 +394,15 @@ class Tree:
             time.sleep(0.2)
 
     def url(self, b: str) -> str:
-        return f"pubsift://127.0.0.1:{self.ports[b]}"
+        return f"pubsift{'s' if self.ca else ''}://127.0.0.1:{self.ports[b]}"
 
     def stats(self) -> dict[str, dict[str, Any]]:
         from pubsift.adapters.broker.client import connect
 
         out = {}
         for b in TREE:
-            with connect(self.url(b), id=f"bench-probe-{b}-{time.monotonic_ns()}") as c:
+            probe = f"bench-probe-{b}-{time.monotonic_ns()}"
+            with connect(self.url(b), id=probe, ca=self.ca) as c:
                 out[b] = c.stats(timeout=60)
         return out
 
@@ -394,6 +425,7 @@ class Tree:
 class Step:
     strategy: str
     offered: float
+    tls: bool = False
     sent: int = 0
     pub_rate: float = 0.0
     expected: int = 0
@@ -446,19 +478,23 @@ def run_strategy(
     subw: list[Worker],
     pubw: list[Worker],
     say: Any,
+    certs: dict[str, str] | None = None,
 ) -> list[Step]:
-    tree = Tree(tmp, strategy)
+    tree = Tree(tmp, strategy, certs)
+    label = strategy + (" TLS" if certs else "")
     try:
         ids = sorted(TREE)
         specs: list[list[dict[str, Any]]] = [[] for _ in subw]
         for i, fs in enumerate(subs):
             b = ids[i % len(ids)]
-            specs[i % len(subw)].append({"id": f"sub-{i:02d}", "url": tree.url(b), "filters": fs})
+            specs[i % len(subw)].append(
+                {"id": f"sub-{i:02d}", "url": tree.url(b), "filters": fs, "ca": tree.ca}
+            )
         tree.wait_up()
         for w, spec in zip(subw, specs):
             w.send("connect " + json.dumps(spec))
         for w, b in zip(pubw, PUBLISHERS_AT):
-            w.send("connect " + json.dumps({"id": f"pub-{b}", "url": tree.url(b)}))
+            w.send("connect " + json.dumps({"id": f"pub-{b}", "url": tree.url(b), "ca": tree.ca}))
         for w in subw + pubw:
             assert w.readline() == "ready"
         # the subscriptions are in: the routing tables' sizes stay the same for a second
@@ -473,7 +509,7 @@ def run_strategy(
                 raise RuntimeError("the routing tables did not settle")
             time.sleep(0.25)
         local, remote = sizes
-        say(f"  {strategy}: 7 brokers up, 1,000 subscriptions in: Σ|L| = {local}, Σ|R| = {remote}")
+        say(f"  {label}: 7 brokers up, 1,000 subscriptions in: Σ|L| = {local}, Σ|R| = {remote}")
         steps = []
         for k, rate in enumerate(rates):
             st0, cpu0, wall0 = tree.stats(), tree.cpu(), time.monotonic()
@@ -506,7 +542,7 @@ def run_strategy(
             st1, cpu1, wall = tree.stats(), tree.cpu(), time.monotonic() - wall0
             lats = sorted(x for r in reports for x in r["latency"])
             lasts = [r["last"] for r in reports if r["last"] is not None]
-            s = Step(strategy, rate)
+            s = Step(strategy, rate, certs is not None)
             s.sent = sum(sent)
             s.pub_rate = s.sent / max(d["seconds"] for d in done)
             s.expected = want
@@ -532,7 +568,7 @@ def run_strategy(
             )
             steps.append(s)
             say(
-                f"  {strategy:<9} offered {rate:>6,.0f}/s: sent {s.pub_rate:,.0f}/s, "
+                f"  {label:<13} offered {rate:>6,.0f}/s: sent {s.pub_rate:,.0f}/s, "
                 f"{s.rate:,.0f} notifications/s ({s.delivered:,}/{s.expected:,}), "
                 f"p50 {s.p50_ms:,.1f} ms, p99 {s.p99_ms:,.1f} ms, "
                 f"{s.link_msgs / max(s.sent, 1):.2f} link msgs/pub"
@@ -572,6 +608,11 @@ def main(argv: list[str] | None = None) -> int:
         help="default flooding,covering,merging; quick: flooding,covering",
     )
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--tls",
+        action="store_true",
+        help="run each strategy twice, plaintext and TLS, and print TLS on against off",
+    )
     args = bench.parse()
     rates = [
         float(r)
@@ -616,11 +657,13 @@ def main(argv: list[str] | None = None) -> int:
         steps: list[Step] = []
         subw = [Worker(tmp, f"sub{k}") for k in range(SUB_PROCS)]
         pubw = [Worker(tmp, f"pub-{b}") for b in PUBLISHERS_AT]
+        certs = make_certs(tmp) if args.tls else None
         try:
             for s in strategies:
-                steps += run_strategy(
-                    s, subs, rates, files, expected, seconds, tmp, subw, pubw, console.print
-                )
+                for c in (None, certs) if certs else (None,):
+                    steps += run_strategy(
+                        s, subs, rates, files, expected, seconds, tmp, subw, pubw, console.print, c
+                    )
         finally:
             for w in subw + pubw:
                 w.close()
@@ -632,6 +675,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for col in (
         "strategy",
+        *(("TLS",) if args.tls else ()),
         "offered/s",
         "sent/s",
         "notifications/s",
@@ -646,12 +690,13 @@ def main(argv: list[str] | None = None) -> int:
         "busiest helper CPU",
     ):
         table.add_column(col, justify="left" if col == "strategy" else "right")
-    base = {s.offered: s for s in steps if s.strategy == "flooding"}
+    base = {(s.offered, s.tls): s for s in steps if s.strategy == "flooding"}
     for s in steps:
-        f = base[s.offered]
+        f = base[(s.offered, s.tls)]
         r = s.rate / f.rate if f.rate else float("nan")
         table.add_row(
             s.strategy,
+            *(("on" if s.tls else "off",) if args.tls else ()),
             f"{s.offered:,.0f}",
             f"{s.pub_rate:,.0f}",
             f"{s.rate:,.0f}",
@@ -667,6 +712,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         bench.row(
             strategy=s.strategy,
+            tls=s.tls,
             offered=s.offered,
             sent=s.sent,
             sent_per_s=s.pub_rate,
@@ -686,22 +732,53 @@ def main(argv: list[str] | None = None) -> int:
             helper_cpu=s.helper_cpu,
         )
     console.print(table)
+    if args.tls:
+        tls_figures(steps, strategies, bench, console.print)
     top = max(rates)
+    plain = [s for s in steps if not s.tls]
     for name in strategies:
         if name == "flooding":
             continue
-        best = max((s for s in steps if s.strategy == name), key=lambda s: s.rate)
-        fbest = max((s for s in steps if s.strategy == "flooding"), key=lambda s: s.rate)
-        at_top = next(s for s in steps if s.strategy == name and s.offered == top)
+        best = max((s for s in plain if s.strategy == name), key=lambda s: s.rate)
+        fbest = max((s for s in plain if s.strategy == "flooding"), key=lambda s: s.rate)
+        at_top = next(s for s in plain if s.strategy == name and s.offered == top)
         bench.headline(
             f"network, 7 broker processes, 1k subscriptions, {name} vs flooding",
             f"{best.rate:,.0f} vs {fbest.rate:,.0f} notifications/s at best "
             f"({best.rate / fbest.rate:.2f}×); at {top:,.0f} pubs/s offered: p99 "
-            f"{at_top.p99_ms:,.0f} vs {base[top].p99_ms:,.0f} ms, "
+            f"{at_top.p99_ms:,.0f} vs {base[(top, False)].p99_ms:,.0f} ms, "
             f"{at_top.link_msgs / max(at_top.sent, 1):.2f} vs "
-            f"{base[top].link_msgs / max(base[top].sent, 1):.2f} link msgs/pub",
+            f"{base[(top, False)].link_msgs / max(base[(top, False)].sent, 1):.2f} link msgs/pub",
         )
     return bench.finish(0)
+
+
+def tls_figures(steps: list[Step], strategies: list[str], bench: Any, say: Any) -> None:
+    """TLS on against off, per strategy and offered rate: notifications/s, broker CPU
+    seconds per 1,000 publications, p50 latency (the same workload, the same run)."""
+    off = {(s.strategy, s.offered): s for s in steps if not s.tls}
+    for s in (s for s in steps if s.tls):
+        o = off[(s.strategy, s.offered)]
+        rate = s.rate / o.rate if o.rate else float("nan")
+        cpu_on, cpu_off = (1000 * x.broker_cpu / max(x.sent, 1) for x in (s, o))
+        cpu = cpu_on / cpu_off if cpu_off else float("nan")
+        say(
+            f"TLS on/off, {s.strategy}, {s.offered:,.0f} pubs/s offered: "
+            f"{s.rate:,.0f} / {o.rate:,.0f} notifications/s = {rate:.2f}×; broker CPU "
+            f"{cpu_on:.2f} / {cpu_off:.2f} s per 1k pubs = {cpu:.2f}×; p50 "
+            f"{s.p50_ms:,.1f} / {o.p50_ms:,.1f} ms"
+        )
+    for name in strategies:
+        pairs = [(s, off[(s.strategy, s.offered)]) for s in steps if s.tls and s.strategy == name]
+        on, of = max(pairs, key=lambda p: p[1].offered)
+        bench.headline(
+            f"network, 7 broker processes, {name}: TLS on vs off",
+            f"{on.rate:,.0f} vs {of.rate:,.0f} notifications/s "
+            f"({on.rate / of.rate if of.rate else float('nan'):.2f}×) at "
+            f"{of.offered:,.0f} pubs/s offered; broker CPU "
+            f"{on.broker_cpu / max(on.sent, 1) * 1000:.2f} vs "
+            f"{of.broker_cpu / max(of.sent, 1) * 1000:.2f} s per 1k pubs",
+        )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ unchanged :class:`pubsift.core.broker.Broker` behind asyncio streams.
 ``backoff``     exponential backoff with jitter for re-dialling
 ``links``       neighbour links: reach sets, cycle refusal, dialling
 ``daemon``      :class:`BrokerDaemon`: the Broker, its Port, leases in real time
+``auth``        identities (tokens, client certificates) and authorized filters
+``tls``         ``[tls]``: TLS contexts, certificate names, the TLS port's listener
 ``client``      :class:`AsyncClient` and the synchronous :class:`Client`
 ``gateway``     the HTTP gateway: POST to publish, Server-Sent Events to subscribe
 ``feedpub``     polling feeds and publishing each new item once (``publish-feed``)

@@ -2,7 +2,8 @@
 §10), after Fiege, Zeidler & Buchmann, "Security Aspects in Publish/Subscribe Systems",
 DEBS 2004, §4.1 "Client Access Control" (access control at the border broker; there the
 credential is an attribute certificate carrying the authorized filters, here a token
-naming an identity of broker.toml): a subscription or advertisement is accepted only if an
+naming an identity of broker.toml, or a verified TLS client certificate whose name the
+identity gives as ``cert_name``): a subscription or advertisement is accepted only if an
 authorized filter of the identity *covers* it, a publication only if it *matches* one of
 the identity's publishing filters.
 
@@ -15,7 +16,8 @@ of one identity and model are held in the model's index (``new_index``), so the 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping
+import secrets
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,9 +33,13 @@ class Grant:
     """One identity's authorized filters, indexed per model."""
 
     name: str
-    token: bytes = field(repr=False)
+    token: bytes | None = field(repr=False)
     subscribe: dict[str, FilterIndex[Any, Any]] = field(default_factory=dict)
     publish: dict[str, FilterIndex[Any, Any]] = field(default_factory=dict)
+    #: the TLS client certificate name that selects this identity
+    cert_name: str | None = None
+    #: the broker's own HTTP gateway, which checks each HTTP request itself
+    unrestricted: bool = False
 
 
 class Authorizer:
@@ -47,7 +53,8 @@ class Authorizer:
     ) -> None:
         self.grants: list[Grant] = []
         for ident in identities:
-            g = Grant(ident.name, ident.token.encode("utf-8"))
+            token = ident.token.encode("utf-8") if ident.token is not None else None
+            g = Grant(ident.name, token, cert_name=ident.cert_name)
             for right, table in (("subscribe", ident.subscribe), ("publish", ident.publish)):
                 out: dict[str, FilterIndex[Any, Any]] = getattr(g, right)
                 for m, texts in table.items():
@@ -77,14 +84,47 @@ class Authorizer:
         given = token.encode("utf-8")
         found = None
         for g in self.grants:  # no early exit: the time does not tell which one matched
-            if hmac.compare_digest(g.token, given):
+            if g.token is not None and hmac.compare_digest(g.token, given):
                 found = g
         return found
+
+    def by_certificate(self, names: Set[str]) -> Grant | str:
+        """The identity whose ``cert_name`` is one of ``names`` (a verified client
+        certificate's CN and subjectAltNames), or why there is none."""
+        found = [g for g in self.grants if g.cert_name is not None and g.cert_name in names]
+        if len(found) == 1:
+            return found[0]
+        shown = ", ".join(repr(n) for n in sorted(names)) or "no name"
+        if not found:
+            return f"the client certificate ({shown}) names no identity"
+        return (
+            f"the client certificate ({shown}) names several identities "
+            f"({', '.join(sorted(g.name for g in found))})"
+        )
+
+    def identify(self, hello: Mapping[str, Any], cert_names: Set[str] | None) -> Grant | str:
+        """The identity of a client, or why it has none: the hello's ``token`` if it has
+        one (then it must be known), else the names of its verified TLS client
+        certificate (``cert_names``; None without one)."""
+        if "token" in hello:
+            return self.authenticate(hello["token"]) or "unknown token"
+        if cert_names is not None:
+            return self.by_certificate(cert_names)
+        return "no token in the hello (and no client certificate)"
+
+    def internal(self, name: str) -> str:
+        """Add an unrestricted identity for the broker's own HTTP gateway, which checks
+        every HTTP request against the identities itself; returns its (random) token."""
+        token = secrets.token_urlsafe(32)
+        self.grants.append(Grant(name, token.encode("utf-8"), unrestricted=True))
+        return token
 
     @staticmethod
     def check(grant: Grant, msg: Message, models: Mapping[str, FilterModel]) -> str | None:
         """None if ``grant`` allows ``msg``; otherwise why not. Withdrawals (unsub,
         unadv) are always allowed: they only remove what the client itself added."""
+        if grant.unrestricted:
+            return None
         try:
             if isinstance(msg, (Sub, Adv)):
                 index = (grant.subscribe if isinstance(msg, Sub) else grant.publish).get(msg.model)

@@ -6,8 +6,13 @@
     pubsift pub URL -m MODEL [FILE...]
     pubsift publish-feed URL FEED... [--interval SECONDS] [--once] [--state PATH]
 
+The clients take ``--token`` (or ``$PUBSIFT_TOKEN``) and, for a ``pubsifts://`` URL (TLS),
+``--ca``, ``--cert``, ``--key`` (or ``$PUBSIFT_CA``, ``$PUBSIFT_CERT``, ``$PUBSIFT_KEY``);
+docs/protocol.md §10-§11.
+
 ``sub`` prints each matching event as one JSON line until interrupted (exit 0 on Ctrl-C or
-SIGTERM); ``pub`` publishes JSON lines from standard input, or files through the adapters'
+SIGTERM; exit 1 with one line when the broker refuses a subscription: ``forbidden``,
+``limit``, ...); ``pub`` publishes JSON lines from standard input, or files through the adapters'
 readers (quarantined records are reported on standard error, not sent); ``publish-feed``
 polls feeds and publishes each new item once (:mod:`.feedpub`).
 """
@@ -37,7 +42,8 @@ unanswered pings. The keys of broker.toml are listed in the README ("Running bro
 pubsift.adapters.broker.config; a bad value is reported with the file and key, exit 2.
 Logs go to standard error, one line per event. SIGTERM or SIGINT: the broker tells every
 client and neighbour 'shutdown', closes, and exits 0. Clients: pubsift sub / pub /
-publish-feed pubsift://HOST:PORT, or the HTTP gateway (--gateway) with curl.
+publish-feed pubsift://HOST:PORT (pubsifts:// when broker.toml has [tls]), or the HTTP
+gateway (--gateway) with curl.
 """
 
 
@@ -110,6 +116,7 @@ def add_sub_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--id", help="client id (default: random)")
     add_token_argument(p)
+    add_tls_arguments(p)
     p.set_defaults(func=cmd_sub)
 
 
@@ -122,9 +129,57 @@ def add_token_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: the TLS options of the clients and the environment variables they default to
+TLS_OPTIONS = (
+    ("ca", "PUBSIFT_CA", "the CA certificates (PEM) that verify the broker"),
+    ("cert", "PUBSIFT_CERT", "this client's certificate (PEM), e.g. for a cert_name identity"),
+    ("key", "PUBSIFT_KEY", "the private key of --cert (PEM; default: in the --cert file)"),
+)
+
+
+def add_tls_arguments(p: argparse.ArgumentParser) -> None:
+    for name, env, what in TLS_OPTIONS:
+        p.add_argument(
+            f"--{name}",
+            metavar="PEM",
+            help=f"{what}; for pubsifts:// URLs (default: ${env}; docs/protocol.md §11)",
+        )
+
+
+def client_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``token``, ``ca``, ``cert``, ``key`` for :class:`AsyncClient` from the flags; the
+    TLS ones default to their environment variables for ``pubsifts://`` URLs only, so that
+    a ``$PUBSIFT_CA`` set for one broker does not break plaintext ones."""
+    from pubsift.adapters.broker.frames import url_uses_tls
+
+    out: dict[str, Any] = {"token": args.token}
+    tls = url_uses_tls(args.url)
+    for name, env, _ in TLS_OPTIONS:
+        given = getattr(args, name)
+        value = given if given is not None else (os.environ.get(env) or None if tls else None)
+        if value is not None:
+            out[name] = value
+    if tls:  # errors name the flag
+        from pubsift.adapters.broker.tls import client_context
+
+        client_context(
+            True, out.get("ca"), out.get("cert"), out.get("key"), ("--ca", "--cert", "--key")
+        )
+    else:
+        given = [f"--{n}" for n, _, _ in TLS_OPTIONS if n in out]
+        if given:
+            from pubsift.adapters.broker.config import ConfigError
+
+            raise ConfigError(
+                f"{', '.join(given)} given for the plaintext URL {args.url}: "
+                "use pubsifts:// for the broker's TLS port"
+            )
+    return out
+
+
 def cmd_sub(args: argparse.Namespace, console: Console) -> int:
     from pubsift.adapters.broker.client import REFUSALS, AsyncClient, BrokerRefused, Notification
-    from pubsift.core.cli_input import strict_json
+    from pubsift.core.cli_input import one_line, strict_json
 
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     out = sys.stdout
@@ -133,7 +188,9 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
         out.write(json.dumps(n.to_json(), ensure_ascii=False) + "\n")
         out.flush()
 
-    async def main() -> None:
+    options = client_options(args)
+
+    async def main() -> int:
         stop = asyncio.Event()
         refusal: list[dict[str, Any]] = []
 
@@ -142,7 +199,7 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
                 refusal.append(obj)
                 stop.set()
 
-        client = AsyncClient(args.url, id=args.id, on_error=on_error, token=args.token)
+        client = AsyncClient(args.url, id=args.id, on_error=on_error, **options)
         specs: list[Any] = [
             strict_json(f) if f.lstrip().startswith("{") else f for f in args.filter
         ]
@@ -155,18 +212,27 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
             client.check_routed(args.model)
             for f in filters:
                 await client.subscribe(args.model, f, show)
-            sys.stderr.write(f"pubsift sub: subscribed as {client.id} at {client.broker_id}\n")
-            await stop.wait()
+            await client.flush()  # any refusal of them has come by now
+            if not refusal:
+                sys.stderr.write(f"pubsift sub: subscribed as {client.id} at {client.broker_id}\n")
+                await stop.wait()
         finally:
             await client.close()
-        if refusal:
-            raise BrokerRefused(
+        if not refusal:
+            return 0
+        # the broker names the refused filter by the ref it echoes; an older one may not
+        why = (
+            client.refusals[0]
+            if client.refusals
+            else BrokerRefused(
                 f"broker {client.broker_id} refused the subscription: "
                 f"{refusal[0].get('reason')}: {refusal[0].get('message')}"
             )
+        )
+        sys.stderr.write(f"pubsift sub: {one_line(why)}\n")
+        return 1
 
-    asyncio.run(main())
-    return 0
+    return asyncio.run(main())
 
 
 class _Intermixed(argparse.ArgumentParser):
@@ -193,6 +259,7 @@ def add_pub_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--id", help="client (publisher) id (default: random)")
     p.add_argument("--advertise", metavar="FILTER", help="advertise this filter first")
     add_token_argument(p)
+    add_tls_arguments(p)
     p.set_defaults(func=cmd_pub)
 
 
@@ -204,6 +271,7 @@ def cmd_pub(args: argparse.Namespace, console: Console) -> int:
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
 
     quarantined = [0]
+    options = client_options(args)
 
     async def stdin_lines() -> Any:
         """(where, line) of standard input, read in a thread as it comes: a pipe that
@@ -244,7 +312,7 @@ def cmd_pub(args: argparse.Namespace, console: Console) -> int:
                 yield item.id, item.event
 
     async def main() -> int:
-        client = AsyncClient(args.url, id=args.id, token=args.token)
+        client = AsyncClient(args.url, id=args.id, **options)
         await client.connect()
         try:
             client.check_routed(args.model)
@@ -306,6 +374,8 @@ def add_publish_feed_arguments(p: argparse.ArgumentParser) -> None:
         help="remember what was published there across runs (JSON; default: nowhere)",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    add_token_argument(p)
+    add_tls_arguments(p)
     p.set_defaults(func=cmd_publish_feed)
 
 
@@ -315,13 +385,16 @@ def cmd_publish_feed(args: argparse.Namespace, console: Console) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format=LOG_FORMAT)
     if not args.interval > 0:
         raise FeedError(f"--interval: expected seconds > 0, got {args.interval:g}")
+    options = client_options(args)
 
     async def main() -> int:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        counts = await run(args.url, args.feeds, args.state, args.interval, args.once, stop)
+        counts = await run(
+            args.url, args.feeds, args.state, args.interval, args.once, stop, **options
+        )
         return 1 if args.once and counts.problems else 0
 
     return asyncio.run(main())

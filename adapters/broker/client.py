@@ -6,6 +6,7 @@ advertise, unadvertise) over a connection to one broker.
 >>> c = connect("pubsift://127.0.0.1:7400")                      # doctest: +SKIP
 >>> c.subscribe("records", "price > 10", print)                  # doctest: +SKIP
 >>> c.publish("records", {"symbol": "IBM", "price": 12})         # doctest: +SKIP
+>>> s = connect("pubsifts://broker.example.org:7400", ca="ca.pem")  # doctest: +SKIP
 
 :class:`AsyncClient` runs in an asyncio loop; :class:`Client` wraps it for synchronous code
 (a background thread runs the loop; handlers run in that thread).
@@ -16,10 +17,26 @@ came up). If the connection is lost it reconnects with exponential backoff and i
 again. Publications made while disconnected wait in a bounded buffer and are sent, in order,
 after the subscriptions and advertisements.
 
+Refusals: every ``sub`` and ``adv`` frame carries a ``ref`` (one per subscription or
+advertisement, the same on its renewals), which the broker echoes in an ``error`` refusing
+it (``forbidden``, ``limit``, ...). The client then drops it from what it renews, marks its
+handles inactive with :attr:`Subscription.refused` set, and ``subscribe(...,
+confirm=True)`` raises that :class:`SubscriptionRefused`.
+
+Publication rate: a broker with ``max_publish_rate`` says so in its hello, and the client
+paces its publications to it (``publish`` waits for the token), so what it sends never
+waits in the network behind a throttled stream (docs/protocol.md §12).
+
 Delivery: each publication carries ``[publisher id, sequence number]``; the client hands a
 notification to its handlers only if its sequence number is above the last one delivered
 from that publisher, so per publisher notifications arrive in publication order and never
 twice (docs/protocol.md).
+
+TLS (docs/protocol.md §11): a ``pubsifts://`` URL (or ``tls=True``) connects over TLS,
+verifying the broker's certificate with ``ca`` (default: the system's CAs) and its host
+name; ``cert``/``key`` present a client certificate, which may stand for a token (a
+broker's ``[identities.NAME] cert_name``). ``tls`` may also be a ready
+:class:`ssl.SSLContext`.
 """
 
 from __future__ import annotations
@@ -28,6 +45,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import ssl
 import threading
 import uuid
 from collections import deque
@@ -38,7 +56,16 @@ from typing import Any
 
 from pubsift.adapters.broker.backoff import Backoff
 from pubsift.adapters.broker.connection import Connection
-from pubsift.adapters.broker.frames import FrameError, check_hello, encode, hello, parse_url
+from pubsift.adapters.broker.frames import (
+    FrameError,
+    check_hello,
+    encode,
+    hello,
+    parse_url,
+    url_uses_tls,
+)
+from pubsift.adapters.broker.limits import TokenBucket
+from pubsift.adapters.broker.tls import client_context, describe
 from pubsift.core.errors import PubsiftError
 from pubsift.core.model import Event, Filter, FilterModel
 
@@ -55,8 +82,26 @@ class BrokerRefused(PubsiftError, ValueError):
     """The broker refused a request: a model it does not route, an invalid filter."""
 
 
+class SubscriptionRefused(BrokerRefused):
+    """The broker refused a subscription or advertisement (``kind`` ``sub`` or ``adv``):
+    ``reason`` is the error reason (``forbidden``, ``limit``, ``invalid-message``,
+    ``refused``), ``error`` the broker's whole ``error`` frame. The client no longer
+    renews it."""
+
+    def __init__(
+        self, kind: str, model: str, filter: Filter, text: str, error: dict[str, Any]
+    ) -> None:
+        self.kind, self.model, self.filter, self.error = kind, model, filter, error
+        self.reason = str(error.get("reason"))
+        what = "subscription" if kind == "sub" else "advertisement"
+        super().__init__(
+            f"the broker refused the {what} {text!r} in {model}: {self.reason}: "
+            f"{error.get('message')}"
+        )
+
+
 #: error reasons that refuse one message (the connection stays): docs/protocol.md §6
-REFUSALS = ("invalid-message", "refused", "unknown-kind", "bad-frame", "forbidden")
+REFUSALS = ("invalid-message", "refused", "unknown-kind", "bad-frame", "forbidden", "limit")
 
 
 @dataclass(frozen=True)
@@ -90,6 +135,8 @@ class Subscription:
     filter: Filter
     handler: Handler
     active: bool = field(default=True)
+    #: why the broker refused it (then ``active`` is False and it is not renewed)
+    refused: SubscriptionRefused | None = None
 
 
 @dataclass(eq=False)
@@ -99,11 +146,17 @@ class Advertisement:
     model: str
     filter: Filter
     active: bool = field(default=True)
+    #: why the broker refused it (then ``active`` is False and it is not renewed)
+    refused: SubscriptionRefused | None = None
 
 
 class AsyncClient:
-    """One client connection to the broker at ``url`` (``pubsift://host:port``). ``id``
-    identifies the client (default: a fresh random one); it is also the publisher id."""
+    """One client connection to the broker at ``url`` (``pubsift://host:port``, or
+    ``pubsifts://host:port`` for TLS). ``id`` identifies the client (default: a fresh
+    random one); it is also the publisher id. ``token`` is the credential of the client's
+    identity; ``tls`` (True, or an :class:`ssl.SSLContext`), ``ca``, ``cert`` and ``key``
+    set up TLS (module docstring). Bad TLS options raise
+    :class:`~pubsift.adapters.broker.config.ConfigError` here."""
 
     def __init__(
         self,
@@ -115,11 +168,17 @@ class AsyncClient:
         max_buffer: int = 10_000,
         on_error: Callable[[dict[str, Any]], Any] | None = None,
         token: str | None = None,
+        tls: bool | ssl.SSLContext | None = None,
+        ca: str | None = None,
+        cert: str | None = None,
+        key: str | None = None,
     ) -> None:
         self.url = url
         #: the credential sent in the hello (docs/protocol.md §10); None: none sent
         self.token = token
         self.host, self.port = parse_url(url)
+        #: the TLS context of the connection (docs/protocol.md §11); None: plaintext
+        self.tls = client_context(tls or url_uses_tls(url), ca, cert, key)
         self.id = id or f"client-{uuid.uuid4().hex[:12]}"
         self._models: dict[str, FilterModel] = dict(models or {})
         self._backoff = Backoff(*backoff)
@@ -128,6 +187,14 @@ class AsyncClient:
         #: active subscriptions by (model, filter), in order of subscription
         self._subs: dict[tuple[str, Filter], list[Subscription]] = {}
         self._advs: dict[tuple[str, Filter], list[Advertisement]] = {}
+        #: the ``ref`` of each subscription and advertisement, and back
+        self._ref_of: dict[tuple[str, str, Filter], int] = {}
+        self._by_ref: dict[int, tuple[str, str, Filter]] = {}
+        self._last_ref = 0
+        #: the subscriptions and advertisements the broker refused, in order
+        self.refusals: list[SubscriptionRefused] = []
+        #: paces publications to the broker's max_publish_rate (its hello says)
+        self._bucket: TokenBucket | None = None
         self._seq = 0
         self._last_seq: dict[str, int] = {}
         self._pending: deque[dict[str, Any] | bytes] = deque(maxlen=max_buffer)
@@ -210,8 +277,20 @@ class AsyncClient:
     async def _open(self, timeout: float) -> Connection:
         try:
             reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=1 << 16), timeout
+                asyncio.open_connection(
+                    self.host,
+                    self.port,
+                    limit=1 << 16,
+                    ssl=self.tls,
+                    ssl_handshake_timeout=timeout if self.tls is not None else None,
+                ),
+                timeout,
             )
+        except ssl.SSLError as exc:
+            raise BrokerUnavailable(f"cannot connect to {self.url}: {describe(exc)}") from None
+        except (ConnectionResetError, asyncio.IncompleteReadError) as exc:
+            why = describe(exc) if self.tls is not None else str(exc)
+            raise BrokerUnavailable(f"cannot connect to {self.url}: {why}") from None
         except (OSError, TimeoutError) as exc:
             raise BrokerUnavailable(f"cannot connect to {self.url}: {exc or 'timeout'}") from None
         conn = Connection(reader, writer, self.max_frame_bytes, 1 << 30, dialled=True)
@@ -219,13 +298,18 @@ class AsyncClient:
         try:
             obj = await asyncio.wait_for(conn.recv(), timeout)
             if obj is None:
-                raise FrameError("truncated", "the broker closed the connection")
+                hint = (
+                    " before its hello (over TLS 1.3 this is how a broker refuses a client "
+                    "certificate: it may want one signed by its CA, cert / --cert)"
+                    if self.tls is not None
+                    else ""
+                )
+                raise FrameError("truncated", "the broker closed the connection" + hint)
             _, self.broker_id = check_hello(obj, "broker")
         except (FrameError, TimeoutError, OSError) as exc:
             conn.abort()
-            raise BrokerUnavailable(
-                f"{self.url} refused the connection: {exc or 'timeout'}"
-            ) from None
+            why = describe(exc) if isinstance(exc, ssl.SSLError) else str(exc) or "timeout"
+            raise BrokerUnavailable(f"{self.url} refused the connection: {why}") from None
         lease = obj.get("lease") or {}
         if isinstance(lease.get("refresh"), (int, float)) and lease["refresh"] > 0:
             self.refresh = float(lease["refresh"])
@@ -234,6 +318,7 @@ class AsyncClient:
         models = obj.get("models")
         if isinstance(models, list) and all(isinstance(m, str) for m in models):
             self.broker_models = tuple(models)
+        self._pace(obj.get("limits"))
         beat = obj.get("heartbeat")
         if not isinstance(beat, dict):
             beat = {}
@@ -258,6 +343,18 @@ class AsyncClient:
             self.url,
         )
         return conn
+
+    def _pace(self, limits: Any) -> None:
+        """Pace publications to the ``max_publish_rate`` of the broker's hello."""
+        limits = limits if isinstance(limits, dict) else {}
+        rate, burst = limits.get("max_publish_rate"), limits.get("publish_burst")
+        if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not rate > 0:
+            self._bucket = None
+            return
+        if not isinstance(burst, (int, float)) or isinstance(burst, bool) or not burst >= 1:
+            burst = max(1.0, rate)
+        if self._bucket is None or (self._bucket.rate, self._bucket.burst) != (rate, burst):
+            self._bucket = TokenBucket(float(rate), float(burst))
 
     async def _run(self, conn: Connection) -> None:
         while not self._closing:
@@ -304,8 +401,25 @@ class AsyncClient:
                 log.warning(
                     "client %s: broker says %s: %s", self.id, obj.get("reason"), obj.get("message")
                 )
+                self._refused(obj)
                 if self.on_error is not None:
                     self.on_error(obj)
+
+    def _refused(self, obj: dict[str, Any]) -> None:
+        """An ``error`` echoing the ``ref`` of a subscription or advertisement refuses
+        it: stop renewing it, mark its handles, keep the reason."""
+        ref = obj.get("ref")
+        if not isinstance(ref, int) or isinstance(ref, bool) or ref not in self._by_ref:
+            return
+        kind, model, f = self._by_ref.pop(ref)
+        del self._ref_of[(kind, model, f)]
+        handles: list[Subscription] | list[Advertisement] = (
+            self._subs.pop((model, f), []) if kind == "sub" else self._advs.pop((model, f), [])
+        )
+        exc = SubscriptionRefused(kind, model, f, self.model(model).format_filter(f), obj)
+        self.refusals.append(exc)
+        for h in handles:
+            h.active, h.refused = False, exc
 
     async def _renew_loop(self) -> None:
         """Issue every subscription and advertisement again every ρ (Mühl §3.7.2)."""
@@ -321,12 +435,43 @@ class AsyncClient:
             conn.send(self._frame("sub", model, f))
 
     def _frame(self, kind: str, model: str, f: Filter) -> dict[str, Any]:
-        return {
+        obj = {
             "kind": kind,
             "client": self.id,
             "model": model,
             "filter": self.model(model).dump_filter(f),
         }
+        ref = self._ref_of.get((kind, model, f))
+        if ref is not None:  # sub and adv: the broker echoes it if it refuses them
+            obj["ref"] = ref
+        return obj
+
+    def _new_ref(self, kind: str, model: str, f: Filter) -> None:
+        self._last_ref += 1
+        self._ref_of[(kind, model, f)] = self._last_ref
+        self._by_ref[self._last_ref] = (kind, model, f)
+
+    def _drop_ref(self, kind: str, model: str, f: Filter) -> None:
+        ref = self._ref_of.pop((kind, model, f), None)
+        if ref is not None:
+            del self._by_ref[ref]
+
+    async def flush(self, timeout: float = 10.0) -> None:
+        """Wait until the broker has processed everything this client sent so far: a
+        ``stats`` round trip (a connection is answered in order, so any ``error`` about
+        what was sent before has arrived when the reply does)."""
+        try:
+            await self.wait_connected(timeout)
+            await self.stats(timeout)
+        except TimeoutError:
+            raise BrokerUnavailable(
+                f"no answer from the broker at {self.url} within {timeout:g} s"
+            ) from None
+
+    async def _confirm(self, handle: Subscription | Advertisement, timeout: float) -> None:
+        await self.flush(timeout)
+        if handle.refused is not None:
+            raise handle.refused
 
     def _fits(self, obj: dict[str, Any]) -> bytes:
         """The frame of ``obj``, if within the broker's limit; the broker would close the
@@ -386,18 +531,33 @@ class AsyncClient:
 
     # -- the EventBroker interface ------------------------------------------------------
     async def subscribe(
-        self, model: str, filter: str | Mapping[str, Any] | Filter, handler: Handler
+        self,
+        model: str,
+        filter: str | Mapping[str, Any] | Filter,
+        handler: Handler,
+        confirm: bool = False,
+        timeout: float = 10.0,
     ) -> Subscription:
         """Subscribe ``handler`` to the events of ``model`` matching ``filter`` (text, JSON
-        form or parsed filter; a bad one raises FilterSyntaxError here)."""
+        form or parsed filter; a bad one raises FilterSyntaxError here). The broker does
+        not acknowledge a subscription; with ``confirm``, wait (up to ``timeout``) until
+        it has processed it and raise :class:`SubscriptionRefused` if it refused it
+        (without: a refusal later sets the handle's ``refused``)."""
         f = self.parse_filter(model, filter)
         sub = Subscription(model, f, handler)
         key = (model, f)
         if key not in self._subs:
-            frame = self._fits(self._frame("sub", model, f))
+            self._new_ref("sub", model, f)
+            try:
+                frame = self._fits(self._frame("sub", model, f))
+            except BrokerRefused:
+                self._drop_ref("sub", model, f)
+                raise
             self._subs[key] = []
             self._send(frame)
         self._subs[key].append(sub)
+        if confirm:
+            await self._confirm(sub, timeout)
         return sub
 
     async def unsubscribe(self, sub: Subscription) -> None:
@@ -408,19 +568,32 @@ class AsyncClient:
             sub.active = False
         if not subs and key in self._subs:
             del self._subs[key]
+            self._drop_ref("sub", sub.model, sub.filter)
             self._send(self._frame("unsub", sub.model, sub.filter))
 
     async def advertise(
-        self, model: str, filter: str | Mapping[str, Any] | Filter
+        self,
+        model: str,
+        filter: str | Mapping[str, Any] | Filter,
+        confirm: bool = False,
+        timeout: float = 10.0,
     ) -> Advertisement:
+        """Advertise ``filter`` (``confirm``: as for :meth:`subscribe`)."""
         f = self.parse_filter(model, filter)
         adv = Advertisement(model, f)
         key = (model, f)
         if key not in self._advs:
-            frame = self._fits(self._frame("adv", model, f))
+            self._new_ref("adv", model, f)
+            try:
+                frame = self._fits(self._frame("adv", model, f))
+            except BrokerRefused:
+                self._drop_ref("adv", model, f)
+                raise
             self._advs[key] = []
             self._send(frame)
         self._advs[key].append(adv)
+        if confirm:
+            await self._confirm(adv, timeout)
         return adv
 
     async def unadvertise(self, adv: Advertisement) -> None:
@@ -431,14 +604,19 @@ class AsyncClient:
             adv.active = False
         if not advs and key in self._advs:
             del self._advs[key]
+            self._drop_ref("adv", adv.model, adv.filter)
             self._send(self._frame("unadv", adv.model, adv.filter))
 
     async def publish(self, model: str, event: Any) -> int:
         """Publish ``event`` (raw: a mapping, str or bytes the model parses; or a parsed
         event); returns its sequence number. A bad event raises EventError here, one whose
-        frame is above the broker's ``max_frame_bytes`` :class:`BrokerRefused`."""
+        frame is above the broker's ``max_frame_bytes`` :class:`BrokerRefused`. With a
+        broker that limits the publication rate, waits for its turn (docs/protocol.md §12)."""
         m = self.model(model)
         parsed = m.parse_event(event) if isinstance(event, (str, bytes, Mapping)) else event
+        if self._bucket is not None and (wait := self._bucket.take()) > 0:
+            await asyncio.sleep(wait)
+        # no await from here on: sequence numbers are sent in order
         frame = self._fits(
             {
                 "kind": "pub",
@@ -486,21 +664,28 @@ class Client:
         return self
 
     def subscribe(
-        self, model: str, filter: str | Mapping[str, Any] | Filter, handler: Handler
+        self,
+        model: str,
+        filter: str | Mapping[str, Any] | Filter,
+        handler: Handler,
+        confirm: bool = False,
     ) -> Subscription:
-        return self._call(self._async.subscribe(model, filter, handler))
+        return self._call(self._async.subscribe(model, filter, handler, confirm))
 
     def unsubscribe(self, sub: Subscription) -> None:
         self._call(self._async.unsubscribe(sub))
 
-    def advertise(self, model: str, filter: str | Mapping[str, Any] | Filter) -> Advertisement:
-        return self._call(self._async.advertise(model, filter))
+    def advertise(
+        self, model: str, filter: str | Mapping[str, Any] | Filter, confirm: bool = False
+    ) -> Advertisement:
+        return self._call(self._async.advertise(model, filter, confirm))
 
     def unadvertise(self, adv: Advertisement) -> None:
         self._call(self._async.unadvertise(adv))
 
     def publish(self, model: str, event: Any) -> int:
-        return self._call(self._async.publish(model, event))
+        # no timeout: a broker's max_publish_rate may make it wait for its turn
+        return self._call(self._async.publish(model, event), None)
 
     def stats(self, timeout: float = 5.0) -> dict[str, Any]:
         return self._call(self._async.stats(timeout), timeout + 5)

@@ -18,9 +18,13 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
     max_delay = 0.5                    # δmax − δmin assumed for one link, seconds
     diameter = 8                       # d, the longest path in the broker tree
 
-    [limits]
+    [limits]                           # per connection (docs/protocol.md §12)
     max_frame_bytes = 1048576          # longer frames are refused from the length prefix
     max_queue = 10000                  # frames queued to one peer before it is cut off
+    max_queue_bytes = 67108864         # bytes queued to one peer before it is cut off
+    max_subscriptions = 1000           # per client, and as many advertisements (default: no limit)
+    max_publish_rate = 100.0           # publications/s per client (default: no limit); faster
+    publish_burst = 200                #   ones are not read until the bucket refills
     hello_timeout = 10.0               # seconds a new connection has to send its hello
 
     [links]
@@ -32,12 +36,31 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
     max_missed = 2                     # unanswered pings before closing (reason "timeout")
 
     [gateway]                          # the HTTP gateway (docs/protocol.md §9); off by default
-    listen = "127.0.0.1:8080"
+    listen = "127.0.0.1:8080"          # HTTPS when [tls] is set; Bearer tokens with identities
 
-    [identities.alice]                 # with any identity, clients must send a token
+    [tls]                              # TLS on every connection (docs/protocol.md §11)
+    cert = "/etc/pubsift/b1.pem"       # this broker's certificate chain (PEM), required
+    key = "/etc/pubsift/b1.key"        # its private key (default: in the cert file)
+    ca = "/etc/pubsift/ca.pem"         # verifies neighbours dialled, client certificates
+    require_client_cert = false        # true: every client and broker must present one
+    link_names = ["b2.example.org"]    # neighbour certificates that authenticate a link
+
+    [identities.alice]                 # with any identity, clients must authenticate
     token_file = "/etc/pubsift/alice.token"   # or: token = "..." (one of the two)
+    cert_name = "alice"                # and/or: a client certificate naming "alice"
     subscribe.records = ['symbol prefix "I"']  # authorized filters (checked by covering)
     publish.records = ['symbol = "IBM"']       # advertisements covered, publications matched
+    max_subscriptions = 50                     # this identity's own limits (override [limits])
+    max_publish_rate = 10.0
+
+With ``[tls]`` the broker's port speaks TLS only (clients use ``pubsifts://``); the keys
+are read by :func:`pubsift.adapters.broker.tls.read_tls`, and a missing or unreadable file,
+a key that does not fit the certificate, or ``require_client_cert``, ``link_names`` or a
+``cert_name`` without ``ca`` is a :class:`ConfigError` naming the file and the key.
+``cert_name`` selects the identity of a client whose verified certificate has that name as
+subject common name (CN) or as a subjectAltName DNS name, e-mail address or URI (as
+Mosquitto's ``use_identity_as_username`` or NATS's ``verify_and_map``); a token in the
+hello, when sent, takes precedence.
 """
 
 from __future__ import annotations
@@ -45,13 +68,18 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pubsift.core.errors import PubsiftError
 from pubsift.core.leasing import LeaseTimingError, Leasing
 from pubsift.core.strategies import STRATEGIES
 
+if TYPE_CHECKING:
+    from pubsift.adapters.broker.tls import TLSConfig
+
 DEFAULT_PORT = 7400
+#: the limits an identity may set for itself, overriding ``[limits]``
+IDENTITY_LIMITS = ("max_subscriptions", "max_publish_rate", "publish_burst")
 
 
 class ConfigError(PubsiftError, ValueError):
@@ -83,16 +111,22 @@ class Address:
 
 @dataclass(frozen=True)
 class Identity:
-    """A client identity of ``[identities.NAME]``: its token and its authorized filters
-    per model, as text in the model's syntax (parsed by the daemon, which knows the
-    models). ``publish`` filters authorize advertisements (by covering) and publications
+    """A client identity of ``[identities.NAME]``: its credentials (a token, and/or the
+    name of a TLS client certificate) and its authorized filters per model, as text in the
+    model's syntax (parsed by the daemon, which knows the models). ``publish`` filters authorize advertisements (by covering) and publications
     (by matching); Fiege, Zeidler & Buchmann, "Security Aspects in Publish/Subscribe
     Systems", DEBS 2004, §4.1 "Client Access Control"."""
 
     name: str
-    token: str = field(repr=False)
+    token: str | None = field(repr=False)
     subscribe: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     publish: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: a verified client certificate with this name (CN or subjectAltName) selects it
+    cert_name: str | None = None
+    #: this identity's own limits (None: those of ``[limits]``; docs/protocol.md §12)
+    max_subscriptions: int | None = None
+    max_publish_rate: float | None = None
+    publish_burst: int | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +145,14 @@ class BrokerConfig:
     lease_diameter: int = 8
     max_frame_bytes: int = 1 << 20
     max_queue: int = 10_000
+    #: bytes queued to one peer (frames waiting and the transport's buffer) before it is
+    #: cut off as a slow consumer
+    max_queue_bytes: int = 64 << 20
+    #: subscriptions (and, separately, advertisements) one client may hold (None: no limit)
+    max_subscriptions: int | None = None
+    #: publications per second per client, and how many may come at once (None: no limit)
+    max_publish_rate: float | None = None
+    publish_burst: int | None = None
     #: seconds a new connection has to send its hello (and a linking broker its reach)
     hello_timeout: float = 10.0
     backoff_initial: float = 0.1
@@ -125,6 +167,8 @@ class BrokerConfig:
     link_token: str | None = field(default=None, repr=False)
     #: client identities (docs/protocol.md §10); empty: the broker is open to every client
     identities: tuple[Identity, ...] = ()
+    #: TLS on client connections and broker links (docs/protocol.md §11); None: plaintext
+    tls: TLSConfig | None = None
     source: str = field(default="<defaults>", compare=False)
 
     @property
@@ -154,11 +198,30 @@ class BrokerConfig:
                     f"{self.source}: broker.neighbours[{i}]: {a} is this broker's own listen "
                     "address (a broker cannot link to itself)"
                 )
-        if self.identities and self.gateway is not None:
+        if self.tls is not None:
+            self.tls.check()
+        for ident in self.identities:
+            if ident.cert_name is not None and (self.tls is None or self.tls.ca is None):
+                raise ConfigError(
+                    f"{self.source}: identities.{ident.name}.cert_name: needs [tls] with ca, "
+                    "the CA that signs the client certificates"
+                )
+        if self.max_queue_bytes < self.max_frame_bytes:
             raise ConfigError(
-                f"{self.source}: gateway.listen: the HTTP gateway cannot be combined with "
-                "[identities] yet (it would let HTTP clients past the authorization checks)"
+                f"{self.source}: limits.max_queue_bytes ({self.max_queue_bytes}) is less than "
+                f"limits.max_frame_bytes ({self.max_frame_bytes}): one frame would cut a peer off"
             )
+        for where, rate, burst in (
+            ("limits", self.max_publish_rate, self.publish_burst),
+            *(
+                (f"identities.{i.name}", i.max_publish_rate, i.publish_burst)
+                for i in self.identities
+            ),
+        ):
+            if burst is not None and rate is None and self.max_publish_rate is None:
+                raise ConfigError(
+                    f"{self.source}: {where}.publish_burst: set only with max_publish_rate"
+                )
         if self.backoff_initial > self.backoff_max:
             raise ConfigError(
                 f"{self.source}: links.backoff_initial ({self.backoff_initial}) is more than "
@@ -186,17 +249,31 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
         {"id", "listen", "neighbours", "strategy", "advertisements", "models", "link_token"},
     )
     lease = r.section("lease", {"period", "refresh", "max_delay", "diameter"})
-    limits = r.section("limits", {"max_frame_bytes", "max_queue", "hello_timeout"})
+    limits = r.section(
+        "limits",
+        {
+            "max_frame_bytes",
+            "max_queue",
+            "max_queue_bytes",
+            "max_subscriptions",
+            "max_publish_rate",
+            "publish_burst",
+            "hello_timeout",
+        },
+    )
     links = r.section("links", {"backoff_initial", "backoff_max"})
     gateway = r.section("gateway", {"listen"})
     heartbeat = r.section("heartbeat", {"interval", "max_missed"})
+    from pubsift.adapters.broker import tls
+
+    tls_config = tls.read_tls(r.section("tls", set(tls.KEYS)), source)
     identities = r.identities()
-    known = {"broker", "lease", "limits", "links", "gateway", "heartbeat", "identities"}
+    known = {"broker", "lease", "limits", "links", "gateway", "heartbeat", "tls", "identities"}
     extra = sorted(set(data) - known)
     if extra:
         raise ConfigError(
             f"{source}: unknown section or key {extra[0]!r} "
-            f"(sections: broker, lease, limits, links, gateway, heartbeat, identities)"
+            f"(sections: broker, lease, limits, links, gateway, heartbeat, tls, identities)"
         )
     d = BrokerConfig()
     cfg = BrokerConfig(
@@ -220,6 +297,12 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
             r.number(limits, "limits", "max_frame_bytes", d.max_frame_bytes, integer=True)
         ),
         max_queue=int(r.number(limits, "limits", "max_queue", d.max_queue, integer=True)),
+        max_queue_bytes=int(
+            r.number(limits, "limits", "max_queue_bytes", d.max_queue_bytes, integer=True)
+        ),
+        max_subscriptions=r.optional_int(limits, "limits", "max_subscriptions"),
+        max_publish_rate=r.optional_number(limits, "limits", "max_publish_rate"),
+        publish_burst=r.optional_int(limits, "limits", "publish_burst"),
         hello_timeout=r.number(limits, "limits", "hello_timeout", d.hello_timeout),
         backoff_initial=r.number(links, "links", "backoff_initial", d.backoff_initial),
         backoff_max=r.number(links, "links", "backoff_max", d.backoff_max),
@@ -233,6 +316,7 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
         if "listen" in gateway
         else None,
         identities=identities,
+        tls=tls_config,
         source=source,
     )
     cfg.check()
@@ -249,26 +333,38 @@ class _Reader:
         return ConfigError(f"{self.source}: {key}: {problem}")
 
     def identities(self) -> tuple[Identity, ...]:
-        """``[identities.NAME]`` tables: ``token`` or ``token_file``, and ``subscribe`` /
-        ``publish`` tables of model -> list of filters."""
+        """``[identities.NAME]`` tables: ``token`` or ``token_file`` and/or ``cert_name``,
+        and ``subscribe`` / ``publish`` tables of model -> list of filters."""
         raw = self.data.get("identities", {})
         sec = self.section("identities", set(raw) if isinstance(raw, Mapping) else set())
-        out, tokens = [], set()
+        out, tokens, cert_names = [], set(), set()
         for name, t in sec.items():
             where = f"identities.{name}"
             if not isinstance(t, Mapping):
                 raise self.fail(where, "expected a table [identities." + name + "]")
-            keys = {"token", "token_file", "subscribe", "publish"}
+            keys = {"token", "token_file", "cert_name", "subscribe", "publish", *IDENTITY_LIMITS}
             unknown = sorted(set(t) - keys)
             if unknown:
                 raise self.fail(
                     f"{where}.{unknown[0]}", f"unknown key (known: {', '.join(sorted(keys))})"
                 )
-            if ("token" in t) == ("token_file" in t):
+            cert_name = self.string(t, where, "cert_name", None)
+            if "token" in t and "token_file" in t:
                 raise self.fail(where, "give exactly one of token and token_file")
+            if "token" not in t and "token_file" not in t and cert_name is None:
+                raise self.fail(
+                    where,
+                    "give exactly one of token and token_file, or cert_name (the name of "
+                    "a TLS client certificate)",
+                )
+            if cert_name is not None:
+                if cert_name in cert_names:
+                    raise self.fail(f"{where}.cert_name", "the same name as another identity's")
+                cert_names.add(cert_name)
+            token: str | None = None
             if "token" in t:
                 token = self.string(t, where, "token", None) or ""
-            else:
+            elif "token_file" in t:
                 path = self.string(t, where, "token_file", None) or ""
                 try:
                     with open(path, encoding="utf-8") as fh:
@@ -278,7 +374,7 @@ class _Reader:
                     raise self.fail(f"{where}.token_file", f"cannot read {path!r}: {why}") from None
                 if not token:
                     raise self.fail(f"{where}.token_file", f"{path!r} is empty")
-            if token in tokens:
+            if token is not None and token in tokens:
                 raise self.fail(f"{where}.token", "the same token as another identity")
             tokens.add(token)
             rights = {}
@@ -292,7 +388,18 @@ class _Reader:
                 rights[right] = {
                     m: self.strings(per_model, f"{where}.{right}", m) or () for m in per_model
                 }
-            out.append(Identity(name, token, rights["subscribe"], rights["publish"]))
+            out.append(
+                Identity(
+                    name,
+                    token,
+                    rights["subscribe"],
+                    rights["publish"],
+                    cert_name,
+                    max_subscriptions=self.optional_int(t, where, "max_subscriptions"),
+                    max_publish_rate=self.optional_number(t, where, "max_publish_rate"),
+                    publish_burst=self.optional_int(t, where, "publish_burst"),
+                )
+            )
         return tuple(out)
 
     def section(self, name: str, keys: set[str]) -> Mapping[str, Any]:
@@ -332,6 +439,14 @@ class _Reader:
         if not isinstance(v, bool):
             raise self.fail(f"{name}.{key}", f"expected true or false, got {v!r}")
         return v
+
+    def optional_int(self, sec: Mapping[str, Any], name: str, key: str) -> int | None:
+        """An integer ≥ 1, or None when the key is absent (no limit)."""
+        return int(self.number(sec, name, key, 1, integer=True)) if key in sec else None
+
+    def optional_number(self, sec: Mapping[str, Any], name: str, key: str) -> float | None:
+        """A number > 0, or None when the key is absent (no limit)."""
+        return self.number(sec, name, key, 1.0) if key in sec else None
 
     def number(
         self,

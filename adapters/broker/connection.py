@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pubsift.adapters.broker.frames import encode, error, read_frame
@@ -35,7 +36,9 @@ LINGER = 1.0
 
 class Connection:
     """A framed stream to one peer. ``send`` never blocks: a peer that lets more than
-    ``max_queue`` frames pile up is cut off (``slow-consumer``)."""
+    ``max_queue`` frames or ``max_queue_bytes`` bytes pile up (those queued and those in
+    the transport's buffer) is cut off (``slow-consumer``): what was queued for it is
+    dropped, the ``error`` frame is the next one it gets, and only that connection ends."""
 
     def __init__(
         self,
@@ -44,9 +47,15 @@ class Connection:
         max_frame_bytes: int,
         max_queue: int,
         dialled: bool = False,
+        max_queue_bytes: int | None = None,
     ) -> None:
         self.reader, self.writer = reader, writer
         self.max_frame_bytes, self.max_queue = max_frame_bytes, max_queue
+        self.max_queue_bytes = max_queue_bytes
+        #: bytes of the frames on the queue
+        self._queued_bytes = 0
+        #: called when this peer is cut off as a slow consumer (the daemon counts them)
+        self.on_slow: Callable[[], None] | None = None
         #: whether this side dialled the connection (for neighbour links)
         self.dialled = dialled
         #: the peer's identity, known after the hello: "client" or "broker", and its id
@@ -76,11 +85,38 @@ class Connection:
         connection is closing (dropped)."""
         if self._closing:
             return False
+        data = obj if isinstance(obj, bytes) else encode(obj)
         if self._queue.qsize() >= self.max_queue:
-            self.close("slow-consumer", f"more than {self.max_queue} frames waiting to be sent")
+            self._slow(f"more than {self.max_queue} frames waiting to be sent", "max_queue")
             return False
-        self._queue.put_nowait(obj if isinstance(obj, bytes) else encode(obj))
+        if self.max_queue_bytes is not None:
+            waiting = self._queued_bytes + self.writer.transport.get_write_buffer_size()
+            if waiting + len(data) > self.max_queue_bytes:
+                self._slow(
+                    f"more than {self.max_queue_bytes} bytes waiting to be sent", "max_queue_bytes"
+                )
+                return False
+        self._queued_bytes += len(data)
+        self._queue.put_nowait(data)
         return True
+
+    def _slow(self, why: str, key: str) -> None:
+        """Cut off a peer that does not read: drop what is queued for it (the ``error``
+        frame is next), one log line."""
+        log.warning(
+            "%s %s (%s): slow consumer: %s (limits.%s); disconnecting it",
+            self.role or "peer",
+            self.id or "?",
+            self.peer,
+            why,
+            key,
+        )
+        while not self._queue.empty():
+            self._queue.get_nowait()
+        self._queued_bytes = 0
+        self.close("slow-consumer", why)
+        if self.on_slow is not None:
+            self.on_slow()
 
     async def recv(self) -> dict[str, Any] | None:
         """The next frame (None at a clean end of stream); raises FrameError. With the
@@ -138,7 +174,9 @@ class Connection:
         if self._heartbeat is not None:
             self._heartbeat.cancel()
         if reason is not None:
-            self._queue.put_nowait(encode(error(reason, message)))
+            frame = encode(error(reason, message))
+            self._queued_bytes += len(frame)
+            self._queue.put_nowait(frame)
         self._queue.put_nowait(None)
         asyncio.get_running_loop().call_later(CLOSE_GRACE, self._abort_if_stuck)
 
@@ -182,9 +220,11 @@ class Connection:
                 data = await self._queue.get()
                 if data is None:
                     break
+                self._queued_bytes -= len(data)
                 self.writer.write(data)
-                if self._queue.empty():
-                    await self.writer.drain()
+                # waits only while the transport holds more than its high-water mark: the
+                # queue, not the transport, holds what the peer has not read yet
+                await self.writer.drain()
             await self.writer.drain()
             if self._linger:
                 await self._drop_input()

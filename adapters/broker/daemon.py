@@ -14,6 +14,12 @@ the neighbours, so a restarted broker rebuilds its tables within ρ from its cli
 neighbours' renewals. When a link comes up, both sides ask their whole side of the tree to
 renew now (``resync`` to the other neighbours, ``renew`` to the clients), so routing state
 flows over the new link at once instead of after up to ρ.
+
+Security (docs/protocol.md §10-§11; Fiege, Zeidler & Buchmann, "Security Aspects in
+Publish/Subscribe Systems", DEBS 2004, §4.1 and §4.2): clients are identified by a token or
+a TLS client certificate and checked against their authorized filters (:mod:`.auth`);
+with ``[tls]`` every connection, accepted or dialled, is TLS (:mod:`.tls`), and links are
+authenticated by ``broker.link_token`` or by the neighbour's certificate (``tls.link_names``).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import hmac
 import logging
 import os
 import signal
+import ssl
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -35,16 +42,19 @@ from pubsift.adapters.broker.backoff import Backoff
 from pubsift.adapters.broker.config import Address, BrokerConfig, ConfigError
 from pubsift.adapters.broker.connection import Connection
 from pubsift.adapters.broker.frames import FrameError, check_hello, error, hello
+from pubsift.adapters.broker.limits import ClientLimits, Limits
 from pubsift.adapters.broker.links import Reach
+from pubsift.adapters.broker.tls import TLSServer, describe, peer_names, show_names
 from pubsift.core.broker import Broker
 from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
-from pubsift.core.messages import BrokerMessage, Notify, to_wire
+from pubsift.core.messages import Adv, BrokerMessage, Notify, Sub, Unadv, Unsub, to_wire
 from pubsift.core.model import FilterModel
 
 log = logging.getLogger("pubsift.broker")
 
-#: seconds a dialled broker has to answer (the accepting side waits ``limits.hello_timeout``)
+#: seconds a dialled broker has to answer (an accepted connection has ``limits.hello_timeout``
+#: for its TLS handshake and its hello)
 HANDSHAKE_TIMEOUT = 10.0
 
 
@@ -86,7 +96,10 @@ def load_models(names: tuple[str, ...] | None, source: str) -> dict[str, FilterM
 
 
 def _why(exc: OSError) -> str:
-    """The OS's words for ``exc`` (asyncio's bind errors repeat the address)."""
+    """The OS's words for ``exc`` (asyncio's bind errors repeat the address); what went
+    wrong for a TLS error."""
+    if isinstance(exc, ssl.SSLError):
+        return describe(exc)
     return os.strerror(exc.errno).lower() if exc.errno else str(exc)
 
 
@@ -108,12 +121,17 @@ class BrokerDaemon:
         self._grants: dict[Connection, Grant] = {}
         #: the refusals of renewable messages already logged, per connection
         self._forbidden: dict[Connection, set[str | None]] = {}
+        #: each client connection's standing against its limits (docs/protocol.md §12)
+        self._limits: dict[Connection, ClientLimits] = {}
+        #: publications held back by a client's rate limit; peers cut off as slow consumers
+        self.throttled = 0
+        self.slow_consumers = 0
         self.port = ConnectionPort(self.models)
         self.address: Address = config.listen
         self.id: str = config.id or ""
         self.broker: Broker | None = None
         self.reach = Reach(self.id)
-        self._server: asyncio.Server | None = None
+        self._server: asyncio.Server | TLSServer | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._absent: dict[str, float] = {}
         self._stopped = asyncio.Event()
@@ -132,9 +150,13 @@ class BrokerDaemon:
     async def start(self) -> None:
         cfg = self.config
         try:
-            self._server = await asyncio.start_server(
-                self._accept, cfg.listen.host, cfg.listen.port, limit=1 << 16
-            )
+            if cfg.tls is not None:
+                self._server = TLSServer(self._accept, cfg.tls.server_context, cfg.hello_timeout)
+                await self._server.start(cfg.listen)
+            else:
+                self._server = await asyncio.start_server(
+                    self._accept, cfg.listen.host, cfg.listen.port, limit=1 << 16
+                )
         except OSError as exc:
             raise ConfigError(
                 f"{cfg.source}: broker.listen (--listen): cannot listen on {cfg.listen}: "
@@ -157,9 +179,10 @@ class BrokerDaemon:
         for a in cfg.neighbours:
             self._tasks.append(asyncio.ensure_future(self._dial_forever(a)))
         log.info(
-            "broker %s listening on %s (strategy %s%s, models %s, lease π=%gs ρ=%gs)",
+            "broker %s listening on %s%s (strategy %s%s, models %s, lease π=%gs ρ=%gs)",
             self.id,
             self.address,
+            " (TLS)" if cfg.tls is not None else "",
             cfg.strategy,
             " with advertisements" if cfg.advertisements else "",
             ",".join(sorted(self.models)),
@@ -246,11 +269,33 @@ class BrokerDaemon:
     def _connection(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dialled: bool
     ) -> Connection:
+        cfg = self.config
         conn = Connection(
-            reader, writer, self.config.max_frame_bytes, self.config.max_queue, dialled
+            reader, writer, cfg.max_frame_bytes, cfg.max_queue, dialled, cfg.max_queue_bytes
         )
+        conn.on_slow = self._count_slow
         self._conns.add(conn)
         return conn
+
+    def _count_slow(self) -> None:
+        self.slow_consumers += 1
+
+    def _client_limits(self, pid: str, identity: str | None) -> Limits:
+        """The limits of client ``pid``: its identity's where it sets them, else
+        ``[limits]``. The gateway's publisher publishes for every HTTP client: no rate."""
+        cfg = self.config
+        ident = next((i for i in cfg.identities if i.name == identity), None)
+        subs, rate, burst = cfg.max_subscriptions, cfg.max_publish_rate, cfg.publish_burst
+        source = "limits"
+        if ident is not None:
+            if ident.max_subscriptions is not None:
+                subs, source = ident.max_subscriptions, f"identities.{ident.name}"
+            if ident.max_publish_rate is not None or ident.publish_burst is not None:
+                rate = ident.max_publish_rate or rate
+                burst = ident.publish_burst
+        if self.gateway is not None and pid == self.gateway.publisher_id:
+            rate = burst = None
+        return Limits(subs, rate, burst, source)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = self._connection(reader, writer, dialled=False)
@@ -265,13 +310,16 @@ class BrokerDaemon:
             conn.role, conn.id = role, pid
             if role == "client":
                 if self.auth.enabled:
-                    grant = self.auth.authenticate(first.get("token"))
-                    if grant is None:
-                        why = "unknown token" if "token" in first else "no token in the hello"
-                        log.warning("client %s (%s): unauthorized: %s", pid, conn.peer, why)
-                        conn.close("unauthorized", why)
+                    grant = self.auth.identify(first, peer_names(writer.get_extra_info))
+                    if isinstance(grant, str):
+                        log.warning("client %s (%s): unauthorized: %s", pid, conn.peer, grant)
+                        conn.close("unauthorized", grant)
                         return
                     self._grants[conn] = grant
+                who = self._grants[conn].name if conn in self._grants else None
+                self._limits[conn] = ClientLimits(
+                    self._client_limits(pid, who), self.config.lease_period
+                )
                 await self._serve_client(conn, pid)
             else:
                 await self._accept_broker(conn, pid, first.get("token"))
@@ -291,6 +339,7 @@ class BrokerDaemon:
             self._conns.discard(conn)
             self._grants.pop(conn, None)
             self._forbidden.pop(conn, None)
+            self._limits.pop(conn, None)
 
     # -- clients --------------------------------------------------------------------------
     async def _serve_client(self, conn: Connection, pid: str) -> None:
@@ -313,12 +362,13 @@ class BrokerDaemon:
                 advertisements=self.config.advertisements,
                 max_frame_bytes=self.config.max_frame_bytes,
                 **self._heartbeat_info(),
+                **({"limits": lim} if (lim := self._limits[conn].limits.hello()) else {}),
             )
         )
         self._start_heartbeat(conn)
         log.info("client %s connected from %s", pid, conn.peer)
         try:
-            await self._receive(conn, f"client {pid}", self._from_client)
+            await self._receive(conn, f"client {pid}", self._from_client, self._pace)
         finally:
             if self.port.clients.get(pid) is conn:
                 del self.port.clients[pid]
@@ -332,10 +382,13 @@ class BrokerDaemon:
         conn: Connection,
         who: str,
         handle: Callable[[Connection, str, dict[str, Any]], None],
+        pace: Callable[[Connection, str, dict[str, Any]], float] | None = None,
     ) -> None:
         """Hand each frame from ``conn`` to ``handle(conn, id, frame)`` until the peer
         closes; a frame that is not a well-formed object gets an ``error`` frame and the
-        connection stays open (other frame errors end it)."""
+        connection stays open (other frame errors end it). ``pace`` says how long a frame
+        waits before it is handled, reading nothing more from ``conn`` meanwhile (a client
+        over its publication rate)."""
         assert conn.id is not None
         while True:
             try:
@@ -348,7 +401,18 @@ class BrokerDaemon:
                 continue
             if obj is None:
                 return
+            if pace is not None and (hold := pace(conn, conn.id, obj)) > 0:
+                await self._hold(conn, hold)
             handle(conn, conn.id, obj)
+
+    @staticmethod
+    async def _hold(conn: Connection, seconds: float) -> None:
+        """Read nothing from ``conn`` for ``seconds`` (TCP's flow control then slows its
+        sender down). The silence is ours, not the peer's: the heartbeat does not count it."""
+        until = time.monotonic() + seconds
+        conn.last_received = max(conn.last_received, until)
+        while not conn.closing and (left := until - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, 0.5))
 
     def stats(self) -> dict[str, Any]:
         """What the broker holds and has done: routing-table sizes per model ([local,
@@ -368,7 +432,30 @@ class BrokerDaemon:
             "admin_sent": b.admin_sent,
             "admin_processed": b.admin_processed,
             "lost": sum(self.port.lost.values()),
+            "throttled": self.throttled,
+            "slow_consumers": self.slow_consumers,
         }
+
+    def _pace(self, conn: Connection, pid: str, obj: dict[str, Any]) -> float:
+        """How long a client frame waits before it is processed: a ``pub`` when the
+        client's bucket is empty (docs/protocol.md §12; every ``pub`` frame counts,
+        refused or not)."""
+        lim = self._limits.get(conn)
+        if obj["kind"] != "pub" or lim is None:
+            return 0.0
+        hold, begins = lim.publish()
+        if hold > 0:
+            self.throttled += 1
+        if begins:
+            log.info(
+                "client %s: publishing faster than %s.max_publish_rate = %g/s (burst %g): "
+                "reading from it only as fast as that (throttled)",
+                pid,
+                lim.limits.source,
+                lim.limits.max_publish_rate,
+                lim.limits.burst,
+            )
+        return hold
 
     def _from_client(self, conn: Connection, pid: str, obj: dict[str, Any]) -> None:
         assert self.broker is not None
@@ -392,10 +479,25 @@ class BrokerDaemon:
                     seen.add(key)
                 self._refuse(conn, obj, "forbidden", why, logging.DEBUG if again else None)
                 return
+        lim = self._limits.get(conn)
+        kind = "sub" if isinstance(msg, (Sub, Unsub)) else "adv"
+        if lim is not None and isinstance(msg, (Sub, Adv)):
+            why = lim.admit(kind, (msg.model, msg.filter))
+            if why is not None:
+                again = kind in lim.logged
+                lim.logged.add(kind)
+                # logged once per connection: a client renews what was refused every ρ
+                self._refuse(conn, obj, "limit", f"{kind}: {why}", logging.DEBUG if again else None)
+                return
+        elif lim is not None and isinstance(msg, (Unsub, Unadv)):
+            lim.release(kind, (msg.model, msg.filter))
         try:
             self.broker.receive(msg, pid)
         except PubsiftError as exc:
             self._refuse(conn, obj, "refused", one_line(exc))
+            return
+        if lim is not None and isinstance(msg, (Sub, Adv)):
+            lim.hold(kind, (msg.model, msg.filter))
 
     def _refuse(
         self,
@@ -451,14 +553,31 @@ class BrokerDaemon:
         return frozenset(theirs)
 
     def _check_link_token(self, conn: Connection, pid: str, token: Any) -> None:
-        """A broker link must present ``broker.link_token`` when one is set; with
-        identities but no link token, links are not accepted at all (else any client could
-        connect as a broker and get past the authorization checks)."""
+        """A broker link must present ``broker.link_token`` or a certificate named in
+        ``tls.link_names`` when either is set; with identities but neither, links are not
+        accepted at all (else any client could connect as a broker and get past the
+        authorization checks)."""
         expected = self.config.link_token
-        if expected is None and not self.auth.enabled:
+        tls = self.config.tls
+        by_cert = tls is not None and bool(tls.link_names)
+        if by_cert:
+            assert tls is not None
+            names = peer_names(conn.writer.get_extra_info)
+            if tls.link_allowed(names):
+                log.info("link from broker %s: certificate %s accepted", pid, show_names(names))
+                return
+        if expected is None and not by_cert and not self.auth.enabled:
             return
-        if expected is None:
-            why = "this broker has [identities] and no broker.link_token: it accepts no links"
+        if expected is None and not by_cert:
+            why = (
+                "this broker has [identities] and neither broker.link_token nor "
+                "tls.link_names: it accepts no links"
+            )
+        elif expected is None:
+            why = (
+                f"its certificate ({show_names(peer_names(conn.writer.get_extra_info))}) "
+                "is not one of tls.link_names"
+            )
         elif not isinstance(token, str) or not hmac.compare_digest(
             expected.encode("utf-8"), token.encode("utf-8")
         ):
@@ -496,9 +615,15 @@ class BrokerDaemon:
         backoff = Backoff(self.config.backoff_initial, self.config.backoff_max)
         failing = False  # the first failure of a series is a warning, the others debug
         while not self._stopping:
+            tls = self.config.tls
             try:
                 reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(address.host, address.port, limit=1 << 16),
+                    asyncio.open_connection(
+                        address.host,
+                        address.port,
+                        limit=1 << 16,
+                        ssl=tls.link_context if tls is not None else None,
+                    ),
                     HANDSHAKE_TIMEOUT,
                 )
             except (OSError, TimeoutError) as exc:
@@ -559,6 +684,15 @@ class BrokerDaemon:
             return None
         _, pid = check_hello(obj, "broker")
         conn.role, conn.id = "broker", pid
+        tls = self.config.tls
+        if tls is not None and tls.link_names:  # links authenticated by certificate, both ways
+            names = peer_names(conn.writer.get_extra_info)
+            if not tls.link_allowed(names):
+                raise FrameError(
+                    "unauthorized",
+                    f"neighbour {pid}'s certificate ({show_names(names)}) is not one of "
+                    "tls.link_names",
+                )
         self._check_neighbour(conn, pid)
         try:
             reserved = self._check_reach(pid, obj.get("reach"))

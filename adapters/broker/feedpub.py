@@ -296,11 +296,13 @@ async def run(
     interval: float,
     once: bool,
     stop: asyncio.Event,
+    **client_options: Any,
 ) -> Counts:
     """Connect to the broker at ``url``, poll ``feeds`` every ``interval`` seconds (once
-    with ``once``) until ``stop`` is set, close cleanly; the counts of what was done."""
+    with ``once``) until ``stop`` is set, close cleanly; the counts of what was done.
+    ``client_options`` go to :class:`AsyncClient` (``token``, ``ca``, ``cert``, ``key``)."""
     state = FeedState.load(state_path)
-    client = AsyncClient(url, id=f"feed-{uuid.uuid4().hex[:12]}")
+    client = AsyncClient(url, id=f"feed-{uuid.uuid4().hex[:12]}", **client_options)
     await client.connect()
     log.info("publishing %d feed(s) to %s as %s", len(feeds), client.broker_id, client.id)
     pub = FeedPublisher(client, feeds, state)

@@ -24,6 +24,8 @@ PROTOCOL_VERSION = 1
 HEADER = struct.Struct(">I")
 #: the URL scheme of a broker: ``pubsift://host:port``
 SCHEME = "pubsift"
+#: the URL scheme of a broker's TLS port: ``pubsifts://host:port`` (docs/protocol.md §11)
+TLS_SCHEME = "pubsifts"
 
 #: the error reasons a peer may send (docs/protocol.md lists what each means)
 REASONS = {
@@ -31,8 +33,11 @@ REASONS = {
     "too-large": "the length prefix exceeds the receiver's max_frame_bytes",
     "truncated": "the stream ended inside a frame",
     "bad-hello": "the first frame is not a valid hello",
-    "unauthorized": "the client's hello has no token, or one the broker does not know",
+    "unauthorized": "the client's hello has no token (or certificate), or one the broker "
+    "does not know",
+    "tls-required": "a plaintext connection to a broker port that speaks TLS",
     "forbidden": "the client's identity may not subscribe, advertise or publish that",
+    "limit": "the client holds as many subscriptions or advertisements as it may",
     "unsupported-version": "the peer speaks another protocol version",
     "unknown-kind": "a kind this receiver does not accept from this peer",
     "invalid-message": "a message whose fields, filter or event are invalid",
@@ -95,6 +100,12 @@ async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> dict[str, 
         raise FrameError("truncated", "the stream ended inside a frame header") from None
     (n,) = HEADER.unpack(head)
     if n > max_bytes:
+        if looks_like_tls(head):
+            raise FrameError(
+                "bad-hello",
+                "the peer speaks TLS and this port plaintext (connect with pubsift://, "
+                "or give the broker a [tls] section)",
+            )
         raise FrameError("too-large", f"frame of {n} bytes exceeds the limit of {max_bytes}")
     try:
         body = await reader.readexactly(n)
@@ -103,6 +114,12 @@ async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> dict[str, 
             "truncated", f"the stream ended after {len(exc.partial)} of {n} body bytes"
         ) from None
     return decode(body)
+
+
+def looks_like_tls(head: bytes) -> bool:
+    """Whether the first bytes of a stream are a TLS handshake record (content type 0x16,
+    version 3.x) rather than a frame's length: read as a length, that is above 369 MB."""
+    return len(head) >= 2 and head[0] == 0x16 and head[1] == 0x03
 
 
 def error(reason: str, message: str) -> dict[str, Any]:
@@ -140,14 +157,22 @@ def check_hello(obj: dict[str, Any], expect_role: str | None = None) -> tuple[st
 
 
 def parse_url(url: str) -> tuple[str, int]:
-    """(host, port) of ``pubsift://host:port`` (the port defaults to 7400)."""
+    """(host, port) of ``pubsift://host:port`` or ``pubsifts://host:port`` (TLS; the
+    port defaults to 7400 for both)."""
     from pubsift.adapters.broker.config import DEFAULT_PORT, Address, ConfigError
 
-    prefix = SCHEME + "://"
-    if not url.startswith(prefix):
-        raise ConfigError(f"broker URL {url!r}: expected {prefix}host:port")
-    rest = url[len(prefix) :].rstrip("/")
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in (SCHEME, TLS_SCHEME):
+        raise ConfigError(
+            f"broker URL {url!r}: expected {SCHEME}://host:port (or {TLS_SCHEME}:// for TLS)"
+        )
+    rest = rest.rstrip("/")
     if rest and ":" not in rest.rsplit("]", 1)[-1]:
         rest = f"{rest}:{DEFAULT_PORT}"
     a = Address.parse(rest, f"broker URL {url!r}")
     return a.host, a.port
+
+
+def url_uses_tls(url: str) -> bool:
+    """Whether ``url`` names a broker's TLS port (``pubsifts://``)."""
+    return url.startswith(TLS_SCHEME + "://")

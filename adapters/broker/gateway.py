@@ -12,6 +12,17 @@ one publisher (``http-<broker id>-<random>``, a new one per start, so a restarte
 gateway's sequence numbers are never taken for duplicates): they reach each subscriber in
 the order the gateway accepted them.
 
+Security (docs/protocol.md §9-§11): with ``[identities]`` every request must
+authenticate, with ``Authorization: Bearer <token>`` or a verified TLS client certificate
+(a token takes precedence), exactly as a socket client's hello; without, ``401``. A
+subscription must be covered, and a publication matched, by the identity's authorized
+filters (:meth:`~pubsift.adapters.broker.auth.Authorizer.check`, the same check as for
+socket clients; Fiege, Zeidler & Buchmann, "Security Aspects in Publish/Subscribe
+Systems", DEBS 2004, §4.1), else ``403``. The gateway's own clients of the daemon use an
+unrestricted identity with a random token that exists only in the broker process. With
+``[tls]`` the gateway serves HTTPS with the broker's certificate, and reaches the daemon's
+TLS port with that certificate as its only trust anchor.
+
 Answers (JSON ``{"error": reason, "message": ...}`` for every refusal):
 
 =====================================  ====================================================
@@ -22,6 +33,7 @@ Answers (JSON ``{"error": reason, "message": ...}`` for every refusal):
                                        ``pubsift sub`` prints; 400 missing or invalid
                                        filter; 404 unknown model; 413 filter above
                                        the frame limit; 503 broker stopping
+(with identities)                      401 no or unknown credential; 403 not authorized
 =====================================  ====================================================
 """
 
@@ -35,6 +47,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from pubsift.adapters.broker.auth import Grant
 from pubsift.adapters.broker.client import (
     AsyncClient,
     BrokerRefused,
@@ -43,8 +56,10 @@ from pubsift.adapters.broker.client import (
 )
 from pubsift.adapters.broker.config import Address
 from pubsift.adapters.broker.frames import encode
+from pubsift.adapters.broker.tls import peer_names
 from pubsift.core.cli_input import InputError, one_line, strict_json
 from pubsift.core.errors import PubsiftError
+from pubsift.core.messages import Pub, Sub
 from pubsift.core.model import FilterModel
 
 if TYPE_CHECKING:
@@ -71,11 +86,11 @@ def publication_id(publisher: str, seq: int) -> str:
     return f"{publisher}:{seq}".translate({10: "\\n", 13: "\\r", 0: "\\0"})
 
 
-def loopback(listen: Address, port: int) -> str:
+def loopback(listen: Address, port: int, tls: bool = False) -> str:
     """The URL by which the gateway reaches its own daemon (a wildcard address is
     reached on the loopback address of its family)."""
     host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(listen.host, listen.host)
-    return f"pubsift://{Address(host, port)}"
+    return f"pubsift{'s' if tls else ''}://{Address(host, port)}"
 
 
 class _Stuck(Exception):
@@ -101,17 +116,29 @@ class Gateway:
         self._runner: web.AppRunner | None = None
         self._publisher: AsyncClient | None = None
         self._url = ""
+        #: the token of the gateway's own clients, with identities (None: an open broker)
+        self._token: str | None = None
         self._streams: set[asyncio.Event] = set()
         #: currently open SSE streams (for stats and tests)
         self.subscribers = 0
 
     @property
     def url(self) -> str:
-        return f"http://{self.address}"
+        scheme = "https" if self.daemon.config.tls is not None else "http"
+        return f"{scheme}://{self.address}"
+
+    @property
+    def publisher_id(self) -> str | None:
+        """The client id of the gateway's publisher (it publishes for every HTTP client,
+        so the daemon does not hold it to one client's publication rate)."""
+        return self._publisher.id if self._publisher is not None else None
 
     async def start(self) -> None:
         assert self.daemon.broker is not None, "start the daemon first"
-        self._url = loopback(self.daemon.config.listen, self.daemon.address.port)
+        tls = self.daemon.config.tls
+        self._url = loopback(self.daemon.config.listen, self.daemon.address.port, tls is not None)
+        if self.daemon.auth.enabled and self._token is None:
+            self._token = self.daemon.auth.internal(f"<gateway of {self.daemon.id}>")
         app = web.Application(client_max_size=self.daemon.config.max_frame_bytes)
         app.router.add_post("/publish/{model}", self.publish)
         app.router.add_get("/subscribe/{model}", self.subscribe)
@@ -123,7 +150,12 @@ class Gateway:
             shutdown_timeout=2.0,  # SIGTERM: do not wait a minute for stuck HTTP clients
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.listen.host, self.listen.port)
+        site = web.TCPSite(
+            self._runner,
+            self.listen.host,
+            self.listen.port,
+            ssl_context=tls.server_context if tls is not None else None,
+        )
         await site.start()
         bound = self._runner.addresses
         self.address = Address(self.listen.host, bound[0][1] if bound else self.listen.port)
@@ -142,12 +174,52 @@ class Gateway:
         log.debug("gateway of broker %s stopped", self.daemon.id)
 
     def _client(self, role: str) -> AsyncClient:
+        tls = self.daemon.config.tls
         return AsyncClient(
             self._url,
             id=f"http-{self.daemon.id}-{role}-{uuid.uuid4().hex[:8]}",
             models=self.daemon.models,
             max_frame_bytes=self.daemon.config.max_frame_bytes,
+            token=self._token,
+            tls=tls.loopback_context if tls is not None else None,
         )
+
+    def _identify(self, request: web.Request) -> Grant | web.Response | None:
+        """The identity of an HTTP request (None: an open broker), or its 401: the
+        ``Authorization: Bearer`` token if there is one, else a verified client
+        certificate (as a socket client's hello, docs/protocol.md §10)."""
+        auth = self.daemon.auth
+        if not auth.enabled:
+            return None
+        header = request.headers.get("Authorization")
+        hello: dict[str, Any] = {}
+        if header is not None:
+            scheme, _, token = header.strip().partition(" ")
+            hello["token"] = token.strip() if scheme.lower() == "bearer" else None
+        transport = request.transport
+        names = peer_names(transport.get_extra_info) if transport is not None else None
+        grant = auth.identify(hello, names)
+        if isinstance(grant, Grant) and not grant.unrestricted:
+            return grant
+        why = grant if isinstance(grant, str) else "unknown token"
+        if "token" in hello and hello["token"] is None:
+            why = "the Authorization header is not 'Bearer <token>'"
+        elif not hello and names is None:
+            why = "no Authorization: Bearer token (and no client certificate)"
+        log.warning("HTTP %s: unauthorized: %s", request.remote, why)
+        resp = error_response(401, "unauthorized", why)
+        resp.headers["WWW-Authenticate"] = 'Bearer realm="pubsift"' + (
+            ', error="invalid_token"' if "token" in hello else ""
+        )
+        return resp
+
+    def _forbidden(self, request: web.Request, grant: Grant, msg: Pub | Sub) -> web.Response | None:
+        """403 if ``grant`` may not publish or subscribe ``msg`` (:meth:`Authorizer.check`)."""
+        why = self.daemon.auth.check(grant, msg, self.daemon.models)
+        if why is None:
+            return None
+        log.warning("HTTP %s: forbidden: %s", request.remote, why)
+        return error_response(403, "forbidden", why)
 
     def _model(self, request: web.Request) -> FilterModel | web.Response:
         name = request.match_info["model"]
@@ -163,6 +235,9 @@ class Gateway:
 
     # -- POST /publish/{model} ------------------------------------------------------------
     async def publish(self, request: web.Request) -> web.Response:
+        grant = self._identify(request)
+        if isinstance(grant, web.Response):
+            return grant
         model = self._model(request)
         if isinstance(model, web.Response):
             return model
@@ -179,6 +254,10 @@ class Gateway:
         except PubsiftError as exc:
             return error_response(400, "invalid-event", one_line(exc))
         assert self._publisher is not None
+        if grant is not None:
+            refusal = self._forbidden(request, grant, Pub(grant.name, model.name, event, None))
+            if refusal is not None:
+                return refusal
         frame = {
             "kind": "pub",
             "client": self._publisher.id,
@@ -198,6 +277,9 @@ class Gateway:
 
     # -- GET /subscribe/{model}?filter=... ------------------------------------------------
     async def subscribe(self, request: web.Request) -> web.StreamResponse:
+        grant = self._identify(request)
+        if isinstance(grant, web.Response):
+            return grant
         model = self._model(request)
         if isinstance(model, web.Response):
             return model
@@ -211,6 +293,10 @@ class Gateway:
             flt = model.parse_filter(spec)
         except (PubsiftError, InputError) as exc:
             return error_response(400, "invalid-filter", one_line(exc))
+        if grant is not None:
+            refusal = self._forbidden(request, grant, Sub(grant.name, model.name, flt))
+            if refusal is not None:
+                return refusal
         queue: asyncio.Queue[Notification] = asyncio.Queue(MAX_PENDING)
         stop = asyncio.Event()
 

@@ -145,9 +145,14 @@ def test_covered_subscriptions_are_accepted_uncovered_ones_forbidden(tmp_path, c
         await alice.subscribe("records", 'symbol = "INTC"', lambda n: None)
         await until(lambda: d.broker.sizes()[0] == 4)
         assert alice.connected and alice.connections == 1
-        # the client renews its refused subscriptions every ρ: refused again, logged once
-        await until(lambda: len(alice.errors) >= 4, timeout=3)
-        assert d.broker.sizes()[0] == 4
+        # the client learnt from the echoed ref which ones were refused: it no longer
+        # renews them (the broker would refuse them again every ρ)
+        assert [(e.reason, e.kind, e.model) for e in alice.refusals] == [
+            ("forbidden", "sub", "records"),
+            ("forbidden", "sub", "xml"),
+        ]
+        await asyncio.sleep(3 * d.config.lease_refresh)
+        assert len(alice.errors) == 2 and d.broker.sizes()[0] == 4
         assert len([r for r in caplog.records if r.name == "pubsift.broker"]) == 3
         await alice.close()
         await bob.close()
@@ -228,7 +233,7 @@ def test_publications_outside_the_publish_filters_are_forbidden(tmp_path):
             "identities.b.token: the same",
         ),
         ("identities = 3", "identities: expected a table"),
-        ("[identities.a]\ntoken = 't'\n[gateway]\nlisten = '127.0.0.1:0'", "gateway.listen"),
+        ("[identities.a]\ncert_name = 'a'", "identities.a.cert_name: needs [tls] with ca"),
     ],
 )
 def test_identity_errors_name_file_and_key(tmp_path, text, words):
