@@ -197,7 +197,11 @@ class Broker:
         their renewals are forwarded at once, as if their destinations had issued them
         again, without extending their own leases here (garbage still runs out, §3.7.1)."""
         for model, r in self.routing.items():
-            for level, s in (("S", r.sub_strategy), ("A", r.adv_strategy)):
+            levels: tuple[tuple[Level, Strategy | None], ...] = (
+                ("S", r.sub_strategy),
+                ("A", r.adv_strategy),
+            )
+            for level, s in levels:
                 if s is None:
                     continue
                 withdrawn = [
