@@ -216,7 +216,7 @@ class Broker:
                 kept: dict[Entry, float] = {}
                 for e in withdrawn:
                     for c in s.covered(e.filter):
-                        if c.dest not in gone and c in leases:
+                        if c in leases:
                             renew.setdefault(c.dest, {})[(c.filter, c.tag)] = None
                             kept[c] = leases[c]
                 for dest, items in sorted(renew.items()):

@@ -217,3 +217,47 @@ def test_an_expiring_entry_of_a_vanished_peer_is_withdrawn_like_an_unsubscriptio
         assert not sent and b.table("toy").sizes() == (1, 1)
         b.expire(22.0)
         assert not sent and b.table("toy").sizes() == (1, 0)
+
+
+@pytest.mark.parametrize("strategy", ["covering", "merging", "identity"])
+def test_a_second_vanished_cover_keeps_its_neighbours_copy_until_it_is_withdrawn(strategy):
+    """Two vanished clients hold the same covering filter; the first one's lease runs out
+    first. Its withdrawal sends no unsubscription (the second one's entry still needs the
+    route), and the neighbour's copy was renewed only through the first one: it is renewed
+    now, or it would run out before the second one is withdrawn (and the covered
+    subscriptions forwarded) — found by the fuzzer under load."""
+    from pubsift.core.broker import Broker
+    from pubsift.core.messages import Sub
+
+    sent: list[tuple[str, Admin]] = []
+
+    class Port:
+        def send(self, broker, neighbour, msg) -> None:
+            sent.append((neighbour, msg))
+
+        def deliver(self, broker, msg) -> None:
+            pass
+
+    now = [0.0]
+    b = Broker("b1", [M], strategy, Port(), lease=10.0, clock=lambda: now[0])
+    b.connect("b0")
+    for c in ("s", "h1", "h2"):
+        b.attach(c)
+    everything = Iv(0, DOMAIN - 1)
+    b.receive(Sub("s", "toy", Iv(2, 3)), "s")
+    now[0] = 1.0
+    b.receive(Sub("h1", "toy", everything), "h1")
+    now[0] = 4.0
+    b.receive(Sub("h2", "toy", everything), "h2")  # not forwarded: h1's is identical
+    now[0] = 8.0
+    b.receive(Sub("s", "toy", Iv(2, 3)), "s")
+    sent.clear()
+    b.expire(10.5, early=0.6, gone={"h1", "h2"})  # h1's lease (11) ends, h2's (14) not yet
+    to_b0 = [a for h, a in sent if h == "b0"]
+    assert everything not in [f for a in to_b0 for f, _ in a.unsubs]
+    assert everything in [f for a in to_b0 for f, _ in a.subs]  # b0's copy renewed
+    sent.clear()
+    b.expire(13.5, early=0.6, gone={"h1", "h2"})  # h2's turn: withdrawn, s's forwarded
+    to_b0 = [a for h, a in sent if h == "b0"]
+    assert everything in [f for a in to_b0 for f, _ in a.unsubs]
+    assert Iv(2, 3) in [f for a in to_b0 for f, _ in a.subs]
