@@ -58,7 +58,9 @@ CONFIG: dict[str, Any] = {
     "models": ("records", "xml"),
     "max_frame_bytes": 1 << 16,
     "max_queue": 256,
-    "heartbeat_interval": 0.5,
+    # Long enough that a loaded machine (one event loop runs brokers, clients and hostile
+    # sessions) is not mistaken for a silent peer; the heartbeat's own test uses 0.5 s.
+    "heartbeat_interval": 2.0,
     "heartbeat_max_missed": 2,
     "hello_timeout": 1.0,
 }
@@ -523,7 +525,9 @@ def test_half_open_connections_are_closed_with_a_reason():
     async def go() -> None:
         d = BrokerDaemon(
             BrokerConfig(
-                id="b0", listen=Address("127.0.0.1", 0), **{**CONFIG, "hello_timeout": 0.5}
+                id="b0",
+                listen=Address("127.0.0.1", 0),
+                **{**CONFIG, "hello_timeout": 0.5, "heartbeat_interval": 0.5},
             )
         )
         await d.start()
