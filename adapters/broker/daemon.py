@@ -250,10 +250,13 @@ class BrokerDaemon:
         """Drop expired entries (Mühl §3.7.3) every min(ρ/2, 1 s), and forget peers gone
         for longer than π (their entries have expired by then)."""
         period = min(self.config.lease_refresh / 2, 1.0)
-        # the entry of a local client (or of a neighbour whose link is down) is withdrawn
-        # like an unsubscription up to one tick before its lease runs out, so before the
-        # copies further on (Broker.expire); a live client has renewed it by then (ρ + early < π)
-        early = min(period, (self.config.lease_period - self.config.lease_refresh) / 2)
+        # The entry of a local client (or of a neighbour whose link is down) is withdrawn
+        # like an unsubscription (Broker.expire) when its lease has less than (π − ρ)/2 left,
+        # halfway between a live client's renewal (at most ρ after the last one, so at least
+        # π − ρ left) and the end of the lease: the withdrawal reaches the copies further on
+        # while they still stand (they were renewed by the same forwarded renewals) even
+        # when this clock ticks late, instead of racing their own expiry.
+        early = (self.config.lease_period - self.config.lease_refresh) / 2
         while True:
             await asyncio.sleep(period)
             now = time.monotonic()
