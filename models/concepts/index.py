@@ -1,39 +1,76 @@
-"""The concepts model's filter index: matching through the records index after lazy
-conversion (Cilia et al. 2004, §4.3: Rebeca "specialized in order to delay the conversion as
-much as possible"; Mühl 2002, §4.3.8 for the index underneath).
+"""The concepts model's filter index: matching and the relation queries through the records
+index over lazily converted values (Cilia et al. 2004, §4.3: Rebeca "specialized in order to
+delay the conversion as much as possible"; Mühl 2002, §4.3.8 for the index underneath).
 
 A concept filter is a conjunction of records constraints on (path, matching context) pairs
 plus the concept test, so it is held as a :class:`~pubsift.models.records.RecordFilter`
 over *virtual attributes*: one per (path, target context) that any held filter constrains,
-and ``@concept`` (the set of the filter concept's specializations). An event is matched by
-converting each of its values once into each target context the index knows for its path —
-a handful of conversions, however many subscriptions — and probing the records index.
+and ``@concept`` (the set of the filter concept's specializations). Subscriptions that
+share a (path, context) share its attribute, so the records index groups them by it.
 
+Matching. An event is matched by converting each of its values once into each target
+context the index knows for its path — a handful of conversions, however many
+subscriptions — and probing the records index, which holds the records filters under the
+keys themselves: its answer is the answer (no concept filter is hashed while matching, and
+a match reports hundreds of keys). Concept filters with one records filter (concepts with
+the same specializations) match the same events; a count per (records filter, key) keeps
+the pair held while one of them holds it.
 Exactness: a value that cannot be converted (no rate in force) or a complex member is
-given to the records index as ``null``, which no held constraint but ``exists`` accepts; the
-index then answers a superset, which is verified with the model's ``matches``. The other
-queries (covering, overlap, merging) scan with the model's hooks, like
-:class:`~pubsift.core.index.LinearIndex`.
+given to the records index as ``null``, which no held constraint but ``exists`` accepts;
+the index then answers a superset, which is verified with the model's ``matches``.
+
+Relations (Mühl Figs. 4.7-4.9, as in :mod:`pubsift.models.records.index`): each query cuts
+the held filters down with a necessary condition of the model's own rule
+(:mod:`~pubsift.models.concepts.relations`), then verifies every candidate with the model's
+hook, so answers equal :class:`~pubsift.core.index.LinearIndex`'s. ``g`` covers ``f`` only if
+every clause of ``g`` covers a clause of ``f`` on its path: in the same context by the
+constraint algebra, or in another currency for *every* exchange rate in force (then for any
+one of them, ``r``).
+
+* ``covering(f)``: the *witness* ``w`` of each clause of ``f`` (a value it accepts) is
+  put on its own attribute and, times a rate ``r`` in force, on the attributes of the same
+  path in the other currencies; a covering ``g`` accepts that flat event, so the records
+  index's match of it gives the candidates (``w·r`` lies in ``r·L(cf)`` as widened by the
+  relations, which a covering clause contains). ``identical(f)``: the same candidates.
+* ``covered_by(f)``: every held filter has a witness event (one value per attribute);
+  ``f ⊒ g`` implies that ``f``'s clause accepts ``g``'s witness value on the same path in
+  its context, or that value times ``r`` in another currency, i.e. the value lies in
+  ``L(cf)/r`` widened as the relations widen: the filters whose witness value lies there
+  are found by hashing and bisection (:class:`~pubsift.models.records.witness_values.WitnessValues`)
+  on the clause of ``f`` with the fewest.
+* ``merge_candidates(f)``: a perfect merger exists only if one covers the other or both
+  have the same concept and clause places and differ in one clause (Mühl's count of
+  identical attribute filters).
+
+A query filter with two clauses on one path (in two currencies) or a clause without a
+known witness is answered by a scan; so is ``overlapping``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+import math
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from pubsift.core.errors import EventError, FilterSyntaxError
-from pubsift.core.index import LinearIndex
 from pubsift.core.model import FilterIndex
+from pubsift.models.concepts.context import Context
 from pubsift.models.concepts.filters import _FAIL, Clause, ConceptFilter
 from pubsift.models.concepts.forms import check_filter
+from pubsift.models.concepts.relations import _ANY_NUMBER, _scaled
 from pubsift.models.concepts.semantic_objects import SemanticObject
-from pubsift.models.constraints import Constraint, Op, skey
+from pubsift.models.constraints import ABSENT, Constraint, Interval, Op, skey
+from pubsift.models.constraints.limits import TooComplex
+from pubsift.models.constraints.relations import Unsatisfiable, witness
 from pubsift.models.records import RecordFilter, RecordsModel
+from pubsift.models.records.witness_values import WitnessValues
 
 if TYPE_CHECKING:
     from pubsift.models.concepts.model import ConceptsModel
 
 _CONCEPT = "@concept"
+_EXISTS = Constraint(Op.EXISTS)
+_NONE = object()  # no witness known
 
 
 def _query(f: Any) -> ConceptFilter:
@@ -52,21 +89,80 @@ def _key(key: Any) -> Hashable:
     return cast(Hashable, key)  # hash(key) succeeded
 
 
+def _number(v: Any) -> bool:
+    return (v.__class__ is float or v.__class__ is int) and not isinstance(v, bool)
+
+
+def _sample(c: Constraint) -> Any:
+    """A value ``c`` accepts (``ABSENT`` for not-exists; ``_NONE`` if none is known): its
+    constant where it is one, else the constraint algebra's witness. Events hold finite
+    numbers only, so an infinite value is none."""
+    if c.op is Op.NOT_EXISTS:
+        return ABSENT
+    x = c.operand
+    tried: list[Any] = []
+    if c.op in (Op.EQ, Op.LE, Op.GE):
+        tried.append(x)
+    elif c.op is Op.IN_RANGE and isinstance(x, Interval):
+        tried += (x.lo, x.hi)
+    for v in tried:
+        if not (v.__class__ is float and not math.isfinite(v)) and c.matches(v):
+            return v
+    try:
+        v = witness(c)
+    except (Unsatisfiable, TooComplex):
+        return _NONE
+    if v is ABSENT or (v.__class__ is float and not math.isfinite(v)) or not c.matches(v):
+        return _NONE
+    return v
+
+
+class _Held:
+    """One held filter: its keys, its records filter, its integer id in the records index
+    and its witness event over the virtual attributes (None: none known)."""
+
+    __slots__ = ("fid", "filter", "keys", "record", "witness")
+
+    def __init__(
+        self, f: ConceptFilter, fid: int, record: RecordFilter, witness: dict[str, Any] | None
+    ) -> None:
+        self.filter = f
+        self.fid = fid
+        self.record = record
+        self.witness = witness
+        self.keys: dict[Hashable, None] = {}
+
+
 class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
-    """(filter, key) pairs; ``match`` through a records index over converted values, the
-    relation queries by a linear scan over the model's hooks."""
+    """(filter, key) pairs; ``match`` and the relation queries through a records index over
+    converted values (see the module docstring)."""
 
     model: ConceptsModel
 
     def __init__(self, model: ConceptsModel) -> None:
         self.model = model
-        self._scan = LinearIndex(model)
-        # keys: the (filter, key) pairs held
+        # (records filter, key) pairs, counted by the concept filters holding them
         self._records = RecordsModel().new_index()
+        self._counts: dict[tuple[RecordFilter, Hashable], int] = {}
+        # the distinct filters held, by records filter, and by id (relations)
+        self._held: dict[ConceptFilter, _Held] = {}
+        self._by_record: dict[RecordFilter, dict[ConceptFilter, None]] = {}
+        self._by_fid: dict[int, _Held] = {}
+        self._fids = 0
+        # the (filter, key) pairs in insertion order, and the filters of each key
+        self._pairs: dict[tuple[ConceptFilter, Hashable], None] = {}
+        self._by_key: dict[Hashable, dict[ConceptFilter, None]] = {}
+        # virtual attributes
         self._names: dict[tuple[Any, ...], str] = {}  # (path, target) -> virtual attribute
         self._by_path: dict[Any, dict[str, Clause]] = {}  # path -> virtual attribute -> clause
-        self._uses: dict[str, int] = {}
+        self._uses: dict[str, int] = {}  # virtual attribute -> held filters using it
         self._counter = 0
+        # relations: held filters (ids) by witness values, by concept and clause places,
+        # and by clause
+        self._witnesses = WitnessValues()
+        self._no_witness: dict[int, None] = {}
+        self._by_shape: dict[tuple[Any, ...], dict[int, None]] = {}
+        self._by_clause: dict[Clause, dict[int, None]] = {}
 
     def _translate(
         self, f: ConceptFilter
@@ -87,14 +183,47 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
             attrs[name] = c.constraint
         return RecordFilter.of(attrs), fresh
 
+    @staticmethod
+    def _shape(f: ConceptFilter) -> tuple[Any, ...]:
+        return (f.concept, tuple(c.key for c in f.clauses))
+
     def add(self, f: ConceptFilter, key: Hashable) -> None:
         """Hold (f, key); when it raises, the index is exactly as it was."""
         check_filter(f, self.model.ontology)  # hand-made filters: refused before any change
         _key(key)
-        if (f, key) in self._scan:
+        if (f, key) in self._pairs:
             return
-        rf, fresh = self._translate(f)
-        self._records.add(rf, (f, key))  # the one step that may fail: before any change
+        h = self._held.get(f)
+        if h is None:
+            rf, fresh = self._translate(f)
+        else:
+            rf, fresh = h.record, []
+        rkey = (rf, key)
+        n = self._counts.get(rkey, 0)
+        if not n:
+            self._records.add(rf, key)  # the one step that may fail: before any change
+        self._counts[rkey] = n + 1
+        if h is None:
+            h = self._insert(f, rf, fresh)
+        h.keys[key] = None
+        self._pairs[(f, key)] = None
+        self._by_key.setdefault(key, {})[f] = None
+
+    def _insert(
+        self, f: ConceptFilter, rf: RecordFilter, fresh: list[tuple[tuple[Any, ...], str]]
+    ) -> _Held:
+        shape = self._shape(f)
+        wit: dict[str, Any] | None = {}
+        for name, c in rf.constraints:
+            if name == _CONCEPT:
+                continue
+            v = _sample(c)
+            if v is _NONE:
+                wit = None
+                break
+            if v is not ABSENT:
+                wit[name] = v
+        fid = self._fids = self._fids + 1
         clauses = {(c.path, c.target): c for c in f.clauses}
         for k, name in fresh:
             self._names[k] = name
@@ -103,7 +232,16 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         for name, _ in rf.constraints:
             if name != _CONCEPT:
                 self._uses[name] = self._uses.get(name, 0) + 1
-        self._scan.add(f, key)
+        h = self._held[f] = self._by_fid[fid] = _Held(f, fid, rf, wit)
+        self._by_record.setdefault(rf, {})[f] = None
+        if wit is None:
+            self._no_witness[fid] = None
+        else:
+            self._witnesses.add(wit, fid)
+        self._by_shape.setdefault(shape, {})[fid] = None
+        for c in f.clauses:
+            self._by_clause.setdefault(c, {})[fid] = None
+        return h
 
     def bulk_add(self, pairs: Iterable[tuple[ConceptFilter, Hashable]]) -> None:
         """Hold every pair, or (when one raises) none of those not held before."""
@@ -128,9 +266,34 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
             raise
 
     def remove(self, f: ConceptFilter, key: Hashable) -> None:
-        self._scan.remove(_query(f), _key(key))
-        rf, _ = self._translate(f)  # a held filter: its virtual attributes exist
-        self._records.remove(rf, (f, key))
+        pair = (_query(f), _key(key))
+        if pair not in self._pairs:
+            raise KeyError(f"({f!r}, {key!r}) is not in the index")
+        del self._pairs[pair]
+        by_key = self._by_key[key]
+        del by_key[f]
+        if not by_key:
+            del self._by_key[key]
+        h = self._held[f]
+        rkey = (h.record, key)
+        n = self._counts[rkey] - 1
+        if n:
+            self._counts[rkey] = n
+        else:
+            del self._counts[rkey]
+            self._records.remove(h.record, key)
+        del h.keys[key]
+        if not h.keys:
+            self._delete(h)
+
+    def _delete(self, h: _Held) -> None:
+        f, fid, rf = h.filter, h.fid, h.record
+        del self._held[f]
+        same = self._by_record[rf]
+        del same[f]
+        if not same:
+            del self._by_record[rf]
+        del self._by_fid[fid]
         for name, _ in rf.constraints:
             if name == _CONCEPT:
                 continue
@@ -142,7 +305,15 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
                 if not self._by_path[c.path]:
                     del self._by_path[c.path]
                 del self._names[(c.path, c.target)]
+        if h.witness is None:
+            del self._no_witness[fid]
+        else:
+            self._witnesses.remove(h.witness, fid)
+        _discard(self._by_shape, self._shape(f), fid)
+        for c in f.clauses:
+            _discard(self._by_clause, c, fid)
 
+    # -- matching ---------------------------------------------------------------------
     def _flat(self, e: SemanticObject) -> tuple[dict[str, Any], bool]:
         """The event's values in every target context the index knows, and whether a
         stand-in ``null`` was used (then answers must be verified)."""
@@ -162,44 +333,188 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
                 flat[name] = v
         return flat, verify
 
+    def _pairs_of(
+        self, rpairs: Iterable[tuple[RecordFilter, Hashable]]
+    ) -> Iterator[tuple[ConceptFilter, Hashable]]:
+        """The (concept filter, key) pairs held behind (records filter, key) pairs."""
+        held = self._held
+        for rf, k in rpairs:
+            for f in self._by_record[rf]:
+                if k in held[f].keys:
+                    yield f, k
+
     def match_pairs(self, event: SemanticObject) -> list[tuple[ConceptFilter, Hashable]]:
         if not isinstance(event, SemanticObject):
             raise EventError(f"not a concepts event: {type(event).__name__}")
         flat, verify = self._flat(event)
-        # the records index holds the (filter, key) pairs as its keys
-        pairs = cast("set[tuple[ConceptFilter, Hashable]]", self._records.match(flat))
+        pairs = self._pairs_of(self._records.match_pairs(flat))
         if verify:
             matches = self.model.matches
-            return [p for p in pairs if matches(p[0], event)]
+            return [(f, k) for f, k in pairs if matches(f, event)]
         return list(pairs)
 
     def match(self, event: SemanticObject) -> set[Hashable]:
-        return {k for _, k in self.match_pairs(event)}
+        if not isinstance(event, SemanticObject):
+            raise EventError(f"not a concepts event: {type(event).__name__}")
+        flat, verify = self._flat(event)
+        if verify:
+            return {k for _, k in self.match_pairs(event)}
+        # the records index holds the keys: its answer is the answer
+        return cast("set[Hashable]", self._records.match(flat))
 
-    # -- the rest: the linear scan over the model's hooks ----------------------------
+    # -- contents ---------------------------------------------------------------------
     def __iter__(self) -> Iterator[tuple[ConceptFilter, Hashable]]:
-        return iter(self._scan)
+        return iter(list(self._pairs))
 
     def __len__(self) -> int:
-        return len(self._scan)
+        return len(self._pairs)
 
     def __contains__(self, pair: object) -> bool:
-        return pair in self._scan
-
-    def covering(self, f: ConceptFilter) -> set[Hashable]:
-        return self._scan.covering(_query(f))
-
-    def covered_by(self, f: ConceptFilter) -> set[Hashable]:
-        return self._scan.covered_by(_query(f))
-
-    def identical(self, f: ConceptFilter) -> set[Hashable]:
-        return self._scan.identical(_query(f))
-
-    def overlapping(self, f: ConceptFilter) -> set[Hashable]:
-        return self._scan.overlapping(_query(f))
-
-    def merge_candidates(self, f: ConceptFilter) -> set[Hashable]:
-        return self._scan.merge_candidates(_query(f))
+        try:
+            return pair in self._pairs
+        except TypeError:  # unhashable
+            return False
 
     def filters(self, key: Hashable) -> list[ConceptFilter]:
-        return self._scan.filters(key)
+        try:
+            return list(self._by_key.get(key, ()))
+        except TypeError:  # unhashable: no pair has it
+            return []
+
+    # -- relations --------------------------------------------------------------------
+    def _factor(self, src: Context, dst: Context) -> float | None:
+        """One factor converting values in ``src`` into ``dst`` if the relations ever
+        relate clauses in the two contexts (they differ only in their currency and both
+        are quoted at every time), else None."""
+        rates = self.model.relations.factors(src, dst)
+        if rates is None or not rates[1] or not rates[0]:
+            return None
+        return min(rates[0])
+
+    @staticmethod
+    def _keys_where(cands: Iterable[_Held], test: Callable[[ConceptFilter], bool]) -> set[Hashable]:
+        out: set[Hashable] = set()
+        for h in cands:
+            if test(h.filter):
+                out.update(h.keys)
+        return out
+
+    def _covering_candidates(self, f: ConceptFilter) -> Iterable[_Held]:
+        """Held filters that may cover f: those matching f's witness event spread over the
+        attributes of every context a covering clause may be in (all held filters when f
+        has two clauses on one path or a clause without a known witness)."""
+        paths = [c.path for c in f.clauses]
+        if len(set(paths)) != len(paths):
+            return self._held.values()
+        w: dict[str, Any] = {_CONCEPT: f.concept}
+        for cf in f.clauses:
+            v = _sample(cf.constraint)
+            if v is _NONE:
+                return self._held.values()
+            if v is ABSENT:  # not-exists: only not-exists covers it, and accepts absence
+                continue
+            for name, held in self._by_path.get(cf.path, {}).items():
+                target = held.target
+                if target == cf.target:
+                    w[name] = v
+                    continue
+                r = self._factor(cf.target, target)
+                if r is None:  # no clause in that context covers cf
+                    continue
+                if _number(v):
+                    scaled = v * r
+                    if not math.isfinite(scaled):
+                        return self._held.values()
+                    w[name] = scaled
+                else:  # exists: only clauses accepting every value cover it
+                    w[name] = v
+        held = self._held
+        return [
+            held[g]
+            for g in dict.fromkeys(g for g, _ in self._pairs_of(self._records.match_pairs(w)))
+        ]
+
+    def covering(self, f: ConceptFilter) -> set[Hashable]:
+        """g ⊒ f (Mühl Fig. 4.7); candidates: the held filters matching f's witness."""
+        f = _query(f)
+        covers = self.model.covers
+        return self._keys_where(self._covering_candidates(f), lambda g: covers(g, f))
+
+    def identical(self, f: ConceptFilter) -> set[Hashable]:
+        """g ≡ f: among the filters that may cover f."""
+        f = _query(f)
+        same = self.model.identical
+        return self._keys_where(self._covering_candidates(f), lambda g: same(g, f))
+
+    def _covered_candidates(self, f: ConceptFilter) -> Iterable[_Held]:
+        """Held filters f may cover: on the clause of f with the fewest, those whose
+        witness value on its path, converted into f's context, f's clause accepts."""
+        best: tuple[int, list[tuple[str, Constraint]]] | None = None
+        witnesses = self._witnesses
+        for cf in f.clauses:
+            c = cf.constraint
+            if c.op is Op.NOT_EXISTS or c.matches(ABSENT):
+                continue
+            probes: list[tuple[str, Constraint]] = []
+            cost = 0
+            for name, held in self._by_path.get(cf.path, {}).items():
+                target = held.target
+                if target == cf.target:
+                    probe = c
+                else:
+                    r = self._factor(target, cf.target)
+                    if r is None:  # cf covers no clause in that context
+                        continue
+                    # values v with v·r accepted by c lie in L(c)/r, widened
+                    scaled = _scaled(c, 1.0 / r)
+                    probe = _EXISTS if scaled is None or scaled is _ANY_NUMBER else scaled
+                probes.append((name, probe))
+                cost += witnesses.estimate(name, probe)
+            if best is None or cost < best[0]:
+                best = (cost, probes)
+        if best is None:
+            return self._held.values()
+        found: dict[int, None] = dict(self._no_witness)
+        for name, probe in best[1]:
+            found.update(dict.fromkeys(witnesses.accepted(name, probe)))
+        by_fid = self._by_fid
+        return [by_fid[i] for i in found]
+
+    def covered_by(self, f: ConceptFilter) -> set[Hashable]:
+        """f ⊒ g (Mühl Fig. 4.8); candidates by witness values."""
+        f = _query(f)
+        covers = self.model.covers
+        return self._keys_where(self._covered_candidates(f), lambda g: covers(f, g))
+
+    def merge_candidates(self, f: ConceptFilter) -> set[Hashable]:
+        """Filters g with a perfect merger of g and f (Mühl Fig. 4.9): one covers the
+        other, or they differ in one clause of the same place."""
+        f = _query(f)
+        cands: dict[_Held, None] = dict.fromkeys(self._covering_candidates(f))
+        cands.update(dict.fromkeys(self._covered_candidates(f)))
+        same = self._by_shape.get(self._shape(f), {})
+        k = len(f.clauses)
+        if k <= 1:
+            near: Iterable[int] = same
+        else:
+            counts: dict[int, int] = {}
+            for c in f.clauses:
+                for fid in self._by_clause.get(c, ()):
+                    counts[fid] = counts.get(fid, 0) + 1
+            near = [fid for fid, n in counts.items() if n >= k - 1 and fid in same]
+        by_fid = self._by_fid
+        cands.update(dict.fromkeys(by_fid[i] for i in near))
+        merge = self.model.merge
+        return self._keys_where(cands, lambda g: merge([g, f], perfect=True) is not None)
+
+    def overlapping(self, f: ConceptFilter) -> set[Hashable]:
+        f = _query(f)
+        overlaps = self.model.overlaps
+        return self._keys_where(self._held.values(), lambda g: overlaps(g, f))
+
+
+def _discard(d: dict[Any, dict[int, None]], key: Any, item: int) -> None:
+    held = d[key]
+    del held[item]
+    if not held:
+        del d[key]

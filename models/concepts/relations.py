@@ -26,6 +26,7 @@ import math
 import sys
 from collections.abc import Sequence
 
+from pubsift.models.concepts.context import Context
 from pubsift.models.concepts.conversion import ConversionManager
 from pubsift.models.concepts.filters import Clause, ConceptFilter, make_filter
 from pubsift.models.concepts.ontology import Ontology
@@ -118,7 +119,12 @@ class Relations:
     def _rates(self, src: Clause, dst: Clause) -> tuple[frozenset[float], bool] | None:
         """Factors converting src's target into dst's, when the two differ only in their
         currency (None otherwise: no claim is made)."""
-        s, d = src.target, dst.target
+        return self.factors(src.target, dst.target)
+
+    def factors(self, s: Context, d: Context) -> tuple[frozenset[float], bool] | None:
+        """Every factor converting values in context ``s`` into ``d`` at some time, and
+        whether one is in force at every time, when the two contexts differ only in their
+        currency (None otherwise: then no clause in ``s`` is related to one in ``d``)."""
         if s.currency is None or d.currency is None or s.with_(currency=d.currency) != d:
             return None
         if any(self.manager.is_time_varying(p) for p, _ in d.extra):
