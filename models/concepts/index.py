@@ -93,6 +93,42 @@ def _number(v: Any) -> bool:
     return (v.__class__ is float or v.__class__ is int) and not isinstance(v, bool)
 
 
+_BIG = 1e300
+"""Stands for an unbounded end in :func:`_extremes` (finite after any rate)."""
+
+
+def _extremes(c: Constraint) -> tuple[Any, Any] | None:
+    """The least and the greatest value ``c`` accepts, for one interval of numbers (an
+    unbounded end: ±1e300); else its witness twice (None: none known)."""
+    op, x = c.op, c.operand
+    lo: Any = None
+    hi: Any = None
+    if isinstance(x, Interval) and not (_number(x.lo) and _number(x.hi)):
+        pass  # strings, dates
+    elif not isinstance(x, Interval) and not _number(x):
+        pass
+    elif op is Op.EQ or op is Op.LE or op is Op.LT:
+        lo, hi = -_BIG, x if op is not Op.LT else math.nextafter(x, -math.inf)
+        if op is Op.EQ:
+            lo = hi = x
+    elif op is Op.GE or op is Op.GT:
+        lo, hi = x if op is Op.GE else math.nextafter(x, math.inf), _BIG
+    elif op is Op.IN_RANGE and isinstance(x, Interval):
+        lo = x.lo if x.lo_closed else math.nextafter(x.lo, math.inf)
+        hi = x.hi if x.hi_closed else math.nextafter(x.hi, -math.inf)
+    if (
+        _number(lo)
+        and _number(hi)
+        and math.isfinite(lo)
+        and math.isfinite(hi)
+        and c.matches(lo)
+        and c.matches(hi)
+    ):
+        return lo, hi
+    v = _sample(c)
+    return None if v is _NONE else (v, v)
+
+
 def _sample(c: Constraint) -> Any:
     """A value ``c`` accepts (``ABSENT`` for not-exists; ``_NONE`` if none is known): its
     constant where it is one, else the constraint algebra's witness. Events hold finite
@@ -124,7 +160,11 @@ class _Held:
     __slots__ = ("fid", "filter", "keys", "record", "witness")
 
     def __init__(
-        self, f: ConceptFilter, fid: int, record: RecordFilter, witness: dict[str, Any] | None
+        self,
+        f: ConceptFilter,
+        fid: int,
+        record: RecordFilter,
+        witness: tuple[dict[str, Any], dict[str, Any]] | None,
     ) -> None:
         self.filter = f
         self.fid = fid
@@ -159,7 +199,7 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         self._counter = 0
         # relations: held filters (ids) by witness values, by concept and clause places,
         # and by clause
-        self._witnesses = WitnessValues()
+        self._witnesses = (WitnessValues(), WitnessValues())  # least and greatest values
         self._no_witness: dict[int, None] = {}
         self._by_shape: dict[tuple[Any, ...], dict[int, None]] = {}
         self._by_clause: dict[Clause, dict[int, None]] = {}
@@ -213,16 +253,16 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         self, f: ConceptFilter, rf: RecordFilter, fresh: list[tuple[tuple[Any, ...], str]]
     ) -> _Held:
         shape = self._shape(f)
-        wit: dict[str, Any] | None = {}
+        wit: tuple[dict[str, Any], dict[str, Any]] | None = ({}, {})
         for name, c in rf.constraints:
             if name == _CONCEPT:
                 continue
-            v = _sample(c)
-            if v is _NONE:
+            ends = _extremes(c)
+            if ends is None:
                 wit = None
                 break
-            if v is not ABSENT:
-                wit[name] = v
+            if ends[0] is not ABSENT and wit is not None:
+                wit[0][name], wit[1][name] = ends
         fid = self._fids = self._fids + 1
         clauses = {(c.path, c.target): c for c in f.clauses}
         for k, name in fresh:
@@ -237,7 +277,8 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         if wit is None:
             self._no_witness[fid] = None
         else:
-            self._witnesses.add(wit, fid)
+            for values, w in zip(self._witnesses, wit):
+                values.add(w, fid)
         self._by_shape.setdefault(shape, {})[fid] = None
         for c in f.clauses:
             self._by_clause.setdefault(c, {})[fid] = None
@@ -308,7 +349,8 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         if h.witness is None:
             del self._no_witness[fid]
         else:
-            self._witnesses.remove(h.witness, fid)
+            for values, w in zip(self._witnesses, h.witness):
+                values.remove(w, fid)
         _discard(self._by_shape, self._shape(f), fid)
         for c in f.clauses:
             _discard(self._by_clause, c, fid)
@@ -382,14 +424,14 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
             return []
 
     # -- relations --------------------------------------------------------------------
-    def _factor(self, src: Context, dst: Context) -> float | None:
-        """One factor converting values in ``src`` into ``dst`` if the relations ever
+    def _factors(self, src: Context, dst: Context) -> frozenset[float] | None:
+        """The factors converting values in ``src`` into ``dst`` if the relations ever
         relate clauses in the two contexts (they differ only in their currency and both
         are quoted at every time), else None."""
         rates = self.model.relations.factors(src, dst)
         if rates is None or not rates[1] or not rates[0]:
             return None
-        return min(rates[0])
+        return rates[0]
 
     @staticmethod
     def _keys_where(cands: Iterable[_Held], test: Callable[[ConceptFilter], bool]) -> set[Hashable]:
@@ -400,39 +442,43 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         return out
 
     def _covering_candidates(self, f: ConceptFilter) -> Iterable[_Held]:
-        """Held filters that may cover f: those matching f's witness event spread over the
-        attributes of every context a covering clause may be in (all held filters when f
-        has two clauses on one path or a clause without a known witness)."""
+        """Held filters that may cover f: those matching both of f's extreme witness
+        events (the least and the greatest value each clause accepts, spread over the
+        attributes of every context a covering clause may be in, times the least and the
+        greatest rate); all held filters when f has two clauses on one path or a clause
+        without a known witness."""
         paths = [c.path for c in f.clauses]
         if len(set(paths)) != len(paths):
             return self._held.values()
-        w: dict[str, Any] = {_CONCEPT: f.concept}
+        low: dict[str, Any] = {_CONCEPT: f.concept}
+        high: dict[str, Any] = {_CONCEPT: f.concept}
         for cf in f.clauses:
-            v = _sample(cf.constraint)
-            if v is _NONE:
+            ends = _extremes(cf.constraint)
+            if ends is None:
                 return self._held.values()
-            if v is ABSENT:  # not-exists: only not-exists covers it, and accepts absence
+            if ends[0] is ABSENT:  # not-exists: only not-exists covers it, accepting absence
                 continue
             for name, held in self._by_path.get(cf.path, {}).items():
                 target = held.target
                 if target == cf.target:
-                    w[name] = v
+                    low[name], high[name] = ends
                     continue
-                r = self._factor(cf.target, target)
-                if r is None:  # no clause in that context covers cf
+                rates = self._factors(cf.target, target)
+                if rates is None:  # no clause in that context covers cf
                     continue
-                if _number(v):
-                    scaled = v * r
+                for w, v, least in ((low, ends[0], True), (high, ends[1], False)):
+                    if not _number(v):  # exists: only clauses accepting every value cover it
+                        w[name] = v
+                        continue
+                    # every v·r lies in a covering clause: the extreme one prunes most
+                    scaled = min(v * r for r in rates) if least else max(v * r for r in rates)
                     if not math.isfinite(scaled):
                         return self._held.values()
                     w[name] = scaled
-                else:  # exists: only clauses accepting every value cover it
-                    w[name] = v
+        match = self._records.match_pairs
+        both = {rf for rf, _ in match(low)}.intersection(rf for rf, _ in match(high))
         held = self._held
-        return [
-            held[g]
-            for g in dict.fromkeys(g for g, _ in self._pairs_of(self._records.match_pairs(w)))
-        ]
+        return [held[g] for rf in both for g in self._by_record[rf]]
 
     def covering(self, f: ConceptFilter) -> set[Hashable]:
         """g ⊒ f (Mühl Fig. 4.7); candidates: the held filters matching f's witness."""
@@ -447,38 +493,53 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         return self._keys_where(self._covering_candidates(f), lambda g: same(g, f))
 
     def _covered_candidates(self, f: ConceptFilter) -> Iterable[_Held]:
-        """Held filters f may cover: on the clause of f with the fewest, those whose
-        witness value on its path, converted into f's context, f's clause accepts."""
-        best: tuple[int, list[tuple[str, Constraint]]] | None = None
-        witnesses = self._witnesses
+        """Held filters f may cover: those whose least and greatest witness values on the
+        path of each clause of f, converted into the clause's context at the least and
+        the greatest rate, the clause accepts (clauses with the fewest first)."""
+        plans: list[tuple[int, list[tuple[str, list[Constraint]]]]] = []
+        low, high = self._witnesses
         for cf in f.clauses:
             c = cf.constraint
             if c.op is Op.NOT_EXISTS or c.matches(ABSENT):
                 continue
-            probes: list[tuple[str, Constraint]] = []
+            probes: list[tuple[str, list[Constraint]]] = []
             cost = 0
             for name, held in self._by_path.get(cf.path, {}).items():
                 target = held.target
                 if target == cf.target:
-                    probe = c
+                    tests = [c]
                 else:
-                    r = self._factor(target, cf.target)
-                    if r is None:  # cf covers no clause in that context
+                    rates = self._factors(target, cf.target)
+                    if rates is None:  # cf covers no clause in that context
                         continue
-                    # values v with v·r accepted by c lie in L(c)/r, widened
-                    scaled = _scaled(c, 1.0 / r)
-                    probe = _EXISTS if scaled is None or scaled is _ANY_NUMBER else scaled
-                probes.append((name, probe))
-                cost += witnesses.estimate(name, probe)
-            if best is None or cost < best[0]:
-                best = (cost, probes)
-        if best is None:
+                    # values v with v·r accepted by c for every r lie in each L(c)/r, widened
+                    tests = []
+                    for r in {min(rates), max(rates)}:
+                        scaled = _scaled(c, 1.0 / r)
+                        if scaled is not None and scaled is not _ANY_NUMBER:
+                            tests.append(scaled)
+                    tests = tests or [_EXISTS]
+                probes.append((name, tests))
+                cost += low.estimate(name, tests[0])
+            plans.append((cost, probes))
+        if not plans:
             return self._held.values()
-        found: dict[int, None] = dict(self._no_witness)
-        for name, probe in best[1]:
-            found.update(dict.fromkeys(witnesses.accepted(name, probe)))
+        plans.sort(key=lambda p: p[0])
+        found: set[int] | None = None
+        for _, probes in plans:
+            on_clause: set[int] = set()
+            for name, tests in probes:
+                inside: set[int] | None = None
+                for values in (low, high):
+                    for t in tests:
+                        got = values.accepted(name, t)
+                        inside = set(got) if inside is None else inside.intersection(got)
+                on_clause.update(inside or ())
+            found = on_clause if found is None else found & on_clause
+            if not found:
+                break
         by_fid = self._by_fid
-        return [by_fid[i] for i in found]
+        return [by_fid[i] for i in dict.fromkeys([*(found or ()), *self._no_witness])]
 
     def covered_by(self, f: ConceptFilter) -> set[Hashable]:
         """f ⊒ g (Mühl Fig. 4.8); candidates by witness values."""
