@@ -59,16 +59,16 @@ from pubsift.models.concepts.filters import _FAIL, Clause, ConceptFilter
 from pubsift.models.concepts.forms import check_filter
 from pubsift.models.concepts.relations import _ANY_NUMBER, _scaled
 from pubsift.models.concepts.semantic_objects import SemanticObject
-from pubsift.models.constraints import ABSENT, Constraint, Interval, Op, skey
+from pubsift.models.constraints import ABSENT, Constraint, Interval, Op
 from pubsift.models.constraints.limits import TooComplex
 from pubsift.models.constraints.relations import Unsatisfiable, witness
 from pubsift.models.records import RecordFilter, RecordsModel
+from pubsift.models.records.index import RecordsIndex
 from pubsift.models.records.witness_values import WitnessValues
 
 if TYPE_CHECKING:
     from pubsift.models.concepts.model import ConceptsModel
 
-_CONCEPT = "@concept"
 _EXISTS = Constraint(Op.EXISTS)
 _NONE = object()  # no witness known
 
@@ -181,12 +181,11 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
 
     def __init__(self, model: ConceptsModel) -> None:
         self.model = model
-        # (records filter, key) pairs, counted by the concept filters holding them
-        self._records = RecordsModel().new_index()
-        self._counts: dict[tuple[RecordFilter, Hashable], int] = {}
-        # the distinct filters held, by records filter, and by id (relations)
+        # one records index per filter concept, holding (records filter, key) pairs
+        self._parts: dict[str, RecordsIndex] = {}
+        # the distinct filters held, by (concept, records filter), and by id (relations)
         self._held: dict[ConceptFilter, _Held] = {}
-        self._by_record: dict[RecordFilter, dict[ConceptFilter, None]] = {}
+        self._by_record: dict[tuple[str, RecordFilter], ConceptFilter] = {}
         self._by_fid: dict[int, _Held] = {}
         self._fids = 0
         # the (filter, key) pairs in insertion order, and the filters of each key
@@ -209,10 +208,7 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
     ) -> tuple[RecordFilter, list[tuple[tuple[Any, ...], str]]]:
         """The records filter of ``f`` and the virtual attributes it would create (nothing
         is changed: a failed :meth:`add` must leave the index as it was)."""
-        onto = self.model.ontology
-        attrs = {
-            _CONCEPT: Constraint(Op.IN_SET, frozenset(skey(c) for c in onto.descendants(f.concept)))
-        }
+        attrs = {}
         fresh: list[tuple[tuple[Any, ...], str]] = []
         for c in f.clauses:
             key = (c.path, c.target)
@@ -238,11 +234,11 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
             rf, fresh = self._translate(f)
         else:
             rf, fresh = h.record, []
-        rkey = (rf, key)
-        n = self._counts.get(rkey, 0)
-        if not n:
-            self._records.add(rf, key)  # the one step that may fail: before any change
-        self._counts[rkey] = n + 1
+        part = self._parts.get(f.concept)
+        if part is None:
+            part = RecordsModel().new_index()
+        part.add(rf, key)  # the one step that may fail: before any change
+        self._parts[f.concept] = part
         if h is None:
             h = self._insert(f, rf, fresh)
         h.keys[key] = None
@@ -255,8 +251,6 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         shape = self._shape(f)
         wit: tuple[dict[str, Any], dict[str, Any]] | None = ({}, {})
         for name, c in rf.constraints:
-            if name == _CONCEPT:
-                continue
             ends = _extremes(c)
             if ends is None:
                 wit = None
@@ -270,10 +264,9 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
             self._by_path.setdefault(k[0], {})[name] = clauses[k]
         self._counter += len(fresh)
         for name, _ in rf.constraints:
-            if name != _CONCEPT:
-                self._uses[name] = self._uses.get(name, 0) + 1
+            self._uses[name] = self._uses.get(name, 0) + 1
         h = self._held[f] = self._by_fid[fid] = _Held(f, fid, rf, wit)
-        self._by_record.setdefault(rf, {})[f] = None
+        self._by_record[(f.concept, rf)] = f
         if wit is None:
             self._no_witness[fid] = None
         else:
@@ -316,13 +309,10 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         if not by_key:
             del self._by_key[key]
         h = self._held[f]
-        rkey = (h.record, key)
-        n = self._counts[rkey] - 1
-        if n:
-            self._counts[rkey] = n
-        else:
-            del self._counts[rkey]
-            self._records.remove(h.record, key)
+        part = self._parts[f.concept]
+        part.remove(h.record, key)
+        if not len(part):
+            del self._parts[f.concept]
         del h.keys[key]
         if not h.keys:
             self._delete(h)
@@ -330,14 +320,9 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
     def _delete(self, h: _Held) -> None:
         f, fid, rf = h.filter, h.fid, h.record
         del self._held[f]
-        same = self._by_record[rf]
-        del same[f]
-        if not same:
-            del self._by_record[rf]
+        del self._by_record[(f.concept, rf)]
         del self._by_fid[fid]
         for name, _ in rf.constraints:
-            if name == _CONCEPT:
-                continue
             self._uses[name] -= 1
             if not self._uses[name]:
                 del self._uses[name]
@@ -359,7 +344,7 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
     def _flat(self, e: SemanticObject) -> tuple[dict[str, Any], bool]:
         """The event's values in every target context the index knows, and whether a
         stand-in ``null`` was used (then answers must be verified)."""
-        flat: dict[str, Any] = {_CONCEPT: e.concept}
+        flat: dict[str, Any] = {}
         verify = False
         value = self.model.matcher.value
         if e.size < len(self._by_path):  # the event's paths or the index's: the fewer
@@ -375,25 +360,33 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
                 flat[name] = v
         return flat, verify
 
-    def _pairs_of(
-        self, rpairs: Iterable[tuple[RecordFilter, Hashable]]
-    ) -> Iterator[tuple[ConceptFilter, Hashable]]:
-        """The (concept filter, key) pairs held behind (records filter, key) pairs."""
-        held = self._held
-        for rf, k in rpairs:
-            for f in self._by_record[rf]:
-                if k in held[f].keys:
-                    yield f, k
+    def _parts_for(self, concept: str) -> list[tuple[str, RecordsIndex]]:
+        """The records indexes of the filter concepts ``concept`` is (or specializes)."""
+        parts = self._parts
+        ancestors = self.model.ontology.ancestors(concept)
+        if len(ancestors) < len(parts):
+            return [(c, parts[c]) for c in ancestors if c in parts]
+        return [(c, p) for c, p in parts.items() if c in ancestors]
+
+    def _pairs_of(self, concept: str, flat: dict[str, Any]) -> list[tuple[ConceptFilter, Hashable]]:
+        """The held (filter, key) pairs whose records filter the flat event satisfies, over
+        the filter concepts ``concept`` is."""
+        by_record = self._by_record
+        return [
+            (by_record[(c, rf)], k)
+            for c, part in self._parts_for(concept)
+            for rf, k in part.match_pairs(flat)
+        ]
 
     def match_pairs(self, event: SemanticObject) -> list[tuple[ConceptFilter, Hashable]]:
         if not isinstance(event, SemanticObject):
             raise EventError(f"not a concepts event: {type(event).__name__}")
         flat, verify = self._flat(event)
-        pairs = self._pairs_of(self._records.match_pairs(flat))
+        pairs = self._pairs_of(event.concept, flat)
         if verify:
             matches = self.model.matches
             return [(f, k) for f, k in pairs if matches(f, event)]
-        return list(pairs)
+        return pairs
 
     def match(self, event: SemanticObject) -> set[Hashable]:
         if not isinstance(event, SemanticObject):
@@ -401,8 +394,14 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         flat, verify = self._flat(event)
         if verify:
             return {k for _, k in self.match_pairs(event)}
-        # the records index holds the keys: its answer is the answer
-        return cast("set[Hashable]", self._records.match(flat))
+        # the records indexes hold the keys: their answers are the answer
+        parts = self._parts_for(event.concept)
+        if len(parts) == 1:
+            return cast("set[Hashable]", parts[0][1].match(flat))
+        out: set[Hashable] = set()
+        for _, part in parts:
+            out.update(part.match(flat))
+        return out
 
     # -- contents ---------------------------------------------------------------------
     def __iter__(self) -> Iterator[tuple[ConceptFilter, Hashable]]:
@@ -450,8 +449,8 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         paths = [c.path for c in f.clauses]
         if len(set(paths)) != len(paths):
             return self._held.values()
-        low: dict[str, Any] = {_CONCEPT: f.concept}
-        high: dict[str, Any] = {_CONCEPT: f.concept}
+        low: dict[str, Any] = {}
+        high: dict[str, Any] = {}
         for cf in f.clauses:
             ends = _extremes(cf.constraint)
             if ends is None:
@@ -475,10 +474,10 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
                     if not math.isfinite(scaled):
                         return self._held.values()
                     w[name] = scaled
-        match = self._records.match_pairs
-        both = {rf for rf, _ in match(low)}.intersection(rf for rf, _ in match(high))
         held = self._held
-        return [held[g] for rf in both for g in self._by_record[rf]]
+        both = {g for g, _ in self._pairs_of(f.concept, low)}
+        both.intersection_update(g for g, _ in self._pairs_of(f.concept, high))
+        return [held[g] for g in both]
 
     def covering(self, f: ConceptFilter) -> set[Hashable]:
         """g ⊒ f (Mühl Fig. 4.7); candidates: the held filters matching f's witness."""
