@@ -2,48 +2,52 @@
 index over lazily converted values (Cilia et al. 2004, §4.3: Rebeca "specialized in order to
 delay the conversion as much as possible"; Mühl 2002, §4.3.8 for the index underneath).
 
-A concept filter is a conjunction of records constraints on (path, matching context) pairs
-plus the concept test, so it is held as a :class:`~pubsift.models.records.RecordFilter`
-over *virtual attributes*: one per (path, target context) that any held filter constrains,
-and ``@concept`` (the set of the filter concept's specializations). Subscriptions that
-share a (path, context) share its attribute, so the records index groups them by it.
+A concept filter is its concept plus a conjunction of records constraints on (path,
+matching context) pairs, so it is held as a :class:`~pubsift.models.records.RecordFilter`
+over *virtual attributes*, one per (path, target context) that any held filter constrains,
+in the records index of its concept (one per filter concept). Subscriptions that share a
+concept and a (path, context) are grouped in one index and under one attribute.
 
-Matching. An event is matched by converting each of its values once into each target
-context the index knows for its path — a handful of conversions, however many
-subscriptions — and probing the records index, which holds the records filters under the
-keys themselves: its answer is the answer (no concept filter is hashed while matching, and
-a match reports hundreds of keys). Concept filters with one records filter (concepts with
-the same specializations) match the same events; a count per (records filter, key) keeps
-the pair held while one of them holds it.
-Exactness: a value that cannot be converted (no rate in force) or a complex member is
-given to the records index as ``null``, which no held constraint but ``exists`` accepts;
-the index then answers a superset, which is verified with the model's ``matches``.
+Matching. An event's values are converted once into each target context the index knows
+for their path — a handful of conversions, however many subscriptions — and the records
+indexes of the concepts the event is (its concept and its generalizations) are probed.
+They hold the records filters under the keys themselves, so their answer is the answer:
+no concept filter is hashed while matching (a match reports hundreds of keys), and no
+path of the records index spends a level on the concept. A concept and a records filter
+determine the concept filter (a clause's kind is its concept's), so a (records filter,
+key) pair of one concept's index is one (filter, key) pair. Exactness: a value that
+cannot be converted (no rate in force) or a complex member is given to the records index
+as ``null``, which no held constraint but ``exists`` accepts; the index then answers a
+superset, which is verified with the model's ``matches``.
 
 Relations (Mühl Figs. 4.7-4.9, as in :mod:`pubsift.models.records.index`): each query cuts
 the held filters down with a necessary condition of the model's own rule
 (:mod:`~pubsift.models.concepts.relations`), then verifies every candidate with the model's
-hook, so answers equal :class:`~pubsift.core.index.LinearIndex`'s. ``g`` covers ``f`` only if
-every clause of ``g`` covers a clause of ``f`` on its path: in the same context by the
-constraint algebra, or in another currency for *every* exchange rate in force (then for any
-one of them, ``r``).
+hook, so answers equal :class:`~pubsift.core.index.LinearIndex`'s. ``g`` covers ``f`` only
+if ``f``'s concept is ``g``'s or a specialization and every clause of ``g`` covers a clause
+of ``f`` on its path: in the same context by the constraint algebra, or in another currency
+for *every* exchange rate ``r`` in force (``r·L(cf)``, widened, inside it). Each clause has
+two *witnesses*, the least and the greatest value it accepts (±1e300 for an unbounded end;
+its one witness when it is not one interval of numbers).
 
-* ``covering(f)``: the *witness* ``w`` of each clause of ``f`` (a value it accepts) is
-  put on its own attribute and, times a rate ``r`` in force, on the attributes of the same
-  path in the other currencies; a covering ``g`` accepts that flat event, so the records
-  index's match of it gives the candidates (``w·r`` lies in ``r·L(cf)`` as widened by the
-  relations, which a covering clause contains). ``identical(f)``: the same candidates.
-* ``covered_by(f)``: every held filter has a witness event (one value per attribute);
-  ``f ⊒ g`` implies that ``f``'s clause accepts ``g``'s witness value on the same path in
-  its context, or that value times ``r`` in another currency, i.e. the value lies in
-  ``L(cf)/r`` widened as the relations widen: the filters whose witness value lies there
-  are found by hashing and bisection (:class:`~pubsift.models.records.witness_values.WitnessValues`)
-  on the clause of ``f`` with the fewest.
+* ``covering(f)``: two flat events, the least (greatest) witness of each clause of ``f`` on
+  its own attribute and, times the rate that makes it least (greatest), on the attributes
+  of its path in the other currencies; a covering ``g`` accepts both (every ``w·r`` lies in
+  ``r·L(cf)``), so the filters both match in the records indexes of ``f``'s concept and its
+  generalizations are the candidates. ``identical(f)``: the same candidates.
+* ``covered_by(f)``: ``f ⊒ g`` implies that each clause of ``f`` accepts both witnesses of
+  ``g``'s clause on its path, converted into its context at every rate, i.e. they lie in
+  ``L(cf)/r`` widened as the relations widen, for the least and the greatest ``r``; the
+  held filters whose witnesses lie there are found per attribute by hashing and bisection
+  (:class:`~pubsift.models.records.witness_values.WitnessValues`), and the sets of the
+  clauses of ``f`` are intersected, the clause with the fewest first.
 * ``merge_candidates(f)``: a perfect merger exists only if one covers the other or both
   have the same concept and clause places and differ in one clause (Mühl's count of
   identical attribute filters).
 
 A query filter with two clauses on one path (in two currencies) or a clause without a
-known witness is answered by a scan; so is ``overlapping``.
+known witness is answered by a scan, and held filters without one are candidates of every
+``covered_by``; ``overlapping`` scans.
 """
 
 from __future__ import annotations
@@ -63,7 +67,6 @@ from pubsift.models.constraints import ABSENT, Constraint, Interval, Op
 from pubsift.models.constraints.limits import TooComplex
 from pubsift.models.constraints.relations import Unsatisfiable, witness
 from pubsift.models.records import RecordFilter, RecordsModel
-from pubsift.models.records.index import RecordsIndex
 from pubsift.models.records.witness_values import WitnessValues
 
 if TYPE_CHECKING:
@@ -182,7 +185,7 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
     def __init__(self, model: ConceptsModel) -> None:
         self.model = model
         # one records index per filter concept, holding (records filter, key) pairs
-        self._parts: dict[str, RecordsIndex] = {}
+        self._parts: dict[str, FilterIndex[Hashable, RecordFilter]] = {}
         # the distinct filters held, by (concept, records filter), and by id (relations)
         self._held: dict[ConceptFilter, _Held] = {}
         self._by_record: dict[tuple[str, RecordFilter], ConceptFilter] = {}
@@ -273,8 +276,8 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
             for values, w in zip(self._witnesses, wit):
                 values.add(w, fid)
         self._by_shape.setdefault(shape, {})[fid] = None
-        for c in f.clauses:
-            self._by_clause.setdefault(c, {})[fid] = None
+        for clause in f.clauses:
+            self._by_clause.setdefault(clause, {})[fid] = None
         return h
 
     def bulk_add(self, pairs: Iterable[tuple[ConceptFilter, Hashable]]) -> None:
@@ -360,7 +363,7 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
                 flat[name] = v
         return flat, verify
 
-    def _parts_for(self, concept: str) -> list[tuple[str, RecordsIndex]]:
+    def _parts_for(self, concept: str) -> list[tuple[str, FilterIndex[Hashable, RecordFilter]]]:
         """The records indexes of the filter concepts ``concept`` is (or specializes)."""
         parts = self._parts
         ancestors = self.model.ontology.ancestors(concept)
@@ -397,7 +400,7 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         # the records indexes hold the keys: their answers are the answer
         parts = self._parts_for(event.concept)
         if len(parts) == 1:
-            return cast("set[Hashable]", parts[0][1].match(flat))
+            return parts[0][1].match(flat)
         out: set[Hashable] = set()
         for _, part in parts:
             out.update(part.match(flat))
@@ -474,10 +477,9 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
                     if not math.isfinite(scaled):
                         return self._held.values()
                     w[name] = scaled
-        held = self._held
         both = {g for g, _ in self._pairs_of(f.concept, low)}
         both.intersection_update(g for g, _ in self._pairs_of(f.concept, high))
-        return [held[g] for g in both]
+        return [self._held[g] for g in both]
 
     def covering(self, f: ConceptFilter) -> set[Hashable]:
         """g ⊒ f (Mühl Fig. 4.7); candidates: the held filters matching f's witness."""

@@ -141,7 +141,7 @@ class Relations:
         currency (None otherwise: then no clause in ``s`` is related to one in ``d``)."""
         key = (s, d)
         try:
-            return self._factors[key]  # type: ignore[no-any-return]
+            return self._factors[key]
         except KeyError:
             pass
         found = self._factors_of(s, d)
