@@ -188,7 +188,7 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         self._parts: dict[str, FilterIndex[Hashable, RecordFilter]] = {}
         # the distinct filters held, by (concept, records filter), and by id (relations)
         self._held: dict[ConceptFilter, _Held] = {}
-        self._by_record: dict[tuple[str, RecordFilter], ConceptFilter] = {}
+        self._by_record: dict[tuple[str, RecordFilter], _Held] = {}
         self._by_fid: dict[int, _Held] = {}
         self._fids = 0
         # the (filter, key) pairs in insertion order, and the filters of each key
@@ -269,7 +269,7 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         for name, _ in rf.constraints:
             self._uses[name] = self._uses.get(name, 0) + 1
         h = self._held[f] = self._by_fid[fid] = _Held(f, fid, rf, wit)
-        self._by_record[(f.concept, rf)] = f
+        self._by_record[(f.concept, rf)] = h
         if wit is None:
             self._no_witness[fid] = None
         else:
@@ -371,7 +371,7 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
             return [(c, parts[c]) for c in ancestors if c in parts]
         return [(c, p) for c, p in parts.items() if c in ancestors]
 
-    def _pairs_of(self, concept: str, flat: dict[str, Any]) -> list[tuple[ConceptFilter, Hashable]]:
+    def _pairs_of(self, concept: str, flat: dict[str, Any]) -> list[tuple[_Held, Hashable]]:
         """The held (filter, key) pairs whose records filter the flat event satisfies, over
         the filter concepts ``concept`` is."""
         by_record = self._by_record
@@ -385,7 +385,7 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         if not isinstance(event, SemanticObject):
             raise EventError(f"not a concepts event: {type(event).__name__}")
         flat, verify = self._flat(event)
-        pairs = self._pairs_of(event.concept, flat)
+        pairs = [(h.filter, k) for h, k in self._pairs_of(event.concept, flat)]
         if verify:
             matches = self.model.matches
             return [(f, k) for f, k in pairs if matches(f, event)]
@@ -477,9 +477,10 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
                     if not math.isfinite(scaled):
                         return self._held.values()
                     w[name] = scaled
-        both = {g for g, _ in self._pairs_of(f.concept, low)}
-        both.intersection_update(g for g, _ in self._pairs_of(f.concept, high))
-        return [self._held[g] for g in both]
+        # held filters (_Held) hash by identity: no concept filter is hashed
+        both = {h for h, _ in self._pairs_of(f.concept, low)}
+        both.intersection_update(h for h, _ in self._pairs_of(f.concept, high))
+        return both
 
     def covering(self, f: ConceptFilter) -> set[Hashable]:
         """g ⊒ f (Mühl Fig. 4.7); candidates: the held filters matching f's witness."""
@@ -488,10 +489,11 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         return self._keys_where(self._covering_candidates(f), lambda g: covers(g, f))
 
     def identical(self, f: ConceptFilter) -> set[Hashable]:
-        """g ≡ f: among the filters that may cover f."""
+        """g ≡ f: among the filters that may cover f and that f may cover."""
         f = _query(f)
+        cands = set(self._covering_candidates(f)).intersection(self._covered_candidates(f))
         same = self.model.identical
-        return self._keys_where(self._covering_candidates(f), lambda g: same(g, f))
+        return self._keys_where(cands, lambda g: same(g, f))
 
     def _covered_candidates(self, f: ConceptFilter) -> Iterable[_Held]:
         """Held filters f may cover: those whose least and greatest witness values on the
