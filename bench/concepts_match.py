@@ -20,6 +20,11 @@ its currency and volume unit.
   subscriber's context, then the subscription's constraints (constants in the
   subscriber's own units and currency) are evaluated.
 
+Relations (a second figure): ``covering``, ``covered_by``, ``identical`` and
+``merge_candidates`` of ``--queries`` new subscriptions of the same workload (not held),
+per query, the index against ``LinearIndex`` (the model's hooks over every held filter),
+on the same queries; every answer is compared.
+
 Timing by ``bench/harness.py``: CPU time of this process (``time.process_time``), each
 event's conversion cache emptied before every run, a warm-up run, the median of
 ``--repeats`` runs, the spread printed. The baselines run on the first
@@ -140,13 +145,22 @@ def main(argv: list[str] | None = None) -> int:
         help="events the baselines (and the index, for the ratios) run on "
         "(default: 100; quick: 20)",
     )
+    ap.add_argument(
+        "--queries",
+        type=int,
+        default=None,
+        help="new subscriptions the relation queries are timed on (default 50; quick: 10)",
+    )
     ap.add_argument("--seed", type=int, default=5)
     args = bench.parse()
     n_subs = args.subscriptions or 10000
     if not QUOTES.exists():
         return bench.skip(f"real data absent: {QUOTES.resolve()} (see ../shared/data/README.md)")
     model = ConceptsModel(rates=synthetic_rates(), conversions={})
-    rows, subs = workload(n_subs, args.events or (500 if args.quick else 2000), args.seed)
+    n_q = args.queries or (10 if args.quick else 50)
+    # the first n_subs subscriptions are the same whatever n_q is (drawn one after another)
+    rows, subs = workload(n_subs + n_q, args.events or (500 if args.quick else 2000), args.seed)
+    subs, new_subs = subs[:n_subs], subs[n_subs:]
     pub = Publisher(
         model,
         "StockQuote",
@@ -242,6 +256,25 @@ def main(argv: list[str] | None = None) -> int:
         setup=lambda: fresh(base),
     )
     r_l, r_n = ratio(t_idx, t_lin), ratio(t_idx, t_nai)
+
+    # relations: the index's queries against the scan's, on the same new subscriptions
+    queries = [model.parse_filter(t, client=c) for t, c in new_subs]
+    rel: dict[str, tuple] = {}
+    bad_rel = 0
+    answers: dict[str, list] = {}
+    for q in ("covering", "covered_by", "identical", "merge_candidates"):
+        what = f"{len(queries)} new subscriptions"
+
+        def run(side, idx):
+            answers[side] = [getattr(idx, q)(f) for f in queries]
+
+        t_q = time_it(lambda: run("index", index), len(queries), what, reps)
+        t_s = time_it(
+            lambda: run("scan", linear), len(queries), what, 1, warmup=0 if args.quick else 1
+        )
+        got, want = answers["index"], answers["scan"]
+        bad_rel += sum(a != b for a, b in zip(got, want))
+        rel[q] = (t_q, t_s, ratio(t_q, t_s), sum(map(len, got)) / len(queries))
     hits = sum(map(len, r_idx)) / len(events)
     print(
         f"concepts matching: {len(filters)} subscriptions in USD/EUR/GBP/JPY (scale 1 or "
@@ -249,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
         f"(baselines and ratios on the first {n_base}); {hits:.2f} deliveries per event; "
         f"index build {t_add / len(filters) * 1e6:.0f} µs per subscription; "
         f"{len(index._names)} (path, context) pairs converted per event at most; "
-        f"CPU time, median of {reps} runs (naive: {len(t_nai.seconds)}), ±half the spread"
+        f"CPU time, median of {reps} runs (naive: {len(t_nai.seconds)}; relation scans: 1), "
+        "±half the spread"
     )
     print(f"  {'concepts index (all)':30s} {t_all.fmt_rate():>16s} events/s")
     print(f"  {'concepts index (first ' + str(n_base) + ')':30s} {t_idx.fmt_rate():>16s} events/s")
@@ -257,7 +291,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  {'naive (convert all)':30s} {t_nai.fmt_rate(1):>16s} events/s")
     print(f"  ratio index / LinearIndex (fair baseline, same {n_base} events): {r_l:,.1f}x")
     print(f"  ratio index / naive (worst case, same {n_base} events): {r_n:,.1f}x")
+    print(
+        f"  relation queries per query, index vs LinearIndex scan, on the same "
+        f"{len(queries)} new subscriptions (ms, ±half the spread):"
+    )
+    for q, (t_q, t_s, r, n) in rel.items():
+        print(
+            f"    {q:18s} {t_q.fmt_ms(3):>14s} vs {t_s.fmt_ms(1):>14s}  {r:8,.0f}x  "
+            f"({n:.1f} keys per answer)"
+        )
     print(f"  answers differing from the index: linear {bad_lin}, naive {bad_nai}")
+    print(f"  relation answers differing from the scan's: {bad_rel}")
     bench.row(
         subs=len(filters),
         events=len(events),
@@ -269,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
         naive=t_nai,
         ratio_linear=r_l,
         ratio_naive=r_n,
+        **{f"{q}_index": t_q for q, (t_q, _, _, _) in rel.items()},
+        **{f"{q}_scan": t_s for q, (_, t_s, _, _) in rel.items()},
+        **{f"{q}_ratio": r for q, (_, _, r, _) in rel.items()},
     )
     bench.headline(
         f"concepts index vs its LinearIndex over matches, {len(filters) // 1000}k "
@@ -276,7 +323,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{r_l:,.1f}× on the same {n_base} quotes (worst case, convert everything "
         f"per subscription: {r_n:,.0f}×); {t_all.rate:,.0f} events/s",
     )
-    return bench.finish(1 if bad_lin or bad_nai else 0)
+    per = ", ".join(
+        f"{q} {rel[q][0].per_item * 1e3:.2f} ms ({rel[q][2]:,.0f}×)"
+        for q in ("covering", "covered_by", "identical", "merge_candidates")
+    )
+    bench.headline(
+        f"concepts covering/covered_by per query, index vs scan, {len(filters) // 1000}k "
+        "subscriptions in 4 currencies and 3 units",
+        f"{per} per query on the same {len(queries)} new subscriptions",
+    )
+    return bench.finish(1 if bad_lin or bad_nai or bad_rel else 0)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,9 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
+from typing import Any
 
+from pubsift.models.concepts.context import Context
 from pubsift.models.concepts.conversion import ConversionManager
 from pubsift.models.concepts.filters import Clause, ConceptFilter, make_filter
 from pubsift.models.concepts.ontology import Ontology
@@ -46,6 +48,10 @@ class Relations:
     def __init__(self, ontology: Ontology, manager: ConversionManager) -> None:
         self.ontology = ontology
         self.manager = manager
+        # pure functions of immutable inputs (contexts, constraints, the rate table),
+        # remembered: a query compares one clause with thousands of held ones
+        self._factors: dict[tuple[Context, Context], Any] = {}
+        self._scaled: dict[tuple[Constraint, frozenset[float]], tuple[Constraint | None, ...]] = {}
 
     # -- covering ---------------------------------------------------------------------
     def covers(self, f: ConceptFilter, g: ConceptFilter) -> bool:
@@ -74,11 +80,21 @@ class Relations:
         factors, total = rates
         if not total:
             return False
-        for r in factors:
-            scaled = _scaled(b, r)
+        for scaled in self._scaled_all(b, factors):
             if scaled is None or not relations.covers(a, scaled):
                 return False
         return True
+
+    def _scaled_all(
+        self, c: Constraint, factors: frozenset[float]
+    ) -> tuple[Constraint | None, ...]:
+        """``_scaled(c, r)`` for every factor r (remembered)."""
+        key = (c, factors)
+        found = self._scaled.get(key)
+        if found is None:
+            found = tuple(_scaled(c, r) for r in factors)
+            _remember(self._scaled, key, found)
+        return found
 
     def identical(self, f: ConceptFilter, g: ConceptFilter) -> bool:
         return f == g or (self.covers(f, g) and self.covers(g, f))
@@ -109,8 +125,7 @@ class Relations:
         rates = self._rates(cg, cf)
         if rates is None or not rates[0]:
             return False
-        for r in rates[0]:
-            scaled = _scaled(b, r)
+        for scaled in self._scaled_all(b, rates[0]):
             if scaled is None or relations.overlaps(a, scaled):
                 return False
         return True
@@ -118,7 +133,22 @@ class Relations:
     def _rates(self, src: Clause, dst: Clause) -> tuple[frozenset[float], bool] | None:
         """Factors converting src's target into dst's, when the two differ only in their
         currency (None otherwise: no claim is made)."""
-        s, d = src.target, dst.target
+        return self.factors(src.target, dst.target)
+
+    def factors(self, s: Context, d: Context) -> tuple[frozenset[float], bool] | None:
+        """Every factor converting values in context ``s`` into ``d`` at some time, and
+        whether one is in force at every time, when the two contexts differ only in their
+        currency (None otherwise: then no clause in ``s`` is related to one in ``d``)."""
+        key = (s, d)
+        try:
+            return self._factors[key]
+        except KeyError:
+            pass
+        found = self._factors_of(s, d)
+        _remember(self._factors, key, found)
+        return found
+
+    def _factors_of(self, s: Context, d: Context) -> tuple[frozenset[float], bool] | None:
         if s.currency is None or d.currency is None or s.with_(currency=d.currency) != d:
             return None
         if any(self.manager.is_time_varying(p) for p, _ in d.extra):
@@ -174,6 +204,16 @@ class Relations:
                 continue
             clauses.append(Clause(group[0].path, h, group[0].target, group[0].kind))
         return make_filter(concept, clauses)
+
+
+MEMO_SIZE = 65536
+"""Entries each memo of :class:`Relations` keeps (oldest dropped first)."""
+
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(memo) >= MEMO_SIZE:
+        del memo[next(iter(memo))]
+    memo[key] = value
 
 
 def _widen(b: float) -> float:

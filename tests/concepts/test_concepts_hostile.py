@@ -18,6 +18,7 @@ from pubsift.models.concepts.vocabulary import VocabularyAgreement
 from pubsift.models.constraints import relations
 from pubsift.models.constraints.constraints import Constraint, Op
 from pubsift.models.constraints.limits import MAX_STRING
+from pubsift.models.records.index import RecordsIndex
 
 
 def _order(model, value, context=None, time=None):
@@ -123,8 +124,7 @@ def _state(index):
         dict(index._names),
         dict(index._uses),
         {p: dict(cs) for p, cs in index._by_path.items()},
-        len(index._records),
-        sorted(map(repr, index._records)),
+        {c: sorted(map(repr, part)) for c, part in index._parts.items()},
     )
 
 
@@ -137,7 +137,7 @@ def test_failed_add_leaves_the_index_unchanged(model, monkeypatch):
     def fail(*args):
         raise FilterSyntaxError("cannot index")
 
-    monkeypatch.setattr(index._records, "add", fail)
+    monkeypatch.setattr(RecordsIndex, "add", fail)
     with pytest.raises(FilterSyntaxError):
         index.add(f, "b")
     monkeypatch.undo()
