@@ -17,7 +17,6 @@ from bisect import bisect_right
 from lxml import etree
 from pubsift.models.xml.predicates import SELF, Pred
 
-
 _LAZY = frozenset(("by_tag", "by_tag_children", "children", "end", "pos_any", "pos_tag"))
 
 

@@ -188,7 +188,9 @@ class XmlIndex(FilterIndex[Hashable, XPathFilter]):
         return out
 
     def match_pairs(self, event: XmlEvent) -> list[tuple[XPathFilter, Hashable]]:
-        return [(self._held(i), k) for i in sorted(self.match_numbers(event)) for k in self._keys[i]]
+        return [
+            (self._held(i), k) for i in sorted(self.match_numbers(event)) for k in self._keys[i]
+        ]
 
     def covering(self, f: XPathFilter) -> set[Hashable]:
         f = self.model.parse_filter(f)

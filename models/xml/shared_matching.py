@@ -22,7 +22,6 @@ in two ways.
 from __future__ import annotations
 
 import itertools
-from itertools import chain
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 
@@ -43,11 +42,12 @@ class _Layer:
     so only ``*`` children): :func:`_reach` of its nodes' plain children labelled ``tag``
     or ``*``, each layer adding its own nodes' part to its parent's."""
 
-    __slots__ = ("members", "nodes", "parent", "steps")
+    __slots__ = ("by_label", "members", "nodes", "parent", "steps")
 
     def __init__(self, parent: _Layer | None, nodes: tuple) -> None:
         self.parent = parent
         self.nodes = nodes
+        self.by_label: dict[str, list] | None = None  # its nodes' plain children by label
         self.members: frozenset = (
             parent.members.union(nodes) if parent is not None else frozenset(nodes)
         )
@@ -71,9 +71,7 @@ def _reach(reached: list, members: frozenset) -> tuple[tuple, tuple, tuple]:
             if d is None:
                 keep.append(c)
             else:
-                for x in d:
-                    if x not in members:
-                        new.append(x)
+                new.extend([x for x in d if x not in members])
                 if len(pb) > 1:
                     keep.append(c)
     return tuple(keep), tuple(nums), tuple(new)
@@ -101,16 +99,21 @@ def _layer_step(
         x = x.parent
     base = x.steps[tag] if x is not None else _NOTHING
     for y in reversed(chain):
+        by_label = y.by_label
+        if by_label is None:
+            by_label = y.by_label = {}
+            for d in y.nodes:
+                for label, kids in d.plain_by_label.items():
+                    if label != DESCENDANT:
+                        by_label.setdefault(label, []).extend(kids)
         reached: list = []
-        for d in y.nodes:
-            pb = d.plain_by_label
-            if tag is not None:
-                got = pb.get(tag)
-                if got:
-                    reached.extend(got)
-            got = pb.get(WILDCARD)
+        if tag is not None:
+            got = by_label.get(tag)
             if got:
                 reached.extend(got)
+        got = by_label.get(WILDCARD)
+        if got:
+            reached.extend(got)
         members = y.members
         inherited = base[2]
         if inherited:
@@ -164,7 +167,7 @@ class PathAutomaton:
         out = self._outputs
         if out is None:
             return frozenset(nums)
-        return frozenset(chain.from_iterable(map(out, nums)))
+        return frozenset(itertools.chain.from_iterable(map(out, nums)))
 
     def _state(self, mine: tuple[tuple, tuple, tuple], shared: tuple, layer: _Layer) -> tuple:
         keep, nums, new = mine
