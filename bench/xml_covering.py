@@ -3,11 +3,14 @@
 
     .venv/bin/python bench/xml_covering.py [--sizes 1000,2000,5000,10000] [--queries 1000]
                                            [--linear-queries 50] [--table2 1000,...,100000]
-                                           [--seed 1] [--quick] [--json PATH]
+                                           [--seed 1] [--dtd PATH] [--quick] [--json PATH]
 
-Workload: tree patterns generated over the NITF DTD (../shared/data/nitf/dtd-3.5.7) with
-h = 10, p* = 0.1, p// = 0.05, pλ = 0.1, θ = 1 (``pubsift.models.xml.generator``); search
-sets of distinct patterns, and ``--queries`` further distinct patterns as queries.
+Workload: tree patterns generated over the NITF DTD (NITF 2.5 as shipped with YFilter,
+../shared/data/yfilter/nitf-2-5.dtd; ``--dtd`` for another) with h = 10, p* = 0.1,
+p// = 0.05, pλ = 0.1, θ = 1 (``pubsift.models.xml.generator``): one pool of distinct
+patterns in the order generated. Table 1: the first ``--queries`` patterns are the queries,
+the search set of size |R| the |R| patterns after them. Table 2: the first |R| patterns, as
+Chand & Felber's sets of unique subscriptions.
 
 Table 1: for each |R|, the mean time per query of XSEARCH in covered mode (the patterns of
 R a query covers, ``FactorizationTree.covered``) and cover mode (the patterns covering it,
@@ -37,15 +40,7 @@ from pubsift.models.xml.index import bits
 from rich.console import Console
 from rich.table import Table
 
-DTD = (
-    Path(__file__).resolve().parents[1]
-    / ".."
-    / "shared"
-    / "data"
-    / "nitf"
-    / "dtd-3.5.7"
-    / "kpp-nitf-3.5.7.dtd"
-)
+DTD = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "yfilter" / "nitf-2-5.dtd"
 PAPER_T1 = {1000: (0.23, 0.28), 2000: (0.45, 0.53), 5000: (1.17, 1.30), 10000: (2.41, 2.57)}
 PAPER_T2 = {
     1000: (7.6, 1.9),
@@ -74,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         "--table2", type=_ints, default=None, help="default 1000,...,100000; quick: 1000,10000"
     )
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--dtd", type=Path, default=DTD, help="the DTD (default: NITF 2.5)")
     args = bench.parse()
     q = args.quick
     args.sizes = args.sizes or ([1000, 10000] if q else [1000, 2000, 5000, 10000])
@@ -82,14 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args.linear_queries = args.linear_queries or (20 if q else 50)
     console = Console(width=150)
-    if not DTD.is_file():
-        return bench.skip(f"NITF DTD not found at {DTD.resolve()}")
-    gen = PatternGenerator(DTD, CHAND_FELBER, seed=args.seed)
-    biggest = max(args.sizes + args.table2)
+    if not args.dtd.is_file():
+        return bench.skip(f"NITF DTD not found at {args.dtd.resolve()}")
+    gen = PatternGenerator(args.dtd, CHAND_FELBER, seed=args.seed)
+    biggest = max(max(args.sizes) + args.queries, max(args.table2))
     t0 = time.process_time()
-    pool = gen.patterns(biggest + args.queries)
+    pool = gen.patterns(biggest)
     console.print(
-        f"generated {len(pool):,} distinct patterns over the NITF DTD in "
+        f"generated {len(pool):,} distinct patterns over {args.dtd.name} in "
         f"{time.process_time() - t0:.1f} s CPU (h=10, p*=0.1, p//=0.05, pλ=0.1, θ=1)"
     )
     queries, search = pool[: args.queries], pool[args.queries :]
@@ -195,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     console.print(t1)
 
-    t2 = Table(title="Table 2: space, thousands of nodes")
+    t2 = Table(title="Table 2: space, thousands of nodes (the first |R| distinct patterns)")
     for col in ("|R|", "Σ|s|", "|T(R)|", "ratio", "paper Σ|s|", "paper |T(R)|", "paper ratio"):
         t2.add_column(col, justify="right")
     tree = FactorizationTree()
@@ -203,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     done = 0
     for n in sorted(args.table2):
         for i in range(done, n):
-            tree.add(i, search[i].root)
-            total += search[i].size
+            tree.add(i, pool[i].root)
+            total += pool[i].size
         done = n
         ps, pt = PAPER_T2.get(n, (None, None))
         bench.row(

@@ -17,6 +17,8 @@ from bisect import bisect_right
 from lxml import etree
 from pubsift.models.xml.predicates import SELF, Pred
 
+_LAZY = frozenset(("by_tag", "by_tag_children", "children", "end", "pos_any", "pos_tag"))
+
 
 class Document:
     __slots__ = (
@@ -47,7 +49,22 @@ class Document:
             tags.append(tag)
             p = el.getparent()
             parent_of.append(ids[p] if p is not None else 0)
-        n = len(elements)
+        self.elements = elements
+        self.tags = tags
+        self.parent = parent_of
+        self._values: dict = {}
+
+    def __getattr__(self, name: str) -> object:
+        """The structure beyond tags and parents, built on first use (the path automaton
+        of the index reads only those two)."""
+        if name not in _LAZY:
+            raise AttributeError(name)
+        self._structure()
+        return object.__getattribute__(self, name)
+
+    def _structure(self) -> None:
+        tags, parent_of = self.tags, self.parent
+        n = len(tags)
         children: list[list[int]] = [[] for _ in range(n)]
         by_tag_children: list[dict] = [{} for _ in range(n)]
         pos_tag = [1] * n
@@ -67,16 +84,12 @@ class Document:
             up = parent_of[i]
             if end[i] > end[up]:
                 end[up] = end[i]
-        self.elements = elements
-        self.tags = tags
-        self.parent = parent_of
         self.end = end
         self.children = children
         self.by_tag_children = by_tag_children
         self.pos_tag = pos_tag
         self.pos_any = pos_any
         self.by_tag = by_tag
-        self._values: dict = {}
 
     def __len__(self) -> int:
         return len(self.elements)

@@ -30,6 +30,24 @@ from pubsift.models.xml.homomorphism import label_leq
 from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node
 
 
+def bits(m: int) -> list[int]:
+    """The set bit positions of m (pattern numbers of a pattern set), in increasing
+    order."""
+    out: list[int] = []
+    if m.bit_count() < 64:
+        while m:
+            low = m & -m
+            out.append(low.bit_length() - 1)
+            m ^= low
+        return out
+    s = bin(m)[:1:-1]
+    i = s.find("1")
+    while i >= 0:
+        out.append(i)
+        i = s.find("1", i + 1)
+    return out
+
+
 class TNode:
     """A factorization-tree node: extended label, children, sub(t) as a bitmask."""
 
@@ -39,6 +57,7 @@ class TNode:
         "children",
         "csub",
         "depth",
+        "ending",
         "ends",
         "fixed",
         "key",
@@ -46,6 +65,7 @@ class TNode:
         "multi",
         "parent",
         "plain",
+        "plain_by_label",
         "position",
         "preds",
         "size",
@@ -58,8 +78,11 @@ class TNode:
         self.parent = parent
         self.children: list[TNode] = []
         self.by_label: dict[str, list[TNode]] = {}
+        # the children without predicates or position (bare tag tests, ``*``, ``//``)
+        self.plain_by_label: dict[str, list[TNode]] = {}
         self.sub = 0  # patterns with a node here
         self.ends = 0  # chain patterns whose last node is here
+        self.ending: list[int] = []  # their numbers
         self.bleaves = 0  # branching patterns with a leaf here
         self.csub = 0  # patterns whose node here has children
         self.multi = 0  # patterns whose node here has two children or more
@@ -78,6 +101,8 @@ class TNode:
         t = TNode(key, self)
         self.children.append(t)
         self.by_label.setdefault(key[0], []).append(t)
+        if t.plain:
+            self.plain_by_label.setdefault(key[0], []).append(t)
         a: TNode | None = self
         while a is not None:
             a.size += 1
@@ -90,6 +115,11 @@ class TNode:
         same.remove(t)
         if not same:
             del self.by_label[t.label]
+        if t.plain:
+            same = self.plain_by_label[t.label]
+            same.remove(t)
+            if not same:
+                del self.plain_by_label[t.label]
         a: TNode | None = self
         while a is not None:
             a.size -= 1
@@ -145,6 +175,7 @@ class FactorizationTree:
         if not u.children:
             if chain:
                 t2.ends |= bit
+                t2.ending.append(bit.bit_length() - 1)
             else:
                 t2.bleaves |= bit
         else:
@@ -168,7 +199,9 @@ class FactorizationTree:
         keep = ~bit
         for t2 in [c for c in t.children if c.sub & bit]:
             t2.sub &= keep
-            t2.ends &= keep
+            if t2.ends & bit:
+                t2.ends &= keep
+                t2.ending.remove(bit.bit_length() - 1)
             t2.bleaves &= keep
             t2.csub &= keep
             t2.multi &= keep

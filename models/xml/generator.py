@@ -1,18 +1,29 @@
-"""An XPath tree-pattern generator driven by a DTD (Chand & Felber 2004, §5, after the
-generators of YFilter and Chan et al.).
+"""An XPath tree-pattern generator driven by a DTD (Chand & Felber 2004, §5), the way
+YFilter's path generator (Diao & Franklin, YFilter 1.0) grows queries, with branches.
 
-lxml reads the DTD's content models; a pattern is grown from the root element by choosing,
-at each node, one child element (or, with probability ``p_lambda``, two) among those its
-content model allows, with a Zipf(``theta``) skew over the children in declaration order.
-A node becomes ``*`` with probability ``p_star``; with probability ``p_desc`` the edge to it
-becomes ``//`` and the walk skips one to three further levels of the DTD first. Growth stops
-at elements without element children and at height ``h``.
+lxml reads the DTD's content models. A pattern follows one walk down the DTD from the root
+element: at each level the next element is one of the current element's children, chosen
+with a Zipf(``theta``) skew over the children in declaration order, and the walk stops at an
+element without element children or after ``h`` levels. Each level's step is:
+
+* with probability ``p_desc`` (not right after another ``//``), ``//``: the walk then skips
+  ``floor(U * (h - level))`` levels of the DTD (U uniform in [0, 1)) without writing steps;
+  skipped levels count towards ``h``, and a ``//`` whose skip reaches ``h`` is dropped;
+* the element's name, or ``*`` with probability ``p_star`` (after ``//*``, the next step is
+  a ``//`` step too, as YFilter writes ``//*//x``);
+* with probability ``p_lambda``, when the element has two children or more and a level is
+  left, a branch: a relative path grown the same way from another child than the one the
+  walk goes on with (its first step a plain name), which may branch in turn.
 
 Chand & Felber's workload: the NITF DTD, h = 10, p* = 0.1, p// = 0.05, pλ = 0.1, θ = 1.
+The DTD is NITF 2.5 (the copy in YFilter's release, ``../shared/data/yfilter/nitf-2-5.dtd``):
+a 2004 paper could not use NITF 3.5 (2009). With it, the first n distinct patterns give
+Σ|s| within 3% of their Table 2 at every size from 1k to 100k (docs/xml.md).
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -74,50 +85,65 @@ class PatternGenerator:
             for n, ks in self.kids.items()
         }
 
-    def _child(self, element: str) -> str | None:
-        ks = self.kids.get(element)
-        if not ks:
-            return None
-        return self.rnd.choices(ks, weights=self._weights[element])[0]
+    def _zipf(self, element: str) -> int:
+        ks = self.kids[element]
+        return self.rnd.choices(range(len(ks)), weights=self._weights[element])[0]
 
-    def _grow(self, element: str, height: int) -> Node:
-        """The node for ``element`` at ``height`` (1 = just below the root)."""
-        label = WILDCARD if self.rnd.random() < self.w.p_star else element
-        children: list[Node] = []
-        if height < self.w.h and self.kids.get(element):
-            n = 2 if self.rnd.random() < self.w.p_lambda else 1
-            children.extend(self._edge(element, height) for _ in range(n))
-        return make(label, (), None, children)
-
-    def _edge(self, parent: str, height: int) -> Node:
-        child = self._child(parent)
-        assert child is not None  # called for elements with children only
-        if self.rnd.random() < self.w.p_desc:
-            for _ in range(self.rnd.randint(1, 3)):
-                nxt = self._child(child)
-                if nxt is None:
-                    break
-                child = nxt
-            return make(DESCENDANT, (), None, [self._grow(child, height + 1)])
-        return self._grow(child, height + 1)
+    def _walk(self, element: str, level: int, relative: bool) -> Node | None:
+        """The path grown from ``element`` at ``level`` (0 = the root element); a relative
+        path (a branch) starts with a plain name step. None when a leading ``//`` skips
+        every level (YFilter writes an empty query then)."""
+        w, rnd, h = self.w, self.rnd, self.w.h
+        start = level
+        steps: list[tuple[str, bool, Node | None]] = []  # label, '//' before it, branch
+        in_desc = False  # after a '//' (and the '*' steps right after it)
+        desc = False  # the next written step is preceded by '//'
+        skip = 0
+        while level < h:
+            kids = self.kids.get(element)
+            free = not relative or level > start  # may be '//' or '*'
+            if not kids:
+                if not in_desc and free and rnd.random() < w.p_desc:
+                    desc = True
+                label = WILDCARD if free and rnd.random() < w.p_star else element
+                steps.append((label, desc, None))
+                break
+            main = self._zipf(element)
+            if in_desc and skip > 0:
+                skip -= 1
+            else:
+                if not in_desc and free and rnd.random() < w.p_desc:
+                    in_desc = desc = True
+                    skip = math.floor(rnd.random() * (h - level))
+                if skip > 0:
+                    skip -= 1
+                else:
+                    if free and rnd.random() < w.p_star:
+                        label = WILDCARD
+                    else:
+                        label, in_desc = element, False
+                    branch = None
+                    if rnd.random() < w.p_lambda and level < h - 1 and len(kids) > 1:
+                        other = main
+                        while other == main:
+                            other = self._zipf(element)
+                        branch = self._walk(kids[other], level + 1, True)
+                    steps.append((label, desc, branch))
+                    desc = in_desc
+            element = kids[main]
+            level += 1
+        node: Node | None = None
+        for label, before, branch in reversed(steps):
+            children = [c for c in (branch, node) if c is not None]
+            n = make(label, (), None, children)
+            node = make(DESCENDANT, (), None, [n]) if before else n
+        return node
 
     def pattern(self) -> XPathFilter:
-        if self.rnd.random() < self.w.p_desc:
-            first = make(DESCENDANT, (), None, [self._grow(self._random_element(), 1)])
-        else:
-            first = self._grow(self.root, 1)
+        first = None
+        while first is None:
+            first = self._walk(self.root, 0, False)
         return XPathFilter(minimize(make(ROOT, (), None, [first])))
-
-    def _random_element(self) -> str:
-        """An element reached by a Zipf walk of 0-3 steps from the root (for a leading
-        ``//``)."""
-        el = self.root
-        for _ in range(self.rnd.randint(0, 3)):
-            nxt = self._child(el)
-            if nxt is None:
-                break
-            el = nxt
-        return el
 
     def patterns(self, n: int, distinct: bool = True) -> list[XPathFilter]:
         """n patterns (distinct ones when ``distinct``, as in Chand & Felber's search

@@ -17,7 +17,7 @@ from collections.abc import Hashable, Iterator
 from typing import TYPE_CHECKING
 
 from pubsift.core.model import FilterIndex
-from pubsift.models.xml.factorization import FactorizationTree
+from pubsift.models.xml.factorization import FactorizationTree, bits
 from pubsift.models.xml.merging import merge_pair, skeleton
 from pubsift.models.xml.overlap import overlaps
 from pubsift.models.xml.parsing import XmlEvent
@@ -26,23 +26,6 @@ from pubsift.models.xml.shared_matching import PathAutomaton, match_tree
 
 if TYPE_CHECKING:
     from pubsift.models.xml.model import XmlModel
-
-
-def bits(m: int) -> list[int]:
-    """The set bit positions of m, in increasing order."""
-    out: list[int] = []
-    if m.bit_count() < 64:
-        while m:
-            low = m & -m
-            out.append(low.bit_length() - 1)
-            m ^= low
-        return out
-    s = bin(m)[:1:-1]
-    i = s.find("1")
-    while i >= 0:
-        out.append(i)
-        i = s.find("1", i + 1)
-    return out
 
 
 def _plain_chain(f: XPathFilter) -> bool:
@@ -110,6 +93,7 @@ class XmlIndex(FilterIndex[Hashable, XPathFilter]):
         if key not in keys:
             keys[key] = None
             self._pairs += 1
+            self._dfa = None  # its states hold the keys of the chains ending there
 
     def remove(self, f: XPathFilter, key: Hashable) -> None:
         f = self.model.parse_filter(f)
@@ -118,6 +102,7 @@ class XmlIndex(FilterIndex[Hashable, XPathFilter]):
             raise KeyError(f"({f!r}, {key!r}) is not in the index")
         del self._keys[i][key]
         self._pairs -= 1
+        self._dfa = None
         if self._keys[i]:
             return
         self.tree.remove(i)
@@ -172,21 +157,40 @@ class XmlIndex(FilterIndex[Hashable, XPathFilter]):
         return out
 
     # -- queries -------------------------------------------------------------------------
-    def match_mask(self, event: XmlEvent) -> int:
-        event = self.model.parse_event(event)
+    def _automaton(self) -> PathAutomaton:
         if self._dfa is None:
-            self._dfa = PathAutomaton(self.tree)
+            self._dfa = PathAutomaton(self.tree, outputs=self._keys.__getitem__)
+        return self._dfa
+
+    def match_numbers(self, event: XmlEvent) -> set[int]:
+        """Numbers of the patterns matching ``event``."""
+        event = self.model.parse_event(event)
         doc = event.document
-        m = self._dfa.match(doc)
+        found = self._automaton().match(doc)
         if self._complex:
-            m |= match_tree(self.tree, doc, self._leaves, self._held, self._complex)
+            found.update(bits(match_tree(self.tree, doc, self._leaves, self._held, self._complex)))
+        return found
+
+    def match_mask(self, event: XmlEvent) -> int:
+        m = 0
+        for i in self.match_numbers(event):
+            m |= 1 << i
         return m
 
     def match(self, event: XmlEvent) -> set[Hashable]:
-        return self._keys_of(self.match_mask(event))
+        event = self.model.parse_event(event)
+        doc = event.document
+        out = self._automaton().match_outputs(doc)
+        if self._complex:
+            out |= self._keys_of(
+                match_tree(self.tree, doc, self._leaves, self._held, self._complex)
+            )
+        return out
 
     def match_pairs(self, event: XmlEvent) -> list[tuple[XPathFilter, Hashable]]:
-        return [(self._held(i), k) for i in bits(self.match_mask(event)) for k in self._keys[i]]
+        return [
+            (self._held(i), k) for i in sorted(self.match_numbers(event)) for k in self._keys[i]
+        ]
 
     def covering(self, f: XPathFilter) -> set[Hashable]:
         f = self.model.parse_filter(f)

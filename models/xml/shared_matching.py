@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Iterable
 
 from pubsift.models.xml.document import Document
 from pubsift.models.xml.factorization import FactorizationTree
@@ -34,28 +34,154 @@ from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, XPathFilter
 DFA_CACHE_SIZE = 65_536
 
 
-class PathAutomaton:
-    """The lazy DFA of the plain chains of a factorization tree (see the module doc)."""
+class _Layer:
+    """A set D of active ``//`` tree nodes (their children may map onto any strict
+    descendant of the element where they became active), built as a parent layer plus the
+    nodes added at one element, so that the states below share it. ``steps[tag]`` caches
+    what D contributes to the next state on ``tag`` (``None``: a tag no tree node carries,
+    so only ``*`` children): :func:`_reach` of its nodes' plain children labelled ``tag``
+    or ``*``, each layer adding its own nodes' part to its parent's."""
 
-    def __init__(self, tree: FactorizationTree, cache_size: int | None = None) -> None:
+    __slots__ = ("by_label", "members", "nodes", "parent", "steps")
+
+    def __init__(self, parent: _Layer | None, nodes: tuple) -> None:
+        self.parent = parent
+        self.nodes = nodes
+        self.by_label: dict[str, list] | None = None  # its nodes' plain children by label
+        self.members: frozenset = (
+            parent.members.union(nodes) if parent is not None else frozenset(nodes)
+        )
+        self.steps: dict[str | None, tuple] = {}
+
+
+def _reach(reached: list, members: frozenset) -> tuple[tuple, tuple, tuple]:
+    """For the tree nodes ``reached`` at an element: those with plain children other than
+    ``//`` (they continue), the numbers of the chains ending there, and their ``//``
+    children not in ``members`` (they become active)."""
+    keep = []
+    nums: list[int] = []
+    new = []
+    for c in reached:
+        e = c.ending
+        if e:
+            nums.extend(e)
+        pb = c.plain_by_label
+        if pb:
+            d = pb.get(DESCENDANT)
+            if d is None:
+                keep.append(c)
+            else:
+                new.extend([x for x in d if x not in members])
+                if len(pb) > 1:
+                    keep.append(c)
+    return tuple(keep), tuple(nums), tuple(new)
+
+
+_EMPTY: frozenset = frozenset()
+_NOTHING: tuple = ((), (), (), _EMPTY, _EMPTY)
+
+
+def _layer_step(
+    layer: _Layer, tag: str | None, outputs: Callable[[tuple], frozenset]
+) -> tuple[tuple, tuple, tuple, frozenset, frozenset]:
+    """What ``layer`` contributes on ``tag`` (see :class:`_Layer`); cached per layer and
+    computed from the nearest ancestor layer that has the answer, without recursion, since
+    layers nest as deep as documents. The answer is (continuing nodes, numbers of the chains
+    ending, new ``//`` nodes, those numbers as a frozenset, their outputs as a frozenset).
+    """
+    hit = layer.steps.get(tag)
+    if hit is not None:
+        return hit
+    chain = []
+    x: _Layer | None = layer
+    while x is not None and tag not in x.steps:
+        chain.append(x)
+        x = x.parent
+    base = x.steps[tag] if x is not None else _NOTHING
+    for y in reversed(chain):
+        by_label = y.by_label
+        if by_label is None:
+            by_label = y.by_label = {}
+            for d in y.nodes:
+                for label, kids in d.plain_by_label.items():
+                    if label != DESCENDANT:
+                        by_label.setdefault(label, []).extend(kids)
+        reached: list = []
+        if tag is not None:
+            got = by_label.get(tag)
+            if got:
+                reached.extend(got)
+        got = by_label.get(WILDCARD)
+        if got:
+            reached.extend(got)
+        members = y.members
+        inherited = base[2]
+        if inherited:
+            inherited = tuple([n for n in inherited if n not in members])
+        if reached:
+            keep, nums, new = _reach(reached, members)
+            if nums:
+                base = (
+                    base[0] + keep,
+                    base[1] + nums,
+                    inherited + new,
+                    base[3].union(nums),
+                    base[4].union(outputs(nums)),
+                )
+            else:
+                base = (base[0] + keep, base[1], inherited + new, base[3], base[4])
+        elif inherited is not base[2]:
+            base = (base[0], base[1], inherited, base[3], base[4])
+        y.steps[tag] = base
+    return base
+
+
+class PathAutomaton:
+    """The lazy DFA of the plain chains of a factorization tree (see the module doc).
+
+    A state is (A, D, numbers, outputs, serial, shared numbers, shared outputs): A the
+    plain non-``//`` tree nodes mapped to the element that have plain children other than
+    ``//``, D a :class:`_Layer` of active ``//`` nodes, the chains ending at the element as
+    frozensets of pattern numbers and of ``outputs(i)`` (the index's keys), reached from A's
+    nodes and from D's (the latter shared by all the states of D on the same tag), and a
+    serial number never reused. Frozensets of numbers, not bitmasks: a bitmask over 100,000
+    patterns is a 12.5 kB integer, and OR-ing one per tree node reached made a state cost
+    milliseconds."""
+
+    def __init__(
+        self,
+        tree: FactorizationTree,
+        cache_size: int | None = None,
+        outputs: Callable[[int], Iterable[Hashable]] | None = None,
+    ) -> None:
         self.tree = tree
         self.cache_size = DFA_CACHE_SIZE if cache_size is None else cache_size
-        # state: (A = plain non-'//' tree nodes mapped to the element, D = active '//'
-        # nodes, M = chains ending at the element, a serial number never reused);
-        # transitions keyed by (serial of the parent state, tag)
+        self._outputs = outputs
         self._serials = itertools.count()
-        self._start = self._state((tree.root,), ())
+        empty = _Layer(None, ())
+        self._start = self._state(_reach([tree.root], empty.members), _NOTHING, empty)
+        # transitions keyed by (serial of the parent state, tag)
         self._next: OrderedDict[tuple[int, str], tuple] = OrderedDict()
 
-    def _state(self, at: tuple, active: tuple) -> tuple:
-        ends = 0
-        desc = list(active)
-        for t in at:
-            ends |= t.ends
-            d = t.by_label.get(DESCENDANT)
-            if d:
-                desc.extend(d)
-        return (at, tuple(dict.fromkeys(desc)), ends, next(self._serials))
+    def _keys(self, nums: tuple) -> frozenset:
+        out = self._outputs
+        if out is None:
+            return frozenset(nums)
+        return frozenset(itertools.chain.from_iterable(map(out, nums)))
+
+    def _state(self, mine: tuple[tuple, tuple, tuple], shared: tuple, layer: _Layer) -> tuple:
+        keep, nums, new = mine
+        if shared[0]:
+            keep += shared[0]
+        if shared[2]:
+            new = tuple(dict.fromkeys(new + shared[2]))
+        if new:
+            layer = _Layer(layer, new)
+        if nums:
+            numbers, keys = frozenset(nums), self._keys(nums)
+        else:
+            numbers = keys = _EMPTY
+        return (keep, layer, numbers, keys, next(self._serials), shared[3], shared[4])
 
     @property
     def cached(self) -> int:
@@ -63,18 +189,25 @@ class PathAutomaton:
         return len(self._next)
 
     def _step(self, state: tuple, tag: str) -> tuple:
-        at, active = state[0], state[1]
-        nxt = [
-            c
-            for t in at + active
-            for label in (tag, WILDCARD)
-            for c in t.by_label.get(label, ())
-            if c.position is None and not c.preds
-        ]
-        return self._state(tuple(dict.fromkeys(nxt)), active)
+        reached: list = []
+        for t in state[0]:
+            pb = t.plain_by_label
+            got = pb.get(tag)
+            if got:
+                reached.extend(got)
+            got = pb.get(WILDCARD)
+            if got:
+                reached.extend(got)
+        layer = state[1]
+        shared = (
+            _layer_step(layer, tag if tag in self.tree.labelled else None, self._keys)
+            if layer.nodes
+            else _NOTHING
+        )
+        return self._state(_reach(reached, layer.members), shared, layer)
 
-    def match(self, doc: Document) -> int:
-        """Bitmask of the plain chains matching ``doc``."""
+    def states(self, doc: Document) -> list[tuple]:
+        """The distinct states reached by the elements of ``doc``."""
         step, cache = self._step, self._next
         touch, size = cache.move_to_end, self.cache_size
         tags, parent = doc.tags, doc.parent
@@ -82,7 +215,7 @@ class PathAutomaton:
         seen: dict[int, tuple] = {}
         for i in range(1, len(tags)):
             ps = states[parent[i]]
-            key = (ps[3], tags[i])
+            key = (ps[4], tags[i])
             s = cache.get(key)
             if s is None:
                 s = cache[key] = step(ps, tags[i])
@@ -91,11 +224,18 @@ class PathAutomaton:
             else:
                 touch(key)
             states[i] = s
-            seen[s[3]] = s
-        result = 0
-        for s in seen.values():
-            result |= s[2]
-        return result
+            seen[s[4]] = s
+        return list(seen.values())
+
+    def match(self, doc: Document) -> set[int]:
+        """Numbers of the plain chains matching ``doc``."""
+        seen = self.states(doc)
+        return set().union(*[s[2] for s in seen], *[s[5] for s in seen])
+
+    def match_outputs(self, doc: Document) -> set[Hashable]:
+        """``outputs(i)`` of the plain chains matching ``doc``, united."""
+        seen = self.states(doc)
+        return set().union(*[s[3] for s in seen], *[s[6] for s in seen])
 
 
 def match_tree(

@@ -129,3 +129,40 @@ def test_index_on_yfilter_queries_matches_lxml(data_dir):
     for p in sorted((data_dir / "yfilter" / "xmldocs").glob("*.xml"))[:30]:
         e = parse_document(p.read_bytes())
         assert ix.match(e) == {i for i, x in enumerate(compiled) if x(e.tree())}
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.lists(st.tuples(st.booleans(), xpaths(depth=1), st.integers(0, 2)), max_size=20),
+    documents(),
+)
+def test_matching_between_adds_and_removes_sees_every_change(script, raw):
+    # the path automaton caches keys per state: a key added to or removed from a pattern
+    # already held must show in the next match
+    ix, lin = M.new_index(), LinearIndex(M)
+    e = M.parse_event(raw)
+    for add, q, key in script:
+        f = F(q)
+        if add:
+            ix.add(f, key)
+            lin.add(f, key)
+        elif (f, key) in lin:
+            ix.remove(f, key)
+            lin.remove(f, key)
+        assert ix.match(e) == lin.match(e)
+        assert sorted(map(repr, ix.match_pairs(e))) == sorted(map(repr, lin.match_pairs(e)))
+
+
+def test_index_on_yfilter_path_queries_matches_lxml(data_dir):
+    # the matching benchmark's workload: plain paths, many '//' and '*' (shared '//' layers)
+    import gzip
+
+    with gzip.open(data_dir / "yfilter" / "queries" / "queries-153928-d.txt.gz", "rt") as fh:
+        qs = list(dict.fromkeys(q.strip() for q in fh if q.strip()))[:500]
+    ix = M.new_index()
+    for i, q in enumerate(qs):
+        ix.add(F(q), i)
+    compiled = [etree.XPath(q) for q in qs]
+    for p in sorted((data_dir / "yfilter" / "xmldocs").glob("*.xml"))[:5]:
+        e = parse_document(p.read_bytes())
+        assert ix.match(e) == {i for i, x in enumerate(compiled) if x(e.tree())}
