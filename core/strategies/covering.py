@@ -50,11 +50,20 @@ class Covering(Strategy):
     def _forward_subs(self, sender: str, filters: Sequence[Filter], renewed: set[Filter]) -> Sends:
         """For each F: forward to D_B^U(F) \\ {S} (computed without (F, S) itself), then
         insert (F, S). A resubscription of a present entry renews its lease and is
-        forwarded as a renewal (:meth:`RoutingTable.d_renewal`)."""
+        forwarded as a renewal (:meth:`RoutingTable.d_renewal`).
+
+        With leasing (§3.7.2), a new entry identical to present ones from other
+        destinations that ranks before them takes over their renewals toward the
+        neighbours (theirs are not forwarded any more): it is forwarded there as its
+        renewals will be, so that the copies further on hold its lease, not the older one
+        of the entry it displaced. Otherwise, when its destination vanished (a hostile
+        client that subscribed once), the copies ran out at the older lease while it still
+        withheld the renewals of what it covers, before its withdrawal (``Broker.expire``)
+        arrived: notifications were lost for up to ρ (issue 15 §2)."""
         fs: Sends = []
         for f in filters:
             e = Entry(f, sender)
-            if f in renewed:
+            if f in renewed or self.table.lease is not None:
                 targets = self.table.d_renewal(e, self.table.covering(f)) - {sender}
             else:
                 targets = self.table.d_upper(f, ignore=e) - {sender}
@@ -65,13 +74,31 @@ class Covering(Strategy):
     def _forward_unsubs(
         self, sender: str, unsubs: Sequence[Filter], uncovered: Sequence[Filter]
     ) -> tuple[Sends, Sends]:
-        """Lines 25-42 of Fig. 3.22, after the entries of S have been removed."""
+        """Lines 25-42 of Fig. 3.22, after the entries of S have been removed.
+
+        With leasing (§3.7.2), an entry identical to F from another destination U, left in
+        the table, now stands alone for the copies of F further on, which were renewed (or
+        granted) through F: the unsubscription is not forwarded there, and neither is that
+        entry (C^I(F) is left out of P). Its renewal is forwarded now, as its destination
+        would forward it (but not to S or U), without extending its lease here:
+        the copies then outlast it, and when it is withdrawn in turn (a vanished client or
+        neighbour, :meth:`Broker.expire <pubsift.core.broker.Broker.expire>`) the
+        withdrawal finds them. Without it, a copy granted through F ran out at F's lease,
+        before the remaining entry's withdrawal arrived with the subscriptions it had
+        covered, whose renewals had been withheld (a gap until their next renewal, up to
+        ρ; the fuzzed network lost notifications, issue 15 §2)."""
         fu: Sends = []
         pending: dict[Entry, None] = {}
+        renew: dict[Entry, None] = {}
         for f in unsubs:
             fu.extend(((f, None), h) for h in sorted(self.table.d_upper(f) - {sender}))
-            for e in sorted(self.table.covered(f) - self.table.identical(f), key=entry_key):
+            twins = self.table.identical(f)
+            for e in sorted(self.table.covered(f) - twins, key=entry_key):
                 pending[e] = None  # P ∪= C^L(F) \ C^I(F)
+            if self.table.lease is not None:
+                for e in sorted(twins, key=entry_key):
+                    if e.dest != sender:
+                        renew[e] = None
         for g in uncovered:
             self.table.add(g, sender)
             pending[Entry(g, sender)] = None
@@ -87,5 +114,10 @@ class Covering(Strategy):
             targets = self.table.d_real_upper(e.filter) - {sender}
             if k == 1:
                 targets.discard(e.dest)
+            fs.extend(((e.filter, None), h) for h in sorted(targets))
+        for e in renew:
+            if e in pending:
+                continue
+            targets = self.table.d_renewal(e, self.table.covering(e.filter)) - {sender, e.dest}
             fs.extend(((e.filter, None), h) for h in sorted(targets))
         return fs, fu

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from pubsift.core.messages import Routed
 from pubsift.core.model import Filter
-from pubsift.core.routing_table import Entry
+from pubsift.core.routing_table import Entry, entry_key
 from pubsift.core.strategies.base import Outbox, Strategy, activation, generate
 
 
@@ -31,7 +31,7 @@ class Identity(Strategy):
                         self.table.remove(e)
                 else:
                     self.table.remove(Entry(f, sender))
-                if renewal:  # §3.7.2
+                if renewal or (is_sub and self.table.lease is not None):  # §3.7.2, see Covering
                     targets = self.table.d_renewal(Entry(f, sender), self.table.identical(f))
                 else:
                     targets = self.table.d_identity(f)  # D_B^I(F)
@@ -39,7 +39,23 @@ class Identity(Strategy):
                 (fs if is_sub else fu).extend(((f, None), h) for h in sorted(targets))
                 if is_sub:
                     self.table.add(f, sender)
+                elif self.table.lease is not None:
+                    fs.extend(self._renew_identical(sender, f))
         return generate(fs, fu)
+
+    def _renew_identical(self, sender: str, f: Filter) -> list[tuple[Routed, str]]:
+        """With leasing (§3.7.2): the renewals of the entries identical to an unsubscribed
+        F left from other destinations, forwarded now without extending their leases here.
+        The copies further on were renewed through F; the remaining entry stands for them
+        from now on, and they must outlast it until its own withdrawal arrives (see
+        :meth:`Covering._forward_unsubs
+        <pubsift.core.strategies.covering.Covering._forward_unsubs>`)."""
+        out: list[tuple[Routed, str]] = []
+        for e in sorted(self.table.identical(f), key=entry_key):
+            if e.dest != sender:
+                targets = self.table.d_renewal(e, self.table.identical(e.filter))
+                out.extend(((e.filter, None), h) for h in sorted(targets - {sender, e.dest}))
+        return out
 
     def activate(
         self, neighbour: str, candidates: Sequence[Entry], active: Callable[[Filter], bool]

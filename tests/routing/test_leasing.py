@@ -261,3 +261,112 @@ def test_a_second_vanished_cover_keeps_its_neighbours_copy_until_it_is_withdrawn
     to_b0 = [a for h, a in sent if h == "b0"]
     assert everything in [f for a in to_b0 for f, _ in a.unsubs]
     assert Iv(2, 3) in [f for a in to_b0 for f, _ in a.subs]
+
+
+@pytest.mark.parametrize("strategy", ["covering", "merging", "identity"])
+def test_an_unsubscription_renews_the_identical_entry_left_for_the_copies_further_on(strategy):
+    """b0 holds two identical covering entries: one from neighbour b1 (forwarded on to b2,
+    whose copy is granted through it) and a later one of a local client h, which is not
+    forwarded to b2 (identical). b1 withdraws its entry (its client vanished): b0 forwards
+    no unsubscription to b2 (h's entry still needs the route), and h's entry now stands
+    alone for b2's copy — whose lease came from b1's entry and ends before h's is withdrawn.
+    The unsubscription renews h's entry toward b2 at once; otherwise b2's copy ran out
+    while b0 still withheld the renewals of the subscriptions it covered (s's), and b2
+    routed nothing to b0 until h's withdrawal arrived: the fuzzed star network lost every
+    notification for subscribers behind b0 for up to half a second (issue 15 §2)."""
+    from pubsift.core.broker import Broker
+    from pubsift.core.messages import Sub, Unsub
+
+    now = [0.0]
+    brokers: dict[str, Broker] = {}
+
+    class Port:  # b0 <-> b2 synchronously; what goes to b1 is dropped
+        def send(self, broker, neighbour, msg) -> None:
+            if neighbour in brokers:
+                brokers[neighbour].receive(msg, broker)
+
+        def deliver(self, broker, msg) -> None:
+            pass
+
+    for name in ("b0", "b2"):
+        brokers[name] = Broker(name, [M], strategy, Port(), lease=10.0, clock=lambda: now[0])
+    b0, b2 = brokers["b0"], brokers["b2"]
+    b0.connect("b1")
+    b0.connect("b2")
+    b2.connect("b0")
+    for c in ("s", "h"):
+        b0.attach(c)
+    everything = Iv(0, DOMAIN - 1)
+    script = {
+        0.0: lambda: b0.receive(Sub("s", "toy", Iv(2, 3)), "s"),
+        1.0: lambda: b0.receive(Admin("toy", "S", ((everything, None),), ()), "b1"),
+        4.0: lambda: b0.receive(Sub("h", "toy", everything), "h"),  # h vanishes
+        9.5: lambda: b0.receive(Admin("toy", "S", (), ((everything, None),)), "b1"),
+    }
+    routed_from_b0: dict[float, set[int]] = {}
+    for step in range(0, 37):
+        now[0] = t = step * 0.5
+        if t in script:
+            script[t]()
+        if t % 3 == 0 and t > 0:  # s renews every ρ = 3
+            b0.receive(Sub("s", "toy", Iv(2, 3)), "s")
+        b0.expire(t, early=0.6, gone={"h", "b1"} if t >= 9.5 else {"h"})
+        b2.expire(t)
+        wanted = {
+            e
+            for e in range(DOMAIN)
+            if any(M.matches(x.filter, e) for x in b0.table("toy") if x.dest != "b2")
+        }
+        routed = {e for e in range(DOMAIN) if "b0" in b2.table("toy").destinations(e)}
+        routed_from_b0[t] = wanted - routed
+    assert not any(routed_from_b0.values()), {t: g for t, g in routed_from_b0.items() if g}
+    if strategy != "identity":  # h's withdrawal (its lease ends at 14) reached b2's copy
+        assert {e for e in range(DOMAIN) if "b0" in b2.table("toy").destinations(e)} == {2, 3}
+    b0.receive(Unsub("s", "toy", Iv(2, 3)), "s")
+    assert not b2.table("toy").sizes()[1]
+
+
+@pytest.mark.parametrize("strategy", ["covering", "merging", "identity"])
+def test_a_new_identical_entry_that_takes_over_the_renewals_is_forwarded(strategy):
+    """s subscribes F at b1 (forwarded to b0); then h subscribes an identical F and
+    vanishes. h's entry ranks before s's, so from then on it is the one whose renewals
+    are forwarded (:meth:`RoutingTable.d_renewal`), and s's are not — but h never renews.
+    h's subscription is forwarded to b0 when it arrives, so that b0's copy holds h's lease
+    and is still there when b1 withdraws h's entry (renewing s's); otherwise b0's copy ran
+    out at the lease s had given it, up to (π − ρ)/2 before h's withdrawal, and s lost
+    notifications meanwhile (the fuzzed star network, seed 30: issue 15 §2)."""
+    from pubsift.core.broker import Broker
+    from pubsift.core.messages import Sub
+
+    now = [0.0]
+    brokers: dict[str, Broker] = {}
+
+    class Port:
+        def send(self, broker, neighbour, msg) -> None:
+            brokers[neighbour].receive(msg, broker)
+
+        def deliver(self, broker, msg) -> None:
+            pass
+
+    for name in ("b0", "b1"):
+        brokers[name] = Broker(name, [M], strategy, Port(), lease=10.0, clock=lambda: now[0])
+    b0, b1 = brokers["b0"], brokers["b1"]
+    b0.connect("b1")
+    b1.connect("b0")
+    for c in ("h", "s"):  # "h" < "s": h's entry ranks first
+        b1.attach(c)
+    f = Iv(2, 5)
+    gaps: dict[float, set[int]] = {}
+    for step in range(0, 37):
+        now[0] = t = step * 0.5
+        if t % 3 == 0:  # s subscribes at 0 and renews every ρ = 3
+            b1.receive(Sub("s", "toy", f), "s")
+        if t == 1.0:
+            b1.receive(Sub("h", "toy", f), "h")  # ... and h vanishes
+        b1.expire(t, early=0.6, gone={"h"})
+        b0.expire(t)
+        wanted = {e for e in range(DOMAIN) if any(M.matches(x.filter, e) for x in b1.table("toy"))}
+        routed = {e for e in range(DOMAIN) if "b1" in b0.table("toy").destinations(e)}
+        gaps[t] = wanted - routed
+    assert not any(gaps.values()), {t: g for t, g in gaps.items() if g}
+    assert {x.dest for x in b1.table("toy")} == {"s"}  # h's entry was withdrawn
