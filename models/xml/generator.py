@@ -16,7 +16,7 @@ element without element children or after ``h`` levels. Each level's step is:
   walk goes on with (its first step a plain name), which may branch in turn.
 
 Chand & Felber's workload: the NITF DTD, h = 10, p* = 0.1, p// = 0.05, pλ = 0.1, θ = 1.
-The DTD is NITF 2.5 (the copy in YFilter's release, ``../shared/data/yfilter/nitf-2-5.dtd``):
+The DTD is NITF 2.5 (the copy in YFilter's release, ``yfilter/nitf-2-5.dtd`` of the data set):
 a 2004 paper could not use NITF 3.5 (2009). With it, the first n distinct patterns give
 Σ|s| within 3% of their Table 2 at every size from 1k to 100k (docs/xml.md).
 """
