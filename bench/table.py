@@ -34,15 +34,16 @@ def before_after(docs: list[dict], before: list[dict]) -> str:
 
 
 def render(docs: list[dict]) -> str:
-    machines = {
-        (d["machine"]["cpus"], d["machine"]["python"], d["machine"]["platform"]) for d in docs
-    }
+    machines: dict[tuple[str, str], set[str]] = {}  # (cpus, python) -> platforms (kernels)
+    for d in docs:
+        m = d["machine"]
+        machines.setdefault((str(m["cpus"]), m["python"]), set()).add(m["platform"])
     dates = sorted(d["machine"]["date"] for d in docs)
     lines = []
-    for cpus, python, plat in sorted(machines, key=str):
+    for (cpus, python), plats in sorted(machines.items()):
         lines.append(
             f"Measured by `make bench` ({dates[0]} to {dates[-1]}) on {cpus} CPUs, "
-            f"Python {python}, {plat}; CPU time of one process, median of the "
+            f"Python {python}, {' or '.join(sorted(plats))}; CPU time of one process, median of the "
             "repeats after a warm-up, both sides of every ratio on the same inputs "
             "(`bench/harness.py`)."
         )
