@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 
 import pytest
 from pubsift.adapters.broker.auth import Authorizer
@@ -21,7 +20,7 @@ from pubsift.adapters.broker.config import (
 from pubsift.adapters.broker.daemon import BrokerDaemon, load_models
 from pubsift.adapters.broker.frames import encode, read_frame
 
-from tests.network.test_inprocess import FAST, until, url
+from tests.network.test_inprocess import FAST, run_daemon, until, url
 
 CONFIG = """
 [broker]
@@ -46,18 +45,6 @@ def _config(tmp_path, text: str = CONFIG):
     p.write_text(text.replace("{bob}", str(tmp_path / "bob.token")))
     cfg = load_config(str(p))
     return cfg.with_overrides(**{k: v for k, v in FAST.items() if k != "models"})
-
-
-def _run(cfg, body: Callable[[BrokerDaemon], Awaitable[None]]) -> None:
-    async def go() -> None:
-        d = BrokerDaemon(cfg)
-        await d.start()
-        try:
-            await asyncio.wait_for(body(d), 20)
-        finally:
-            await d.stop()
-
-    asyncio.run(go())
 
 
 def test_the_config_reads_identities(tmp_path):
@@ -92,7 +79,7 @@ def test_an_open_broker_is_unchanged_and_ignores_a_token(tmp_path):
         await sub.close()
         await pub.close()
 
-    _run(cfg, body)
+    run_daemon(cfg, body)
 
 
 @pytest.mark.parametrize("token", [None, "", "wrong", "alice-secre"])
@@ -114,7 +101,7 @@ def test_a_missing_or_unknown_token_is_unauthorized(tmp_path, token, caplog):
             await AsyncClient(url(d), id="y", token=token).connect(timeout=5)
 
     with caplog.at_level(logging.WARNING, "pubsift.broker"):
-        _run(cfg, body)
+        run_daemon(cfg, body)
     assert any("unauthorized" in r.getMessage() for r in caplog.records)
     assert not any("alice-secre" in r.getMessage() for r in caplog.records)
 
@@ -158,7 +145,7 @@ def test_covered_subscriptions_are_accepted_uncovered_ones_forbidden(tmp_path, c
         await bob.close()
 
     with caplog.at_level(logging.WARNING, "pubsift.broker"):
-        _run(cfg, body)
+        run_daemon(cfg, body)
 
 
 def test_a_refusal_echoes_ref_and_advertisements_are_checked_by_covering(tmp_path):
@@ -182,7 +169,7 @@ def test_a_refusal_echoes_ref_and_advertisements_are_checked_by_covering(tmp_pat
         assert [(e["reason"], e["ref"]) for e in errors] == [("forbidden", 2), ("forbidden", 3)]
         w.close()
 
-    _run(cfg, body)
+    run_daemon(cfg, body)
 
 
 def test_publications_outside_the_publish_filters_are_forbidden(tmp_path):
@@ -207,7 +194,7 @@ def test_publications_outside_the_publish_filters_are_forbidden(tmp_path):
         await alice.close()
         await bob.close()
 
-    _run(cfg, body)
+    run_daemon(cfg, body)
 
 
 @pytest.mark.parametrize(
@@ -291,13 +278,13 @@ def test_broker_links_need_the_link_token_when_identities_are_set(tmp_path):
         finally:
             await good.stop()
 
-    _run(secured, body)
+    run_daemon(secured, body)
 
     async def refused(d: BrokerDaemon) -> None:
         first = await hello_as_broker(d, token="anything")
         assert first["reason"] == "unauthorized" and "accepts no links" in first["message"]
 
-    _run(closed, refused)
+    run_daemon(closed, refused)
 
 
 def test_the_cli_takes_the_token_from_the_flag_or_the_environment(monkeypatch):

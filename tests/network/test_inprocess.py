@@ -24,6 +24,22 @@ FAST = {
 }
 
 
+def run_daemon(
+    cfg: BrokerConfig, body: Callable[[BrokerDaemon], Awaitable[None]], timeout: float = 20
+) -> None:
+    """Start an in-process BrokerDaemon on ``cfg``, run ``body(daemon)`` (bounded), stop it."""
+
+    async def go() -> None:
+        d = BrokerDaemon(cfg)
+        await d.start()
+        try:
+            await asyncio.wait_for(body(d), timeout)
+        finally:
+            await d.stop()
+
+    asyncio.run(go())
+
+
 async def until(cond: Callable[[], bool], timeout: float = 5.0) -> None:
     """Wait (bounded) until ``cond()`` holds."""
 

@@ -11,7 +11,6 @@ import socket
 import threading
 import time
 import types
-from collections.abc import Awaitable, Callable
 
 import pytest
 from pubsift.adapters.broker.client import AsyncClient, Notification, SubscriptionRefused
@@ -20,19 +19,7 @@ from pubsift.adapters.broker.daemon import BrokerDaemon
 from pubsift.adapters.broker.frames import encode, hello, read_frame
 from pubsift.adapters.broker.limits import ClientLimits, Limits, TokenBucket
 
-from tests.network.test_inprocess import FAST, until, url
-
-
-def _run(cfg: BrokerConfig, body: Callable[[BrokerDaemon], Awaitable[None]]) -> None:
-    async def go() -> None:
-        d = BrokerDaemon(cfg)
-        await d.start()
-        try:
-            await asyncio.wait_for(body(d), 20)
-        finally:
-            await d.stop()
-
-    asyncio.run(go())
+from tests.network.test_inprocess import FAST, run_daemon, until, url
 
 
 def _config(**limits) -> BrokerConfig:
@@ -165,7 +152,7 @@ def test_subscriptions_over_the_limit_are_refused_and_the_client_drops_them(capl
         w.close()
 
     with caplog.at_level(logging.WARNING, "pubsift.broker"):
-        _run(cfg, body)
+        run_daemon(cfg, body)
     lines = [r.getMessage() for r in caplog.records if r.name == "pubsift.broker"]
     assert [x.split(":")[0] for x in lines if "limit" in x] == ["client c", "client raw"]
 
@@ -215,7 +202,7 @@ def test_a_fast_publisher_is_throttled_nothing_lost_others_unaffected(caplog):
         await other.close()
 
     with caplog.at_level(logging.INFO, "pubsift.broker"):
-        _run(cfg, body)
+        run_daemon(cfg, body)
     throttled = [r for r in caplog.records if "throttled" in r.getMessage()]
     assert len(throttled) == 1  # one line per episode
     assert "client fast: publishing faster than limits.max_publish_rate = 40/s (burst 8)" in (
@@ -249,7 +236,7 @@ def test_a_throttled_client_is_not_taken_for_a_silent_one():
         w.close()
         await sub.close()
 
-    _run(cfg, body)
+    run_daemon(cfg, body)
 
 
 @pytest.mark.parametrize("limit", [{"max_queue": 100}, {"max_queue_bytes": 200_000}])
@@ -300,7 +287,7 @@ def test_a_consumer_that_stops_reading_is_cut_off_alone(limit, caplog):
         await pub.close()
 
     with caplog.at_level(logging.WARNING, "pubsift.broker"):
-        _run(cfg, body)
+        run_daemon(cfg, body)
     (line,) = [r.getMessage() for r in caplog.records if "slow consumer" in r.getMessage()]
     key = next(iter(limit))
     assert line.startswith("client slow (127.0.0.1:") and f"(limits.{key})" in line
