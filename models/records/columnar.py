@@ -561,7 +561,7 @@ def _floats(col: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------------------
-# matching one chunk
+# exact values of one Arrow chunk
 
 
 class _Values:
@@ -604,6 +604,64 @@ class _Values:
         return v
 
 
+# ------------------------------------------------------------------------------------------
+# matching one chunk: the typed views of its columns
+
+
+class _ArrowView:
+    """The typed columns of one parsed Arrow chunk, as matching reads them: an attribute's
+    strings (dictionary-encoded), its numbers (float64, NaN where not a number) and the
+    exact Python value of a row, each built once per chunk."""
+
+    def __init__(self, cols: Columns, wires: Any, rows: Any, null_names: set[str]) -> None:
+        self.cols, self.wires, self.rows, self.null_names = cols, wires, rows, null_names
+        self._strings: dict[str, Any] = {}
+        self._numbers: dict[str, Any] = {}
+        self._values: dict[str, _Values] = {}
+        self.parsed: dict[int, Any] = {}
+
+    def strings(self, name: str) -> tuple[list[str], Any] | None:
+        """(dictionary, codes): row i holds dictionary[codes[i]], or no string where
+        codes[i] == len(dictionary); None if no row holds a string."""
+        import pyarrow as pa
+
+        if name not in self._strings:
+            got = None
+            leaf = self.cols.leaves.get(name)
+            if leaf is not None and (
+                pa.types.is_string(leaf[1].type) or pa.types.is_large_string(leaf[1].type)
+            ):
+                enc = leaf[1].dictionary_encode()
+                dictionary = enc.dictionary.to_pylist()
+                codes = enc.indices.fill_null(len(dictionary)).to_numpy(zero_copy_only=False)
+                got = (dictionary, codes.astype("int64", copy=False))
+            self._strings[name] = got
+        return self._strings[name]
+
+    def numbers(self, name: str) -> Any:
+        """The attribute's numbers as float64 (NaN: not a number), or None if none is."""
+        import pyarrow as pa
+
+        if name not in self._numbers:
+            leaf = self.cols.leaves.get(name)
+            col = None if leaf is None else leaf[1]
+            ok = col is not None and (col.type == pa.int64() or col.type == pa.float64())
+            self._numbers[name] = _floats(col) if ok else None
+        return self._numbers[name]
+
+    def value(self, name: str, r: int) -> Any:
+        vals = self._values.get(name)
+        if vals is None:
+            vals = self._values[name] = _Values(
+                self.cols, name, self.wires, self.rows, self.parsed, name in self.null_names
+            )
+        return vals.get(r)
+
+
+# ------------------------------------------------------------------------------------------
+# matching one chunk: candidates and checks
+
+
 def _expand(starts: Any, counts: Any, flat: Any) -> tuple[Any, Any]:
     """For each i, flat[starts[i]:starts[i] + counts[i]]: (owner i of each item, items)."""
     import numpy as np
@@ -617,47 +675,42 @@ def _expand(starts: Any, counts: Any, flat: Any) -> tuple[Any, Any]:
     return owner, flat[np.repeat(starts, counts) + pos]
 
 
-def _sources(plan: Plan, cols: Columns, fast: Any) -> list[tuple[Any, Any, Any]]:
+def _sources(plan: Plan, view: Any, fast: Any) -> list[tuple[Any, Any, Any]]:
     """The candidate filters of the chunk's rows ``fast``: a list of (starts, counts,
     flat), row i of ``fast`` having the candidates flat[starts[i]:starts[i] + counts[i]]
-    of each."""
+    of each, read through ``view`` (an :class:`_ArrowView`)."""
     import numpy as np
-    import pyarrow as pa
 
     out = []
     zeros = np.zeros(len(fast), np.int64)
     for name, a in plan.anchors.items():
-        leaf = cols.leaves.get(name)
-        if leaf is None:
-            continue  # missing, or an object: no string or number to anchor
-        col = leaf[1]
-        t = col.type
-        if pa.types.is_string(t) or pa.types.is_large_string(t):
-            if not a.has_strings:
-                continue
-            enc = col.dictionary_encode()
-            dictionary = enc.dictionary.to_pylist()
+        strings = view.strings(name) if a.has_strings else None
+        if strings is not None:
+            dictionary, codes = strings
             dstart, dcount, dflat = a.for_strings(dictionary)
-            codes = enc.indices.fill_null(len(dictionary)).to_numpy(zero_copy_only=False)
             codes = codes[fast]
             out.append((dstart[codes], dcount[codes], dflat))
-        elif t == pa.int64() or t == pa.float64():
-            v = _floats(col)[fast]
-            number = ~np.isnan(v)  # null: no number
-            if len(a.num_values):
-                pos = np.minimum(np.searchsorted(a.num_values, v), len(a.num_values) - 1)
-                hit = a.num_values[pos] == v
-                out.append(
-                    (
-                        np.where(hit, a.num_start[pos], 0),
-                        np.where(hit, a.num_count[pos], 0),
-                        a.num_flat,
-                    )
+        if not (len(a.num_values) or a.sorted_ranges):
+            continue
+        v = view.numbers(name)
+        if v is None:
+            continue  # missing, an object, or no number: nothing to anchor
+        v = v[fast]
+        number = ~np.isnan(v)  # null: no number
+        if len(a.num_values):
+            pos = np.minimum(np.searchsorted(a.num_values, v), len(a.num_values) - 1)
+            hit = a.num_values[pos] == v
+            out.append(
+                (
+                    np.where(hit, a.num_start[pos], 0),
+                    np.where(hit, a.num_count[pos], 0),
+                    a.num_flat,
                 )
-            for ends, fids, closed, negated in a.sorted_ranges:
-                x = -v if negated else v
-                count = np.searchsorted(ends, x, side="right" if closed else "left")
-                out.append((zeros, np.where(number, count, 0), fids))
+            )
+        for ends, fids, closed, negated in a.sorted_ranges:
+            x = -v if negated else v
+            count = np.searchsorted(ends, x, side="right" if closed else "left")
+            out.append((zeros, np.where(number, count, 0), fids))
     if len(plan.floating_ids):
         out.append((zeros, np.full(len(fast), len(plan.floating_ids), np.int64), plan.floating_ids))
     return out
@@ -693,24 +746,20 @@ def _candidates(sources: list, fast: Any, lo: int, hi: int) -> tuple[Any, Any]:
     return np.concatenate(prs), np.concatenate(pfs)
 
 
-def _check(
-    plan: Plan, cols: Columns, pr: Any, pf: Any, wires: Any, rows: Any, values: dict, parsed: dict
-) -> Any:
-    """The candidate pairs whose filters hold on their rows (``values``, ``parsed``: the
-    chunk's exact values by attribute and its rows parsed by ``json.loads``)."""
+def _check(plan: Plan, view: Any, pr: Any, pf: Any) -> Any:
+    """The candidate pairs whose filters hold on their rows, read through ``view``."""
     import numpy as np
-    import pyarrow as pa
 
     keep = np.ones(len(pr), bool)
     for name, (has, lo, hi, loc, hic) in plan.bounds.items():
         sel = np.flatnonzero(has[pf])
         if not len(sel):
             continue
-        leaf = cols.leaves.get(name)
-        if leaf is None or not (leaf[1].type == pa.int64() or leaf[1].type == pa.float64()):
+        nums = view.numbers(name)
+        if nums is None:
             keep[sel] = False  # not a number: no numeric constraint holds
             continue
-        v = _floats(leaf[1])[pr[sel]]
+        v = nums[pr[sel]]
         f = pf[sel]
         with np.errstate(invalid="ignore"):
             ok = np.where(loc[f], v >= lo[f], v > lo[f])
@@ -720,34 +769,46 @@ def _check(
         sel = np.flatnonzero(has[pf])
         if not len(sel):
             continue
-        leaf = cols.leaves.get(name)
-        if leaf is None or not (
-            pa.types.is_string(leaf[1].type) or pa.types.is_large_string(leaf[1].type)
-        ):
+        strings = view.strings(name)
+        if strings is None:
             keep[sel] = False  # not a string: no string equals
             continue
-        enc = leaf[1].dictionary_encode()
-        code_of = {s: i for i, s in enumerate(enc.dictionary.to_pylist())}
-        # each constant's code in this chunk (-1: absent), nulls coded -2: never equal
+        dictionary, codes = strings
+        code_of = {s: i for i, s in enumerate(dictionary)}
+        # each constant's code in this chunk (-1: absent); a row without a string has
+        # code len(dictionary): never equal
         const_code = np.array([code_of.get(c, -1) for c in distinct] + [-1], dtype=np.int64)
-        codes = enc.indices.fill_null(-2).to_numpy(zero_copy_only=False).astype(np.int64)
         keep[sel] &= codes[pr[sel]] == const_code[const[pf[sel]]]
     if plan.general:
         idx = np.flatnonzero(keep & plan.has_general[pf])
         if len(idx):
-            general = plan.general
+            general, value = plan.general, view.value
             for i in idx.tolist():
                 r = int(pr[i])
                 for name, test in general[int(pf[i])]:
-                    vals = values.get(name)
-                    if vals is None:
-                        vals = values[name] = _Values(
-                            cols, name, wires, rows, parsed, name in plan.null_names
-                        )
-                    if not test(vals.get(r)):
+                    if not test(value(name, r)):
                         keep[i] = False
                         break
     return keep
+
+
+def _match_view(plan: Plan, view: Any, fast: Any) -> tuple[Any, Any]:
+    """(rows, key ids) of the chunk's rows ``fast`` (chunk row numbers, in no order; a
+    key twice for a row when two of its filters share it, see ``plan.duplicates``)."""
+    import numpy as np
+
+    sources = _sources(plan, view, fast)
+    out_r, out_k = [], []
+    for lo, hi in _blocks(sources, len(fast), PAIR_BUDGET):
+        pr, pf = _candidates(sources, fast, lo, hi)
+        keep = _check(plan, view, pr, pf)
+        pr, pf = pr[keep], pf[keep]
+        owner, kids = _expand(plan.fk_start[pf], plan.fk_count[pf], plan.fk_flat)
+        out_r.append(pr[owner])
+        out_k.append(kids)
+    if not out_r:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    return np.concatenate(out_r), np.concatenate(out_k)
 
 
 # ------------------------------------------------------------------------------------------
@@ -817,16 +878,10 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
         bad = cols.slow_rows(len(rows))
         slow[rows[bad]] = True
         fast = np.flatnonzero(~bad)
-        sources = _sources(plan, cols, fast)
-        values: dict[str, _Values] = {}
-        parsed: dict[int, Any] = {}
-        for lo, hi in _blocks(sources, len(fast), PAIR_BUDGET):
-            pr, pf = _candidates(sources, fast, lo, hi)
-            keep = _check(plan, cols, pr, pf, texts, rows, values, parsed)
-            pr, pf = pr[keep], pf[keep]
-            owner, kids = _expand(plan.fk_start[pf], plan.fk_count[pf], plan.fk_flat)
-            out_r.append(rows[pr[owner]])
-            out_k.append(kids)
+        view = _ArrowView(cols, texts, rows, plan.null_names)
+        pr, kids = _match_view(plan, view, fast)
+        out_r.append(rows[pr])
+        out_k.append(kids)
     slow_rows = np.flatnonzero(slow)
     if len(slow_rows):
         r, keys = match_rows(index, texts, slow_rows.tolist())
