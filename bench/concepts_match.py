@@ -20,8 +20,8 @@ its currency and volume unit.
   subscriber's context, then the subscription's constraints (constants in the
   subscriber's own units and currency) are evaluated.
 
-Relations (a second figure): ``covering``, ``covered_by``, ``identical`` and
-``merge_candidates`` of ``--queries`` new subscriptions of the same workload (not held),
+Relations (a second figure): ``covering``, ``covered_by``, ``identical``,
+``merge_candidates`` and ``overlapping`` of ``--queries`` new subscriptions of the same workload (not held),
 per query, the index against ``LinearIndex`` (the model's hooks over every held filter),
 on the same queries; every answer is compared.
 
@@ -68,6 +68,8 @@ VOCABULARY = {
 START = {"EUR": 0.94, "GBP": 0.80, "JPY": 113.0}
 END = {"EUR": 0.81, "GBP": 0.71, "JPY": 109.0}
 
+
+QUERIES = ("covering", "covered_by", "identical", "merge_candidates", "overlapping")
 
 def synthetic_rates() -> RateTable:
     """Monthly rates per USD from 2017-01 to 2018-03, open-ended at both ends."""
@@ -262,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     rel: dict[str, tuple] = {}
     bad_rel = 0
     answers: dict[str, list] = {}
-    for q in ("covering", "covered_by", "identical", "merge_candidates"):
+    for q in QUERIES:
         what = f"{len(queries)} new subscriptions"
 
         def run(side, idx):
@@ -325,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     per = ", ".join(
         f"{q} {rel[q][0].per_item * 1e3:.2f} ms ({rel[q][2]:,.0f}×)"
-        for q in ("covering", "covered_by", "identical", "merge_candidates")
+        for q in QUERIES
     )
     bench.headline(
         f"concepts covering/covered_by per query, index vs scan, {len(filters) // 1000}k "

@@ -20,8 +20,9 @@ keeps the order of the file (by symbol, then date), which keeps each stock's str
 the CPU caches from one event to the next; "by date ev/s" matches the same events in the
 order a feed publishes them (by date, then symbol), which costs far more cache misses
 (the baselines and ratios use the file order, both sides alike). "kept ev/s"
-keeps all answers in a list, as ``match_batch`` must (the list costs garbage-collector
-passes over the index's objects), and ``match_batch`` is timed against that loop on the
+keeps all answers in a list, as ``match_batch`` must (each answer set is a container the
+cyclic garbage collector tracks and walks), and ``match_batch`` (the same loop with the
+collector paused per chunk, ``pubsift.core.collector``) is timed against that loop on the
 whole sample. The baselines are slow, so each
 runs on the first k events of the sample, k chosen so that one run lasts about
 ``--baseline-seconds`` (at least 20 events); **each ratio divides the baseline's time by

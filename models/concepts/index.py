@@ -45,9 +45,13 @@ its one witness when it is not one interval of numbers).
   have the same concept and clause places and differ in one clause (Mühl's count of
   identical attribute filters).
 
+* ``overlapping(f)``: the held filters of concepts that share a specialization with f's,
+  and, where f has an equality or a set clause, leave its attribute unconstrained or
+  accept its value (Mühl Cor. 4.3: the constraint relations are exact on equalities).
+
 A query filter with two clauses on one path (in two currencies) or a clause without a
 known witness is answered by a scan, and held filters without one are candidates of every
-``covered_by``; ``overlapping`` scans.
+``covered_by``.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ from pubsift.models.constraints import ABSENT, Constraint, Interval, Op
 from pubsift.models.constraints.limits import TooComplex
 from pubsift.models.constraints.relations import Unsatisfiable, witness
 from pubsift.models.records import RecordFilter, RecordsModel
+from pubsift.models.records.index import RecordsIndex
 from pubsift.models.records.witness_values import WitnessValues
 
 if TYPE_CHECKING:
@@ -572,9 +577,38 @@ class ConceptsIndex(FilterIndex[Hashable, ConceptFilter]):
         return self._keys_where(cands, lambda g: merge([g, f], perfect=True) is not None)
 
     def overlapping(self, f: ConceptFilter) -> set[Hashable]:
+        """N(g) ∩ N(f) ≠ ∅ by the model's rule; candidates by concept and equalities."""
         f = _query(f)
         overlaps = self.model.overlaps
-        return self._keys_where(self._held.values(), lambda g: overlaps(g, f))
+        return self._keys_where(self._overlap_candidates(f), lambda g: overlaps(g, f))
+
+    def _overlap_candidates(self, f: ConceptFilter) -> list[_Held]:
+        """Held filters that may overlap f. The rule says no when the two concepts have no
+        specialization in common, so only the records indexes of concepts sharing one
+        with f's are asked; and when two clauses on one path and context are disjoint both
+        ways, which for f's ``= x`` (``in S``) and a clause in its context means that
+        the clause rejects x (every member of S): the constraint relations are exact on
+        equalities. Those records indexes give the filters leaving one such attribute of f
+        unconstrained or accepting its value (:meth:`RecordsIndex.overlap_candidates`)."""
+        onto = self.model.ontology
+        mine = onto.descendants(f.concept)
+        attrs: dict[str, Constraint] = {}
+        for cf in f.clauses:
+            name = self._names.get((cf.path, cf.target))
+            if name is not None and cf.constraint.op in (Op.EQ, Op.IN_SET):
+                attrs[name] = cf.constraint
+        query = RecordFilter.of(attrs) if attrs else None
+        by_record = self._by_record
+        out: list[_Held] = []
+        for c, part in self._parts.items():
+            if mine.isdisjoint(onto.descendants(c)):
+                continue
+            if query is None:
+                out.extend(by_record[(c, rf)] for rf in dict.fromkeys(rf for rf, _ in part))
+            else:
+                cands = cast(RecordsIndex, part).overlap_candidates(query)
+                out.extend(by_record[(c, rf)] for rf in cands)
+        return out
 
 
 def _discard(d: dict[Any, dict[int, None]], key: Any, item: int) -> None:

@@ -499,6 +499,14 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         cands = self._overlap_candidates(checks.record_filter(f))
         return self._keys_where(cands, lambda g: overlaps(g, f))
 
+    def overlap_candidates(self, f: RecordFilter) -> list[RecordFilter]:
+        """The held filters that may overlap f: if f has ``a = x`` (or ``a in S``), those
+        leaving a unconstrained or accepting x (a member of S) there, probed in the
+        attribute index; else all. A superset of :meth:`overlapping`'s filters for any
+        overlap rule under which an attribute filter rejecting x is disjoint from ``a = x``
+        (the concepts index builds on it)."""
+        return [e.filter for e in self._overlap_candidates(checks.record_filter(f))]
+
     def _overlap_candidates(self, f: RecordFilter) -> Any:
         eqs = [(n, c) for n, c in f.constraints if c.op is Op.EQ or c.op is Op.IN_SET]
         if not eqs:
