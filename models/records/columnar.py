@@ -62,6 +62,7 @@ import json
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+from pubsift.core.collector import map_paused
 from pubsift.core.errors import EventError
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
 from pubsift.models.constraints.values import NUM, STR
@@ -302,6 +303,9 @@ class Plan:
                 fk_flat.append(kid)
         self.key_ids = key_ids
         self.key_table = _key_array(np, keys)
+        # the keys themselves, for answer sets (no new int objects per delivery)
+        self.key_objects = np.empty(len(keys), dtype=object)
+        self.key_objects[:] = keys
         self.fk_start = np.array(fk_start, dtype=np.int64)
         self.fk_count = np.array(fk_count, dtype=np.int64)
         self.fk_flat = np.array(fk_flat, dtype=np.int64)
@@ -613,8 +617,11 @@ class _ArrowView:
     strings (dictionary-encoded), its numbers (float64, NaN where not a number) and the
     exact Python value of a row, each built once per chunk."""
 
-    def __init__(self, cols: Columns, wires: Any, rows: Any, null_names: set[str]) -> None:
+    def __init__(
+        self, cols: Columns, wires: Any, rows: Any, null_names: set[str], null_is_absent: bool
+    ) -> None:
         self.cols, self.wires, self.rows, self.null_names = cols, wires, rows, null_names
+        self.null_is_absent = null_is_absent  # a table's null: the attribute is missing
         self._strings: dict[str, Any] = {}
         self._numbers: dict[str, Any] = {}
         self._values: dict[str, _Values] = {}
@@ -652,10 +659,12 @@ class _ArrowView:
     def value(self, name: str, r: int) -> Any:
         vals = self._values.get(name)
         if vals is None:
+            resolve = not self.null_is_absent and name in self.null_names
             vals = self._values[name] = _Values(
-                self.cols, name, self.wires, self.rows, self.parsed, name in self.null_names
+                self.cols, name, self.wires, self.rows, self.parsed, resolve
             )
-        return vals.get(r)
+        v = vals.get(r)
+        return ABSENT if v is None and self.null_is_absent else v
 
 
 # ------------------------------------------------------------------------------------------
@@ -878,7 +887,7 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
         bad = cols.slow_rows(len(rows))
         slow[rows[bad]] = True
         fast = np.flatnonzero(~bad)
-        view = _ArrowView(cols, texts, rows, plan.null_names)
+        view = _ArrowView(cols, texts, rows, plan.null_names, False)
         pr, kids = _match_view(plan, view, fast)
         out_r.append(rows[pr])
         out_k.append(kids)
@@ -898,6 +907,89 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
         order = np.argsort(rows_out, kind="stable")
         rows_out, kids_out = rows_out[order], kids_out[order]
     return rows_out, plan.key_table[kids_out]
+
+
+# ------------------------------------------------------------------------------------------
+# a table of events
+
+
+def is_table(events: Any) -> bool:
+    """Is ``events`` a pyarrow Table or RecordBatch (without importing pyarrow)?"""
+    return type(events).__module__.startswith("pyarrow") and hasattr(events, "num_rows")
+
+
+def _normalized(table: Any) -> Any:
+    """The table with the column types the columns trust: narrower integers as int64,
+    float32 as float64 (both exact), dictionary-encoded columns decoded, nested in
+    structs too. Anything else is left as it is (its rows take the per-row path)."""
+    import pyarrow as pa
+
+    def norm(t: Any) -> Any:
+        if pa.types.is_dictionary(t):
+            return norm(t.value_type)
+        if pa.types.is_integer(t) and t != pa.uint64():
+            return pa.int64()
+        if pa.types.is_float32(t) or pa.types.is_float16(t):
+            return pa.float64()
+        if pa.types.is_struct(t):
+            return pa.struct([f.with_type(norm(f.type)) for f in t])
+        return t
+
+    schema = pa.schema([f.with_type(norm(f.type)) for f in table.schema])
+    if schema.equals(table.schema):
+        return table
+    try:
+        return table.cast(schema)
+    except (pa.ArrowException, ValueError):
+        return table
+
+
+def _row_event(model: Any, table: Any, r: int) -> Any:
+    """Row ``r`` of the table as a records event (nulls are missing attributes), every
+    refusal an EventError naming the row."""
+
+    def drop(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: drop(x) for k, x in v.items() if x is not None}
+        return v
+
+    row = drop(table.slice(r, 1).to_pylist()[0])
+    try:
+        return model.load_event(row)
+    except EventError as exc:
+        raise EventError(
+            exc.message, f"row {r}" + (f", {exc.where}" if exc.where else "")
+        ) from None
+
+
+def match_table(index: Any, table: Any) -> list[set[Hashable]]:
+    """See :meth:`RecordsIndex.match_batch` (a pyarrow Table or RecordBatch)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    table = _normalized(table)
+    n = table.num_rows
+    plan: Plan = index._columnar_cache()["plan"]
+    cols = Columns(table) if n else None
+    if cols is None or not cols.ok:
+        slow = np.ones(n, bool)
+        out: list[set[Hashable]] = [set() for _ in range(n)]
+    else:
+        slow = cols.slow_rows(n)
+        view = _ArrowView(cols, None, np.arange(n), plan.null_names, True)
+        rows, kids = _match_view(plan, view, np.flatnonzero(~slow))
+        if len(rows) > 1 and (np.diff(rows) < 0).any():
+            order = np.argsort(rows, kind="stable")
+            rows, kids = rows[order], kids[order]
+        keys = plan.key_objects[kids].tolist()
+        ends = np.searchsorted(rows, np.arange(n + 1), side="left").tolist()
+        out = map_paused(set, [keys[a:b] for a, b in itertools.pairwise(ends)], chunk=1 << 16)
+    model, match = index.model, index.match
+    for r in np.flatnonzero(slow).tolist():
+        out[r] = match(_row_event(model, table, r))
+    return out
 
 
 def _key_array(np: Any, keys: list) -> Any:

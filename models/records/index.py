@@ -419,6 +419,21 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         walk(root, get, update)
         return out
 
+    def match_batch(self, events: Any) -> list[set[Hashable]]:
+        """One answer per event, ``match``'s. ``events``: records events (a loop over
+        :meth:`match`, the garbage collector paused per chunk), or a pyarrow ``Table`` or
+        ``RecordBatch`` holding one event per row, answered columnar (issue 16 §2; see
+        :mod:`~pubsift.models.records.columnar`): columns are attributes, struct columns
+        nest them (dotted names), a null is a missing attribute. Row r's answer is
+        ``match(load_event(row))`` with the row's nulls left out; a row that holds a list,
+        an integer past 2^53, a non-finite number or a type the columns do not trust is
+        answered that way, and one ``load_event`` refuses raises EventError naming it."""
+        from pubsift.models.records import columnar
+
+        if columnar.is_table(events):
+            return columnar.match_table(self, events)
+        return super().match_batch(events)
+
     def match_wire_batch(self, wires: Any) -> tuple[Any, Any]:
         """(rows, keys): wires[rows[i]] matches a filter indexed under keys[i]; each (row,
         key) pair once, rows ascending (keys in any order within a row). ``wires``: a

@@ -593,3 +593,141 @@ def test_split_chunks_keep_the_good_rows_columnar():
     with mock.patch.object(columnar, "match_rows", spy):
         check(index, wires, valid=True)
     assert calls == [calls[0]] and calls[0] < columnar.MIN_CHUNK  # not all 301 rows
+
+
+# -- match_batch over an Arrow table: one event per row, nulls missing ---------------------
+def _drop_nulls(v):
+    if isinstance(v, dict):
+        return {k: _drop_nulls(x) for k, x in v.items() if x is not None}
+    return v
+
+
+def per_row_table(index, table):
+    """The oracle: ``match(load_event(row))`` with the row's nulls left out, or the index
+    of the first row ``load_event`` refuses."""
+    out = []
+    for i, row in enumerate(table.to_pylist()):
+        try:
+            e = MODEL.load_event(_drop_nulls(row))
+        except EventError:
+            return i
+        out.append(index.match(e))
+    return out
+
+
+def check_table(index, table):
+    want = per_row_table(index, table)
+    if isinstance(want, int):
+        with pytest.raises(EventError) as err:
+            index.match_batch(table)
+        assert f"row {want}" in str(err.value), (str(err.value), want)
+        return
+    assert index.match_batch(table) == want
+    for batch_ in table.to_batches():
+        index.match_batch(batch_)  # a RecordBatch is taken too
+    if table.num_rows:
+        assert index.match_batch(pa.Table.from_batches(table.to_batches())) == want
+
+
+def _table(rows):
+    try:
+        return pa.Table.from_pylist(rows)
+    except (pa.ArrowException, OverflowError, ValueError, TypeError):
+        return None  # Arrow has no column type for these rows
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    fs=st.lists(record_filters, min_size=1, max_size=8),
+    wires=typed_batches(),
+    keys=st.sampled_from([None, ["k", 2, "k"]]),
+)
+def test_tables_equal_the_per_row_answer(fs, wires, keys):
+    table = _table([json.loads(w) for w in wires])
+    if table is not None:
+        check_table(index_of(fs, keys), table)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(fs=st.lists(record_filters, min_size=1, max_size=8), objs=st.lists(objects, max_size=20))
+def test_any_table_arrow_builds_equals_the_per_row_answer(fs, objs):
+    """Mixed kinds, lists, nested structs, big integers: what Arrow types is answered
+    column-wise or row by row, always as the per-row path answers."""
+    table = _table(objs)
+    if table is not None:
+        check_table(index_of(fs), table)
+
+
+close_filters = st.dictionaries(st.sampled_from(["a", "b"]), targeted, min_size=1, max_size=2).map(
+    RecordFilter.of
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    fs=st.lists(close_filters, min_size=1, max_size=10),
+    a=st.lists(pool | st.lists(pool, max_size=2), min_size=1, max_size=30),
+    b_kind=st.sampled_from(["int", "float", "str", "bool"]),
+    data=st.data(),
+)
+def test_columns_where_values_meet_constants(fs, a, b_kind, data):
+    """Filters and rows on two attributes drawn from one small pool, so that constants
+    and values meet (booleans against numbers, 2^53 + 1 against its float, nulls)."""
+    b = data.draw(st.lists(KINDS[b_kind] | st.none(), min_size=len(a), max_size=len(a)))
+    table = _table([{"a": x, "b": y} for x, y in zip(a, b)])
+    if table is not None:
+        check_table(index_of(fs, ["k", 2, "k"]), table)
+
+
+def test_table_column_types_are_normalized_or_answered_per_row():
+    index = _small_index()
+    index.add(RecordFilter.of({"q": Constraint(Op.EXISTS)}), "q")
+    rows = [{"s": "A", "p": 4}, {"s": "B", "p": 7}, {"s": "A", "p": 12}, {"s": "A"}]
+    base = pa.Table.from_pylist(rows)
+    for table in (
+        base,
+        base.cast(pa.schema([("s", pa.string()), ("p", pa.int32())])),
+        base.cast(pa.schema([("s", pa.large_string()), ("p", pa.float32())])),
+        pa.table({"s": pa.array(["A", "B", "A", "A"]).dictionary_encode(), "p": base["p"]}),
+        pa.table({"s": base["s"], "p": pa.array([4, 7, 12, None], pa.uint64())}),
+        pa.table({"s": base["s"], "p": base["p"], "q": pa.array([None, None, None, 1.5])}),
+    ):
+        check_table(index, table)
+    assert index.match_batch(base) == [{0, 1}, {2}, {0, 2}, {0}]
+
+
+def test_table_rows_load_event_refuses_raise_naming_the_row():
+    index = _small_index()
+    for bad in (
+        pa.table({"s": ["A", None], "p": [1.0, None]}),  # row 1 holds nothing
+        pa.table({"s": ["A", "B"], "p": [1.0, float("nan")]}),
+        pa.table({"s": ["A", "B"], "p": [1.0, float("inf")]}),
+        pa.table({"s": ["A", "B"], "t": pa.array([None, 1], pa.timestamp("s"))}),
+    ):
+        with pytest.raises(EventError, match="row 1"):
+            index.match_batch(bad)
+    with pytest.raises(EventError, match="'t' holds a datetime.*row 1"):
+        index.match_batch(pa.table({"s": ["A", "B"], "t": pa.array([None, 1], pa.timestamp("s"))}))
+    assert index.match_batch(pa.table({"s": pa.array([], pa.string())})) == []
+
+
+def test_table_on_the_quotes_workload_is_answered_column_wise():
+    from pubsift.models.records.workload import (
+        QUOTES_1YR,
+        Mix,
+        load_quotes,
+        sample_events,
+        subscriptions,
+    )
+
+    path = DATA / QUOTES_1YR
+    if not path.is_file():
+        pytest.skip(f"S&P 500 quotes not found at {path.resolve()} (../shared/data)")
+    quotes = load_quotes(path)
+    index = index_of(subscriptions(quotes, 3000, seed=3, mix=Mix()))
+    evs = sample_events(quotes, 3000, seed=5)
+    table = pa.Table.from_pylist([MODEL.dump_event(e) for e in evs])
+    with mock.patch.object(columnar, "_row_event", wraps=columnar._row_event) as slow:
+        got = index.match_batch(table)
+    assert not slow.called
+    assert got == [index.match(e) for e in evs] and sum(map(len, got)) > 3000
