@@ -706,7 +706,7 @@ def test_table_rows_load_event_refuses_raise_naming_the_row():
     ):
         with pytest.raises(EventError, match="row 1"):
             index.match_batch(bad)
-    with pytest.raises(EventError, match="'t' holds a datetime.*row 1"):
+    with pytest.raises(EventError, match=r"'t' holds a datetime.*row 1"):
         index.match_batch(pa.table({"s": ["A", "B"], "t": pa.array([None, 1], pa.timestamp("s"))}))
     assert index.match_batch(pa.table({"s": pa.array([], pa.string())})) == []
 
