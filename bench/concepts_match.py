@@ -71,6 +71,7 @@ END = {"EUR": 0.81, "GBP": 0.71, "JPY": 109.0}
 
 QUERIES = ("covering", "covered_by", "identical", "merge_candidates", "overlapping")
 
+
 def synthetic_rates() -> RateTable:
     """Monthly rates per USD from 2017-01 to 2018-03, open-ended at both ends."""
     months = [datetime(2017 + (m // 12), m % 12 + 1, 1) for m in range(15)]
@@ -325,10 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{r_l:,.1f}× on the same {n_base} quotes (worst case, convert everything "
         f"per subscription: {r_n:,.0f}×); {t_all.rate:,.0f} events/s",
     )
-    per = ", ".join(
-        f"{q} {rel[q][0].per_item * 1e3:.2f} ms ({rel[q][2]:,.0f}×)"
-        for q in QUERIES
-    )
+    per = ", ".join(f"{q} {rel[q][0].per_item * 1e3:.2f} ms ({rel[q][2]:,.0f}×)" for q in QUERIES)
     bench.headline(
         f"concepts covering/covered_by per query, index vs scan, {len(filters) // 1000}k "
         "subscriptions in 4 currencies and 3 units",
