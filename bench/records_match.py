@@ -23,7 +23,10 @@ order a feed publishes them (by date, then symbol), which costs far more cache m
 keeps all answers in a list, as ``match_batch`` must (each answer set is a container the
 cyclic garbage collector tracks and walks), and ``match_batch`` (the same loop with the
 collector paused per chunk, ``pubsift.core.collector``) is timed against that loop on the
-whole sample. The baselines are slow, so each
+whole sample. "table ev/s" is ``match_batch`` given the same events as one Arrow table
+(columns are attributes, as read from Parquet): answered column-wise, against "table
+per-row ev/s", the per-row path from that table (``to_pylist``, ``load_event``,
+``match``), both on every event. The baselines are slow, so each
 runs on the first k events of the sample, k chosen so that one run lasts about
 ``--baseline-seconds`` (at least 20 events); **each ratio divides the baseline's time by
 the index's time on the very same k events** (``ratio`` refuses anything else), and the
@@ -46,6 +49,11 @@ from pathlib import Path
 from typing import Any
 
 from harness import Bench, Timing, ratio, time_it
+
+try:
+    import pyarrow as arrow
+except ImportError:  # the table figure needs the spark extra
+    arrow = None
 from pubsift.core.index import LinearIndex
 from pubsift.models.constraints.constraints import ABSENT, Constraint
 from pubsift.models.records import RecordsModel, conjunctive
@@ -203,6 +211,27 @@ def baseline(
     return base, same, failures
 
 
+def time_table(
+    model: RecordsModel, index: Any, events: list, answers: list, what: str, repeats: int
+) -> tuple[Timing | None, Timing]:
+    """``match_batch`` over the events as one Arrow table, and the per-row path from the
+    same table (``to_pylist``, ``load_event``, ``match``), both on every event; None for
+    the table's figure if an answer differs."""
+    table = arrow.Table.from_pylist([model.dump_event(e) for e in events])
+    match, load = index.match, model.load_event
+
+    def per_row() -> list:
+        return [
+            match(load({k: v for k, v in r.items() if v is not None})) for r in table.to_pylist()
+        ]
+
+    if index.match_batch(table) != answers or per_row() != answers:
+        return None, time_it(per_row, len(events), what, 1)
+    t_table = time_it(lambda: index.match_batch(table), len(events), what, repeats)
+    t_rows = time_it(per_row, len(events), what, repeats)
+    return t_table, t_rows
+
+
 def run(
     bench: Bench,
     sizes: list[int],
@@ -238,6 +267,8 @@ def run(
         "cold ev/s",
         "kept ev/s",
         "match_batch ev/s",
+        "table ev/s",
+        "table per-row ev/s",
         "counting ev/s (k)",
         "linear ev/s (k)",
         "index/counting",
@@ -280,6 +311,13 @@ def run(
             failures += 1
             console.print(f"[red]match_batch differs from match with {n} subscriptions[/red]")
         t_batch = time_it(lambda: batch(events), len(events), sample, repeats)
+        # the same events as an Arrow table (as read from Parquet): match_batch answers it
+        # column-wise; the per-row path turns each row into a record first
+        if arrow is not None:
+            t_table, t_rows = time_table(model, index, events, answers, sample, repeats)
+            failures += t_table is None
+        else:
+            t_table = t_rows = None
         delivered = sum(map(len, answers))
 
         t_count, same_count, bad = baseline(
@@ -313,6 +351,8 @@ def run(
             f"{cold:,.0f}",
             t_loop.fmt_rate(),
             t_batch.fmt_rate(),
+            "-" if t_table is None else t_table.fmt_rate(),
+            "-" if t_rows is None else t_rows.fmt_rate(),
             f"{t_count.fmt_rate()} ({t_count.count:,})",
             f"{t_lin.fmt_rate(1)} ({t_lin.count:,})",
             f"{r_count:,.1f}×",
@@ -332,6 +372,9 @@ def run(
             match_loop_kept=t_loop,
             match_batch=t_batch,
             ratio_batch_loop=ratio(t_batch, t_loop),
+            match_batch_table=t_table,
+            table_per_row=t_rows,
+            ratio_table_per_row=None if t_table is None else ratio(t_table, t_rows),
             counting=t_count,
             index_on_counting_events=same_count,
             ratio_counting=r_count,
@@ -346,7 +389,13 @@ def run(
             f"{t_index.rate:,.0f} events/s ({r_count:,.1f}× counting, "
             f"{r_lin:,.0f}× linear); the same events in date order "
             f"{t_dated.rate:,.0f} events/s; match_batch {t_batch.rate:,.0f} "
-            "events/s",
+            "events/s"
+            + (
+                ""
+                if t_table is None
+                else f"; match_batch over an Arrow table {t_table.rate:,.0f} events/s, "
+                f"{ratio(t_table, t_rows):,.1f}× the per-row path from the table"
+            ),
         )
     console.print(table)
     if n_queries:
