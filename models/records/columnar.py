@@ -47,6 +47,16 @@ answers compared): at 10k subscriptions 620,000 events/s, 6.7× the per-row path
 in the file's order (7.4× in date order); at 1k 8.8×. With ``--mix all`` (``Mix()``:
 prefixes, portfolios and volumes too, 29 deliveries per event) 5.2× at 10k.
 
+**Tables.** :func:`match_table` answers a pyarrow ``Table`` or ``RecordBatch`` holding one
+event per row (``RecordsIndex.match_batch``): the same steps 2 and 3 on its columns, after
+narrower integers, ``float32`` and dictionary-encoded columns are cast to the trusted types;
+a null is a missing attribute (a table has no other way to leave one out), so row r's
+answer is ``match(load_event(row))`` with the row's nulls left out, and rows the columns
+do not answer exactly (lists, integers past 2^53, non-finite numbers, untrusted types, no
+value at all) take that path, raising its EventError with the row's number. The answer
+sets are made from the keys themselves with the garbage collector paused
+(:mod:`pubsift.core.collector`).
+
 Answers equal the per-row loop's, pair for pair (tests/records/test_columnar.py checks it
 differentially with hypothesis, hostile events included, and on the quotes workload).
 NumPy and pyarrow come with the ``spark`` extra and are imported here lazily: without
