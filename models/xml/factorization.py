@@ -146,6 +146,12 @@ class FactorizationTree:
         self.tagged: dict[str, int] = {}  # tag -> patterns with a node of that tag
         # (parent tag or '/', child tag) -> patterns with such a child edge
         self.edged: dict[tuple[str, str], int] = {}
+        # tags numbered in order of first sight, _GROUP to a group: group -> its tags, and
+        # the patterns with a node of one of them (cover mode's prefilter or-s a whole
+        # group at once where s has none of its tags)
+        self.tag_group: dict[str, int] = {}
+        self.group_tags: list[list[str]] = []
+        self.grouped: list[int] = []
 
     # -- Algorithms 1 and 2 -------------------------------------------------------------
     def add(self, i: int, pattern: Node) -> None:
@@ -169,6 +175,10 @@ class FactorizationTree:
         t2.sub |= bit
         if u.label not in (DESCENDANT, WILDCARD):
             self.tagged[u.label] = self.tagged.get(u.label, 0) | bit
+            g = self.tag_group.get(u.label)
+            if g is None:
+                g = self._new_tag(u.label)
+            self.grouped[g] |= bit
             if t.label not in (DESCENDANT, WILDCARD):
                 e = (t.label or ROOT, u.label)
                 self.edged[e] = self.edged.get(e, 0) | bit
@@ -185,6 +195,15 @@ class FactorizationTree:
         for c in u.children:
             self._add(bit, t2, c, chain)
 
+    def _new_tag(self, tag: str) -> int:
+        g = len(self.tag_group) // _GROUP
+        if g == len(self.grouped):
+            self.grouped.append(0)
+            self.group_tags.append([])
+        self.group_tags[g].append(tag)
+        self.tag_group[tag] = g
+        return g
+
     def remove(self, i: int) -> None:
         bit = 1 << i
         if not self.root.sub & bit:
@@ -194,6 +213,10 @@ class FactorizationTree:
         root.csub &= ~bit
         root.multi &= ~bit
         self._remove(bit, root)
+        grouped = self.grouped
+        for g, gm in enumerate(grouped):
+            if gm & bit:
+                grouped[g] = gm ^ bit
 
     def _remove(self, bit: int, t: TNode) -> None:
         keep = ~bit
@@ -335,18 +358,37 @@ class FactorizationTree:
 
     # -- Algorithms 4 and 5: cover mode --------------------------------------------------
     def covering(self, s: Node) -> int:
-        """Patterns of R covering s (Alg. 5): sub(r_T) minus the failures below r_T.
+        """Patterns of R covering s (Alg. 5): sub(r_T) minus the failures below r_T,
+        searched for among the candidates :meth:`_candidates` leaves."""
+        x, m = self._candidates(s)
+        if not m:
+            return 0
+        return m ^ _failing_under(self.root, x, m)
+
+    def _candidates(self, s: Node) -> tuple[_SNode, int]:
+        """s's nodes for the search, and the patterns of R that may cover s.
 
         A tag node of a covering pattern maps onto a node of s with the same tag, and a
         child edge between tags onto such an edge of s, so patterns holding a tag or an
-        edge s lacks are left out before the search."""
+        edge s lacks are left out before the search. The tags are taken a group at a
+        time: a group with none of s's tags at once (s's tags are mostly the common ones,
+        numbered first, so they fall in few groups), the others tag by tag."""
         tags: set[str] = set()
         edges: set[tuple[str, str]] = set()
         x = _SNode(s, tags, edges)
         out = 0
-        for tag, m in self.tagged.items():
-            if tag not in tags:
-                out |= m
+        tag_group, tagged = self.tag_group, self.tagged
+        mixed = {tag_group.get(tag) for tag in tags}
+        for g, gm in enumerate(self.grouped):
+            if g not in mixed:
+                if gm:
+                    out |= gm
+            else:
+                for tag in self.group_tags[g]:
+                    if tag not in tags:
+                        m = tagged.get(tag)
+                        if m:
+                            out |= m
         edged = self.edged
         for a in tags | {ROOT}:
             for b in tags:
@@ -357,9 +399,10 @@ class FactorizationTree:
         m = self.root.sub
         if out:
             m ^= m & out
-        if not m:
-            return 0
-        return m ^ _failing_under(self.root, x, m)
+        return x, m
+
+
+_GROUP = 8  # tags to a group of FactorizationTree.grouped
 
 
 class _SNode:
@@ -374,32 +417,32 @@ class _SNode:
 
     def __init__(self, u: Node, tags: set[str], edges: set[tuple[str, str]]) -> None:
         self.node = u
-        self.children = tuple(_SNode(c, tags, edges) for c in u.children)
         lab = u.label
-        if lab not in (ROOT, DESCENDANT, WILDCARD):
+        if lab != ROOT and lab != DESCENDANT and lab != WILDCARD:
             tags.add(lab)
+        self.below: dict[str, list[_SNode]] | None = None
+        self.anywhere: list[_SNode] | None = None  # all of below's nodes
+        self.under: dict[TNode, tuple[int, int]] = {}  # _failing_under
+        self.desc: dict[TNode, tuple[int, int]] = {}  # _failing
         if not u.children:
+            self.children: tuple[_SNode, ...] = ()
             self.kids = _LEAF
-            self.below: dict[str, list[_SNode]] | None = None
-            self.anywhere: list[_SNode] | None = None  # all of below's nodes
-            self.under: dict[TNode, tuple[int, int]] = {}  # _failing_under
-            self.desc: dict[TNode, tuple[int, int]] = {}  # _failing
             return
+        self.children = children = tuple([_SNode(c, tags, edges) for c in u.children])
         kids: dict[str, tuple[_SNode, ...] | None] = {DESCENDANT: None}
-        steps = tuple(c for c in self.children if c.node.label != DESCENDANT)
+        steps = tuple([c for c in children if c.node.label != DESCENDANT])
         if steps:
             kids[WILDCARD] = steps
+            tag_parent = lab != DESCENDANT and lab != WILDCARD
             for c in steps:
                 cl = c.node.label
                 if cl not in kids:
-                    kids[cl] = tuple(k for k in steps if k.node.label == cl)
-                    if cl != WILDCARD and lab not in (DESCENDANT, WILDCARD):
+                    kids[cl] = (
+                        steps if len(steps) == 1 else tuple([k for k in steps if k.node.label == cl])
+                    )
+                    if tag_parent and cl != WILDCARD:
                         edges.add((lab, cl))
         self.kids = kids
-        self.below = None
-        self.anywhere = None
-        self.under = {}
-        self.desc = {}
 
 
 _LEAF: dict[str, tuple[_SNode, ...] | None] = {DESCENDANT: None}  # a leaf's kids, shared
@@ -416,17 +459,33 @@ def _failing_under(t: TNode, x: _SNode, m: int) -> int:
     label(c) ⪯ label(t'), and fails unless some such c takes all of t''s branches (under
     a leaf c, every pattern with a branch at t' fails). Below a ``//``-free path of T(R)
     a pair (t, u) is reached at most once (from its parents' pair), so only the other
-    pairs are memoised."""
+    pairs are memoised.
+
+    Masks are Python ints as wide as the highest pattern number in them, and each
+    operation on them allocates a new one, so the common case makes as few as it can:
+    patterns ending at t are masked out only if there are some, and when no pattern of
+    m branches at t (each has one child there), the children visited are counted
+    (``int.bit_count``) rather than or-ed: their shares add up to the patterns with a
+    branch at t unless one of those branches has no counterpart under u."""
+    if t.ends or t.bleaves:  # some patterns end at t
+        single = m & t.csub
+        if not single:  # every pattern of m ends at t: no branch to fail
+            return 0
+    else:
+        single = m
     fixed = t.fixed
     if not fixed:
         hit = x.under.get(t)
         if hit is not None and hit[0] & m == m:
             return hit[1] & m
     g = 0
-    multi = m & t.multi
-    single = m & t.csub
-    if multi:
-        single ^= multi  # multi ⊆ csub; a ^ (a & b) beats a & ~b on long masks
+    multi = t.multi
+    if multi:  # (most nodes hold no branching: a test instead of a long mask operation)
+        multi &= single
+        if multi:
+            single ^= multi  # multi ⊆ csub; a ^ (a & b) beats a & ~b on long masks
+    counting = not multi
+    n = 0
     seen = 0
     by_label = t.by_label
     info = x.kids
@@ -438,26 +497,40 @@ def _failing_under(t: TNode, x: _SNode, m: int) -> int:
             mm = m & t2.sub
             if not mm:
                 continue
-            if single:
+            if counting:
+                n += mm.bit_count()
+            elif single:
                 seen |= mm
             if cands is None:  # t2 is a ``//`` node
-                g |= _failing(t2, x, mm)
-                continue
-            onto = cands if t2.plain else [c for c in cands if label_leq(c.node, t2)]
-            if not onto:
-                g |= mm
+                mm = _failing(t2, x, mm)
+            elif not t2.plain and not any(label_leq(c.node, t2) for c in cands):
+                pass  # no child of u can carry t2: all of mm fails
             elif t2.children:
-                for c in onto:
-                    mm = _failing_under(t2, c, mm) if c.children else mm & t2.csub
-                    if not mm:
-                        break
+                for c in cands:
+                    if t2.plain or label_leq(c.node, t2):
+                        mm = _failing_under(t2, c, mm) if c.children else mm & t2.csub
+                        if not mm:
+                            break
+            else:
+                continue  # a leaf t2 maps onto any such child
+            if mm:  # (or-ing a long mask into 0 copies it: skipped when nothing fails)
                 g |= mm
-    if single:
-        g |= single ^ (single & seen)
-    if multi:
+    if counting:
+        if n != single.bit_count():  # some branches have no counterpart under u
+            for lab in info:
+                for t2 in by_label.get(lab, ()):
+                    seen |= t2.sub
+            g |= single ^ (single & seen)
+    else:
+        if single:
+            single ^= single & seen
+            if single:
+                g |= single
         for t2 in t.children:
             if t2.label not in info:
-                g |= multi & t2.sub
+                mm = multi & t2.sub
+                if mm:
+                    g |= mm
     if not fixed:
         x.under[t] = (m, g)
     return g
@@ -471,7 +544,9 @@ def _failing(t: TNode, x: _SNode, m: int) -> int:
     A pattern's ``//`` node has a single child, so a pattern whose child t' at t is a tag
     or ``*`` maps under u iff t' maps onto a strict descendant of u (with t''s tag): those
     are looked up by tag (:func:`_below`) instead of recursing over u's subtree. The
-    patterns whose child is ``//`` follow Alg. 4."""
+    patterns whose child is ``//`` follow Alg. 4. As each pattern of m has one child at
+    t, the children visited are counted: a pattern whose child's tag is nowhere below u
+    (none visited) is looked for only when the counts fall short of m."""
     hit = x.desc.get(t)
     if hit is not None and hit[0] & m == m:
         return hit[1] & m
@@ -479,58 +554,82 @@ def _failing(t: TNode, x: _SNode, m: int) -> int:
         r = m
     else:
         by_label = t.by_label
-        below = _below(x)
-        ok = 0
-        pairs: list[tuple[list[TNode] | None, list[_SNode] | None]]
-        if len(by_label) <= len(below) + 1:
-            pairs = [
-                (kids, below.get(lab))
-                for lab, kids in by_label.items()
-                if lab != WILDCARD and lab != DESCENDANT
-            ]
-        else:  # the fewer labels are looked up in the longer dict
-            pairs = [(by_label.get(lab), vs) for lab, vs in below.items() if lab != WILDCARD]
-        kids = by_label.get(WILDCARD)
-        if kids is not None:
-            vs = x.anywhere
-            if vs is None:
-                vs = x.anywhere = [v for vs in below.values() for v in vs]
-            pairs.append((kids, vs))
-        for kids, vs in pairs:
-            if kids is None or vs is None:
-                continue
+        below = x.below
+        if below is None:
+            below = _below(x)
+        r = 0  # failures among the children visited
+        n = 0  # patterns of m in the children visited
+        # the fewer labels are looked up in the longer dict
+        short = len(by_label) <= len(below) + 2
+        todo: list[tuple[list[TNode], list[_SNode]]] = []
+        if short:
+            for lab, kids in by_label.items():
+                if lab == DESCENDANT:
+                    continue
+                vs = below.get(lab) if lab != WILDCARD else _anywhere(x, below)
+                if vs:
+                    todo.append((kids, vs))
+        else:
+            for lab, vs in below.items():
+                if lab != WILDCARD:  # ``*`` nodes of s: only ``*`` of T(R) maps onto them
+                    kids = by_label.get(lab)
+                    if kids is not None:
+                        todo.append((kids, vs))
+            kids = by_label.get(WILDCARD)
+            if kids is not None:
+                vs = _anywhere(x, below)
+                if vs:
+                    todo.append((kids, vs))
+        for kids, vs in todo:
             for t2 in kids:
                 mm = m & t2.sub
                 if not mm:
                     continue
-                f = mm
+                n += mm.bit_count()
+                if not t2.children:  # a leaf: any v (with a compatible label) takes it
+                    if not t2.plain and not any(label_leq(v.node, t2) for v in vs):
+                        r |= mm
+                    continue
                 for v in vs:
                     if not t2.plain and not label_leq(v.node, t2):
                         continue
-                    if not t2.children:
-                        f = 0
+                    mm = _failing_under(t2, v, mm) if v.children else mm & t2.csub
+                    if not mm:
                         break
-                    f = _failing_under(t2, v, f) if v.children else f & t2.csub
-                    if not f:
-                        break
-                ok |= mm ^ f
-        r = m & t.csub
-        r ^= ok
+                if mm:
+                    r |= mm
         other = 0
         for t2 in by_label.get(DESCENDANT, ()):
             other |= t2.sub
         if other:
             other &= m
         if other:
-            r ^= other
+            n += other.bit_count()
             o = _failing_under(t, x, other)
             for c in x.children:
                 if not o:
                     break
                 o = _failing(t, c, o)
-            r |= o
+            if o:
+                r |= o
+        if n != m.bit_count():  # children whose tag is nowhere below u
+            for lab, kids in by_label.items():
+                if lab == DESCENDANT:
+                    continue
+                vs = below.get(lab) if lab != WILDCARD else _anywhere(x, below)
+                if not vs:
+                    for t2 in kids:
+                        r |= m & t2.sub
     x.desc[t] = (m, r)
     return r
+
+
+def _anywhere(x: _SNode, below: dict[str, list[_SNode]]) -> list[_SNode]:
+    """All strict descendants of s's node x that are not ``//`` nodes."""
+    vs = x.anywhere
+    if vs is None:
+        vs = x.anywhere = [v for vs in below.values() for v in vs]
+    return vs
 
 
 def _below(x: _SNode) -> dict[str, list[_SNode]]:
