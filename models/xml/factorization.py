@@ -146,6 +146,7 @@ class FactorizationTree:
         self.tagged: dict[str, int] = {}  # tag -> patterns with a node of that tag
         # (parent tag or '/', child tag) -> patterns with such a child edge
         self.edged: dict[tuple[str, str], int] = {}
+        self.edge_parents: dict[str, set[str]] = {}  # child tag -> its parents in edged
         # tags numbered in order of first sight, _GROUP to a group: group -> its tags, and
         # the patterns with a node of one of them (cover mode's prefilter or-s a whole
         # group at once where s has none of its tags)
@@ -181,7 +182,10 @@ class FactorizationTree:
             self.grouped[g] |= bit
             if t.label not in (DESCENDANT, WILDCARD):
                 e = (t.label or ROOT, u.label)
-                self.edged[e] = self.edged.get(e, 0) | bit
+                m = self.edged.get(e)
+                self.edged[e] = bit if m is None else m | bit
+                if m is None:
+                    self.edge_parents.setdefault(u.label, set()).add(e[0])
         if not u.children:
             if chain:
                 t2.ends |= bit
@@ -241,6 +245,11 @@ class FactorizationTree:
                     self.edged[e] = rest
                 else:
                     del self.edged[e]
+                    parents = self.edge_parents.get(e[1])
+                    if parents is not None:
+                        parents.discard(e[0])
+                        if not parents:
+                            del self.edge_parents[e[1]]
             self._remove(bit, t2)
             if not t2.sub:
                 t.drop(t2)
@@ -389,11 +398,11 @@ class FactorizationTree:
                         m = tagged.get(tag)
                         if m:
                             out |= m
-        edged = self.edged
-        for a in tags | {ROOT}:
-            for b in tags:
-                if (a, b) not in edges:
-                    m = edged.get((a, b), 0)
+        edged, edge_parents = self.edged, self.edge_parents
+        for b in tags:
+            for a in edge_parents.get(b, ()):
+                if (a == ROOT or a in tags) and (a, b) not in edges:
+                    m = edged.get((a, b))
                     if m:
                         out |= m
         m = self.root.sub
@@ -463,10 +472,9 @@ def _failing_under(t: TNode, x: _SNode, m: int) -> int:
 
     Masks are Python ints as wide as the highest pattern number in them, and each
     operation on them allocates a new one, so the common case makes as few as it can:
-    patterns ending at t are masked out only if there are some, and when no pattern of
-    m branches at t (each has one child there), the children visited are counted
-    (``int.bit_count``) rather than or-ed: their shares add up to the patterns with a
-    branch at t unless one of those branches has no counterpart under u."""
+    patterns ending at t are masked out only if there are some, and the shares of m in
+    the children visited are or-ed (to find the single branches without a counterpart
+    under u) only until one child holds all of them (at once when m is one pattern)."""
     if t.ends or t.bleaves:  # some patterns end at t
         single = m & t.csub
         if not single:  # every pattern of m ends at t: no branch to fail
@@ -484,11 +492,11 @@ def _failing_under(t: TNode, x: _SNode, m: int) -> int:
         multi &= single
         if multi:
             single ^= multi  # multi ⊆ csub; a ^ (a & b) beats a & ~b on long masks
-    counting = not multi
-    n = 0
     seen = 0
+    full = False  # a child visited holds all of single
     by_label = t.by_label
     info = x.kids
+    done = False
     for lab, cands in info.items():
         kids = by_label.get(lab)
         if kids is None:
@@ -497,10 +505,13 @@ def _failing_under(t: TNode, x: _SNode, m: int) -> int:
             mm = m & t2.sub
             if not mm:
                 continue
-            if counting:
-                n += mm.bit_count()
-            elif single:
-                seen |= mm
+            if not full:
+                if mm == single:  # (an equality test reads, an or allocates)
+                    full = True
+                    # without branching, no other child holds a pattern of m
+                    done = not multi
+                else:
+                    seen |= mm
             if cands is None:  # t2 is a ``//`` node
                 mm = _failing(t2, x, mm)
             elif not t2.plain and not any(label_leq(c.node, t2) for c in cands):
@@ -512,20 +523,18 @@ def _failing_under(t: TNode, x: _SNode, m: int) -> int:
                         if not mm:
                             break
             else:
-                continue  # a leaf t2 maps onto any such child
+                mm = 0  # a leaf t2 maps onto any such child
             if mm:  # (or-ing a long mask into 0 copies it: skipped when nothing fails)
                 g |= mm
-    if counting:
-        if n != single.bit_count():  # some branches have no counterpart under u
-            for lab in info:
-                for t2 in by_label.get(lab, ()):
-                    seen |= t2.sub
-            g |= single ^ (single & seen)
-    else:
+            if done:
+                break
+        if done:
+            break
+    if not full:
+        single ^= single & seen
         if single:
-            single ^= single & seen
-            if single:
-                g |= single
+            g |= single
+    if multi:
         for t2 in t.children:
             if t2.label not in info:
                 mm = multi & t2.sub
@@ -544,9 +553,9 @@ def _failing(t: TNode, x: _SNode, m: int) -> int:
     A pattern's ``//`` node has a single child, so a pattern whose child t' at t is a tag
     or ``*`` maps under u iff t' maps onto a strict descendant of u (with t''s tag): those
     are looked up by tag (:func:`_below`) instead of recursing over u's subtree. The
-    patterns whose child is ``//`` follow Alg. 4. As each pattern of m has one child at
-    t, the children visited are counted: a pattern whose child's tag is nowhere below u
-    (none visited) is looked for only when the counts fall short of m."""
+    patterns whose child is ``//`` follow Alg. 4. The failures are or-ed as found, and
+    the shares of m in the children visited only until one holds all of m: the patterns
+    left over have a child whose tag is nowhere below u."""
     hit = x.desc.get(t)
     if hit is not None and hit[0] & m == m:
         return hit[1] & m
@@ -558,7 +567,8 @@ def _failing(t: TNode, x: _SNode, m: int) -> int:
         if below is None:
             below = _below(x)
         r = 0  # failures among the children visited
-        n = 0  # patterns of m in the children visited
+        seen = 0  # patterns of m in the children visited
+        full = False  # one of them holds all of m
         # the fewer labels are looked up in the longer dict
         short = len(by_label) <= len(below) + 2
         todo: list[tuple[list[TNode], list[_SNode]]] = []
@@ -585,26 +595,36 @@ def _failing(t: TNode, x: _SNode, m: int) -> int:
                 mm = m & t2.sub
                 if not mm:
                     continue
-                n += mm.bit_count()
+                if not full:
+                    if mm == m:  # t2 holds all of m (no other child holds any)
+                        full = True
+                    else:
+                        seen |= mm
                 if not t2.children:  # a leaf: any v (with a compatible label) takes it
-                    if not t2.plain and not any(label_leq(v.node, t2) for v in vs):
-                        r |= mm
-                    continue
-                for v in vs:
-                    if not t2.plain and not label_leq(v.node, t2):
-                        continue
-                    mm = _failing_under(t2, v, mm) if v.children else mm & t2.csub
-                    if not mm:
-                        break
+                    if t2.plain or any(label_leq(v.node, t2) for v in vs):
+                        mm = 0
+                else:
+                    for v in vs:
+                        if not t2.plain and not label_leq(v.node, t2):
+                            continue
+                        mm = _failing_under(t2, v, mm) if v.children else mm & t2.csub
+                        if not mm:
+                            break
                 if mm:
                     r |= mm
-        other = 0
-        for t2 in by_label.get(DESCENDANT, ()):
-            other |= t2.sub
+                if full:
+                    break
+            if full:
+                break
+        other = 0  # the patterns whose child here is ``//``
+        if not full:
+            for t2 in by_label.get(DESCENDANT, ()):
+                mm = m & t2.sub
+                if mm:
+                    other |= mm
         if other:
-            other &= m
-        if other:
-            n += other.bit_count()
+            if not full:
+                seen |= other
             o = _failing_under(t, x, other)
             for c in x.children:
                 if not o:
@@ -612,14 +632,10 @@ def _failing(t: TNode, x: _SNode, m: int) -> int:
                 o = _failing(t, c, o)
             if o:
                 r |= o
-        if n != m.bit_count():  # children whose tag is nowhere below u
-            for lab, kids in by_label.items():
-                if lab == DESCENDANT:
-                    continue
-                vs = below.get(lab) if lab != WILDCARD else _anywhere(x, below)
-                if not vs:
-                    for t2 in kids:
-                        r |= m & t2.sub
+        if not full:  # the patterns whose child's tag is nowhere below u fail
+            rest = m ^ (m & seen)
+            if rest:
+                r |= rest
     x.desc[t] = (m, r)
     return r
 

@@ -232,3 +232,7 @@ def test_cover_mode_prefilter_keeps_every_covering_pattern(data_dir, seed):
         for tag in tree.group_tags[g]:
             union |= tree.tagged.get(tag, 0)
         assert gm == union
+    parents: dict[str, set[str]] = {}
+    for a, b in tree.edged:
+        parents.setdefault(b, set()).add(a)
+    assert tree.edge_parents == parents
