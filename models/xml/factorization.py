@@ -438,19 +438,24 @@ class _SNode:
             self.kids = _LEAF
             return
         self.children = children = tuple([_SNode(c, tags, edges) for c in u.children])
-        kids: dict[str, tuple[_SNode, ...] | None] = {DESCENDANT: None}
+        # tags first: a pattern's child is most often a tag, and the search stops at the
+        # child of T(R) holding all its patterns
+        kids: dict[str, tuple[_SNode, ...] | None] = {}
         steps = tuple([c for c in children if c.node.label != DESCENDANT])
         if steps:
-            kids[WILDCARD] = steps
             tag_parent = lab != DESCENDANT and lab != WILDCARD
             for c in steps:
                 cl = c.node.label
-                if cl not in kids:
+                if cl not in kids and cl != WILDCARD:
                     kids[cl] = (
-                        steps if len(steps) == 1 else tuple([k for k in steps if k.node.label == cl])
+                        steps
+                        if len(steps) == 1
+                        else tuple([k for k in steps if k.node.label == cl])
                     )
-                    if tag_parent and cl != WILDCARD:
+                    if tag_parent:
                         edges.add((lab, cl))
+            kids[WILDCARD] = steps
+        kids[DESCENDANT] = None
         self.kids = kids
 
 
@@ -582,14 +587,14 @@ def _failing(t: TNode, x: _SNode, m: int) -> int:
         else:
             for lab, vs in below.items():
                 if lab != WILDCARD:  # ``*`` nodes of s: only ``*`` of T(R) maps onto them
-                    kids = by_label.get(lab)
-                    if kids is not None:
-                        todo.append((kids, vs))
-            kids = by_label.get(WILDCARD)
-            if kids is not None:
+                    some = by_label.get(lab)
+                    if some is not None:
+                        todo.append((some, vs))
+            some = by_label.get(WILDCARD)
+            if some is not None:
                 vs = _anywhere(x, below)
                 if vs:
-                    todo.append((kids, vs))
+                    todo.append((some, vs))
         for kids, vs in todo:
             for t2 in kids:
                 mm = m & t2.sub
