@@ -20,6 +20,13 @@ of T(R): the others are reached once), and both carry a mask of the patterns sti
 question, so subtrees holding none of them are not visited. The node order ⪯ is
 :func:`.covering.label_leq`, which makes both modes agree with the pairwise
 :func:`.covering.covers`.
+
+Both start from the patterns whose tags and child edges s allows (a tag node maps onto a
+node with that tag, a child edge between tags onto such an edge). A mask is as wide as the
+highest pattern number in it and each operation allocates a new one, so at 10,000 patterns
+cover mode takes the tags a group at a time and the edges through each tag's parents, and
+its search tests equality (which only reads) where an or would allocate and stops at the
+child of T(R) holding all of a node's patterns (issue 16, §3).
 """
 
 from __future__ import annotations
