@@ -20,6 +20,13 @@ of T(R): the others are reached once), and both carry a mask of the patterns sti
 question, so subtrees holding none of them are not visited. The node order ⪯ is
 :func:`.covering.label_leq`, which makes both modes agree with the pairwise
 :func:`.covering.covers`.
+
+Both start from the patterns whose tags and child edges s allows (a tag node maps onto a
+node with that tag, a child edge between tags onto such an edge). A mask is as wide as the
+highest pattern number in it and each operation allocates a new one, so at 10,000 patterns
+cover mode takes the tags a group at a time and the edges through each tag's parents, and
+its search tests equality (which only reads) where an or would allocate and stops at the
+child of T(R) holding all of a node's patterns (issue 16, §3).
 """
 
 from __future__ import annotations
@@ -146,6 +153,13 @@ class FactorizationTree:
         self.tagged: dict[str, int] = {}  # tag -> patterns with a node of that tag
         # (parent tag or '/', child tag) -> patterns with such a child edge
         self.edged: dict[tuple[str, str], int] = {}
+        self.edge_parents: dict[str, set[str]] = {}  # child tag -> its parents in edged
+        # tags numbered in order of first sight, _GROUP to a group: group -> its tags, and
+        # the patterns with a node of one of them (cover mode's prefilter or-s a whole
+        # group at once where s has none of its tags)
+        self.tag_group: dict[str, int] = {}
+        self.group_tags: list[list[str]] = []
+        self.grouped: list[int] = []
 
     # -- Algorithms 1 and 2 -------------------------------------------------------------
     def add(self, i: int, pattern: Node) -> None:
@@ -169,9 +183,16 @@ class FactorizationTree:
         t2.sub |= bit
         if u.label not in (DESCENDANT, WILDCARD):
             self.tagged[u.label] = self.tagged.get(u.label, 0) | bit
+            g = self.tag_group.get(u.label)
+            if g is None:
+                g = self._new_tag(u.label)
+            self.grouped[g] |= bit
             if t.label not in (DESCENDANT, WILDCARD):
                 e = (t.label or ROOT, u.label)
-                self.edged[e] = self.edged.get(e, 0) | bit
+                m = self.edged.get(e)
+                self.edged[e] = bit if m is None else m | bit
+                if m is None:
+                    self.edge_parents.setdefault(u.label, set()).add(e[0])
         if not u.children:
             if chain:
                 t2.ends |= bit
@@ -185,6 +206,15 @@ class FactorizationTree:
         for c in u.children:
             self._add(bit, t2, c, chain)
 
+    def _new_tag(self, tag: str) -> int:
+        g = len(self.tag_group) // _GROUP
+        if g == len(self.grouped):
+            self.grouped.append(0)
+            self.group_tags.append([])
+        self.group_tags[g].append(tag)
+        self.tag_group[tag] = g
+        return g
+
     def remove(self, i: int) -> None:
         bit = 1 << i
         if not self.root.sub & bit:
@@ -194,6 +224,10 @@ class FactorizationTree:
         root.csub &= ~bit
         root.multi &= ~bit
         self._remove(bit, root)
+        grouped = self.grouped
+        for g, gm in enumerate(grouped):
+            if gm & bit:
+                grouped[g] = gm ^ bit
 
     def _remove(self, bit: int, t: TNode) -> None:
         keep = ~bit
@@ -218,6 +252,11 @@ class FactorizationTree:
                     self.edged[e] = rest
                 else:
                     del self.edged[e]
+                    parents = self.edge_parents.get(e[1])
+                    if parents is not None:
+                        parents.discard(e[0])
+                        if not parents:
+                            del self.edge_parents[e[1]]
             self._remove(bit, t2)
             if not t2.sub:
                 t.drop(t2)
@@ -335,31 +374,51 @@ class FactorizationTree:
 
     # -- Algorithms 4 and 5: cover mode --------------------------------------------------
     def covering(self, s: Node) -> int:
-        """Patterns of R covering s (Alg. 5): sub(r_T) minus the failures below r_T.
+        """Patterns of R covering s (Alg. 5): sub(r_T) minus the failures below r_T,
+        searched for among the candidates :meth:`_candidates` leaves."""
+        x, m = self._candidates(s)
+        if not m:
+            return 0
+        return m ^ _failing_under(self.root, x, m)
+
+    def _candidates(self, s: Node) -> tuple[_SNode, int]:
+        """s's nodes for the search, and the patterns of R that may cover s.
 
         A tag node of a covering pattern maps onto a node of s with the same tag, and a
         child edge between tags onto such an edge of s, so patterns holding a tag or an
-        edge s lacks are left out before the search."""
+        edge s lacks are left out before the search. The tags are taken a group at a
+        time: a group with none of s's tags at once (s's tags are mostly the common ones,
+        numbered first, so they fall in few groups), the others tag by tag."""
         tags: set[str] = set()
         edges: set[tuple[str, str]] = set()
         x = _SNode(s, tags, edges)
         out = 0
-        for tag, m in self.tagged.items():
-            if tag not in tags:
-                out |= m
-        edged = self.edged
-        for a in tags | {ROOT}:
-            for b in tags:
-                if (a, b) not in edges:
-                    m = edged.get((a, b), 0)
+        tag_group, tagged = self.tag_group, self.tagged
+        mixed = {tag_group.get(tag) for tag in tags}
+        for g, gm in enumerate(self.grouped):
+            if g not in mixed:
+                if gm:
+                    out |= gm
+            else:
+                for tag in self.group_tags[g]:
+                    if tag not in tags:
+                        m = tagged.get(tag)
+                        if m:
+                            out |= m
+        edged, edge_parents = self.edged, self.edge_parents
+        for b in tags:
+            for a in edge_parents.get(b, ()):
+                if (a == ROOT or a in tags) and (a, b) not in edges:
+                    m = edged.get((a, b))
                     if m:
                         out |= m
         m = self.root.sub
         if out:
             m ^= m & out
-        if not m:
-            return 0
-        return m ^ _failing_under(self.root, x, m)
+        return x, m
+
+
+_GROUP = 8  # tags to a group of FactorizationTree.grouped
 
 
 class _SNode:
@@ -374,32 +433,37 @@ class _SNode:
 
     def __init__(self, u: Node, tags: set[str], edges: set[tuple[str, str]]) -> None:
         self.node = u
-        self.children = tuple(_SNode(c, tags, edges) for c in u.children)
         lab = u.label
-        if lab not in (ROOT, DESCENDANT, WILDCARD):
+        if lab != ROOT and lab != DESCENDANT and lab != WILDCARD:
             tags.add(lab)
+        self.below: dict[str, list[_SNode]] | None = None
+        self.anywhere: list[_SNode] | None = None  # all of below's nodes
+        self.under: dict[TNode, tuple[int, int]] = {}  # _failing_under
+        self.desc: dict[TNode, tuple[int, int]] = {}  # _failing
         if not u.children:
+            self.children: tuple[_SNode, ...] = ()
             self.kids = _LEAF
-            self.below: dict[str, list[_SNode]] | None = None
-            self.anywhere: list[_SNode] | None = None  # all of below's nodes
-            self.under: dict[TNode, tuple[int, int]] = {}  # _failing_under
-            self.desc: dict[TNode, tuple[int, int]] = {}  # _failing
             return
-        kids: dict[str, tuple[_SNode, ...] | None] = {DESCENDANT: None}
-        steps = tuple(c for c in self.children if c.node.label != DESCENDANT)
+        self.children = children = tuple([_SNode(c, tags, edges) for c in u.children])
+        # tags first: a pattern's child is most often a tag, and the search stops at the
+        # child of T(R) holding all its patterns
+        kids: dict[str, tuple[_SNode, ...] | None] = {}
+        steps = tuple([c for c in children if c.node.label != DESCENDANT])
         if steps:
-            kids[WILDCARD] = steps
+            tag_parent = lab != DESCENDANT and lab != WILDCARD
             for c in steps:
                 cl = c.node.label
-                if cl not in kids:
-                    kids[cl] = tuple(k for k in steps if k.node.label == cl)
-                    if cl != WILDCARD and lab not in (DESCENDANT, WILDCARD):
+                if cl not in kids and cl != WILDCARD:
+                    kids[cl] = (
+                        steps
+                        if len(steps) == 1
+                        else tuple([k for k in steps if k.node.label == cl])
+                    )
+                    if tag_parent:
                         edges.add((lab, cl))
+            kids[WILDCARD] = steps
+        kids[DESCENDANT] = None
         self.kids = kids
-        self.below = None
-        self.anywhere = None
-        self.under = {}
-        self.desc = {}
 
 
 _LEAF: dict[str, tuple[_SNode, ...] | None] = {DESCENDANT: None}  # a leaf's kids, shared
@@ -416,20 +480,35 @@ def _failing_under(t: TNode, x: _SNode, m: int) -> int:
     label(c) ⪯ label(t'), and fails unless some such c takes all of t''s branches (under
     a leaf c, every pattern with a branch at t' fails). Below a ``//``-free path of T(R)
     a pair (t, u) is reached at most once (from its parents' pair), so only the other
-    pairs are memoised."""
+    pairs are memoised.
+
+    Masks are Python ints as wide as the highest pattern number in them, and each
+    operation on them allocates a new one, so the common case makes as few as it can:
+    patterns ending at t are masked out only if there are some, and the shares of m in
+    the children visited are or-ed (to find the single branches without a counterpart
+    under u) only until one child holds all of them (at once when m is one pattern)."""
+    if t.ends or t.bleaves:  # some patterns end at t
+        single = m & t.csub
+        if not single:  # every pattern of m ends at t: no branch to fail
+            return 0
+    else:
+        single = m
     fixed = t.fixed
     if not fixed:
         hit = x.under.get(t)
         if hit is not None and hit[0] & m == m:
             return hit[1] & m
     g = 0
-    multi = m & t.multi
-    single = m & t.csub
-    if multi:
-        single ^= multi  # multi ⊆ csub; a ^ (a & b) beats a & ~b on long masks
+    multi = t.multi
+    if multi:  # (most nodes hold no branching: a test instead of a long mask operation)
+        multi &= single
+        if multi:
+            single ^= multi  # multi ⊆ csub; a ^ (a & b) beats a & ~b on long masks
     seen = 0
+    full = False  # a child visited holds all of single
     by_label = t.by_label
     info = x.kids
+    done = False
     for lab, cands in info.items():
         kids = by_label.get(lab)
         if kids is None:
@@ -438,26 +517,41 @@ def _failing_under(t: TNode, x: _SNode, m: int) -> int:
             mm = m & t2.sub
             if not mm:
                 continue
-            if single:
-                seen |= mm
+            if not full:
+                if mm == single:  # (an equality test reads, an or allocates)
+                    full = True
+                    # without branching, no other child holds a pattern of m
+                    done = not multi
+                else:
+                    seen |= mm
             if cands is None:  # t2 is a ``//`` node
-                g |= _failing(t2, x, mm)
-                continue
-            onto = cands if t2.plain else [c for c in cands if label_leq(c.node, t2)]
-            if not onto:
-                g |= mm
+                mm = _failing(t2, x, mm)
+            elif not t2.plain and not any(label_leq(c.node, t2) for c in cands):
+                pass  # no child of u can carry t2: all of mm fails
             elif t2.children:
-                for c in onto:
-                    mm = _failing_under(t2, c, mm) if c.children else mm & t2.csub
-                    if not mm:
-                        break
+                for c in cands:
+                    if t2.plain or label_leq(c.node, t2):
+                        mm = _failing_under(t2, c, mm) if c.children else mm & t2.csub
+                        if not mm:
+                            break
+            else:
+                mm = 0  # a leaf t2 maps onto any such child
+            if mm:  # (or-ing a long mask into 0 copies it: skipped when nothing fails)
                 g |= mm
-    if single:
-        g |= single ^ (single & seen)
+            if done:
+                break
+        if done:
+            break
+    if not full:
+        single ^= single & seen
+        if single:
+            g |= single
     if multi:
         for t2 in t.children:
             if t2.label not in info:
-                g |= multi & t2.sub
+                mm = multi & t2.sub
+                if mm:
+                    g |= mm
     if not fixed:
         x.under[t] = (m, g)
     return g
@@ -471,7 +565,9 @@ def _failing(t: TNode, x: _SNode, m: int) -> int:
     A pattern's ``//`` node has a single child, so a pattern whose child t' at t is a tag
     or ``*`` maps under u iff t' maps onto a strict descendant of u (with t''s tag): those
     are looked up by tag (:func:`_below`) instead of recursing over u's subtree. The
-    patterns whose child is ``//`` follow Alg. 4."""
+    patterns whose child is ``//`` follow Alg. 4. The failures are or-ed as found, and
+    the shares of m in the children visited only until one holds all of m: the patterns
+    left over have a child whose tag is nowhere below u."""
     hit = x.desc.get(t)
     if hit is not None and hit[0] & m == m:
         return hit[1] & m
@@ -479,58 +575,89 @@ def _failing(t: TNode, x: _SNode, m: int) -> int:
         r = m
     else:
         by_label = t.by_label
-        below = _below(x)
-        ok = 0
-        pairs: list[tuple[list[TNode] | None, list[_SNode] | None]]
-        if len(by_label) <= len(below) + 1:
-            pairs = [
-                (kids, below.get(lab))
-                for lab, kids in by_label.items()
-                if lab != WILDCARD and lab != DESCENDANT
-            ]
-        else:  # the fewer labels are looked up in the longer dict
-            pairs = [(by_label.get(lab), vs) for lab, vs in below.items() if lab != WILDCARD]
-        kids = by_label.get(WILDCARD)
-        if kids is not None:
-            vs = x.anywhere
-            if vs is None:
-                vs = x.anywhere = [v for vs in below.values() for v in vs]
-            pairs.append((kids, vs))
-        for kids, vs in pairs:
-            if kids is None or vs is None:
-                continue
+        below = x.below
+        if below is None:
+            below = _below(x)
+        r = 0  # failures among the children visited
+        seen = 0  # patterns of m in the children visited
+        full = False  # one of them holds all of m
+        # the fewer labels are looked up in the longer dict
+        short = len(by_label) <= len(below) + 2
+        todo: list[tuple[list[TNode], list[_SNode]]] = []
+        if short:
+            for lab, kids in by_label.items():
+                if lab == DESCENDANT:
+                    continue
+                vs = below.get(lab) if lab != WILDCARD else _anywhere(x, below)
+                if vs:
+                    todo.append((kids, vs))
+        else:
+            for lab, vs in below.items():
+                if lab != WILDCARD:  # ``*`` nodes of s: only ``*`` of T(R) maps onto them
+                    some = by_label.get(lab)
+                    if some is not None:
+                        todo.append((some, vs))
+            some = by_label.get(WILDCARD)
+            if some is not None:
+                vs = _anywhere(x, below)
+                if vs:
+                    todo.append((some, vs))
+        for kids, vs in todo:
             for t2 in kids:
                 mm = m & t2.sub
                 if not mm:
                     continue
-                f = mm
-                for v in vs:
-                    if not t2.plain and not label_leq(v.node, t2):
-                        continue
-                    if not t2.children:
-                        f = 0
-                        break
-                    f = _failing_under(t2, v, f) if v.children else f & t2.csub
-                    if not f:
-                        break
-                ok |= mm ^ f
-        r = m & t.csub
-        r ^= ok
-        other = 0
-        for t2 in by_label.get(DESCENDANT, ()):
-            other |= t2.sub
+                if not full:
+                    if mm == m:  # t2 holds all of m (no other child holds any)
+                        full = True
+                    else:
+                        seen |= mm
+                if not t2.children:  # a leaf: any v (with a compatible label) takes it
+                    if t2.plain or any(label_leq(v.node, t2) for v in vs):
+                        mm = 0
+                else:
+                    for v in vs:
+                        if not t2.plain and not label_leq(v.node, t2):
+                            continue
+                        mm = _failing_under(t2, v, mm) if v.children else mm & t2.csub
+                        if not mm:
+                            break
+                if mm:
+                    r |= mm
+                if full:
+                    break
+            if full:
+                break
+        other = 0  # the patterns whose child here is ``//``
+        if not full:
+            for t2 in by_label.get(DESCENDANT, ()):
+                mm = m & t2.sub
+                if mm:
+                    other |= mm
         if other:
-            other &= m
-        if other:
-            r ^= other
+            if not full:
+                seen |= other
             o = _failing_under(t, x, other)
             for c in x.children:
                 if not o:
                     break
                 o = _failing(t, c, o)
-            r |= o
+            if o:
+                r |= o
+        if not full:  # the patterns whose child's tag is nowhere below u fail
+            rest = m ^ (m & seen)
+            if rest:
+                r |= rest
     x.desc[t] = (m, r)
     return r
+
+
+def _anywhere(x: _SNode, below: dict[str, list[_SNode]]) -> list[_SNode]:
+    """All strict descendants of s's node x that are not ``//`` nodes."""
+    vs = x.anywhere
+    if vs is None:
+        vs = x.anywhere = [v for vs in below.values() for v in vs]
+    return vs
 
 
 def _below(x: _SNode) -> dict[str, list[_SNode]]:

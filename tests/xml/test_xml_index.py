@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +13,7 @@ from pubsift.core.index import LinearIndex
 from pubsift.models.xml import XmlModel, parse_document
 from pubsift.models.xml.factorization import FactorizationTree
 from pubsift.models.xml.index import bits
+from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node, XPathFilter, make
 from pubsift.models.xml.testing import documents, xpaths
 
 M = XmlModel()
@@ -166,3 +169,70 @@ def test_index_on_yfilter_path_queries_matches_lxml(data_dir):
     for p in sorted((data_dir / "yfilter" / "xmldocs").glob("*.xml"))[:5]:
         e = parse_document(p.read_bytes())
         assert ix.match(e) == {i for i, x in enumerate(compiled) if x(e.tree())}
+
+
+def _generalize(n: Node, rnd: random.Random) -> Node:
+    """A random generalization of n's subtree: tags become ``*``, branches are dropped,
+    steps become ``//`` steps (each pattern made so covers n, most often)."""
+    if n.label == DESCENDANT:
+        return make(DESCENDANT, children=[_generalize(n.children[0], rnd)])
+    kids = [_generalize(c, rnd) for c in n.children if len(n.children) == 1 or rnd.random() < 0.6]
+    kids = [make(DESCENDANT, children=[c]) if rnd.random() < 0.15 else c for c in kids]
+    if n.label == ROOT or rnd.random() < 0.7:
+        return make(n.label, n.preds, n.position, kids)
+    return make(WILDCARD, children=kids)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_cover_mode_prefilter_keeps_every_covering_pattern(data_dir, seed):
+    # XSEARCH's cover mode leaves out, before the search, the patterns holding a tag or a
+    # child edge the probe lacks, a group of tags at a time: over the NITF DTD's hundred
+    # and more tags (many groups), no pattern covering the probe may be left out, also
+    # after removals and re-insertions
+    from pubsift.models.xml.factorization import _GROUP
+    from pubsift.models.xml.generator import CHAND_FELBER, PatternGenerator
+    from pubsift.models.xml.homomorphism import covers
+
+    dtd = data_dir / "yfilter" / "nitf-2-5.dtd"
+    rnd = random.Random(seed)
+    fs = PatternGenerator(dtd, CHAND_FELBER, seed=seed).patterns(400)
+    probes = fs[:40]
+    pool = list(
+        dict.fromkeys(
+            fs[40:] + [XPathFilter(_generalize(q.root, rnd)) for q in probes for _ in range(3)]
+        )
+    )
+    tree = FactorizationTree()
+    for i, g in enumerate(pool):
+        tree.add(i, g.root)
+    assert len(tree.grouped) > 4 and len(tree.tag_group) > 4 * _GROUP
+    live = set(range(len(pool)))
+
+    def check() -> int:
+        hits = 0
+        for q in probes:
+            want = [i for i in sorted(live) if covers(pool[i], q)]
+            assert set(want) <= set(bits(tree._candidates(q.root)[1])), q.xpath()
+            assert bits(tree.covering(q.root)) == want, q.xpath()
+            hits += len(want)
+        return hits
+
+    assert check() > len(probes)
+    gone = rnd.sample(sorted(live), len(pool) // 2)
+    for i in gone:
+        tree.remove(i)
+        live.discard(i)
+    check()
+    for i in gone[::2]:
+        tree.add(i, pool[i].root)
+        live.add(i)
+    check()
+    for g, gm in enumerate(tree.grouped):  # each group: its tags' patterns, no others
+        union = 0
+        for tag in tree.group_tags[g]:
+            union |= tree.tagged.get(tag, 0)
+        assert gm == union
+    parents: dict[str, set[str]] = {}
+    for a, b in tree.edged:
+        parents.setdefault(b, set()).add(a)
+    assert tree.edge_parents == parents
