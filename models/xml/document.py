@@ -13,6 +13,7 @@ depth x size, so a predicate on one is decided over the element's text pieces
 from __future__ import annotations
 
 from bisect import bisect_right
+from sys import intern
 
 from lxml import etree
 from pubsift.models.xml.predicates import SELF, Pred
@@ -46,7 +47,7 @@ class Document:
             i = len(elements)
             ids[el] = i
             elements.append(el)
-            tags.append(tag)
+            tags.append(intern(tag))
             p = el.getparent()
             parent_of.append(ids[p] if p is not None else 0)
         self.elements = elements

@@ -31,6 +31,7 @@ child of T(R) holding all of a node's patterns (issue 16, §3).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Sequence
 
 from pubsift.models.xml.homomorphism import label_leq
@@ -55,6 +56,11 @@ def bits(m: int) -> list[int]:
     return out
 
 
+#: a move of :attr:`TNode.moves`: (moves of the children that continue, their ``*``
+#: moves, numbers of the chains ending at the children, the children's ``//`` children)
+Move = tuple[tuple[dict, ...], tuple[tuple, ...], tuple[int, ...], tuple["TNode", ...]]
+
+
 class TNode:
     """A factorization-tree node: extended label, children, sub(t) as a bitmask."""
 
@@ -69,6 +75,7 @@ class TNode:
         "fixed",
         "key",
         "label",
+        "moves",
         "multi",
         "parent",
         "plain",
@@ -82,11 +89,16 @@ class TNode:
     def __init__(self, key: tuple | None, parent: TNode | None) -> None:
         self.key = key
         self.label, self.preds, self.position = key if key is not None else (None, (), None)
+        if self.label is not None:
+            # interned, as documents' tags are, so that tag look-ups compare identities
+            self.label = sys.intern(self.label)
         self.parent = parent
         self.children: list[TNode] = []
         self.by_label: dict[str, list[TNode]] = {}
         # the children without predicates or position (bare tag tests, ``*``, ``//``)
         self.plain_by_label: dict[str, list[TNode]] = {}
+        # what the plain children give a path automaton, by label (see :meth:`refresh`)
+        self.moves: dict[str, Move] = {}
         self.sub = 0  # patterns with a node here
         self.ends = 0  # chain patterns whose last node is here
         self.ending: list[int] = []  # their numbers
@@ -107,14 +119,42 @@ class TNode:
                 return t
         t = TNode(key, self)
         self.children.append(t)
-        self.by_label.setdefault(key[0], []).append(t)
+        self.by_label.setdefault(t.label, []).append(t)
         if t.plain:
-            self.plain_by_label.setdefault(key[0], []).append(t)
+            self.plain_by_label.setdefault(t.label, []).append(t)
         a: TNode | None = self
         while a is not None:
             a.size += 1
             a = a.parent
         return t
+
+    def refresh(self, label: str) -> None:
+        """Recompute ``moves[label]`` from the plain children labelled ``label`` (a tag or
+        ``*``), once their own moves are up to date: the NFA transition of the lazy DFA of
+        :mod:`.shared_matching` (Green et al., ICDT 2003, §3) compiled at insertion, as
+        YFilter keeps its NFA (Diao & Franklin, §3.1). The entry is a :data:`Move`: the moves
+        of the children that continue (having a useful plain child), those children's
+        ``*`` moves, the numbers of the chains ending at the children, and the children's
+        ``//`` children. Children giving nothing leave no entry."""
+        kmoves: list[dict[str, Move]] = []
+        kwild: list[Move] = []
+        nums: list[int] = []
+        desc: list[TNode] = []
+        for c in self.plain_by_label.get(label, ()):
+            nums.extend(c.ending)
+            mv = c.moves
+            if mv:
+                kmoves.append(mv)
+                w = mv.get(WILDCARD)
+                if w is not None:
+                    kwild.append(w)
+            d = c.plain_by_label.get(DESCENDANT)
+            if d:
+                desc.extend(d)
+        if kmoves or nums or desc:
+            self.moves[label] = (tuple(kmoves), tuple(kwild), tuple(nums), tuple(desc))
+        else:
+            self.moves.pop(label, None)
 
     def drop(self, t: TNode) -> None:
         self.children.remove(t)
@@ -205,6 +245,8 @@ class FactorizationTree:
                 t2.multi |= bit
         for c in u.children:
             self._add(bit, t2, c, chain)
+        if t2.plain and t2.label != DESCENDANT:
+            t.refresh(t2.label)
 
     def _new_tag(self, tag: str) -> int:
         g = len(self.tag_group) // _GROUP
@@ -266,6 +308,8 @@ class FactorizationTree:
                     same.discard(t2)
                     if not same:
                         del self.labelled[t2.label]
+            if t2.plain and t2.label != DESCENDANT:
+                t.refresh(t2.label)
 
     def walk(self) -> Iterator[TNode]:
         stack = list(self.root.children)

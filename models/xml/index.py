@@ -13,7 +13,7 @@ Distinct patterns are numbered and inserted into one :class:`.factorization.Fact
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
+from collections.abc import Collection, Hashable, Iterator
 from typing import TYPE_CHECKING
 
 from pubsift.core.model import FilterIndex
@@ -26,6 +26,10 @@ from pubsift.models.xml.shared_matching import PathAutomaton, match_tree
 
 if TYPE_CHECKING:
     from pubsift.models.xml.model import XmlModel
+
+
+#: marks a pattern number holding several keys in ``XmlIndex._single``
+_SEVERAL = object()
 
 
 def _plain_chain(f: XPathFilter) -> bool:
@@ -47,6 +51,8 @@ class XmlIndex(FilterIndex[Hashable, XPathFilter]):
         self._number: dict[XPathFilter, int] = {}
         self._filters: list[XPathFilter | None] = []  # None: a free number
         self._keys: list[dict[Hashable, None]] = []  # {} for a free number
+        # number -> its key when it has exactly one, else _SEVERAL (or None when free)
+        self._single: list[Hashable] = []
         self._free: list[int] = []
         self._leaves: dict[int, int] = {}  # branching pattern -> leaves
         self._shapes: dict[XPathFilter, set[int]] = {}
@@ -80,6 +86,7 @@ class XmlIndex(FilterIndex[Hashable, XPathFilter]):
             else:
                 self._filters.append(None)
                 self._keys.append({})
+                self._single.append(None)
             self._filters[i], self._keys[i] = f, {}
             self._number[f] = i
             self._dfa = None
@@ -92,6 +99,7 @@ class XmlIndex(FilterIndex[Hashable, XPathFilter]):
         keys = self._keys[i]
         if key not in keys:
             keys[key] = None
+            self._single[i] = key if len(keys) == 1 else _SEVERAL
             self._pairs += 1
             self._dfa = None  # its states hold the keys of the chains ending there
 
@@ -100,10 +108,12 @@ class XmlIndex(FilterIndex[Hashable, XPathFilter]):
         i = self._number.get(f)
         if i is None or key not in self._keys[i]:
             raise KeyError(f"({f!r}, {key!r}) is not in the index")
-        del self._keys[i][key]
+        keys = self._keys[i]
+        del keys[key]
+        self._single[i] = next(iter(keys)) if len(keys) == 1 else _SEVERAL if keys else None
         self._pairs -= 1
         self._dfa = None
-        if self._keys[i]:
+        if keys:
             return
         self.tree.remove(i)
         self._dfa = None
@@ -156,10 +166,23 @@ class XmlIndex(FilterIndex[Hashable, XPathFilter]):
             out.update(self._keys[i])
         return out
 
+    def _keys_of_numbers(self, numbers: Collection[int]) -> set[Hashable]:
+        """The keys of the patterns numbered ``numbers``: a list look-up per number for
+        patterns with one key (the others, marked :data:`_SEVERAL`, through their dict)."""
+        single = self._single
+        out = set(map(single.__getitem__, numbers))
+        if _SEVERAL in out:
+            out.discard(_SEVERAL)
+            keys = self._keys
+            for i in numbers:
+                if single[i] is _SEVERAL:
+                    out.update(keys[i])
+        return out
+
     # -- queries -------------------------------------------------------------------------
     def _automaton(self) -> PathAutomaton:
         if self._dfa is None:
-            self._dfa = PathAutomaton(self.tree, outputs=self._keys.__getitem__)
+            self._dfa = PathAutomaton(self.tree, outputs=self._keys_of_numbers)
         return self._dfa
 
     def match_numbers(self, event: XmlEvent) -> set[int]:

@@ -8,9 +8,11 @@ in two ways.
   over the tag path from the root to each element; the set of NFA states reached by a tag
   path, and the chains ending there, are computed once per distinct tag path and cached
   across documents, so a document costs a dictionary step per element once its paths are
-  known. The cache is dropped when patterns are added or removed, and holds at most
-  :data:`DFA_CACHE_SIZE` transitions, least recently used first out (documents with
-  ever new tag names would otherwise grow it without bound).
+  known. The NFA's transitions are compiled into the tree as it is built
+  (:meth:`.factorization.TNode.refresh`), so a new DFA state costs one dictionary look-up
+  per NFA state and tuple concatenations. The cache is dropped when patterns are added or
+  removed, and holds at most :data:`DFA_CACHE_SIZE` transitions, least recently used first
+  out (documents with ever new tag names would otherwise grow it without bound).
 * Every other pattern (predicates, positions, branches): walking T(R) top-down, each tree
   node t gets the set C(t) of elements its root-to-t path (tag tests, positions, value
   predicates included) reaches in the document; an empty set prunes the subtree. A chain
@@ -23,219 +25,185 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Collection, Hashable
 
 from pubsift.models.xml.document import Document
-from pubsift.models.xml.factorization import FactorizationTree
+from pubsift.models.xml.factorization import FactorizationTree, Move, TNode
 from pubsift.models.xml.matching import Matcher
 from pubsift.models.xml.patterns import DESCENDANT, WILDCARD, XPathFilter
 
 #: transitions the lazy DFA keeps (least recently used evicted first)
 DFA_CACHE_SIZE = 65_536
 
+_chain = itertools.chain.from_iterable
+
 
 class _Layer:
     """A set D of active ``//`` tree nodes (their children may map onto any strict
     descendant of the element where they became active), built as a parent layer plus the
-    nodes added at one element, so that the states below share it. ``steps[tag]`` caches
-    what D contributes to the next state on ``tag`` (``None``: a tag no tree node carries,
-    so only ``*`` children): :func:`_reach` of its nodes' plain children labelled ``tag``
-    or ``*``, each layer adding its own nodes' part to its parent's."""
+    nodes added at one element, so that the states below share it. ``members``: the nodes
+    of this layer and of its ancestors; ``moves`` / ``wild``: the moves (and ``*`` moves)
+    of this layer's own nodes; ``steps[tag]`` caches the moves this layer's own nodes make
+    on ``tag`` (``None``: a tag no tree node carries, so only ``*`` moves)."""
 
-    __slots__ = ("by_label", "members", "nodes", "parent", "steps")
+    __slots__ = ("members", "moves", "nodes", "parent", "steps", "wild")
 
-    def __init__(self, parent: _Layer | None, nodes: tuple) -> None:
+    def __init__(self, parent: _Layer | None, nodes: tuple[TNode, ...]) -> None:
         self.parent = parent
         self.nodes = nodes
-        self.by_label: dict[str, list] | None = None  # its nodes' plain children by label
         self.members: frozenset = (
             parent.members.union(nodes) if parent is not None else frozenset(nodes)
         )
-        self.steps: dict[str | None, tuple] = {}
+        self.moves = tuple([d.moves for d in nodes if d.moves])
+        self.wild = tuple([w for mv in self.moves if (w := mv.get(WILDCARD)) is not None])
+        self.steps: dict[str | None, list[Move]] = {}
+
+    def step(self, tag: str | None) -> list[Move]:
+        got = self.steps.get(tag)
+        if got is None:
+            got = [m for mv in self.moves if (m := mv.get(tag)) is not None] if tag else []
+            got += self.wild
+            self.steps[tag] = got
+        return got
 
 
-def _reach(reached: list, members: frozenset) -> tuple[tuple, tuple, tuple]:
-    """For the tree nodes ``reached`` at an element: those with plain children other than
-    ``//`` (they continue), the numbers of the chains ending there, and their ``//``
-    children not in ``members`` (they become active)."""
-    keep = []
-    nums: list[int] = []
-    new = []
-    for c in reached:
-        e = c.ending
-        if e:
-            nums.extend(e)
-        pb = c.plain_by_label
-        if pb:
-            d = pb.get(DESCENDANT)
-            if d is None:
-                keep.append(c)
-            else:
-                new.extend([x for x in d if x not in members])
-                if len(pb) > 1:
-                    keep.append(c)
-    return tuple(keep), tuple(nums), tuple(new)
+_EMPTY: tuple = ()
 
 
-_EMPTY: frozenset = frozenset()
-_NOTHING: tuple = ((), (), (), _EMPTY, _EMPTY)
+class _State:
+    """A DFA state: ``moves`` (A) the moves (:attr:`.factorization.TNode.moves`) of the
+    plain non-``//`` tree nodes mapped to the element that can continue, ``wild`` their
+    ``*`` moves, ``layer`` (D) the :class:`_Layer` of active ``//`` nodes, ``numbers`` the
+    chains ending at the element (a tuple), ``serial`` a number never reused, and
+    ``outputs`` those chains' outputs as a frozenset, made when a later document reaches
+    the state again: a document's new states are mostly used once, and their numbers are
+    turned into outputs once for the document instead."""
 
+    __slots__ = ("layer", "moves", "numbers", "outputs", "serial", "wild")
 
-def _layer_step(
-    layer: _Layer, tag: str | None, outputs: Callable[[tuple], frozenset]
-) -> tuple[tuple, tuple, tuple, frozenset, frozenset]:
-    """What ``layer`` contributes on ``tag`` (see :class:`_Layer`); cached per layer and
-    computed from the nearest ancestor layer that has the answer, without recursion, since
-    layers nest as deep as documents. The answer is (continuing nodes, numbers of the chains
-    ending, new ``//`` nodes, those numbers as a frozenset, their outputs as a frozenset).
-    """
-    hit = layer.steps.get(tag)
-    if hit is not None:
-        return hit
-    chain = []
-    x: _Layer | None = layer
-    while x is not None and tag not in x.steps:
-        chain.append(x)
-        x = x.parent
-    base = x.steps[tag] if x is not None else _NOTHING
-    for y in reversed(chain):
-        by_label = y.by_label
-        if by_label is None:
-            by_label = y.by_label = {}
-            for d in y.nodes:
-                for label, kids in d.plain_by_label.items():
-                    if label != DESCENDANT:
-                        by_label.setdefault(label, []).extend(kids)
-        reached: list = []
-        if tag is not None:
-            got = by_label.get(tag)
-            if got:
-                reached.extend(got)
-        got = by_label.get(WILDCARD)
-        if got:
-            reached.extend(got)
-        members = y.members
-        inherited = base[2]
-        if inherited:
-            inherited = tuple([n for n in inherited if n not in members])
-        if reached:
-            keep, nums, new = _reach(reached, members)
-            if nums:
-                base = (
-                    base[0] + keep,
-                    base[1] + nums,
-                    inherited + new,
-                    base[3].union(nums),
-                    base[4].union(outputs(nums)),
-                )
-            else:
-                base = (base[0] + keep, base[1], inherited + new, base[3], base[4])
-        elif inherited is not base[2]:
-            base = (base[0], base[1], inherited, base[3], base[4])
-        y.steps[tag] = base
-    return base
+    def __init__(
+        self, moves: tuple, wild: tuple, layer: _Layer, numbers: tuple, serial: int
+    ) -> None:
+        self.moves = moves
+        self.wild = wild
+        self.layer = layer
+        self.numbers = numbers
+        self.serial = serial
+        self.outputs: frozenset | None = None
 
 
 class PathAutomaton:
-    """The lazy DFA of the plain chains of a factorization tree (see the module doc).
-
-    A state is (A, D, numbers, outputs, serial, shared numbers, shared outputs): A the
-    plain non-``//`` tree nodes mapped to the element that have plain children other than
-    ``//``, D a :class:`_Layer` of active ``//`` nodes, the chains ending at the element as
-    frozensets of pattern numbers and of ``outputs(i)`` (the index's keys), reached from A's
-    nodes and from D's (the latter shared by all the states of D on the same tag), and a
-    serial number never reused. Frozensets of numbers, not bitmasks: a bitmask over 100,000
-    patterns is a 12.5 kB integer, and OR-ing one per tree node reached made a state cost
-    milliseconds."""
+    """The lazy DFA of the plain chains of a factorization tree (see the module doc), its
+    states :class:`_State`. ``outputs`` turns pattern numbers into what
+    :meth:`match_outputs` returns (the index's keys)."""
 
     def __init__(
         self,
         tree: FactorizationTree,
         cache_size: int | None = None,
-        outputs: Callable[[int], Iterable[Hashable]] | None = None,
+        outputs: Callable[[Collection[int]], set[Hashable]] = set,
     ) -> None:
         self.tree = tree
         self.cache_size = DFA_CACHE_SIZE if cache_size is None else cache_size
         self._outputs = outputs
+        self._labelled = tree.labelled
         self._serials = itertools.count()
-        empty = _Layer(None, ())
-        self._start = self._state(_reach([tree.root], empty.members), _NOTHING, empty)
+        root = tree.root
+        mv = root.moves
+        start: Move = (
+            (mv,) if mv else (),
+            (mv[WILDCARD],) if WILDCARD in mv else (),
+            (),
+            tuple(root.plain_by_label.get(DESCENDANT, ())),
+        )
+        self._start = self._state([start], _Layer(None, ()))
         # transitions keyed by (serial of the parent state, tag)
-        self._next: OrderedDict[tuple[int, str], tuple] = OrderedDict()
+        self._next: OrderedDict[tuple[int, str], _State] = OrderedDict()
 
-    def _keys(self, nums: tuple) -> frozenset:
-        out = self._outputs
-        if out is None:
-            return frozenset(nums)
-        return frozenset(itertools.chain.from_iterable(map(out, nums)))
-
-    def _state(self, mine: tuple[tuple, tuple, tuple], shared: tuple, layer: _Layer) -> tuple:
-        keep, nums, new = mine
-        if shared[0]:
-            keep += shared[0]
-        if shared[2]:
-            new = tuple(dict.fromkeys(new + shared[2]))
-        if new:
-            layer = _Layer(layer, new)
-        if nums:
-            numbers, keys = frozenset(nums), self._keys(nums)
+    def _state(self, moves: list[Move], layer: _Layer) -> _State:
+        """The state after taking ``moves`` with ``layer`` active."""
+        if not moves:
+            return _State(_EMPTY, _EMPTY, layer, _EMPTY, next(self._serials))
+        if len(moves) == 1:
+            kmoves, kwild, nums, desc = moves[0]
         else:
-            numbers = keys = _EMPTY
-        return (keep, layer, numbers, keys, next(self._serials), shared[3], shared[4])
+            k, w, n, d = zip(*moves)
+            kmoves, kwild, nums, desc = (
+                tuple(_chain(k)),
+                tuple(_chain(w)),
+                tuple(_chain(n)),
+                tuple(_chain(d)),
+            )
+        if desc:
+            members = layer.members
+            new = tuple([x for x in desc if x not in members])
+            if new:
+                layer = _Layer(layer, new)
+        return _State(kmoves, kwild, layer, nums, next(self._serials))
 
     @property
     def cached(self) -> int:
         """Transitions held."""
         return len(self._next)
 
-    def _step(self, state: tuple, tag: str) -> tuple:
-        reached: list = []
-        for t in state[0]:
-            pb = t.plain_by_label
-            got = pb.get(tag)
-            if got:
-                reached.extend(got)
-            got = pb.get(WILDCARD)
-            if got:
-                reached.extend(got)
-        layer = state[1]
-        shared = (
-            _layer_step(layer, tag if tag in self.tree.labelled else None, self._keys)
-            if layer.nodes
-            else _NOTHING
-        )
-        return self._state(_reach(reached, layer.members), shared, layer)
+    def _step(self, state: _State, tag: str) -> _State:
+        moves = [m for mv in state.moves if (m := mv.get(tag)) is not None]
+        if state.wild:
+            moves += state.wild
+        layer = state.layer
+        if layer.nodes:  # the moves of every active '//' node, layer by layer
+            ltag = tag if tag in self._labelled else None
+            y: _Layer | None = layer
+            while y is not None and y.nodes:
+                moves += y.step(ltag)
+                y = y.parent
+        return self._state(moves, layer)
 
-    def states(self, doc: Document) -> list[tuple]:
-        """The distinct states reached by the elements of ``doc``."""
+    def states(self, doc: Document) -> tuple[list[_State], list[_State]]:
+        """The distinct states reached by the elements of ``doc``: those made for it, and
+        those it found made."""
         step, cache = self._step, self._next
         touch, size = cache.move_to_end, self.cache_size
         tags, parent = doc.tags, doc.parent
         states: list = [self._start] + [None] * (len(tags) - 1)
-        seen: dict[int, tuple] = {}
+        seen: dict[int, _State] = {}
+        made: list[_State] = []
         for i in range(1, len(tags)):
             ps = states[parent[i]]
-            key = (ps[4], tags[i])
+            key = (ps.serial, tags[i])
             s = cache.get(key)
             if s is None:
                 s = cache[key] = step(ps, tags[i])
+                made.append(s)
                 if len(cache) > size:
                     cache.popitem(last=False)
             else:
                 touch(key)
+                seen[s.serial] = s
             states[i] = s
-            seen[s[4]] = s
-        return list(seen.values())
+        for s in made:
+            seen.pop(s.serial, None)
+        return made, list(seen.values())
 
     def match(self, doc: Document) -> set[int]:
         """Numbers of the plain chains matching ``doc``."""
-        seen = self.states(doc)
-        return set().union(*[s[2] for s in seen], *[s[5] for s in seen])
+        made, found = self.states(doc)
+        return set().union(*[s.numbers for s in made], *[s.numbers for s in found])
 
     def match_outputs(self, doc: Document) -> set[Hashable]:
-        """``outputs(i)`` of the plain chains matching ``doc``, united."""
-        seen = self.states(doc)
-        return set().union(*[s[3] for s in seen], *[s[6] for s in seen])
+        """``outputs`` of the plain chains matching ``doc``."""
+        made, found = self.states(doc)
+        outputs = self._outputs
+        out = outputs(set().union(*[s.numbers for s in made]))
+        if found:
+            parts = []
+            for s in found:
+                o = s.outputs
+                if o is None:
+                    o = s.outputs = frozenset(outputs(s.numbers))
+                parts.append(o)
+            out.update(*parts)
+        return out
 
 
 def match_tree(

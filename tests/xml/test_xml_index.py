@@ -236,3 +236,55 @@ def test_cover_mode_prefilter_keeps_every_covering_pattern(data_dir, seed):
     for a, b in tree.edged:
         parents.setdefault(b, set()).add(a)
     assert tree.edge_parents == parents
+
+
+def _expected_moves(t) -> dict:
+    """TNode.moves recomputed from scratch from the plain children (the spec of
+    ``TNode.refresh``), as ids for the children's moves dicts."""
+    out = {}
+    for label, kids in t.plain_by_label.items():
+        if label == "//":
+            continue
+        kmoves = [c for c in kids if _expected_moves(c)]
+        nums = [n for c in kids for n in c.ending]
+        desc = [d for c in kids for d in c.plain_by_label.get("//", ())]
+        if kmoves or nums or desc:
+            out[label] = (
+                [id(c.moves) for c in kmoves],
+                [id(c.moves["*"]) for c in kmoves if "*" in c.moves],
+                nums,
+                desc,
+            )
+    return out
+
+
+_PLAIN = st.lists(
+    st.sampled_from(["/a", "/b", "/*", "//a", "//b", "//*"]), min_size=1, max_size=4
+).map("".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.one_of(_PLAIN, xpaths(depth=1)), st.integers(0, 99)),
+        max_size=40,
+    ),
+    documents(),
+)
+def test_compiled_moves_of_the_tree_stay_exact_through_adds_and_removes(script, raw):
+    # the path automaton reads TNode.moves only: every node's must equal a fresh computation
+    ix = M.new_index()
+    for add, q, pick in script:
+        held = sorted(ix, key=repr)
+        if add or not held:
+            ix.add(F(q), q)
+        else:
+            ix.remove(*held[pick % len(held)])
+    e = M.parse_event(raw)
+    assert ix.match(e) == {k for f, k in ix if etree.XPath(k)(e.tree())}
+    for t in [ix.tree.root, *ix.tree.walk()]:
+        got = {
+            label: ([id(x) for x in m[0]], [id(x) for x in m[1]], list(m[2]), list(m[3]))
+            for label, m in t.moves.items()
+        }
+        assert got == _expected_moves(t)
