@@ -21,9 +21,8 @@ the CPU caches from one event to the next; "by date ev/s" matches the same event
 order a feed publishes them (by date, then symbol), which costs far more cache misses
 (the baselines and ratios use the file order, both sides alike). "kept ev/s"
 keeps all answers in a list, as ``match_batch`` must (each answer set is a container the
-cyclic garbage collector tracks and walks), and ``match_batch`` (the same loop with the
-collector paused per chunk, ``pubsift.core.collector``) is timed against that loop on the
-whole sample. "table ev/s" is ``match_batch`` given the same events as one Arrow table
+cyclic garbage collector tracks and walks), and ``match_batch`` is timed against that loop
+on the whole sample. "table ev/s" is ``match_batch`` given the same events as one Arrow table
 (columns are attributes, as read from Parquet): answered column-wise, against "table
 per-row ev/s", the per-row path from that table (``to_pylist``, ``load_event``,
 ``match``), both on every event. The baselines are slow, so each

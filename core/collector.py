@@ -1,13 +1,15 @@
-"""Batches of answers made with the cyclic garbage collector paused.
+"""Many answer sets made with the cyclic garbage collector paused.
 
-A batch entry point (``FilterIndex.match_batch``) keeps one answer set per event. Each new
-set is a container the cyclic collector tracks, so a batch of N answers sets off about
-N / 700 young-generation collections, each walking the sets made since the last one, and
-promotes them to be walked again: at 10,000 quote subscriptions (29 keys per answer) that
-cost about a third of the batch (``bench/records_match.py``: 128K events/s keeping the
-answers against 184K dropping them). Answer sets hold only keys and cannot form cycles, so
-the collector is paused while a chunk of answers is made and resumed after it: garbage
-with cycles that matching itself might leave waits at most one chunk.
+A batch entry point keeps one answer set per event. Each new set is a container the cyclic
+collector tracks, so a batch of N answers sets off about N / 700 young-generation
+collections, each walking the sets made since the last one, and promotes them to be walked
+again. Answer sets hold only keys and cannot form cycles, so the collector may be paused
+while a chunk of them is made: the records index's columnar ``match_batch`` over an Arrow
+table makes its sets this way (making 20,000 sets of 29 keys took 2.7 µs per set paused
+against 5.6 µs with the collector running, in one process, one after the other). A loop
+over ``match`` showed no gain measurable on this machine (``match`` itself dominates), so
+``FilterIndex.match_batch`` does not pause it. Garbage with cycles made meanwhile waits at
+most one chunk.
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic
 
-from pubsift.core.collector import map_paused
 from typing_extensions import TypeVar
 
 Filter = Hashable
@@ -174,10 +173,9 @@ class FilterIndex(ABC, Generic[K, F]):
     def match_batch(self, events: Iterable[Event]) -> list[set[K]]:
         """``[match(e) for e in events]``: one answer per event, in order. Indexes that
         can answer many events at once (columnar, shared work) override it; the answers
-        must be those of :meth:`match`. Default: a loop over :meth:`match`, the cyclic
-        garbage collector paused over each chunk of answers
-        (:func:`pubsift.core.collector.map_paused`)."""
-        return map_paused(self.match, events)
+        must be those of :meth:`match`. Default: a loop over :meth:`match`."""
+        match = self.match
+        return [match(e) for e in events]
 
     def match_pairs(self, event: Event) -> list[tuple[F, K]]:
         """(filter, key) pairs whose filter matches; default: via :meth:`match`-style scan."""
