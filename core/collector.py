@@ -14,6 +14,7 @@ most one chunk.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 from collections.abc import Callable, Iterable, Iterator
@@ -26,6 +27,20 @@ R = TypeVar("R")
 CHUNK = 4096
 
 
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """The cyclic collector paused (if it runs) inside the block, resumed after it, also
+    when the block raises."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def map_paused(fn: Callable[[T], R], items: Iterable[T], chunk: int = CHUNK) -> list[R]:
     """``[fn(x) for x in items]``, the cyclic collector paused (if it runs) over each
     chunk of ``chunk`` items; an exception from ``fn`` propagates with the collector
@@ -36,11 +51,5 @@ def map_paused(fn: Callable[[T], R], items: Iterable[T], chunk: int = CHUNK) -> 
         part = list(itertools.islice(it, chunk))
         if not part:
             return out
-        if not gc.isenabled():
+        with paused():
             out.extend([fn(x) for x in part])
-            continue
-        gc.disable()
-        try:
-            out.extend([fn(x) for x in part])
-        finally:
-            gc.enable()

@@ -72,7 +72,7 @@ import json
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from pubsift.core.collector import map_paused
+from pubsift.core.collector import paused
 from pubsift.core.errors import EventError
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
 from pubsift.models.constraints.values import NUM, STR
@@ -995,7 +995,8 @@ def match_table(index: Any, table: Any) -> list[set[Hashable]]:
             rows, kids = rows[order], kids[order]
         keys = plan.key_objects[kids].tolist()
         ends = np.searchsorted(rows, np.arange(n + 1), side="left").tolist()
-        out = map_paused(set, [keys[a:b] for a, b in itertools.pairwise(ends)], chunk=1 << 16)
+        with paused():  # the sets hold keys only: no cycles for the collector to find
+            out = [set(keys[a:b]) for a, b in itertools.pairwise(ends)]
     model, match = index.model, index.match
     for r in np.flatnonzero(slow).tolist():
         out[r] = match(_row_event(model, table, r))

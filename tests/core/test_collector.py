@@ -59,3 +59,17 @@ def test_cycles_made_while_paused_are_collected_after(monkeypatch):
     gc.collect()
     map_paused(cycle, range(6), chunk=2)
     assert gc.collect() >= 12  # the 6 cycles were left for the collector, not leaked
+
+
+def test_paused_block_resumes_even_when_it_raises():
+    with pytest.raises(KeyError), collector.paused():
+        assert not gc.isenabled()
+        raise KeyError("x")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector.paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
