@@ -106,6 +106,11 @@ def load_row(model: Any, wire: Any, row: int) -> Any:
         obj = json.loads(wire)
     except (ValueError, TypeError, RecursionError) as exc:
         raise EventError(f"event is not JSON: {exc}", f"row {row}") from None
+    return load_object(model, obj, row)
+
+
+def load_object(model: Any, obj: Any, row: int) -> Any:
+    """``model.load_event(obj)``, a refusal an EventError naming the row."""
     try:
         return model.load_event(obj)
     except EventError as exc:
@@ -963,13 +968,7 @@ def _row_event(model: Any, table: Any, r: int) -> Any:
             return {k: drop(x) for k, x in v.items() if x is not None}
         return v
 
-    row = drop(table.slice(r, 1).to_pylist()[0])
-    try:
-        return model.load_event(row)
-    except EventError as exc:
-        raise EventError(
-            exc.message, f"row {r}" + (f", {exc.where}" if exc.where else "")
-        ) from None
+    return load_object(model, drop(table.slice(r, 1).to_pylist()[0]), r)
 
 
 def match_table(index: Any, table: Any) -> list[set[Hashable]]:
