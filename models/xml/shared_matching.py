@@ -108,6 +108,10 @@ class PathAutomaton:
         self._outputs = outputs
         self._labelled = tree.labelled
         self._serials = itertools.count()
+        # new states made and the moves they took: what matching costs here (the index
+        # moves to :mod:`.path_arrays` when states take many moves)
+        self.made = 0
+        self.moves = 0
         root = tree.root
         mv = root.moves
         start: Move = (
@@ -122,6 +126,8 @@ class PathAutomaton:
 
     def _state(self, moves: list[Move], layer: _Layer) -> _State:
         """The state after taking ``moves`` with ``layer`` active."""
+        self.made += 1
+        self.moves += len(moves)
         if not moves:
             return _State(_EMPTY, _EMPTY, layer, _EMPTY, next(self._serials))
         if len(moves) == 1:
