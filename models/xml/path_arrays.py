@@ -142,24 +142,40 @@ class PathArrays:
 
 
 class _State:
-    """A DFA state: ``a`` (A) and ``d`` (D, sorted) as node-id arrays, ``both`` A ∪ D,
-    ``numbers`` the chains ending at the element (an array), ``serial`` a number never
-    reused, ``outputs`` as in :class:`.shared_matching._State`."""
+    """A DFA state: ``a`` (A) as a node-id array, ``numbers`` the chains ending at the
+    element (an array), ``serial`` a number never reused, ``outputs`` as in
+    :class:`.shared_matching._State`; ``d`` (D, sorted) and ``both`` (the nodes of A ∪ D
+    having children to move to, sorted) are made by :meth:`ready` when a child element
+    first steps from the state (about half the elements of a document are leaves), from
+    ``above``, the parent's D."""
 
-    __slots__ = ("a", "both", "d", "numbers", "outputs", "serial")
+    __slots__ = ("a", "above", "both", "d", "numbers", "outputs", "serial")
 
-    def __init__(
-        self, a: np.ndarray, d: np.ndarray, numbers: np.ndarray, inner: np.ndarray, serial: int
-    ) -> None:
+    def __init__(self, a: np.ndarray, above: np.ndarray, numbers: np.ndarray, serial: int) -> None:
         self.a = a
-        self.d = d
-        # the nodes that have children to move to (every '//' node has), sorted:
-        # searchsorted then walks the parents' arrays in one direction
-        a = a[inner[a]]
-        self.both = np.sort(np.concatenate((a, d))) if len(d) else np.sort(a)
+        self.above = above
+        self.d: np.ndarray | None = None
+        self.both: np.ndarray | None = None
         self.numbers = numbers
         self.serial = serial
         self.outputs: frozenset | None = None
+
+    def ready(self, arrays: PathArrays) -> np.ndarray:
+        """``both``, made (with ``d``) on the first call."""
+        both = self.both
+        if both is None:
+            a, d = self.a, self.above
+            if len(a):
+                new = _gather(arrays.desc, a)
+                if len(new):
+                    d = _sorted_union(np.concatenate((d, new)) if len(d) else new)
+                # sorted: searchsorted then walks the parents' arrays in one direction
+                a = a[arrays.inner[a]]
+                both = np.sort(np.concatenate((a, d))) if len(d) else np.sort(a)
+            else:
+                both = d
+            self.d, self.both = d, both
+        return both
 
 
 class ArrayPathAutomaton:
@@ -176,10 +192,7 @@ class ArrayPathAutomaton:
         self.cache_size = shared_matching.DFA_CACHE_SIZE if cache_size is None else cache_size
         self._outputs = outputs
         self._serials = itertools.count()
-        root = np.zeros(1, dtype=_IDS)
-        self._start = _State(
-            root, _sorted_union(_gather(arrays.desc, root)), _EMPTY_NUMS, arrays.inner, 0
-        )
+        self._start = _State(np.zeros(1, dtype=_IDS), _EMPTY_IDS, _EMPTY_NUMS, 0)
         next(self._serials)
         self._next: OrderedDict[tuple[int, str], _State] = OrderedDict()
 
@@ -190,9 +203,11 @@ class ArrayPathAutomaton:
 
     def _step(self, state: _State, tag: str) -> _State:
         arrays = self.arrays
-        both = state.both
+        both = state.ready(arrays)
+        d = state.d
+        assert d is not None
         if not len(both):
-            return _State(_EMPTY_IDS, _EMPTY_IDS, _EMPTY_NUMS, arrays.inner, next(self._serials))
+            return _State(_EMPTY_IDS, d, _EMPTY_NUMS, next(self._serials))
         rows = arrays.children.get(tag) if tag != WILDCARD else None
         parts = []
         if rows is not None:
@@ -200,15 +215,8 @@ class ArrayPathAutomaton:
         if arrays.wild is not None:
             parts.append(_lookup(arrays.wild, both))
         a = (np.concatenate(parts) if len(parts) > 1 else parts[0]) if parts else _EMPTY_IDS
-        d = state.d
-        if len(a):
-            numbers = _gather(arrays.ending, a)
-            new = _gather(arrays.desc, a)
-            if len(new):
-                d = _sorted_union(np.concatenate((d, new)) if len(d) else new)
-        else:
-            numbers = _EMPTY_NUMS
-        return _State(a, d, numbers, arrays.inner, next(self._serials))
+        numbers = _gather(arrays.ending, a) if len(a) else _EMPTY_NUMS
+        return _State(a, d, numbers, next(self._serials))
 
     def states(self, doc: Document) -> tuple[list[_State], list[_State]]:
         """The distinct states reached by the elements of ``doc``: those made for it, and

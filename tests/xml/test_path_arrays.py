@@ -66,9 +66,7 @@ def test_index_on_arrays_agrees_with_linear_index_through_adds_and_removes(scrip
             for e in events:
                 assert ix.match(e) == lin.match(e)
                 assert ix.match(e) == lin.match(e)  # on arrays after the first
-                assert sorted(map(repr, ix.match_pairs(e))) == sorted(
-                    map(repr, lin.match_pairs(e))
-                )
+                assert sorted(map(repr, ix.match_pairs(e))) == sorted(map(repr, lin.match_pairs(e)))
     if len(ix) and any(_plain_chain(f) for f, _ in ix):
         assert isinstance(ix._dfa, ArrayPathAutomaton)
 
