@@ -76,6 +76,15 @@ class XmlIndex(FilterIndex[Hashable, XPathFilter]):
         self._arrays: PathArrays | None = None  # the tree's plain paths as arrays
         self._single_array: np.ndarray | None = None
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled (the Spark job ships indexes to its workers) without the path
+        automaton's cache of states (up to ``DFA_CACHE_SIZE`` of them) and the keys'
+        object array: both are rebuilt on demand. The arrays of the tree are kept."""
+        state = self.__dict__.copy()
+        state["_dfa"] = None
+        state["_single_array"] = None
+        return state
+
     # -- contents ------------------------------------------------------------------------
     def add(self, f: XPathFilter, key: Hashable) -> None:
         """Insert (f, key); if it fails (an unhashable key, no memory left), the index is

@@ -43,13 +43,14 @@ _EMPTY_NUMS = np.empty(0, dtype=np.int64)
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-def _ranges(lo: np.ndarray, hi: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``values[lo[0]:hi[0]] + values[lo[1]:hi[1]] + ...`` in one gather."""
+def _ranges(lo: np.ndarray, hi: np.ndarray, values: np.ndarray, nonempty: bool) -> np.ndarray:
+    """``values[lo[0]:hi[0]] + values[lo[1]:hi[1]] + ...`` in one gather; ``nonempty``:
+    no row is empty (rows of lengths 0 and 2 also sum to their count)."""
     n = hi - lo
     if not len(n):
         return values[:0]
     total = int(n.sum())
-    if total == len(n):  # one value per row, the usual case
+    if total == len(n) and (nonempty or n.min() == 1):  # one value per row, the usual case
         return values[lo]
     ends = np.cumsum(n)
     return values[np.repeat(lo - ends + n, n) + np.arange(total)]
@@ -78,7 +79,7 @@ def _rows(pairs_src: Any, pairs_dst: Any, dtype: type) -> Rows:
 def _gather(rows: tuple[np.ndarray, np.ndarray], nodes: np.ndarray) -> np.ndarray:
     """The values of ``nodes`` in dense rows."""
     offsets, values = rows
-    return _ranges(offsets[nodes], offsets[nodes + 1], values)
+    return _ranges(offsets[nodes], offsets[nodes + 1], values, nonempty=False)
 
 
 def _lookup(rows: Rows, nodes: np.ndarray) -> np.ndarray:
@@ -89,7 +90,7 @@ def _lookup(rows: Rows, nodes: np.ndarray) -> np.ndarray:
         return targets[:0]
     hit = uniq[np.minimum(pos, len(uniq) - 1)] == nodes
     p = pos[hit]
-    return _ranges(offsets[p], offsets[p + 1], targets)
+    return _ranges(offsets[p], offsets[p + 1], targets, nonempty=True)  # hit rows hold one or more
 
 
 def _dense(n: int, pairs: tuple[list[int], list], dtype: type) -> tuple[np.ndarray, np.ndarray]:

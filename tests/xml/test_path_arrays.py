@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 from unittest import mock
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,7 +16,7 @@ from pubsift.core.index import LinearIndex
 from pubsift.models.xml import XmlModel, index, parse_document, shared_matching
 from pubsift.models.xml.factorization import FactorizationTree
 from pubsift.models.xml.index import _plain_chain
-from pubsift.models.xml.path_arrays import ArrayPathAutomaton, PathArrays
+from pubsift.models.xml.path_arrays import ArrayPathAutomaton, PathArrays, _ranges
 from pubsift.models.xml.shared_matching import PathAutomaton
 from pubsift.models.xml.testing import documents, xpaths
 
@@ -28,9 +29,8 @@ def arrays_at_once():
     return mock.patch.multiple(index, ARRAY_MOVES=0, ARRAY_PAYBACK=0)
 
 
-@settings(max_examples=80, deadline=None)
-@given(st.lists(xpaths(), min_size=1, max_size=30), st.lists(documents(), min_size=1, max_size=4))
-def test_array_automaton_equals_object_automaton_and_lxml(qs, raws):
+def _agree(qs, raws):
+    """Both automata over one tree of ``qs`` answer lxml's plain-chain matches."""
     pool = list(dict.fromkeys(F(q) for q in qs))
     tree = FactorizationTree()
     for i, f in enumerate(pool):
@@ -43,6 +43,62 @@ def test_array_automaton_equals_object_automaton_and_lxml(qs, raws):
         want = {i for i in plain if etree.XPath(pool[i].xpath())(e.tree())}
         assert arrays.match(e.document) == objects.match(e.document) == want
         assert arrays.match_outputs(e.document) == want
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(xpaths(), min_size=1, max_size=30), st.lists(documents(), min_size=1, max_size=4))
+def test_array_automaton_equals_object_automaton_and_lxml(qs, raws):
+    _agree(qs, raws)
+
+
+def test_ranges_gathers_rows_of_any_lengths():
+    values = np.arange(10, 20)
+    for lo, hi in [([0, 2], [0, 4]), ([2, 5], [4, 5]), ([1, 3, 3], [2, 3, 4]), ([4], [5])]:
+        want = [v for a, b in zip(lo, hi) for v in values[a:b]]
+        got = _ranges(np.array(lo), np.array(hi), values, nonempty=False)
+        assert got.tolist() == want
+    assert _ranges(np.array([1, 3]), np.array([2, 4]), values, nonempty=True).tolist() == [11, 13]
+
+
+# a node with two '//' children (two './/' predicates, or one and a '//' step) next to a
+# node with none: their rows in the dense '//' relation have lengths 2 and 0
+_BRANCHING = [
+    "/a[.//b][.//c]",
+    "/a[.//b]//c",
+    "//a[.//c][.//b]/b",
+    "/*/c",
+    "/b/a//c",
+    "//b//c",
+    "/a/*",
+    "//c[.//a]//b",
+]
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(st.one_of(st.sampled_from(_BRANCHING), xpaths()), min_size=2, max_size=10),
+    st.lists(documents(), min_size=1, max_size=3),
+)
+def test_array_automaton_with_several_descendant_children_per_node(qs, raws):
+    _agree(qs, raws)
+
+
+def test_review_case_two_descendant_children_next_to_a_node_without():
+    qs = ["/a[.//b][.//c]", "/*/e", "/x/y//g"]
+    e = M.parse_event("<a><g/></a>")
+    pool = [F(q) for q in qs]
+    tree = FactorizationTree()
+    for i, f in enumerate(pool):
+        tree.add(i, f.root)
+    assert ArrayPathAutomaton(PathArrays(tree)).match(e.document) == set()
+    ix, lin = M.new_index(), LinearIndex(M)
+    for i, q in enumerate(qs):
+        ix.add(F(q), i)
+        lin.add(F(q), i)
+    with arrays_at_once():
+        for _ in range(3):
+            assert ix.match(e) == lin.match(e) == set()
+        assert isinstance(ix._dfa, ArrayPathAutomaton)
 
 
 @settings(max_examples=40, deadline=None)
@@ -125,3 +181,25 @@ def test_yfilter_path_queries_on_either_automaton_match_lxml(data_dir, on_arrays
             e = parse_document(p.read_bytes())
             assert ix.match(e) == {i for i, x in enumerate(compiled) if x(e.tree())}
         assert isinstance(ix._dfa, ArrayPathAutomaton) == on_arrays
+
+
+def test_pickled_index_leaves_its_state_cache_behind_and_answers_alike():
+    import pickle
+
+    from pyspark import cloudpickle
+
+    qs = ["//a/b", "/a//c", "/*/b", "//c"]
+    ix = M.new_index()
+    for i, q in enumerate(qs):
+        ix.add(F(q), i)
+    e = M.parse_event("<a><b/><c><b/></c></a>")
+    with arrays_at_once():
+        want = ix.match(e)
+        ix.match(e)
+        assert isinstance(ix._dfa, ArrayPathAutomaton) and ix._dfa.cached
+        for dumps in (pickle.dumps, cloudpickle.dumps):
+            copy = pickle.loads(dumps(ix))
+            assert copy._dfa is None and copy._arrays is not None
+            assert copy.match(e) == want
+            assert isinstance(copy._dfa, ArrayPathAutomaton)
+        assert ix._dfa.cached  # the original keeps its cache
