@@ -179,7 +179,7 @@ class _State:
         return both
 
 
-class ArrayPathAutomaton:
+class ArrayPathAutomaton(shared_matching.LazyDFA):
     """:class:`.shared_matching.PathAutomaton` (same interface, same answers) over
     :class:`PathArrays`; ``outputs`` takes an array of pattern numbers."""
 
@@ -197,11 +197,6 @@ class ArrayPathAutomaton:
         next(self._serials)
         self._next: OrderedDict[tuple[int, str], _State] = OrderedDict()
 
-    @property
-    def cached(self) -> int:
-        """Transitions held."""
-        return len(self._next)
-
     def _step(self, state: _State, tag: str) -> _State:
         arrays = self.arrays
         both = state.ready(arrays)
@@ -218,32 +213,6 @@ class ArrayPathAutomaton:
         a = (np.concatenate(parts) if len(parts) > 1 else parts[0]) if parts else _EMPTY_IDS
         numbers = _gather(arrays.ending, a) if len(a) else _EMPTY_NUMS
         return _State(a, d, numbers, next(self._serials))
-
-    def states(self, doc: Document) -> tuple[list[_State], list[_State]]:
-        """The distinct states reached by the elements of ``doc``: those made for it, and
-        those it found made."""
-        step, cache = self._step, self._next
-        touch, size = cache.move_to_end, self.cache_size
-        tags, parent = doc.tags, doc.parent
-        states: list = [self._start] + [None] * (len(tags) - 1)
-        seen: dict[int, _State] = {}
-        made: list[_State] = []
-        for i in range(1, len(tags)):
-            ps = states[parent[i]]
-            key = (ps.serial, tags[i])
-            s = cache.get(key)
-            if s is None:
-                s = cache[key] = step(ps, tags[i])
-                made.append(s)
-                if len(cache) > size:
-                    cache.popitem(last=False)
-            else:
-                touch(key)
-                seen[s.serial] = s
-            states[i] = s
-        for s in made:
-            seen.pop(s.serial, None)
-        return made, list(seen.values())
 
     @staticmethod
     def _numbers(states: list[_State]) -> np.ndarray:

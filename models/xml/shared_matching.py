@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Hashable
+from typing import Any
 
 from pubsift.models.xml.document import Document
 from pubsift.models.xml.factorization import FactorizationTree, Move, TNode
@@ -92,7 +93,53 @@ class _State:
         self.outputs: frozenset | None = None
 
 
-class PathAutomaton:
+class LazyDFA:
+    """What both path automata share (this module's :class:`PathAutomaton` over the tree's
+    objects, :class:`.path_arrays.ArrayPathAutomaton` over arrays): the walk of a document
+    through the cached transitions, keyed by (serial of the parent state, tag) in an LRU of
+    ``cache_size``; a subclass makes the start state ``_start`` and new states
+    (``_step``), each with a ``serial`` never reused."""
+
+    cache_size: int
+    _start: Any
+    _next: OrderedDict[tuple[int, str], Any]
+
+    def _step(self, state: Any, tag: str) -> Any:
+        raise NotImplementedError
+
+    @property
+    def cached(self) -> int:
+        """Transitions held."""
+        return len(self._next)
+
+    def states(self, doc: Document) -> tuple[list[Any], list[Any]]:
+        """The distinct states reached by the elements of ``doc``: those made for it, and
+        those it found made."""
+        step, cache = self._step, self._next
+        touch, size = cache.move_to_end, self.cache_size
+        tags, parent = doc.tags, doc.parent
+        states: list = [self._start] + [None] * (len(tags) - 1)
+        seen: dict[int, Any] = {}
+        made: list[Any] = []
+        for i in range(1, len(tags)):
+            ps = states[parent[i]]
+            key = (ps.serial, tags[i])
+            s = cache.get(key)
+            if s is None:
+                s = cache[key] = step(ps, tags[i])
+                made.append(s)
+                if len(cache) > size:
+                    cache.popitem(last=False)
+            else:
+                touch(key)
+                seen[s.serial] = s
+            states[i] = s
+        for s in made:
+            seen.pop(s.serial, None)
+        return made, list(seen.values())
+
+
+class PathAutomaton(LazyDFA):
     """The lazy DFA of the plain chains of a factorization tree (see the module doc), its
     states :class:`_State`. ``outputs`` turns pattern numbers into what
     :meth:`match_outputs` returns (the index's keys)."""
@@ -147,11 +194,6 @@ class PathAutomaton:
                 layer = _Layer(layer, new)
         return _State(kmoves, kwild, layer, nums, next(self._serials))
 
-    @property
-    def cached(self) -> int:
-        """Transitions held."""
-        return len(self._next)
-
     def _step(self, state: _State, tag: str) -> _State:
         moves = [m for mv in state.moves if (m := mv.get(tag)) is not None]
         if state.wild:
@@ -164,32 +206,6 @@ class PathAutomaton:
                 moves += y.step(ltag)
                 y = y.parent
         return self._state(moves, layer)
-
-    def states(self, doc: Document) -> tuple[list[_State], list[_State]]:
-        """The distinct states reached by the elements of ``doc``: those made for it, and
-        those it found made."""
-        step, cache = self._step, self._next
-        touch, size = cache.move_to_end, self.cache_size
-        tags, parent = doc.tags, doc.parent
-        states: list = [self._start] + [None] * (len(tags) - 1)
-        seen: dict[int, _State] = {}
-        made: list[_State] = []
-        for i in range(1, len(tags)):
-            ps = states[parent[i]]
-            key = (ps.serial, tags[i])
-            s = cache.get(key)
-            if s is None:
-                s = cache[key] = step(ps, tags[i])
-                made.append(s)
-                if len(cache) > size:
-                    cache.popitem(last=False)
-            else:
-                touch(key)
-                seen[s.serial] = s
-            states[i] = s
-        for s in made:
-            seen.pop(s.serial, None)
-        return made, list(seen.values())
 
     def match(self, doc: Document) -> set[int]:
         """Numbers of the plain chains matching ``doc``."""
