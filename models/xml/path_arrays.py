@@ -214,8 +214,7 @@ class ArrayPathAutomaton(shared_matching.LazyDFA):
         numbers = _gather(arrays.ending, a) if len(a) else _EMPTY_NUMS
         return _State(a, d, numbers, next(self._serials))
 
-    @staticmethod
-    def _numbers(states: list[_State]) -> np.ndarray:
+    def _numbers(self, states: list[_State]) -> np.ndarray:
         arrays = [s.numbers for s in states if len(s.numbers)]
         if not arrays:
             return _EMPTY_NUMS
@@ -225,18 +224,3 @@ class ArrayPathAutomaton(shared_matching.LazyDFA):
         """Numbers of the plain chains matching ``doc``."""
         made, found = self.states(doc)
         return set(self._numbers(made + found).tolist())
-
-    def match_outputs(self, doc: Document) -> set[Hashable]:
-        """``outputs`` of the plain chains matching ``doc``."""
-        made, found = self.states(doc)
-        outputs = self._outputs
-        out = outputs(self._numbers(made))
-        if found:
-            parts = []
-            for s in found:
-                o = s.outputs
-                if o is None:
-                    o = s.outputs = frozenset(outputs(s.numbers))
-                parts.append(o)
-            out.update(*parts)
-        return out

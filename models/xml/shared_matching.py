@@ -24,6 +24,7 @@ in two ways.
 from __future__ import annotations
 
 import itertools
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Hashable
 from typing import Any
@@ -93,7 +94,7 @@ class _State:
         self.outputs: frozenset | None = None
 
 
-class LazyDFA:
+class LazyDFA(ABC):
     """What both path automata share (this module's :class:`PathAutomaton` over the tree's
     objects, :class:`.path_arrays.ArrayPathAutomaton` over arrays): the walk of a document
     through the cached transitions, keyed by (serial of the parent state, tag) in an LRU of
@@ -103,9 +104,32 @@ class LazyDFA:
     cache_size: int
     _start: Any
     _next: OrderedDict[tuple[int, str], Any]
+    _outputs: Callable[[Any], set[Hashable]]
 
+    @abstractmethod
     def _step(self, state: Any, tag: str) -> Any:
-        raise NotImplementedError
+        """The state reached from ``state`` on an element tagged ``tag``."""
+
+    @abstractmethod
+    def _numbers(self, states: list[Any]) -> Any:
+        """The numbers of the chains ending at ``states``, as ``_outputs`` takes them."""
+
+    def match_outputs(self, doc: Document) -> set[Hashable]:
+        """``outputs`` of the plain chains matching ``doc``: the states a document made
+        turn their numbers into outputs together; those found made keep theirs (a
+        frozenset made on the first reuse)."""
+        made, found = self.states(doc)
+        outputs = self._outputs
+        out = outputs(self._numbers(made))
+        if found:
+            parts = []
+            for s in found:
+                o = s.outputs
+                if o is None:
+                    o = s.outputs = frozenset(outputs(s.numbers))
+                parts.append(o)
+            out.update(*parts)
+        return out
 
     @property
     def cached(self) -> int:
@@ -212,20 +236,8 @@ class PathAutomaton(LazyDFA):
         made, found = self.states(doc)
         return set().union(*[s.numbers for s in made], *[s.numbers for s in found])
 
-    def match_outputs(self, doc: Document) -> set[Hashable]:
-        """``outputs`` of the plain chains matching ``doc``."""
-        made, found = self.states(doc)
-        outputs = self._outputs
-        out = outputs(set().union(*[s.numbers for s in made]))
-        if found:
-            parts = []
-            for s in found:
-                o = s.outputs
-                if o is None:
-                    o = s.outputs = frozenset(outputs(s.numbers))
-                parts.append(o)
-            out.update(*parts)
-        return out
+    def _numbers(self, states: list[_State]) -> set[int]:
+        return set().union(*[s.numbers for s in states])
 
 
 def match_tree(
