@@ -408,15 +408,15 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         return out
 
     def match(self, event: Record) -> set[Hashable]:
-        # the walk of _matching through the nodes' compiled plans (:mod:`plans`): the
-        # stack holds nodes whose own keys are collected and whose children are to probe
-        get = _flat(event).get
-        out: set[Hashable] = set()
-        update = out.update
+        # the walk of _matching through the nodes' compiled plans (:mod:`plans`), which
+        # hands over key sets (mostly frozensets); one update builds the answer from them
+        found: list[Any] = []
         root = self._root
         if root.entry is not None:
-            update(root.entry.keys)
-        walk(root, get, update)
+            found.append(root.entry.keys)
+        walk(root, _flat(event).get, found.append)
+        out: set[Hashable] = set()
+        out.update(*found)
         return out
 
     def match_batch(self, events: Any) -> list[set[Hashable]]:

@@ -4,21 +4,26 @@ An :class:`~pubsift.models.records.attrindex.AttributeIndex` answers ``probe(v)`
 buckets of items; the access tree of :mod:`~pubsift.models.records.index` then visits every
 child node found, one Python step per node. A :class:`NodePlan` answers the same question
 for all attributes of one node at once, with the children *folded*: each bucket is
-precomputed as ``(keys, inner)``, the keys of every child's filter in one tuple (added to
-the answer by one ``set.update``) and the children that have children of their own (to
-descend into). The structures are those of the attribute index, flattened:
+precomputed as ``(keys, inner)``, the keys of every child's filter in one key set (a
+frozenset; a tuple below :data:`SET_FROM` keys) and the children that have children of their own (to descend into). The walk hands each key
+set found to ``update``; ``RecordsIndex.match`` collects them and builds the answer with
+one ``set.update(*found)``, which copies frozensets with their stored hashes, table to
+table, instead of hashing and probing key by key. The structures are those of the
+attribute index, flattened:
 
 * hash maps (``=``, ``in`` members, equals-ignore-case, ``instanceof``, prefixes,
   suffixes) map a value straight to its folded bucket;
 * one-sided bounds (``<``, ``≤``, ``>``, ``≥``) keep their sorted bounds next to one flat
-  list of keys in bound order, so the accepting run of items is one :mod:`bisect` and one
-  list slice;
+  list of keys in bound order, so the accepting run of items is one :mod:`bisect`; its
+  keys are one precomputed frozenset of whole blocks (cumulated from the run's open end,
+  :func:`run_block`) and a list slice shorter than a block;
 * two-sided intervals become a table of *elementary regions*: the distinct endpoints
   ``p0 < p1 < ...`` cut the line into ``{v < p0}, {p0}, (p0, p1), {p1}, ...``; every region
   lies inside or outside each interval, so one :mod:`bisect` finds the region and its
   folded bucket. When the table would hold more than :data:`REGION_BUDGET` entries per
   interval (many long, nested intervals), the intervals are kept in a segment tree over
-  the regions instead: a query unions the folded buckets on one leaf-to-root path.
+  the regions instead: a query unions the folded buckets on one leaf-to-root path,
+  gathered per region when the plan is built (one bisect, one list lookup).
 * everything else (``exists``, the residual operators, ``any`` over lists, values of
   other kinds than strings and numbers) goes through the attribute index's own
   ``probe`` and folds each item found.
@@ -42,7 +47,7 @@ from pubsift.models.records.attrindex import AttributeIndex, SortedItems, _Range
 REGION_BUDGET = 16
 REGION_SLACK = 256
 
-Folded = tuple  # (keys: tuple, inner: tuple of nodes)
+Folded = tuple  # (keys: frozenset or tuple, see key_set; inner: tuple of nodes)
 Part = Callable[[Any, Any, Any], None]  # part(value, update, extend)
 
 
@@ -55,7 +60,18 @@ def fold(nodes: Any) -> Folded:
             keys.extend(n.entry.keys)
         if n.children:
             inner.append(n)
-    return (tuple(keys), tuple(inner))
+    return (key_set(keys), tuple(inner))
+
+
+#: Key sets of at least this many keys are frozensets (copied into the answer with their
+#: stored hashes); smaller ones are tuples (a frozenset of a few keys costs 200 bytes and
+#: more, and adding a few keys is as fast).
+SET_FROM = 8
+
+
+def key_set(keys: list) -> tuple | frozenset:
+    """The keys of a folded bucket as the answer takes them fastest."""
+    return frozenset(keys) if len(keys) >= SET_FROM else tuple(keys)
 
 
 def apply_items(buckets: Any, update: Any, extend: Any) -> int:
@@ -185,7 +201,7 @@ def _memoized(parts: list[Part]) -> tuple[Part, ...]:
                 p(v, keys.extend, inner.extend)
             if len(memo) >= MEMO_SIZE:
                 memo.clear()
-            r = memo[v] = (tuple(keys), tuple(inner))
+            r = memo[v] = (key_set(keys), tuple(inner))
         update(r[0])
         if r[1]:
             extend(r[1])
@@ -283,7 +299,10 @@ def _ranges(r: _Ranges) -> list[Part]:
 
 def _one_sided(s: SortedItems, below: bool, right: bool) -> Part:
     """Items accepting v form a run of the sorted items: ``items[:i]`` (lower bounds,
-    ``below``) or ``items[i:]`` (upper bounds), i from bisect_right or bisect_left."""
+    ``below``) or ``items[i:]`` (upper bounds), i from bisect_right or bisect_left. The
+    keys of a run are handed over as at most one precomputed frozenset (the keys of every
+    whole block of :func:`run_block` keys the run covers, cumulated from the run's open
+    end) and a slice shorter than a block."""
     keys: list = []
     inner: list = []
     koff = [0]
@@ -297,25 +316,54 @@ def _one_sided(s: SortedItems, below: bool, right: bool) -> Part:
         ioff.append(len(inner))
     bounds = list(s.bounds)
     search = bisect_right if right else bisect_left
+    nk = len(keys)
+    block = run_block(nk)
     if below:
+        # heads[b]: the keys of keys[:b * block]
+        heads = [frozenset(keys[: b * block]) for b in range(nk // block + 1)]
 
         def part(v: Any, update: Any, extend: Any) -> None:
             i = search(bounds, v)
             if i:
-                update(keys[: koff[i]])
+                k = koff[i]
+                b = k // block
+                if b:
+                    update(heads[b])
+                if k > b * block:
+                    update(keys[b * block : k])
                 j = ioff[i]
                 if j:
                     extend(inner[:j])
     else:
+        # tails[b]: the keys of keys[b * block:]
+        tails = [frozenset(keys[b * block :]) for b in range(nk // block + 1)]
+        tails.append(frozenset())
 
         def part(v: Any, update: Any, extend: Any) -> None:
             i = search(bounds, v)
-            update(keys[koff[i] :])
+            k = koff[i]
+            b = -(-k // block)
+            if k < b * block:
+                update(keys[k : b * block])
+            if b * block < nk:
+                update(tails[b])
             j = ioff[i]
             if j < len(inner):
                 extend(inner[j:])
 
     return part
+
+
+#: Runs of one-sided bounds hand their keys over in blocks of at least this many keys.
+RUN_BLOCK = 32
+#: ... and in at most about this many blocks (the precomputed sets hold this many times
+#: the run's keys at most).
+RUN_BLOCKS = 16
+
+
+def run_block(n: int) -> int:
+    """The block size of a run of n keys."""
+    return max(RUN_BLOCK, -(-n // RUN_BLOCKS))
 
 
 def _two_sided(los: list, rest: list) -> Part:
@@ -362,19 +410,30 @@ def _two_sided(los: list, rest: list) -> Part:
                 nodes.setdefault(hi_, []).append(item)
             lo_ >>= 1
             hi_ >>= 1
-    tree: list = [None] * (2 * size)
-    for k, items in nodes.items():
-        tree[k] = fold(items)
+    tree = {k: fold(items) for k, items in nodes.items()}
+    # per region, the folded buckets on its leaf-to-root path, gathered once: (the
+    # non-empty key sets, the inner nodes of all), None where the path holds nothing
+    paths: list = []
+    for r in range(2 * m + 1):
+        keysets: list = []
+        inner: list = []
+        k = size + r
+        while k:
+            f = tree.get(k)
+            if f is not None:
+                if f[0]:
+                    keysets.append(f[0])
+                inner.extend(f[1])
+            k >>= 1
+        paths.append((tuple(keysets), tuple(inner)) if keysets or inner else None)
 
     def part(v: Any, update: Any, extend: Any) -> None:
         i = bisect_left(points, v)
-        k = size + (2 * i + 1 if i < m and points[i] == v else 2 * i)
-        while k:
-            r = tree[k]
-            if r is not None:
-                update(r[0])
-                if r[1]:
-                    extend(r[1])
-            k >>= 1
+        r = paths[2 * i + 1 if i < m and points[i] == v else 2 * i]
+        if r is not None:
+            for keys in r[0]:
+                update(keys)
+            if r[1]:
+                extend(r[1])
 
     return part

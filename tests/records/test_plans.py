@@ -24,13 +24,15 @@ from relations_universe import UNIVERSE, any_constraint
 
 NAMES = ["a", "b", "c"]
 MODEL = RecordsModel()
-MODES = ["compiled", "unfolded", "segment-trees", "small-memo"]
+MODES = ["compiled", "unfolded", "segment-trees", "small-memo", "small-sets"]
 
 
 @contextlib.contextmanager
 def mode(name: str):
     """compiled: plans built at the first walk; unfolded: never built; segment-trees:
-    built, intervals never in region tables; small-memo: the string memo emptied often."""
+    built, intervals never in region tables; small-memo: the string memo emptied often;
+    small-sets: every folded key set a frozenset, and the keys of one-sided runs in
+    blocks of 1-3 keys (precomputed sets and slices both in play on small runs)."""
     with contextlib.ExitStack() as stack:
         if name == "unfolded":
             stack.enter_context(mock.patch.object(_Node, "compile_after", lambda self: 10**9))
@@ -41,6 +43,10 @@ def mode(name: str):
             stack.enter_context(mock.patch.object(plans, "REGION_SLACK", 0))
         if name == "small-memo":
             stack.enter_context(mock.patch.object(plans, "MEMO_SIZE", 2))
+        if name == "small-sets":
+            stack.enter_context(mock.patch.object(plans, "SET_FROM", 1))
+            stack.enter_context(mock.patch.object(plans, "RUN_BLOCK", 1))
+            stack.enter_context(mock.patch.object(plans, "RUN_BLOCKS", 3))
         yield
 
 
@@ -146,7 +152,7 @@ probe_values = (
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(cs=st.lists(ranges, min_size=1, max_size=40), symbol=st.booleans())
-@pytest.mark.parametrize("name", ["compiled", "segment-trees"])
+@pytest.mark.parametrize("name", ["compiled", "segment-trees", "small-sets"])
 def test_many_intervals_on_one_attribute(name, cs, symbol):
     with mode(name):
         index = RecordsIndex(MODEL)
@@ -185,3 +191,44 @@ def test_one_sided_runs_with_several_keys_and_children():
         assert index.match(Record({"v": 2, "w": "x"}, {})) == {"f2", "g", "h"}
         index.remove(g, "g")
         assert index.match(Record({"v": 2, "w": "x"}, {})) == {"f2", "h"}
+
+
+@pytest.mark.parametrize("name", ["compiled", "segment-trees", "small-sets"])
+def test_intervals_and_runs_whose_nodes_have_children(name):
+    """Interval and one-sided nodes with children of their own (``p`` is probed before
+    ``q``): the region tables, the segment trees' gathered paths and the runs must queue
+    them, and long runs of keys cross blocks."""
+    index = RecordsIndex(MODEL)
+    pairs = []
+    k = 0
+    for lo in range(0, 12):
+        for width in (1, 3, 7):
+            for second in (None, Constraint(Op.GE, lo % 3)):
+                spec = {"p": Constraint(Op.IN_RANGE, Interval(lo, lo + width))}
+                if second is not None:
+                    spec["q"] = second
+                f = RecordFilter.of(spec)
+                for _ in range(2):  # two keys each: runs of many keys
+                    index.add(f, k)
+                    pairs.append((f, k))
+                    k += 1
+    for op in (Op.LE, Op.GE, Op.LT, Op.GT):
+        for b in range(0, 40):
+            for second in (None, Constraint(Op.EQ, b % 4)):
+                spec = {"r": Constraint(op, b / 2)}
+                if second is not None:
+                    spec["q"] = second
+                f = RecordFilter.of(spec)
+                index.add(f, k)
+                pairs.append((f, k))
+                k += 1
+    evs = [
+        Record({"p": p / 2, "q": q, "r": r / 3}, {})
+        for p in range(-2, 40)
+        for q in (0, 1, 2, 3)
+        for r in (-1, 0, 7, 30, 61, 200)
+    ]
+    with mode(name):
+        for _ in range(2):  # the second time through the plans
+            for e in evs:
+                assert index.match(e) == scan(pairs, e), e
