@@ -11,12 +11,13 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -qq --upgrade pip
 
-# Reinstall only when pyproject.toml changed (the stamp records the last install).
-$(VENV)/.stamp-run: pyproject.toml | $(PY)
+# Reinstall only when pyproject.toml or the compiled walk's sources changed (the stamp
+# records the last install; the install builds models/records/_walk.pyx in place).
+$(VENV)/.stamp-run: pyproject.toml setup.py models/records/_walk.pyx | $(PY)
 	$(PIP) install -qq -e '.[spark]'
 	@touch $@
 
-$(VENV)/.stamp-dev: pyproject.toml | $(PY)
+$(VENV)/.stamp-dev: pyproject.toml setup.py models/records/_walk.pyx | $(PY)
 	$(PIP) install -qq -e '.[dev]'
 	@touch $@ $(VENV)/.stamp-run
 

@@ -15,7 +15,9 @@ all in this run, on one core, with ``bench/harness.py``: CPU time of this proces
 (``time.process_time``), each figure the median of ``--repeats`` runs after a warm-up
 run, its spread printed as ±half of (max - min) / median. The index is timed on the whole
 sample after three untimed passes (its compiled plans are built once unfolded walks have
-cost as much as building them; the first pass is shown as "cold"); the timed runs drop each answer as a router does ("index ev/s"). "answer sets alone
+cost as much as building them; the first pass is shown as "cold"); the timed runs drop each answer as a router does ("index ev/s", with the compiled walk of
+``models/records/_walk.pyx`` when it is built; "Python walk ev/s": the same index and plans
+walked by the Python walk, ``plans.walk``, timed right after). "answer sets alone
 ev/s" builds, on the same events, only each event's answer set from a tuple of its keys:
 what any index answering with Python sets pays at least (one hash and one reference per
 key, a cache miss per key object once there are many). The sample
@@ -49,6 +51,7 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from harness import Bench, Timing, ratio, time_it
 
@@ -58,7 +61,7 @@ except ImportError:  # the table figure needs the spark extra
     arrow = None
 from pubsift.core.index import LinearIndex
 from pubsift.models.constraints.constraints import ABSENT, Constraint
-from pubsift.models.records import RecordsModel, conjunctive
+from pubsift.models.records import RecordsModel, conjunctive, plans
 from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
@@ -177,6 +180,12 @@ def relations(
     return failures
 
 
+def python_walk(match: Callable[[Record], set], events: Sequence[Record]) -> None:
+    """``each(match, events)`` with the compiled walk switched off."""
+    with mock.patch.object(plans, "ENGINE", None):
+        each(match, events)
+
+
 def each(match: Callable, events: Sequence[Record]) -> None:
     """Matches every event, dropping each answer (as a router does once it has sent the
     event on); the answers are compared outside the timed runs."""
@@ -265,6 +274,7 @@ def run(
         "filters",
         "hits/ev",
         "index ev/s",
+        "Python walk ev/s",
         "answer sets alone ev/s",
         "by date ev/s",
         "cold ev/s",
@@ -305,6 +315,18 @@ def run(
         t_index = time_it(
             lambda: each(match, events), len(events), sample, repeats, warmup=2, min_seconds=0.2
         )
+        # the same index and plans walked by the Python walk (plans.walk) instead of the
+        # compiled one (models/records/_walk.pyx)
+        t_python = None
+        if plans.ENGINE is not None:
+            t_python = time_it(
+                lambda: python_walk(match, events),
+                len(events),
+                sample,
+                repeats,
+                warmup=2,
+                min_seconds=0.2,
+            )
         # what any index answering with sets pays: each event's answer set built from a
         # tuple of its keys, nothing else (at 100k, 296 keys per event)
         held = [tuple(a) for a in answers]
@@ -354,6 +376,7 @@ def run(
             f"{filters:,}",
             f"{delivered / len(events):.1f}",
             t_index.fmt_rate(),
+            "-" if t_python is None else t_python.fmt_rate(),
             t_floor.fmt_rate(),
             t_dated.fmt_rate(),
             f"{cold:,.0f}",
@@ -375,6 +398,9 @@ def run(
             events=len(events),
             hits_per_event=delivered / len(events),
             index=t_index,
+            compiled_walk=plans.ENGINE is not None,
+            index_python_walk=t_python,
+            ratio_compiled_python_walk=None if t_python is None else ratio(t_index, t_python),
             answer_sets_alone=t_floor,
             index_on_answer_sets_alone=ratio(t_index, t_floor),
             index_by_date=t_dated,
@@ -396,7 +422,9 @@ def run(
         )
         bench.headline(
             f"records index, {n // 1000}k quote subscriptions",
-            f"{t_index.rate:,.0f} events/s ({r_count:,.1f}× counting, "
+            f"{t_index.rate:,.0f} events/s"
+            + ("" if t_python is None else f" ({ratio(t_index, t_python):,.1f}× the Python walk)")
+            + f" ({r_count:,.1f}× counting, "
             f"{r_lin:,.0f}× linear; building the answer sets alone "
             f"{t_floor.rate:,.0f} events/s); the same events in date order "
             f"{t_dated.rate:,.0f} events/s; match_batch {t_batch.rate:,.0f} "

@@ -81,7 +81,7 @@ from pubsift.core.model import FilterIndex, FilterModel
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
 from pubsift.models.constraints.limits import TooComplex
 from pubsift.models.constraints.relations import Unsatisfiable, span_key, witness
-from pubsift.models.records import checks
+from pubsift.models.records import checks, plans
 from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.compiled import compile_test
 from pubsift.models.records.events import Record
@@ -129,7 +129,7 @@ def _order(nc: tuple[str, Constraint]) -> tuple[Any, ...]:
 class _Node:
     """A node of the access tree: reached by one attribute filter from its parent."""
 
-    __slots__ = ("children", "entry", "misses", "parent", "plan", "sub", "via")
+    __slots__ = ("children", "cplan", "entry", "misses", "parent", "plan", "sub", "via")
 
     def __init__(self, parent: _Node | None, via: tuple[str, Constraint] | None) -> None:
         self.entry: _Entry | None = None
@@ -140,12 +140,25 @@ class _Node:
         # the compiled plan of the children (None: changed since it was built) and the
         # matches that walked the node unfolded since then
         self.plan: NodePlan | None = None
+        self.cplan: Any = None  # the plan's compiled form (plans.ENGINE), if any
         self.misses = 0
 
     def changed(self) -> None:
         """The children changed: drop the plan (the next matches rebuild it)."""
         self.plan = None
+        self.cplan = None
         self.misses = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the plans (rebuilt by the matches after loading)."""
+        state = {k: getattr(self, k) for k in self.__slots__}
+        state["plan"] = state["cplan"] = None
+        state["misses"] = 0
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
 
     def folded_changed(self) -> None:
         """What the parent's plan folds of this node (its keys, whether it has children)
@@ -414,7 +427,11 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         root = self._root
         if root.entry is not None:
             found.append(root.entry.keys)
-        walk(root, _flat(event).get, found.append)
+        engine = plans.ENGINE
+        if engine is not None:
+            engine.walk(root, _flat(event), found)
+        else:
+            walk(root, _flat(event).get, found.append)
         out: set[Hashable] = set()
         out.update(*found)
         return out

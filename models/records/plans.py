@@ -28,6 +28,12 @@ attribute index, flattened:
   other kinds than strings and numbers) goes through the attribute index's own
   ``probe`` and folds each item found.
 
+The walk itself runs compiled when it can: :mod:`~pubsift.models.records._walk` (Cython,
+built by ``pip install``) reads the parts' ``spec`` (the data of each closure below) and
+runs the common parts as typed methods, with no Python call per part and per node; the
+Python :func:`walk` is its reference and its fallback (no compiler, ``PUBSIFT_PURE_PYTHON``
+set, or a build older than its source), and the tests run every script through both.
+
 Answers are those of ``AttributeIndex.probe`` (the items of both are the same nodes);
 the plans only change how they are reached. A plan is a snapshot: the index drops it when
 the node's children change and builds it again (see ``RecordsIndex``).
@@ -35,8 +41,11 @@ the node's children change and builds it again (see ``RecordsIndex``).
 
 from __future__ import annotations
 
+import os
+import warnings
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pubsift.models.constraints.constraints import ABSENT
@@ -117,7 +126,7 @@ def walk(root: Any, get: Any, update: Any) -> None:
             if node.misses < node.compile_after():
                 node.misses += run_unfolded(node.children, get, update, extend)
                 continue
-            plan = node.plan = compile_node(node.children)
+            plan = compile_plan(node)
         for name, on_str, on_num, absent, ai in plan:
             v = get(name, ABSENT)
             c = v.__class__
@@ -147,6 +156,49 @@ def run_unfolded(children: dict[str, AttributeIndex], get: Any, update: Any, ext
             continue
         work += apply_items(ai.probe(v), update, extend)
     return work
+
+
+def compile_plan(node: Any) -> NodePlan:
+    """Builds the node's plan (and its compiled form when the compiled walk is in use)."""
+    plan = node.plan = compile_node(node.children)
+    node.cplan = ENGINE.convert(plan) if ENGINE is not None else None
+    return plan
+
+
+def step(node: Any, attrs: dict[str, Any], found: list, queue: list) -> None:
+    """One node of the compiled walk that has no compiled plan, in Python: walked
+    unfolded, or compiled now (then walked through its plan once here)."""
+    update = found.append
+    get = attrs.get
+    plan = node.plan
+    if plan is None:
+        if not node.children:
+            return
+        if node.misses < node.compile_after():
+            node.misses += run_unfolded(node.children, get, update, queue.extend)
+            return
+        plan = compile_plan(node)
+    extend = queue.extend
+    for name, on_str, on_num, absent, ai in plan:
+        v = get(name, ABSENT)
+        c = v.__class__
+        if c is str:
+            for p in on_str:
+                p(v, update, extend)
+        elif c is float or c is int:
+            for p in on_num:
+                p(v, update, extend)
+        elif v is ABSENT:
+            if absent is not None:
+                update(absent[0])
+                if absent[1]:
+                    extend(absent[1])
+        else:
+            apply_items(ai.probe(v), update, extend)
+
+
+def _probe(ai: AttributeIndex, v: Any, found: list, queue: list) -> None:
+    apply_items(ai.probe(v), found.append, queue.extend)
 
 
 def _compile(name: str, ai: AttributeIndex) -> tuple:
@@ -206,6 +258,7 @@ def _memoized(parts: list[Part]) -> tuple[Part, ...]:
         if r[1]:
             extend(r[1])
 
+    part.spec = ("memo", memo)  # type: ignore[attr-defined]
     return (part,)
 
 
@@ -220,6 +273,8 @@ def _hashed(buckets: dict, normalize: Any) -> Part:
                 update(r[0])
                 if r[1]:
                     extend(r[1])
+
+        part.spec = ("hashed", table)  # type: ignore[attr-defined]
     else:
 
         def part(v: Any, update: Any, extend: Any) -> None:
@@ -254,6 +309,7 @@ def _always(r: Folded) -> Part:
         if r[1]:
             extend(r[1])
 
+    part.spec = ("always", r)  # type: ignore[attr-defined]
     return part
 
 
@@ -334,6 +390,8 @@ def _one_sided(s: SortedItems, below: bool, right: bool) -> Part:
                 j = ioff[i]
                 if j:
                     extend(inner[:j])
+
+        part.spec = ("below", bounds, keys, koff, ioff, inner, heads, block, right)  # type: ignore[attr-defined]
     else:
         # tails[b]: the keys of keys[b * block:]
         tails = [frozenset(keys[b * block :]) for b in range(nk // block + 1)]
@@ -350,6 +408,8 @@ def _one_sided(s: SortedItems, below: bool, right: bool) -> Part:
             j = ioff[i]
             if j < len(inner):
                 extend(inner[j:])
+
+        part.spec = ("above", bounds, keys, koff, ioff, inner, tails, block, right)  # type: ignore[attr-defined]
 
     return part
 
@@ -393,6 +453,7 @@ def _two_sided(los: list, rest: list) -> Part:
                 if r[1]:
                     extend(r[1])
 
+        by_region.spec = ("regions", points, table)  # type: ignore[attr-defined]
         return by_region
     # segment tree over the 2m + 1 regions: an interval sits in O(log m) canonical nodes
     size = 1
@@ -436,4 +497,37 @@ def _two_sided(los: list, rest: list) -> Part:
             if r[1]:
                 extend(r[1])
 
+    part.spec = ("paths", points, paths)  # type: ignore[attr-defined]
     return part
+
+
+# -- the compiled walk -------------------------------------------------------------------
+#: The layout of the parts' ``spec`` attributes (``_walk.SPEC`` must be equal).
+SPEC = 1
+
+
+def _engine() -> Any:
+    """The compiled walk (:mod:`pubsift.models.records._walk`), or None: not built, built
+    for other specs, or ``PUBSIFT_PURE_PYTHON`` set to a non-empty value."""
+    if os.environ.get("PUBSIFT_PURE_PYTHON"):
+        return None
+    try:
+        from pubsift.models.records import _walk  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    if getattr(_walk, "SPEC", None) != SPEC:
+        return None
+    source = Path(__file__).with_name("_walk.pyx")
+    if source.is_file() and source.stat().st_mtime > Path(_walk.__file__).stat().st_mtime:
+        warnings.warn(
+            f"{_walk.__file__} is older than {source}: walking in Python until it is "
+            "rebuilt (pip install -e . or make install)",
+            stacklevel=2,
+        )
+        return None
+    _walk.setup(step, _probe)
+    return _walk
+
+
+#: The compiled walk in use (None: the Python walk, :func:`walk`).
+ENGINE: Any = _engine()

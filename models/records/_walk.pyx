@@ -1,0 +1,295 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The walk of the records index's compiled plans, compiled (Cython; issue 16 §2).
+
+The same walk as :func:`pubsift.models.records.plans.walk`, over the same plans: each
+part of a plan that :mod:`~pubsift.models.records.plans` built with a ``spec`` (hashed
+values, the string memo, one-sided runs, region tables, gathered segment-tree paths, a
+bucket for any value) is run here by a typed method, with no Python call per part; the
+other parts (prefixes, suffixes, residual tests, ``any``) stay Python closures called
+from here, and so does everything about a node without a compiled plan (``step``) and
+values of other kinds than strings and numbers (``probe``). Answers are those of the
+Python walk: ``tests/records/test_plans.py`` runs every script both ways. The module is
+optional: without it (no compiler at install time, or ``PUBSIFT_PURE_PYTHON=1``) the index
+walks in Python.
+"""
+
+from cpython.dict cimport PyDict_GetItem
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.object cimport PyObject, PyObject_RichCompareBool, Py_EQ, Py_LT
+
+#: The layout of the plans' specs this module reads (plans.SPEC must be equal).
+SPEC = 1
+
+cdef object _step = None
+cdef object _probe = None
+
+
+def setup(step, probe):
+    """``step(node, attrs, found, queue)``: one node in Python (no compiled plan);
+    ``probe(ai, v, found, queue)``: a value of another kind through its attribute index."""
+    global _step, _probe
+    _step = step
+    _probe = probe
+
+
+cdef inline Py_ssize_t _left(list a, object x) except -1:
+    """bisect_left (Python comparisons: exact across ints and floats)."""
+    cdef Py_ssize_t lo = 0, hi = PyList_GET_SIZE(a), mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if PyObject_RichCompareBool(<object>PyList_GET_ITEM(a, mid), x, Py_LT):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline Py_ssize_t _right(list a, object x) except -1:
+    """bisect_right."""
+    cdef Py_ssize_t lo = 0, hi = PyList_GET_SIZE(a), mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if PyObject_RichCompareBool(x, <object>PyList_GET_ITEM(a, mid), Py_LT):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+cdef inline int _give(tuple r, list found, list queue) except -1:
+    """A folded bucket (keys, inner): its keys to the answer, its inner nodes queued."""
+    found.append(r[0])
+    if r[1]:
+        queue.extend(r[1])
+    return 0
+
+
+cdef class Part:
+    cdef int run(self, object v, list found, list queue) except -1:
+        return 0
+
+
+cdef class Closure(Part):
+    """A part without a spec: its Python closure."""
+    cdef object fn
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    cdef int run(self, object v, list found, list queue) except -1:
+        self.fn(v, found.append, queue.extend)
+        return 0
+
+
+cdef class Hashed(Part):
+    cdef dict table
+
+    def __init__(self, dict table):
+        self.table = table
+
+    cdef int run(self, object v, list found, list queue) except -1:
+        cdef PyObject* r = PyDict_GetItem(self.table, v)
+        if r != NULL:
+            _give(<tuple>r, found, queue)
+        return 0
+
+
+cdef class Memo(Part):
+    """The string memo: a hit here, a miss through the Python part (which fills it)."""
+    cdef dict memo
+    cdef object fn
+
+    def __init__(self, dict memo, fn):
+        self.memo = memo
+        self.fn = fn
+
+    cdef int run(self, object v, list found, list queue) except -1:
+        cdef PyObject* r = PyDict_GetItem(self.memo, v)
+        if r != NULL:
+            _give(<tuple>r, found, queue)
+        else:
+            self.fn(v, found.append, queue.extend)
+        return 0
+
+
+cdef class Always(Part):
+    cdef tuple r
+
+    def __init__(self, tuple r):
+        self.r = r
+
+    cdef int run(self, object v, list found, list queue) except -1:
+        _give(self.r, found, queue)
+        return 0
+
+
+cdef class Below(Part):
+    """Lower bounds: the run items[:i]."""
+    cdef list bounds, keys, koff, ioff, inner, heads
+    cdef Py_ssize_t block
+    cdef bint right
+
+    def __init__(self, list bounds, list keys, list koff, list ioff, list inner, list heads,
+                 Py_ssize_t block, bint right):
+        self.bounds, self.keys, self.koff, self.ioff = bounds, keys, koff, ioff
+        self.inner, self.heads, self.block, self.right = inner, heads, block, right
+
+    cdef int run(self, object v, list found, list queue) except -1:
+        cdef Py_ssize_t i = _right(self.bounds, v) if self.right else _left(self.bounds, v)
+        cdef Py_ssize_t k, b, j
+        if i:
+            k = self.koff[i]
+            b = k // self.block
+            if b:
+                found.append(self.heads[b])
+            if k > b * self.block:
+                found.append(self.keys[b * self.block : k])
+            j = self.ioff[i]
+            if j:
+                queue.extend(self.inner[:j])
+        return 0
+
+
+cdef class Above(Part):
+    """Upper bounds: the run items[i:]."""
+    cdef list bounds, keys, koff, ioff, inner, tails
+    cdef Py_ssize_t block, nk, ni
+    cdef bint right
+
+    def __init__(self, list bounds, list keys, list koff, list ioff, list inner, list tails,
+                 Py_ssize_t block, bint right):
+        self.bounds, self.keys, self.koff, self.ioff = bounds, keys, koff, ioff
+        self.inner, self.tails, self.block, self.right = inner, tails, block, right
+        self.nk = len(keys)
+        self.ni = len(inner)
+
+    cdef int run(self, object v, list found, list queue) except -1:
+        cdef Py_ssize_t i = _right(self.bounds, v) if self.right else _left(self.bounds, v)
+        cdef Py_ssize_t k = self.koff[i]
+        cdef Py_ssize_t b = (k + self.block - 1) // self.block
+        cdef Py_ssize_t j
+        if k < b * self.block:
+            found.append(self.keys[k : b * self.block])
+        if b * self.block < self.nk:
+            found.append(self.tails[b])
+        j = self.ioff[i]
+        if j < self.ni:
+            queue.extend(self.inner[j:])
+        return 0
+
+
+cdef class Regions(Part):
+    """Elementary regions of interval endpoints: one folded bucket (or None) each."""
+    cdef list points, table
+    cdef Py_ssize_t m
+
+    def __init__(self, list points, list table):
+        self.points, self.table, self.m = points, table, len(points)
+
+    cdef int run(self, object v, list found, list queue) except -1:
+        cdef Py_ssize_t i = _left(self.points, v)
+        cdef object r
+        if i < self.m and PyObject_RichCompareBool(<object>PyList_GET_ITEM(self.points, i), v, Py_EQ):
+            r = <object>PyList_GET_ITEM(self.table, 2 * i + 1)
+        else:
+            r = <object>PyList_GET_ITEM(self.table, 2 * i)
+        if r is not None:
+            _give(<tuple>r, found, queue)
+        return 0
+
+
+cdef class Paths(Part):
+    """Regions of a segment tree: (key sets, inner nodes) gathered per region."""
+    cdef list points, paths
+    cdef Py_ssize_t m
+
+    def __init__(self, list points, list paths):
+        self.points, self.paths, self.m = points, paths, len(points)
+
+    cdef int run(self, object v, list found, list queue) except -1:
+        cdef Py_ssize_t i = _left(self.points, v)
+        cdef object r
+        if i < self.m and PyObject_RichCompareBool(<object>PyList_GET_ITEM(self.points, i), v, Py_EQ):
+            r = <object>PyList_GET_ITEM(self.paths, 2 * i + 1)
+        else:
+            r = <object>PyList_GET_ITEM(self.paths, 2 * i)
+        if r is not None:
+            found.extend((<tuple>r)[0])
+            if (<tuple>r)[1]:
+                queue.extend((<tuple>r)[1])
+        return 0
+
+
+cdef Part _part(object p):
+    spec = getattr(p, "spec", None)
+    if spec is None:
+        return Closure(p)
+    kind = spec[0]
+    if kind == "hashed":
+        return Hashed(spec[1])
+    if kind == "memo":
+        return Memo(spec[1], p)
+    if kind == "always":
+        return Always(spec[1])
+    if kind == "below":
+        return Below(*spec[1:])
+    if kind == "above":
+        return Above(*spec[1:])
+    if kind == "regions":
+        return Regions(spec[1], spec[2])
+    if kind == "paths":
+        return Paths(spec[1], spec[2])
+    return Closure(p)
+
+
+cdef class Entry:
+    """One attribute of a node's plan."""
+    cdef object name, absent, ai
+    cdef tuple on_str, on_num
+
+    def __init__(self, name, tuple on_str, tuple on_num, absent, ai):
+        self.name = name
+        self.on_str = tuple([_part(p) for p in on_str])
+        self.on_num = tuple([_part(p) for p in on_num])
+        self.absent = absent
+        self.ai = ai
+
+
+def convert(tuple plan):
+    """The compiled form of a node's plan (plans.NodePlan)."""
+    return tuple([Entry(*e) for e in plan])
+
+
+def walk(object root, dict attrs, list found):
+    """plans.walk: adds to ``found`` the key sets of every filter below ``root`` that the
+    flat event ``attrs`` satisfies (``root``'s own keys are the caller's)."""
+    cdef list queue = [root]
+    cdef Py_ssize_t qi = 0
+    cdef object node, v, cplan
+    cdef Entry e
+    cdef Part p
+    cdef PyObject* pv
+    cdef type c
+    while qi < PyList_GET_SIZE(queue):
+        node = <object>PyList_GET_ITEM(queue, qi)
+        qi += 1
+        cplan = node.cplan
+        if cplan is None:
+            _step(node, attrs, found, queue)
+            continue
+        for e in <tuple>cplan:
+            pv = PyDict_GetItem(attrs, e.name)
+            if pv == NULL:
+                if e.absent is not None:
+                    _give(<tuple>e.absent, found, queue)
+                continue
+            v = <object>pv
+            c = type(v)
+            if c is str:
+                for p in e.on_str:
+                    p.run(v, found, queue)
+            elif c is float or c is int:
+                for p in e.on_num:
+                    p.run(v, found, queue)
+            else:
+                _probe(e.ai, v, found, queue)
