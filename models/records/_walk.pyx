@@ -18,7 +18,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.object cimport PyObject, PyObject_RichCompareBool, Py_EQ, Py_LT
 
 #: The layout of the plans' specs this module reads (plans.SPEC must be equal).
-SPEC = 1
+SPEC = 2
 
 cdef object _step = None
 cdef object _probe = None
@@ -26,7 +26,8 @@ cdef object _probe = None
 
 def setup(step, probe):
     """``step(node, attrs, found, queue)``: one node in Python (no compiled plan);
-    ``probe(ai, v, found, queue)``: a value of another kind through its attribute index."""
+    ``probe(ai, v, found, queue)``: a value of another kind through its attribute index
+    (``found``: the answer set, ``queue``: the nodes to walk)."""
     global _step, _probe
     _step = step
     _probe = probe
@@ -56,16 +57,16 @@ cdef inline Py_ssize_t _right(list a, object x) except -1:
     return lo
 
 
-cdef inline int _give(tuple r, list found, list queue) except -1:
+cdef inline int _give(tuple r, set found, list queue) except -1:
     """A folded bucket (keys, inner): its keys to the answer, its inner nodes queued."""
-    found.append(r[0])
+    found.update(r[0])
     if r[1]:
         queue.extend(r[1])
     return 0
 
 
 cdef class Part:
-    cdef int run(self, object v, list found, list queue) except -1:
+    cdef int run(self, object v, set found, list queue) except -1:
         return 0
 
 
@@ -76,8 +77,8 @@ cdef class Closure(Part):
     def __init__(self, fn):
         self.fn = fn
 
-    cdef int run(self, object v, list found, list queue) except -1:
-        self.fn(v, found.append, queue.extend)
+    cdef int run(self, object v, set found, list queue) except -1:
+        self.fn(v, found.update, queue.extend)
         return 0
 
 
@@ -87,7 +88,7 @@ cdef class Hashed(Part):
     def __init__(self, dict table):
         self.table = table
 
-    cdef int run(self, object v, list found, list queue) except -1:
+    cdef int run(self, object v, set found, list queue) except -1:
         cdef PyObject* r = PyDict_GetItem(self.table, v)
         if r != NULL:
             _give(<tuple>r, found, queue)
@@ -103,12 +104,12 @@ cdef class Memo(Part):
         self.memo = memo
         self.fn = fn
 
-    cdef int run(self, object v, list found, list queue) except -1:
+    cdef int run(self, object v, set found, list queue) except -1:
         cdef PyObject* r = PyDict_GetItem(self.memo, v)
         if r != NULL:
             _give(<tuple>r, found, queue)
         else:
-            self.fn(v, found.append, queue.extend)
+            self.fn(v, found.update, queue.extend)
         return 0
 
 
@@ -118,7 +119,7 @@ cdef class Always(Part):
     def __init__(self, tuple r):
         self.r = r
 
-    cdef int run(self, object v, list found, list queue) except -1:
+    cdef int run(self, object v, set found, list queue) except -1:
         _give(self.r, found, queue)
         return 0
 
@@ -134,16 +135,16 @@ cdef class Below(Part):
         self.bounds, self.keys, self.koff, self.ioff = bounds, keys, koff, ioff
         self.inner, self.heads, self.block, self.right = inner, heads, block, right
 
-    cdef int run(self, object v, list found, list queue) except -1:
+    cdef int run(self, object v, set found, list queue) except -1:
         cdef Py_ssize_t i = _right(self.bounds, v) if self.right else _left(self.bounds, v)
         cdef Py_ssize_t k, b, j
         if i:
             k = self.koff[i]
             b = k // self.block
             if b:
-                found.append(self.heads[b])
+                found.update(self.heads[b])
             if k > b * self.block:
-                found.append(self.keys[b * self.block : k])
+                found.update(self.keys[b * self.block : k])
             j = self.ioff[i]
             if j:
                 queue.extend(self.inner[:j])
@@ -163,15 +164,15 @@ cdef class Above(Part):
         self.nk = len(keys)
         self.ni = len(inner)
 
-    cdef int run(self, object v, list found, list queue) except -1:
+    cdef int run(self, object v, set found, list queue) except -1:
         cdef Py_ssize_t i = _right(self.bounds, v) if self.right else _left(self.bounds, v)
         cdef Py_ssize_t k = self.koff[i]
         cdef Py_ssize_t b = (k + self.block - 1) // self.block
         cdef Py_ssize_t j
         if k < b * self.block:
-            found.append(self.keys[k : b * self.block])
+            found.update(self.keys[k : b * self.block])
         if b * self.block < self.nk:
-            found.append(self.tails[b])
+            found.update(self.tails[b])
         j = self.ioff[i]
         if j < self.ni:
             queue.extend(self.inner[j:])
@@ -186,7 +187,7 @@ cdef class Regions(Part):
     def __init__(self, list points, list table):
         self.points, self.table, self.m = points, table, len(points)
 
-    cdef int run(self, object v, list found, list queue) except -1:
+    cdef int run(self, object v, set found, list queue) except -1:
         cdef Py_ssize_t i = _left(self.points, v)
         cdef object r
         if i < self.m and PyObject_RichCompareBool(<object>PyList_GET_ITEM(self.points, i), v, Py_EQ):
@@ -206,7 +207,7 @@ cdef class Paths(Part):
     def __init__(self, list points, list paths):
         self.points, self.paths, self.m = points, paths, len(points)
 
-    cdef int run(self, object v, list found, list queue) except -1:
+    cdef int run(self, object v, set found, list queue) except -1:
         cdef Py_ssize_t i = _left(self.points, v)
         cdef object r
         if i < self.m and PyObject_RichCompareBool(<object>PyList_GET_ITEM(self.points, i), v, Py_EQ):
@@ -214,7 +215,8 @@ cdef class Paths(Part):
         else:
             r = <object>PyList_GET_ITEM(self.paths, 2 * i)
         if r is not None:
-            found.extend((<tuple>r)[0])
+            for keys in (<tuple>r)[0]:
+                found.update(keys)
             if (<tuple>r)[1]:
                 queue.extend((<tuple>r)[1])
         return 0
@@ -260,9 +262,13 @@ def convert(tuple plan):
     return tuple([Entry(*e) for e in plan])
 
 
-def walk(object root, dict attrs, list found):
-    """plans.walk: adds to ``found`` the key sets of every filter below ``root`` that the
-    flat event ``attrs`` satisfies (``root``'s own keys are the caller's)."""
+def match(object root, dict attrs):
+    """The keys of every filter below and at ``root`` that the flat event ``attrs``
+    satisfies: ``RecordsIndex.match`` (plans.walk, the answer built as it goes)."""
+    cdef set found = set()
+    entry = root.entry
+    if entry is not None:
+        found.update(entry.keys)
     cdef list queue = [root]
     cdef Py_ssize_t qi = 0
     cdef object node, v, cplan
@@ -293,3 +299,4 @@ def walk(object root, dict attrs, list found):
                     p.run(v, found, queue)
             else:
                 _probe(e.ai, v, found, queue)
+    return found

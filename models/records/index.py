@@ -18,10 +18,12 @@ matching subscriptions, not the held ones.
 
 Compiled plans. ``match`` walks each node through its plan (:mod:`~pubsift.models.records.plans`):
 the node's attribute indexes with the children *folded*, so a bucket of children costs one
-``set.update`` of their keys instead of one step per child, one-sided bounds are one
-bisect and one slice, intervals one bisect into a table of elementary regions (or a
+key set (a frozenset, copied into the answer with its stored hashes) instead of one step
+per child, one-sided bounds are one bisect, one precomputed set and a short slice,
+intervals one bisect into a table of elementary regions (or into the gathered paths of a
 segment tree), and the string parts of an attribute (``=``, ``in``, prefixes) one memo
-lookup per value. A plan is dropped when its node's children change (or their keys), and
+lookup per value. The walk over the plans runs compiled
+(:mod:`~pubsift.models.records._walk`, Cython) when it is built, else in Python. A plan is dropped when its node's children change (or their keys), and
 rebuilt once enough matches have walked the node unfolded to pay for it
 (``PLAN_SLACK``: once the unfolded walks have touched about as many items as building
 touches): a node that changes more often than that is never compiled, and costs what it
@@ -421,17 +423,17 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         return out
 
     def match(self, event: Record) -> set[Hashable]:
-        # the walk of _matching through the nodes' compiled plans (:mod:`plans`), which
-        # hands over key sets (mostly frozensets); one update builds the answer from them
+        # the walk of _matching through the nodes' compiled plans (:mod:`plans`): compiled
+        # (_walk.match, which builds the answer as it goes), or in Python, which hands
+        # over key sets (mostly frozensets) that one update turns into the answer
+        engine = plans.ENGINE
+        if engine is not None:
+            return engine.match(self._root, _flat(event))  # type: ignore[no-any-return]
         found: list[Any] = []
         root = self._root
         if root.entry is not None:
             found.append(root.entry.keys)
-        engine = plans.ENGINE
-        if engine is not None:
-            engine.walk(root, _flat(event), found)
-        else:
-            walk(root, _flat(event).get, found.append)
+        walk(root, _flat(event).get, found.append)
         out: set[Hashable] = set()
         out.update(*found)
         return out

@@ -165,10 +165,11 @@ def compile_plan(node: Any) -> NodePlan:
     return plan
 
 
-def step(node: Any, attrs: dict[str, Any], found: list, queue: list) -> None:
+def step(node: Any, attrs: dict[str, Any], found: set, queue: list) -> None:
     """One node of the compiled walk that has no compiled plan, in Python: walked
-    unfolded, or compiled now (then walked through its plan once here)."""
-    update = found.append
+    unfolded, or compiled now (then walked through its plan once here); ``found`` is the
+    answer."""
+    update = found.update
     get = attrs.get
     plan = node.plan
     if plan is None:
@@ -197,8 +198,8 @@ def step(node: Any, attrs: dict[str, Any], found: list, queue: list) -> None:
             apply_items(ai.probe(v), update, extend)
 
 
-def _probe(ai: AttributeIndex, v: Any, found: list, queue: list) -> None:
-    apply_items(ai.probe(v), found.append, queue.extend)
+def _probe(ai: AttributeIndex, v: Any, found: set, queue: list) -> None:
+    apply_items(ai.probe(v), found.update, queue.extend)
 
 
 def _compile(name: str, ai: AttributeIndex) -> tuple:
@@ -503,7 +504,7 @@ def _two_sided(los: list, rest: list) -> Part:
 
 # -- the compiled walk -------------------------------------------------------------------
 #: The layout of the parts' ``spec`` attributes (``_walk.SPEC`` must be equal).
-SPEC = 1
+SPEC = 2
 
 
 def _engine() -> Any:
