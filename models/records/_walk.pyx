@@ -15,6 +15,9 @@ walks in Python.
 
 from cpython.dict cimport PyDict_GetItem
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject, PyObject_RichCompareBool, Py_EQ, Py_LT
 
 #: The layout of the plans' specs this module reads (plans.SPEC must be equal).
@@ -55,6 +58,93 @@ cdef inline Py_ssize_t _right(list a, object x) except -1:
         else:
             lo = mid + 1
     return lo
+
+
+#: Integers of at most this magnitude are exact as doubles.
+cdef long long _EXACT = 9007199254740992  # 2 ** 53
+
+
+cdef class Sorted:
+    """Sorted bounds for bisect: compared as C doubles (one contiguous array, no pointer
+    chase per comparison) when every bound and the value are floats or integers exact as
+    doubles, where double comparisons are Python's; else with Python comparisons."""
+    cdef list objs
+    cdef double* d
+    cdef Py_ssize_t n
+
+    def __cinit__(self, list objs):
+        self.objs = objs
+        self.n = len(objs)
+        self.d = NULL
+        cdef Py_ssize_t i
+        cdef double x
+        for b in objs:
+            if type(b) is not float and not (type(b) is int and -_EXACT <= b <= _EXACT):
+                return
+        self.d = <double*>PyMem_Malloc(max(self.n, 1) * sizeof(double))
+        if self.d == NULL:
+            raise MemoryError()
+        for i in range(self.n):
+            self.d[i] = <double>objs[i]
+
+    def __dealloc__(self):
+        PyMem_Free(self.d)
+
+    cdef inline bint as_double(self, object v, double* out):
+        """v as a double when the array may be used for it."""
+        cdef long long iv
+        cdef int overflow = 0
+        if self.d == NULL:
+            return False
+        if type(v) is float:
+            out[0] = PyFloat_AS_DOUBLE(v)
+            return True
+        iv = PyLong_AsLongLongAndOverflow(v, &overflow)
+        if overflow or iv > _EXACT or iv < -_EXACT:
+            return False
+        out[0] = <double>iv
+        return True
+
+    cdef Py_ssize_t left(self, object v) except -1:
+        """bisect_left."""
+        cdef double x
+        cdef Py_ssize_t lo = 0, hi = self.n, mid
+        if self.as_double(v, &x):
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if self.d[mid] < x:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            return lo
+        return _left(self.objs, v)
+
+    cdef Py_ssize_t right(self, object v) except -1:
+        """bisect_right."""
+        cdef double x
+        cdef Py_ssize_t lo = 0, hi = self.n, mid
+        if self.as_double(v, &x):
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if x < self.d[mid]:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            return lo
+        return _right(self.objs, v)
+
+    cdef Py_ssize_t region(self, object v) except -1:
+        """The elementary region of v: 2i + 1 if v equals the i-th point, else 2i with i
+        the number of points below v."""
+        cdef double x
+        cdef Py_ssize_t i
+        if self.as_double(v, &x):
+            i = self.left(v)
+            return 2 * i + 1 if i < self.n and self.d[i] == x else 2 * i
+        i = _left(self.objs, v)
+        if i < self.n and PyObject_RichCompareBool(<object>PyList_GET_ITEM(self.objs, i), v, Py_EQ):
+            return 2 * i + 1
+        return 2 * i
 
 
 cdef inline int _give(tuple r, set found, list queue) except -1:
@@ -126,17 +216,18 @@ cdef class Always(Part):
 
 cdef class Below(Part):
     """Lower bounds: the run items[:i]."""
-    cdef list bounds, keys, koff, ioff, inner, heads
+    cdef Sorted bounds
+    cdef list keys, koff, ioff, inner, heads
     cdef Py_ssize_t block
     cdef bint right
 
     def __init__(self, list bounds, list keys, list koff, list ioff, list inner, list heads,
                  Py_ssize_t block, bint right):
-        self.bounds, self.keys, self.koff, self.ioff = bounds, keys, koff, ioff
+        self.bounds, self.keys, self.koff, self.ioff = Sorted(bounds), keys, koff, ioff
         self.inner, self.heads, self.block, self.right = inner, heads, block, right
 
     cdef int run(self, object v, set found, list queue) except -1:
-        cdef Py_ssize_t i = _right(self.bounds, v) if self.right else _left(self.bounds, v)
+        cdef Py_ssize_t i = self.bounds.right(v) if self.right else self.bounds.left(v)
         cdef Py_ssize_t k, b, j
         if i:
             k = self.koff[i]
@@ -153,19 +244,20 @@ cdef class Below(Part):
 
 cdef class Above(Part):
     """Upper bounds: the run items[i:]."""
-    cdef list bounds, keys, koff, ioff, inner, tails
+    cdef Sorted bounds
+    cdef list keys, koff, ioff, inner, tails
     cdef Py_ssize_t block, nk, ni
     cdef bint right
 
     def __init__(self, list bounds, list keys, list koff, list ioff, list inner, list tails,
                  Py_ssize_t block, bint right):
-        self.bounds, self.keys, self.koff, self.ioff = bounds, keys, koff, ioff
+        self.bounds, self.keys, self.koff, self.ioff = Sorted(bounds), keys, koff, ioff
         self.inner, self.tails, self.block, self.right = inner, tails, block, right
         self.nk = len(keys)
         self.ni = len(inner)
 
     cdef int run(self, object v, set found, list queue) except -1:
-        cdef Py_ssize_t i = _right(self.bounds, v) if self.right else _left(self.bounds, v)
+        cdef Py_ssize_t i = self.bounds.right(v) if self.right else self.bounds.left(v)
         cdef Py_ssize_t k = self.koff[i]
         cdef Py_ssize_t b = (k + self.block - 1) // self.block
         cdef Py_ssize_t j
@@ -181,19 +273,14 @@ cdef class Above(Part):
 
 cdef class Regions(Part):
     """Elementary regions of interval endpoints: one folded bucket (or None) each."""
-    cdef list points, table
-    cdef Py_ssize_t m
+    cdef Sorted points
+    cdef list table
 
     def __init__(self, list points, list table):
-        self.points, self.table, self.m = points, table, len(points)
+        self.points, self.table = Sorted(points), table
 
     cdef int run(self, object v, set found, list queue) except -1:
-        cdef Py_ssize_t i = _left(self.points, v)
-        cdef object r
-        if i < self.m and PyObject_RichCompareBool(<object>PyList_GET_ITEM(self.points, i), v, Py_EQ):
-            r = <object>PyList_GET_ITEM(self.table, 2 * i + 1)
-        else:
-            r = <object>PyList_GET_ITEM(self.table, 2 * i)
+        cdef object r = <object>PyList_GET_ITEM(self.table, self.points.region(v))
         if r is not None:
             _give(<tuple>r, found, queue)
         return 0
@@ -201,19 +288,14 @@ cdef class Regions(Part):
 
 cdef class Paths(Part):
     """Regions of a segment tree: (key sets, inner nodes) gathered per region."""
-    cdef list points, paths
-    cdef Py_ssize_t m
+    cdef Sorted points
+    cdef list paths
 
     def __init__(self, list points, list paths):
-        self.points, self.paths, self.m = points, paths, len(points)
+        self.points, self.paths = Sorted(points), paths
 
     cdef int run(self, object v, set found, list queue) except -1:
-        cdef Py_ssize_t i = _left(self.points, v)
-        cdef object r
-        if i < self.m and PyObject_RichCompareBool(<object>PyList_GET_ITEM(self.points, i), v, Py_EQ):
-            r = <object>PyList_GET_ITEM(self.paths, 2 * i + 1)
-        else:
-            r = <object>PyList_GET_ITEM(self.paths, 2 * i)
+        cdef object r = <object>PyList_GET_ITEM(self.paths, self.points.region(v))
         if r is not None:
             for keys in (<tuple>r)[0]:
                 found.update(keys)

@@ -254,3 +254,44 @@ def test_intervals_and_runs_whose_nodes_have_children(engine, name):
         for _ in range(2):  # the second time through the plans
             for e in evs:
                 assert index.match(e) == scan(pairs, e), e
+
+
+BIG = 2**53  # the first integer past which not every integer is a double
+
+
+@pytest.mark.parametrize("name", ["compiled", "segment-trees"])
+def test_numbers_past_the_doubles_compare_exactly(engine, name):
+    """The compiled walk compares bounds as C doubles only where that is exact: bounds
+    and values beyond 2^53 (integers no double holds) are compared as Python does, and
+    1 == 1.0 at region points; answers equal the scan."""
+    numbers = [BIG - 1, BIG, BIG + 1, BIG + 2, float(BIG), float(BIG + 2), -BIG - 1, 0, 0.0, 1]
+    index = RecordsIndex(MODEL)
+    pairs = []
+    k = 0
+    for i, lo in enumerate(numbers):
+        for c in (
+            Constraint(Op.IN_RANGE, Interval(lo, numbers[(i + 1) % len(numbers)])),
+            Constraint(Op.IN_RANGE, Interval(lo, BIG + 1, i % 2 == 0, i % 3 == 0)),
+            Constraint(Op.GE, lo),
+            Constraint(Op.GT, lo),
+            Constraint(Op.LE, lo),
+            Constraint(Op.LT, lo),
+        ):
+            try:
+                f = RecordFilter.of({"n": c})
+            except ValueError:  # an empty interval
+                continue
+            index.add(f, k)
+            pairs.append((f, k))
+            k += 1
+    # only exact bounds on a second attribute: the double arrays are in use there
+    for j, b in enumerate((0, 0.5, 1, 2.5, BIG)):
+        f = RecordFilter.of({"m": Constraint(Op.IN_RANGE, Interval(b - 1, b))})
+        index.add(f, ("m", j))
+        pairs.append((f, ("m", j)))
+    values = [*numbers, BIG + 3, 10**20, -(10**20), 0.5, -0.5, 1e300, -1e300, 2.5, BIG - 0.5]
+    evs = [Record({"n": v, "m": w}, {}) for v in values for w in values]
+    with mode(name):
+        for _ in range(2):
+            for e in evs:
+                assert index.match(e) == scan(pairs, e), e
