@@ -29,22 +29,24 @@ rebuilt once enough matches have walked the node unfolded to pay for it
 touches): a node that changes more often than that is never compiled, and costs what it
 cost before plans.
 
-Measured with ``bench/records_match.py`` (quotes workload, 20,000 S&P 500 quote events,
-CPU time of one process on a busy 2-core machine, median of 5 runs; baselines on the
-same events as the index; see ``bench/results.md`` for the latest ``make bench``)
-against Mühl's counting over the same attribute structures and the linear scan over
-``RecordFilter.matches``, events/s::
+Measured with ``bench/records_match.py --quick`` (quotes workload, 5,000 sampled S&P 500
+quote events, CPU time of one process on a 2-core machine, median of 3 runs, the answer
+of each event dropped as a router does; baselines on the same events as the index; see
+``bench/results.md`` for the latest ``make bench``) against Mühl's counting over the same
+attribute structures, events/s, on 2026-11-27 (issue 16)::
 
-    subscriptions   matches/event   this index   without plans   counting (Fig. 4.6)
-    1,000                 2.8        395,594         223,545          40,353
-    10,000               29.4        231,030         108,740           3,173
-    100,000             296.0         84,200          22,391             102
+    subscriptions   matches/event   compiled walk   Python walk   counting (Fig. 4.6)
+    10,000               29.4          270,533        143,345          1,842
+    100,000             296.0           78,486         39,257             53
 
-("without plans": the same tree walked through ``AttributeIndex.probe``, before the
-plans, measured with the same script in the same session.) These are steady-state
-figures over the sample in the file's order (by symbol, then date): in the order a feed
-publishes (by date) the same events cost more cache misses, and building the plans,
-keeping all answers (``match_batch``) cost more too; ``bench/results.md`` has all of them.
+(both walks over the same plans, timed one after the other in one run; a second run gave
+215,214 and 73,084 events/s for the compiled walk. The machine's speed varies by up to 2×
+from hour to hour: compare figures of one run only.) Before the compiled walk and the
+frozenset buckets, the same script gave 111,548 and 44,602 events/s. These are
+steady-state figures over the sample in the file's order (by symbol, then date): in the
+order a feed publishes (by date) the same events cost more cache misses, and building the
+plans, keeping all answers (``match_batch``) cost more too; ``bench/results.md`` has all
+of them.
 
 Counting pays for every satisfied price range of other stocks; the tree pays per match.
 
