@@ -14,8 +14,10 @@ except ImportError:  # pip's isolated build always has it (pyproject's build req
     extensions = []
 else:
     extensions = cythonize(
-        [Extension("pubsift.models.records._walk", ["models/records/_walk.pyx"], optional=True)],
+        [Extension("pubsift.models.records._walk", ["models/records/_walk.pyx"])],
         compiler_directives={"language_level": 3},
     )
+    for extension in extensions:
+        extension.optional = True  # a failed compilation warns; cythonize drops the flag
 
 setup(ext_modules=extensions)
