@@ -6,13 +6,17 @@ without it and the index walks in Python (``pubsift.models.records.plans.walk``)
 same answers.
 """
 
+from pathlib import Path
+
 from setuptools import Extension, setup
 
 try:
     from Cython.Build import cythonize
 except ImportError:  # pip's isolated build always has it (pyproject's build requires)
-    extensions = []
-else:
+    cythonize = None
+
+extensions = []
+if cythonize is not None and Path("models/records/_walk.pyx").is_file():
     extensions = cythonize(
         [Extension("pubsift.models.records._walk", ["models/records/_walk.pyx"])],
         compiler_directives={"language_level": 3},

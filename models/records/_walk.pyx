@@ -142,7 +142,9 @@ cdef class Sorted:
             i = self.left(v)
             return 2 * i + 1 if i < self.n and self.d[i] == x else 2 * i
         i = _left(self.objs, v)
-        if i < self.n and PyObject_RichCompareBool(<object>PyList_GET_ITEM(self.objs, i), v, Py_EQ):
+        # ``==`` as plans.py compares (RichCompareBool would take an object as equal to
+        # itself, a NaN too)
+        if i < self.n and (<object>PyList_GET_ITEM(self.objs, i)) == v:
             return 2 * i + 1
         return 2 * i
 
@@ -180,8 +182,10 @@ cdef class Hashed(Part):
 
     cdef int run(self, object v, set found, list queue) except -1:
         cdef PyObject* r = PyDict_GetItem(self.table, v)
+        cdef tuple t
         if r != NULL:
-            _give(<tuple>r, found, queue)
+            t = <tuple>r  # owned: the keys' __hash__ may run Python code
+            _give(t, found, queue)
         return 0
 
 
@@ -196,8 +200,12 @@ cdef class Memo(Part):
 
     cdef int run(self, object v, set found, list queue) except -1:
         cdef PyObject* r = PyDict_GetItem(self.memo, v)
+        cdef tuple t
         if r != NULL:
-            _give(<tuple>r, found, queue)
+            # owned: the keys' __hash__ may run Python code that empties the memo (a
+            # match from inside it), which would free a borrowed bucket
+            t = <tuple>r
+            _give(t, found, queue)
         else:
             self.fn(v, found.update, queue.extend)
         return 0

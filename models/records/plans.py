@@ -179,6 +179,8 @@ def step(node: Any, attrs: dict[str, Any], found: set, queue: list) -> None:
             node.misses += run_unfolded(node.children, get, update, queue.extend)
             return
         plan = compile_plan(node)
+    elif ENGINE is not None:  # built while the Python walk was in use
+        node.cplan = ENGINE.convert(plan)
     extend = queue.extend
     for name, on_str, on_num, absent, ai in plan:
         v = get(name, ABSENT)
@@ -517,6 +519,11 @@ def _engine() -> Any:
     except ImportError:
         return None
     if getattr(_walk, "SPEC", None) != SPEC:
+        warnings.warn(
+            f"{_walk.__file__} reads plans of another layout (SPEC {getattr(_walk, 'SPEC', None)}"
+            f", plans.py has {SPEC}): walking in Python until it is rebuilt",
+            stacklevel=2,
+        )
         return None
     source = Path(__file__).with_name("_walk.pyx")
     if source.is_file() and source.stat().st_mtime > Path(_walk.__file__).stat().st_mtime:

@@ -33,6 +33,8 @@ TOY = Path(__file__).resolve().parent / "toy_dist"
 #: what a build of pubsift reads: pyproject, the README and every folder package-dir maps
 SOURCES = (
     "pyproject.toml",
+    "setup.py",  # the compiled records walk (models/records/_walk.pyx)
+    "MANIFEST.in",
     "README.md",
     *sorted(
         set(
@@ -92,7 +94,12 @@ def test_fresh_venv_base_pubsift_then_third_party_model_with_kit(tmp_path):
     src.mkdir()
     for name in SOURCES:
         if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                ROOT / name,
+                src / name,
+                # what the build makes in place is made afresh
+                ignore=shutil.ignore_patterns("__pycache__", "*.so", "_walk.c"),
+            )
         else:
             shutil.copy(ROOT / name, src / name)
     _ok(
@@ -119,6 +126,10 @@ def test_fresh_venv_base_pubsift_then_third_party_model_with_kit(tmp_path):
     assert "1 passed" in out, out
     out = _ok(_run([bin_ / "python", "-c", RUNTIME], work))
     assert "KIT: pubsift's conformance kit needs hypothesis" in out, out
+    # the wheel carries the compiled records walk, and the index uses it
+    walk = "from pubsift.models.records import plans; print('ENGINE', plans.ENGINE is not None)"
+    out = _ok(_run([bin_ / "python", "-c", walk], work))
+    assert "ENGINE True" in out, out
 
     # 2. pubsift[kit] and a third-party model in its own distribution
     toy = tmp_path / "toy"
