@@ -44,6 +44,10 @@ class _Top:
     def __repr__(self) -> str:
         return "TOP"
 
+    def __reduce__(self) -> str:
+        """Pickled by name: compared by identity, it must load as the same object."""
+        return "TOP"
+
 
 TOP: Any = _Top()
 

@@ -352,3 +352,42 @@ def test_nan_at_a_region_point_is_not_equal_to_itself(engine):
     with mode("compiled"):
         for _ in range(3):  # unfolded, compiled (walked in Python once), compiled
             assert index.match(e) == ({"k"} if f.matches(e) else set())
+
+
+@pytest.mark.parametrize("dumps", ["pickle", "cloudpickle"])
+def test_an_index_pickled_after_matching_matches_and_changes_alike(engine, dumps):
+    """Nodes pickle without their plans (rebuilt on the copy), and ``TOP`` (the upper end
+    of string intervals, compared by identity) loads as itself, so the copy can remove
+    ``a > ""`` (it raised KeyError before; found by review)."""
+    import pickle
+
+    if dumps == "cloudpickle":
+        cloudpickle = pytest.importorskip("pyspark.cloudpickle")
+        dump = cloudpickle.dumps
+    else:
+        dump = pickle.dumps
+    from pubsift.models.constraints.intervals import TOP
+
+    assert pickle.loads(pickle.dumps(TOP)) is TOP
+    index = RecordsIndex(MODEL)
+    pairs = [
+        (RecordFilter.of({"a": Constraint(Op.GT, "")}), 0),
+        (RecordFilter.of({"a": Constraint(Op.EQ, "x"), "b": Constraint(Op.GE, 1)}), 1),
+        (RecordFilter.of({"b": Constraint(Op.IN_RANGE, Interval(0, 2))}), 2),
+    ]
+    for f, k in pairs:
+        index.add(f, k)
+    evs = [Record({"a": a, "b": b}, {}) for a in ("", "x", "y") for b in (0, 1, 2.5)]
+    with mode("compiled"):
+        for _ in range(3):
+            answers = [index.match(e) for e in evs]
+        try:
+            copy = pickle.loads(dump(index))
+        except (pickle.PicklingError, AttributeError, TypeError) as err:
+            # plain pickle cannot hold the filters' compiled tests (lambdas)
+            assert dumps == "pickle", err
+            return
+        assert [copy.match(e) for e in evs] == answers == [scan(pairs, e) for e in evs]
+        for f, k in pairs:
+            copy.remove(f, k)
+        assert [copy.match(e) for e in evs] == [set()] * len(evs)
