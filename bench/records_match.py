@@ -14,8 +14,10 @@ For each number of subscriptions (drawn from the real S&P 500 quotes by
 all in this run, on one core, with ``bench/harness.py``: CPU time of this process
 (``time.process_time``), each figure the median of ``--repeats`` runs after a warm-up
 run, its spread printed as ±half of (max - min) / median. The index is timed on the whole
-sample after three untimed passes (its compiled plans are built once unfolded walks have
-cost as much as building them; the first pass is shown as "cold"); the timed runs drop each answer as a router does ("index ev/s", with the compiled walk of
+sample after the untimed passes that build its plans (a node's plan is built once its
+unfolded walks have cost as much as building it: the passes go on until one builds no
+plan, "settle_passes" in the JSON, then two more as warm-up; the
+first pass is shown as "cold"); the timed runs drop each answer as a router does ("index ev/s", with the compiled walk of
 ``models/records/_walk.pyx`` when it is built; "Python walk ev/s": the same index and plans
 walked by the Python walk, ``plans.walk``, timed right after). "answer sets alone
 ev/s" builds, on the same events, only each event's answer set from a tuple of its keys
@@ -181,6 +183,29 @@ def relations(
     return failures
 
 
+def unbuilt_plans(index: Any) -> int:
+    """The nodes of the records index with children and no plan yet (walked unfolded)."""
+    out, stack = 0, [index._root]
+    while stack:
+        node = stack.pop()
+        out += bool(node.children) and node.plan is None
+        stack.extend(node.sub.values())
+    return out
+
+
+def settle_plans(index: Any, match: Callable[[Record], set], events: Sequence[Record]) -> int:
+    """Untimed passes over the sample until a pass builds no plan (at most 10): the timed
+    runs measure the steady state. Returns the passes."""
+    left = unbuilt_plans(index)
+    for passes in range(1, 11):
+        each(match, events)
+        now = unbuilt_plans(index)
+        if now == 0 or now == left:
+            return passes
+        left = now
+    return 10
+
+
 def python_walk(match: Callable[[Record], set], events: Sequence[Record]) -> None:
     """``each(match, events)`` with the compiled walk switched off."""
     with mock.patch.object(plans, "ENGINE", None):
@@ -313,6 +338,7 @@ def run(
         t = time.process_time()
         answers = [match(e) for e in events]  # the cold pass builds the plans
         cold = len(events) / (time.process_time() - t)
+        settle = settle_plans(index, match, events)
         t_index = time_it(
             lambda: each(match, events), len(events), sample, repeats, warmup=2, min_seconds=0.2
         )
@@ -406,6 +432,7 @@ def run(
             index_on_answer_sets_alone=ratio(t_index, t_floor),
             index_by_date=t_dated,
             cold_rate=cold,
+            settle_passes=settle,
             match_loop_kept=t_loop,
             match_batch=t_batch,
             ratio_batch_loop=ratio(t_batch, t_loop),

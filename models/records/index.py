@@ -36,14 +36,16 @@ of each event dropped as a router does; baselines on the same events as the inde
 attribute structures, events/s, on 2026-11-27 (issue 16)::
 
     subscriptions   matches/event   compiled walk   Python walk   counting (Fig. 4.6)
-    10,000               29.4          169,359         97,809            938
-    100,000             296.0           74,400         54,617             41
+    10,000               29.4          245,239        122,155          1,126
+    100,000             296.0           66,201         51,133             44
 
-(both walks over the same plans, timed one after the other in one run. Four runs of the
-compiled walk that day gave 154,235-270,533 events/s at 10k and 59,828-78,486 at 100k;
-this code and the index before it (session 10's) interleaved in one process gave 252,663
-against 128,593 (10k) and 82,051 against 43,114 (100k). The machine's speed varies by up to 2× from hour
-to hour: compare figures of one run only.) Before the compiled walk and the frozenset
+(both walks over the same plans, timed one after the other in one run, once a pass over
+the sample builds no plan. Four earlier runs that day, whose timed runs began while some
+nodes were still walked unfolded, gave 154,235-270,533 events/s at 10k and
+59,828-78,486 at 100k; this code and the index before it (session 10's) interleaved in
+one process gave 252,663 against 128,593 (10k) and 82,051 against 43,114 (100k). The
+machine's speed varies by up to 2× from hour to hour: compare figures of one run only.)
+Before the compiled walk and the frozenset
 buckets, the same script gave 111,548 and 44,602 events/s. These are
 steady-state figures over the sample in the file's order (by symbol, then date): in the
 order a feed publishes (by date) the same events cost more cache misses, and building the
