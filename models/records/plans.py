@@ -121,28 +121,42 @@ def walk(root: Any, get: Any, update: Any) -> None:
     for node in queue:  # the loop sees the nodes extend() appends
         plan = node.plan
         if plan is None:
-            if not node.children:
+            plan = _unplanned(node, get, update, extend)
+            if plan is None:
                 continue
-            if node.misses < node.compile_after():
-                node.misses += run_unfolded(node.children, get, update, extend)
-                continue
-            plan = compile_plan(node)
-        for name, on_str, on_num, absent, ai in plan:
-            v = get(name, ABSENT)
-            c = v.__class__
-            if c is str:
-                for p in on_str:
-                    p(v, update, extend)
-            elif c is float or c is int:
-                for p in on_num:
-                    p(v, update, extend)
-            elif v is ABSENT:
-                if absent is not None:
-                    update(absent[0])
-                    if absent[1]:
-                        extend(absent[1])
-            else:
-                apply_items(ai.probe(v), update, extend)
+        run_plan(plan, get, update, extend)
+
+
+def _unplanned(node: Any, get: Any, update: Any, extend: Any) -> NodePlan | None:
+    """A node without a plan: walked unfolded (None), or its plan built now, once the
+    unfolded walks have done the work :meth:`compile_after` says."""
+    if not node.children:
+        return None
+    if node.misses < node.compile_after():
+        node.misses += run_unfolded(node.children, get, update, extend)
+        return None
+    return compile_plan(node)
+
+
+def run_plan(plan: NodePlan, get: Any, update: Any, extend: Any) -> None:
+    """One node's walk through its plan: the keys found to ``update``, the inner nodes
+    to ``extend``."""
+    for name, on_str, on_num, absent, ai in plan:
+        v = get(name, ABSENT)
+        c = v.__class__
+        if c is str:
+            for p in on_str:
+                p(v, update, extend)
+        elif c is float or c is int:
+            for p in on_num:
+                p(v, update, extend)
+        elif v is ABSENT:
+            if absent is not None:
+                update(absent[0])
+                if absent[1]:
+                    extend(absent[1])
+        else:
+            apply_items(ai.probe(v), update, extend)
 
 
 def run_unfolded(children: dict[str, AttributeIndex], get: Any, update: Any, extend: Any) -> int:
@@ -169,35 +183,15 @@ def step(node: Any, attrs: dict[str, Any], found: set, queue: list) -> None:
     """One node of the compiled walk that has no compiled plan, in Python: walked
     unfolded, or compiled now (then walked through its plan once here); ``found`` is the
     answer."""
-    update = found.update
-    get = attrs.get
+    update, get, extend = found.update, attrs.get, queue.extend
     plan = node.plan
     if plan is None:
-        if not node.children:
+        plan = _unplanned(node, get, update, extend)
+        if plan is None:
             return
-        if node.misses < node.compile_after():
-            node.misses += run_unfolded(node.children, get, update, queue.extend)
-            return
-        plan = compile_plan(node)
     elif ENGINE is not None:  # built while the Python walk was in use
         node.cplan = ENGINE.convert(plan)
-    extend = queue.extend
-    for name, on_str, on_num, absent, ai in plan:
-        v = get(name, ABSENT)
-        c = v.__class__
-        if c is str:
-            for p in on_str:
-                p(v, update, extend)
-        elif c is float or c is int:
-            for p in on_num:
-                p(v, update, extend)
-        elif v is ABSENT:
-            if absent is not None:
-                update(absent[0])
-                if absent[1]:
-                    extend(absent[1])
-        else:
-            apply_items(ai.probe(v), update, extend)
+    run_plan(plan, get, update, extend)
 
 
 def _probe(ai: AttributeIndex, v: Any, found: set, queue: list) -> None:
