@@ -14,7 +14,10 @@ walks in Python.
 """
 
 from cpython.dict cimport PyDict_GetItem
-from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.list cimport PyList_Append, PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.number cimport PyNumber_InPlaceOr
+from cpython.set cimport PySet_Add
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
@@ -149,11 +152,43 @@ cdef class Sorted:
         return 2 * i
 
 
+cdef inline int _keys(set found, object keys) except -1:
+    """A key set (a tuple of a few keys, else a frozenset) into the answer: a frozenset
+    is merged table to table with its stored hashes, a tuple key by key; no bound method
+    and no iterator is made."""
+    cdef Py_ssize_t i
+    if type(keys) is tuple:
+        for i in range(PyTuple_GET_SIZE(keys)):
+            PySet_Add(found, <object>PyTuple_GET_ITEM(keys, i))
+    elif type(keys) is frozenset:
+        PyNumber_InPlaceOr(found, keys)
+    else:
+        found.update(keys)
+    return 0
+
+
+cdef inline int _span(set found, list keys, Py_ssize_t lo, Py_ssize_t hi) except -1:
+    """keys[lo:hi] into the answer, with no slice made."""
+    cdef Py_ssize_t i
+    for i in range(lo, hi):
+        PySet_Add(found, <object>PyList_GET_ITEM(keys, i))
+    return 0
+
+
+cdef inline int _queue(list queue, list nodes, Py_ssize_t lo, Py_ssize_t hi) except -1:
+    """nodes[lo:hi] queued, with no slice made."""
+    cdef Py_ssize_t i
+    for i in range(lo, hi):
+        PyList_Append(queue, <object>PyList_GET_ITEM(nodes, i))
+    return 0
+
+
 cdef inline int _give(tuple r, set found, list queue) except -1:
     """A folded bucket (keys, inner): its keys to the answer, its inner nodes queued."""
-    found.update(r[0])
-    if r[1]:
-        queue.extend(r[1])
+    _keys(found, <object>PyTuple_GET_ITEM(r, 0))
+    inner = <object>PyTuple_GET_ITEM(r, 1)
+    if inner:
+        queue.extend(inner)
     return 0
 
 
@@ -236,17 +271,14 @@ cdef class Below(Part):
 
     cdef int run(self, object v, set found, list queue) except -1:
         cdef Py_ssize_t i = self.bounds.right(v) if self.right else self.bounds.left(v)
-        cdef Py_ssize_t k, b, j
+        cdef Py_ssize_t k, b
         if i:
             k = self.koff[i]
             b = k // self.block
             if b:
-                found.update(self.heads[b])
-            if k > b * self.block:
-                found.update(self.keys[b * self.block : k])
-            j = self.ioff[i]
-            if j:
-                queue.extend(self.inner[:j])
+                _keys(found, self.heads[b])
+            _span(found, self.keys, b * self.block, k)
+            _queue(queue, self.inner, 0, self.ioff[i])
         return 0
 
 
@@ -268,14 +300,12 @@ cdef class Above(Part):
         cdef Py_ssize_t i = self.bounds.right(v) if self.right else self.bounds.left(v)
         cdef Py_ssize_t k = self.koff[i]
         cdef Py_ssize_t b = (k + self.block - 1) // self.block
-        cdef Py_ssize_t j
-        if k < b * self.block:
-            found.update(self.keys[k : b * self.block])
         if b * self.block < self.nk:
-            found.update(self.tails[b])
-        j = self.ioff[i]
-        if j < self.ni:
-            queue.extend(self.inner[j:])
+            _span(found, self.keys, k, b * self.block)
+            _keys(found, self.tails[b])
+        else:
+            _span(found, self.keys, k, self.nk)
+        _queue(queue, self.inner, self.ioff[i], self.ni)
         return 0
 
 
@@ -305,8 +335,8 @@ cdef class Paths(Part):
     cdef int run(self, object v, set found, list queue) except -1:
         cdef object r = <object>PyList_GET_ITEM(self.paths, self.points.region(v))
         if r is not None:
-            for keys in (<tuple>r)[0]:
-                found.update(keys)
+            for keys in <tuple>((<tuple>r)[0]):
+                _keys(found, keys)
             if (<tuple>r)[1]:
                 queue.extend((<tuple>r)[1])
         return 0
@@ -358,7 +388,7 @@ def match(object root, dict attrs):
     cdef set found = set()
     entry = root.entry
     if entry is not None:
-        found.update(entry.keys)
+        found.update(entry.keys)  # a dict (insertion order): its keys
     cdef list queue = [root]
     cdef Py_ssize_t qi = 0
     cdef object node, v, cplan

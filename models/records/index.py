@@ -432,14 +432,15 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         # the walk of _matching through the nodes' compiled plans (:mod:`plans`): compiled
         # (_walk.match, which builds the answer as it goes), or in Python, which hands
         # over key sets (mostly frozensets) that one update turns into the answer
+        attrs = event._attrs if event.__class__ is Record else _flat(event)
         engine = plans.ENGINE
         if engine is not None:
-            return engine.match(self._root, _flat(event))  # type: ignore[no-any-return]
+            return engine.match(self._root, attrs)  # type: ignore[no-any-return]
         found: list[Any] = []
         root = self._root
         if root.entry is not None:
             found.append(root.entry.keys)
-        walk(root, _flat(event).get, found.append)
+        walk(root, attrs.get, found.append)
         out: set[Hashable] = set()
         out.update(*found)
         return out
