@@ -20,6 +20,11 @@ matched by
 * (c) ``index.match`` alone on the events loaded beforehand, for reference (what (a)
   spends outside parsing).
 
+(b) picks, per chunk, the faster of two ways to match the parsed rows, measured on the
+index's own chunks (``columnar.Ways``): walked row by row by the compiled walk, or
+column-wise; "walked" and "column-wise" time (b) with the way fixed, and "chosen" is the
+way (b) found faster (lower CPU time per row).
+
 The sample keeps the file's order (by symbol, then date; the event store keeps it), and
 the same events are also timed in the order a feed publishes them (by date, then symbol:
 more cache misses for the per-row walk). CPU time of this process, warm-up, median of
@@ -34,10 +39,11 @@ import json
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import pyarrow as pa
 from harness import Bench, ratio, time_it
-from pubsift.models.records import RecordsModel
+from pubsift.models.records import RecordsModel, columnar, plans
 from pubsift.models.records.workload import (
     Mix,
     load_quotes,
@@ -91,6 +97,9 @@ def run(
         "(b) batch ev/s",
         "b/a",
         "(c) match alone ev/s",
+        "walked ev/s",
+        "column-wise ev/s",
+        "chosen",
     ):
         table.add_column(col, justify="right", no_wrap=True)
     failures = 0
@@ -128,7 +137,22 @@ def run(
             t_row = time_it(per_row, len(wires), inputs, repeats)
             t_batch = time_it(batched, len(wires), inputs, repeats, min_seconds=0.2)
             t_match = time_it(lambda: [match(e) for e in loaded], len(wires), inputs, repeats)
+            chosen = columnar.ways(index)
+            cost = dict(chosen.cost)
+            # each way alone (the batch path picks the faster, measured: columnar.Ways)
+            t_ways = {}
+            for way in (columnar.WALK, columnar.COLUMNS):
+                if way == columnar.WALK and plans.ENGINE is None:
+                    t_ways[way] = None
+                    continue
+                with mock.patch.object(columnar, "FORCE", way):
+                    index._columnar = None  # a new Ways, forced
+                    t_ways[way] = time_it(batched, len(wires), inputs, repeats, min_seconds=0.2)
+            index._columnar = None
             r = ratio(t_batch, t_row)
+            best = min(
+                (w for w in cost if cost[w] is not None), key=lambda w: cost[w], default=None
+            )
             table.add_row(
                 f"{n:,}",
                 order,
@@ -137,6 +161,9 @@ def run(
                 t_batch.fmt_rate(),
                 f"{r:.1f}×",
                 t_match.fmt_rate(),
+                "-" if t_ways[columnar.WALK] is None else t_ways[columnar.WALK].fmt_rate(),
+                t_ways[columnar.COLUMNS].fmt_rate(),
+                str(best),
             )
             bench.row(
                 subs=n,
@@ -149,6 +176,10 @@ def run(
                 match_wire_batch=t_batch,
                 match_alone=t_match,
                 ratio_batch_per_row=r,
+                walked=t_ways[columnar.WALK],
+                column_wise=t_ways[columnar.COLUMNS],
+                chosen=best,
+                cost_per_row_us={w: None if c is None else c * 1e6 for w, c in cost.items()},
             )
             if order == "file" and mix == "quotes":
                 bench.headline(

@@ -385,6 +385,65 @@ def convert(tuple plan):
 def match(object root, dict attrs):
     """The keys of every filter below and at ``root`` that the flat event ``attrs``
     satisfies: ``RecordsIndex.match`` (plans.walk, the answer built as it goes)."""
+    return _match(root, attrs)
+
+
+def match_rows(object root, list names, list columns, list rows):
+    """``[match(root, {names[j]: columns[j][r] for each j where it is not None}) for r
+    in rows]``: the rows of a batch held as columns (``columns[j]``: a list of the values
+    of attribute ``names[j]``, None where the row has none), each row's event made here
+    as a dict and walked (``columnar.match_table``)."""
+    cdef list out = []
+    cdef Py_ssize_t r, n = _rows_of(names, columns)
+    for r in rows:
+        out.append(_match(root, _row(names, columns, n, r)))
+    return out
+
+
+def match_rows_flat(object root, list names, list columns, list rows):
+    """``match_rows``'s answers as (counts, keys): ``counts[i]`` keys of row ``rows[i]``'s
+    answer, one after the other in ``keys`` (``columnar.match_wire_batch``: no answer set
+    outlives its row, so none is left for the cyclic collector to walk)."""
+    cdef list counts = [], keys = []
+    cdef Py_ssize_t r, n = _rows_of(names, columns)
+    cdef set found
+    for r in rows:
+        found = _match(root, _row(names, columns, n, r))
+        counts.append(len(found))
+        keys.extend(found)
+    return counts, keys
+
+
+cdef Py_ssize_t _rows_of(list names, list columns) except -2:
+    """The rows of the columns (checked: one list per name, all of one length)."""
+    cdef Py_ssize_t n = -1
+    if len(columns) != len(names):
+        raise ValueError("one column per name")
+    for col in columns:
+        if type(col) is not list:
+            raise TypeError("a column is a list")
+        if n < 0:
+            n = len(<list>col)
+        elif len(<list>col) != n:
+            raise ValueError("columns of one length")
+    return n
+
+
+cdef dict _row(list names, list columns, Py_ssize_t n, Py_ssize_t r):
+    """Row r as a flat event: each column's value, where it is not None."""
+    cdef dict attrs = {}
+    cdef Py_ssize_t j
+    cdef object v
+    if r < 0 or r >= n:
+        raise IndexError(f"row {r} of {n}")
+    for j in range(PyList_GET_SIZE(names)):
+        v = <object>PyList_GET_ITEM(<list>PyList_GET_ITEM(columns, j), r)
+        if v is not None:
+            attrs[<object>PyList_GET_ITEM(names, j)] = v
+    return attrs
+
+
+cdef set _match(object root, dict attrs):
     cdef set found = set()
     entry = root.entry
     if entry is not None:

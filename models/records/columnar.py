@@ -41,6 +41,16 @@ answers the same question for the whole batch at once:
    anchor are candidates of every row. The pairs that pass become (row, key) pairs
    through the filters' key table.
 
+**Walked rows.** Under the compiled walk (``models/records/_walk.pyx``) step 3 has a
+second way: each trusted row's flat event is made from the leaf columns' Python values
+(dotted names, a null left out) and walked like ``RecordsIndex.match`` (``walk_rows``,
+built in C: no Python call per row); in a wire batch a null in a column some filter
+reads as "null, not missing" sends its row to the per-row path. Neither way wins
+everywhere: column-wise is ahead when each row has few candidate filters to check, the
+walk when it has many (at 100k quote subscriptions, 300 deliveries per event, it is
+several times faster). :class:`Ways` measures both on the index's own chunks and uses the
+faster, trying the other again every few chunks.
+
 Measured with ``bench/records_batch.py`` (5-year quotes, Mühl's quote and quote-interval
 subscriptions, 20,000 events in batches of 10,000, CPU time of one process, median of 5,
 answers compared): at 10k subscriptions 620,000 events/s, 6.7× the per-row path's 92,000
@@ -67,9 +77,11 @@ pickled (``RecordsIndex.__getstate__``).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
-from collections.abc import Hashable, Sequence
+import time
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any
 
 from pubsift.core.collector import paused
@@ -525,6 +537,18 @@ class Columns:
         else:
             self.ok = False
 
+    def null_rows(self, names: set[str], n: int) -> Any:
+        """Rows holding a null (JSON null or missing, Arrow does not say which) in a
+        leaf or struct column named in ``names``."""
+        import numpy as np
+
+        out = np.zeros(n, bool)
+        for name in names:
+            got = self.leaves.get(name) or self.structs.get(name)
+            if got is not None:
+                out |= ~_valid(got[1])
+        return out
+
     def slow_rows(self, n: int) -> Any:
         """Rows the columns do not answer exactly (see the module docstring, step 2)."""
         import numpy as np
@@ -870,21 +894,20 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
         return np.array(rows, dtype=np.int64), _key_array(np, keys)
 
     cache = index._columnar_cache()
-    plan: Plan = cache["plan"]
     if not isinstance(wires, (pa.Array, pa.ChunkedArray)):
         wires = list(wires)
     arr = _as_array(wires)
     if arr is None:
         rows, keys = match_rows(index, wires)
-        ids = [plan.key_ids[k] for k in keys]
-        return np.array(rows, dtype=np.int64), plan.key_table[np.array(ids, dtype=np.int64)]
+        return np.array(rows, dtype=np.int64), _answer_keys(index, keys)
     n = len(arr)
     # the wires by row for the per-row path (Python strings, made on demand from Arrow)
     texts: Any = _LazyTexts(arr) if isinstance(wires, (pa.Array, pa.ChunkedArray)) else wires
     clean = pc.match_substring_regex(arr, _ONE_OBJECT).fill_null(False)
     clean = clean.to_numpy(zero_copy_only=False)
     slow = ~clean
-    out_r, out_k = [], []
+    out_r: list[Any] = []
+    out_k: list[Any] = []
     stack: list[Any] = [np.flatnonzero(clean)]  # arrays of row numbers
     while stack:
         rows = stack.pop()
@@ -900,28 +923,41 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
                 stack += [rows[half:], rows[:half]]
             continue
         bad = cols.slow_rows(len(rows))
+        way = ways(index).pick()
+        if way == WALK:  # a null where JSON null and missing differ: json.loads tells which
+            bad |= cols.null_rows(null_names(index), len(rows))
         slow[rows[bad]] = True
         fast = np.flatnonzero(~bad)
-        view = _ArrowView(cols, texts, rows, plan.null_names, False)
-        pr, kids = _match_view(plan, view, fast)
-        out_r.append(rows[pr])
-        out_k.append(kids)
+        if way == COLUMNS:
+            columnar_plan(index)  # made once, not timed
+        with ways(index).timed(way, len(fast)):
+            if way == WALK:
+                counts, keys = walk_rows(index, cols, fast.tolist(), flat=True)
+                out_r.append(np.repeat(rows[fast], counts))
+                out_k.append(_answer_keys(index, keys))
+            else:
+                plan = columnar_plan(index)
+                view = _ArrowView(cols, texts, rows, plan.null_names, False)
+                pr, kids = _match_view(plan, view, fast)
+                pr = rows[pr]
+                if plan.duplicates:  # rows of different chunks differ: pairs once per chunk
+                    nk = max(len(plan.key_table), 1)
+                    uniq = np.unique(pr * nk + kids)
+                    pr, kids = uniq // nk, uniq % nk
+                out_r.append(pr)
+                out_k.append(plan.key_table[kids])
     slow_rows = np.flatnonzero(slow)
-    if len(slow_rows):
+    if len(slow_rows):  # answer sets: each (row, key) once
         r, keys = match_rows(index, texts, slow_rows.tolist())
         out_r.append(np.array(r, dtype=np.int64))
-        out_k.append(np.array([plan.key_ids[k] for k in keys], dtype=np.int64))
+        out_k.append(_answer_keys(index, keys))
     if not out_r:
-        return np.empty(0, np.int64), plan.key_table[np.empty(0, np.int64)]
-    rows_out, kids_out = np.concatenate(out_r), np.concatenate(out_k)
-    if plan.duplicates:
-        nk = max(len(plan.key_table), 1)
-        uniq = np.unique(rows_out * nk + kids_out)
-        rows_out, kids_out = uniq // nk, uniq % nk
-    elif len(rows_out) > 1 and (np.diff(rows_out) < 0).any():
+        return np.empty(0, np.int64), _answer_keys(index, [])
+    rows_out, keys_out = np.concatenate(out_r), np.concatenate(out_k)
+    if len(rows_out) > 1 and (np.diff(rows_out) < 0).any():
         order = np.argsort(rows_out, kind="stable")
-        rows_out, kids_out = rows_out[order], kids_out[order]
-    return rows_out, plan.key_table[kids_out]
+        rows_out, keys_out = rows_out[order], keys_out[order]
+    return rows_out, keys_out
 
 
 # ------------------------------------------------------------------------------------------
@@ -980,22 +1016,36 @@ def match_table(index: Any, table: Any) -> list[set[Hashable]]:
         table = pa.Table.from_batches([table])
     table = _normalized(table)
     n = table.num_rows
-    plan: Plan = index._columnar_cache()["plan"]
     cols = Columns(table) if n else None
+    out: list[Any]
     if cols is None or not cols.ok:
         slow = np.ones(n, bool)
-        out: list[set[Hashable]] = [set() for _ in range(n)]
+        out = [set() for _ in range(n)]
     else:
         slow = cols.slow_rows(n)
-        view = _ArrowView(cols, None, np.arange(n), plan.null_names, True)
-        rows, kids = _match_view(plan, view, np.flatnonzero(~slow))
-        if len(rows) > 1 and (np.diff(rows) < 0).any():
-            order = np.argsort(rows, kind="stable")
-            rows, kids = rows[order], kids[order]
-        keys = plan.key_objects[kids].tolist()
-        ends = np.searchsorted(rows, np.arange(n + 1), side="left").tolist()
-        with paused():  # the sets hold keys only: no cycles for the collector to find
-            out = [set(keys[a:b]) for a, b in itertools.pairwise(ends)]
+        fast = np.flatnonzero(~slow)
+        way = ways(index).pick()
+        if way == COLUMNS:
+            columnar_plan(index)  # made once, not timed
+        with ways(index).timed(way, len(fast)):
+            if way == WALK:
+                answers = walk_rows(index, cols, fast.tolist())
+                if len(fast) == n:
+                    return answers
+                out = [None] * n
+                for r, a in zip(fast.tolist(), answers):
+                    out[r] = a
+            else:
+                plan = columnar_plan(index)
+                view = _ArrowView(cols, None, np.arange(n), plan.null_names, True)
+                rows, kids = _match_view(plan, view, fast)
+                if len(rows) > 1 and (np.diff(rows) < 0).any():
+                    order = np.argsort(rows, kind="stable")
+                    rows, kids = rows[order], kids[order]
+                keys = plan.key_objects[kids].tolist()
+                ends = np.searchsorted(rows, np.arange(n + 1), side="left").tolist()
+                with paused():  # the sets hold keys only: no cycles for the collector to find
+                    out = [set(keys[a:b]) for a, b in itertools.pairwise(ends)]
     model, match = index.model, index.match
     for r in np.flatnonzero(slow).tolist():
         out[r] = match(_row_event(model, table, r))
@@ -1024,5 +1074,129 @@ class _LazyTexts:
 
 
 def new_cache(index: Any) -> dict:
-    """The columnar state of an index: its plan and the Arrow parser's hints."""
-    return {"plan": Plan(index), "parser": Parser()}
+    """The columnar state of an index: the Arrow parser's hints now; the plan, the
+    null-sensitive names and whether every key is an int64, each made on first use."""
+    return {"parser": Parser()}
+
+
+def columnar_plan(index: Any) -> Plan:
+    """The index's filters as arrays (step 3), made on first use."""
+    cache = index._columnar_cache()
+    if "plan" not in cache:
+        cache["plan"] = Plan(index)
+    return cache["plan"]
+
+
+def null_names(index: Any) -> set[str]:
+    """The attributes where JSON null and a missing attribute answer differently (some
+    held filter's constraint on them tells the two apart)."""
+    cache = index._columnar_cache()
+    if "null_names" not in cache:
+        cache["null_names"] = {
+            name
+            for e in index._entries.values()
+            for name, c in e.filter.constraints
+            if c.matches(None) != c.matches(ABSENT)
+        }
+    return cache["null_names"]
+
+
+def _answer_keys(index: Any, keys: list) -> Any:
+    """Keys of answers as an array: int64 when every key the index holds is an int of
+    that range, else objects (the same type whatever the batch finds)."""
+    import numpy as np
+
+    cache = index._columnar_cache()
+    if "int_keys" not in cache:
+        cache["int_keys"] = all(
+            k.__class__ is int and -(2**63) <= k < 2**63
+            for e in index._entries.values()
+            for k in e.keys
+        )
+    if cache["int_keys"]:
+        return np.array(keys, dtype=np.int64)
+    out = np.empty(len(keys), dtype=object)
+    out[:] = keys
+    return out
+
+
+#: The two ways of matching a chunk's trusted rows: walked one by one from the columns by
+#: the compiled walk (:func:`walk_rows`), or column-wise (step 3).
+WALK, COLUMNS = "walk", "columns"
+
+
+class Ways:
+    """Which way matches an index's chunks faster, measured on its own chunks: neither
+    wins everywhere (``bench/records_batch.py``: column-wise is ahead with few filters
+    per row to check, the walk with many, as at 100k quote subscriptions). Without the
+    compiled walk, always column-wise. Otherwise each way is tried on a chunk first,
+    then the one with the lower CPU time per row (an average over its last chunks) is
+    used, and the other is tried again every :attr:`PROBE` chunks, as the events may
+    change. ``force`` (WALK or COLUMNS) fixes the way. Kept in the index's columnar
+    cache, so an index that changes measures anew."""
+
+    #: Chunks between two tries of the way not in use.
+    PROBE = 16
+    #: Rows a chunk needs to be timed.
+    MIN_ROWS = 64
+
+    def __init__(self, force: str | None = None) -> None:
+        self.force = force
+        self.cost: dict[str, float | None] = {WALK: None, COLUMNS: None}
+        self.chunks = 0
+
+    def pick(self) -> str:
+        from pubsift.models.records import plans
+
+        if plans.ENGINE is None:
+            return COLUMNS
+        if self.force is not None:
+            return self.force
+        for way, cost in self.cost.items():
+            if cost is None:
+                return way
+        self.chunks += 1
+        best = min(self.cost, key=lambda w: self.cost[w])  # type: ignore[arg-type,return-value]
+        if self.chunks % self.PROBE == 0:
+            return COLUMNS if best == WALK else WALK
+        return best
+
+    @contextlib.contextmanager
+    def timed(self, way: str, rows: int) -> Iterator[None]:
+        """Times the block (CPU time of the process) as ``way`` matching ``rows`` rows."""
+        t = time.process_time()
+        yield
+        if rows >= self.MIN_ROWS:
+            per_row = (time.process_time() - t) / rows
+            old = self.cost[way]
+            self.cost[way] = per_row if old is None else (old + per_row) / 2
+
+
+def ways(index: Any) -> Ways:
+    """The index's :class:`Ways` (in its columnar cache)."""
+    cache = index._columnar_cache()
+    if "ways" not in cache:
+        cache["ways"] = Ways(FORCE)
+    return cache["ways"]
+
+
+#: None: the faster way, measured (:class:`Ways`); WALK or COLUMNS: that way (tests).
+FORCE: str | None = None
+
+
+def walk_rows(index: Any, cols: Columns, rows: list[int], flat: bool = False) -> Any:
+    """The answers of the chunk's rows ``rows`` (trusted: none holds a list, an inexact
+    number or a null that must be told from a missing attribute), by the compiled walk:
+    each row's flat event is made from the leaf columns' Python values (dotted names,
+    a null left out) and walked, ``RecordsIndex.match``'s answer. A list of answer
+    sets, or with ``flat`` (counts, keys): each row's number of keys, and its keys one
+    row after the other."""
+    from pubsift.models.records import plans
+
+    names = list(cols.leaves)
+    columns = [col.to_pylist() for _, col in cols.leaves.values()]
+    engine: Any = plans.ENGINE
+    if flat:
+        return engine.match_rows_flat(index._root, names, columns, rows)
+    with paused():  # answer sets hold keys only: no cycles for the collector to find
+        return engine.match_rows(index._root, names, columns, rows)

@@ -448,8 +448,10 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
     def match_batch(self, events: Any) -> list[set[Hashable]]:
         """One answer per event, ``match``'s. ``events``: records events (a loop over
         :meth:`match`, the garbage collector paused per chunk), or a pyarrow ``Table`` or
-        ``RecordBatch`` holding one event per row, answered columnar (issue 16 §2; see
-        :mod:`~pubsift.models.records.columnar`): columns are attributes, struct columns
+        ``RecordBatch`` holding one event per row, decoded column-wise and matched
+        column-wise or row by row by the compiled walk, whichever measures faster on
+        this index (issue 16 §2; see :mod:`~pubsift.models.records.columnar`): columns
+        are attributes, struct columns
         nest them (dotted names), a null is a missing attribute. Row r's answer is
         ``match(load_event(row))`` with the row's nulls left out; a row that holds a list,
         an integer past 2^53, a non-finite number or a type the columns do not trust is
@@ -466,10 +468,11 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         sequence of str or a pyarrow string array (large_string too) of JSON texts of the
         model's dump_event form. Equal to the per-row answer ``[(i, k) for i, w in
         enumerate(wires) for k in self.match(model.load_event(json.loads(w)))]``.
-        keys is an int64 array when every key is an int, else an object array. A wire
-        that ``json.loads`` or ``load_event`` refuses raises EventError naming its row.
-        Columnar over Arrow and NumPy (issue 12 §5): see
-        :mod:`~pubsift.models.records.columnar`."""
+        keys is an int64 array when every key the index holds is an int of that range,
+        else an object array. A wire that ``json.loads`` or ``load_event`` refuses raises
+        EventError naming its row. Parsed column-wise by Arrow, matched column-wise over
+        NumPy or row by row by the compiled walk, whichever measures faster on this
+        index (issue 12 §5, issue 16 §2): see :mod:`~pubsift.models.records.columnar`."""
         from pubsift.models.records import columnar
 
         return columnar.match_wire_batch(self, wires)

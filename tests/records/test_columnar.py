@@ -25,11 +25,28 @@ pa = pytest.importorskip("pyarrow")
 from pubsift.core.errors import EventError  # noqa: E402
 from pubsift.models.constraints.constraints import Constraint, Interval, Op  # noqa: E402
 from pubsift.models.constraints.values import skey  # noqa: E402
-from pubsift.models.records import RecordsModel, columnar  # noqa: E402
+from pubsift.models.records import RecordsModel, columnar, plans  # noqa: E402
 from pubsift.models.records.filters import RecordFilter  # noqa: E402
 from rstrategies import constraints  # noqa: E402
 
 MODEL = RecordsModel()
+
+
+@pytest.fixture(autouse=True, params=["walked", "columnar"])
+def matching(request):
+    """Every test here runs both ways a batch's parsed rows are matched: walked one by one
+    from the columns by the compiled walk (``walk_rows``), and column-wise (the only way
+    of the Python walk); ``test_the_faster_way_is_chosen`` checks the choice."""
+    if request.param == "columnar":
+        with mock.patch.object(plans, "ENGINE", None):
+            yield request.param
+        return
+    if plans.ENGINE is None:
+        pytest.skip("the compiled walk is not in use (PUBSIFT_PURE_PYTHON or not built)")
+    with mock.patch.object(columnar, "FORCE", columnar.WALK):
+        yield request.param
+
+
 DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "quotes"
 
 
@@ -731,3 +748,83 @@ def test_table_on_the_quotes_workload_is_answered_column_wise():
         got = index.match_batch(table)
     assert not slow.called
     assert got == [index.match(e) for e in evs] and sum(map(len, got)) > 3000
+
+
+def test_each_way_is_the_one_used(matching):
+    """Under the compiled walk a batch's rows are walked (``walk_rows``), else matched
+    column-wise (``_match_view``); the other is not called."""
+    index = _small_index()
+    table = pa.table({"s": ["A", "B", "A"], "p": [1.0, 2.0, None]})
+    walked = mock.patch.object(columnar, "walk_rows", wraps=columnar.walk_rows)
+    viewed = mock.patch.object(columnar, "_match_view", wraps=columnar._match_view)
+    with walked as w, viewed as v:
+        got = index.match_batch(table)
+        index.match_wire_batch(WIRES)
+    assert got == per_row_table(index, table)
+    assert (w.called, v.called) == ((True, False) if matching == "walked" else (False, True))
+
+
+def test_a_null_that_a_filter_tells_from_missing_is_read_from_the_text(matching):
+    """``exists`` tells JSON null from a missing attribute, which Arrow reads alike: the
+    rows concerned are answered from their text, the others from the columns."""
+    index = index_of(
+        [
+            RecordFilter.of({"a": Constraint(Op.EXISTS)}),
+            RecordFilter.of({"b": Constraint(Op.EQ, 1)}),
+        ]
+    )
+    wires = ['{"a": null, "b": 1}', '{"b": 1}', '{"a": 2, "b": null}', '{"c": {"a": null}}']
+    check(index, wires)
+    calls = []
+    real = columnar.match_rows
+
+    def spy(ix, ws, rows=None):
+        calls.append(rows)
+        return real(ix, ws, rows)
+
+    with mock.patch.object(columnar, "match_rows", spy):
+        check(index, wires)
+    if matching == "walked":
+        assert calls == [[0, 1, 3]]  # a: null in row 0, missing in rows 1 and 3
+
+
+def test_the_faster_way_is_chosen(matching, monkeypatch):
+    """``Ways``: each way tried once, then the one with the lower CPU time per row, the
+    other tried again every PROBE chunks; column-wise only without the compiled walk."""
+    if matching == "columnar":
+        assert columnar.Ways().pick() == columnar.COLUMNS
+        return
+    clock = iter(range(0, 10**6, 1))
+    monkeypatch.setattr(columnar.time, "process_time", lambda: next(clock))
+    w = columnar.Ways()
+    seen = []
+    cost = {columnar.WALK: 1, columnar.COLUMNS: 3}  # clock ticks per timed chunk
+    for _ in range(40):
+        way = w.pick()
+        seen.append(way)
+        with w.timed(way, 1000):
+            for _ in range(cost[way] - 1):
+                next(clock)
+    assert seen[:2] == [columnar.WALK, columnar.COLUMNS]
+    assert seen[2:].count(columnar.COLUMNS) == 2  # probes at chunks 16 and 32
+    assert seen[2 + 15] == seen[2 + 31] == columnar.COLUMNS
+    assert columnar.Ways(columnar.COLUMNS).pick() == columnar.COLUMNS
+    small = columnar.Ways()
+    with small.timed(columnar.WALK, columnar.Ways.MIN_ROWS - 1):
+        pass
+    assert small.cost[columnar.WALK] is None  # too few rows to time
+
+
+def test_both_ways_give_one_answer_when_chosen_freely(matching):
+    """With the choice free (both ways tried, then probes), every batch's answer equals
+    the per-row answer."""
+    index = _small_index()
+    table = pa.table({"s": ["A", "B", "A"] * 30, "p": [1.0, 7.0, None] * 30})
+    want_t = per_row_table(index, table)
+    want_w = per_row(index, WIRES * 30)
+    with mock.patch.object(columnar, "FORCE", None), mock.patch.object(columnar.Ways, "PROBE", 2):
+        for _ in range(6):
+            assert index.match_batch(table) == want_t
+            assert sorted(batch(index, WIRES * 30)) == sorted(want_w)
+        if matching == "walked":
+            assert all(c is not None for c in columnar.ways(index).cost.values())
