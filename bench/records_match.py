@@ -31,8 +31,9 @@ order a feed publishes them (by date, then symbol), which costs far more cache m
 keeps all answers in a list, as ``match_batch`` must (each answer set is a container the
 cyclic garbage collector tracks and walks), and ``match_batch`` is timed against that loop
 on the whole sample. "table ev/s" is ``match_batch`` given the same events as one Arrow table
-(columns are attributes, as read from Parquet): answered column-wise, against "table
-per-row ev/s", the per-row path from that table (``to_pylist``, ``load_event``,
+(columns are attributes, as read from Parquet): read column-wise, its rows matched by the
+compiled walk one by one or column-wise, whichever ``columnar.Ways`` measures faster on
+the index's own batches (both are tried in the warm-up), against "table per-row ev/s", the per-row path from that table (``to_pylist``, ``load_event``,
 ``match``), both on every event. The baselines are slow, so each
 runs on the first k events of the sample, k chosen so that one run lasts about
 ``--baseline-seconds`` (at least 20 events); **each ratio divides the baseline's time by
@@ -64,7 +65,7 @@ except ImportError:  # the table figure needs the spark extra
     arrow = None
 from pubsift.core.index import LinearIndex
 from pubsift.models.constraints.constraints import ABSENT, Constraint
-from pubsift.models.records import RecordsModel, conjunctive, plans
+from pubsift.models.records import RecordsModel, columnar, conjunctive, plans
 from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
@@ -262,7 +263,13 @@ def time_table(
             match(load({k: v for k, v in r.items() if v is not None})) for r in table.to_pylist()
         ]
 
-    if index.match_batch(table) != answers or per_row() != answers:
+    for way in (columnar.WALK, columnar.COLUMNS):  # each way's answers compared
+        index._columnar = None  # a new columnar.Ways
+        with mock.patch.object(columnar, "FORCE", way):
+            if index.match_batch(table) != answers:
+                return None, time_it(per_row, len(events), what, 1)
+    index._columnar = None  # the timed runs choose (each way is tried in the warm-up)
+    if per_row() != answers:
         return None, time_it(per_row, len(events), what, 1)
     t_table = time_it(lambda: index.match_batch(table), len(events), what, repeats)
     t_rows = time_it(per_row, len(events), what, repeats)

@@ -19,9 +19,12 @@ settings.load_profile(os.environ.get("PUBSIFT_HYPOTHESIS_PROFILE", "dev"))
 import pytest  # noqa: E402
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``spark`` run in one xdist worker (``--dist loadgroup``), so that the
-    whole run starts one Spark session, not one per worker."""
+    whole run starts one Spark session and builds each session-scoped job fixture once,
+    not once per worker. First among the hooks: xdist's own reads the group marks to
+    name the tests' groups (``nodeid@spark``), and a mark added after it is ignored."""
     if not config.pluginmanager.hasplugin("xdist"):
         return
     for item in items:

@@ -327,3 +327,14 @@ def test_missing_java_exits_2_with_a_clear_message(sample, tmp_path, java_home):
     assert f"Spark needs Java 17 or later and there is no java in {where}" in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not out.exists() and not siblings(out)
+
+
+def test_the_spark_tests_share_one_worker(request):
+    """Under ``make test`` (xdist, ``--dist loadgroup``) every test marked ``spark`` is in
+    the group ``spark`` (``tests/conftest.py``), so that one worker starts the run's one
+    Spark session and runs each shared job once; xdist names the group in the test's id
+    (``@spark``), which some pytest releases drop (pyproject pins them out)."""
+    if not hasattr(request.config, "workerinput"):
+        pytest.skip("not run by an xdist worker")
+    if request.config.getvalue("loadgroup"):
+        assert request.node.nodeid.endswith("@spark"), request.node.nodeid
