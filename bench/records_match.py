@@ -271,7 +271,7 @@ def time_table(
     index._columnar = None  # the timed runs choose (each way is tried in the warm-up)
     if per_row() != answers:
         return None, time_it(per_row, len(events), what, 1)
-    t_table = time_it(lambda: index.match_batch(table), len(events), what, repeats)
+    t_table = time_it(lambda: index.match_batch(table), len(events), what, repeats, warmup=2)
     t_rows = time_it(per_row, len(events), what, repeats)
     return t_table, t_rows
 
