@@ -5,7 +5,8 @@ into one index of the model (``model.new_index()``, keys: the subscriber's numbe
 shipped to the tasks inside the ``mapInArrow`` function's closure: no broadcast variable or
 other SparkContext-only feature, so the job also runs on Spark Connect. Each task matches
 whole Arrow batches of events: through the index's ``match_wire_batch`` when it has one
-(records: columnar over the batch), else its ``match_batch``, else ``match`` per event
+(records: the batch parsed by Arrow into columns, its rows matched by the compiled walk
+or column-wise, whichever the index measures faster), else its ``match_batch``, else ``match`` per event
 (the default of :class:`pubsift.core.model.FilterIndex`). A task hands back each matched
 event once with the ids of its subscribers, and Spark's ``explode`` makes the delivery
 rows in the JVM; only deliveries converted per subscriber (concepts) are made in Python.

@@ -430,14 +430,20 @@ cdef Py_ssize_t _rows_of(list names, list columns) except -2:
 
 
 cdef dict _row(list names, list columns, Py_ssize_t n, Py_ssize_t r):
-    """Row r as a flat event: each column's value, where it is not None."""
+    """Row r as a flat event: each column's value, where it is not None. Checked per row
+    (a match runs Python code, a key's ``__hash__`` say, which could change the lists)."""
     cdef dict attrs = {}
-    cdef Py_ssize_t j
-    cdef object v
+    cdef Py_ssize_t j, nc = PyList_GET_SIZE(names)
+    cdef object v, col
     if r < 0 or r >= n:
         raise IndexError(f"row {r} of {n}")
-    for j in range(PyList_GET_SIZE(names)):
-        v = <object>PyList_GET_ITEM(<list>PyList_GET_ITEM(columns, j), r)
+    if PyList_GET_SIZE(columns) != nc:
+        raise ValueError("one column per name")
+    for j in range(nc):
+        col = <object>PyList_GET_ITEM(columns, j)
+        if type(col) is not list or PyList_GET_SIZE(col) <= r:
+            raise ValueError("the columns changed while their rows were matched")
+        v = <object>PyList_GET_ITEM(col, r)
         if v is not None:
             attrs[<object>PyList_GET_ITEM(names, j)] = v
     return attrs

@@ -328,7 +328,6 @@ class Plan:
                 else:
                     self.duplicates = True
                 fk_flat.append(kid)
-        self.key_ids = key_ids
         self.key_table = _key_array(np, keys)
         # the keys themselves, for answer sets (no new int objects per delivery)
         self.key_objects = np.empty(len(keys), dtype=object)
@@ -400,12 +399,7 @@ class Plan:
         self.has_general = np.zeros(n, bool)
         self.has_general[list(self.general)] = True
         # attributes where JSON null and a missing attribute answer differently
-        self.null_names = {
-            name
-            for e in entries
-            for name, c in e.filter.constraints
-            if c.matches(None) != c.matches(ABSENT)
-        }
+        self.null_names = null_names(index)
 
 
 # ------------------------------------------------------------------------------------------
@@ -516,8 +510,8 @@ class Columns:
     def __init__(self, table: Any) -> None:
         self.leaves: dict[str, tuple[tuple, Any]] = {}
         self.structs: dict[str, tuple[tuple, Any]] = {}
-        self.ok = True
-        for name in table.column_names:
+        self.ok = len(set(table.column_names)) == len(table.column_names)  # no two alike
+        for name in table.column_names if self.ok else ():
             col = table.column(name).combine_chunks()
             self._walk(name, (name,), col, 1)
 
@@ -891,7 +885,7 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
         import pyarrow.compute as pc
     except ImportError:
         rows, keys = match_rows(index, wires)
-        return np.array(rows, dtype=np.int64), _key_array(np, keys)
+        return np.array(rows, dtype=np.int64), _answer_keys(index, keys)
 
     cache = index._columnar_cache()
     if not isinstance(wires, (pa.Array, pa.ChunkedArray)):
@@ -923,18 +917,28 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
                 stack += [rows[half:], rows[:half]]
             continue
         bad = cols.slow_rows(len(rows))
-        way = ways(index).pick()
-        if way == WALK:  # a null where JSON null and missing differ: json.loads tells which
-            bad |= cols.null_rows(null_names(index), len(rows))
         slow[rows[bad]] = True
         fast = np.flatnonzero(~bad)
+        way = ways(index).pick()
         if way == COLUMNS:
             columnar_plan(index)  # made once, not timed
-        with ways(index).timed(way, len(fast)):
+        with ways(index).timed(way, len(fast)):  # both ways answer the rows ``fast``
             if way == WALK:
-                counts, keys = walk_rows(index, cols, fast.tolist(), flat=True)
-                out_r.append(np.repeat(rows[fast], counts))
+                # a null where JSON null and missing differ: json.loads tells which
+                texts_first = cols.null_rows(null_names(index), len(rows))[fast]
+                walked = fast[~texts_first]
+                counts, keys = walk_rows(index, cols, walked.tolist(), flat=True)
+                out_r.append(np.repeat(rows[walked], counts))
                 out_k.append(_answer_keys(index, keys))
+                if texts_first.any():
+                    by_text = rows[fast[texts_first]]
+                    try:
+                        r, keys = match_rows(index, texts, by_text.tolist())
+                    except EventError:  # raised below, for the first refused row in order
+                        slow[by_text] = True
+                    else:
+                        out_r.append(np.array(r, dtype=np.int64))
+                        out_k.append(_answer_keys(index, keys))
             else:
                 plan = columnar_plan(index)
                 view = _ArrowView(cols, texts, rows, plan.null_names, False)
@@ -1129,20 +1133,25 @@ class Ways:
     """Which way matches an index's chunks faster, measured on its own chunks: neither
     wins everywhere (``bench/records_batch.py``: column-wise is ahead with few filters
     per row to check, the walk with many, as at 100k quote subscriptions). Without the
-    compiled walk, always column-wise. Otherwise each way is tried on a chunk first,
-    then the one with the lower CPU time per row (an average over its last chunks) is
-    used, and the other is tried again every :attr:`PROBE` chunks, as the events may
-    change. ``force`` (WALK or COLUMNS) fixes the way. Kept in the index's columnar
-    cache, so an index that changes measures anew."""
+    compiled walk, always column-wise. Otherwise each way is tried first, then the one
+    with the lower CPU time per row in its latest measurement is used, and the other is
+    tried again every :attr:`PROBE` chunks, as the events may change. A measurement is
+    the time a way spent on all the rows it answered (those it sends to the per-row path
+    too) over at least :attr:`MIN_ROWS` rows, chunk after chunk; each way's first one is
+    a warm-up, not kept (the walk builds its nodes' plans as it goes). ``force`` (WALK
+    or COLUMNS) fixes the way. Kept in the index's columnar cache, so an index that
+    changes measures anew."""
 
     #: Chunks between two tries of the way not in use.
     PROBE = 16
-    #: Rows a chunk needs to be timed.
+    #: Rows a measurement needs.
     MIN_ROWS = 64
 
     def __init__(self, force: str | None = None) -> None:
         self.force = force
         self.cost: dict[str, float | None] = {WALK: None, COLUMNS: None}
+        self.warm = {WALK: False, COLUMNS: False}
+        self.pending = {WALK: [0.0, 0], COLUMNS: [0.0, 0]}  # seconds, rows
         self.chunks = 0
 
     def pick(self) -> str:
@@ -1163,13 +1172,17 @@ class Ways:
 
     @contextlib.contextmanager
     def timed(self, way: str, rows: int) -> Iterator[None]:
-        """Times the block (CPU time of the process) as ``way`` matching ``rows`` rows."""
-        t = time.process_time()
+        """Times the block (CPU time of this thread) as ``way`` answering ``rows`` rows."""
+        t = time.thread_time()
         yield
-        if rows >= self.MIN_ROWS:
-            per_row = (time.process_time() - t) / rows
-            old = self.cost[way]
-            self.cost[way] = per_row if old is None else (old + per_row) / 2
+        pending = self.pending[way]
+        pending[0] += time.thread_time() - t
+        pending[1] += rows
+        if pending[1] >= self.MIN_ROWS:
+            if self.warm[way]:
+                self.cost[way] = pending[0] / pending[1]
+            self.warm[way] = True
+            pending[:] = [0.0, 0]
 
 
 def ways(index: Any) -> Ways:

@@ -35,15 +35,13 @@ MODEL = RecordsModel()
 @pytest.fixture(autouse=True, params=["walked", "columnar"])
 def matching(request):
     """Every test here runs both ways a batch's parsed rows are matched: walked one by one
-    from the columns by the compiled walk (``walk_rows``), and column-wise (the only way
-    of the Python walk); ``test_the_faster_way_is_chosen`` checks the choice."""
-    if request.param == "columnar":
-        with mock.patch.object(plans, "ENGINE", None):
-            yield request.param
-        return
-    if plans.ENGINE is None:
+    from the columns by the compiled walk (``walk_rows``), and column-wise (with the
+    compiled walk on, as in production; column-wise is the only way without it, and
+    ``test_the_faster_way_is_chosen`` checks the choice)."""
+    if request.param == "walked" and plans.ENGINE is None:
         pytest.skip("the compiled walk is not in use (PUBSIFT_PURE_PYTHON or not built)")
-    with mock.patch.object(columnar, "FORCE", columnar.WALK):
+    way = columnar.WALK if request.param == "walked" else columnar.COLUMNS
+    with mock.patch.object(columnar, "FORCE", way):
         yield request.param
 
 
@@ -785,17 +783,20 @@ def test_a_null_that_a_filter_tells_from_missing_is_read_from_the_text(matching)
     with mock.patch.object(columnar, "match_rows", spy):
         check(index, wires)
     if matching == "walked":
-        assert calls == [[0, 1, 3]]  # a: null in row 0, missing in rows 1 and 3
+        # a: null in row 0, missing in rows 1 and 3 (per chunk Arrow parsed)
+        assert sorted(r for rows in calls for r in rows) == [0, 1, 3]
 
 
 def test_the_faster_way_is_chosen(matching, monkeypatch):
-    """``Ways``: each way tried once, then the one with the lower CPU time per row, the
-    other tried again every PROBE chunks; column-wise only without the compiled walk."""
+    """``Ways``: each way tried (its first measurement a warm-up), then the one with the
+    lower CPU time per row, the other tried again every PROBE chunks; small chunks
+    measured together; column-wise only without the compiled walk."""
     if matching == "columnar":
-        assert columnar.Ways().pick() == columnar.COLUMNS
+        with mock.patch.object(plans, "ENGINE", None):
+            assert columnar.Ways().pick() == columnar.COLUMNS
         return
     clock = iter(range(0, 10**6, 1))
-    monkeypatch.setattr(columnar.time, "process_time", lambda: next(clock))
+    monkeypatch.setattr(columnar.time, "thread_time", lambda: next(clock))
     w = columnar.Ways()
     seen = []
     cost = {columnar.WALK: 1, columnar.COLUMNS: 3}  # clock ticks per timed chunk
@@ -805,14 +806,89 @@ def test_the_faster_way_is_chosen(matching, monkeypatch):
         with w.timed(way, 1000):
             for _ in range(cost[way] - 1):
                 next(clock)
-    assert seen[:2] == [columnar.WALK, columnar.COLUMNS]
-    assert seen[2:].count(columnar.COLUMNS) == 2  # probes at chunks 16 and 32
-    assert seen[2 + 15] == seen[2 + 31] == columnar.COLUMNS
-    assert columnar.Ways(columnar.COLUMNS).pick() == columnar.COLUMNS
+    w_, c_ = columnar.WALK, columnar.COLUMNS
+    assert seen[:4] == [w_, w_, c_, c_]  # each: a warm-up, then a kept measurement
+    assert seen[4:].count(c_) == 2  # probes at chunks 16 and 32
+    assert seen[4 + 15] == seen[4 + 31] == c_
+    assert w.cost == {w_: 1 / 1000, c_: 3 / 1000}
+    assert columnar.Ways(c_).pick() == c_
+    # chunks too small to measure alone are measured together
     small = columnar.Ways()
-    with small.timed(columnar.WALK, columnar.Ways.MIN_ROWS - 1):
+    for _ in range(4):
+        with small.timed(w_, columnar.Ways.MIN_ROWS // 2 - 1):
+            pass
+    # chunks 1-3 (93 rows): the warm-up; chunk 4: 31 rows, not yet a measurement
+    assert small.cost[w_] is None and small.warm[w_]
+    with small.timed(w_, 40):
         pass
-    assert small.cost[columnar.WALK] is None  # too few rows to time
+    assert small.cost[w_] is not None  # 31 + 40 rows
+
+
+def test_the_walk_is_charged_for_the_rows_it_reads_from_their_text(matching):
+    """A wire batch where most rows hold a null that a filter tells from missing: the
+    walk sends them to the per-row path, inside its timed block, so its cost per row
+    counts them (the choice can not prefer a way for the work it hands on)."""
+    if matching == "columnar":
+        return
+    index = index_of(
+        [RecordFilter.of({"note": Constraint(Op.EXISTS)})]
+        + [RecordFilter.of({"s": Constraint(Op.EQ, f"S{i}")}) for i in range(20)]
+    )
+    wires = [
+        json.dumps({"s": f"S{i % 20}", **({} if i % 2 else {"note": None})}) for i in range(400)
+    ]
+    charged = []
+    real = columnar.Ways.timed
+
+    def spy(self, way, rows):
+        charged.append((way, rows))
+        return real(self, way, rows)
+
+    with mock.patch.object(columnar.Ways, "timed", spy):
+        check(index, wires)
+    assert charged == [(columnar.WALK, 400)]
+
+
+def test_duplicate_column_names_are_answered_per_row(matching):
+    index = _small_index()
+    table = pa.Table.from_arrays([pa.array(["A", "B"]), pa.array([1.0, 2.0])], ["s", "s"])
+    want = per_row_table(index, table)
+    if isinstance(want, int):
+        with pytest.raises(EventError, match=f"row {want}"):
+            index.match_batch(table)
+    else:
+        assert index.match_batch(table) == want
+
+
+def test_match_rows_refuses_columns_changed_while_matching():
+    """``_walk.match_rows`` checks the columns per row: a key whose ``__hash__`` empties
+    a column (Python code runs between rows) gives ValueError, not a crash."""
+    if plans.ENGINE is None:
+        pytest.skip("the compiled walk is not in use")
+    cols = [["x"] * 4]
+    armed = [False]
+
+    class Key:
+        def __hash__(self):
+            if armed[0]:
+                cols[0].clear()
+            return 1
+
+        def __eq__(self, other):
+            return self is other
+
+    index = MODEL.new_index()
+    for i in range(3):
+        index.add(
+            RecordFilter.of({"a": Constraint(Op.EQ, "x"), f"b{i}": Constraint(Op.NOT_EXISTS)}),
+            Key(),
+        )
+    index.add(RecordFilter.of({"a": Constraint(Op.EQ, "x")}), Key())
+    for _ in range(50):
+        index.match(MODEL.load_event({"a": "x"}))  # plans built
+    armed[0] = True
+    with pytest.raises(ValueError, match="columns changed"):
+        plans.ENGINE.match_rows(index._root, ["a"], cols, [0, 1, 2, 3])
 
 
 def test_both_ways_give_one_answer_when_chosen_freely(matching):
@@ -823,7 +899,7 @@ def test_both_ways_give_one_answer_when_chosen_freely(matching):
     want_t = per_row_table(index, table)
     want_w = per_row(index, WIRES * 30)
     with mock.patch.object(columnar, "FORCE", None), mock.patch.object(columnar.Ways, "PROBE", 2):
-        for _ in range(6):
+        for _ in range(10):
             assert index.match_batch(table) == want_t
             assert sorted(batch(index, WIRES * 30)) == sorted(want_w)
         if matching == "walked":
