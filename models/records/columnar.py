@@ -1056,8 +1056,14 @@ def match_table(index: Any, table: Any) -> list[set[Hashable]]:
     return out
 
 
-def _key_array(np: Any, keys: list) -> Any:
-    if all(k.__class__ is int and -(2**63) <= k < 2**63 for k in keys):
+def _int64_key(k: Any) -> bool:
+    return k.__class__ is int and -(2**63) <= k < 2**63
+
+
+def _key_array(np: Any, keys: list, ints: bool | None = None) -> Any:
+    """``keys`` as an array: int64 if ``ints`` (by default: if each of them is an int of
+    that range), else objects."""
+    if ints if ints is not None else all(map(_int64_key, keys)):
         return np.array(keys, dtype=np.int64)
     out = np.empty(len(keys), dtype=object)
     out[:] = keys
@@ -1112,16 +1118,8 @@ def _answer_keys(index: Any, keys: list) -> Any:
 
     cache = index._columnar_cache()
     if "int_keys" not in cache:
-        cache["int_keys"] = all(
-            k.__class__ is int and -(2**63) <= k < 2**63
-            for e in index._entries.values()
-            for k in e.keys
-        )
-    if cache["int_keys"]:
-        return np.array(keys, dtype=np.int64)
-    out = np.empty(len(keys), dtype=object)
-    out[:] = keys
-    return out
+        cache["int_keys"] = all(_int64_key(k) for e in index._entries.values() for k in e.keys)
+    return _key_array(np, keys, cache["int_keys"])
 
 
 #: The two ways of matching a chunk's trusted rows: walked one by one from the columns by
