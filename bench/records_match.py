@@ -33,7 +33,8 @@ cyclic garbage collector tracks and walks), and ``match_batch`` is timed against
 on the whole sample. "table ev/s" is ``match_batch`` given the same events as one Arrow table
 (columns are attributes, as read from Parquet): read column-wise, its rows matched by the
 compiled walk one by one or column-wise, whichever ``columnar.Ways`` measures faster on
-the index's own batches (both are tried in the warm-up), against "table per-row ev/s", the per-row path from that table (``to_pylist``, ``load_event``,
+the index's own rows (both are tried in the warm-up; the timed runs include the chooser's
+later tries of the slower way), against "table per-row ev/s", the per-row path from that table (``to_pylist``, ``load_event``,
 ``match``), both on every event. The baselines are slow, so each
 runs on the first k events of the sample, k chosen so that one run lasts about
 ``--baseline-seconds`` (at least 20 events); **each ratio divides the baseline's time by

@@ -48,8 +48,12 @@ built in C: no Python call per row); in a wire batch a null in a column some fil
 reads as "null, not missing" sends its row to the per-row path. Neither way wins
 everywhere: column-wise is ahead when each row has few candidate filters to check, the
 walk when it has many (at 100k quote subscriptions, 300 deliveries per event, it is
-several times faster). :class:`Ways` measures both on the index's own chunks and uses the
-faster, trying the other again every few chunks.
+several times faster). :class:`Ways` measures both on the index's own rows and uses the
+faster, trying the other again now and then. The walk takes a chunk's rows in runs of
+256 (converting only the run's values to Python; as fast as a whole table of 5,000 rows at
+once, within 3% at 10k and 100k subscriptions), so that a try costs one short run and the
+choice is made within the first batch; column-wise matching takes the whole chunk at once
+(its NumPy calls cost per call: in runs of 256 it ran 3× slower).
 
 Measured with ``bench/records_batch.py`` (5-year quotes, Mühl's quote and quote-interval
 subscriptions, 20,000 events in batches of 10,000, CPU time of one process, median of 5,
@@ -82,7 +86,7 @@ import itertools
 import json
 import time
 from collections.abc import Hashable, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from pubsift.core.collector import paused
 from pubsift.core.errors import EventError
@@ -918,38 +922,39 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
             continue
         bad = cols.slow_rows(len(rows))
         slow[rows[bad]] = True
-        fast = np.flatnonzero(~bad)
-        way = ways(index).pick()
-        if way == COLUMNS:
-            columnar_plan(index)  # made once, not timed
-        with ways(index).timed(way, len(fast)):  # both ways answer the rows ``fast``
-            if way == WALK:
-                # a null where JSON null and missing differ: json.loads tells which
-                texts_first = cols.null_rows(null_names(index), len(rows))[fast]
-                walked = fast[~texts_first]
-                counts, keys = walk_rows(index, cols, walked.tolist(), flat=True)
-                out_r.append(np.repeat(rows[walked], counts))
-                out_k.append(_answer_keys(index, keys))
-                if texts_first.any():
-                    by_text = rows[fast[texts_first]]
-                    try:
-                        r, keys = match_rows(index, texts, by_text.tolist())
-                    except EventError:  # raised below, for the first refused row in order
-                        slow[by_text] = True
-                    else:
-                        out_r.append(np.array(r, dtype=np.int64))
-                        out_k.append(_answer_keys(index, keys))
-            else:
+        w, view, texts_first = ways(index), None, None
+        for way, run in _runs(w, np.flatnonzero(~bad)):
+            if way == COLUMNS and view is None:  # made once per chunk, not timed
                 plan = columnar_plan(index)
                 view = _ArrowView(cols, texts, rows, plan.null_names, False)
-                pr, kids = _match_view(plan, view, fast)
-                pr = rows[pr]
-                if plan.duplicates:  # rows of different chunks differ: pairs once per chunk
-                    nk = max(len(plan.key_table), 1)
-                    uniq = np.unique(pr * nk + kids)
-                    pr, kids = uniq // nk, uniq % nk
-                out_r.append(pr)
-                out_k.append(plan.key_table[kids])
+            with w.timed(way, len(run)):  # both ways answer the rows ``run``
+                if way == WALK:
+                    # a null where JSON null and missing differ: json.loads tells which
+                    if texts_first is None:
+                        texts_first = cols.null_rows(null_names(index), len(rows))
+                    by_text = texts_first[run]
+                    walked = run[~by_text]
+                    counts, keys = walk_rows(index, cols, walked, flat=True)
+                    out_r.append(np.repeat(rows[walked], counts))
+                    out_k.append(_answer_keys(index, keys))
+                    if by_text.any():
+                        rows_text = rows[run[by_text]]
+                        try:
+                            r, keys = match_rows(index, texts, rows_text.tolist())
+                        except EventError:  # raised below, for the first refused row in order
+                            slow[rows_text] = True
+                        else:
+                            out_r.append(np.array(r, dtype=np.int64))
+                            out_k.append(_answer_keys(index, keys))
+                else:
+                    pr, kids = _match_view(plan, view, run)
+                    pr = rows[pr]
+                    if plan.duplicates:  # a key twice for a row: pairs once per run
+                        nk = max(len(plan.key_table), 1)
+                        uniq = np.unique(pr * nk + kids)
+                        pr, kids = uniq // nk, uniq % nk
+                    out_r.append(pr)
+                    out_k.append(plan.key_table[kids])
     slow_rows = np.flatnonzero(slow)
     if len(slow_rows):  # answer sets: each (row, key) once
         r, keys = match_rows(index, texts, slow_rows.tolist())
@@ -1027,33 +1032,47 @@ def match_table(index: Any, table: Any) -> list[set[Hashable]]:
         out = [set() for _ in range(n)]
     else:
         slow = cols.slow_rows(n)
-        fast = np.flatnonzero(~slow)
-        way = ways(index).pick()
-        if way == COLUMNS:
-            columnar_plan(index)  # made once, not timed
-        with ways(index).timed(way, len(fast)):
-            if way == WALK:
-                answers = walk_rows(index, cols, fast.tolist())
-                if len(fast) == n:
-                    return answers
-                out = [None] * n
-                for r, a in zip(fast.tolist(), answers):
-                    out[r] = a
-            else:
+        out = [None] * n
+        w, view = ways(index), None
+        for way, run in _runs(w, np.flatnonzero(~slow)):
+            if way == COLUMNS and view is None:  # made once per table, not timed
                 plan = columnar_plan(index)
                 view = _ArrowView(cols, None, np.arange(n), plan.null_names, True)
-                rows, kids = _match_view(plan, view, fast)
-                if len(rows) > 1 and (np.diff(rows) < 0).any():
-                    order = np.argsort(rows, kind="stable")
-                    rows, kids = rows[order], kids[order]
-                keys = plan.key_objects[kids].tolist()
-                ends = np.searchsorted(rows, np.arange(n + 1), side="left").tolist()
-                with paused():  # the sets hold keys only: no cycles for the collector to find
-                    out = [set(keys[a:b]) for a, b in itertools.pairwise(ends)]
+            with w.timed(way, len(run)):
+                if way == WALK:
+                    answers = walk_rows(index, cols, run)
+                else:
+                    answers = _answer_sets(plan, *_match_view(plan, view, run), run)
+                for r, a in zip(run.tolist(), answers):
+                    out[r] = a
     model, match = index.model, index.match
     for r in np.flatnonzero(slow).tolist():
         out[r] = match(_row_event(model, table, r))
     return out
+
+
+def _runs(w: Ways, rows: Any) -> Iterator[tuple[str, Any]]:
+    """``rows`` (an array of row numbers) in runs, each with the way that matches it
+    (:meth:`Ways.pick`, asked as each run starts)."""
+    i = 0
+    while i < len(rows):
+        way, size = w.pick()
+        yield way, rows[i : i + size]
+        i += size
+
+
+def _answer_sets(plan: Plan, rows: Any, kids: Any, run: Any) -> list[set[Hashable]]:
+    """The answer set of each row of ``run`` (ascending), from its (row, key id) pairs."""
+    import numpy as np
+
+    if len(rows) > 1 and (np.diff(rows) < 0).any():
+        order = np.argsort(rows, kind="stable")
+        rows, kids = rows[order], kids[order]
+    keys = plan.key_objects[kids].tolist()
+    ends = np.searchsorted(rows, run, side="left").tolist()
+    ends.append(len(keys))
+    with paused():  # the sets hold keys only: no cycles for the collector to find
+        return [set(keys[a:b]) for a, b in itertools.pairwise(ends)]
 
 
 def _int64_key(k: Any) -> bool:
@@ -1128,20 +1147,33 @@ WALK, COLUMNS = "walk", "columns"
 
 
 class Ways:
-    """Which way matches an index's chunks faster, measured on its own chunks: neither
-    wins everywhere (``bench/records_batch.py``: column-wise is ahead with few filters
-    per row to check, the walk with many, as at 100k quote subscriptions). Without the
+    """Which way matches an index's rows faster, measured on its own rows: neither wins
+    everywhere (``bench/records_batch.py``: column-wise is ahead with few filters per
+    row to check, the walk with many, as at 100k quote subscriptions). Without the
     compiled walk, always column-wise. Otherwise each way is tried first, then the one
     with the lower CPU time per row in its latest measurement is used, and the other is
-    tried again every :attr:`PROBE` chunks, as the events may change. A measurement is
-    the time a way spent on all the rows it answered (those it sends to the per-row path
-    too) over at least :attr:`MIN_ROWS` rows, chunk after chunk; each way's first one is
-    a warm-up, not kept (the walk builds its nodes' plans as it goes). ``force`` (WALK
-    or COLUMNS) fixes the way. Kept in the index's columnar cache, so an index that
-    changes measures anew."""
+    tried again on one run (:attr:`TRY`) once the way in use has answered
+    :attr:`PROBE_ROWS` rows, as the events may change; each try that finds the way in
+    use still faster doubles that gap, up to :attr:`MAX_GAP_ROWS` rows (the slower way's
+    tries cost a few percent at most), and a switch (a try that finds the other way
+    faster, or the way in use measured slower than the other's latest figure) starts
+    again from PROBE_ROWS. The walk matches runs of :attr:`RUN` rows (a try is short);
+    column-wise matching takes the rest of the chunk at once (its NumPy calls cost per
+    call, not per row). A measurement is the time a
+    way spent on all the rows it answered (those it sends to the per-row path too) over
+    at least :attr:`MIN_ROWS` rows, run after run; each way's first one is a warm-up,
+    not kept (the walk builds its nodes' plans as it goes). ``force`` (WALK or COLUMNS)
+    fixes the way. Kept in the index's columnar cache, so an index that changes measures
+    anew."""
 
-    #: Chunks between two tries of the way not in use.
-    PROBE = 16
+    #: Rows of one run of each way (column-wise: all the rows left in the chunk).
+    RUN: ClassVar[dict[str, int]] = {"walk": 256, "columns": 1 << 62}
+    #: Rows of one run when a way is tried.
+    TRY: ClassVar[dict[str, int]] = {"walk": 256, "columns": 2048}
+    #: Rows answered by the way in use before the other is tried again, at first.
+    PROBE_ROWS = 4096
+    #: The most rows between two tries.
+    MAX_GAP_ROWS = 1 << 18
     #: Rows a measurement needs.
     MIN_ROWS = 64
 
@@ -1150,23 +1182,35 @@ class Ways:
         self.cost: dict[str, float | None] = {WALK: None, COLUMNS: None}
         self.warm = {WALK: False, COLUMNS: False}
         self.pending = {WALK: [0.0, 0], COLUMNS: [0.0, 0]}  # seconds, rows
-        self.chunks = 0
+        self.since = 0  # rows answered by the way in use since the last try or switch
+        self.gap = self.PROBE_ROWS
+        self.trying: str | None = None  # the way being tried, until it is measured
+        self.using: str | None = None  # the way in use
 
-    def pick(self) -> str:
+    def best(self) -> str:
+        return min(self.cost, key=lambda w: self.cost[w])  # type: ignore[arg-type,return-value]
+
+    def pick(self) -> tuple[str, int]:
+        """The way of the next run, and the most rows it takes."""
         from pubsift.models.records import plans
 
         if plans.ENGINE is None:
-            return COLUMNS
+            return COLUMNS, self.RUN[COLUMNS]
         if self.force is not None:
-            return self.force
+            return self.force, self.RUN[self.force]
         for way, cost in self.cost.items():
             if cost is None:
-                return way
-        self.chunks += 1
-        best = min(self.cost, key=lambda w: self.cost[w])  # type: ignore[arg-type,return-value]
-        if self.chunks % self.PROBE == 0:
-            return COLUMNS if best == WALK else WALK
-        return best
+                return way, self.TRY[way]
+        if self.trying is not None:
+            return self.trying, self.TRY[self.trying]
+        best = self.best()
+        if best != self.using:  # a switch: the events changed, try the other soon
+            self.using, self.gap, self.since = best, self.PROBE_ROWS, 0
+        if self.since >= self.gap:
+            self.since = 0
+            self.trying = COLUMNS if best == WALK else WALK
+            return self.trying, self.TRY[self.trying]
+        return best, self.RUN[best]
 
     @contextlib.contextmanager
     def timed(self, way: str, rows: int) -> Iterator[None]:
@@ -1176,9 +1220,14 @@ class Ways:
         pending = self.pending[way]
         pending[0] += time.thread_time() - t
         pending[1] += rows
+        if way != self.trying:
+            self.since += rows
         if pending[1] >= self.MIN_ROWS:
             if self.warm[way]:
                 self.cost[way] = pending[0] / pending[1]
+                if way == self.trying:  # still slower: tried again later
+                    self.trying = None
+                    self.gap = min(2 * self.gap, self.MAX_GAP_ROWS)
             self.warm[way] = True
             pending[:] = [0.0, 0]
 
@@ -1195,8 +1244,8 @@ def ways(index: Any) -> Ways:
 FORCE: str | None = None
 
 
-def walk_rows(index: Any, cols: Columns, rows: list[int], flat: bool = False) -> Any:
-    """The answers of the chunk's rows ``rows`` (trusted: none holds a list, an inexact
+def walk_rows(index: Any, cols: Columns, rows: Any, flat: bool = False) -> Any:
+    """The answers of the chunk's rows ``rows`` (an ascending array; trusted: none holds a list, an inexact
     number or a null that must be told from a missing attribute), by the compiled walk:
     each row's flat event is made from the leaf columns' Python values (dotted names,
     a null left out) and walked, ``RecordsIndex.match``'s answer. A list of answer
@@ -1205,9 +1254,13 @@ def walk_rows(index: Any, cols: Columns, rows: list[int], flat: bool = False) ->
     from pubsift.models.records import plans
 
     names = list(cols.leaves)
-    columns = [col.to_pylist() for _, col in cols.leaves.values()]
     engine: Any = plans.ENGINE
+    if not len(rows):
+        return ([], []) if flat else []
+    lo, hi = int(rows[0]), int(rows[-1]) + 1  # only the run's rows are converted
+    columns = [col.slice(lo, hi - lo).to_pylist() for _, col in cols.leaves.values()]
+    local = (rows - lo).tolist()
     if flat:
-        return engine.match_rows_flat(index._root, names, columns, rows)
+        return engine.match_rows_flat(index._root, names, columns, local)
     with paused():  # answer sets hold keys only: no cycles for the collector to find
-        return engine.match_rows(index._root, names, columns, rows)
+        return engine.match_rows(index._root, names, columns, local)

@@ -789,39 +789,83 @@ def test_a_null_that_a_filter_tells_from_missing_is_read_from_the_text(matching)
 
 def test_the_faster_way_is_chosen(matching, monkeypatch):
     """``Ways``: each way tried (its first measurement a warm-up), then the one with the
-    lower CPU time per row, the other tried again every PROBE chunks; small chunks
-    measured together; column-wise only without the compiled walk."""
+    lower CPU time per row; the other tried again once the way in use has answered
+    PROBE_ROWS rows, the gap doubling while it stays slower (up to MAX_GAP_ROWS) and
+    back to PROBE_ROWS on a switch; small runs measured together; column-wise only
+    without the compiled walk."""
+    w_, c_ = columnar.WALK, columnar.COLUMNS
     if matching == "columnar":
         with mock.patch.object(plans, "ENGINE", None):
-            assert columnar.Ways().pick() == columnar.COLUMNS
+            assert columnar.Ways().pick() == (c_, columnar.Ways.RUN[c_])
         return
     clock = iter(range(0, 10**6, 1))
     monkeypatch.setattr(columnar.time, "thread_time", lambda: next(clock))
+    monkeypatch.setattr(columnar.Ways, "PROBE_ROWS", 16_000)
     w = columnar.Ways()
     seen = []
-    cost = {columnar.WALK: 1, columnar.COLUMNS: 3}  # clock ticks per timed chunk
-    for _ in range(40):
-        way = w.pick()
-        seen.append(way)
-        with w.timed(way, 1000):
-            for _ in range(cost[way] - 1):
-                next(clock)
-    w_, c_ = columnar.WALK, columnar.COLUMNS
+    cost = {w_: 1, c_: 3}  # clock ticks per timed run
+
+    def run(k: int) -> None:
+        for _ in range(k):
+            way, size = w.pick()
+            assert size == (w.TRY if way == w.trying or w.cost[way] is None else w.RUN)[way]
+            seen.append(way)
+            with w.timed(way, 1000):
+                for _ in range(cost[way] - 1):
+                    next(clock)
+
+    run(4 + 17 + 33 + 65 + 5)
     assert seen[:4] == [w_, w_, c_, c_]  # each: a warm-up, then a kept measurement
-    assert seen[4:].count(c_) == 2  # probes at chunks 16 and 32
-    assert seen[4 + 15] == seen[4 + 31] == c_
-    assert w.cost == {w_: 1 / 1000, c_: 3 / 1000}
-    assert columnar.Ways(c_).pick() == c_
-    # chunks too small to measure alone are measured together
+    tries = [i for i, x in enumerate(seen) if x == c_ and i >= 4]
+    assert tries == [4 + 16, 4 + 17 + 32, 4 + 17 + 33 + 64]  # after 16, 32, 64 runs
+    assert w.cost == {w_: 1 / 1000, c_: 3 / 1000} and w.gap == 128_000
+    # the walk becomes slower than the columns' latest figure: a switch, and the walk is
+    # tried again after 16, 32, 64 runs
+    cost[c_] = 1
+    cost[w_] = 5
+    seen.clear()
+    run(200)
+    first = seen.index(c_)
+    back = [i - first for i, x in enumerate(seen) if x == w_ and i > first]
+    assert back[:3] == [16, 16 + 33, 16 + 33 + 65] and w.best() == c_
+    assert columnar.Ways(c_).pick()[0] == c_
+    # runs too small to measure alone are measured together
     small = columnar.Ways()
     for _ in range(4):
         with small.timed(w_, columnar.Ways.MIN_ROWS // 2 - 1):
             pass
-    # chunks 1-3 (93 rows): the warm-up; chunk 4: 31 rows, not yet a measurement
+    # runs 1-3 (93 rows): the warm-up; run 4: 31 rows, not yet a measurement
     assert small.cost[w_] is None and small.warm[w_]
     with small.timed(w_, 40):
         pass
     assert small.cost[w_] is not None  # 31 + 40 rows
+
+
+def test_a_long_table_is_matched_in_runs(matching):
+    """Rows are matched run by run, each run one way's and measured apart: the walk's
+    runs hold RUN rows, column-wise matching takes the whole chunk; answers equal the
+    per-row path's, a slow row among them included."""
+    index = _small_index()
+    run = columnar.Ways.RUN[columnar.WALK]
+    n = 3 * run + 17
+    s = (["A", "B", "C"] * n)[:n]
+    p = [None if i % 7 == 0 else float(i % 9) for i in range(n)]
+    q = [None] * n
+    q[5] = 2**60  # past 2^53: a row the columns do not trust, answered per row
+    table = pa.table({"s": s, "p": p, "q": q})
+    wires = [json.dumps(r) for r in table.to_pylist()]
+    charged = []
+    real = columnar.Ways.timed
+
+    def spy(self, way, rows):
+        charged.append(rows)
+        return real(self, way, rows)
+
+    with mock.patch.object(columnar.Ways, "timed", spy):
+        assert index.match_batch(table) == per_row_table(index, table)
+        assert sorted(batch(index, wires)) == sorted(per_row(index, wires))
+    runs = [run] * 3 + [16] if matching == "walked" else [n - 1]
+    assert charged == runs * 2
 
 
 def test_the_walk_is_charged_for_the_rows_it_reads_from_their_text(matching):
@@ -846,7 +890,8 @@ def test_the_walk_is_charged_for_the_rows_it_reads_from_their_text(matching):
 
     with mock.patch.object(columnar.Ways, "timed", spy):
         check(index, wires)
-    assert charged == [(columnar.WALK, 400)]
+    run = columnar.Ways.RUN[columnar.WALK]
+    assert charged == [(columnar.WALK, run), (columnar.WALK, 400 - run)]
 
 
 def test_duplicate_column_names_are_answered_per_row(matching):
@@ -898,7 +943,13 @@ def test_both_ways_give_one_answer_when_chosen_freely(matching):
     table = pa.table({"s": ["A", "B", "A"] * 30, "p": [1.0, 7.0, None] * 30})
     want_t = per_row_table(index, table)
     want_w = per_row(index, WIRES * 30)
-    with mock.patch.object(columnar, "FORCE", None), mock.patch.object(columnar.Ways, "PROBE", 2):
+    small = {columnar.WALK: 16, columnar.COLUMNS: 16}  # runs of both ways in one batch
+    with (
+        mock.patch.object(columnar, "FORCE", None),
+        mock.patch.object(columnar.Ways, "PROBE_ROWS", 40),
+        mock.patch.object(columnar.Ways, "RUN", small),
+        mock.patch.object(columnar.Ways, "TRY", small),
+    ):
         for _ in range(10):
             assert index.match_batch(table) == want_t
             assert sorted(batch(index, WIRES * 30)) == sorted(want_w)
