@@ -33,19 +33,21 @@ Measured with ``bench/records_match.py --quick`` (quotes workload, 5,000 sampled
 quote events, CPU time of one process on a 2-core machine, median of 3 runs, the answer
 of each event dropped as a router does; baselines on the same events as the index; see
 ``bench/results.md`` for the latest ``make bench``) against Mühl's counting over the same
-attribute structures, events/s, on 2026-11-28 (issue 16), two runs a minute apart::
+attribute structures, events/s, on 2026-11-28 (issue 16), two runs a few minutes apart::
 
     subscriptions   matches/event   compiled walk      Python walk       counting (Fig. 4.6)
-    10,000               29.4       306,114  197,485   136,713   93,025    1,197  1,431
-    100,000             296.0        66,647   68,660    59,241   45,688       45     40
+    10,000               29.4       345,812  228,496   142,844   90,052    1,175    964
+    100,000             296.0        81,572   74,263    58,635   41,876       51     50
 
 (both walks over the same plans, timed one after the other in one run, once a pass over
-the sample builds no plan. The machine's speed varies by up to 2× from hour to hour, as
-the Python walk's column shows: compare figures of one run only. Interleaved in one
-process, the compiled walk of 2026-11-28, which adds key sets to the answer without
-bound methods, slices or iterators, against that of the day before: 210,564 against
-180,381 (10k) and 74,049 against 58,291 (100k); that of the day before against the
-Python walk of session 10: 252,663 against 128,593 and 82,051 against 43,114.)
+the sample builds no plan. The machine's speed varies by up to 2× from minute to minute,
+as the Python walk's column shows: compare figures of one run only. Interleaved in one
+process, the compiled walk that prefetches the event's values before walking (session 13)
+against the one without: +5.3% in file order and +6.6% in date order at 10k; before it,
+the walk that adds key sets to the answer without bound methods, slices or iterators
+against that of the day before: 210,564 against 180,381 (10k) and 74,049 against 58,291
+(100k); that of the day before against the Python walk of session 10: 252,663 against
+128,593 and 82,051 against 43,114.)
 Before the compiled walk and the frozenset buckets, the same script gave 111,548 and
 44,602 events/s. These are
 steady-state figures over the sample in the file's order (by symbol, then date): in the
