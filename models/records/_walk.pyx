@@ -25,7 +25,14 @@ from cpython.object cimport PyObject, PyObject_RichCompareBool, Py_EQ, Py_LT
 from cpython.dict cimport PyDict_Next
 
 cdef extern from *:
-    void __builtin_prefetch(const void* p) nogil
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define PUBSIFT_PREFETCH(p) __builtin_prefetch(p)
+    #else
+    #define PUBSIFT_PREFETCH(p) ((void)(p))
+    #endif
+    """
+    void PUBSIFT_PREFETCH(const void* p) nogil  # a no-op where the compiler has none
 
 #: The layout of the plans' specs this module reads (plans.SPEC must be equal).
 SPEC = 2
@@ -462,7 +469,7 @@ cdef set _match(object root, dict attrs):
     # them one after the other (each a cache miss in a stream of events: +5-6% at 10k
     # quote subscriptions, A/B in one process, file and date order)
     while PyDict_Next(attrs, &pos, &pk, &pval):
-        __builtin_prefetch(pval)
+        PUBSIFT_PREFETCH(pval)
     entry = root.entry
     if entry is not None:
         found.update(entry.keys)  # a dict (insertion order): its keys

@@ -52,8 +52,9 @@ several times faster). :class:`Ways` measures both on the index's own rows and u
 faster, trying the other again now and then. The walk takes a chunk's rows in runs of
 256 (converting only the run's values to Python; as fast as a whole table of 5,000 rows at
 once, within 3% at 10k and 100k subscriptions), so that a try costs one short run and the
-choice is made within the first batch; column-wise matching takes the whole chunk at once
-(its NumPy calls cost per call: in runs of 256 it ran 3× slower).
+choice is made within the first batch; column-wise matching takes the rest of the chunk at
+once (its NumPy calls cost per call: in runs of 256 it ran 3× slower), a try of it 2,048
+rows.
 
 Measured with ``bench/records_batch.py`` (5-year quotes, Mühl's quote and quote-interval
 subscriptions, 20,000 events in batches of 10,000, CPU time of one process, median of 5,
@@ -1154,8 +1155,8 @@ class Ways:
     with the lower CPU time per row in its latest measurement is used, and the other is
     tried again on one run (:attr:`TRY`) once the way in use has answered
     :attr:`PROBE_ROWS` rows, as the events may change; each try that finds the way in
-    use still faster doubles that gap, up to :attr:`MAX_GAP_ROWS` rows (the slower way's
-    tries cost a few percent at most), and a switch (a try that finds the other way
+    use still faster doubles that gap, up to :attr:`MAX_GAP_ROWS` rows (once there, the
+    slower way's tries cost a few percent; the first tries after a switch cost more), and a switch (a try that finds the other way
     faster, or the way in use measured slower than the other's latest figure) starts
     again from PROBE_ROWS. The walk matches runs of :attr:`RUN` rows (a try is short);
     column-wise matching takes the rest of the chunk at once (its NumPy calls cost per
@@ -1225,7 +1226,7 @@ class Ways:
         if pending[1] >= self.MIN_ROWS:
             if self.warm[way]:
                 self.cost[way] = pending[0] / pending[1]
-                if way == self.trying:  # still slower: tried again later
+                if way == self.trying:  # if still slower, tried again later (else a switch)
                     self.trying = None
                     self.gap = min(2 * self.gap, self.MAX_GAP_ROWS)
             self.warm[way] = True
