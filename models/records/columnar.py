@@ -1154,18 +1154,18 @@ class Ways:
     compiled walk, always column-wise. Otherwise each way is tried first, then the one
     with the lower CPU time per row in its latest measurement is used, and the other is
     tried again on one run (:attr:`TRY`) once the way in use has answered
-    :attr:`PROBE_ROWS` rows, as the events may change; each try that finds the way in
+    :attr:`PROBE_ROWS` rows, as the events may change. Each try that finds the way in
     use still faster doubles that gap, up to :attr:`MAX_GAP_ROWS` rows (once there, the
-    slower way's tries cost a few percent; the first tries after a switch cost more), and a switch (a try that finds the other way
-    faster, or the way in use measured slower than the other's latest figure) starts
-    again from PROBE_ROWS. The walk matches runs of :attr:`RUN` rows (a try is short);
-    column-wise matching takes the rest of the chunk at once (its NumPy calls cost per
-    call, not per row). A measurement is the time a
-    way spent on all the rows it answered (those it sends to the per-row path too) over
-    at least :attr:`MIN_ROWS` rows, run after run; each way's first one is a warm-up,
-    not kept (the walk builds its nodes' plans as it goes). ``force`` (WALK or COLUMNS)
-    fixes the way. Kept in the index's columnar cache, so an index that changes measures
-    anew."""
+    slower way's tries cost a few percent; the first tries after a switch cost more); a
+    switch (a try that finds the other way faster, or the way in use measured slower
+    than the other's latest figure) starts again from PROBE_ROWS. The walk matches runs
+    of :attr:`RUN` rows (a try is short); column-wise matching takes the rest of the
+    chunk at once (its NumPy calls cost per call, not per row). A measurement is the
+    time a way spent on all the rows it answered (those it sends to the per-row path
+    too) over at least :attr:`MIN_ROWS` rows, run after run; each way's first one is a
+    warm-up, not kept (the walk builds its nodes' plans as it goes). ``force`` (WALK or
+    COLUMNS) fixes the way. Kept in the index's columnar cache, so an index that changes
+    measures anew."""
 
     #: Rows of one run of each way (column-wise: all the rows left in the chunk).
     RUN: ClassVar[dict[str, int]] = {"walk": 256, "columns": 1 << 62}
