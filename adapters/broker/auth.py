@@ -77,6 +77,10 @@ class Authorizer:
     def enabled(self) -> bool:
         return bool(self.grants)
 
+    def named(self, name: str) -> Grant | None:
+        """The configured identity called ``name`` (never the gateway's own), or None."""
+        return next((g for g in self.grants if g.name == name and not g.unrestricted), None)
+
     def authenticate(self, token: Any) -> Grant | None:
         """The identity whose token is ``token`` (compared in constant time), or None."""
         if not isinstance(token, str) or not token:
@@ -111,6 +115,22 @@ class Authorizer:
         if cert_names is not None:
             return self.by_certificate(cert_names)
         return "no token in the hello (and no client certificate)"
+
+    def network_id(self, grant: Grant, presented: str) -> tuple[str, str | None]:
+        """The id in the network of a client of ``grant`` whose hello says ``presented``,
+        and the identity that owns ``presented`` if it is not ``grant``'s (then the
+        connection is refused). Every id a broker trusts belongs to one identity
+        (docs/protocol.md §13): the broker qualifies a client's id as ``identity/id``,
+        so ids of two identities never collide anywhere in the network, and the
+        client's publisher id and sequence numbers are its identity's alone. A hello
+        that already says ``identity/id`` is taken as it is when it names the client's
+        own identity, and refused when it names another one."""
+        head, sep, _ = presented.partition("/")
+        if sep and head == grant.name:
+            return presented, None
+        if sep and self.named(head) is not None:
+            return presented, head
+        return f"{grant.name}/{presented}", None
 
     def internal(self, name: str) -> str:
         """Add an unrestricted identity for the broker's own HTTP gateway, which checks

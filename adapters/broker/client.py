@@ -75,7 +75,13 @@ CONNECT_TIMEOUT = 10.0
 
 
 class BrokerUnavailable(PubsiftError, ConnectionError):
-    """The broker at a URL could not be reached or refused the connection."""
+    """The broker at a URL could not be reached or refused the connection; ``reason`` is
+    the broker's error reason when it refused (``unauthorized``, ``forbidden``, ``limit``,
+    ...), else None."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class BrokerRefused(PubsiftError, ValueError):
@@ -172,14 +178,21 @@ class AsyncClient:
         ca: str | None = None,
         cert: str | None = None,
         key: str | None = None,
+        on_behalf: str | None = None,
     ) -> None:
         self.url = url
         #: the credential sent in the hello (docs/protocol.md §10); None: none sent
         self.token = token
+        #: the identity the broker's own HTTP gateway connects for (docs/protocol.md §13);
+        #: a broker refuses it from anyone else
+        self.on_behalf = on_behalf
         self.host, self.port = parse_url(url)
         #: the TLS context of the connection (docs/protocol.md §11); None: plaintext
         self.tls = client_context(tls or url_uses_tls(url), ca, cert, key)
         self.id = id or f"client-{uuid.uuid4().hex[:12]}"
+        #: this client's id in the network, as the broker's hello says: with identities,
+        #: ``identity/id`` (docs/protocol.md §13); its publications carry it
+        self.network_id = self.id
         self._models: dict[str, FilterModel] = dict(models or {})
         self._backoff = Backoff(*backoff)
         self.max_frame_bytes = max_frame_bytes
@@ -294,7 +307,10 @@ class AsyncClient:
         except (OSError, TimeoutError) as exc:
             raise BrokerUnavailable(f"cannot connect to {self.url}: {exc or 'timeout'}") from None
         conn = Connection(reader, writer, self.max_frame_bytes, 1 << 30, dialled=True)
-        conn.send(hello("client", self.id, **({"token": self.token} if self.token else {})))
+        extra: dict[str, Any] = {"token": self.token} if self.token else {}
+        if self.on_behalf is not None:
+            extra["on_behalf"] = self.on_behalf
+        conn.send(hello("client", self.id, **extra))
         try:
             obj = await asyncio.wait_for(conn.recv(), timeout)
             if obj is None:
@@ -309,7 +325,12 @@ class AsyncClient:
         except (FrameError, TimeoutError, OSError) as exc:
             conn.abort()
             why = describe(exc) if isinstance(exc, ssl.SSLError) else str(exc) or "timeout"
-            raise BrokerUnavailable(f"{self.url} refused the connection: {why}") from None
+            raise BrokerUnavailable(
+                f"{self.url} refused the connection: {why}",
+                exc.reason if isinstance(exc, FrameError) else None,
+            ) from None
+        named = obj.get("client")
+        self.network_id = named if isinstance(named, str) and named else self.id
         lease = obj.get("lease") or {}
         if isinstance(lease.get("refresh"), (int, float)) and lease["refresh"] > 0:
             self.refresh = float(lease["refresh"])

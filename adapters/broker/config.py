@@ -50,8 +50,9 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
     cert_name = "alice"                # and/or: a client certificate naming "alice"
     subscribe.records = ['symbol prefix "I"']  # authorized filters (checked by covering)
     publish.records = ['symbol = "IBM"']       # advertisements covered, publications matched
-    max_subscriptions = 50                     # this identity's own limits (override [limits])
-    max_publish_rate = 10.0
+    max_subscriptions = 50                     # this identity's own limits: they replace
+    max_publish_rate = 10.0                    # [limits]'s and count all its connections
+    max_connections = 20                       # together (docs/protocol.md §12)
 
 With ``[tls]`` the broker's port speaks TLS only (clients use ``pubsifts://``); the keys
 are read by :func:`pubsift.adapters.broker.tls.read_tls`, and a missing or unreadable file,
@@ -78,8 +79,15 @@ if TYPE_CHECKING:
     from pubsift.adapters.broker.tls import TLSConfig
 
 DEFAULT_PORT = 7400
-#: the limits an identity may set for itself, overriding ``[limits]``
-IDENTITY_LIMITS = ("max_subscriptions", "max_publish_rate", "publish_burst")
+#: the limits an identity may set for itself: each replaces the one of ``[limits]`` and
+#: counts all the identity's connections together (docs/protocol.md §12)
+IDENTITY_LIMITS = (
+    "max_subscriptions",
+    "max_publish_rate",
+    "publish_burst",
+    "max_connections",
+    "max_queue_bytes",
+)
 
 
 class ConfigError(PubsiftError, ValueError):
@@ -123,10 +131,14 @@ class Identity:
     publish: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: a verified client certificate with this name (CN or subjectAltName) selects it
     cert_name: str | None = None
-    #: this identity's own limits (None: those of ``[limits]``; docs/protocol.md §12)
+    #: this identity's own limits, for all its connections together (None: those of
+    #: ``[limits]``, per connection; docs/protocol.md §12)
     max_subscriptions: int | None = None
     max_publish_rate: float | None = None
     publish_burst: int | None = None
+    #: connections at once (the gateway's SSE streams included); None: no limit
+    max_connections: int | None = None
+    max_queue_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +223,13 @@ class BrokerConfig:
                 f"{self.source}: limits.max_queue_bytes ({self.max_queue_bytes}) is less than "
                 f"limits.max_frame_bytes ({self.max_frame_bytes}): one frame would cut a peer off"
             )
+        for i in self.identities:
+            if i.max_queue_bytes is not None and i.max_queue_bytes < self.max_frame_bytes:
+                raise ConfigError(
+                    f"{self.source}: identities.{i.name}.max_queue_bytes ({i.max_queue_bytes}) "
+                    f"is less than limits.max_frame_bytes ({self.max_frame_bytes}): one frame "
+                    "would cut a connection off"
+                )
         for where, rate, burst in (
             ("limits", self.max_publish_rate, self.publish_burst),
             *(
@@ -340,6 +359,12 @@ class _Reader:
         out, tokens, cert_names = [], set(), set()
         for name, t in sec.items():
             where = f"identities.{name}"
+            if "/" in name or not name or len(name) > 100:
+                raise self.fail(
+                    where,
+                    "an identity's name is 1-100 characters without '/' (the broker "
+                    "qualifies its clients' ids as NAME/id, docs/protocol.md §13)",
+                )
             if not isinstance(t, Mapping):
                 raise self.fail(where, "expected a table [identities." + name + "]")
             keys = {"token", "token_file", "cert_name", "subscribe", "publish", *IDENTITY_LIMITS}
@@ -398,6 +423,8 @@ class _Reader:
                     max_subscriptions=self.optional_int(t, where, "max_subscriptions"),
                     max_publish_rate=self.optional_number(t, where, "max_publish_rate"),
                     publish_burst=self.optional_int(t, where, "publish_burst"),
+                    max_connections=self.optional_int(t, where, "max_connections"),
+                    max_queue_bytes=self.optional_int(t, where, "max_queue_bytes"),
                 )
             )
         return tuple(out)

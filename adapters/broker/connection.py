@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pubsift.adapters.broker.frames import encode, error, read_frame
+from pubsift.adapters.broker.limits import QueueBudget
 
 log = logging.getLogger("pubsift.broker")
 
@@ -54,6 +55,9 @@ class Connection:
         self.max_queue_bytes = max_queue_bytes
         #: bytes of the frames on the queue
         self._queued_bytes = 0
+        #: bytes queued to this and other connections together (an identity's
+        #: ``max_queue_bytes``, docs/protocol.md §12); None: this connection's own limit
+        self.budget: QueueBudget | None = None
         #: called when this peer is cut off as a slow consumer (the daemon counts them)
         self.on_slow: Callable[[], None] | None = None
         #: whether this side dialled the connection (for neighbour links)
@@ -87,24 +91,41 @@ class Connection:
             return False
         data = obj if isinstance(obj, bytes) else encode(obj)
         if self._queue.qsize() >= self.max_queue:
-            self._slow(f"more than {self.max_queue} frames waiting to be sent", "max_queue")
+            self._slow(f"more than {self.max_queue} frames waiting to be sent", "limits.max_queue")
             return False
-        if self.max_queue_bytes is not None:
+        budget = self.budget
+        if budget is not None:
+            waiting = budget.used + self.writer.transport.get_write_buffer_size()
+            if waiting + len(data) > budget.limit:
+                self._slow(
+                    f"more than {budget.limit} bytes waiting to be sent to this identity's "
+                    "connections",
+                    f"{budget.name}.max_queue_bytes",
+                )
+                return False
+        elif self.max_queue_bytes is not None:
             waiting = self._queued_bytes + self.writer.transport.get_write_buffer_size()
             if waiting + len(data) > self.max_queue_bytes:
                 self._slow(
-                    f"more than {self.max_queue_bytes} bytes waiting to be sent", "max_queue_bytes"
+                    f"more than {self.max_queue_bytes} bytes waiting to be sent",
+                    "limits.max_queue_bytes",
                 )
                 return False
-        self._queued_bytes += len(data)
+        self._account(len(data))
         self._queue.put_nowait(data)
         return True
+
+    def _account(self, n: int) -> None:
+        """``n`` more (fewer, if negative) bytes on the queue."""
+        self._queued_bytes += n
+        if self.budget is not None:
+            self.budget.used += n
 
     def _slow(self, why: str, key: str) -> None:
         """Cut off a peer that does not read: drop what is queued for it (the ``error``
         frame is next), one log line."""
         log.warning(
-            "%s %s (%s): slow consumer: %s (limits.%s); disconnecting it",
+            "%s %s (%s): slow consumer: %s (%s); disconnecting it",
             self.role or "peer",
             self.id or "?",
             self.peer,
@@ -113,7 +134,7 @@ class Connection:
         )
         while not self._queue.empty():
             self._queue.get_nowait()
-        self._queued_bytes = 0
+        self._account(-self._queued_bytes)
         self.close("slow-consumer", why)
         if self.on_slow is not None:
             self.on_slow()
@@ -175,7 +196,7 @@ class Connection:
             self._heartbeat.cancel()
         if reason is not None:
             frame = encode(error(reason, message))
-            self._queued_bytes += len(frame)
+            self._account(len(frame))
             self._queue.put_nowait(frame)
         self._queue.put_nowait(None)
         asyncio.get_running_loop().call_later(CLOSE_GRACE, self._abort_if_stuck)
@@ -220,7 +241,7 @@ class Connection:
                 data = await self._queue.get()
                 if data is None:
                     break
-                self._queued_bytes -= len(data)
+                self._account(-len(data))
                 self.writer.write(data)
                 # waits only while the transport holds more than its high-water mark: the
                 # queue, not the transport, holds what the peer has not read yet
@@ -232,6 +253,7 @@ class Connection:
             log.debug("%r: write failed: %s", self, exc)
         finally:
             self._closing = True
+            self._account(-self._queued_bytes)  # what was never written counts no more
             if self._heartbeat is not None:
                 self._heartbeat.cancel()
             self.writer.close()

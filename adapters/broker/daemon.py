@@ -39,10 +39,16 @@ from typing import Any
 from pubsift.adapters.broker import wire
 from pubsift.adapters.broker.auth import Authorizer, Grant
 from pubsift.adapters.broker.backoff import Backoff
-from pubsift.adapters.broker.config import Address, BrokerConfig, ConfigError
+from pubsift.adapters.broker.config import Address, BrokerConfig, ConfigError, Identity
 from pubsift.adapters.broker.connection import Connection
 from pubsift.adapters.broker.frames import FrameError, check_hello, error, hello
-from pubsift.adapters.broker.limits import ClientLimits, Limits
+from pubsift.adapters.broker.limits import (
+    ClientLimits,
+    IdentityLimits,
+    Limits,
+    QueueBudget,
+    TokenBucket,
+)
 from pubsift.adapters.broker.links import Reach
 from pubsift.adapters.broker.tls import TLSServer, describe, peer_names, show_names
 from pubsift.core.broker import Broker
@@ -121,8 +127,15 @@ class BrokerDaemon:
         self._grants: dict[Connection, Grant] = {}
         #: the refusals of renewable messages already logged, per connection
         self._forbidden: dict[Connection, set[str | None]] = {}
-        #: each client connection's standing against its limits (docs/protocol.md §12)
+        #: each client connection's standing against its limits (docs/protocol.md §12),
+        #: and its identity's, which all the identity's connections share
         self._limits: dict[Connection, ClientLimits] = {}
+        self._ilimits: dict[Connection, IdentityLimits] = {}
+        self._identities: dict[str, IdentityLimits] = {}
+        #: the gateway's publishers of identities: it charges their rate itself
+        self._exempt: set[Connection] = set()
+        #: what each client's hello said its id was, where the broker qualified it
+        self._aliases: dict[Connection, tuple[str, ...]] = {}
         #: publications held back by a client's rate limit; peers cut off as slow consumers
         self.throttled = 0
         self.slow_consumers = 0
@@ -283,25 +296,141 @@ class BrokerDaemon:
     def _count_slow(self) -> None:
         self.slow_consumers += 1
 
-    def _client_limits(self, pid: str, identity: str | None) -> Limits:
-        """The limits of client ``pid``: its identity's where it sets them, else
-        ``[limits]``. The gateway's publisher publishes for every HTTP client: no rate."""
+    def _client_limits(self, grant: Grant | None, exempt: bool) -> Limits:
+        """The per-connection limits of a client: those of ``[limits]`` that its identity
+        does not set for itself (those it sets count all its connections together,
+        :meth:`_identity_limits`). The gateway's publisher of an identity is ``exempt``
+        from the rate: the gateway charges every POST to the identity itself."""
         cfg = self.config
-        ident = next((i for i in cfg.identities if i.name == identity), None)
+        ident = self._identity(grant)
         subs, rate, burst = cfg.max_subscriptions, cfg.max_publish_rate, cfg.publish_burst
-        source = "limits"
         if ident is not None:
             if ident.max_subscriptions is not None:
-                subs, source = ident.max_subscriptions, f"identities.{ident.name}"
+                subs = None
             if ident.max_publish_rate is not None or ident.publish_burst is not None:
-                rate = ident.max_publish_rate or rate
-                burst = ident.publish_burst
-        if self.gateway is not None and pid == self.gateway.publisher_id:
+                rate = burst = None
+        if exempt:
             rate = burst = None
-        return Limits(subs, rate, burst, source)
+        return Limits(subs, rate, burst, "limits")
+
+    def _identity(self, grant: Grant | None) -> Identity | None:
+        if grant is None:
+            return None
+        return next((i for i in self.config.identities if i.name == grant.name), None)
+
+    def identity_limits(self, name: str) -> IdentityLimits:
+        """What all connections of identity ``name`` hold together against the limits of
+        ``[identities.NAME]`` (docs/protocol.md §12); made on first use."""
+        ilim = self._identities.get(name)
+        if ilim is None:
+            cfg = self.config
+            ident = next((i for i in cfg.identities if i.name == name), None)
+            subs = rate = burst = conns = queue = None
+            if ident is not None:
+                subs, conns, queue = (
+                    ident.max_subscriptions,
+                    ident.max_connections,
+                    ident.max_queue_bytes,
+                )
+                if ident.max_publish_rate is not None or ident.publish_burst is not None:
+                    rate = ident.max_publish_rate or cfg.max_publish_rate
+                    burst = ident.publish_burst
+            where = f"identities.{name}"
+            ilim = self._identities[name] = IdentityLimits(
+                ClientLimits(Limits(subs, rate, burst, where), cfg.lease_period),
+                conns,
+                QueueBudget(queue, where) if queue is not None else None,
+            )
+            if rate is None and cfg.max_publish_rate is not None:
+                # the HTTP publications of an identity without a rate of its own: held to
+                # [limits] as if they came over one connection
+                ilim.http_bucket = TokenBucket(
+                    cfg.max_publish_rate,
+                    Limits(None, cfg.max_publish_rate, cfg.publish_burst).burst,
+                )
+        return ilim
+
+    def charge_publication(self, name: str) -> float:
+        """Take the token of one HTTP publication of identity ``name`` (the gateway's
+        ``POST /publish``): 0.0 if it may go now, else the seconds until a token is there
+        (none is taken; the gateway answers 429)."""
+        ilim = self.identity_limits(name)
+        bucket = ilim.held.bucket or ilim.http_bucket
+        if bucket is None:
+            return 0.0
+        wait = bucket.try_take()
+        if wait > 0:
+            self.throttled += 1
+        return wait
+
+    def _hello_limits(self, conn: Connection) -> dict[str, float]:
+        """The limits the broker's hello tells a client: its connection's, and its
+        identity's where the identity sets them (those are for all its connections)."""
+        out = self._limits[conn].limits.hello()
+        ilim = self._ilimits.get(conn)
+        if ilim is not None:
+            out.update(ilim.held.limits.hello())
+            if ilim.max_connections is not None:
+                out["max_connections"] = ilim.max_connections
+        return out
+
+    def _admit_client(
+        self, conn: Connection, first: dict[str, Any], presented: str
+    ) -> tuple[str, Grant | None, bool] | None:
+        """Authenticate a client (docs/protocol.md §10) and give it its id in the network
+        (§13): ``(id, identity, exempt)``, or None when it was refused (the connection is
+        closing, one WARNING line logged). ``exempt``: the gateway's publisher of an
+        identity (``on_behalf``), which the gateway charges itself."""
+        if not self.auth.enabled:
+            return (
+                presented,
+                None,
+                bool(self.gateway is not None and presented == self.gateway.publisher_id),
+            )
+        grant = self.auth.identify(first, peer_names(conn.writer.get_extra_info))
+        if isinstance(grant, str):
+            log.warning("client %s (%s): unauthorized: %s", presented, conn.peer, grant)
+            conn.close("unauthorized", grant)
+            return None
+        exempt = False
+        if "on_behalf" in first:  # the broker's own gateway, for an HTTP client's identity
+            behalf = first["on_behalf"]
+            target = self.auth.named(behalf) if isinstance(behalf, str) else None
+            if not grant.unrestricted or target is None:
+                why = (
+                    "only the broker's own HTTP gateway may act on behalf of an identity"
+                    if not grant.unrestricted
+                    else f"on_behalf: no identity {behalf!r}"
+                )
+                log.warning(
+                    "client %s (%s) of identity %r: forbidden: %s",
+                    presented,
+                    conn.peer,
+                    grant.name,
+                    why,
+                )
+                conn.close("forbidden", why)
+                return None
+            grant = target
+            exempt = self.gateway is not None and presented in self.gateway.publisher_ids
+        nid, owner = self.auth.network_id(grant, presented)
+        if owner is not None:
+            why = f"client id {presented!r} belongs to identity {owner!r}"
+            log.warning(
+                "client %s (%s): forbidden: its id belongs to identity %r, and the "
+                "connection authenticated as identity %r",
+                presented,
+                conn.peer,
+                owner,
+                grant.name,
+            )
+            conn.close("forbidden", f"{why}, not to {grant.name!r}")
+            return None
+        return nid, grant, exempt
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = self._connection(reader, writer, dialled=False)
+        ilim: IdentityLimits | None = None
         try:
             if self._stopping:
                 conn.close("shutdown", f"broker {self.id} is shutting down")
@@ -312,18 +441,29 @@ class BrokerDaemon:
             role, pid = check_hello(first)
             conn.role, conn.id = role, pid
             if role == "client":
-                if self.auth.enabled:
-                    grant = self.auth.identify(first, peer_names(writer.get_extra_info))
-                    if isinstance(grant, str):
-                        log.warning("client %s (%s): unauthorized: %s", pid, conn.peer, grant)
-                        conn.close("unauthorized", grant)
-                        return
+                admitted = self._admit_client(conn, first, pid)
+                if admitted is None:
+                    return
+                nid, grant, exempt = admitted
+                conn.id = nid
+                if grant is not None:
                     self._grants[conn] = grant
-                who = self._grants[conn].name if conn in self._grants else None
+                    counted = self.identity_limits(grant.name)
+                    if not exempt:
+                        why = counted.connect()
+                        if why is not None:
+                            log.warning("client %s (%s): limit: %s", nid, conn.peer, why)
+                            conn.close("limit", why)
+                            return
+                        ilim = counted
+                    self._ilimits[conn] = counted
+                    conn.budget = counted.budget
                 self._limits[conn] = ClientLimits(
-                    self._client_limits(pid, who), self.config.lease_period
+                    self._client_limits(grant, exempt), self.config.lease_period
                 )
-                await self._serve_client(conn, pid)
+                if exempt:
+                    self._exempt.add(conn)
+                await self._serve_client(conn, nid, pid)
             else:
                 await self._accept_broker(conn, pid, first.get("token"))
         except FrameError as exc:
@@ -343,10 +483,18 @@ class BrokerDaemon:
             self._grants.pop(conn, None)
             self._forbidden.pop(conn, None)
             self._limits.pop(conn, None)
+            self._ilimits.pop(conn, None)
+            self._exempt.discard(conn)
+            self._aliases.pop(conn, None)
+            if ilim is not None:
+                ilim.disconnect()
 
     # -- clients --------------------------------------------------------------------------
-    async def _serve_client(self, conn: Connection, pid: str) -> None:
+    async def _serve_client(self, conn: Connection, pid: str, presented: str) -> None:
+        """Serve client ``pid`` (its id in the network; ``presented``: what its hello
+        said, which its frames may use for it too)."""
         assert self.broker is not None
+        self._aliases[conn] = (presented,) if presented != pid else ()
         old = self.port.clients.get(pid)
         if old is not None:
             log.info("client %s reconnected from %s; closing its old connection", pid, conn.peer)
@@ -364,8 +512,9 @@ class BrokerDaemon:
                 models=sorted(self.models),
                 advertisements=self.config.advertisements,
                 max_frame_bytes=self.config.max_frame_bytes,
+                client=pid,
                 **self._heartbeat_info(),
-                **({"limits": lim} if (lim := self._limits[conn].limits.hello()) else {}),
+                **({"limits": lim} if (lim := self._hello_limits(conn)) else {}),
             )
         )
         self._start_heartbeat(conn)
@@ -441,23 +590,31 @@ class BrokerDaemon:
 
     def _pace(self, conn: Connection, pid: str, obj: dict[str, Any]) -> float:
         """How long a client frame waits before it is processed: a ``pub`` when the
-        client's bucket is empty (docs/protocol.md §12; every ``pub`` frame counts,
-        refused or not)."""
-        lim = self._limits.get(conn)
-        if obj["kind"] != "pub" or lim is None:
+        client's bucket, or its identity's, is empty (docs/protocol.md §12; every ``pub``
+        frame counts, refused or not)."""
+        if obj["kind"] != "pub" or conn in self._exempt:
             return 0.0
-        hold, begins = lim.publish()
+        hold = 0.0
+        ilim = self._ilimits.get(conn)
+        for lim in (self._limits.get(conn), ilim.held if ilim is not None else None):
+            if lim is None:
+                continue
+            wait, begins = lim.publish()
+            hold = max(hold, wait)
+            if begins:
+                log.info(
+                    "client %s: publishing faster than %s.max_publish_rate = %g/s (burst %g)%s: "
+                    "reading from it only as fast as that (throttled)",
+                    pid,
+                    lim.limits.source,
+                    lim.limits.max_publish_rate,
+                    lim.limits.burst,
+                    " for all the identity's connections"
+                    if lim is not self._limits.get(conn)
+                    else "",
+                )
         if hold > 0:
             self.throttled += 1
-        if begins:
-            log.info(
-                "client %s: publishing faster than %s.max_publish_rate = %g/s (burst %g): "
-                "reading from it only as fast as that (throttled)",
-                pid,
-                lim.limits.source,
-                lim.limits.max_publish_rate,
-                lim.limits.burst,
-            )
         return hold
 
     def _from_client(self, conn: Connection, pid: str, obj: dict[str, Any]) -> None:
@@ -466,7 +623,7 @@ class BrokerDaemon:
             conn.send(self.stats())
             return
         try:
-            msg = wire.from_client(obj, pid, self.models)
+            msg = wire.from_client(obj, pid, self.models, self._aliases.get(conn, ()))
         except FrameError as exc:
             self._refuse(conn, obj, exc.reason, exc.message)
             return
@@ -483,24 +640,35 @@ class BrokerDaemon:
                 self._refuse(conn, obj, "forbidden", why, logging.DEBUG if again else None)
                 return
         lim = self._limits.get(conn)
+        ilim = self._ilimits.get(conn)
         kind = "sub" if isinstance(msg, (Sub, Unsub)) else "adv"
-        if lim is not None and isinstance(msg, (Sub, Adv)):
-            why = lim.admit(kind, (msg.model, msg.filter))
-            if why is not None:
-                again = kind in lim.logged
-                lim.logged.add(kind)
-                # logged once per connection: a client renews what was refused every ρ
-                self._refuse(conn, obj, "limit", f"{kind}: {why}", logging.DEBUG if again else None)
-                return
-        elif lim is not None and isinstance(msg, (Unsub, Unadv)):
-            lim.release(kind, (msg.model, msg.filter))
+        if isinstance(msg, (Sub, Adv, Unsub, Unadv)):
+            entry = (msg.model, msg.filter)
+            standings = [(lim, entry)] if lim is not None else []
+            if ilim is not None:  # the identity's count: per client id, model and filter
+                standings.append((ilim.held, (pid, *entry)))
+            if isinstance(msg, (Sub, Adv)):
+                for standing, key in standings:
+                    why = standing.admit(kind, key)
+                    if why is not None:
+                        again = kind in standing.logged
+                        standing.logged.add(kind)
+                        # logged once per connection: a client renews what was refused every ρ
+                        self._refuse(
+                            conn, obj, "limit", f"{kind}: {why}", logging.DEBUG if again else None
+                        )
+                        return
+            else:
+                for standing, key in standings:
+                    standing.release(kind, key)
         try:
             self.broker.receive(msg, pid)
         except PubsiftError as exc:
             self._refuse(conn, obj, "refused", one_line(exc))
             return
-        if lim is not None and isinstance(msg, (Sub, Adv)):
-            lim.hold(kind, (msg.model, msg.filter))
+        if isinstance(msg, (Sub, Adv)):
+            for standing, key in standings:
+                standing.hold(kind, key)
 
     def _refuse(
         self,

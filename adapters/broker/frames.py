@@ -36,8 +36,10 @@ REASONS = {
     "unauthorized": "the client's hello has no token (or certificate), or one the broker "
     "does not know",
     "tls-required": "a plaintext connection to a broker port that speaks TLS",
-    "forbidden": "the client's identity may not subscribe, advertise or publish that",
-    "limit": "the client holds as many subscriptions or advertisements as it may",
+    "forbidden": "the client's identity may not subscribe, advertise or publish that, or "
+    "use that client or publisher id",
+    "limit": "the client (or its identity) holds as many subscriptions, advertisements or "
+    "connections as it may",
     "unsupported-version": "the peer speaks another protocol version",
     "unknown-kind": "a kind this receiver does not accept from this peer",
     "invalid-message": "a message whose fields, filter or event are invalid",

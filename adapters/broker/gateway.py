@@ -43,6 +43,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -114,11 +115,19 @@ class Gateway:
         self.heartbeat = heartbeat
         self.write_timeout = write_timeout
         self._runner: web.AppRunner | None = None
+        #: the publisher of an open broker (None: the broker has identities)
         self._publisher: AsyncClient | None = None
+        #: with identities, one publisher per identity, made on its first POST
+        self._publishers: dict[str, AsyncClient] = {}
+        self._making: dict[str, asyncio.Lock] = {}
+        #: the client ids (as the hellos say) of the publishers
+        self.publisher_ids: set[str] = set()
         self._url = ""
         #: the token of the gateway's own clients, with identities (None: an open broker)
         self._token: str | None = None
         self._streams: set[asyncio.Event] = set()
+        #: identities whose POSTs were rate-limited (logged once, then at debug level)
+        self._throttled: set[str] = set()
         #: currently open SSE streams (for stats and tests)
         self.subscribers = 0
 
@@ -129,8 +138,8 @@ class Gateway:
 
     @property
     def publisher_id(self) -> str | None:
-        """The client id of the gateway's publisher (it publishes for every HTTP client,
-        so the daemon does not hold it to one client's publication rate)."""
+        """The client id of an open broker's gateway publisher (it publishes for every
+        HTTP client, so the daemon does not hold it to one client's publication rate)."""
         return self._publisher.id if self._publisher is not None else None
 
     async def start(self) -> None:
@@ -159,21 +168,28 @@ class Gateway:
         await site.start()
         bound = self._runner.addresses
         self.address = Address(self.listen.host, bound[0][1] if bound else self.listen.port)
-        self._publisher = self._client("pub")
-        await self._publisher.connect()
+        if not self.daemon.auth.enabled:
+            self._publisher = self._client("pub")
+            self.publisher_ids.add(self._publisher.id)
+            await self._publisher.connect()
         log.info("gateway of broker %s listening on %s", self.daemon.id, self.url)
 
     async def stop(self) -> None:
         """End every SSE stream, close the publisher, stop serving."""
         for ev in list(self._streams):
             ev.set()
-        if self._publisher is not None:
-            await self._publisher.close()
+        for p in [self._publisher, *self._publishers.values()]:
+            if p is not None:
+                await p.close()
         if self._runner is not None:
             await self._runner.cleanup()
         log.debug("gateway of broker %s stopped", self.daemon.id)
 
-    def _client(self, role: str) -> AsyncClient:
+    def _client(self, role: str, grant: Grant | None = None) -> AsyncClient:
+        """A client of the daemon for ``grant``'s HTTP requests (None: an open broker):
+        it connects with the gateway's own token, on behalf of that identity, so the
+        daemon checks, qualifies and counts it as one of the identity's connections
+        (docs/protocol.md §13)."""
         tls = self.daemon.config.tls
         return AsyncClient(
             self._url,
@@ -182,7 +198,26 @@ class Gateway:
             max_frame_bytes=self.daemon.config.max_frame_bytes,
             token=self._token,
             tls=tls.loopback_context if tls is not None else None,
+            on_behalf=grant.name if grant is not None else None,
         )
+
+    async def _publisher_of(self, grant: Grant | None) -> AsyncClient:
+        """The publisher of ``grant``'s HTTP publications (an open broker: the one)."""
+        if grant is None:
+            assert self._publisher is not None
+            return self._publisher
+        p = self._publishers.get(grant.name)
+        if p is not None:
+            return p
+        lock = self._making.setdefault(grant.name, asyncio.Lock())
+        async with lock:
+            p = self._publishers.get(grant.name)
+            if p is None:
+                p = self._client("pub", grant)
+                self.publisher_ids.add(p.id)
+                await p.connect()
+                self._publishers[grant.name] = p
+        return p
 
     def _identify(self, request: web.Request) -> Grant | web.Response | None:
         """The identity of an HTTP request (None: an open broker), or its 401: the
@@ -253,27 +288,69 @@ class Gateway:
             wire = model.dump_event(event)
         except PubsiftError as exc:
             return error_response(400, "invalid-event", one_line(exc))
-        assert self._publisher is not None
         if grant is not None:
             refusal = self._forbidden(request, grant, Pub(grant.name, model.name, event, None))
             if refusal is not None:
                 return refusal
+        try:
+            publisher = await self._publisher_of(grant)
+        except BrokerUnavailable as exc:  # the broker is shutting down
+            return error_response(503, "unavailable", one_line(exc))
         frame = {
             "kind": "pub",
-            "client": self._publisher.id,
+            "client": publisher.network_id,
             "model": model.name,
             "event": wire,
-            "pub_id": [self._publisher.id, 1 << 62],
+            "pub_id": [publisher.network_id, 1 << 62],
         }
         if len(encode(frame)) - 4 > limit:
             return error_response(
                 413, "too-large", f"the event's frame is above the {limit}-byte limit"
             )
-        seq = await self._publisher.publish(model.name, event)
-        pid = publication_id(self._publisher.id, seq)
+        if grant is not None and (wait := self.daemon.charge_publication(grant.name)) > 0:
+            return self._rate_limited(request, grant, wait)
+        seq = await publisher.publish(model.name, event)
+        pid = publication_id(publisher.network_id, seq)
         return web.json_response(
-            {"id": pid, "publisher": self._publisher.id, "seq": seq}, status=202
+            {"id": pid, "publisher": publisher.network_id, "seq": seq}, status=202
         )
+
+    def _rate_limited(self, request: web.Request, grant: Grant, wait: float) -> web.Response:
+        """429 for a POST over its identity's publication rate (docs/protocol.md §12),
+        with ``Retry-After``; logged once per episode."""
+        ilim = self.daemon.identity_limits(grant.name)
+        bucket = ilim.held.bucket or ilim.http_bucket
+        assert bucket is not None
+        where = ilim.held.limits.source if ilim.held.bucket is not None else "limits"
+        why = (
+            f"identity {grant.name!r} publishes faster than {where}.max_publish_rate = "
+            f"{bucket.rate:g}/s (burst {bucket.burst:g}); retry in {wait:.2f} s"
+        )
+        log.log(
+            logging.DEBUG if grant.name in self._throttled else logging.INFO,
+            "HTTP %s: rate-limited: %s",
+            request.remote,
+            why,
+        )
+        self._throttled.add(grant.name)
+        resp = error_response(429, "rate-limited", why)
+        resp.headers["Retry-After"] = str(max(1, math.ceil(wait)))
+        return resp
+
+    async def _refused(self, client: AsyncClient) -> web.Response | None:
+        """429 if the daemon refused the stream's subscription for a limit (the identity's
+        ``max_subscriptions``, docs/protocol.md §12): the ``stats`` reply comes after the
+        error about the ``sub``, so one round trip tells. Only asked where a limit is set."""
+        cfg = self.daemon.config
+        if cfg.max_subscriptions is None and not any(
+            i.max_subscriptions is not None for i in cfg.identities
+        ):
+            return None
+        with contextlib.suppress(BrokerUnavailable, TimeoutError):
+            await client.stats()
+        for r in client.refusals:
+            return error_response(429 if r.reason == "limit" else 403, r.reason, one_line(r))
+        return None
 
     # -- GET /subscribe/{model}?filter=... ------------------------------------------------
     async def subscribe(self, request: web.Request) -> web.StreamResponse:
@@ -306,11 +383,13 @@ class Gateway:
             else:
                 queue.put_nowait(n)
 
-        client = self._client("sub")
+        client = self._client("sub", grant)
         try:
             await client.connect()
-        except BrokerUnavailable as exc:  # the broker is shutting down
-            return error_response(503, "unavailable", one_line(exc))
+        except BrokerUnavailable as exc:
+            if exc.reason == "limit":  # the identity's max_connections
+                return error_response(429, "limit", one_line(exc))
+            return error_response(503, "unavailable", one_line(exc))  # shutting down
         self._streams.add(stop)
         self.subscribers += 1
         log.info("%s subscribed as %s to %s %s", request.remote, client.id, model.name, text)
@@ -319,6 +398,9 @@ class Gateway:
                 await client.subscribe(model.name, flt, handler)
             except BrokerRefused as exc:  # the filter's frame is above the broker's limit
                 return error_response(413, "too-large", one_line(exc))
+            refused = await self._refused(client)
+            if refused is not None:
+                return refused
             resp = web.StreamResponse(
                 headers={
                     "Content-Type": "text/event-stream; charset=utf-8",
@@ -335,7 +417,7 @@ class Gateway:
                     except TimeoutError:
                         raise _Stuck from None
 
-                await write(f": subscribed as {client.id} at {self.daemon.id}\n\n".encode())
+                await write(f": subscribed as {client.network_id} at {self.daemon.id}\n\n".encode())
                 while not stop.is_set():
                     got = asyncio.ensure_future(queue.get())
                     halt = asyncio.ensure_future(stop.wait())

@@ -13,6 +13,14 @@ publish. (Frame size and the send queue of a slow consumer are the connection's 
   twice, ``unsub``/``unadv`` frees its slot, one not renewed for a lease period has
   expired in the routing table too and frees its slot), its bucket, and the episodes
   of throttling it caused (logged once each).
+* :class:`IdentityLimits` — the same for all the connections of one identity together
+  (``[identities.NAME]`` limits; Fiege, Zeidler & Buchmann, "Security Aspects in
+  Publish/Subscribe Systems", DEBS 2004, §4: the authenticated principal is the unit of
+  access control, so it is the unit of the budget too): its subscriptions are counted
+  per (client id, model, filter), so a client that reconnects under its id renews what
+  it held instead of counting it twice, and what a vanished client held counts until
+  its lease runs out, as its routing entries stand until then; one token bucket; its
+  connections; and a :class:`QueueBudget` of bytes queued to all of them.
 """
 
 from __future__ import annotations
@@ -47,6 +55,15 @@ class TokenBucket:
         self._refill()
         self.tokens -= 1.0
         return 0.0 if self.tokens >= 0 else -self.tokens / self.rate
+
+    def try_take(self) -> float:
+        """Take one token if one is there (0.0); else take none and say how many seconds
+        until one is (a caller that refuses rather than waits: the HTTP gateway)."""
+        self._refill()
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / self.rate
 
     @property
     def full(self) -> bool:
@@ -149,3 +166,44 @@ class ClientLimits:
         if begins:
             self.episode = self.clock()
         return wait, begins
+
+
+@dataclass
+class QueueBudget:
+    """Bytes queued to several connections together (an identity's
+    ``max_queue_bytes``): each connection adds what it queues and takes away what it
+    writes or drops. ``name`` says where the limit comes from in the slow-consumer line."""
+
+    limit: int
+    name: str
+    used: int = 0
+
+
+@dataclass
+class IdentityLimits:
+    """What all connections of one identity hold together against the limits that
+    ``[identities.NAME]`` sets (docs/protocol.md §12). ``held`` counts subscriptions
+    and advertisements keyed by ``(client id, model, filter)`` and holds the identity's
+    token bucket; ``max_connections`` counts connections at once."""
+
+    held: ClientLimits
+    max_connections: int | None = None
+    budget: QueueBudget | None = None
+    connections: int = 0
+    #: the HTTP publications of an identity without a rate of its own, held to
+    #: ``[limits]``'s as if they came over one connection (None: no rate)
+    http_bucket: TokenBucket | None = None
+
+    def connect(self) -> str | None:
+        """Count a new connection; None if it may stay, else why not (not counted)."""
+        limit = self.max_connections
+        if limit is not None and self.connections >= limit:
+            return (
+                f"{self.connections} connections open already, the limit "
+                f"({self.held.limits.source}.max_connections = {limit}); close one first"
+            )
+        self.connections += 1
+        return None
+
+    def disconnect(self) -> None:
+        self.connections -= 1

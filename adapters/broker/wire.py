@@ -5,8 +5,12 @@ member.
 
 A client's identity comes from its hello, not from the frame: a ``client`` member must
 match it, and a publication's ``pub_id`` is ``[client id, sequence number]`` (the
-publisher's sequence, by which subscribers drop duplicates and keep order). A filter may be
-given as the model's wire form or as a string in the model's text syntax.
+publisher's sequence, by which subscribers drop duplicates and keep order). With
+identities the broker knows a client by ``identity/id`` (docs/protocol.md §13): the client
+may name itself either way (``aliases``), and the publication carries the qualified id. A
+``pub_id`` naming any other publisher is ``forbidden``: nobody publishes under another's
+id. A filter may be given as the model's wire form or as a string in the model's text
+syntax.
 """
 
 from __future__ import annotations
@@ -39,12 +43,13 @@ def load_filter(model: FilterModel, spec: Any) -> Filter:
     return model.parse_filter(spec) if isinstance(spec, str) else model.load_filter(spec)
 
 
-def pub_id(value: Any, client: str) -> tuple[str, int]:
-    """The ``[publisher, sequence]`` of a publication from ``client``."""
+def pub_id(value: Any, client: str, aliases: tuple[str, ...] = ()) -> tuple[str, int]:
+    """The ``[publisher, sequence]`` of a publication from ``client`` (the publisher named
+    as ``client`` or as one of its ``aliases``; the answer names ``client``)."""
     if (
         not isinstance(value, (list, tuple))
         or len(value) != 2
-        or value[0] != client
+        or not isinstance(value[0], str)
         or not isinstance(value[1], int)
         or isinstance(value[1], bool)
         or value[1] < 1
@@ -53,11 +58,24 @@ def pub_id(value: Any, client: str) -> tuple[str, int]:
             "invalid-message",
             f"pub: pub_id must be [{client!r}, n] with n a positive integer, got {value!r}",
         )
-    return (value[0], value[1])
+    if value[0] != client and value[0] not in aliases:
+        raise FrameError(
+            "forbidden",
+            f"pub: pub_id names publisher {value[0][:200]!r}; this connection publishes as "
+            f"{client!r} only",
+        )
+    return (client, value[1])
 
 
-def from_client(obj: Mapping[str, Any], client: str, models: Mapping[str, FilterModel]) -> Message:
-    """The core message of a client's frame (sub, unsub, adv, unadv, pub)."""
+def from_client(
+    obj: Mapping[str, Any],
+    client: str,
+    models: Mapping[str, FilterModel],
+    aliases: tuple[str, ...] = (),
+) -> Message:
+    """The core message of a client's frame (sub, unsub, adv, unadv, pub); ``client`` is
+    the connection's id in the network, ``aliases`` other names the client may use for
+    itself (the id its hello gave, which the broker qualified)."""
     kind = obj["kind"]
     cls = CLIENT_KINDS.get(kind)
     if cls is None:
@@ -65,7 +83,8 @@ def from_client(obj: Mapping[str, Any], client: str, models: Mapping[str, Filter
             "unknown-kind",
             f"kind {kind!r} (a client sends {', '.join(CLIENT_KINDS)} or stats)",
         )
-    if obj.get("client", client) != client:
+    named = obj.get("client", client)
+    if named != client and (not isinstance(named, str) or named not in aliases):
         raise FrameError(
             "invalid-message",
             f"{kind}: client {obj.get('client')!r} is not this connection's id {client!r}",
@@ -79,7 +98,7 @@ def from_client(obj: Mapping[str, Any], client: str, models: Mapping[str, Filter
                 client,
                 model.name,
                 model.load_event(obj["event"]),
-                pub_id(obj.get("pub_id"), client),
+                pub_id(obj.get("pub_id"), client, aliases),
             )
         if "filter" not in obj:
             raise FrameError("invalid-message", f"{kind}: missing member 'filter'")

@@ -189,7 +189,7 @@ def test_publications_outside_the_publish_filters_are_forbidden(tmp_path):
         await until(lambda: len(alice.errors) == 1 and len(bob.errors) == 1)
         await until(lambda: len(got) == 1)
         await asyncio.sleep(0.1)
-        assert [(n.publisher, n.wire["price"]) for n in got] == [("alice", 2)]
+        assert [(n.publisher, n.wire["price"]) for n in got] == [("alice/alice", 2)]
         assert alice.errors[0]["reason"] == bob.errors[0]["reason"] == "forbidden"
         await alice.close()
         await bob.close()

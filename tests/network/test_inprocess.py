@@ -191,13 +191,14 @@ def test_bad_frames_get_an_error_and_the_broker_serves_everyone_else():
             "invalid-message",
             "invalid-message",
             "invalid-message",
-            "invalid-message",
+            "forbidden",
             "refused",
             "invalid-message",
             "too-large",
         ], errs
         assert errs[1][2] == 1 and errs[2][2] == 2 and "line 1, column" in errs[2][1]
-        assert "unknown model 'nope'" in errs[3][1] and "pub_id must be ['raw', n]" in errs[5][1]
+        assert "unknown model 'nope'" in errs[3][1]
+        assert "pub_id names publisher 'good'; this connection publishes as 'raw'" in errs[5][1]
         assert "advertisements" in errs[6][1] and "not this connection's id 'raw'" in errs[7][1]
         assert "5000 bytes exceeds the limit of 4096" in errs[8][1]
         # a client that disconnects in the middle of a frame

@@ -10,7 +10,6 @@ import logging
 import socket
 import threading
 import time
-import types
 
 import pytest
 from pubsift.adapters.broker.client import AsyncClient, Notification, SubscriptionRefused
@@ -88,11 +87,14 @@ def test_the_limits_in_broker_toml():
     (alice,) = cfg.identities
     assert (alice.max_subscriptions, alice.max_publish_rate, alice.publish_burst) == (3, 50, None)
     d = BrokerDaemon(cfg.with_overrides(models=("records",)))
-    assert d._client_limits("c", "alice") == Limits(3, 50, None, "identities.alice")
-    assert d._client_limits("c", None) == Limits(100, 2.5, 5, "limits")
-    # the HTTP gateway's publisher publishes for every HTTP client: not held to one's rate
-    d.gateway = types.SimpleNamespace(publisher_id="http-b0-pub-1")
-    assert d._client_limits("http-b0-pub-1", None) == Limits(100, None, None, "limits")
+    grant = d.auth.named("alice")
+    # what alice sets counts all her connections together; the rest is [limits]'s, per
+    # connection
+    assert d._client_limits(grant, False) == Limits(None, None, None, "limits")
+    assert d.identity_limits("alice").held.limits == Limits(3, 50, None, "identities.alice")
+    assert d._client_limits(None, False) == Limits(100, 2.5, 5, "limits")
+    # the HTTP gateway's publisher is charged by the gateway itself, per POST
+    assert d._client_limits(None, True) == Limits(100, None, None, "limits")
     assert Limits(None, 50, None).hello() == {"max_publish_rate": 50, "publish_burst": 50}
     for data, words in [
         ({"limits": {"max_subscriptions": 0}}, "limits.max_subscriptions: expected an integer"),

@@ -254,7 +254,8 @@ def test_a_client_certificate_selects_its_identity(pki, caplog):
             turl(d), ca=pki.ca, cert=pki.alice[0], key=pki.alice[1], token="bob-secret"
         )
         await as_bob.connect()
-        assert d._grants[d.port.clients[as_bob.id]].name == "bob"
+        assert as_bob.network_id == f"bob/{as_bob.id}"
+        assert d._grants[d.port.clients[as_bob.network_id]].name == "bob"
         await as_bob.close()
         for kwargs in ({"cert": pki.mallory[0], "key": pki.mallory[1]}, {}):
             with pytest.raises(BrokerUnavailable, match="unauthorized") as info:
