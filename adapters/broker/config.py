@@ -223,10 +223,11 @@ class BrokerConfig:
                 f"{self.source}: limits.max_queue_bytes ({self.max_queue_bytes}) is less than "
                 f"limits.max_frame_bytes ({self.max_frame_bytes}): one frame would cut a peer off"
             )
-        for i in self.identities:
-            if i.max_queue_bytes is not None and i.max_queue_bytes < self.max_frame_bytes:
+        for who in self.identities:
+            if who.max_queue_bytes is not None and who.max_queue_bytes < self.max_frame_bytes:
                 raise ConfigError(
-                    f"{self.source}: identities.{i.name}.max_queue_bytes ({i.max_queue_bytes}) "
+                    f"{self.source}: identities.{who.name}.max_queue_bytes "
+                    f"({who.max_queue_bytes}) "
                     f"is less than limits.max_frame_bytes ({self.max_frame_bytes}): one frame "
                     "would cut a connection off"
                 )

@@ -33,7 +33,7 @@ import signal
 import ssl
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from pubsift.adapters.broker import wire
@@ -633,29 +633,35 @@ class BrokerDaemon:
             if why is not None:
                 # a client renews a refused sub/adv every ρ: log it once per connection
                 seen = self._forbidden.setdefault(conn, set())
-                key = why if obj["kind"] in ("sub", "adv") else None
-                again = key in seen
-                if key is not None and len(seen) < 1000:
-                    seen.add(key)
+                logged = why if obj["kind"] in ("sub", "adv") else None
+                again = logged in seen
+                if logged is not None and len(seen) < 1000:
+                    seen.add(logged)
                 self._refuse(conn, obj, "forbidden", why, logging.DEBUG if again else None)
                 return
         lim = self._limits.get(conn)
         ilim = self._ilimits.get(conn)
         kind = "sub" if isinstance(msg, (Sub, Unsub)) else "adv"
+        standings: list[tuple[ClientLimits, Hashable]] = []
         if isinstance(msg, (Sub, Adv, Unsub, Unadv)):
             entry = (msg.model, msg.filter)
-            standings = [(lim, entry)] if lim is not None else []
+            if lim is not None:
+                standings.append((lim, entry))
             if ilim is not None:  # the identity's count: per client id, model and filter
                 standings.append((ilim.held, (pid, *entry)))
             if isinstance(msg, (Sub, Adv)):
                 for standing, key in standings:
-                    why = standing.admit(kind, key)
-                    if why is not None:
+                    refusal = standing.admit(kind, key)
+                    if refusal is not None:
                         again = kind in standing.logged
                         standing.logged.add(kind)
                         # logged once per connection: a client renews what was refused every ρ
                         self._refuse(
-                            conn, obj, "limit", f"{kind}: {why}", logging.DEBUG if again else None
+                            conn,
+                            obj,
+                            "limit",
+                            f"{kind}: {refusal}",
+                            logging.DEBUG if again else None,
                         )
                         return
             else:
