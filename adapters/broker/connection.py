@@ -1,8 +1,14 @@
 """One peer over one stream: a client or a neighbour broker (docs/protocol.md).
 
 A :class:`Connection` owns the stream, reads frames with the size limit and queues frames
-to send on a bounded asyncio queue drained by its own writer task, so the synchronous core
-broker never waits on a socket (its :class:`~pubsift.core.broker.Port` only enqueues). The
+to send on a bounded list drained by its own writer task, so the synchronous core
+broker never waits on a socket (its :class:`~pubsift.core.broker.Port` only enqueues).
+
+Both directions are batched (issue 29): :meth:`Connection.recv` reads the stream in chunks
+of up to 64 KiB and hands out the frames of a chunk one by one without waiting on the
+stream again, and the writer task writes every frame queued since its last turn with one
+``write`` (one ``sendto`` for many notifications), then waits for the transport to drain.
+What a turn of the event loop queued for a peer goes out together. The
 peer's identity (``role``, ``id``) is set by the hello; it is the one place that
 authentication, authorization and per-client limits hook into (a credential in the hello,
 a permission check per message, a TLS context on the stream).
@@ -23,11 +29,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pubsift.adapters.broker.frames import encode, error, read_frame
+from pubsift.adapters.broker.frames import (
+    HEADER,
+    FrameError,
+    decode,
+    encode,
+    error,
+    looks_like_tls,
+)
 from pubsift.adapters.broker.limits import QueueBudget
 
 log = logging.getLogger("pubsift.broker")
 
+#: bytes asked of the stream at once (the frames of one chunk are handed out in one go)
+READ_CHUNK = 1 << 16
 #: seconds a closing connection may take to flush its last frames before it is aborted
 CLOSE_GRACE = 5.0
 #: seconds a connection closed for what the peer sent keeps reading (and dropping) what the
@@ -67,7 +82,15 @@ class Connection:
         self.id: str | None = None
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        #: frames waiting for the writer task, and whether the close frame is among them
+        self._out: list[bytes] = []
+        self._eof = False
+        self._wake = asyncio.Event()
+        #: bytes read and not yet handed out as frames: ``_in[_pos:]``
+        self._in = bytearray()
+        self._pos = 0
+        #: the body of the frame :meth:`recv` returned last (its bytes, untouched)
+        self.body = b""
         self._closing = False
         self._linger = False
         self.close_reason: str | None = None
@@ -90,7 +113,7 @@ class Connection:
         if self._closing:
             return False
         data = obj if isinstance(obj, bytes) else encode(obj)
-        if self._queue.qsize() >= self.max_queue:
+        if len(self._out) >= self.max_queue:
             self._slow(f"more than {self.max_queue} frames waiting to be sent", "limits.max_queue")
             return False
         budget = self.budget
@@ -112,7 +135,9 @@ class Connection:
                 )
                 return False
         self._account(len(data))
-        self._queue.put_nowait(data)
+        self._out.append(data)
+        if not self._wake.is_set():
+            self._wake.set()
         return True
 
     def _account(self, n: int) -> None:
@@ -132,8 +157,7 @@ class Connection:
             why,
             key,
         )
-        while not self._queue.empty():
-            self._queue.get_nowait()
+        self._out.clear()
         self._account(-self._queued_bytes)
         self.close("slow-consumer", why)
         if self.on_slow is not None:
@@ -141,15 +165,66 @@ class Connection:
 
     async def recv(self) -> dict[str, Any] | None:
         """The next frame (None at a clean end of stream); raises FrameError. With the
-        heartbeat on, pings are answered and pongs swallowed here."""
+        heartbeat on, pings are answered and pongs swallowed here. Its body's bytes are
+        :attr:`body` until the next call."""
         while True:
-            obj = await read_frame(self.reader, self.max_frame_bytes)
+            obj = self._next()
+            if obj is None:
+                chunk = await self.reader.read(READ_CHUNK)
+                if not chunk:
+                    return self._ended()
+                if self._pos == len(self._in):
+                    self._in[:] = chunk
+                    self._pos = 0
+                else:
+                    if self._pos > READ_CHUNK:
+                        del self._in[: self._pos]
+                        self._pos = 0
+                    self._in += chunk
+                continue
             self.last_received = time.monotonic()
             self.missed = 0
-            if obj is None or self._heartbeat is None or obj["kind"] not in ("ping", "pong"):
+            if self._heartbeat is None or obj["kind"] not in ("ping", "pong"):
                 return obj
             if obj["kind"] == "ping":
                 self.send({"kind": "pong"})
+
+    def _next(self) -> dict[str, Any] | None:
+        """The next whole frame of what was read (None: more must be read first). The
+        length is checked as soon as the prefix is there, before the body comes."""
+        buf, pos = self._in, self._pos
+        if len(buf) - pos < HEADER.size:
+            return None
+        (n,) = HEADER.unpack_from(buf, pos)
+        if n > self.max_frame_bytes:
+            if looks_like_tls(bytes(buf[pos : pos + 2])):
+                raise FrameError(
+                    "bad-hello",
+                    "the peer speaks TLS and this port plaintext (connect with pubsift://, "
+                    "or give the broker a [tls] section)",
+                )
+            raise FrameError(
+                "too-large", f"frame of {n} bytes exceeds the limit of {self.max_frame_bytes}"
+            )
+        end = pos + HEADER.size + n
+        if len(buf) < end:
+            return None
+        body = self.body = bytes(buf[pos + HEADER.size : end])
+        self._pos = end
+        return decode(body)
+
+    def _ended(self) -> None:
+        """The stream ended: cleanly between frames (None), or inside one."""
+        left = len(self._in) - self._pos
+        if left == 0:
+            return None
+        if left < HEADER.size:
+            raise FrameError("truncated", "the stream ended inside a frame header")
+        (n,) = HEADER.unpack_from(self._in, self._pos)
+        raise FrameError(
+            "truncated",
+            f"the stream ended after {left - HEADER.size} of {n} body bytes",
+        )
 
     def start_heartbeat(self, interval: float, max_missed: int) -> None:
         """Ping the peer after ``interval`` seconds of silence; close (``timeout``) after
@@ -197,8 +272,9 @@ class Connection:
         if reason is not None:
             frame = encode(error(reason, message))
             self._account(len(frame))
-            self._queue.put_nowait(frame)
-        self._queue.put_nowait(None)
+            self._out.append(frame)
+        self._eof = True
+        self._wake.set()
         asyncio.get_running_loop().call_later(CLOSE_GRACE, self._abort_if_stuck)
 
     def _abort_if_stuck(self) -> None:
@@ -238,13 +314,17 @@ class Connection:
     async def _write_loop(self) -> None:
         try:
             while True:
-                data = await self._queue.get()
-                if data is None:
-                    break
-                self._account(-len(data))
-                self.writer.write(data)
+                if not self._out:
+                    if self._eof:
+                        break
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
+                batch, self._out = self._out, []
+                self._account(-sum(map(len, batch)))
+                self.writer.write(batch[0] if len(batch) == 1 else b"".join(batch))
                 # waits only while the transport holds more than its high-water mark: the
-                # queue, not the transport, holds what the peer has not read yet
+                # list, not the transport, holds what the peer has not read yet
                 await self.writer.drain()
             await self.writer.drain()
             if self._linger:

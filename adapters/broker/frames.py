@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import struct
 from typing import Any
+
+import orjson
 
 from pubsift.core.errors import PubsiftError
 
@@ -62,13 +65,67 @@ class FrameError(PubsiftError, ValueError):
 
 
 def encode(obj: dict[str, Any]) -> bytes:
-    """The frame carrying ``obj`` (compact JSON, non-ASCII kept as UTF-8)."""
-    body = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    """The frame carrying ``obj`` (compact JSON, non-ASCII kept as UTF-8), encoded by
+    orjson; the standard library's encoder where orjson cannot (integers beyond 64 bits).
+    (The models refuse NaN and infinities in events, and frames read are strict JSON, so
+    no frame holds one; orjson would write null.)"""
+    try:
+        body = orjson.dumps(obj)
+    except TypeError:
+        body = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
     return HEADER.pack(len(body)) + body
 
 
+#: the deepest nesting of arrays and objects a frame may have (what orjson writes)
+MAX_DEPTH = 255
+#: a run of digits that may be an integer beyond 64 bits, which orjson reads as a float
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
 def decode(body: bytes) -> dict[str, Any]:
-    """The object of a frame body; :class:`FrameError` ``bad-frame`` names what is wrong."""
+    """The object of a frame body; :class:`FrameError` ``bad-frame`` names what is wrong.
+
+    Strict JSON: UTF-8, no NaN or infinities (nor numbers that overflow to them), at most
+    :data:`MAX_DEPTH` levels deep; integers exact at any size. orjson reads it; a body with a run
+    of 19 digits (an integer orjson would read as a float) is read by the standard
+    library, and so is a refused body, for the position in the message."""
+    if _LONG_DIGITS.search(body) is None:
+        try:
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            obj = _slow_decode(body, exc)
+    else:
+        obj = _slow_decode(body, None)
+    if type(obj) is not dict:
+        raise FrameError("bad-frame", f"body is a JSON {type(obj).__name__}, not an object")
+    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _too_deep(obj):
+        raise FrameError(
+            "bad-frame", f"body is JSON nested too deeply (more than {MAX_DEPTH} levels)"
+        )
+    if type(obj.get("kind")) is not str:
+        raise FrameError("bad-frame", "the object has no string member 'kind'")
+    return obj
+
+
+def _too_deep(obj: Any) -> bool:
+    """Whether ``obj`` nests arrays and objects more than :data:`MAX_DEPTH` deep."""
+    level: list[Any] = [obj]
+    for _ in range(MAX_DEPTH):
+        level = [
+            v
+            for x in level
+            for v in (x.values() if isinstance(x, dict) else x)
+            if isinstance(v, (dict, list))
+        ]
+        if not level:
+            return False
+    return True
+
+
+def _slow_decode(body: bytes, refused: Exception | None) -> Any:
+    """The standard library's reading of ``body`` (exact big integers; its messages say
+    where a body is wrong); ``refused``: orjson's refusal, which stands if the standard
+    library would accept what orjson does not (a number overflowing to infinity)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -79,10 +136,11 @@ def decode(body: bytes) -> dict[str, Any]:
         raise FrameError("bad-frame", f"body is not JSON: {exc}") from None
     except RecursionError:
         raise FrameError("bad-frame", "body is JSON nested too deeply") from None
-    if not isinstance(obj, dict):
-        raise FrameError("bad-frame", f"body is a JSON {type(obj).__name__}, not an object")
-    if not isinstance(obj.get("kind"), str):
-        raise FrameError("bad-frame", "the object has no string member 'kind'")
+    if refused is not None:
+        why = str(refused)
+        if "depth" in why:
+            raise FrameError("bad-frame", "body is JSON nested too deeply")
+        raise FrameError("bad-frame", f"body is not JSON: {why}")
     return obj
 
 
