@@ -272,7 +272,7 @@ class Broker:
                 return
         elif sender not in self.neighbours:
             raise BrokerError(f"broker {self.name}: forward from {sender!r}, not a neighbour")
-        fwd = Forward(msg.model, msg.event, msg.pub_id)
+        fwd = Forward(msg.model, msg.event, msg.pub_id, msg.wire)
         exclude = sender if isinstance(msg, Forward) else None
         dests = sorted(r.sub_strategy.destinations(msg.event, exclude))
         if exclude is not None and not dests:
@@ -283,7 +283,7 @@ class Broker:
                 self.port.send(self.name, d, fwd)
             elif d in self.clients:
                 self.notified += 1
-                self.port.deliver(self.name, Notify(d, msg.model, msg.event, msg.pub_id))
+                self.port.deliver(self.name, Notify(d, msg.model, msg.event, msg.pub_id, msg.wire))
 
     def _administer(
         self,

@@ -13,6 +13,12 @@ filter with the client that issued it.
 
 :func:`to_wire` / :func:`from_wire` give the JSON-safe forms the networked runtime sends,
 built on the models' own ``dump_*``/``load_*`` hooks.
+
+A publication is parsed once, where it enters the network, for matching; from there on
+the networked runtime carries its wire bytes along (``wire`` of :class:`Pub`,
+:class:`Forward`, :class:`Notify`), and the broker hands them from the publication to
+the forwards and notifications it makes, so that no hop dumps the event again (issue 29).
+The core never reads them.
 """
 
 from __future__ import annotations
@@ -75,6 +81,9 @@ class Pub:
     model: str
     event: Event
     pub_id: Hashable
+    #: the event's wire form as JSON bytes, where the runtime has them: forwarded and
+    #: delivered as they are, never dumped again (see the module's docstring)
+    wire: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +94,7 @@ class Notify:
     model: str
     event: Event
     pub_id: Hashable
+    wire: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +104,7 @@ class Forward:
     model: str
     event: Event
     pub_id: Hashable
+    wire: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)

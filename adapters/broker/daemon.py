@@ -41,7 +41,7 @@ from pubsift.adapters.broker.auth import Authorizer, Grant
 from pubsift.adapters.broker.backoff import Backoff
 from pubsift.adapters.broker.config import Address, BrokerConfig, ConfigError, Identity
 from pubsift.adapters.broker.connection import Connection
-from pubsift.adapters.broker.frames import FrameError, check_hello, error, hello
+from pubsift.adapters.broker.frames import FrameError, check_hello, encode, error, hello
 from pubsift.adapters.broker.limits import (
     ClientLimits,
     IdentityLimits,
@@ -54,7 +54,16 @@ from pubsift.adapters.broker.tls import TLSServer, describe, peer_names, show_na
 from pubsift.core.broker import Broker
 from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
-from pubsift.core.messages import Adv, BrokerMessage, Notify, Sub, Unadv, Unsub, to_wire
+from pubsift.core.messages import (
+    Adv,
+    BrokerMessage,
+    Forward,
+    Notify,
+    Sub,
+    Unadv,
+    Unsub,
+    to_wire,
+)
 from pubsift.core.model import FilterModel
 
 log = logging.getLogger("pubsift.broker")
@@ -75,15 +84,35 @@ class ConnectionPort:
         self.clients: dict[str, Connection] = {}
         self.neighbours: dict[str, Connection] = {}
         self.lost: Counter[str] = Counter()
+        #: the frame of the last forward (the broker sends one forward to each neighbour)
+        self._forward: Forward | None = None
+        self._forward_frame = b""
+        self._notify = wire.NotifyFrames()
 
     def send(self, broker: str, neighbour: str, msg: BrokerMessage) -> None:
         conn = self.neighbours.get(neighbour)
-        if conn is None or not conn.send(to_wire(msg, self.models)):
+        if conn is None:
+            self.lost[neighbour] += 1
+            return
+        if isinstance(msg, Forward) and msg.wire is not None:
+            if msg is not self._forward:
+                self._forward, self._forward_frame = msg, wire.forward_frame(msg)
+            data = self._forward_frame
+        else:
+            data = encode(to_wire(msg, self.models))
+        if not conn.send(data):
             self.lost[neighbour] += 1
 
     def deliver(self, broker: str, msg: Notify) -> None:
         conn = self.clients.get(msg.client)
-        if conn is None or not conn.send(to_wire(msg, self.models)):
+        if conn is None:
+            self.lost[msg.client] += 1
+            return
+        if msg.wire is not None:
+            data = self._notify.frame(msg)
+        else:
+            data = encode(to_wire(msg, self.models))
+        if not conn.send(data):
             self.lost[msg.client] += 1
 
 
@@ -981,7 +1010,7 @@ class BrokerDaemon:
             log.warning("broker %s reports: %s: %s", pid, obj.get("reason"), obj.get("message"))
             return
         try:
-            msg = wire.from_broker(obj, self.models)
+            msg = wire.from_broker(obj, self.models, conn.body)
         except FrameError as exc:
             self._refuse(conn, obj, exc.reason, exc.message)
             return

@@ -15,13 +15,24 @@ syntax.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
-from pubsift.adapters.broker.frames import FrameError
+import orjson
+from pubsift.adapters.broker.frames import HEADER, FrameError
 from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
-from pubsift.core.messages import Adv, Message, Pub, Sub, Unadv, Unsub, from_wire
+from pubsift.core.messages import (
+    Adv,
+    Forward,
+    Message,
+    Notify,
+    Pub,
+    Sub,
+    Unadv,
+    Unsub,
+    from_wire,
+)
 from pubsift.core.model import Filter, FilterModel
 
 CLIENT_KINDS = {"sub": Sub, "unsub": Unsub, "adv": Adv, "unadv": Unadv, "pub": Pub}
@@ -94,11 +105,13 @@ def from_client(
         if cls is Pub:
             if "event" not in obj:
                 raise FrameError("invalid-message", "pub: missing member 'event'")
+            event = obj["event"]
             return Pub(
                 client,
                 model.name,
-                model.load_event(obj["event"]),
+                model.load_event(event),
                 pub_id(obj.get("pub_id"), client, aliases),
+                dumps(event),
             )
         if "filter" not in obj:
             raise FrameError("invalid-message", f"{kind}: missing member 'filter'")
@@ -113,13 +126,25 @@ def from_client(
         ) from None
 
 
-def from_broker(obj: Mapping[str, Any], models: Mapping[str, FilterModel]) -> Message:
-    """The core message of a neighbour's frame (forward, admin)."""
+def from_broker(
+    obj: Mapping[str, Any], models: Mapping[str, FilterModel], body: bytes | None = None
+) -> Message:
+    """The core message of a neighbour's frame (forward, admin); ``body``: the frame's
+    bytes, whose event a forward carries on untouched where they are in the form
+    :func:`forward_frame` writes."""
     kind = obj["kind"]
     if kind not in BROKER_KINDS:
         raise FrameError("unknown-kind", f"kind {kind!r} from a broker link")
-    _model(obj, models)
+    model = _model(obj, models)
     try:
+        if kind == "forward":
+            event = obj["event"]
+            return Forward(
+                model.name,
+                model.load_event(event),
+                _hashable(obj["pub_id"]),
+                forwarded_event(body, obj) or dumps(event),
+            )
         return from_wire(obj, models)
     except PubsiftError as exc:
         raise FrameError("invalid-message", f"{kind}: {one_line(exc)}") from None
@@ -129,3 +154,80 @@ def from_broker(obj: Mapping[str, Any], models: Mapping[str, FilterModel]) -> Me
         raise FrameError(
             "invalid-message", f"{kind}: malformed ({type(exc).__name__}: {exc})"
         ) from None
+
+
+# -- the event's bytes, untouched (issue 29) --------------------------------------------
+
+
+def _hashable(pub: Any) -> Hashable:
+    """A publication id as read (JSON has no tuples: a list comes back as one)."""
+    return tuple(pub) if isinstance(pub, list) else pub
+
+
+def dumps(value: Any) -> bytes:
+    """The JSON bytes of a value read from a frame (which had no NaN and no integer beyond
+    64 bits that orjson cannot write: those frames were read by the standard library)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # an integer beyond 64 bits, nesting orjson will not write
+        import json
+
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _head(kind: str, model: str, pub: Hashable) -> bytes:
+    return b'{"kind":"%s","model":%s,"pub_id":%s,"event":' % (
+        kind.encode(),
+        dumps(model),
+        dumps(list(pub) if isinstance(pub, tuple) else pub),
+    )
+
+
+def forward_frame(msg: Forward) -> bytes:
+    """The frame of a forward whose event's bytes are at hand (``msg.wire``), spliced in
+    as they are, the event last: ``{"kind":"forward","model":M,"pub_id":P,"event":E}``."""
+    assert msg.wire is not None
+    body = _head("forward", msg.model, msg.pub_id) + msg.wire + b"}"
+    return HEADER.pack(len(body)) + body
+
+
+def forwarded_event(body: bytes | None, obj: Mapping[str, Any]) -> bytes | None:
+    """The event's bytes of a forward frame written by :func:`forward_frame` (checked
+    by writing its head again: the event is the last of exactly four members), or None
+    for a frame in another form (its event is then written anew)."""
+    if body is None or len(obj) != 4 or body[-1:] != b"}":
+        return None
+    try:
+        head = _head("forward", obj["model"], obj["pub_id"])
+    except (TypeError, KeyError):
+        return None
+    return body[len(head) : -1] if body.startswith(head) else None
+
+
+class NotifyFrames:
+    """The notify frames of one publication for each of its subscribers: what follows
+    the ``client`` member is written once per publication, the event's bytes spliced in
+    as they are; the head, per client, is kept for the next publication."""
+
+    def __init__(self) -> None:
+        self._wire: bytes | None = None
+        self._tail = b""
+        self._heads: dict[str, bytes] = {}
+
+    def frame(self, msg: Notify) -> bytes:
+        if msg.wire is not self._wire:
+            self._wire = msg.wire
+            assert msg.wire is not None
+            pub = msg.pub_id
+            self._tail = b',"model":%s,"pub_id":%s,"event":%s}' % (
+                dumps(msg.model),
+                dumps(list(pub) if isinstance(pub, tuple) else pub),
+                msg.wire,
+            )
+        head = self._heads.get(msg.client)
+        if head is None:
+            if len(self._heads) > 100_000:
+                self._heads.clear()
+            head = self._heads[msg.client] = b'{"kind":"notify","client":' + dumps(msg.client)
+        body = head + self._tail
+        return HEADER.pack(len(body)) + body

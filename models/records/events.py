@@ -43,6 +43,10 @@ class Record(Mapping[str, Value]):
             raise EventError(
                 f"a records event is a JSON object, not {type(mapping).__name__}", where
             )
+        if type(mapping) is dict:
+            flat = _flat_scalars(mapping)
+            if flat is not None:
+                return cls(flat, flat)
         attrs: dict[str, Value] = {}
         raw = _flatten(mapping, attrs, where)
         if not attrs:
@@ -105,6 +109,34 @@ def _check_scalar(v: Any, name: str, where: str | None) -> Scalar:
         "strings, numbers, booleans, null or lists of those",
         where,
     )
+
+
+_INF = math.inf
+
+
+def _flat_scalars(m: dict[str, Any]) -> dict[str, Value] | None:
+    """A copy of ``m`` if it is a flat event (every key a non-empty string, every value a
+    scalar :func:`_check_scalar` accepts), which is then its own ``raw`` and attributes;
+    else None, and :func:`_flatten` takes it (and says what is wrong). The quick path of
+    the common event: ``type`` tests, and ASCII text (most of it) holds no surrogate."""
+    if not m:
+        return None
+    for k, v in m.items():
+        if type(k) is not str or not k or (not k.isascii() and has_surrogate(k)):
+            return None
+        t = type(v)
+        if t is str:
+            if not v.isascii() and has_surrogate(v):
+                return None
+        elif t is float:
+            if v != v or v == _INF or v == -_INF:
+                return None
+        elif t is int:
+            if int_too_large(v):
+                return None
+        elif v is not None and t is not bool:
+            return None
+    return dict(m)
 
 
 def _flatten(m: Mapping[str, Any], out: dict[str, Value], where: str | None) -> dict[str, Any]:
