@@ -20,7 +20,6 @@ import struct
 from typing import Any
 
 import orjson
-
 from pubsift.core.errors import PubsiftError
 
 PROTOCOL_VERSION = 1
