@@ -49,7 +49,7 @@ import ssl
 import threading
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +66,7 @@ from pubsift.adapters.broker.frames import (
 )
 from pubsift.adapters.broker.limits import TokenBucket
 from pubsift.adapters.broker.tls import client_context, describe
+from pubsift.adapters.broker.wire import MAX_BATCH
 from pubsift.core.errors import PubsiftError
 from pubsift.core.model import Event, Filter, FilterModel
 
@@ -221,6 +222,8 @@ class AsyncClient:
         self.broker_id: str | None = None
         #: the models the broker routes (its hello says; None: it did not say)
         self.broker_models: tuple[str, ...] | None = None
+        #: what the broker speaks beyond the first frames of protocol 1 (its hello says)
+        self.broker_features: tuple[str, ...] = ()
         self.refresh: float = 10.0
         #: the longest frame the broker accepts (its hello says; a longer one closes the link)
         self.broker_max_frame_bytes: int = max_frame_bytes
@@ -339,6 +342,10 @@ class AsyncClient:
         models = obj.get("models")
         if isinstance(models, list) and all(isinstance(m, str) for m in models):
             self.broker_models = tuple(models)
+        features = obj.get("features")
+        self.broker_features = (
+            tuple(f for f in features if isinstance(f, str)) if isinstance(features, list) else ()
+        )
         self._pace(obj.get("limits"))
         beat = obj.get("heartbeat")
         if not isinstance(beat, dict):
@@ -514,24 +521,49 @@ class AsyncClient:
 
     # -- delivery -------------------------------------------------------------------------
     async def _notify(self, obj: dict[str, Any]) -> None:
+        """Hand a notification to the handlers of the subscriptions it matches, in order,
+        awaiting what each returns before the next is called."""
+        if (pending := self._deliver(obj)) is not None:
+            await pending
+
+    def _deliver(self, obj: dict[str, Any]) -> Awaitable[None] | None:
+        """Hand a notification to the handlers of the subscriptions it matches, in order;
+        from the first handler that returns an awaitable on, a coroutine that awaits each
+        in turn before calling the next (None when every handler was synchronous)."""
         try:
             publisher, seq = obj["pub_id"]
             m = self.model(obj["model"])
             event = m.load_event(obj["event"])
         except (KeyError, TypeError, ValueError, PubsiftError) as exc:
             log.warning("client %s: malformed notification dropped: %s", self.id, exc)
-            return
+            return None
         if seq <= self._last_seq.get(publisher, 0):
             self.duplicates += 1
-            return
+            return None
         self._last_seq[publisher] = seq
         n = Notification(m.name, event, obj["event"], publisher, seq)
-        for (model, f), subs in list(self._subs.items()):
-            if model == m.name and m.matches(f, event):
-                for s in list(subs):
-                    result = s.handler(n)
-                    if inspect.isawaitable(result):
-                        await result
+        name, matches = m.name, m.matches
+        targets = [
+            s
+            for (model, f), subs in list(self._subs.items())
+            if model == name and matches(f, event)
+            for s in list(subs)
+        ]
+        for i, s in enumerate(targets):
+            result = s.handler(n)
+            if inspect.isawaitable(result):
+                return self._handle_rest(result, n, targets[i + 1 :])
+        return None
+
+    @staticmethod
+    async def _handle_rest(
+        first: Awaitable[Any], n: Notification, rest: list[Subscription]
+    ) -> None:
+        await first
+        for s in rest:
+            result = s.handler(n)
+            if inspect.isawaitable(result):
+                await result
 
     def check_routed(self, model: str) -> None:
         """Raise :class:`BrokerRefused` if the broker's hello says it does not route
@@ -627,6 +659,62 @@ class AsyncClient:
             del self._advs[key]
             self._drop_ref("adv", adv.model, adv.filter)
             self._send(self._frame("unadv", adv.model, adv.filter))
+
+    async def publish_many(self, model: str, events: Iterable[Any]) -> list[int]:
+        """Publish ``events`` in order (each raw, as :meth:`publish` takes it, or parsed);
+        returns their sequence numbers. They go in as few ``pubs`` frames as fit the
+        broker's ``max_frame_bytes`` (docs/protocol.md §3.1) where the broker's hello says
+        it reads them, else one ``pub`` frame each (written together). A bad event raises
+        EventError, and one whose frame alone is above the broker's limit BrokerRefused,
+        before any of them is sent. Paced like :meth:`publish`, all of them together."""
+        m = self.model(model)
+        wires = [
+            m.dump_event(m.parse_event(e) if isinstance(e, (str, bytes, Mapping)) else e)
+            for e in events
+        ]
+        if not wires:
+            return []
+        if self._bucket is not None and (wait := self._bucket.take(len(wires))) > 0:
+            await asyncio.sleep(wait)
+        # no await from here on: sequence numbers are sent in order
+        first = self._seq + 1
+        if self._conn is not None and "pubs" in self.broker_features:
+            frames = self._batches(model, wires, first)
+        else:
+            frames = [
+                self._fits(
+                    {"kind": "pub", "model": model, "pub_id": [self.id, first + i], "event": w}
+                )
+                for i, w in enumerate(wires)
+            ]
+        self._seq += len(wires)
+        for f in frames:
+            self._send(f, "pub")
+        return list(range(first, first + len(wires)))
+
+    def _batches(self, model: str, wires: list[Any], first: int) -> list[bytes]:
+        """``pubs`` frames for ``wires`` (sequence numbers from ``first``), each within
+        the broker's frame limit (a batch too long is halved)."""
+        out: list[bytes] = []
+        i, n = 0, min(len(wires), MAX_BATCH)
+        while i < len(wires):
+            n = min(n, len(wires) - i)
+            data = encode(
+                {
+                    "kind": "pubs",
+                    "model": model,
+                    "pubs": [[[self.id, first + j], wires[j]] for j in range(i, i + n)],
+                }
+            )
+            if len(data) - 4 > self.broker_max_frame_bytes:
+                if n == 1:
+                    self._fits({"kind": "pub", "model": model, "event": wires[i]})
+                    raise AssertionError("unreachable: the frame of one event was too long")
+                n //= 2
+                continue
+            out.append(data)
+            i += n
+        return out
 
     async def publish(self, model: str, event: Any) -> int:
         """Publish ``event`` (raw: a mapping, str or bytes the model parses; or a parsed

@@ -172,7 +172,8 @@ class Connection:
             if obj is None:
                 chunk = await self.reader.read(READ_CHUNK)
                 if not chunk:
-                    return self._ended()
+                    self._ended()  # raises inside a frame
+                    return None
                 if self._pos == len(self._in):
                     self._in[:] = chunk
                     self._pos = 0

@@ -68,6 +68,9 @@ from pubsift.core.model import FilterModel
 
 log = logging.getLogger("pubsift.broker")
 
+#: what this broker speaks beyond protocol 1's first frames, told in its hello (a client
+#: sends ``pubs`` frames only to a broker that says so; docs/protocol.md §2)
+FEATURES = ("pubs",)
 #: seconds a dialled broker has to answer (an accepted connection has ``limits.hello_timeout``
 #: for its TLS handshake and its hello)
 HANDSHAKE_TIMEOUT = 10.0
@@ -542,6 +545,7 @@ class BrokerDaemon:
                 advertisements=self.config.advertisements,
                 max_frame_bytes=self.config.max_frame_bytes,
                 client=pid,
+                features=list(FEATURES),
                 **self._heartbeat_info(),
                 **({"limits": lim} if (lim := self._hello_limits(conn)) else {}),
             )
@@ -621,14 +625,17 @@ class BrokerDaemon:
         """How long a client frame waits before it is processed: a ``pub`` when the
         client's bucket, or its identity's, is empty (docs/protocol.md §12; every ``pub``
         frame counts, refused or not)."""
-        if obj["kind"] != "pub" or conn in self._exempt:
+        kind = obj["kind"]
+        if (kind != "pub" and kind != "pubs") or conn in self._exempt:
             return 0.0
+        items = obj.get("pubs") if kind == "pubs" else None
+        n = len(items) if type(items) is list and items else 1
         hold = 0.0
         ilim = self._ilimits.get(conn)
         for lim in (self._limits.get(conn), ilim.held if ilim is not None else None):
             if lim is None:
                 continue
-            wait, begins = lim.publish()
+            wait, begins = lim.publish(n)
             hold = max(hold, wait)
             if begins:
                 log.info(
@@ -648,7 +655,11 @@ class BrokerDaemon:
 
     def _from_client(self, conn: Connection, pid: str, obj: dict[str, Any]) -> None:
         assert self.broker is not None
-        if obj["kind"] == "stats":
+        kind = obj["kind"]
+        if kind == "pubs":
+            self._publications(conn, pid, obj)
+            return
+        if kind == "stats":
             conn.send(self.stats())
             return
         try:
@@ -705,6 +716,32 @@ class BrokerDaemon:
             for standing, key in standings:
                 standing.hold(kind, key)
 
+    def _publications(self, conn: Connection, pid: str, obj: dict[str, Any]) -> None:
+        """A ``pubs`` frame (docs/protocol.md §3.1): each publication as if it came in a
+        ``pub`` frame of its own, in order; a refused one gets an ``error`` with the
+        frame's ``ref`` and its ``index``, and the others go on."""
+        assert self.broker is not None
+        try:
+            items = wire.publications(obj, pid, self.models, self._aliases.get(conn, ()))
+        except FrameError as exc:
+            self._refuse(conn, obj, exc.reason, exc.message)
+            return
+        grant = self._grants.get(conn)
+        receive = self.broker.receive
+        for i, msg in enumerate(items):
+            if isinstance(msg, FrameError):
+                self._refuse(conn, obj, msg.reason, msg.message, index=i)
+                continue
+            if grant is not None:
+                why = self.auth.check(grant, msg, self.models)
+                if why is not None:
+                    self._refuse(conn, obj, "forbidden", f"pubs[{i}]: {why}", index=i)
+                    continue
+            try:
+                receive(msg, pid)
+            except PubsiftError as exc:
+                self._refuse(conn, obj, "refused", f"pubs[{i}]: {one_line(exc)}", index=i)
+
     def _refuse(
         self,
         conn: Connection,
@@ -712,13 +749,16 @@ class BrokerDaemon:
         reason: str,
         message: str,
         level: int | None = None,
+        index: int | None = None,
     ) -> None:
-        """Answer one bad message with an ``error`` frame (echoing its ``ref``), keep the
-        connection."""
+        """Answer one bad message with an ``error`` frame (echoing its ``ref``; ``index``:
+        which publication of a ``pubs`` frame), keep the connection."""
         log.log(level or logging.WARNING, "%s %s: %s: %s", conn.role, conn.id, reason, message)
         err = error(reason, message)
         if "ref" in obj:
             err["ref"] = obj["ref"]
+        if index is not None:
+            err["index"] = index
         conn.send(err)
 
     # -- neighbour links ------------------------------------------------------------------

@@ -50,10 +50,10 @@ class TokenBucket:
         self.tokens = min(self.burst, self.tokens + (now - self._at) * self.rate)
         self._at = now
 
-    def take(self) -> float:
-        """Take one token; seconds to wait until it is there (0.0: at once)."""
+    def take(self, n: int = 1) -> float:
+        """Take ``n`` tokens; seconds to wait until they are there (0.0: at once)."""
         self._refill()
-        self.tokens -= 1.0
+        self.tokens -= n
         return 0.0 if self.tokens >= 0 else -self.tokens / self.rate
 
     def try_take(self) -> float:
@@ -149,8 +149,9 @@ class ClientLimits:
     def release(self, kind: str, key: Hashable) -> None:
         self.held[kind].pop(key, None)
 
-    def publish(self) -> tuple[float, bool]:
-        """Take the token of a publication: how long it waits for it (0.0: not at all),
+    def publish(self, n: int = 1) -> tuple[float, bool]:
+        """Take the tokens of ``n`` publications (a ``pubs`` frame carries several): how
+        long they wait for them (0.0: not at all),
         reading nothing more from the client meanwhile, and whether that begins an
         episode of throttling (one log line each). An episode ends when the bucket has
         refilled (the client published slowly again)."""
@@ -158,7 +159,7 @@ class ClientLimits:
             return 0.0, False
         if self.bucket.full:
             self.episode = None
-        wait = self.bucket.take()
+        wait = self.bucket.take(n)
         if wait <= 0:
             return 0.0, False
         self.throttled += 1

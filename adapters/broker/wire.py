@@ -36,6 +36,8 @@ from pubsift.core.messages import (
 from pubsift.core.model import Filter, FilterModel
 
 CLIENT_KINDS = {"sub": Sub, "unsub": Unsub, "adv": Adv, "unadv": Unadv, "pub": Pub}
+#: the most publications one ``pubs`` frame may carry (docs/protocol.md §3.1)
+MAX_BATCH = 10_000
 BROKER_KINDS = ("forward", "admin")
 
 
@@ -92,7 +94,7 @@ def from_client(
     if cls is None:
         raise FrameError(
             "unknown-kind",
-            f"kind {kind!r} (a client sends {', '.join(CLIENT_KINDS)} or stats)",
+            f"kind {kind!r} (a client sends {', '.join(CLIENT_KINDS)}, pubs or stats)",
         )
     named = obj.get("client", client)
     if named != client and (not isinstance(named, str) or named not in aliases):
@@ -124,6 +126,51 @@ def from_client(
         raise FrameError(
             "invalid-message", f"{kind}: model {model.name!r} failed: {type(exc).__name__}: {exc}"
         ) from None
+
+
+def publications(
+    obj: Mapping[str, Any],
+    client: str,
+    models: Mapping[str, FilterModel],
+    aliases: tuple[str, ...] = (),
+) -> list[Pub | FrameError]:
+    """The publications of a ``pubs`` frame (docs/protocol.md §3.1), each checked on its
+    own: a bad one is its :class:`FrameError` (its message names ``pubs[i]``) in its
+    place, and the others go on. A frame that is not a batch at all raises."""
+    if obj.get("client", client) != client and obj.get("client") not in aliases:
+        raise FrameError(
+            "invalid-message",
+            f"pubs: client {obj.get('client')!r} is not this connection's id {client!r}",
+        )
+    model = _model(obj, models)
+    items = obj.get("pubs")
+    if type(items) is not list or not items or len(items) > MAX_BATCH:
+        raise FrameError(
+            "invalid-message",
+            f"pubs: 'pubs' must be a list of 1-{MAX_BATCH} [pub_id, event] pairs",
+        )
+    out: list[Pub | FrameError] = []
+    name, load = model.name, model.load_event
+    for i, item in enumerate(items):
+        try:
+            if type(item) is not list or len(item) != 2:
+                raise FrameError("invalid-message", f"expected [pub_id, event], got {item!r}"[:300])
+            event = item[1]
+            out.append(
+                Pub(client, name, load(event), pub_id(item[0], client, aliases), dumps(event))
+            )
+        except FrameError as exc:
+            out.append(FrameError(exc.reason, f"pubs[{i}]: {exc.message.removeprefix('pub: ')}"))
+        except PubsiftError as exc:
+            out.append(FrameError("invalid-message", f"pubs[{i}]: {one_line(exc)}"))
+        except Exception as exc:  # a model broke its contract; the broker carries on
+            out.append(
+                FrameError(
+                    "invalid-message",
+                    f"pubs[{i}]: model {name!r} failed: {type(exc).__name__}: {exc}",
+                )
+            )
+    return out
 
 
 def from_broker(
