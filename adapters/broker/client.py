@@ -796,6 +796,10 @@ class Client:
         # no timeout: a broker's max_publish_rate may make it wait for its turn
         return self._call(self._async.publish(model, event), None)
 
+    def publish_many(self, model: str, events: Iterable[Any]) -> list[int]:
+        """:meth:`AsyncClient.publish_many`: the events in as few frames as fit."""
+        return self._call(self._async.publish_many(model, list(events)), None)
+
     def stats(self, timeout: float = 5.0) -> dict[str, Any]:
         return self._call(self._async.stats(timeout), timeout + 5)
 

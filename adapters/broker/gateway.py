@@ -58,6 +58,7 @@ from pubsift.adapters.broker.client import (
 from pubsift.adapters.broker.config import Address
 from pubsift.adapters.broker.frames import encode
 from pubsift.adapters.broker.tls import peer_names
+from pubsift.adapters.broker.wire import dumps
 from pubsift.core.cli_input import InputError, one_line, strict_json
 from pubsift.core.errors import PubsiftError
 from pubsift.core.messages import Pub, Sub
@@ -92,6 +93,15 @@ def loopback(listen: Address, port: int, tls: bool = False) -> str:
     reached on the loopback address of its family)."""
     host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(listen.host, listen.host)
     return f"pubsift{'s' if tls else ''}://{Address(host, port)}"
+
+
+def _sse(n: Notification) -> bytes:
+    """The Server-Sent Event of a notification: ``id:`` its publication id, ``data:`` the
+    JSON line ``pubsift sub`` prints (JSON has no raw line breaks: one ``data`` line)."""
+    return b"id: %s\ndata: %s\n\n" % (
+        publication_id(n.publisher, n.seq).encode(),
+        dumps(n.to_json()),
+    )
 
 
 class _Stuck(Exception):
@@ -421,20 +431,26 @@ class Gateway:
                 while not stop.is_set():
                     got = asyncio.ensure_future(queue.get())
                     halt = asyncio.ensure_future(stop.wait())
-                    done, _ = await asyncio.wait(
-                        {got, halt}, timeout=self.heartbeat, return_when=asyncio.FIRST_COMPLETED
-                    )
+                    try:
+                        done, _ = await asyncio.wait(
+                            {got, halt},
+                            timeout=self.heartbeat,
+                            return_when=asyncio.FIRST_COMPLETED,
+                        )
+                    except BaseException:  # the handler cancelled: the HTTP client went away
+                        got.cancel()
+                        halt.cancel()
+                        raise
                     halt.cancel()
                     if got not in done:
                         got.cancel()
                         if not stop.is_set():
                             await write(b": keepalive\n\n")
                         continue
-                    n = got.result()
-                    data = json.dumps(n.to_json(), ensure_ascii=False)
-                    await write(
-                        f"id: {publication_id(n.publisher, n.seq)}\ndata: {data}\n\n".encode()
-                    )
+                    batch = [got.result()]
+                    while not queue.empty():  # what came meanwhile goes out in one write
+                        batch.append(queue.get_nowait())
+                    await write(b"".join(_sse(n) for n in batch))
                 if queue.full():
                     await write(
                         b'event: error\ndata: {"error": "slow-consumer", "message": '
@@ -447,6 +463,9 @@ class Gateway:
                     }
                     with contextlib.suppress(ConnectionError):
                         await write(f"event: error\ndata: {json.dumps(end)}\n\n".encode())
+            except ConnectionError:  # the HTTP client went away in the middle of a write
+                log.info("HTTP subscriber %s (%s) went away", client.id, request.remote)
+                return resp
             except _Stuck:
                 log.warning(
                     "HTTP subscriber %s (%s) read nothing for %gs; closing its stream",
