@@ -29,6 +29,7 @@ import signal
 import sys
 from typing import Any
 
+from pubsift.adapters.broker import loop
 from rich.console import Console
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -104,7 +105,7 @@ def cmd_broker(args: argparse.Namespace, console: Console) -> int:
             os.replace(args.port_file + ".tmp", args.port_file)
         await task
 
-    asyncio.run(main())
+    loop.run(main())
     return 0
 
 

@@ -91,6 +91,8 @@ class Connection:
         self._pos = 0
         #: the body of the frame :meth:`recv` returned last (its bytes, untouched)
         self.body = b""
+        #: what the peer's hello said it reads beyond protocol 1's first frames
+        self.features: frozenset[str] = frozenset()
         self._closing = False
         self._linger = False
         self.close_reason: str | None = None

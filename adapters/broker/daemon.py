@@ -71,6 +71,17 @@ log = logging.getLogger("pubsift.broker")
 #: what this broker speaks beyond protocol 1's first frames, told in its hello (a client
 #: sends ``pubs`` frames only to a broker that says so; docs/protocol.md §2)
 FEATURES = ("pubs",)
+#: what a broker reads from a neighbour beyond protocol 1's first frames (its link hello
+#: says; ``forwards``: batches of forwarded publications, docs/protocol.md §7)
+LINK_FEATURES = ("forwards",)
+
+
+def _features(hello: dict[str, Any]) -> frozenset[str]:
+    """The features a peer's hello names (none: an older peer)."""
+    got = hello.get("features")
+    return frozenset(f for f in got if isinstance(f, str)) if isinstance(got, list) else frozenset()
+
+
 #: seconds a dialled broker has to answer (an accepted connection has ``limits.hello_timeout``
 #: for its TLS handshake and its hello)
 HANDSHAKE_TIMEOUT = 10.0
@@ -90,6 +101,11 @@ class ConnectionPort:
         #: the frame of the last forward (the broker sends one forward to each neighbour)
         self._forward: Forward | None = None
         self._forward_frame = b""
+        #: forwards waiting to go to a neighbour as one ``forwards`` frame
+        self._batches: dict[str, wire.ForwardBatch] = {}
+        self._flushing = False
+        self._item_of: Forward | None = None
+        self._item = b""
         self._notify = wire.NotifyFrames()
 
     def send(self, broker: str, neighbour: str, msg: BrokerMessage) -> None:
@@ -98,13 +114,49 @@ class ConnectionPort:
             self.lost[neighbour] += 1
             return
         if isinstance(msg, Forward) and msg.wire is not None:
+            if "forwards" in conn.features:
+                self._batch(neighbour, conn, msg)
+                return
             if msg is not self._forward:
                 self._forward, self._forward_frame = msg, wire.forward_frame(msg)
             data = self._forward_frame
         else:
+            self._flush(neighbour)  # what was batched before it goes first
             data = encode(to_wire(msg, self.models))
         if not conn.send(data):
             self.lost[neighbour] += 1
+
+    def _batch(self, neighbour: str, conn: Connection, msg: Forward) -> None:
+        """Add a forward to the batch for ``neighbour``, written as one ``forwards``
+        frame once the current turn of the event loop is done (or when it is full, or
+        before any other frame to that neighbour)."""
+        batch = self._batches.get(neighbour)
+        if batch is not None and (batch.model != msg.model or batch.full):
+            self._flush(neighbour)
+            batch = None
+        if batch is None:
+            batch = self._batches[neighbour] = wire.ForwardBatch(
+                msg.model, conn.max_frame_bytes // 2
+            )
+            if not self._flushing:
+                self._flushing = True
+                asyncio.get_running_loop().call_soon(self._flush_all)
+        if msg is not self._item_of:
+            self._item_of, self._item = msg, wire.forward_item(msg)
+        batch.add(self._item)
+
+    def _flush(self, neighbour: str) -> None:
+        batch = self._batches.pop(neighbour, None)
+        if batch is None:
+            return
+        conn = self.neighbours.get(neighbour)
+        if conn is None or not conn.send(batch.frame()):
+            self.lost[neighbour] += len(batch)
+
+    def _flush_all(self) -> None:
+        self._flushing = False
+        for n in list(self._batches):
+            self._flush(n)
 
     def deliver(self, broker: str, msg: Notify) -> None:
         conn = self.clients.get(msg.client)
@@ -497,6 +549,7 @@ class BrokerDaemon:
                     self._exempt.add(conn)
                 await self._serve_client(conn, nid, pid)
             else:
+                conn.features = _features(first)
                 await self._accept_broker(conn, pid, first.get("token"))
         except FrameError as exc:
             log.warning("connection %s: %s (closing)", conn.peer, exc)
@@ -929,6 +982,7 @@ class BrokerDaemon:
         if obj is None:
             return None
         _, pid = check_hello(obj, "broker")
+        conn.features = _features(obj)
         conn.role, conn.id = "broker", pid
         tls = self.config.tls
         if tls is not None and tls.link_names:  # links authenticated by certificate, both ways
@@ -967,6 +1021,7 @@ class BrokerDaemon:
 
     def _lease_info(self) -> dict[str, Any]:
         return {
+            "features": list(LINK_FEATURES),
             "lease": {"period": self.config.lease_period, "refresh": self.config.lease_refresh},
             **self._heartbeat_info(),
         }
@@ -1049,6 +1104,9 @@ class BrokerDaemon:
         if kind == "error":
             log.warning("broker %s reports: %s: %s", pid, obj.get("reason"), obj.get("message"))
             return
+        if kind == "forwards":
+            self._forwards(conn, pid, obj)
+            return
         try:
             msg = wire.from_broker(obj, self.models, conn.body)
         except FrameError as exc:
@@ -1058,3 +1116,21 @@ class BrokerDaemon:
             self.broker.receive(msg, pid)
         except PubsiftError as exc:
             self._refuse(conn, obj, "refused", one_line(exc))
+
+    def _forwards(self, conn: Connection, pid: str, obj: dict[str, Any]) -> None:
+        """A ``forwards`` frame: each forward as if it came in a frame of its own."""
+        assert self.broker is not None
+        try:
+            items = wire.forwards(obj, self.models)
+        except FrameError as exc:
+            self._refuse(conn, obj, exc.reason, exc.message)
+            return
+        receive = self.broker.receive
+        for i, msg in enumerate(items):
+            if isinstance(msg, FrameError):
+                self._refuse(conn, obj, msg.reason, msg.message, index=i)
+                continue
+            try:
+                receive(msg, pid)
+            except PubsiftError as exc:
+                self._refuse(conn, obj, "refused", f"forwards[{i}]: {one_line(exc)}", index=i)

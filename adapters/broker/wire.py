@@ -251,6 +251,80 @@ def forwarded_event(body: bytes | None, obj: Mapping[str, Any]) -> bytes | None:
     return body[len(head) : -1] if body.startswith(head) else None
 
 
+def forward_item(msg: Forward) -> bytes:
+    """One forward of a ``forwards`` frame: ``[pub_id, event]``, the event's bytes as
+    they are."""
+    assert msg.wire is not None
+    pub = msg.pub_id
+    return b"[%s,%s]" % (dumps(list(pub) if isinstance(pub, tuple) else pub), msg.wire)
+
+
+class ForwardBatch:
+    """Forwards of one model for one neighbour, to be written as one ``forwards`` frame
+    (docs/protocol.md §7) of at most ``limit`` bytes' worth of items and
+    :data:`MAX_BATCH` forwards."""
+
+    def __init__(self, model: str, limit: int) -> None:
+        self.model = model
+        self.limit = limit
+        self.items: list[bytes] = []
+        self.size = 0
+
+    def add(self, item: bytes) -> None:
+        self.items.append(item)
+        self.size += len(item) + 1
+
+    @property
+    def full(self) -> bool:
+        return self.size >= self.limit or len(self.items) >= MAX_BATCH
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def frame(self) -> bytes:
+        body = b'{"kind":"forwards","model":%s,"pubs":[%s]}' % (
+            dumps(self.model),
+            b",".join(self.items),
+        )
+        return HEADER.pack(len(body)) + body
+
+
+def forwards(
+    obj: Mapping[str, Any], models: Mapping[str, FilterModel]
+) -> list[Forward | FrameError]:
+    """The forwards of a ``forwards`` frame, each checked on its own (a bad one is its
+    :class:`FrameError`, naming ``forwards[i]``, in its place). Their events are written
+    anew by orjson from what was read: the same bytes as the broker before wrote, for
+    events it wrote with orjson."""
+    model = _model(obj, models)
+    items = obj.get("pubs")
+    if type(items) is not list or not items or len(items) > MAX_BATCH:
+        raise FrameError(
+            "invalid-message",
+            f"forwards: 'pubs' must be a list of 1-{MAX_BATCH} [pub_id, event] pairs",
+        )
+    out: list[Forward | FrameError] = []
+    name, load = model.name, model.load_event
+    for i, item in enumerate(items):
+        try:
+            if type(item) is not list or len(item) != 2:
+                raise FrameError("invalid-message", f"expected [pub_id, event], got {item!r}"[:300])
+            event = item[1]
+            out.append(Forward(name, load(event), _hashable(item[0]), dumps(event)))
+        except FrameError as exc:
+            out.append(FrameError(exc.reason, f"forwards[{i}]: {exc.message}"))
+        except PubsiftError as exc:
+            out.append(FrameError("invalid-message", f"forwards[{i}]: {one_line(exc)}"))
+        except Exception as exc:  # a model broke its contract; the broker carries on
+            out.append(
+                FrameError(
+                    "invalid-message",
+                    f"forwards[{i}]: model {name!r} failed: {type(exc).__name__}: {exc}",
+                )
+            )
+    return out
+
+
 class NotifyFrames:
     """The notify frames of one publication for each of its subscribers: what follows
     the ``client`` member is written once per publication, the event's bytes spliced in

@@ -277,3 +277,55 @@ def test_the_hello_says_the_features():
         await c.close()
 
     run_daemon(cfg, body)
+
+
+def test_forwards_go_to_neighbours_in_batches_and_singly_to_an_older_one():
+    async def body(ds: list[BrokerDaemon]) -> None:
+        got: list[Notification] = []
+        sub = AsyncClient(url(ds[2]), id="sub")
+        pub = AsyncClient(url(ds[0]), id="pub")
+        await sub.connect()
+        await pub.connect()
+        await sub.subscribe("records", "x >= 0", got.append, confirm=True)
+        await until(lambda: ds[0].broker.table("records").sizes() == (0, 1))
+        link = ds[0].port.neighbours["b1"]
+        assert "forwards" in link.features
+        sent: list[bytes] = []
+        send = link.send
+        link.send = lambda data: sent.append(data) or send(data)  # type: ignore[method-assign]
+        await pub.publish_many("records", [{"x": i} for i in range(300)])
+        await until(lambda: len(got) == 300)
+        assert [n.wire["x"] for n in got] == list(range(300))
+        kinds = [decode(f[4:])["kind"] for f in sent]
+        assert set(kinds) == {"forwards"} and len(kinds) <= 10, kinds  # 300 forwards
+        # a neighbour whose hello named no features (an older broker) gets forward frames
+        link.features = frozenset()
+        sent.clear()
+        await pub.publish_many("records", [{"x": i} for i in range(300, 310)])
+        await until(lambda: len(got) == 310)
+        assert [decode(f[4:])["kind"] for f in sent] == ["forward"] * 10
+        assert [n.seq for n in got] == list(range(1, 311)) and sub.duplicates == 0
+        for c in (sub, pub):
+            await c.close()
+
+    run(body)
+
+
+def test_each_forward_of_a_forwards_frame_is_checked_on_its_own():
+    models = {"records": load_model("records")}
+    got = wire.forwards(
+        {
+            "kind": "forwards",
+            "model": "records",
+            "pubs": [[["p", 1], {"a": 1}], [["p", 2], []], "x", [["p", 4], {"a": 4}]],
+        },
+        models,
+    )
+    assert [type(x).__name__ for x in got] == ["Forward", "FrameError", "FrameError", "Forward"]
+    assert got[1].message.startswith("forwards[1]: ") and got[3].pub_id == ("p", 4)
+    for bad in (
+        {"kind": "forwards", "model": "records", "pubs": []},
+        {"kind": "forwards", "model": "x", "pubs": [1]},
+    ):
+        with pytest.raises(FrameError):
+            wire.forwards(bad, models)
