@@ -53,6 +53,11 @@ class Authorizer:
     ) -> None:
         self.grants: list[Grant] = []
         for ident in identities:
+            if "/" in ident.name or not ident.name or len(ident.name) > 100:
+                raise ConfigError(
+                    f"{source}: identities.{ident.name}: an identity's name is 1-100 "
+                    "characters without '/' (docs/protocol.md §13)"
+                )
             token = ident.token.encode("utf-8") if ident.token is not None else None
             g = Grant(ident.name, token, cert_name=ident.cert_name)
             for right, table in (("subscribe", ident.subscribe), ("publish", ident.publish)):

@@ -52,7 +52,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pubsift.adapters.broker.backoff import Backoff
 from pubsift.adapters.broker.connection import Connection
@@ -111,10 +111,10 @@ class SubscriptionRefused(BrokerRefused):
 REFUSALS = ("invalid-message", "refused", "unknown-kind", "bad-frame", "forbidden", "limit")
 
 
-@dataclass(frozen=True)
-class Notification:
+class Notification(NamedTuple):
     """An event delivered to a subscriber: ``event`` is the model's parsed event, ``wire``
-    its JSON wire form; ``publisher`` and ``seq`` identify the publication."""
+    its JSON wire form; ``publisher`` and ``seq`` identify the publication. (A named
+    tuple: made once per notification, the cheapest immutable record Python has.)"""
 
     model: str
     event: Event

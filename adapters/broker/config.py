@@ -25,6 +25,9 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
     max_subscriptions = 1000           # per client, and as many advertisements (default: no limit)
     max_publish_rate = 100.0           # publications/s per client (default: no limit); faster
     publish_burst = 200                #   ones are not read until the bucket refills
+    max_connections = 100              # client connections (default: no limit)
+    # with [identities], max_subscriptions, max_publish_rate, publish_burst and
+    # max_connections are each identity's, for all its connections together
     hello_timeout = 10.0               # seconds a new connection has to send its hello
 
     [links]
@@ -165,6 +168,8 @@ class BrokerConfig:
     #: publications per second per client, and how many may come at once (None: no limit)
     max_publish_rate: float | None = None
     publish_burst: int | None = None
+    #: client connections at once (with identities: each identity's); None: no limit
+    max_connections: int | None = None
     #: seconds a new connection has to send its hello (and a linking broker its reach)
     hello_timeout: float = 10.0
     backoff_initial: float = 0.1
@@ -213,6 +218,12 @@ class BrokerConfig:
         if self.tls is not None:
             self.tls.check()
         for ident in self.identities:
+            if "/" in ident.name or not ident.name or len(ident.name) > 100:
+                raise ConfigError(
+                    f"{self.source}: identities.{ident.name}: an identity's name is 1-100 "
+                    "characters without '/' (the broker qualifies its clients' ids as "
+                    "NAME/id, docs/protocol.md §13)"
+                )
             if ident.cert_name is not None and (self.tls is None or self.tls.ca is None):
                 raise ConfigError(
                     f"{self.source}: identities.{ident.name}.cert_name: needs [tls] with ca, "
@@ -278,6 +289,7 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
             "max_subscriptions",
             "max_publish_rate",
             "publish_burst",
+            "max_connections",
             "hello_timeout",
         },
     )
@@ -321,6 +333,7 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
             r.number(limits, "limits", "max_queue_bytes", d.max_queue_bytes, integer=True)
         ),
         max_subscriptions=r.optional_int(limits, "limits", "max_subscriptions"),
+        max_connections=r.optional_int(limits, "limits", "max_connections"),
         max_publish_rate=r.optional_number(limits, "limits", "max_publish_rate"),
         publish_burst=r.optional_int(limits, "limits", "publish_burst"),
         hello_timeout=r.number(limits, "limits", "hello_timeout", d.hello_timeout),

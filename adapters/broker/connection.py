@@ -41,6 +41,11 @@ from pubsift.adapters.broker.limits import QueueBudget
 
 log = logging.getLogger("pubsift.broker")
 
+
+def _backlog(c: Connection) -> int:
+    return c.backlog
+
+
 #: bytes asked of the stream at once (the frames of one chunk are handed out in one go)
 READ_CHUNK = 1 << 16
 #: seconds a closing connection may take to flush its last frames before it is aborted
@@ -120,14 +125,17 @@ class Connection:
             return False
         budget = self.budget
         if budget is not None:
-            waiting = budget.used + self.writer.transport.get_write_buffer_size()
-            if waiting + len(data) > budget.limit:
-                self._slow(
-                    f"more than {budget.limit} bytes waiting to be sent to this identity's "
-                    "connections",
+            while sum(c.backlog for c in budget.members) + len(data) > budget.limit:
+                # the identity's connections hold too much: the one with the largest
+                # backlog (the one that reads least) is cut off, not whichever was sent to
+                victim = max(budget.members, key=_backlog)
+                victim._slow(
+                    f"more than {budget.limit} bytes waiting to be sent to the identity's "
+                    f"connections together, {victim.backlog} of them to this one",
                     f"{budget.name}.max_queue_bytes",
                 )
-                return False
+                if victim is self:
+                    return False
         elif self.max_queue_bytes is not None:
             waiting = self._queued_bytes + self.writer.transport.get_write_buffer_size()
             if waiting + len(data) > self.max_queue_bytes:
@@ -141,6 +149,19 @@ class Connection:
         if not self._wake.is_set():
             self._wake.set()
         return True
+
+    @property
+    def backlog(self) -> int:
+        """Bytes waiting to be sent to the peer: queued, and in the transport's buffer."""
+        if self._closing:
+            return 0
+        return self._queued_bytes + self.writer.transport.get_write_buffer_size()
+
+    def join(self, budget: QueueBudget | None) -> None:
+        """Count this connection's queue in ``budget`` (shared with other connections)."""
+        self.budget = budget
+        if budget is not None:
+            budget.members.add(self)
 
     def _account(self, n: int) -> None:
         """``n`` more (fewer, if negative) bytes on the queue."""
@@ -337,6 +358,8 @@ class Connection:
         finally:
             self._closing = True
             self._account(-self._queued_bytes)  # what was never written counts no more
+            if self.budget is not None:
+                self.budget.members.discard(self)
             if self._heartbeat is not None:
                 self._heartbeat.cancel()
             self.writer.close()

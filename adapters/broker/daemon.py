@@ -47,7 +47,6 @@ from pubsift.adapters.broker.limits import (
     IdentityLimits,
     Limits,
     QueueBudget,
-    TokenBucket,
 )
 from pubsift.adapters.broker.links import Reach
 from pubsift.adapters.broker.tls import TLSServer, describe, peer_names, show_names
@@ -381,21 +380,17 @@ class BrokerDaemon:
         self.slow_consumers += 1
 
     def _client_limits(self, grant: Grant | None, exempt: bool) -> Limits:
-        """The per-connection limits of a client: those of ``[limits]`` that its identity
-        does not set for itself (those it sets count all its connections together,
-        :meth:`_identity_limits`). The gateway's publisher of an identity is ``exempt``
-        from the rate: the gateway charges every POST to the identity itself."""
+        """The per-connection limits of a client. On an open broker, ``[limits]``'s; with
+        identities none: each identity's count all its connections together
+        (:meth:`identity_limits`). The gateway's publisher is ``exempt`` from the rate:
+        it publishes for every HTTP client (an open broker), or the gateway charges
+        every POST to its identity itself."""
         cfg = self.config
-        ident = self._identity(grant)
-        subs, rate, burst = cfg.max_subscriptions, cfg.max_publish_rate, cfg.publish_burst
-        if ident is not None:
-            if ident.max_subscriptions is not None:
-                subs = None
-            if ident.max_publish_rate is not None or ident.publish_burst is not None:
-                rate = burst = None
+        if grant is not None:
+            return Limits(None, None, None, "limits")
         if exempt:
-            rate = burst = None
-        return Limits(subs, rate, burst, "limits")
+            return Limits(cfg.max_subscriptions, None, None, "limits")
+        return Limits(cfg.max_subscriptions, cfg.max_publish_rate, cfg.publish_burst, "limits")
 
     def _identity(self, grant: Grant | None) -> Identity | None:
         if grant is None:
@@ -403,49 +398,53 @@ class BrokerDaemon:
         return next((i for i in self.config.identities if i.name == grant.name), None)
 
     def identity_limits(self, name: str) -> IdentityLimits:
-        """What all connections of identity ``name`` hold together against the limits of
-        ``[identities.NAME]`` (docs/protocol.md §12); made on first use."""
+        """What all connections of identity ``name`` hold together against its limits
+        (docs/protocol.md §12): ``[identities.NAME]``'s where it sets them, else
+        ``[limits]``'s (``max_subscriptions``, ``max_publish_rate``, ``publish_burst``,
+        ``max_connections``; ``max_queue_bytes`` only where the identity sets it, else
+        ``[limits]``'s per connection); made on first use."""
         ilim = self._identities.get(name)
         if ilim is None:
             cfg = self.config
             ident = next((i for i in cfg.identities if i.name == name), None)
-            subs = rate = burst = conns = queue = None
-            if ident is not None:
-                subs, conns, queue = (
-                    ident.max_subscriptions,
-                    ident.max_connections,
-                    ident.max_queue_bytes,
-                )
-                if ident.max_publish_rate is not None or ident.publish_burst is not None:
-                    rate = ident.max_publish_rate or cfg.max_publish_rate
-                    burst = ident.publish_burst
-            where = f"identities.{name}"
+            own = f"identities.{name}"
+
+            def pick(key: str) -> tuple[Any, str]:
+                mine = getattr(ident, key) if ident is not None else None
+                return (mine, own) if mine is not None else (getattr(cfg, key), "limits")
+
+            subs, subs_from = pick("max_subscriptions")
+            conns, _ = pick("max_connections")
+            if ident is not None and (
+                ident.max_publish_rate is not None or ident.publish_burst is not None
+            ):
+                rate = ident.max_publish_rate or cfg.max_publish_rate
+                burst, rate_from = ident.publish_burst, own
+            else:
+                rate, burst, rate_from = cfg.max_publish_rate, cfg.publish_burst, "limits"
+            queue = ident.max_queue_bytes if ident is not None else None
             ilim = self._identities[name] = IdentityLimits(
-                ClientLimits(Limits(subs, rate, burst, where), cfg.lease_period),
+                ClientLimits(Limits(subs, rate, burst, subs_from, rate_from), cfg.lease_period),
                 conns,
-                QueueBudget(queue, where) if queue is not None else None,
+                QueueBudget(queue, own) if queue is not None else None,
             )
-            if rate is None and cfg.max_publish_rate is not None:
-                # the HTTP publications of an identity without a rate of its own: held to
-                # [limits] as if they came over one connection
-                ilim.http_bucket = TokenBucket(
-                    cfg.max_publish_rate,
-                    Limits(None, cfg.max_publish_rate, cfg.publish_burst).burst,
-                )
         return ilim
 
     def charge_publication(self, name: str) -> float:
         """Take the token of one HTTP publication of identity ``name`` (the gateway's
         ``POST /publish``): 0.0 if it may go now, else the seconds until a token is there
         (none is taken; the gateway answers 429)."""
-        ilim = self.identity_limits(name)
-        bucket = ilim.held.bucket or ilim.http_bucket
+        bucket = self.identity_limits(name).held.bucket
         if bucket is None:
             return 0.0
         wait = bucket.try_take()
         if wait > 0:
             self.throttled += 1
         return wait
+
+    def _open_clients(self) -> int:
+        """Client connections of an open broker, the gateway's publisher aside."""
+        return len(self.port.clients) - sum(c in self._exempt for c in self.port.clients.values())
 
     def _hello_limits(self, conn: Connection) -> dict[str, float]:
         """The limits the broker's hello tells a client: its connection's, and its
@@ -466,11 +465,17 @@ class BrokerDaemon:
         closing, one WARNING line logged). ``exempt``: the gateway's publisher of an
         identity (``on_behalf``), which the gateway charges itself."""
         if not self.auth.enabled:
-            return (
-                presented,
-                None,
-                bool(self.gateway is not None and presented == self.gateway.publisher_id),
+            # the open broker's gateway publisher proves itself by the gateway's own
+            # random token (which exists only in this process), not by its id
+            token, gateway = first.get("token"), self.gateway
+            exempt = bool(
+                gateway is not None
+                and isinstance(token, str)
+                and isinstance(gateway.token, str)
+                and hmac.compare_digest(token.encode(), gateway.token.encode())
+                and presented == gateway.publisher_id
             )
+            return presented, None, exempt
         grant = self.auth.identify(first, peer_names(conn.writer.get_extra_info))
         if isinstance(grant, str):
             log.warning("client %s (%s): unauthorized: %s", presented, conn.peer, grant)
@@ -534,14 +539,27 @@ class BrokerDaemon:
                     self._grants[conn] = grant
                     counted = self.identity_limits(grant.name)
                     if not exempt:
-                        why = counted.connect()
+                        why = counted.connect(replacing=nid in self.port.clients)
                         if why is not None:
                             log.warning("client %s (%s): limit: %s", nid, conn.peer, why)
                             conn.close("limit", why)
                             return
                         ilim = counted
                     self._ilimits[conn] = counted
-                    conn.budget = counted.budget
+                    conn.join(counted.budget)
+                elif (
+                    (limit := self.config.max_connections) is not None
+                    and not exempt
+                    and nid not in self.port.clients
+                    and self._open_clients() >= limit
+                ):
+                    why = (
+                        f"{limit} client connections open already, the limit "
+                        f"(limits.max_connections = {limit}); try again later"
+                    )
+                    log.warning("client %s (%s): limit: %s", nid, conn.peer, why)
+                    conn.close("limit", why)
+                    return
                 self._limits[conn] = ClientLimits(
                     self._client_limits(grant, exempt), self.config.lease_period
                 )
@@ -652,7 +670,7 @@ class BrokerDaemon:
         while not conn.closing and (left := until - time.monotonic()) > 0:
             await asyncio.sleep(min(left, 0.5))
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self, identity: str | None = None) -> dict[str, Any]:
         """What the broker holds and has done: routing-table sizes per model ([local,
         remote] entries, Mühl's |L| and |R|), its links and clients, notifications
         forwarded per neighbour and delivered, admin messages, messages lost to peers that
@@ -664,7 +682,10 @@ class BrokerDaemon:
             "broker": self.id,
             "entries": {m: list(r.subs.sizes()) for m, r in sorted(b.routing.items())},
             "neighbours": sorted(self.port.neighbours),
-            "clients": sorted(self.port.clients),
+            # an identity sees its own clients only (docs/protocol.md §13)
+            "clients": sorted(
+                c for c in self.port.clients if identity is None or c.startswith(identity + "/")
+            ),
             "forwarded": dict(sorted(b.forwarded.items())),
             "notified": b.notified,
             "admin_sent": b.admin_sent,
@@ -695,7 +716,7 @@ class BrokerDaemon:
                     "client %s: publishing faster than %s.max_publish_rate = %g/s (burst %g)%s: "
                     "reading from it only as fast as that (throttled)",
                     pid,
-                    lim.limits.source,
+                    lim.limits.rate_source or lim.limits.source,
                     lim.limits.max_publish_rate,
                     lim.limits.burst,
                     " for all the identity's connections"
@@ -713,7 +734,8 @@ class BrokerDaemon:
             self._publications(conn, pid, obj)
             return
         if kind == "stats":
-            conn.send(self.stats())
+            grant = self._grants.get(conn)
+            conn.send(self.stats(grant.name if grant is not None else None))
             return
         try:
             msg = wire.from_client(obj, pid, self.models, self._aliases.get(conn, ()))

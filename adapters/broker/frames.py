@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import struct
 from typing import Any
 
@@ -77,8 +76,11 @@ def encode(obj: dict[str, Any]) -> bytes:
 
 #: the deepest nesting of arrays and objects a frame may have (what orjson writes)
 MAX_DEPTH = 255
-#: a run of digits that may be an integer beyond 64 bits, which orjson reads as a float
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+#: digits to "0", everything else to " ": a run of 19 zeros in a body so translated is a
+#: run of digits that may be an integer beyond 64 bits, which orjson reads as a float
+#: (two C passes over the body; 10x a regular expression's search)
+_DIGITS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
+_LONG_RUN = b"0" * 19
 
 
 def decode(body: bytes) -> dict[str, Any]:
@@ -88,7 +90,7 @@ def decode(body: bytes) -> dict[str, Any]:
     :data:`MAX_DEPTH` levels deep; integers exact at any size. orjson reads it; a body with a run
     of 19 digits (an integer orjson would read as a float) is read by the standard
     library, and so is a refused body, for the position in the message."""
-    if _LONG_DIGITS.search(body) is None:
+    if _LONG_RUN not in body.translate(_DIGITS):
         try:
             obj = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
@@ -212,6 +214,8 @@ def check_hello(obj: dict[str, Any], expect_role: str | None = None) -> tuple[st
         raise FrameError("bad-hello", f"hello role {role!r}: expected {want}")
     if not isinstance(pid, str) or not pid or len(pid) > 200:
         raise FrameError("bad-hello", f"hello id {pid!r}: expected a string of 1-200 characters")
+    if not pid.isprintable():  # no line breaks or control characters: ids go into log lines
+        raise FrameError("bad-hello", f"hello id {pid!r}: control characters are not allowed")
     return role, pid
 
 

@@ -44,6 +44,7 @@ import contextlib
 import json
 import logging
 import math
+import secrets
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -147,6 +148,11 @@ class Gateway:
         return f"{scheme}://{self.address}"
 
     @property
+    def token(self) -> str | None:
+        """The credential of the gateway's own clients of the daemon (random, per start)."""
+        return self._token
+
+    @property
     def publisher_id(self) -> str | None:
         """The client id of an open broker's gateway publisher (it publishes for every
         HTTP client, so the daemon does not hold it to one client's publication rate)."""
@@ -156,8 +162,12 @@ class Gateway:
         assert self.daemon.broker is not None, "start the daemon first"
         tls = self.daemon.config.tls
         self._url = loopback(self.daemon.config.listen, self.daemon.address.port, tls is not None)
-        if self.daemon.auth.enabled and self._token is None:
-            self._token = self.daemon.auth.internal(f"<gateway of {self.daemon.id}>")
+        if self._token is None:  # the gateway's own credential (an open broker: no grant)
+            self._token = (
+                self.daemon.auth.internal(f"<gateway of {self.daemon.id}>")
+                if self.daemon.auth.enabled
+                else secrets.token_urlsafe(32)
+            )
         app = web.Application(client_max_size=self.daemon.config.max_frame_bytes)
         app.router.add_post("/publish/{model}", self.publish)
         app.router.add_get("/subscribe/{model}", self.subscribe)
@@ -328,10 +338,10 @@ class Gateway:
     def _rate_limited(self, request: web.Request, grant: Grant, wait: float) -> web.Response:
         """429 for a POST over its identity's publication rate (docs/protocol.md §12),
         with ``Retry-After``; logged once per episode."""
-        ilim = self.daemon.identity_limits(grant.name)
-        bucket = ilim.held.bucket or ilim.http_bucket
+        held = self.daemon.identity_limits(grant.name).held
+        bucket = held.bucket
         assert bucket is not None
-        where = ilim.held.limits.source if ilim.held.bucket is not None else "limits"
+        where = held.limits.rate_source or held.limits.source
         why = (
             f"identity {grant.name!r} publishes faster than {where}.max_publish_rate = "
             f"{bucket.rate:g}/s (burst {bucket.burst:g}); retry in {wait:.2f} s"

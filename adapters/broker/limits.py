@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class TokenBucket:
@@ -80,6 +81,8 @@ class Limits:
     max_publish_rate: float | None = None
     publish_burst: float | None = None
     source: str = "limits"
+    #: where the rate comes from, when not from ``source``
+    rate_source: str | None = None
 
     @property
     def burst(self) -> float:
@@ -169,15 +172,18 @@ class ClientLimits:
         return wait, begins
 
 
-@dataclass
+@dataclass(eq=False)
 class QueueBudget:
     """Bytes queued to several connections together (an identity's
     ``max_queue_bytes``): each connection adds what it queues and takes away what it
-    writes or drops. ``name`` says where the limit comes from in the slow-consumer line."""
+    writes or drops; ``members`` are the connections (when the budget is exceeded, the one
+    with the largest backlog is cut off). ``name`` says where the limit comes from in the
+    slow-consumer line."""
 
     limit: int
     name: str
     used: int = 0
+    members: set[Any] = field(default_factory=set)
 
 
 @dataclass
@@ -191,14 +197,13 @@ class IdentityLimits:
     max_connections: int | None = None
     budget: QueueBudget | None = None
     connections: int = 0
-    #: the HTTP publications of an identity without a rate of its own, held to
-    #: ``[limits]``'s as if they came over one connection (None: no rate)
-    http_bucket: TokenBucket | None = None
 
-    def connect(self) -> str | None:
-        """Count a new connection; None if it may stay, else why not (not counted)."""
+    def connect(self, replacing: bool = False) -> str | None:
+        """Count a new connection; None if it may stay, else why not (not counted).
+        ``replacing``: it takes over the session of a live connection of the identity
+        (a reconnect), which is about to close: not refused for the limit."""
         limit = self.max_connections
-        if limit is not None and self.connections >= limit:
+        if limit is not None and self.connections >= limit and not replacing:
             return (
                 f"{self.connections} connections open already, the limit "
                 f"({self.held.limits.source}.max_connections = {limit}); close one first"

@@ -83,7 +83,15 @@ def load_event(obj: JSON) -> Record:
     return Record.of(obj, where="wire form")
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _copy(v: Any) -> Any:
+    t = type(v)
+    if t in _SCALARS:
+        return v
+    if t is dict and all(type(x) in _SCALARS for x in v.values()):
+        return dict(v)  # a flat mapping (the common event): one copy
     if isinstance(v, Mapping):
         return {k: _copy(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):

@@ -20,6 +20,7 @@ import struct
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import aiohttp
@@ -397,17 +398,23 @@ def test_an_identitys_publication_rate_is_shared_by_its_connections():
 
 
 def test_bytes_queued_to_an_identitys_connections_are_counted_together(caplog):
-    n = 300
+    """Two of alice's connections read nothing: each holds less than her budget, both
+    together more; the one with the largest backlog is cut off, not her reading one, and
+    bob loses nothing."""
+    n = 110
     pad = "x" * 1000
     cfg = _cfg(max_queue_bytes=150_000)
 
     async def body(d: BrokerDaemon) -> None:
         got: list[Notification] = []
+        mine: list[Notification] = []
         fast = AsyncClient(url(d), id="fast", token="bob-secret")
+        reader = AsyncClient(url(d), id="reader", token="alice-secret")
         pub = AsyncClient(url(d), id="pub", token="alice-secret")
-        await fast.connect()
-        await pub.connect()
+        for c in (fast, reader, pub):
+            await c.connect()
         await fast.subscribe("records", "price >= 0", got.append, confirm=True)
+        await reader.subscribe("records", "price >= 0", mine.append, confirm=True)
         socks = []
         for i in range(2):  # two of alice's connections that read nothing
             s = socket.socket()
@@ -416,31 +423,44 @@ def test_bytes_queued_to_an_identitys_connections_are_counted_together(caplog):
             sub = {"kind": "sub", "model": "records", "filter": "price >= 0"}
             s.sendall(encode(hello("client", f"slow{i}", token="alice-secret")) + encode(sub))
             socks.append(s)
-        await until(lambda: d.broker.sizes() == (3, 0))
+        await until(lambda: d.broker.sizes() == (4, 0))
         for i in range(2):
             sock = d.port.clients[f"alice/slow{i}"].writer.transport.get_extra_info("socket")
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+        budget = d.identity_limits("alice").budget
+        assert budget is not None and budget.limit == 150_000
+        most = 0
         for i in range(n):
             await pub.publish("records", {"price": i, "pad": pad})
-            if i % 20 == 0:
-                await until(lambda i=i: len(got) >= i - 40)
-        await until(lambda: len(got) == n)
+            if i % 10 == 0:
+                await until(lambda i=i: len(got) >= i - 5 and len(mine) >= i - 5)
+            most = max([most, *(c.backlog for c in d.port.clients.values())])
+        await until(lambda: len(got) == n and len(mine) == n)
         assert [x.wire["price"] for x in got] == list(range(n))  # bob lost nothing
-        await until(lambda: d.slow_consumers >= 1)
-        # 300 kB to each would fit [limits]'s 64 MiB; alice's 150 kB for both did not
-        assert d.identity_limits("alice").budget is not None
+        assert [x.wire["price"] for x in mine] == list(range(n))  # nor alice's reader
+        assert most < 150_000  # no connection ever held the budget alone
+        assert d.slow_consumers == 1  # both together did: one of them was cut off
+        slow = [d.port.clients.get(f"alice/slow{i}") for i in range(2)]
+        assert sorted(c is None or c.closing for c in slow) == [False, True]
+        assert reader.connections == 1 and not d.port.clients["alice/reader"].closing
         assert fast.errors == [] and fast.connections == 1
         for s in socks:
             s.close()
-        await until(lambda: d.identity_limits("alice").budget.used == 0)
-        await fast.close()
-        await pub.close()
+        await until(
+            lambda: (
+                budget.used == 0
+                and not budget.members
+                - {d.port.clients["alice/reader"], d.port.clients["alice/pub"]}
+            )
+        )
+        for c in (fast, reader, pub):
+            await c.close()
 
     with caplog.at_level(logging.WARNING, "pubsift.broker"):
         run_daemon(cfg, body, timeout=30)
     lines = [r.getMessage() for r in caplog.records if "slow consumer" in r.getMessage()]
-    assert lines and all("(identities.alice.max_queue_bytes)" in x for x in lines)
-    assert all(x.startswith("client alice/slow") for x in lines)
+    assert len(lines) == 1 and "(identities.alice.max_queue_bytes)" in lines[0]
+    assert lines[0].startswith("client alice/slow") and "to the identity's connections" in lines[0]
 
 
 def test_the_gateway_counts_streams_and_posts_against_the_identity():
@@ -539,3 +559,128 @@ def test_on_behalf_is_refused_from_anyone_but_the_gateway(caplog):
 
     with caplog.at_level(logging.WARNING, "pubsift.broker"):
         run_daemon(cfg, body)
+
+
+def test_limits_of_limits_are_each_identitys_for_all_its_connections():
+    """With identities, [limits]'s subscription, rate and connection limits are each
+    identity's (all its connections together), unless its table sets its own."""
+    cfg = replace(_cfg(), max_subscriptions=2, max_connections=3)
+
+    async def body(d: BrokerDaemon) -> None:
+        bobs = [AsyncClient(url(d), id=f"b{i}", token="bob-secret") for i in range(3)]
+        for c in bobs:
+            await c.connect()
+        with pytest.raises(BrokerUnavailable, match=r"limits\.max_connections = 3"):
+            await AsyncClient(url(d), id="b9", token="bob-secret").connect()
+        await bobs[0].subscribe("records", "price > 1", print, confirm=True)
+        await bobs[1].subscribe("records", "price > 2", print, confirm=True)
+        with pytest.raises(SubscriptionRefused, match=r"limits\.max_subscriptions = 2"):
+            await bobs[2].subscribe("records", "price > 3", print, confirm=True)
+        # a reconnect under a live id takes over its session even at the limit
+        again = AsyncClient(url(d), id="b0", token="bob-secret")
+        await again.connect()
+        await until(lambda: bobs[0].connections == 1 and d.identity_limits("bob").connections == 3)
+        # alice's own table has no limits set: [limits]'s are hers too, counted apart
+        alice = AsyncClient(url(d), id="a", token="alice-secret")
+        await alice.connect()
+        await alice.subscribe("records", "price > 1", print, confirm=True)
+        for c in (*bobs, again, alice):
+            await c.close(unsubscribe=False)
+
+    run_daemon(cfg, body)
+
+
+def test_a_pubs_batch_is_checked_item_by_item_and_takes_a_token_each():
+    cfg = replace(
+        _cfg(max_publish_rate=5.0, publish_burst=4),
+        identities=(
+            replace(_cfg().identities[0], publish={"records": ("price < 100",)}),
+            _cfg().identities[1],
+        ),
+    )
+    cfg = replace(
+        cfg,
+        identities=(
+            replace(cfg.identities[0], max_publish_rate=5.0, publish_burst=4),
+            cfg.identities[1],
+        ),
+    )
+
+    async def body(d: BrokerDaemon) -> None:
+        got: list[Notification] = []
+        sub = AsyncClient(url(d), id="s", token="bob-secret")
+        await sub.connect()
+        await sub.subscribe("records", "price >= 0", got.append, confirm=True)
+        r, w = await asyncio.open_connection("127.0.0.1", d.address.port)
+        w.write(encode(hello("client", "p", token="alice-secret")))
+        items = [
+            [["p", 1], {"price": 1}],
+            [["p", 2], {"price": 500}],  # alice may not publish it
+            [["bob/s", 3], {"price": 3}],  # bob's publisher id
+            [["alice/p", 4], {"price": 4}],  # her own, qualified
+        ]
+        w.write(
+            encode({"kind": "pubs", "model": "records", "pubs": items, "ref": "r"})
+            + encode({"kind": "stats"})
+        )
+        frames = []
+        while (obj := await asyncio.wait_for(read_frame(r, 1 << 20), 5))["kind"] != "stats":
+            frames.append(obj)
+        w.close()
+        assert frames[0]["kind"] == "hello" and frames[0]["client"] == "alice/p"
+        errs = frames[1:]
+        assert [(e["reason"], e["index"], e["ref"]) for e in errs] == [
+            ("forbidden", 1, "r"),
+            ("forbidden", 2, "r"),
+        ], errs
+        await until(lambda: len(got) == 2)
+        assert [(n.publisher, n.seq) for n in got] == [("alice/p", 1), ("alice/p", 4)]
+        # the frame of four publications took four tokens of her bucket (burst 4)
+        bucket = d.identity_limits("alice").held.bucket
+        assert bucket is not None and bucket.tokens < 1
+        await sub.close()
+
+    run_daemon(cfg, body)
+
+
+def test_stats_show_an_identity_its_own_clients_only():
+    async def body(d: BrokerDaemon) -> None:
+        a = AsyncClient(url(d), id="secret-project", token="alice-secret")
+        b = AsyncClient(url(d), id="c1", token="bob-secret")
+        await a.connect()
+        await b.connect()
+        assert (await b.stats())["clients"] == ["bob/c1"]
+        assert (await a.stats())["clients"] == ["alice/secret-project"]
+        for c in (a, b):
+            await c.close()
+
+    run_daemon(_cfg(), body)
+
+
+def test_control_characters_in_an_id_are_refused():
+    async def body(d: BrokerDaemon) -> None:
+        with pytest.raises(BrokerUnavailable, match="control characters"):
+            await AsyncClient(url(d), id="c1\nWARNING forged line", token="alice-secret").connect()
+
+    run_daemon(_cfg(), body)
+
+
+def test_an_open_brokers_gateway_publisher_is_known_by_its_token_not_its_id():
+    cfg = BrokerConfig(
+        id="b0",
+        listen=Address("127.0.0.1", 0),
+        gateway=Address("127.0.0.1", 0),
+        max_publish_rate=5.0,
+        publish_burst=2,
+        **FAST,
+    )
+
+    async def body(d: BrokerDaemon) -> None:
+        assert d.gateway is not None and d.gateway.publisher_id is not None
+        fake = AsyncClient(url(d), id=d.gateway.publisher_id)
+        await fake.connect()
+        conn = d.port.clients[d.gateway.publisher_id]
+        assert conn not in d._exempt and d._limits[conn].limits.max_publish_rate == 5.0
+        await fake.close()
+
+    run_daemon(cfg, body)

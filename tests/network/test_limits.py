@@ -91,7 +91,9 @@ def test_the_limits_in_broker_toml():
     # what alice sets counts all her connections together; the rest is [limits]'s, per
     # connection
     assert d._client_limits(grant, False) == Limits(None, None, None, "limits")
-    assert d.identity_limits("alice").held.limits == Limits(3, 50, None, "identities.alice")
+    assert d.identity_limits("alice").held.limits == Limits(
+        3, 50, None, "identities.alice", "identities.alice"
+    )
     assert d._client_limits(None, False) == Limits(100, 2.5, 5, "limits")
     # the HTTP gateway's publisher is charged by the gateway itself, per POST
     assert d._client_limits(None, True) == Limits(100, None, None, "limits")
