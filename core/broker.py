@@ -272,14 +272,16 @@ class Broker:
                 return
         elif sender not in self.neighbours:
             raise BrokerError(f"broker {self.name}: forward from {sender!r}, not a neighbour")
-        fwd = Forward(msg.model, msg.event, msg.pub_id, msg.wire)
+        fwd: Forward | None = None
         exclude = sender if isinstance(msg, Forward) else None
-        dests = sorted(r.sub_strategy.destinations(msg.event, exclude))
+        dests = r.sub_strategy.destinations(msg.event, exclude)
         if exclude is not None and not dests:
             self.useless_forwards += 1  # forwarded here for nothing: not perfect
-        for d in dests:
+        for d in sorted(dests) if len(dests) > 1 else dests:
             if d in self.neighbours:
                 self.forwarded[d] += 1
+                if fwd is None:  # one forward for every neighbour
+                    fwd = Forward(msg.model, msg.event, msg.pub_id, msg.wire)
                 self.port.send(self.name, d, fwd)
             elif d in self.clients:
                 self.notified += 1

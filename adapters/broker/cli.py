@@ -29,7 +29,6 @@ import signal
 import sys
 from typing import Any
 
-from pubsift.adapters.broker import loop
 from rich.console import Console
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -105,7 +104,7 @@ def cmd_broker(args: argparse.Namespace, console: Console) -> int:
             os.replace(args.port_file + ".tmp", args.port_file)
         await task
 
-    loop.run(main())
+    asyncio.run(main())
     return 0
 
 

@@ -551,7 +551,7 @@ class AsyncClient:
         ]
         for i, s in enumerate(targets):
             result = s.handler(n)
-            if inspect.isawaitable(result):
+            if result is not None and inspect.isawaitable(result):
                 return self._handle_rest(result, n, targets[i + 1 :])
         return None
 

@@ -99,7 +99,7 @@ def decode(body: bytes) -> dict[str, Any]:
         obj = _slow_decode(body, None)
     if type(obj) is not dict:
         raise FrameError("bad-frame", f"body is a JSON {type(obj).__name__}, not an object")
-    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _too_deep(obj):
+    if len(body) > MAX_DEPTH and body.count(b"[") + body.count(b"{") > MAX_DEPTH and _too_deep(obj):
         raise FrameError(
             "bad-frame", f"body is JSON nested too deeply (more than {MAX_DEPTH} levels)"
         )
