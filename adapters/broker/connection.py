@@ -127,8 +127,12 @@ class Connection:
         if budget is not None:
             while sum(c.backlog for c in budget.members) + len(data) > budget.limit:
                 # the identity's connections hold too much: the one with the largest
-                # backlog (the one that reads least) is cut off, not whichever was sent to
+                # backlog (the one that reads least) is cut off, not whichever was sent to;
+                # none that holds at most one frame's worth (what one turn queues to
+                # several reading connections may pass the budget by that much)
                 victim = max(budget.members, key=_backlog)
+                if victim.backlog <= self.max_frame_bytes:
+                    break
                 victim._slow(
                     f"more than {budget.limit} bytes waiting to be sent to the identity's "
                     f"connections together, {victim.backlog} of them to this one",

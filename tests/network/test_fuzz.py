@@ -22,13 +22,16 @@ the_well_behaved``: a line of three brokers with ``[identities]``, a link token 
 gateway on b0; alice and carol are well-behaved (socket subscribers and publishers at every
 broker, an SSE subscriber each and POSTs through the gateway), mallory is hostile
 (:mod:`.hostile_identities`: takeovers of their client ids, their publisher ids, sequence
-numbers and replayed ``pub_id``\\ s, ``on_behalf``, and its own connection, subscription and
-rate limits through sockets and the gateway). Then the oracle holds for alice and carol
+numbers and replayed ``pub_id``\\ s, ``on_behalf``, ``pubs`` batches mixing all of that,
+its own connection, subscription and rate limits through sockets and the gateway, and its
+queue budget with connections that read nothing while alice publishes padded events).
+Then the oracle holds for alice and carol
 (and each of them got each publisher's publications in order), every notification anyone
 got (mallory's too) is covered by its identity's authorized filters and matches one of the
 receiver's subscriptions, every hostile attempt got the documented answer, every refused
-takeover logged one WARNING naming both identities, alice's rate bucket never ran dry, and
-every well-behaved connection is the one it started with.
+takeover logged one WARNING naming both identities, alice's rate bucket never ran dry,
+every well-behaved connection is the one it started with, the only slow consumers were
+mallory's stalled connections and nothing stays queued for mallory.
 
 Volume: ``FRAMES`` hostile frames per network at depth 1 (CI, a few seconds), ``ROUNDS``
 attacks per broker with identities, scaled by ``PUBSIFT_TEST_DEPTH`` (tests/depth.py).
@@ -518,13 +521,22 @@ MALLORY = Identity(
     "mallory",
     "mallory-token",
     # overlaps alice's and carol's rights (it may read some of their publications, and its
-    # filters cover some of theirs in the routing tables), plus a vocabulary of its own
-    subscribe={"records": ("a > 1", "m exists"), "xml": ("//c",)},
+    # filters cover some of theirs in the routing tables), plus a vocabulary of its own;
+    # "pad exists": the padded publications of IdentityWorld.padded, which its stalled
+    # connections let pile up (no other attack subscribes to them)
+    subscribe={"records": ("a > 1", "m exists", "pad exists"), "xml": ("//c",)},
     publish={"records": ("m exists", "a > 2"), "xml": ("/a[@y]",)},
     max_connections=5,
     max_subscriptions=8,
     max_publish_rate=40.0,
     publish_burst=8,
+    # what waits for all its connections together (Mallory.stall): well above what one
+    # turn of the event loop queues to all five of them at once (a chunk of padded events
+    # each, before any of them could write), so that only connections that do not read
+    # pass it; a few times a stalled connection's transport buffer (asyncio's high-water
+    # mark, 64 KiB), so that they pass it together well before one alone would; at least
+    # limits.max_frame_bytes (the config's rule)
+    max_queue_bytes=256 << 10,
 )
 OPS = Identity(  # the probes of World.serving
     "ops",
@@ -543,7 +555,10 @@ class IdentityWorld(World):
     publisher (alice, carol, alice); through b0's gateway an SSE subscriber of each and
     POSTs of both. Each subscriber's filters are drawn at random among those its
     identity's authorized filters cover. Every notification any of them gets is kept
-    (:class:`Received`) for the check against its identity's authorized filters."""
+    (:class:`Received`) for the check against its identity's authorized filters. At each
+    broker, a publisher of alice's that publishes padded events when mallory asks
+    (:meth:`padded`, its attack on its ``max_queue_bytes``) and a subscriber of each
+    identity to those."""
 
     def __init__(self, daemons: list[BrokerDaemon], rng: random.Random) -> None:
         super().__init__(daemons, rng)
@@ -559,6 +574,7 @@ class IdentityWorld(World):
         self.http: aiohttp.ClientSession | None = None
         self.streams: list[tuple[aiohttp.ClientResponse, asyncio.Task[None]]] = []
         self.http_problems: list[str] = []
+        self.padders: dict[str, AsyncClient] = {}
 
     def auth(self, name: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.identities[name].token}"}
@@ -595,7 +611,11 @@ class IdentityWorld(World):
             self.raw_notifies[r.receiver][(r.pub_id[0], r.pub_id[1])] += 1
             self.order[(r.receiver, r.pub_id[0])].append(r.pub_id[1])
 
-    async def subscriber(self, d: BrokerDaemon, name: str, raw: str) -> None:
+    async def subscriber(
+        self, d: BrokerDaemon, name: str, raw: str, specs: tuple[str, ...] = ()
+    ) -> None:
+        """A socket subscriber of ``name`` at ``d``: 1-3 filters drawn at random, or the
+        records filters ``specs``."""
         token = self.identities[name].token
         c = AsyncClient(url(d), id=raw, token=token, backoff=(0.05, 0.3))
         subs: list[tuple[str, Any]] = []
@@ -641,8 +661,9 @@ class IdentityWorld(World):
                 )
             )
 
-        for _ in range(self.rng.choice((1, 2, 3))):
-            model, _, f = self.draw(name)
+        drawn = [self.draw(name) for _ in range(self.rng.choice((1, 2, 3)))] if not specs else []
+        records = self.models["records"]
+        for model, _, f in drawn or [("records", x, records.parse_filter(x)) for x in specs]:
             await c.subscribe(model, f, got)
             subs.append((model, f))
             self.trace.append(TraceOp(self.now(), "sub", nid, model, f))
@@ -711,8 +732,31 @@ class IdentityWorld(World):
             await p.connect()
             self.clients.append(p)
             self.publishers.append(p)
+            # the padded publications, and a subscriber of each identity to them
+            await self.subscriber(d, "alice", f"s-{d.id}-pad", ('b = "ab"',))
+            await self.subscriber(d, "carol", f"s-{d.id}-pad", ("c = 1",))
+            pad = AsyncClient(url(d), id=f"p-pad-{d.id}", token=ALICE.token, backoff=(0.05, 0.3))
+            await pad.connect()
+            self.clients.append(pad)
+            self.padders[d.id] = pad
         for name in WELL_BEHAVED:
             await self.stream(name)
+
+    async def padded(self, b: str, events: list[dict[str, Any]]) -> tuple[str, list[int]]:
+        """Publish ``events`` at broker ``b`` as alice (in ``pubs`` frames), recorded for
+        the oracle; returns (the publisher's id, their seqs) once ``b`` has processed them
+        (Mallory.stall)."""
+        p = self.padders[b]
+        m = self.models["records"]
+        parsed = [m.parse_event(e) for e in events]
+        seqs = await p.publish_many("records", parsed)
+        pid = p.network_id
+        for ev, seq in zip(parsed, seqs, strict=True):
+            self.trace.append(
+                TraceOp(self.now(), "pub", pid, "records", event=ev, pub_id=(pid, seq))
+            )
+        await p.stats()
+        return pid, seqs
 
     async def publish_until(
         self, p: AsyncClient, stop: asyncio.Event, least: int, seed: int
@@ -845,6 +889,18 @@ FAMILIES = {
     "sse-bad-token": "http:401:unauthorized",
     "post-forbidden": "http:403:forbidden",
     "post-bad-token": "http:401:unauthorized",
+    "pubs-own": "accepted",
+    "pubs-unauthorized": "error:forbidden",
+    "pubs-victims-id": "error:forbidden",
+    "pubs-malformed": "error:invalid-message",
+    "pubs-refused": "error:invalid-message",
+    "pubs-tokens": "n-tokens",
+    "pubs-held": "held",
+    "pubs-watched": "delivered-exactly",
+    "queue-stalled": "closed:slow-consumer",
+    "queue-first-cut": "together",
+    "queue-reader": "delivered-all",
+    "queue-budget": "released",
 }
 
 
@@ -879,6 +935,7 @@ async def fuzz_identities(seed: int) -> Tally:
             world.victims,
             world.replays,
             world.received,
+            world.padded,
         )
         stop = asyncio.Event()
 
@@ -917,6 +974,8 @@ async def fuzz_identities(seed: int) -> Tally:
         print(f"\nline of 3 brokers with identities, covering routing, seed {seed}")
         print(tally.summary(seed))
         print(f"  floods: {'; '.join(mallory.floods)}")
+        print(f"  pubs frames held back: {'; '.join(mallory.held_back)}")
+        print(f"  stalled connections: {'; '.join(mallory.stalls)}")
         print(
             f"  well-behaved: {published} publications, {verdict.deliveries} notifications, "
             f"{verdict.settled} judged exactly by the oracle: {len(verdict.violations)} "
@@ -959,11 +1018,16 @@ async def fuzz_identities(seed: int) -> Tally:
             assert c.connections == 1 and not c.errors, (c.id, c.connections, c.errors)
         for resp, task in world.streams:
             assert not task.done() and not resp.closed, "a well-behaved SSE stream ended"
+        # the only slow consumers were mallory's stalled connections
+        cut = sum(d.slow_consumers for d in daemons)
+        assert cut == len(mallory.cuts), (cut, mallory.cuts)
         for d in daemons:
             # alice's bucket never ran dry (mallory's floods took mallory's tokens only);
             # every connection of mallory's is gone and counted as gone
             assert d.identity_limits("alice").held.throttled == 0, d.id
             assert d.identity_limits("mallory").connections == 0, d.id
+            budget = d.identity_limits("mallory").budget
+            assert budget is not None and budget.used == 0, (d.id, budget)
             assert not [t for t in d._tasks if t.done()], f"{d.id}: a task ended"
         assert not problems.tracebacks, "\n\n".join(problems.tracebacks[:5])
         assert not loop_errors, [f"{c['message']} {c.get('task')!r:.300}" for c in loop_errors[:4]]
@@ -987,8 +1051,9 @@ async def fuzz_identities(seed: int) -> Tally:
 def test_hostile_identities_cannot_touch_the_well_behaved():
     """Issue 35 over a network: no identity gets a notification its authorized filters
     do not cover, and nothing mallory sends (ids of alice's and carol's clients, their
-    publisher ids and sequence numbers, replays, ``on_behalf``, its own limits through
-    sockets and the gateway) loses, reorders or suppresses a publication of theirs."""
+    publisher ids and sequence numbers, replays, ``on_behalf``, batches, its own limits
+    through sockets and the gateway, connections that read nothing) loses, reorders or
+    suppresses a publication of theirs."""
     asyncio.run(asyncio.wait_for(fuzz_identities(SEED or 3501), 120 * max(1.0, ROUNDS / 24)))
 
 
