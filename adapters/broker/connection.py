@@ -96,8 +96,10 @@ class Connection:
         self._pos = 0
         #: the body of the frame :meth:`recv` returned last (its bytes, untouched)
         self.body = b""
-        #: what the peer's hello said it reads beyond protocol 1's first frames
+        #: what the peer's hello said it reads beyond protocol 1's first frames, and the
+        #: longest frame it reads (None: it did not say)
         self.features: frozenset[str] = frozenset()
+        self.peer_max_frame_bytes: int | None = None
         self._closing = False
         self._linger = False
         self.close_reason: str | None = None

@@ -75,6 +75,12 @@ FEATURES = ("pubs",)
 LINK_FEATURES = ("forwards",)
 
 
+def _frame_limit(hello: dict[str, Any]) -> int | None:
+    """The longest frame a peer's hello says it reads (None: it did not say)."""
+    n = hello.get("max_frame_bytes")
+    return n if type(n) is int and n > 0 else None
+
+
 def _features(hello: dict[str, Any]) -> frozenset[str]:
     """The features a peer's hello names (none: an older peer)."""
     got = hello.get("features")
@@ -134,9 +140,8 @@ class ConnectionPort:
             self._flush(neighbour)
             batch = None
         if batch is None:
-            batch = self._batches[neighbour] = wire.ForwardBatch(
-                msg.model, conn.max_frame_bytes // 2
-            )
+            limit = min(conn.max_frame_bytes, conn.peer_max_frame_bytes or conn.max_frame_bytes)
+            batch = self._batches[neighbour] = wire.ForwardBatch(msg.model, limit // 2)
             if not self._flushing:
                 self._flushing = True
                 asyncio.get_running_loop().call_soon(self._flush_all)
@@ -568,6 +573,7 @@ class BrokerDaemon:
                 await self._serve_client(conn, nid, pid)
             else:
                 conn.features = _features(first)
+                conn.peer_max_frame_bytes = _frame_limit(first)
                 await self._accept_broker(conn, pid, first.get("token"))
         except FrameError as exc:
             log.warning("connection %s: %s (closing)", conn.peer, exc)
@@ -1005,6 +1011,7 @@ class BrokerDaemon:
             return None
         _, pid = check_hello(obj, "broker")
         conn.features = _features(obj)
+        conn.peer_max_frame_bytes = _frame_limit(obj)
         conn.role, conn.id = "broker", pid
         tls = self.config.tls
         if tls is not None and tls.link_names:  # links authenticated by certificate, both ways
@@ -1044,6 +1051,7 @@ class BrokerDaemon:
     def _lease_info(self) -> dict[str, Any]:
         return {
             "features": list(LINK_FEATURES),
+            "max_frame_bytes": self.config.max_frame_bytes,
             "lease": {"period": self.config.lease_period, "refresh": self.config.lease_refresh},
             **self._heartbeat_info(),
         }

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from pubsift.adapters.broker import wire
 from pubsift.adapters.broker.client import AsyncClient, BrokerRefused, Notification
-from pubsift.adapters.broker.config import BrokerConfig
+from pubsift.adapters.broker.config import Address, BrokerConfig
 from pubsift.adapters.broker.daemon import FEATURES, BrokerDaemon
 from pubsift.adapters.broker.frames import FrameError, decode, encode, hello
 from pubsift.core import load_model
@@ -54,7 +54,7 @@ def test_publish_many_sends_pubs_frames_delivered_in_order_once_each():
 
 
 def test_a_batch_too_long_for_one_frame_is_split_and_a_bad_event_refused_first():
-    cfg = BrokerConfig(id="b0", **FAST)  # max_frame_bytes 4096
+    cfg = BrokerConfig(id="b0", listen=Address("127.0.0.1", 0), **FAST)  # frames <= 4096
 
     async def body(d: BrokerDaemon) -> None:
         got: list[Notification] = []
@@ -268,7 +268,7 @@ def test_frames_queued_in_one_turn_go_out_in_one_write():
 
 
 def test_the_hello_says_the_features():
-    cfg = BrokerConfig(id="b0", **FAST)
+    cfg = BrokerConfig(id="b0", listen=Address("127.0.0.1", 0), **FAST)
 
     async def body(d: BrokerDaemon) -> None:
         c = AsyncClient(url(d), id="y")
@@ -329,3 +329,41 @@ def test_each_forward_of_a_forwards_frame_is_checked_on_its_own():
     ):
         with pytest.raises(FrameError):
             wire.forwards(bad, models)
+
+
+def test_a_forwards_batch_stays_within_the_neighbours_frame_limit():
+    """b0 reads frames up to 64 KiB, b1 only up to 4 KiB: what b0 batches toward b1 fits
+    b1's limit (the link hello says it), so the link is never closed as too-large."""
+
+    async def body() -> None:
+        local = Address("127.0.0.1", 0)
+        b1 = BrokerDaemon(BrokerConfig(id="b1", listen=local, **FAST))
+        await b1.start()
+        big = {**FAST, "max_frame_bytes": 1 << 16}
+        b0 = BrokerDaemon(BrokerConfig(id="b0", listen=local, neighbours=(b1.address,), **big))
+        await b0.start()
+        try:
+            await until(lambda: "b1" in b0.port.neighbours)
+            assert b0.port.neighbours["b1"].peer_max_frame_bytes == 4096
+            got: list[Notification] = []
+            sub = AsyncClient(url(b1), id="sub")
+            pub = AsyncClient(url(b0), id="pub")
+            await sub.connect()
+            await pub.connect()
+            await sub.subscribe("records", "x >= 0", got.append, confirm=True)
+            await until(lambda: b0.broker.table("records").sizes() == (0, 1))
+            sent: list[bytes] = []
+            link = b0.port.neighbours["b1"]
+            send = link.send
+            link.send = lambda data: sent.append(data) or send(data)  # type: ignore[method-assign]
+            await pub.publish_many("records", [{"x": i, "pad": "p" * 100} for i in range(200)])
+            await until(lambda: len(got) == 200)
+            assert all(len(f) - 4 <= 4096 for f in sent) and len(sent) > 5
+            assert "b1" in b0.port.neighbours and link is b0.port.neighbours["b1"]
+            for c in (sub, pub):
+                await c.close()
+        finally:
+            await b0.stop()
+            await b1.stop()
+
+    asyncio.run(asyncio.wait_for(body(), 30))
