@@ -15,8 +15,8 @@ syntax.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, TypeVar
 
 import orjson
 from pubsift.adapters.broker.frames import HEADER, FrameError
@@ -34,6 +34,8 @@ from pubsift.core.messages import (
     from_wire,
 )
 from pubsift.core.model import Filter, FilterModel
+
+M = TypeVar("M", Pub, Forward)
 
 CLIENT_KINDS = {"sub": Sub, "unsub": Unsub, "adv": Adv, "unadv": Unadv, "pub": Pub}
 #: the most publications one ``pubs`` frame may carry (docs/protocol.md §3.1)
@@ -143,31 +145,41 @@ def publications(
             f"pubs: client {obj.get('client')!r} is not this connection's id {client!r}",
         )
     model = _model(obj, models)
+    name, load = model.name, model.load_event
+
+    def one(pub: Any, event: Any) -> Pub:
+        return Pub(client, name, load(event), pub_id(pub, client, aliases), dumps(event))
+
+    return _batch("pubs", obj, name, one)
+
+
+def _batch(
+    kind: str, obj: Mapping[str, Any], model: str, one: Callable[[Any, Any], M]
+) -> list[M | FrameError]:
+    """``one(pub_id, event)`` for each ``[pub_id, event]`` pair of a batch frame (``pubs``
+    or ``forwards``), in order; a bad pair is its :class:`FrameError` in its place,
+    naming ``kind[i]``. A frame without a list of 1-:data:`MAX_BATCH` pairs raises."""
     items = obj.get("pubs")
     if type(items) is not list or not items or len(items) > MAX_BATCH:
         raise FrameError(
             "invalid-message",
-            f"pubs: 'pubs' must be a list of 1-{MAX_BATCH} [pub_id, event] pairs",
+            f"{kind}: 'pubs' must be a list of 1-{MAX_BATCH} [pub_id, event] pairs",
         )
-    out: list[Pub | FrameError] = []
-    name, load = model.name, model.load_event
+    out: list[M | FrameError] = []
     for i, item in enumerate(items):
         try:
             if type(item) is not list or len(item) != 2:
                 raise FrameError("invalid-message", f"expected [pub_id, event], got {item!r}"[:300])
-            event = item[1]
-            out.append(
-                Pub(client, name, load(event), pub_id(item[0], client, aliases), dumps(event))
-            )
+            out.append(one(item[0], item[1]))
         except FrameError as exc:
-            out.append(FrameError(exc.reason, f"pubs[{i}]: {exc.message.removeprefix('pub: ')}"))
+            out.append(FrameError(exc.reason, f"{kind}[{i}]: {exc.message.removeprefix('pub: ')}"))
         except PubsiftError as exc:
-            out.append(FrameError("invalid-message", f"pubs[{i}]: {one_line(exc)}"))
+            out.append(FrameError("invalid-message", f"{kind}[{i}]: {one_line(exc)}"))
         except Exception as exc:  # a model broke its contract; the broker carries on
             out.append(
                 FrameError(
                     "invalid-message",
-                    f"pubs[{i}]: model {name!r} failed: {type(exc).__name__}: {exc}",
+                    f"{kind}[{i}]: model {model!r} failed: {type(exc).__name__}: {exc}",
                 )
             )
     return out
@@ -297,32 +309,12 @@ def forwards(
     anew by orjson from what was read: the same bytes as the broker before wrote, for
     events it wrote with orjson."""
     model = _model(obj, models)
-    items = obj.get("pubs")
-    if type(items) is not list or not items or len(items) > MAX_BATCH:
-        raise FrameError(
-            "invalid-message",
-            f"forwards: 'pubs' must be a list of 1-{MAX_BATCH} [pub_id, event] pairs",
-        )
-    out: list[Forward | FrameError] = []
     name, load = model.name, model.load_event
-    for i, item in enumerate(items):
-        try:
-            if type(item) is not list or len(item) != 2:
-                raise FrameError("invalid-message", f"expected [pub_id, event], got {item!r}"[:300])
-            event = item[1]
-            out.append(Forward(name, load(event), _hashable(item[0]), dumps(event)))
-        except FrameError as exc:
-            out.append(FrameError(exc.reason, f"forwards[{i}]: {exc.message}"))
-        except PubsiftError as exc:
-            out.append(FrameError("invalid-message", f"forwards[{i}]: {one_line(exc)}"))
-        except Exception as exc:  # a model broke its contract; the broker carries on
-            out.append(
-                FrameError(
-                    "invalid-message",
-                    f"forwards[{i}]: model {name!r} failed: {type(exc).__name__}: {exc}",
-                )
-            )
-    return out
+
+    def one(pub: Any, event: Any) -> Forward:
+        return Forward(name, load(event), _hashable(pub), dumps(event))
+
+    return _batch("forwards", obj, name, one)
 
 
 class NotifyFrames:
