@@ -98,6 +98,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from processes import connected, cpu_seconds, free_ports, proc_cpu
+
 HERE = Path(__file__).resolve().parent
 INSTALL = "apt-get update && apt-get install -y nats-server mosquitto"
 SYSTEMS = ("pubsift", "nats", "mosquitto")
@@ -196,9 +198,6 @@ def filter_text(spec: dict[str, Any]) -> str:
 
 
 # -- helper processes: subscribers and the publisher --------------------------------------
-def cpu_seconds() -> float:
-    t = os.times()
-    return t.user + t.system
 
 
 class Tally:
@@ -320,6 +319,19 @@ async def mqtt_client(url: str, cid: str, tally: Tally | None = None) -> tuple[A
     return client, helper
 
 
+async def close_client(system: str, conn: Any) -> None:
+    """Close a client of ``system`` (None: nothing to close)."""
+    if conn is None:
+        return
+    if system == "pubsift":
+        await conn.close(unsubscribe=False)
+    elif system == "nats":
+        await conn.close()
+    else:
+        conn.disconnect()
+        await asyncio.sleep(0)
+
+
 class Subscriber:
     """One subscriber client of a system; :meth:`open` returns once its subscription is
     in at its broker."""
@@ -386,15 +398,7 @@ class Subscriber:
         return self.tally.report(latencies, dups - base)
 
     async def close(self) -> None:
-        if self.conn is None:
-            return
-        if self.system == "pubsift":
-            await self.conn.close(unsubscribe=False)
-        elif self.system == "nats":
-            await self.conn.close()
-        else:
-            self.conn.disconnect()
-            await asyncio.sleep(0)
+        await close_client(self.system, self.conn)
 
 
 class Publisher:
@@ -465,30 +469,7 @@ class Publisher:
         await self.flush(30)
 
     async def close(self) -> None:
-        if self.conn is None:
-            return
-        if self.system == "pubsift":
-            await self.conn.close(unsubscribe=False)
-        elif self.system == "nats":
-            await self.conn.close()
-        else:
-            self.conn.disconnect()
-            await asyncio.sleep(0)
-
-
-async def connected(client: Any, timeout: float = 30.0) -> Any:
-    """A pubsift ``client`` connected, retrying while its broker is still starting."""
-    from pubsift.adapters.broker.client import BrokerUnavailable
-
-    end = time.monotonic() + timeout
-    while True:
-        try:
-            await client.connect()
-            return client
-        except BrokerUnavailable:
-            if time.monotonic() > end:
-                raise
-            await asyncio.sleep(0.2)
+        await close_client(self.system, self.conn)
 
 
 async def publish(pub: Publisher, cmd: dict[str, Any]) -> dict[str, Any]:
@@ -642,22 +623,6 @@ class Worker:
 
 
 # -- brokers -----------------------------------------------------------------------------
-def proc_cpu(pid: int) -> float:
-    """CPU seconds (user + system, all threads) of a process, from /proc/PID/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` ports the OS hands out now (closed again at once, bound a moment later)."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def until(cond: Any, timeout: float, what: str, procs: list[subprocess.Popen]) -> None:

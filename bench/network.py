@@ -50,7 +50,6 @@ import json
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -60,6 +59,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from processes import connected, cpu_seconds, free_ports, proc_cpu
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent / ".." / "shared" / "data" / "quotes"
@@ -140,24 +141,6 @@ def subscriptions(quotes: list[dict[str, Any]], rng: random.Random) -> list[list
 
 
 # -- helper processes --------------------------------------------------------------------
-def cpu_seconds() -> float:
-    t = os.times()
-    return t.user + t.system
-
-
-async def connected(client: Any, timeout: float = 60.0) -> Any:
-    """``client`` connected, retrying while its broker is still starting."""
-    from pubsift.adapters.broker.client import BrokerUnavailable
-
-    end = time.monotonic() + timeout
-    while True:
-        try:
-            await client.connect()
-            return client
-        except BrokerUnavailable:
-            if time.monotonic() > end:
-                raise
-            await asyncio.sleep(0.2)
 
 
 def make_certs(tmp: Path) -> dict[str, str]:
@@ -330,26 +313,6 @@ class Worker:
 
 
 # -- brokers -----------------------------------------------------------------------------
-def proc_cpu(pid: int) -> float:
-    """CPU seconds (user + system) of a process, from /proc (0 where there is none)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` ports the OS hands out now (closed again at once: the brokers bind them a
-    moment later, so that all seven start together instead of level by level)."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 class Tree:
