@@ -72,7 +72,13 @@ class Unadv:
     filter: Filter
 
 
-@dataclass(frozen=True, slots=True)
+# The three messages of the data path (:class:`Pub`, :class:`Notify`, :class:`Forward`)
+# are made once per publication and hop, so they are plain slotted dataclasses (hashable,
+# compared by value) rather than frozen ones, whose ``__init__`` costs three times as much
+# (issue 29); nothing changes them once made.
+
+
+@dataclass(slots=True, unsafe_hash=True)
 class Pub:
     """pub(X, n). ``pub_id`` makes the notification unique (Mühl §2.2: each notification is
     published once)."""
@@ -86,7 +92,7 @@ class Pub:
     wire: bytes | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Notify:
     """notify(Y, n): the broker delivers notification ``pub_id`` to its client ``client``."""
 
@@ -97,7 +103,7 @@ class Notify:
     wire: bytes | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Forward:
     """forward(n) between neighbour brokers."""
 

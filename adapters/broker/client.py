@@ -57,6 +57,7 @@ from typing import Any, NamedTuple
 from pubsift.adapters.broker.backoff import Backoff
 from pubsift.adapters.broker.connection import Connection
 from pubsift.adapters.broker.frames import (
+    MAX_BATCH,
     FrameError,
     check_hello,
     encode,
@@ -66,7 +67,6 @@ from pubsift.adapters.broker.frames import (
 )
 from pubsift.adapters.broker.limits import TokenBucket
 from pubsift.adapters.broker.tls import client_context, describe
-from pubsift.adapters.broker.wire import MAX_BATCH
 from pubsift.core.errors import PubsiftError
 from pubsift.core.model import Event, Filter, FilterModel
 
@@ -106,6 +106,10 @@ class SubscriptionRefused(BrokerRefused):
             f"{error.get('message')}"
         )
 
+
+#: what the client reads beyond the first frames of protocol 1 (its hello says):
+#: batches of notifications (docs/protocol.md §3.2)
+CLIENT_FEATURES = ("notifies",)
 
 #: error reasons that refuse one message (the connection stays): docs/protocol.md §6
 REFUSALS = ("invalid-message", "refused", "unknown-kind", "bad-frame", "forbidden", "limit")
@@ -310,7 +314,14 @@ class AsyncClient:
         except (OSError, TimeoutError) as exc:
             raise BrokerUnavailable(f"cannot connect to {self.url}: {exc or 'timeout'}") from None
         conn = Connection(reader, writer, self.max_frame_bytes, 1 << 30, dialled=True)
-        extra: dict[str, Any] = {"token": self.token} if self.token else {}
+        # the client reads ``notifies`` batches (docs/protocol.md §3.2) of frames up to
+        # its own max_frame_bytes
+        extra: dict[str, Any] = {
+            "features": list(CLIENT_FEATURES),
+            "max_frame_bytes": self.max_frame_bytes,
+        }
+        if self.token:
+            extra["token"] = self.token
         if self.on_behalf is not None:
             extra["on_behalf"] = self.on_behalf
         conn.send(hello("client", self.id, **extra))
@@ -417,7 +428,9 @@ class AsyncClient:
             if obj is None:
                 return
             kind = obj["kind"]
-            if kind == "notify":
+            if kind == "notifies":
+                await self._notifies(obj)
+            elif kind == "notify":
                 await self._notify(obj)
             elif kind == "stats":
                 if self._stats:
@@ -523,17 +536,37 @@ class AsyncClient:
     async def _notify(self, obj: dict[str, Any]) -> None:
         """Hand a notification to the handlers of the subscriptions it matches, in order,
         awaiting what each returns before the next is called."""
-        if (pending := self._deliver(obj)) is not None:
+        try:
+            pub, model, event = obj["pub_id"], obj["model"], obj["event"]
+        except KeyError as exc:
+            log.warning("client %s: malformed notification dropped: %s", self.id, exc)
+            return
+        if (pending := self._deliver(model, pub, event)) is not None:
             await pending
 
-    def _deliver(self, obj: dict[str, Any]) -> Awaitable[None] | None:
+    async def _notifies(self, obj: dict[str, Any]) -> None:
+        """A ``notifies`` frame (docs/protocol.md §3.2): each of its notifications as if
+        it had come in a ``notify`` frame of its own, in order."""
+        model, items = obj.get("model"), obj.get("pubs")
+        if not isinstance(model, str) or type(items) is not list:
+            log.warning("client %s: malformed notifies frame dropped", self.id)
+            return
+        deliver = self._deliver
+        for item in items:
+            if type(item) is not list or len(item) != 2:
+                log.warning("client %s: malformed notification dropped: %r", self.id, item)
+                continue
+            if (pending := deliver(model, item[0], item[1])) is not None:
+                await pending
+
+    def _deliver(self, model: Any, pub: Any, wire: Any) -> Awaitable[None] | None:
         """Hand a notification to the handlers of the subscriptions it matches, in order;
         from the first handler that returns an awaitable on, a coroutine that awaits each
         in turn before calling the next (None when every handler was synchronous)."""
         try:
-            publisher, seq = obj["pub_id"]
-            m = self.model(obj["model"])
-            event = m.load_event(obj["event"])
+            publisher, seq = pub
+            m = self.model(model)
+            event = m.load_event(wire)
         except (KeyError, TypeError, ValueError, PubsiftError) as exc:
             log.warning("client %s: malformed notification dropped: %s", self.id, exc)
             return None
@@ -541,7 +574,7 @@ class AsyncClient:
             self.duplicates += 1
             return None
         self._last_seq[publisher] = seq
-        n = Notification(m.name, event, obj["event"], publisher, seq)
+        n = Notification(m.name, event, wire, publisher, seq)
         name, matches = m.name, m.matches
         targets = [
             s

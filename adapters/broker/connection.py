@@ -8,7 +8,11 @@ Both directions are batched (issue 29): :meth:`Connection.recv` reads the stream
 of up to 64 KiB and hands out the frames of a chunk one by one without waiting on the
 stream again, and the writer task writes every frame queued since its last turn with one
 ``write`` (one ``sendto`` for many notifications), then waits for the transport to drain.
-What a turn of the event loop queued for a peer goes out together. The
+What a turn of the event loop queued for a peer goes out together. Items of a batch
+frame (``forwards`` to a neighbour, ``notifies`` to a client: docs/protocol.md §3.2, §7)
+are collected by :meth:`Connection.send_item` into one frame per turn, sealed when the
+writer takes the queue, when another frame is sent (which so never overtakes them), or
+when the frame is full. The
 peer's identity (``role``, ``id``) is set by the hello; it is the one place that
 authentication, authorization and per-client limits hook into (a credential in the hello,
 a permission check per message, a TLS context on the stream).
@@ -31,6 +35,7 @@ from typing import Any
 
 from pubsift.adapters.broker.frames import (
     HEADER,
+    MAX_BATCH,
     FrameError,
     decode,
     encode,
@@ -53,6 +58,23 @@ CLOSE_GRACE = 5.0
 #: seconds a connection closed for what the peer sent keeps reading (and dropping) what the
 #: peer still sends after the last frame, so that its ``error`` frame is not lost to a reset
 LINGER = 1.0
+
+
+class _Batch:
+    """A batch frame being filled: ``head`` (the frame's JSON up to its list's ``[``)
+    then the items' bytes, comma-separated, then ``]}``."""
+
+    __slots__ = ("head", "items", "key", "limit", "size")
+
+    def __init__(self, key: object, head: bytes, limit: int) -> None:
+        self.key, self.head, self.limit = key, head, limit
+        self.items: list[bytes] = []
+        #: bytes of the frame so far (header and ``]}`` included)
+        self.size = HEADER.size + len(head) + 2
+
+    def frame(self) -> bytes:
+        body = self.head + b",".join(self.items) + b"]}"
+        return HEADER.pack(len(body)) + body
 
 
 class Connection:
@@ -89,6 +111,8 @@ class Connection:
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         #: frames waiting for the writer task, and whether the close frame is among them
         self._out: list[bytes] = []
+        #: the batch frame being filled (see :meth:`send_item`), counted in ``_queued_bytes``
+        self._batch: _Batch | None = None
         self._eof = False
         self._wake = asyncio.Event()
         #: bytes read and not yet handed out as frames: ``_in[_pos:]``
@@ -122,12 +146,66 @@ class Connection:
         if self._closing:
             return False
         data = obj if isinstance(obj, bytes) else encode(obj)
+        if self._batch is not None:
+            self._seal()
+        if not self._admit(len(data)):
+            return False
+        self._account(len(data))
+        self._out.append(data)
+        if not self._wake.is_set():
+            self._wake.set()
+        return True
+
+    def send_item(self, key: object, head: bytes, item: bytes) -> bool:
+        """Add ``item`` to the batch frame ``head`` opens (``key`` tells batches apart,
+        e.g. by model): one frame of every item sent in this turn of the event loop, up
+        to :data:`MAX_BATCH` items and half the smaller of the two sides'
+        ``max_frame_bytes``; a batch of another key, or a full one, is sealed first.
+        False when the connection is closing, or cut off now as a slow consumer
+        (dropped)."""
+        if self._closing:
+            return False
+        batch = self._batch
+        if batch is not None and (
+            batch.key != key
+            or batch.size + len(item) + 1 > batch.limit
+            or len(batch.items) >= MAX_BATCH
+        ):
+            self._seal()
+            batch = None
+        n = len(item) + 1
+        if batch is None:
+            n += HEADER.size + len(head) + 2
+        if not self._admit(n):
+            return False
+        if batch is None:
+            peer = self.peer_max_frame_bytes or self.max_frame_bytes
+            batch = self._batch = _Batch(key, head, min(self.max_frame_bytes, peer) // 2)
+        batch.items.append(item)
+        batch.size += len(item) + 1
+        self._account(len(item) + 1)
+        if not self._wake.is_set():
+            self._wake.set()
+        return True
+
+    def _seal(self) -> None:
+        """Queue the batch being filled as a frame (its bytes were counted as it grew)."""
+        batch, self._batch = self._batch, None
+        if batch is not None and batch.items:
+            frame = batch.frame()
+            self._account(len(frame) - (batch.size - HEADER.size - len(batch.head) - 2))
+            self._out.append(frame)
+
+    def _admit(self, n: int) -> bool:
+        """Whether ``n`` more bytes may be queued; if not, the peer (or, with an
+        identity's budget, the connection of the identity holding the most) is cut off as
+        a slow consumer."""
         if len(self._out) >= self.max_queue:
             self._slow(f"more than {self.max_queue} frames waiting to be sent", "limits.max_queue")
             return False
         budget = self.budget
         if budget is not None:
-            while sum(c.backlog for c in budget.members) + len(data) > budget.limit:
+            while sum(c.backlog for c in budget.members) + n > budget.limit:
                 # the identity's connections hold too much: the one with the largest
                 # backlog (the one that reads least) is cut off, not whichever was sent to;
                 # none that holds at most one frame's worth (what one turn queues to
@@ -144,16 +222,12 @@ class Connection:
                     return False
         elif self.max_queue_bytes is not None:
             waiting = self._queued_bytes + self.writer.transport.get_write_buffer_size()
-            if waiting + len(data) > self.max_queue_bytes:
+            if waiting + n > self.max_queue_bytes:
                 self._slow(
                     f"more than {self.max_queue_bytes} bytes waiting to be sent",
                     "limits.max_queue_bytes",
                 )
                 return False
-        self._account(len(data))
-        self._out.append(data)
-        if not self._wake.is_set():
-            self._wake.set()
         return True
 
     @property
@@ -187,6 +261,7 @@ class Connection:
             key,
         )
         self._out.clear()
+        self._batch = None
         self._account(-self._queued_bytes)
         self.close("slow-consumer", why)
         if self.on_slow is not None:
@@ -299,6 +374,7 @@ class Connection:
         self.close_reason = reason
         if self._heartbeat is not None:
             self._heartbeat.cancel()
+        self._seal()
         if reason is not None:
             frame = encode(error(reason, message))
             self._account(len(frame))
@@ -344,6 +420,8 @@ class Connection:
     async def _write_loop(self) -> None:
         try:
             while True:
+                if self._batch is not None:
+                    self._seal()
                 if not self._out:
                     if self._eof:
                         break

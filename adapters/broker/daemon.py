@@ -106,12 +106,21 @@ class ConnectionPort:
         #: the frame of the last forward (the broker sends one forward to each neighbour)
         self._forward: Forward | None = None
         self._forward_frame = b""
-        #: forwards waiting to go to a neighbour as one ``forwards`` frame
-        self._batches: dict[str, wire.ForwardBatch] = {}
-        self._flushing = False
-        self._item_of: Forward | None = None
+        #: the batch item of the last publication forwarded or notified (one per
+        #: publication, whatever the number of neighbours and subscribers it goes to)
+        self._item_of: bytes | None = None
+        self._item_pub: Hashable = None
         self._item = b""
+        #: batch frame heads per model (forwards) and per (client, model) (notifies)
+        self._forwards_heads: dict[str, bytes] = {}
+        self._notifies_heads: dict[tuple[str, str], bytes] = {}
         self._notify = wire.NotifyFrames()
+
+    def _item_for(self, msg: Forward | Notify) -> bytes:
+        if msg.wire is not self._item_of or msg.pub_id != self._item_pub:
+            self._item_of, self._item_pub = msg.wire, msg.pub_id
+            self._item = wire.batch_item(msg)
+        return self._item
 
     def send(self, broker: str, neighbour: str, msg: BrokerMessage) -> None:
         conn = self.neighbours.get(neighbour)
@@ -120,52 +129,38 @@ class ConnectionPort:
             return
         if isinstance(msg, Forward) and msg.wire is not None:
             if "forwards" in conn.features:
-                self._batch(neighbour, conn, msg)
+                # what one turn forwards to a neighbour goes as one ``forwards`` frame,
+                # written before any other frame to it (Connection.send_item)
+                head = self._forwards_heads.get(msg.model)
+                if head is None:
+                    head = self._forwards_heads[msg.model] = wire.forwards_head(msg.model)
+                if not conn.send_item(msg.model, head, self._item_for(msg)):
+                    self.lost[neighbour] += 1
                 return
             if msg is not self._forward:
                 self._forward, self._forward_frame = msg, wire.forward_frame(msg)
             data = self._forward_frame
         else:
-            self._flush(neighbour)  # what was batched before it goes first
             data = encode(to_wire(msg, self.models))
         if not conn.send(data):
             self.lost[neighbour] += 1
-
-    def _batch(self, neighbour: str, conn: Connection, msg: Forward) -> None:
-        """Add a forward to the batch for ``neighbour``, written as one ``forwards``
-        frame once the current turn of the event loop is done (or when it is full, or
-        before any other frame to that neighbour)."""
-        batch = self._batches.get(neighbour)
-        if batch is not None and (batch.model != msg.model or batch.full):
-            self._flush(neighbour)
-            batch = None
-        if batch is None:
-            limit = min(conn.max_frame_bytes, conn.peer_max_frame_bytes or conn.max_frame_bytes)
-            batch = self._batches[neighbour] = wire.ForwardBatch(msg.model, limit // 2)
-            if not self._flushing:
-                self._flushing = True
-                asyncio.get_running_loop().call_soon(self._flush_all)
-        if msg is not self._item_of:
-            self._item_of, self._item = msg, wire.forward_item(msg)
-        batch.add(self._item)
-
-    def _flush(self, neighbour: str) -> None:
-        batch = self._batches.pop(neighbour, None)
-        if batch is None:
-            return
-        conn = self.neighbours.get(neighbour)
-        if conn is None or not conn.send(batch.frame()):
-            self.lost[neighbour] += len(batch)
-
-    def _flush_all(self) -> None:
-        self._flushing = False
-        for n in list(self._batches):
-            self._flush(n)
 
     def deliver(self, broker: str, msg: Notify) -> None:
         conn = self.clients.get(msg.client)
         if conn is None:
             self.lost[msg.client] += 1
+            return
+        if msg.wire is not None and "notifies" in conn.features:
+            # a client that reads ``notifies`` frames gets what one turn notifies it of
+            # as one frame (docs/protocol.md §3.2)
+            key = (msg.client, msg.model)
+            head = self._notifies_heads.get(key)
+            if head is None:
+                if len(self._notifies_heads) > 100_000:
+                    self._notifies_heads.clear()
+                head = self._notifies_heads[key] = wire.notifies_head(*key)
+            if not conn.send_item(msg.model, head, self._item_for(msg)):
+                self.lost[msg.client] += 1
             return
         if msg.wire is not None:
             data = self._notify.frame(msg)
@@ -570,6 +565,8 @@ class BrokerDaemon:
                 )
                 if exempt:
                     self._exempt.add(conn)
+                conn.features = _features(first)
+                conn.peer_max_frame_bytes = _frame_limit(first)
                 await self._serve_client(conn, nid, pid)
             else:
                 conn.features = _features(first)

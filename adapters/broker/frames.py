@@ -81,6 +81,14 @@ MAX_DEPTH = 255
 #: (two C passes over the body; 10x a regular expression's search)
 _DIGITS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
 _LONG_RUN = b"0" * 19
+#: the most publications one batch frame (``pubs``, ``forwards``, ``notifies``) may carry
+#: (docs/protocol.md §3.1)
+MAX_BATCH = 10_000
+#: the batch frames, whose events are checked for depth each on its own (docs/protocol.md §1)
+BATCH_KINDS = frozenset(("pubs", "forwards", "notifies"))
+#: the deepest an event of a batch may nest: as deep as in a ``pub`` frame of its own
+#: (the frame's object around it is one more level), which is what orjson writes
+MAX_EVENT_DEPTH = MAX_DEPTH - 1
 
 
 def decode(body: bytes) -> dict[str, Any]:
@@ -99,10 +107,15 @@ def decode(body: bytes) -> dict[str, Any]:
         obj = _slow_decode(body, None)
     if type(obj) is not dict:
         raise FrameError("bad-frame", f"body is a JSON {type(obj).__name__}, not an object")
-    if len(body) > MAX_DEPTH and body.count(b"[") + body.count(b"{") > MAX_DEPTH and _too_deep(obj):
-        raise FrameError(
-            "bad-frame", f"body is JSON nested too deeply (more than {MAX_DEPTH} levels)"
-        )
+    if len(body) > MAX_DEPTH and body.count(b"[") + body.count(b"{") > MAX_DEPTH:
+        # a batch's events are checked one by one where they are written out again
+        # (:func:`pubsift.adapters.broker.wire.dumps`), each as deep as in a frame of its
+        # own; walking every event here cost more than reading the batch
+        shallow = obj.get("kind") in BATCH_KINDS and type(obj.get("pubs")) is list
+        if _too_deep({k: v for k, v in obj.items() if k != "pubs"} if shallow else obj):
+            raise FrameError(
+                "bad-frame", f"body is JSON nested too deeply (more than {MAX_DEPTH} levels)"
+            )
     if type(obj.get("kind")) is not str:
         raise FrameError("bad-frame", "the object has no string member 'kind'")
     return obj

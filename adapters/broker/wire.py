@@ -19,7 +19,7 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
 import orjson
-from pubsift.adapters.broker.frames import HEADER, FrameError
+from pubsift.adapters.broker.frames import HEADER, MAX_BATCH, MAX_EVENT_DEPTH, FrameError
 from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
 from pubsift.core.messages import (
@@ -38,8 +38,6 @@ from pubsift.core.model import Filter, FilterModel
 M = TypeVar("M", Pub, Forward)
 
 CLIENT_KINDS = {"sub": Sub, "unsub": Unsub, "adv": Adv, "unadv": Unadv, "pub": Pub}
-#: the most publications one ``pubs`` frame may carry (docs/protocol.md §3.1)
-MAX_BATCH = 10_000
 BROKER_KINDS = ("forward", "admin")
 
 
@@ -148,7 +146,8 @@ def publications(
     name, load = model.name, model.load_event
 
     def one(pub: Any, event: Any) -> Pub:
-        return Pub(client, name, load(event), pub_id(pub, client, aliases), dumps(event))
+        data = dumps(event)  # first: it checks the event's depth (frames.decode left it)
+        return Pub(client, name, load(event), pub_id(pub, client, aliases), data)
 
     return _batch("pubs", obj, name, one)
 
@@ -219,16 +218,30 @@ def from_broker(
 
 
 def _hashable(pub: Any) -> Hashable:
-    """A publication id as read (JSON has no tuples: a list comes back as one)."""
-    return tuple(pub) if isinstance(pub, list) else pub
+    """A publication id as read from a neighbour: ``[publisher, sequence]`` (JSON has no
+    tuples: a list comes back as one), or one string or integer."""
+    if type(pub) is list and all(type(x) is str or type(x) is int for x in pub):
+        return tuple(pub)
+    if type(pub) is str or type(pub) is int:
+        return pub
+    raise FrameError("invalid-message", f"pub_id must be [publisher, sequence], got {pub!r}"[:300])
 
 
 def dumps(value: Any) -> bytes:
-    """The JSON bytes of a value read from a frame (which had no NaN and no integer beyond
-    64 bits that orjson cannot write: those frames were read by the standard library)."""
+    """The JSON bytes of a value read from a frame (which had no NaN: frames are strict
+    JSON). orjson writes it; the standard library writes an integer beyond 64 bits (those
+    frames were read by the standard library). A value nested deeper than
+    :data:`~pubsift.adapters.broker.frames.MAX_EVENT_DEPTH` (orjson will not write it) is a
+    :class:`FrameError`: an event of a batch frame, whose depth the frame's reading left to
+    this writing, may nest as deep as in a frame of its own and no deeper."""
     try:
         return orjson.dumps(value)
-    except TypeError:  # an integer beyond 64 bits, nesting orjson will not write
+    except TypeError as exc:  # an integer beyond 64 bits, or too deep for orjson
+        if "Recursion limit" in str(exc):
+            raise FrameError(
+                "invalid-message",
+                f"the event is JSON nested too deeply (more than {MAX_EVENT_DEPTH} levels)",
+            ) from None
         import json
 
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
@@ -263,42 +276,22 @@ def forwarded_event(body: bytes | None, obj: Mapping[str, Any]) -> bytes | None:
     return body[len(head) : -1] if body.startswith(head) else None
 
 
-def forward_item(msg: Forward) -> bytes:
-    """One forward of a ``forwards`` frame: ``[pub_id, event]``, the event's bytes as
-    they are."""
+def batch_item(msg: Forward | Notify) -> bytes:
+    """One publication of a ``forwards`` or ``notifies`` frame: ``[pub_id, event]``, the
+    event's bytes as they are."""
     assert msg.wire is not None
     pub = msg.pub_id
     return b"[%s,%s]" % (dumps(list(pub) if isinstance(pub, tuple) else pub), msg.wire)
 
 
-class ForwardBatch:
-    """Forwards of one model for one neighbour, to be written as one ``forwards`` frame
-    (docs/protocol.md §7) of at most ``limit`` bytes' worth of items and
-    :data:`MAX_BATCH` forwards."""
+def forwards_head(model: str) -> bytes:
+    """The head of a ``forwards`` frame (docs/protocol.md §7), up to its list of items."""
+    return b'{"kind":"forwards","model":%s,"pubs":[' % dumps(model)
 
-    def __init__(self, model: str, limit: int) -> None:
-        self.model = model
-        self.limit = limit
-        self.items: list[bytes] = []
-        self.size = 0
 
-    def add(self, item: bytes) -> None:
-        self.items.append(item)
-        self.size += len(item) + 1
-
-    @property
-    def full(self) -> bool:
-        return self.size >= self.limit or len(self.items) >= MAX_BATCH
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def frame(self) -> bytes:
-        body = b'{"kind":"forwards","model":%s,"pubs":[%s]}' % (
-            dumps(self.model),
-            b",".join(self.items),
-        )
-        return HEADER.pack(len(body)) + body
+def notifies_head(client: str, model: str) -> bytes:
+    """The head of a ``notifies`` frame (docs/protocol.md §3.2), up to its list of items."""
+    return b'{"kind":"notifies","client":%s,"model":%s,"pubs":[' % (dumps(client), dumps(model))
 
 
 def forwards(
@@ -312,7 +305,8 @@ def forwards(
     name, load = model.name, model.load_event
 
     def one(pub: Any, event: Any) -> Forward:
-        return Forward(name, load(event), _hashable(pub), dumps(event))
+        data = dumps(event)  # first: it checks the event's depth (frames.decode left it)
+        return Forward(name, load(event), _hashable(pub), data)
 
     return _batch("forwards", obj, name, one)
 
@@ -324,12 +318,15 @@ class NotifyFrames:
 
     def __init__(self) -> None:
         self._wire: bytes | None = None
+        self._pub: Hashable = None
         self._tail = b""
         self._heads: dict[str, bytes] = {}
 
     def frame(self, msg: Notify) -> bytes:
-        if msg.wire is not self._wire:
-            self._wire = msg.wire
+        if msg.wire is not self._wire or msg.pub_id != self._pub:
+            # (the same bytes object may be two publications' events: CPython shares the
+            # one-byte bytes objects, so the publication is told by its id too)
+            self._wire, self._pub = msg.wire, msg.pub_id
             assert msg.wire is not None
             pub = msg.pub_id
             self._tail = b',"model":%s,"pub_id":%s,"event":%s}' % (

@@ -14,7 +14,7 @@ from pubsift.adapters.broker import wire
 from pubsift.adapters.broker.client import AsyncClient, BrokerRefused, Notification
 from pubsift.adapters.broker.config import Address, BrokerConfig
 from pubsift.adapters.broker.daemon import FEATURES, BrokerDaemon
-from pubsift.adapters.broker.frames import FrameError, decode, encode, hello
+from pubsift.adapters.broker.frames import HEADER, FrameError, decode, encode, hello
 from pubsift.core import load_model
 from pubsift.core.errors import EventError
 from pubsift.core.messages import Forward, Notify
@@ -245,6 +245,24 @@ def test_the_frame_codec_is_strict_and_exact(body, words):
         assert exc.value.reason == "bad-frame"
 
 
+def tap_writes(conn) -> list[bytes]:  # type: ignore[no-untyped-def]
+    """What ``conn`` writes to its stream from now on, write by write."""
+    writes: list[bytes] = []
+    write = conn.writer.write
+    conn.writer.write = lambda data: writes.append(bytes(data)) or write(data)
+    return writes
+
+
+def written_frames(writes: list[bytes]) -> list[dict]:
+    """The frames in what was written (whole frames: a write holds whole frames)."""
+    data, out, pos = b"".join(writes), [], 0
+    while pos < len(data):
+        (n,) = HEADER.unpack_from(data, pos)
+        out.append(decode(data[pos + 4 : pos + 4 + n]))
+        pos += 4 + n
+    return out
+
+
 def test_frames_queued_in_one_turn_go_out_in_one_write():
     async def body(ds: list[BrokerDaemon]) -> None:
         d = ds[0]
@@ -261,6 +279,75 @@ def test_frames_queued_in_one_turn_go_out_in_one_write():
         await pub.publish_many("records", [{"x": i} for i in range(200)])
         await until(lambda: len(got) == 200)
         assert len(writes) < 20, writes  # 200 notifications, a handful of writes
+        for c in (sub, pub):
+            await c.close()
+
+    run(body, 1)
+
+
+def test_a_client_that_reads_notifies_gets_a_turn_s_notifications_in_one_frame():
+    """docs/protocol.md §3.2: the client's hello names ``notifies``; the broker then writes
+    the notifications of one turn to it as ``notifies`` frames (another frame to the
+    client, here an error, flushes the batch first, so it never overtakes them), and to a
+    client whose hello named no features, ``notify`` frames one by one."""
+
+    async def body(ds: list[BrokerDaemon]) -> None:
+        d = ds[0]
+        sub = AsyncClient(url(d), id="sub")
+        got: list[Notification] = []
+        await sub.connect()
+        await sub.subscribe("records", "x >= 0", got.append, confirm=True)
+        conn = d.port.clients["sub"]
+        assert "notifies" in conn.features and conn.peer_max_frame_bytes == sub.max_frame_bytes
+        sent = tap_writes(conn)
+        pub = AsyncClient(url(d), id="pub")
+        await pub.connect()
+        await pub.publish_many("records", [{"x": i} for i in range(500)])
+        await until(lambda: len(got) == 500)
+        frames = written_frames(sent)
+        assert {f["kind"] for f in frames} == {"notifies"} and len(frames) <= 10, len(frames)
+        assert [p[1]["x"] for f in frames for p in f["pubs"]] == list(range(500))
+        assert {f["client"] for f in frames} == {"sub"}
+        assert [n.seq for n in got] == list(range(1, 501)) and sub.duplicates == 0
+        # an error queued after notifications of the same turn goes after them
+        sent.clear()
+        d.port.deliver("b0", Notify("sub", "records", None, ("other", 1), b'{"x":501}'))
+        conn.send({"kind": "error", "reason": "refused", "message": "test"})
+        await until(lambda: len(got) == 501)
+        await asyncio.sleep(0.3)
+        assert len(sub.errors) == 1, sub.errors
+        assert [f["kind"] for f in written_frames(sent)] == ["notifies", "error"]
+        # an older client (no features in its hello) gets one notify frame each
+        conn.features = frozenset()
+        sent.clear()
+        await pub.publish_many("records", [{"x": i} for i in range(502, 512)])
+        await until(lambda: len(got) == 511)
+        assert [f["kind"] for f in written_frames(sent)] == ["notify"] * 10
+        assert [n.seq for n in got if n.publisher == "pub"] == list(range(1, 511))
+        assert sub.duplicates == 0
+        for c in (sub, pub):
+            await c.close()
+
+    run(body, 1)
+
+
+def test_a_notifies_batch_stays_within_half_the_client_s_frame_limit():
+    async def body(ds: list[BrokerDaemon]) -> None:
+        d = ds[0]
+        sub = AsyncClient(url(d), id="sub", max_frame_bytes=4096)
+        got: list[Notification] = []
+        await sub.connect()
+        await sub.subscribe("records", "x >= 0", got.append, confirm=True)
+        sent = tap_writes(d.port.clients["sub"])
+        pub = AsyncClient(url(d), id="pub")
+        await pub.connect()
+        events = [{"x": i, "pad": "p" * 100} for i in range(300)]
+        await pub.publish_many("records", events)
+        await until(lambda: len(got) == 300)
+        frames = [f for w in sent for f in written_frames([w])]
+        sizes = [len(encode(f)) for f in frames]
+        assert max(sizes) <= 2048 + 200 and len(frames) >= 300 * 120 // 2048, sizes
+        assert [n.wire["x"] for n in got] == list(range(300))
         for c in (sub, pub):
             await c.close()
 
@@ -290,20 +377,18 @@ def test_forwards_go_to_neighbours_in_batches_and_singly_to_an_older_one():
         await until(lambda: ds[0].broker.table("records").sizes() == (0, 1))
         link = ds[0].port.neighbours["b1"]
         assert "forwards" in link.features
-        sent: list[bytes] = []
-        send = link.send
-        link.send = lambda data: sent.append(data) or send(data)  # type: ignore[method-assign]
+        sent = tap_writes(link)
         await pub.publish_many("records", [{"x": i} for i in range(300)])
         await until(lambda: len(got) == 300)
         assert [n.wire["x"] for n in got] == list(range(300))
-        kinds = [decode(f[4:])["kind"] for f in sent]
+        kinds = [f["kind"] for f in written_frames(sent)]
         assert set(kinds) == {"forwards"} and len(kinds) <= 10, kinds  # 300 forwards
         # a neighbour whose hello named no features (an older broker) gets forward frames
         link.features = frozenset()
         sent.clear()
         await pub.publish_many("records", [{"x": i} for i in range(300, 310)])
         await until(lambda: len(got) == 310)
-        assert [decode(f[4:])["kind"] for f in sent] == ["forward"] * 10
+        assert [f["kind"] for f in written_frames(sent)] == ["forward"] * 10
         assert [n.seq for n in got] == list(range(1, 311)) and sub.duplicates == 0
         for c in (sub, pub):
             await c.close()
@@ -352,13 +437,12 @@ def test_a_forwards_batch_stays_within_the_neighbours_frame_limit():
             await pub.connect()
             await sub.subscribe("records", "x >= 0", got.append, confirm=True)
             await until(lambda: b0.broker.table("records").sizes() == (0, 1))
-            sent: list[bytes] = []
             link = b0.port.neighbours["b1"]
-            send = link.send
-            link.send = lambda data: sent.append(data) or send(data)  # type: ignore[method-assign]
+            sent = tap_writes(link)
             await pub.publish_many("records", [{"x": i, "pad": "p" * 100} for i in range(200)])
             await until(lambda: len(got) == 200)
-            assert all(len(f) - 4 <= 4096 for f in sent) and len(sent) > 5
+            frames = written_frames(sent)
+            assert all(len(encode(f)) - 4 <= 4096 for f in frames) and len(frames) > 5
             assert "b1" in b0.port.neighbours and link is b0.port.neighbours["b1"]
             for c in (sub, pub):
                 await c.close()

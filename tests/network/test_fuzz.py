@@ -157,6 +157,28 @@ def xml_event(rng: random.Random, depth: int = 0) -> str:
     return f"<{t}{attrs}>{text}{kids}</{t}>"
 
 
+def tap_notifications(c: AsyncClient, seen: Callable[[dict[str, Any]], None]) -> None:
+    """Show ``seen`` every notification ``c`` reads, as the frame's object, before the
+    client's own checks: a ``notify`` frame as it is, each publication of a ``notifies``
+    frame (docs/protocol.md §3.2) as the ``notify`` frame it stands for."""
+    notify, notifies = c._notify, c._notifies
+
+    async def one(obj: dict[str, Any]) -> None:
+        seen(obj)
+        await notify(obj)
+
+    async def many(obj: dict[str, Any]) -> None:
+        items = obj.get("pubs")
+        for item in items if type(items) is list else ():
+            if type(item) is list and len(item) == 2:
+                head = {"kind": "notify", "client": obj.get("client"), "model": obj.get("model")}
+                seen({**head, "pub_id": item[0], "event": item[1]})
+        await notifies(obj)
+
+    c._notify = one  # type: ignore[method-assign]
+    c._notifies = many  # type: ignore[method-assign]
+
+
 class World:
     """The well-behaved clients and the trace the oracle judges."""
 
@@ -174,14 +196,13 @@ class World:
         #: (before the client drops duplicates): each must arrive once
         self.raw_notifies: dict[str, Counter[tuple[str, int]]] = {}
 
-    def _counting(self, c: AsyncClient, notify: Callable[[dict[str, Any]], Any]) -> Any:
-        async def counted(obj: dict[str, Any]) -> None:
+    def _counting(self, c: AsyncClient) -> None:
+        def counted(obj: dict[str, Any]) -> None:
             pid = obj.get("pub_id")
             if isinstance(pid, list) and len(pid) == 2 and str(pid[0]).startswith("p-"):
                 self.raw_notifies[c.id][(pid[0], pid[1])] += 1
-            await notify(obj)
 
-        return counted
+        tap_notifications(c, counted)
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -193,7 +214,7 @@ class World:
                 cid = f"s-{d.id}-{i}"
                 c = AsyncClient(url(d), id=cid, backoff=(0.05, 0.3))
                 self.raw_notifies[cid] = Counter()
-                c._notify = self._counting(c, c._notify)  # type: ignore[method-assign]
+                self._counting(c)
                 await c.connect()
                 self.clients.append(c)
                 last: list[Notification | None] = [None]
@@ -619,9 +640,8 @@ class IdentityWorld(World):
         token = self.identities[name].token
         c = AsyncClient(url(d), id=raw, token=token, backoff=(0.05, 0.3))
         subs: list[tuple[str, Any]] = []
-        plain = c._notify
 
-        async def counted(obj: dict[str, Any]) -> None:  # every frame, before the client's checks
+        def counted(obj: dict[str, Any]) -> None:  # every frame, before the client's checks
             pid = obj.get("pub_id")
             if isinstance(pid, list) and len(pid) == 2:
                 self.seen(
@@ -638,9 +658,8 @@ class IdentityWorld(World):
                 )
                 if self.well_behaved(pid[0]) and len(self.replays) < 300:
                     self.replays.append(obj)
-            await plain(obj)
 
-        c._notify = counted  # type: ignore[method-assign]
+        tap_notifications(c, counted)
         await c.connect()
         nid = c.network_id
         assert nid == f"{name}/{raw}", nid
