@@ -460,6 +460,32 @@ def dfa_caseless(c: str) -> Dfa:
     return Dfa.build(edges, [n + 1] * (n + 2), [i == n for i in range(n + 2)])
 
 
+def dfa_casefold_preimage(d: Dfa) -> Dfa:
+    """``{v | v.casefold() ∈ L(d)}``: ``str.casefold`` maps each character to 1-3
+    characters, so the preimage has d's states, a character ``ch`` moving state q to
+    where ``casefold(ch)`` leads from q. Characters that fold to themselves keep d's
+    transitions; each of the others gets a class of its own only where it leads
+    elsewhere (few: those folding into d's alphabet)."""
+    cuts, delta = d.cuts, d.delta
+    ends = cuts[1:] + (MAXCP,)
+
+    def run(q: int, s: str) -> int:
+        for ch in s:
+            q = delta[q][bisect_right(cuts, ord(ch)) - 1]
+        return q
+
+    edges: list[list[tuple[int, int, int]]] = [
+        [(cuts[k], ends[k], t) for k, t in enumerate(row)] for row in delta
+    ]
+    for folded, cps in _casefold_inverse().items():
+        for q, row in enumerate(delta):
+            t = run(q, folded)
+            for cp in cps:
+                if row[bisect_right(cuts, cp) - 1] != t:
+                    edges[q].append((cp, cp + 1, t))
+    return Dfa.build(edges, [0] * len(delta), list(d.accept))
+
+
 class StrSet:
     """A set of strings: a :class:`Dfa`, and its lexical spans when known."""
 
@@ -526,4 +552,13 @@ class StrSet:
         yield from self.dfa.samples()
 
 
-__all__ = ["Dfa", "StrSet", "dfa_caseless", "dfa_kmp", "dfa_of_spans", "dfa_span", "dfa_words"]
+__all__ = [
+    "Dfa",
+    "StrSet",
+    "dfa_casefold_preimage",
+    "dfa_caseless",
+    "dfa_kmp",
+    "dfa_of_spans",
+    "dfa_span",
+    "dfa_words",
+]

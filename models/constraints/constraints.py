@@ -36,6 +36,23 @@ CONTAINS,          skey pair                                                    
 NOT_CONTAINS
 ANY                a scalar Constraint c (any op above but the multi-value     scalar /
                    ones; see ELEMENT_OPS)                                       multi
+PREFIX_IGNORE_     str (matching compares ``v.casefold()`` with the operand's   str
+CASE, SUFFIX_      casefold: EventBridge ``{"prefix": {"equals-ignore-case":
+IGNORE_CASE        s}}``)
+WILDCARD           tuple of at least two literal strings: the parts between     str
+                   the ``*`` of an EventBridge wildcard (or a quamina
+                   shell-style pattern); ``("a", "")`` is ``a*``
+REGEXP             str: an I-Regexp (RFC 9485), matching the whole value        str
+CIDR               an ``ipaddress`` network (IPv4 or IPv6): strings that        str
+                   ``ipaddress.ip_address`` reads as an address in it
+ANYTHING_BUT       frozenset of positive scalar constraints (=, in, prefix,     every
+                   suffix, equals-ignore-case, wildcard and their ignore-case   scalar
+                   forms): a scalar value of *any* kind that none accepts
+                   (EventBridge ``anything-but``: a number, ``true`` or
+                   ``null`` is "anything but" the string "x")
+ALL                frozenset of at least two constraints: all hold (several     theirs
+                   patterns on one field that no single constraint expresses,
+                   e.g. ``any = 1`` and ``any prefix "x"``)
 =================  ===========================================================  =========
 
 ANY is EventBridge's reading of a scalar pattern (Amazon EventBridge user guide, "Arrays in
@@ -53,11 +70,14 @@ its elements; the empty list is a multi value too.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 from typing import Any
 
+from pubsift.models.constraints.regular import glob_matcher, iregexp_matcher
 from pubsift.models.constraints.values import BOOL, MULTI, NULL, NUM, STR, Scalar, kind, skey
 
 
@@ -108,6 +128,13 @@ class Op(str, Enum):  # noqa: UP042  StrEnum would change str(op) and format(op)
     DISJOINT = "disjoint"
     OVERLAPS = "overlaps"
     ANY = "any"
+    PREFIX_IGNORE_CASE = "prefix-ignore-case"
+    SUFFIX_IGNORE_CASE = "suffix-ignore-case"
+    WILDCARD = "wildcard"
+    REGEXP = "regexp"
+    CIDR = "cidr"
+    ANYTHING_BUT = "anything-but"
+    ALL = "all"
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +198,8 @@ class Constraint:
         op = self.op
         if op is _ANY:
             return _any(self.operand, v)
+        if op is _ALL:
+            return all(c.matches(v) for c in self.operand)
         if v is ABSENT:
             return op is _NOT_EXISTS
         if op is _EXISTS:
@@ -183,7 +212,7 @@ class Constraint:
     def value_kind(self) -> str | None:
         """The kind of value this constraint can match (None: any kind / several)."""
         op, x = self.op, self.operand
-        if op in (Op.EXISTS, Op.NOT_EXISTS, Op.ANY):
+        if op in (Op.EXISTS, Op.NOT_EXISTS, Op.ANY, Op.ANYTHING_BUT, Op.ALL):
             return None
         if op in _MULTI_OPS:
             return MULTI
@@ -201,13 +230,18 @@ class Constraint:
             Op.NOT_SUFFIX,
             Op.SUBSTRING,
             Op.EQ_IGNORE_CASE,
+            Op.PREFIX_IGNORE_CASE,
+            Op.SUFFIX_IGNORE_CASE,
+            Op.WILDCARD,
+            Op.REGEXP,
+            Op.CIDR,
         ):
             return STR
         return kind(x)
 
 
 # Module-level aliases: reading an Enum member off its class costs ~0.35 µs on Python 3.11.
-_EXISTS, _NOT_EXISTS, _ANY = Op.EXISTS, Op.NOT_EXISTS, Op.ANY
+_EXISTS, _NOT_EXISTS, _ANY, _ALL = Op.EXISTS, Op.NOT_EXISTS, Op.ANY, Op.ALL
 
 
 def _any(c: Constraint, v: Any) -> bool:
@@ -246,6 +280,26 @@ ELEMENT_OPS = frozenset(
         Op.NOT_SUFFIX,
         Op.SUBSTRING,
         Op.EQ_IGNORE_CASE,
+        Op.PREFIX_IGNORE_CASE,
+        Op.SUFFIX_IGNORE_CASE,
+        Op.WILDCARD,
+        Op.REGEXP,
+        Op.CIDR,
+        Op.ANYTHING_BUT,
+    }
+)
+
+#: the operators an ``anything-but`` excludes with (the positive scalar tests)
+EXCLUDABLE_OPS = frozenset(
+    {
+        Op.EQ,
+        Op.IN_SET,
+        Op.PREFIX,
+        Op.SUFFIX,
+        Op.EQ_IGNORE_CASE,
+        Op.PREFIX_IGNORE_CASE,
+        Op.SUFFIX_IGNORE_CASE,
+        Op.WILDCARD,
     }
 )
 
@@ -327,6 +381,38 @@ def _multi(test: _Test) -> _Test:
     return f
 
 
+def _ip(c: Any, v: Any) -> bool:
+    if not isinstance(v, str):
+        return False
+    try:
+        return ipaddress.ip_address(v) in c
+    except ValueError:
+        return False
+
+
+def _anything_but(cs: frozenset[Constraint], v: Any) -> bool:
+    if not _scalar(v):
+        return False
+    for c in cs:
+        if c.matches(v):
+            return False
+    return True
+
+
+def _wildcard(parts: tuple[str, ...], v: Any) -> bool:
+    return isinstance(v, str) and glob_test(parts)(v)
+
+
+def _regexp(src: str, v: Any) -> bool:
+    return isinstance(v, str) and iregexp_matcher(src)(v)
+
+
+@lru_cache(maxsize=4096)
+def glob_test(parts: tuple[str, ...]) -> Callable[[str], bool]:
+    """The compiled test of a wildcard's parts (see :func:`.regular.glob_matcher`)."""
+    return glob_matcher(parts)
+
+
 _MATCH: dict[Op, _Test] = {
     Op.INSTANCEOF: lambda t, v: isinstance(v, str) and v in t.members,
     Op.EQ: _eq,
@@ -351,12 +437,21 @@ _MATCH: dict[Op, _Test] = {
     Op.NOT_CONTAINS: _multi(lambda x, a: a not in x),
     Op.DISJOINT: _multi(lambda x, m: not (x & m)),
     Op.OVERLAPS: _multi(lambda x, m: bool(x & m)),
+    Op.PREFIX_IGNORE_CASE: lambda c, v: (
+        isinstance(v, str) and v.casefold().startswith(c.casefold())
+    ),
+    Op.SUFFIX_IGNORE_CASE: lambda c, v: isinstance(v, str) and v.casefold().endswith(c.casefold()),
+    Op.WILDCARD: _wildcard,
+    Op.REGEXP: _regexp,
+    Op.CIDR: _ip,
+    Op.ANYTHING_BUT: _anything_but,
 }
 
 __all__ = [
     "ABSENT",
     "BOOL",
     "ELEMENT_OPS",
+    "EXCLUDABLE_OPS",
     "MULTI",
     "NULL",
     "NUM",

@@ -75,7 +75,7 @@ _EXISTS, _NOT_EXISTS, _EQ, _IN_SET, _INSTANCEOF = (
     Op.INSTANCEOF,
 )
 _LT, _LE, _GT, _GE, _IN_RANGE, _PREFIX = Op.LT, Op.LE, Op.GT, Op.GE, Op.IN_RANGE, Op.PREFIX
-_SUFFIX, _SUBSTRING, _ANY = Op.SUFFIX, Op.SUBSTRING, Op.ANY
+_SUFFIX, _SUBSTRING, _ANY, _CIDR = Op.SUFFIX, Op.SUBSTRING, Op.ANY, Op.CIDR
 _NOT_APPLICABLE = (None, None)
 # affix constraints: "b's constant satisfies a's test" decides a ⊒ b (Table 4.5)
 _AFFIX = {_PREFIX: str.startswith, _SUFFIX: str.endswith, _SUBSTRING: lambda s, t: t in s}
@@ -179,6 +179,11 @@ def covers(a: Constraint, b: Constraint, integer: bool = False) -> bool:
         return True
     if a.op is _EQ and b.op is _EQ and not integer:
         return _same_scalar(a.operand, b.operand)
+    inner = _both_any(a, b)
+    if inner is not None:  # L(any a) ⊇ L(any b) ⇔ L(a) ⊇ L(b) (elements: over the reals)
+        return covers(*inner)
+    if a.op is _CIDR or b.op is _CIDR:
+        return _cidr_covers(a, b)
     la, sa = _span_of(a, integer)
     if la is not None:
         lb, sb = _span_of(b, integer)
@@ -224,6 +229,11 @@ def identical(a: Constraint, b: Constraint, integer: bool = False) -> bool:
         return True
     if a.op is _EQ and b.op is _EQ and not integer:
         return _same_scalar(a.operand, b.operand)
+    inner = _both_any(a, b)
+    if inner is not None:
+        return identical(*inner)
+    if a.op is _CIDR or b.op is _CIDR:
+        return a.op is b.op and a.operand == b.operand
     la, sa = _span_of(a, integer)
     if la is not None:
         lb, sb = _span_of(b, integer)
@@ -242,6 +252,14 @@ def overlaps(a: Constraint, b: Constraint, integer: bool = False) -> bool:
     """L_A(a) ∩ L_A(b) ≠ ∅, exactly (True when too costly to decide)."""
     if a.op is _EQ and b.op is _EQ and not integer:
         return _same_scalar(a.operand, b.operand)
+    if a.op is _CIDR and b.op is _CIDR:
+        x, y = a.operand, b.operand
+        return bool(x.version == y.version and x.overlaps(y))
+    if a.op is _CIDR or b.op is _CIDR:
+        c, other = (a, b) if a.op is _CIDR else (b, a)
+        vals = _finite(other, integer)
+        if vals is not None:
+            return any(c.matches(v) for v in vals)
     la, sa = _span_of(a, integer)
     if la is not None:
         lb, sb = _span_of(b, integer)
@@ -272,6 +290,44 @@ def overlaps(a: Constraint, b: Constraint, integer: bool = False) -> bool:
     return not value_set(a, integer).isdisjoint(value_set(b, integer))
 
 
+def _both_any(a: Constraint, b: Constraint) -> tuple[Constraint, Constraint] | None:
+    """The inner constraints when both are ``any`` of a test on a present value:
+    ``any c`` holds for the scalars of c and the lists with an element in c, so the
+    relations of two of them are those of their inner constraints (over the reals)."""
+    if a.op is not _ANY or b.op is not _ANY:
+        return None
+    x, y = a.operand, b.operand
+    if x.op in (_EXISTS, _NOT_EXISTS) or y.op in (_EXISTS, _NOT_EXISTS):
+        return None
+    return x, y
+
+
+def _cidr_covers(a: Constraint, b: Constraint) -> bool:
+    """Covering with a ``cidr`` on one side: exact between two networks (the strings
+    read as addresses of b's network are among a's iff b's network is within a's, of
+    the same IP version); a finite b is tested value by value; else False (sound)."""
+    if a.op is _CIDR and b.op is _CIDR:
+        x, y = a.operand, b.operand
+        return bool(x.version == y.version and y.subnet_of(x))
+    vals = _finite(b, False)
+    if vals is not None:
+        return all(a.matches(v) for v in vals)
+    if a.op is _EXISTS or (a.op is Op.ANYTHING_BUT and b.op is _CIDR):
+        # every address string is present; anything-but: covers if no excluded value
+        # can be an address of b's network
+        return a.op is _EXISTS or not any(_may_be_address(e, b) for e in a.operand)
+    return False
+
+
+def _may_be_address(excluded: Constraint, net: Constraint) -> bool:
+    """Whether an ``anything-but`` exclusion may hold for some address string of the
+    network ``net`` (True when unsure)."""
+    vals = _finite(excluded, False)
+    if vals is not None:
+        return any(net.matches(v) for v in vals)
+    return True
+
+
 def counterexample(a: Constraint, b: Constraint, integer: bool = False) -> Any:
     """A value in L_A(b) \\ L_A(a) (a witness that ``a`` does not cover ``b``), or the
     marker ``NotImplemented`` when there is none (``a`` covers ``b``)."""
@@ -293,6 +349,9 @@ def witness(c: Constraint, avoid: Iterable[Any] = (), integer: bool = False) -> 
         x = c.operand
         if not (type(x) is float and integer and not x.is_integer()):
             return x
+    inner = c.operand if c.op is _ANY else c
+    if inner.op is _CIDR:  # (no automaton: its first address)
+        return str(inner.operand.network_address)
     return witness_of(value_set(c, integer), avoid, what=c)
 
 
@@ -327,14 +386,33 @@ def normalize(c: Constraint, integer: bool = False) -> Constraint:
     return _normalize(c, integer)
 
 
+def _members(c: Constraint, integer: bool) -> Constraint:
+    """``anything-but`` / ``all`` with each member in canonical form."""
+    out = []
+    for e in c.operand:
+        try:
+            out.append(normalize(e, integer))
+        except Unsatisfiable:  # (an exclusion of nothing: kept as written)
+            out.append(e)
+    return Constraint(c.op, frozenset(out))
+
+
 @lru_cache(maxsize=65536)
 def _normalize(c: Constraint, integer: bool) -> Constraint:
-    vs = value_set(c, integer)
+    if c.op is Op.ANYTHING_BUT or c.op is Op.ALL:
+        c = _members(c, integer)
+    try:
+        vs = value_set(c, integer)
+    except TooComplex:  # no canonical form known: c stands for itself
+        return c
     if vs.is_empty():
         raise Unsatisfiable(f"no value satisfies {c.op.value} {c.operand!r}")
     if c.op is Op.INSTANCEOF:
         return c
-    found = represent(vs, integer, [c])
+    try:
+        found = represent(vs, integer, [c])
+    except TooComplex:
+        return c
     return found if found is not None else canonical_hint(c)
 
 

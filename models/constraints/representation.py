@@ -107,9 +107,12 @@ def _lex_constraint(spans: Spans) -> Constraint | None:
     return None
 
 
+_CASELESS = (Op.EQ_IGNORE_CASE, Op.PREFIX_IGNORE_CASE, Op.SUFFIX_IGNORE_CASE)
+
+
 def canonical_hint(c: Constraint) -> Constraint:
-    if c.op is Op.EQ_IGNORE_CASE:
-        return Constraint(Op.EQ_IGNORE_CASE, c.operand.casefold())
+    if c.op in _CASELESS:
+        return Constraint(c.op, c.operand.casefold())
     return c
 
 

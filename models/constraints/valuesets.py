@@ -39,12 +39,18 @@ What is not decided exactly:
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from pubsift.models.constraints.automata import StrSet, dfa_caseless, dfa_kmp, dfa_words
+from pubsift.models.constraints.automata import (
+    StrSet,
+    dfa_casefold_preimage,
+    dfa_caseless,
+    dfa_kmp,
+    dfa_words,
+)
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
 from pubsift.models.constraints.elements import ALL_ELEMS, NO_ELEMS, Elems
 from pubsift.models.constraints.intervals import (
@@ -58,6 +64,7 @@ from pubsift.models.constraints.intervals import (
     prefix_span,
 )
 from pubsift.models.constraints.multivalues import ALL_CUBE, MultiSet, TooComplex, cube
+from pubsift.models.constraints.regular import dfa_of, glob, iregexp_dfa
 from pubsift.models.constraints.values import BOOL, MULTI, NULL, NUM, STR, kind, skey
 
 
@@ -328,6 +335,21 @@ def value_set(c: Constraint, integer: bool = False) -> ValueSet:
         return _with(integer, str=StrSet(None, dfa_caseless(x)))
     if op is Op.ANY:
         return _any_element(x, integer)
+    if op in _REGULAR:
+        return _with(integer, str=StrSet(None, _REGULAR[op](x)))
+    if op is Op.CIDR:
+        # the strings ipaddress reads as an address of the network: regular, but their
+        # automaton (every IPv6 spelling) is not built; relations between two networks
+        # are decided on the networks (relations), others answer soundly
+        raise TooComplex("the strings of a cidr network have no automaton here")
+    if op is Op.ANYTHING_BUT:
+        return scalars(integer) - union_of([value_set(e, integer) for e in x])
+    if op is Op.ALL:
+        parts = [value_set(e, integer) for e in x]
+        out = parts[0]
+        for p in parts[1:]:
+            out = out & p
+        return out
     none: frozenset[Any] = frozenset()
     cubes = {
         Op.SUBSET: lambda: cube(Elems((False, x)), none, ()),
@@ -338,6 +360,35 @@ def value_set(c: Constraint, integer: bool = False) -> ValueSet:
         Op.OVERLAPS: lambda: cube(ALL_ELEMS, none, [Elems((False, x))]),
     }
     return _with(integer, multi=MultiSet([cubes[op]()]))
+
+
+def _affix_caseless(x: str, suffix: bool) -> Any:
+    t = x.casefold()
+    d = dfa_kmp(t, absorbing=False) if suffix else StrSet(Spans.of(LEX, [prefix_span(t)])).dfa
+    return dfa_casefold_preimage(d)
+
+
+_REGULAR: dict[Op, Callable[[Any], Any]] = {
+    Op.PREFIX_IGNORE_CASE: lambda x: _affix_caseless(x, False),
+    Op.SUFFIX_IGNORE_CASE: lambda x: _affix_caseless(x, True),
+    Op.WILDCARD: lambda x: dfa_of(glob(x)),
+    Op.REGEXP: iregexp_dfa,
+}
+
+
+@lru_cache(maxsize=4)
+def scalars(integer: bool = False) -> ValueSet:
+    """Every scalar value (numbers, strings, booleans, null): what ``anything-but``
+    excludes from."""
+    e = everything(integer)
+    return _with(integer, num=e.num, str=e.str, bools=e.bools, null=True)
+
+
+def union_of(sets: list[ValueSet]) -> ValueSet:
+    out = sets[0]
+    for p in sets[1:]:
+        out = out | p
+    return out
 
 
 def elements_of(c: Constraint) -> Elems:
@@ -375,6 +426,7 @@ __all__ = [
     "empty",
     "everything",
     "prefix_span",
+    "scalars",
     "surely_equal",
     "value_set",
 ]

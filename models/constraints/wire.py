@@ -28,6 +28,13 @@ equals-ignore-case
 any                     ``of``: the inner constraint (a scalar one, ``exists`` or
                         ``not-exists``), e.g. ``{"op": "any", "of": {"op": "=",
                         "value": "admin"}}``
+prefix-ignore-case,     ``value``: string (regexp: an I-Regexp, RFC 9485; cidr: a
+suffix-ignore-case,     network such as ``"10.0.0.0/24"`` or ``"2001:db8::/32"``)
+regexp, cidr
+wildcard                ``parts``: the literal strings between the ``*`` (at least
+                        two), e.g. ``{"op": "wildcard", "parts": ["VA", "IL"]}``
+anything-but, all       ``of``: a list of constraints (anything-but: the excluded
+                        positive tests; all: at least two), in a deterministic order
 ======================  ===========================================================
 
 Scalars keep their kind exactly: ``true`` is not ``1``, ``1.0`` stays a float and ``-0.0``
@@ -38,6 +45,7 @@ lacks, are ``{"float": "inf"}`` / ``{"float": "-inf"}``. The wire form is not no
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
@@ -46,7 +54,15 @@ from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.constraints import limits
-from pubsift.models.constraints.constraints import ELEMENT_OPS, Constraint, Interval, Op, TypeSet
+from pubsift.models.constraints.constraints import (
+    ELEMENT_OPS,
+    EXCLUDABLE_OPS,
+    Constraint,
+    Interval,
+    Op,
+    TypeSet,
+)
+from pubsift.models.constraints.regular import RegexpError, iregexp_matcher
 from pubsift.models.constraints.values import skey, sort_key
 
 JSON = Any
@@ -57,8 +73,19 @@ _ELEMENT = frozenset({Op.CONTAINS, Op.NOT_CONTAINS})
 _RANGE = frozenset({Op.IN_RANGE, Op.NOT_IN_RANGE})
 _SETS = frozenset({Op.IN_SET, Op.NOT_IN_SET, Op.SUBSET, Op.SUPERSET, Op.DISJOINT, Op.OVERLAPS})
 _STRINGS = frozenset(
-    {Op.PREFIX, Op.NOT_PREFIX, Op.SUFFIX, Op.NOT_SUFFIX, Op.SUBSTRING, Op.EQ_IGNORE_CASE}
+    {
+        Op.PREFIX,
+        Op.NOT_PREFIX,
+        Op.SUFFIX,
+        Op.NOT_SUFFIX,
+        Op.SUBSTRING,
+        Op.EQ_IGNORE_CASE,
+        Op.PREFIX_IGNORE_CASE,
+        Op.SUFFIX_IGNORE_CASE,
+        Op.REGEXP,
+    }
 )
+_GROUPS = frozenset({Op.ANYTHING_BUT, Op.ALL})
 _OPS = {o.value: o for o in Op}
 _MEMBERS = {
     **dict.fromkeys(_NONE, ("op",)),
@@ -67,6 +94,10 @@ _MEMBERS = {
     **dict.fromkeys(_RANGE, ("op", "lo", "hi", "lo_closed", "hi_closed")),
     **dict.fromkeys(_SETS, ("op", "values")),
     Op.ANY: ("op", "of"),
+    Op.CIDR: ("op", "value"),
+    Op.WILDCARD: ("op", "parts"),
+    Op.ANYTHING_BUT: ("op", "of"),
+    Op.ALL: ("op", "of"),
 }
 
 
@@ -91,6 +122,13 @@ def dump_constraint(c: Constraint) -> JSON:
         out["values"] = [_dump_scalar(v) for v in sorted((v for _, v in x), key=sort_key)]
     elif op is Op.ANY:
         out["of"] = dump_constraint(x)
+    elif op is Op.CIDR:
+        out["value"] = str(x)
+    elif op is Op.WILDCARD:
+        out["parts"] = list(x)
+    elif op in _GROUPS:
+        parts = [dump_constraint(c) for c in x]
+        out["of"] = sorted(parts, key=lambda d: json.dumps(d, sort_keys=True))
     return out
 
 
@@ -149,7 +187,21 @@ def load_constraint(obj: JSON, path: str = "$") -> Constraint:
             )
         return Constraint(op, TypeSet(name, ms))
     if op in _STRINGS:
-        return Constraint(op, load_string(obj["value"], path + ".value"))
+        v = load_string(obj["value"], path + ".value")
+        if op is Op.REGEXP:
+            check_regexp(v, path + ".value")
+        return Constraint(op, v)
+    if op is Op.CIDR:
+        return Constraint(op, load_network(obj["value"], path + ".value"))
+    if op is Op.WILDCARD:
+        parts = obj["parts"]
+        if not isinstance(parts, list) or len(parts) < 2:
+            raise _ferr("parts is a list of at least two strings", path + ".parts")
+        return Constraint(
+            op, tuple(load_string(x, f"{path}.parts[{i}]") for i, x in enumerate(parts))
+        )
+    if op in _GROUPS:
+        return Constraint(op, _load_group(op, obj["of"], path + ".of"))
     if op in _VALUE:
         v = _load_scalar(obj["value"], path + ".value")
         if op not in (Op.EQ, Op.NE) and (isinstance(v, bool) or v is None):
@@ -166,6 +218,42 @@ def load_constraint(obj: JSON, path: str = "$") -> Constraint:
     if not s and op in (Op.IN_SET, Op.NOT_IN_SET):
         raise _ferr(f"the set of {op.value!r} must not be empty", path + ".values")
     return Constraint(op, s)
+
+
+def _load_group(op: Op, items: Any, path: str) -> frozenset[Constraint]:
+    least = 1 if op is Op.ANYTHING_BUT else 2
+    if not isinstance(items, list) or len(items) < least:
+        raise _ferr(f"of is a list of at least {least} constraint(s)", path)
+    out = []
+    for i, item in enumerate(items):
+        c = load_constraint(item, f"{path}[{i}]")
+        if op is Op.ANYTHING_BUT and c.op not in EXCLUDABLE_OPS:
+            raise _ferr(
+                f"anything-but excludes with =, in, prefix, suffix, equals-ignore-case, "
+                f"their ignore-case forms or wildcard, not {c.op.value!r}",
+                f"{path}[{i}].op",
+            )
+        out.append(c)
+    return frozenset(out)
+
+
+def check_regexp(src: str, path: str) -> None:
+    """A :class:`FilterSyntaxError` naming ``path`` unless ``src`` is an I-Regexp within
+    the limits of :mod:`.regular`."""
+    try:
+        iregexp_matcher(src)
+    except RegexpError as e:
+        raise _ferr(f"regexp {_show(src)}: {e.message} (at character {e.pos})", path) from None
+
+
+def load_network(v: JSON, path: str) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+    """A cidr operand: an IPv4 or IPv6 network (``"10.0.0.0/24"``; bits past the prefix
+    length are cleared; an address alone is its /32 or /128)."""
+    s = load_string(v, path)
+    try:
+        return ipaddress.ip_network(s, strict=False)
+    except ValueError as e:
+        raise _ferr(f"cidr takes an IPv4 or IPv6 network such as 10.0.0.0/24: {e}", path) from None
 
 
 def _load_interval(obj: Mapping[Any, Any], path: str) -> Interval:
@@ -256,4 +344,12 @@ def _ferr(msg: str, path: str) -> FilterSyntaxError:
     return FilterSyntaxError(msg, None, None, path)
 
 
-__all__ = ["dump_constraint", "json_type", "load_constraint", "load_string", "path_step"]
+__all__ = [
+    "check_regexp",
+    "dump_constraint",
+    "json_type",
+    "load_constraint",
+    "load_network",
+    "load_string",
+    "path_step",
+]

@@ -280,6 +280,8 @@ class AttributeIndex:
                 _remove_identity(bucket, item)
         elif add:
             self.residual.append((compile_test(c), item))
+            if c.matches(ABSENT):  # ``all`` of tests that admit a missing attribute
+                self.absent.append(item)
         else:
             for i, (_, it) in enumerate(self.residual):
                 if it is item:
@@ -287,6 +289,8 @@ class AttributeIndex:
                     break
             else:
                 raise KeyError(item)
+            if c.matches(ABSENT):
+                _remove_identity(self.absent, item)
 
     def _apply_any(self, inner: Constraint, item: Any, add: bool) -> None:
         if inner.op is Op.NOT_EXISTS:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pubsift.models.constraints.constraints import Constraint, Interval, Op
+from pubsift.models.constraints.constraints import Constraint, Interval, Op, glob_test
 from pubsift.models.constraints.values import NUM, STR
 
 Test = Callable[[Any], bool]
@@ -72,6 +72,41 @@ def _in_set(c: Constraint) -> Test:
     return test
 
 
+def _anything_but(c: Constraint) -> Test:
+    """EventBridge ``anything-but``: a scalar of any kind that no member accepts; strings
+    and numbers excluded by value are tested by hashing."""
+    strs: set[Any] = set()
+    nums: set[Any] = set()
+    others: list[Constraint] = []
+    for e in c.operand:
+        if e.op is Op.EQ and e.operand.__class__ in (str, int, float):
+            (strs if e.operand.__class__ is str else nums).add(e.operand)
+        elif e.op is Op.IN_SET and all(k in (STR, NUM) for k, _ in e.operand):
+            for k, x in e.operand:
+                (strs if k == STR else nums).add(x)
+        else:
+            others.append(e)
+    tests = tuple(compile_test(e) for e in others)
+    slow = c.matches
+
+    def test(v: Any) -> bool:
+        t = v.__class__
+        if t is str:
+            if v in strs:
+                return False
+        elif t is int or t is float:
+            if v in nums:
+                return False
+        elif t is not bool and v is not None:
+            return slow(v)  # lists, ABSENT: not a scalar
+        for f in tests:
+            if f(v):
+                return False
+        return True
+
+    return test
+
+
 def compile_test(c: Constraint) -> Test:
     """A closure equal to ``c.matches`` on every value, faster for the common operators."""
     op, x = c.op, c.operand
@@ -92,4 +127,18 @@ def compile_test(c: Constraint) -> Test:
         return lambda v: isinstance(v, str) and v.startswith(x)
     elif op is Op.SUFFIX:
         return lambda v: isinstance(v, str) and v.endswith(x)
+    elif op is Op.PREFIX_IGNORE_CASE:
+        folded = x.casefold()
+        return lambda v: isinstance(v, str) and v.casefold().startswith(folded)
+    elif op is Op.SUFFIX_IGNORE_CASE:
+        folded = x.casefold()
+        return lambda v: isinstance(v, str) and v.casefold().endswith(folded)
+    elif op is Op.EQ_IGNORE_CASE:
+        folded = x.casefold()
+        return lambda v: isinstance(v, str) and v.casefold() == folded
+    elif op is Op.WILDCARD:
+        g = glob_test(x)
+        return lambda v: isinstance(v, str) and g(v)
+    elif op is Op.ANYTHING_BUT:
+        return _anything_but(c)
     return c.matches

@@ -1,4 +1,4 @@
-"""EventBridge / aws event-ruler JSON patterns as records filters.
+"""EventBridge / aws event-ruler / quamina JSON patterns as records filters.
 
 A pattern is a JSON object whose nested objects address dotted attribute names
 (``{"detail": {"state": [...]}}`` -> ``detail.state``) and whose leaf arrays list what a field
@@ -6,61 +6,67 @@ may match: literals (one -> ``=``, several -> ``in {...}``) and matcher objects.
 tests the *leaves* of the field (Amazon EventBridge user guide, "Arrays in Amazon EventBridge
 event patterns"; event-ruler README, "JSON Array Matching"): the value itself, or each
 element when the event holds an array there, and holds when some leaf matches. So each
-becomes an "any element" constraint (:data:`Op.ANY <.constraints.Op>`, text form ``any``):
+becomes an "any element" constraint (:data:`Op.ANY <.constraints.Op>`, text form ``any``).
+The operators are those of "Content filtering in Amazon EventBridge event patterns" and
+event-ruler's README, plus quamina's ``shellstyle`` and ``regexp``:
 
-=====================================  =============================================
-pattern                                records constraint
-=====================================  =============================================
-``"s"``, ``5``, ``true``, ``null``     ``any = v`` (several literals: ``any in {...}``)
-``{"exactly": "s"}``                   ``any = "s"``
-``{"prefix": "s"}``                    ``any prefix "s"``
-``{"suffix": "s"}``                    ``any suffix "s"``
-``{"equals-ignore-case": "s"}``        ``any equals-ignore-case "s"``
-``{"anything-but": v}`` / ``[v, ..]``  ``any != v`` / ``any not in {...}`` (all strings or all
-                                       numbers; an array matches when some element is
-                                       not excluded, as event-ruler matches per leaf)
-``{"anything-but": {"prefix": "s"}}``  ``any not prefix "s"`` (likewise ``suffix``)
-``{"numeric": [">", a, "<=", b]}``     ``any in (a, b]``; one comparison: ``any > a``;
-                                       ``"="``
-``{"exists": true}`` / ``false``       ``any exists`` (a scalar or a non-empty array) /
-                                       ``any not exists`` (absent, or ``[]``: no leaf)
-``{"wildcard": "s*"}``                 ``any prefix``; ``"*s"`` suffix; ``"*s*"``
-                                       substring; no ``*``: ``any =``
-=====================================  =============================================
+==============================================  ==========================================
+pattern                                         records constraint (inside ``any``)
+==============================================  ==========================================
+``"s"``, ``5``, ``true``, ``null``              ``= v`` (several literals: ``in {...}``)
+``{"exactly": "s"}``                            ``= "s"``
+``{"prefix": "s"}`` / ``{"suffix": "s"}``       ``prefix "s"`` / ``suffix "s"``
+``{"prefix": {"equals-ignore-case": "s"}}``     ``prefix-ignore-case "s"`` (suffix alike)
+``{"equals-ignore-case": "s"}``                 ``equals-ignore-case "s"``
+``{"wildcard": "a*b*c"}``                       ``wildcard "a*b*c"`` (any number of ``*``,
+                                                ``\\*`` a literal star); ``"a*"``,
+                                                ``"*a"``, ``"*a*"``, no star: ``prefix``,
+                                                ``suffix``, ``substring``, ``=``
+``{"shellstyle": "a*b"}`` (quamina)             the same, without escapes
+``{"regexp": "a[bc]+"}`` (quamina)              ``regexp`` (I-Regexp, RFC 9485: the whole
+                                                value matches)
+``{"cidr": "10.0.0.0/24"}``                     ``cidr`` (IPv4 and IPv6)
+``{"anything-but": v}`` / ``[v, ..]``           ``anything-but (= v)`` / ``(in {...})``
+``{"anything-but": {"prefix": s | [s, ..]}}``   ``anything-but (prefix s, ...)``; likewise
+                                                ``suffix``, ``equals-ignore-case``,
+                                                ``wildcard``
+``{"numeric": [">", a, "<=", b, ...]}``         every comparison: ``in (a, b]``, ``> a``,
+                                                ``= a``; pairs in any order
+``{"exists": true}`` / ``false``                ``exists`` (a scalar or a non-empty array)
+                                                / ``not exists`` (absent, or ``[]``)
+==============================================  ==========================================
+
+``anything-but`` holds for a present scalar of *any* kind that none of its members accepts:
+``null``, ``true`` and numbers are "anything but" a string, strings are anything but a
+number (as event-ruler and quamina answer: they compare JSON texts); an array holds when
+some element does.
 
 Disjunctions become several conjunctive filters (Mühl 2002, §4.3.2: a compound filter is a
 set of conjunctive filters interpreted disjunctively): ``"$or": [{...}, {...}]`` (at least
-two objects, as in event-ruler), and a leaf array mixing several matchers
+two objects, as in event-ruler; at any level), and a leaf array mixing several matchers
 (``["a", {"prefix": "b"}]`` is ``any = "a"`` or ``any prefix "b"``). :func:`parse_pattern`
 returns the list; a branch that can match nothing is dropped. Several patterns on one
-attribute in one branch are combined with :func:`relations.conjoin` (``any = 1`` and
-``any = 2``: an array holding both, ``superset {1, 2}``).
+attribute in one branch (a ``$or`` beside a test on the same field) must all hold: they are
+combined with :func:`relations.conjoin` (``any = 1`` and ``any = 2``: an array holding both,
+``superset {1, 2}``), and where no single constraint expresses them, held together by
+``all`` (``any = 1`` and ``any prefix "x"``).
 
-Rejected with a :class:`FilterSyntaxError` naming the JSON path: ``cidr`` (no IP-address
-type), ``wildcard`` with a ``*`` inside the value, case-insensitive prefix/suffix and
-``anything-but`` + ``equals-ignore-case`` (no such operators), empty objects/arrays, ``$or``
-used as a plain field name (event-ruler's legacy reading), unknown matchers, patterns that
-expand into more than :data:`MAX_FILTERS` conjunctive filters, a field addressed twice in one
-object (a dotted name and a nested object, in either order), and input beyond the limits
-of :mod:`.limits` and :mod:`pubsift.models.constraints.limits` (nesting, integer digits,
-non-finite numbers, lone surrogates).
+Rejected with a :class:`FilterSyntaxError` naming the JSON path: malformed matchers
+(consecutive ``*`` or a stray backslash in a wildcard, an expression outside I-Regexp, a
+malformed network, ``numeric`` comparisons that exclude each other, mixed kinds in an
+``anything-but`` list, empty ``anything-but`` prefixes), empty objects/arrays, ``$or`` used
+as a plain field name (event-ruler's legacy reading), unknown matchers, patterns that
+expand into more than :data:`MAX_FILTERS` conjunctive filters, a field addressed twice in
+one object (a dotted name and a nested object, in either order), and input beyond the
+limits of :mod:`.limits` and :mod:`pubsift.models.constraints.limits` (nesting, integer
+digits, non-finite numbers, lone surrogates).
 
-Semantic differences to event-ruler (documented in docs/records-syntax.md):
-
-* **Arrays of objects** in events (``{"a": [{"b": 1}, {"b": 2}]}``, which event-ruler
-  flattens into the leaves ``a.b`` = 1, 2 with array-consistent matching across fields) are
-  not records events: :class:`~.values.Record` refuses them with an ``EventError``.
-* **Kinds.** ``anything-but`` here excludes values among values of the same kind (strings or
-  numbers); event-ruler compares JSON text, so a string exclusion also accepts numbers.
-* **Numbers** compare exactly here; event-ruler's ``numeric`` works in -5e9..5e9 with six
-  decimal places.
-* **Repeated attributes.** When ``$or`` branches and the enclosing object constrain the same
-  field, event-ruler keeps only the last pattern; here both must hold (conjunction), as one
-  attribute filter: two element tests that no single constraint expresses (``any > 1`` and
-  ``any < 5``: some element above 1, some perhaps other element below 5) are refused with
-  the JSON path of the second pattern.
-* **IP addresses** in literals are compared as strings (event-ruler also matches other
-  spellings of the same address).
+Where this reading differs from event-ruler's (each difference is listed in
+docs/records-syntax.md, "EventBridge patterns"): numbers compare exactly (event-ruler
+within IEEE doubles, EventBridge's documentation within -5e9..5e9 and six decimals);
+several patterns on one field in one branch must all hold (event-ruler keeps the last);
+``equals-ignore-case`` and its prefix/suffix forms compare ``str.casefold()``; literal IP
+addresses compare as strings (``cidr`` reads addresses).
 """
 
 from __future__ import annotations
@@ -73,10 +79,13 @@ from typing import Any, NamedTuple
 
 from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.constraints import limits
-from pubsift.models.constraints.constraints import Constraint, Interval, Op
+from pubsift.models.constraints.constraints import Constraint, Op
 from pubsift.models.constraints.multivalues import TooComplex
+from pubsift.models.constraints.regular import RegexpError, wildcard_parts
 from pubsift.models.constraints.relations import Conjunction, NotRepresentable, Unsatisfiable
 from pubsift.models.constraints.values import skey
+from pubsift.models.constraints.valuesets import value_set
+from pubsift.models.constraints.wire import check_regexp, load_network
 from pubsift.models.constraints.wire import json_type as _json_type
 from pubsift.models.records import limits as record_limits
 from pubsift.models.records.filters import RecordFilter
@@ -96,7 +105,9 @@ _MATCHERS = (
     "numeric",
     "exists",
     "wildcard",
+    "shellstyle",
     "cidr",
+    "regexp",
 )
 _PLAIN_KEY = re.compile(r"[A-Za-z_$][\w$-]*")
 
@@ -156,27 +167,48 @@ def parse_pattern(
 
 
 def _conjoin(branch: tuple[_Clause, ...], schema: Schema) -> RecordFilter:
-    acc: dict[str, Conjunction] = {}
+    """One attribute filter per attribute: the patterns on it conjoined where one
+    constraint expresses them, else several held together by ``all`` (``any = 1`` and
+    ``any prefix "x"``: some leaf equal to 1 and some leaf starting with "x")."""
+    acc: dict[str, list[Conjunction]] = {}
     for name, c, path in branch:
-        conj = acc.get(name)
-        if conj is None:
-            conj = acc[name] = Conjunction(schema.is_integer(name))
+        parts = acc.setdefault(name, [])
+        for conj in parts:
+            try:
+                conj.add(c)
+            except Unsatisfiable:
+                prev = conj.value if conj else None
+                raise _DeadBranch(unsatisfiable_message(name, prev, c), path) from None
+            except TooComplex:
+                raise _err(too_complex_message(name, c), path) from None
+            except NotRepresentable:
+                continue
+            break
+        else:
+            conj = Conjunction(schema.is_integer(name))
+            try:
+                conj.add(c)
+            except Unsatisfiable:
+                raise _DeadBranch(unsatisfiable_message(name, None, c), path) from None
+            parts.append(conj)
+    out: dict[str, Constraint] = {}
+    for name, parts in acc.items():
+        if len(parts) == 1:
+            out[name] = parts[0].value
+            continue
+        both = Constraint(Op.ALL, frozenset(p.value for p in parts))
         try:
-            conj.add(c)
-        except Unsatisfiable:
-            prev = conj.value if conj else None
-            raise _DeadBranch(unsatisfiable_message(name, prev, c), path) from None
+            empty = value_set(both, schema.is_integer(name)).is_empty()
         except TooComplex:
-            raise _err(too_complex_message(name, c), path) from None
-        except NotRepresentable:
-            raise FilterSyntaxError(
-                f"the patterns on attribute {name!r} cannot be combined into one attribute "
-                f"filter ({clause_text(name, conj.value)} and {clause_text(name, c)})",
-                None,
-                None,
-                path,
-            ) from None
-    return RecordFilter.of({n: k.value for n, k in acc.items()})
+            empty = False  # not decided: kept (it matches what it matches)
+        if empty:
+            raise _DeadBranch(
+                f"the patterns on attribute {name!r} exclude each other "
+                f"({clause_text(name, both)})",
+                branch[-1].path,
+            )
+        out[name] = both
+    return RecordFilter.of(out)
 
 
 # --------------------------------------------------------------------------------------
@@ -312,12 +344,8 @@ def _matcher(m: Mapping[str, Any], path: str) -> Constraint:
     if key == "exactly":
         return Constraint(Op.EQ, _string(v, key, kpath))
     if key in ("prefix", "suffix"):
-        if isinstance(v, Mapping) and "equals-ignore-case" in v:
-            raise _err(
-                f"a case-insensitive {key} cannot be represented: the records model "
-                f"has {key} and equals-ignore-case, but not both at once",
-                kpath,
-            )
+        if isinstance(v, Mapping):
+            return _caseless_affix(key, v, kpath)
         return Constraint(Op.PREFIX if key == "prefix" else Op.SUFFIX, _string(v, key, kpath))
     if key == "equals-ignore-case":
         return Constraint(Op.EQ_IGNORE_CASE, _string(v, key, kpath))
@@ -329,49 +357,76 @@ def _matcher(m: Mapping[str, Any], path: str) -> Constraint:
         if not isinstance(v, bool):
             raise _err(f"exists takes true or false, not {_show(v)}", kpath)
         return Constraint(Op.EXISTS if v else Op.NOT_EXISTS)
-    if key == "wildcard":
-        return _wildcard(_string(v, key, kpath), kpath)
+    if key in ("wildcard", "shellstyle"):
+        return _wildcard(_string(v, key, kpath), kpath, escapes=key == "wildcard")
     if key == "cidr":
-        raise _err(
-            "cidr (IP address ranges) cannot be represented: the records model "
-            "has no IP-address type",
-            kpath,
-        )
+        return Constraint(Op.CIDR, _network(v, kpath))
+    if key == "regexp":
+        src = _string(v, key, kpath)
+        check_regexp(src, kpath)
+        return Constraint(Op.REGEXP, src)
     raise _err(f"unknown matcher {_show(key)} (known: {', '.join(_MATCHERS)})", kpath)
 
 
+def _caseless_affix(key: str, v: Mapping[str, Any], path: str) -> Constraint:
+    """``{"prefix": {"equals-ignore-case": s}}`` and the suffix form (EventBridge, "Prefix
+    matching while ignoring case")."""
+    if len(v) != 1 or "equals-ignore-case" not in v:
+        raise _err(f'{key} takes a string or {{"equals-ignore-case": s}}', path)
+    s = _string(v["equals-ignore-case"], f"{key} equals-ignore-case", path + ".equals-ignore-case")
+    return Constraint(Op.PREFIX_IGNORE_CASE if key == "prefix" else Op.SUFFIX_IGNORE_CASE, s)
+
+
+_EXCLUDERS = ("prefix", "suffix", "equals-ignore-case", "wildcard")
+
+
 def _anything_but(v: Any, path: str) -> Constraint:
+    """``anything-but`` of values, or of prefix / suffix / equals-ignore-case / wildcard
+    (each a string or a list of strings; event-ruler README, "Anything-but matching"): a
+    present scalar of any kind that none of them accepts (so ``null`` and numbers are
+    "anything but" a string, strings anything but a number, as event-ruler answers)."""
     if isinstance(v, Mapping):
         if len(v) != 1:
-            raise _err('anything-but takes one of {"prefix": s} or {"suffix": s}', path)
-        ((k, s),) = v.items()
-        if not isinstance(k, str):
             raise _err(
-                f'anything-but takes {{"prefix": s}} or {{"suffix": s}}, not a '
-                f"key that is {_json_type(k)}",
+                "anything-but takes a value, a list of values, or one of "
+                + ", ".join(f'{{"{k}": ...}}' for k in _EXCLUDERS),
+                path,
+            )
+        ((k, s),) = v.items()
+        if not isinstance(k, str) or k not in _EXCLUDERS:
+            raise _err(
+                f"unsupported anything-but matcher {_show(k)} (use {', '.join(_EXCLUDERS)})",
                 path,
             )
         kpath = path + _seg(k)
-        if k in ("prefix", "suffix"):
-            s = _string(s, f"anything-but {k}", kpath)
-            if not s:
-                raise _err(f"anything-but {k} must not be empty", kpath)
-            return Constraint(Op.NOT_PREFIX if k == "prefix" else Op.NOT_SUFFIX, s)
-        if k in ("equals-ignore-case", "wildcard"):
-            raise _err(
-                f"anything-but {k} cannot be represented: the records model has no "
-                f"negated {k} operator",
-                kpath,
-            )
-        raise _err(f"unsupported anything-but matcher {_show(k)} (use prefix or suffix)", kpath)
+        items = s if isinstance(s, (list, tuple)) else [s]
+        if not items:
+            raise _err(f"anything-but {k} needs at least one string", kpath)
+        out = []
+        for i, x in enumerate(items):
+            ipath = f"{kpath}[{i}]" if isinstance(s, (list, tuple)) else kpath
+            x = _string(x, f"anything-but {k}", ipath)
+            if k in ("prefix", "suffix") and not x:
+                raise _err(f"anything-but {k} must not be empty", ipath)
+            if k == "prefix":
+                out.append(Constraint(Op.PREFIX, x))
+            elif k == "suffix":
+                out.append(Constraint(Op.SUFFIX, x))
+            elif k == "equals-ignore-case":
+                out.append(Constraint(Op.EQ_IGNORE_CASE, x))
+            else:
+                out.append(_wildcard(x, ipath, escapes=True))
+        return Constraint(Op.ANYTHING_BUT, frozenset(out))
     if isinstance(v, (list, tuple)):
         if not v:
             raise _err("anything-but needs at least one value", path)
         vals = [_excluded(x, f"{path}[{i}]") for i, x in enumerate(v)]
         if len({isinstance(x, str) for x in vals}) > 1:
             raise _err("the values of anything-but are all strings or all numbers, not mixed", path)
-        return Constraint(Op.NOT_IN_SET, frozenset(skey(x) for x in vals))
-    return Constraint(Op.NE, _excluded(v, path))
+        keys = frozenset(skey(x) for x in vals)
+        one = Constraint(Op.EQ, vals[0]) if len(keys) == 1 else Constraint(Op.IN_SET, keys)
+        return Constraint(Op.ANYTHING_BUT, frozenset([one]))
+    return Constraint(Op.ANYTHING_BUT, frozenset([Constraint(Op.EQ, _excluded(v, path))]))
 
 
 def _excluded(x: Any, path: str) -> str | int | float:
@@ -384,47 +439,36 @@ _CMP = {"=": Op.EQ, "<": Op.LT, "<=": Op.LE, ">": Op.GT, ">=": Op.GE}
 
 
 def _numeric(v: Any, path: str) -> Constraint:
-    if not isinstance(v, (list, tuple)) or len(v) not in (2, 4):
-        raise _err('numeric takes [op, number] or [">"|">=", low, "<"|"<=", high]', path)
-    op = v[0]
-    if not isinstance(op, str) or op not in _CMP:
-        raise _err(f"unknown numeric operator {_show(op)} (use =, <, <=, >, >=)", f"{path}[0]")
-    a = _number(v[1], f"{path}[1]")
-    if len(v) == 2:
-        return Constraint(_CMP[op], a)
-    if op not in (">", ">="):
-        raise _err(f"a numeric range starts with > or >=, not {op}", f"{path}[0]")
-    op2 = v[2]
-    if not isinstance(op2, str) or op2 not in ("<", "<="):
-        raise _err(f"the upper end of a numeric range is < or <=, not {_show(op2)}", f"{path}[2]")
-    b = _number(v[3], f"{path}[3]")
-    return Constraint(Op.IN_RANGE, Interval(a, b, op == ">=", op2 == "<="))
+    """``[op, number, op, number, ...]``: every comparison holds (EventBridge "Numeric
+    matching"; one ``"="``, or bounds in any order)."""
+    if not isinstance(v, (list, tuple)) or not v or len(v) % 2:
+        raise _err('numeric takes [op, number] pairs, e.g. [">", 0, "<=", 5]', path)
+    conj = Conjunction(False)
+    for i in range(0, len(v), 2):
+        op = v[i]
+        if not isinstance(op, str) or op not in _CMP:
+            raise _err(
+                f"unknown numeric operator {_show(op)} (use =, <, <=, >, >=)", f"{path}[{i}]"
+            )
+        c = Constraint(_CMP[op], _number(v[i + 1], f"{path}[{i + 1}]"))
+        try:
+            conj.add(c)
+        except Unsatisfiable:
+            raise _err(
+                "the comparisons of numeric exclude each other: no number satisfies them all",
+                f"{path}[{i}]",
+            ) from None
+    return conj.value
 
 
-def _wildcard(s: str, path: str) -> Constraint:
-    """event-ruler wildcards: ``*`` matches any run of characters; ``\\*`` and ``\\\\`` are
-    escapes. Representable: no star (=), a trailing star (prefix), a leading star (suffix),
-    both (substring)."""
-    parts: list[str] = []
-    cur: list[str] = []
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c == "\\":
-            if i + 1 < len(s) and s[i + 1] in "*\\":
-                cur.append(s[i + 1])
-                i += 2
-                continue
-            raise _err("in a wildcard, a backslash escapes only '*' or '\\'", path)
-        if c == "*":
-            if i + 1 < len(s) and s[i + 1] == "*":
-                raise _err("consecutive '*' are not allowed in a wildcard", path)
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(c)
-        i += 1
-    parts.append("".join(cur))
+def _wildcard(s: str, path: str, escapes: bool) -> Constraint:
+    """event-ruler wildcards (``*`` any run of characters, ``\\*`` and ``\\\\`` escapes)
+    and quamina's shell-style patterns (no escapes): no star is ``=``, a trailing star
+    ``prefix``, a leading one ``suffix``, both ``substring``, others ``wildcard``."""
+    try:
+        parts = wildcard_parts(s, escapes)
+    except RegexpError as e:
+        raise _err(f"{e.message} (at character {e.pos})", path) from None
     if len(parts) == 1:
         return Constraint(Op.EQ, parts[0])
     if len(parts) == 2 and parts[1] == "":
@@ -433,11 +477,11 @@ def _wildcard(s: str, path: str) -> Constraint:
         return Constraint(Op.SUFFIX, parts[1])
     if len(parts) == 3 and parts[0] == parts[2] == "":
         return Constraint(Op.SUBSTRING, parts[1])
-    raise _err(
-        f"wildcard {_show(s)} cannot be represented: only a leading and/or trailing '*' "
-        "map onto prefix, suffix and substring",
-        path,
-    )
+    return Constraint(Op.WILDCARD, parts)
+
+
+def _network(v: Any, path: str) -> Any:
+    return load_network(_string(v, "cidr", path), path)
 
 
 # --------------------------------------------------------------------------------------

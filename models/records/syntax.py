@@ -26,7 +26,14 @@ from typing import Any
 from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.constraints import limits
 from pubsift.models.constraints.automata import MAX_CELLS
-from pubsift.models.constraints.constraints import ELEMENT_OPS, Constraint, Interval, Op, TypeSet
+from pubsift.models.constraints.constraints import (
+    ELEMENT_OPS,
+    EXCLUDABLE_OPS,
+    Constraint,
+    Interval,
+    Op,
+    TypeSet,
+)
 from pubsift.models.constraints.lexer import (
     END,
     NUMBER,
@@ -40,8 +47,10 @@ from pubsift.models.constraints.lexer import (
     read_string,
 )
 from pubsift.models.constraints.multivalues import TooComplex
+from pubsift.models.constraints.regular import RegexpError, wildcard_parts, wildcard_text
 from pubsift.models.constraints.relations import Conjunction, NotRepresentable, Unsatisfiable
 from pubsift.models.constraints.values import Scalar, skey, sort_key
+from pubsift.models.constraints.wire import check_regexp, load_network
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.typesystem import Schema, UnknownTypeError
 
@@ -145,7 +154,13 @@ _STR_OPS = {
     "substring": Op.SUBSTRING,
     "equals-ignore-case": Op.EQ_IGNORE_CASE,
     "ieq": Op.EQ_IGNORE_CASE,
+    "prefix-ignore-case": Op.PREFIX_IGNORE_CASE,
+    "suffix-ignore-case": Op.SUFFIX_IGNORE_CASE,
 }
+#: operators whose string operand is read by a parser of its own
+_PATTERN_OPS = ("wildcard", "regexp", "cidr")
+#: operators over a parenthesized list of predicates
+_GROUP_OPS = {"anything-but": Op.ANYTHING_BUT, "all": Op.ALL}
 _NOT_STR_OPS = {"prefix": Op.NOT_PREFIX, "suffix": Op.NOT_SUFFIX, "postfix": Op.NOT_SUFFIX}
 _SET_OPS = {
     "subset": Op.SUBSET,
@@ -156,8 +171,9 @@ _SET_OPS = {
 }
 _OPERATORS = (
     "exists, not exists, instanceof, = != < <= > >=, in, not in, prefix, "
-    "not prefix, suffix, not suffix, substring, equals-ignore-case, subset, "
-    "superset, contains, not contains, disjoint, overlaps, any"
+    "not prefix, suffix, not suffix, substring, equals-ignore-case, "
+    "prefix-ignore-case, suffix-ignore-case, wildcard, regexp, cidr, subset, "
+    "superset, contains, not contains, disjoint, overlaps, any, anything-but, all"
 )
 
 
@@ -273,6 +289,10 @@ class _Parser:
             return self.membership(negated=False)
         if w in _STR_OPS:
             return Constraint(_STR_OPS[w], self.string(w))
+        if w in _PATTERN_OPS:
+            return self.pattern(w)
+        if w in _GROUP_OPS:
+            return self.group(name, _GROUP_OPS[w])
         if w in _SET_OPS:
             return Constraint(_SET_OPS[w], self.set_literal(allow_empty=True))
         if w == "contains":
@@ -312,6 +332,51 @@ class _Parser:
                 t.pos,
             )
         return Constraint(Op.ANY, c)
+
+    def pattern(self, w: str) -> Constraint:
+        """``wildcard "a*b"`` (EventBridge escapes), ``regexp "..."`` (I-Regexp, RFC
+        9485), ``cidr "10.0.0.0/24"``."""
+        t = self.tok
+        s = self.string(w)
+        try:
+            if w == "wildcard":
+                parts = wildcard_parts(s)
+                return (
+                    Constraint(Op.EQ, parts[0])
+                    if len(parts) == 1
+                    else Constraint(Op.WILDCARD, parts)
+                )
+            if w == "regexp":
+                check_regexp(s, "$")
+                return Constraint(Op.REGEXP, s)
+            return Constraint(Op.CIDR, load_network(s, "$"))
+        except RegexpError as e:
+            raise self.error(f"wildcard {quote(s)}: {e.message}", t.pos) from None
+        except FilterSyntaxError as e:
+            raise self.error(e.message, t.pos) from None
+
+    def group(self, name: str, op: Op) -> Constraint:
+        """``anything-but (= "a", prefix "b")``: a scalar value that no predicate accepts;
+        ``all (any = 1, any prefix "x")``: every predicate holds."""
+        self.expect_punct("(", f"after {op.value}")
+        items = []
+        while True:
+            t = self.tok
+            c = self.predicate(name)
+            if op is Op.ANYTHING_BUT and c.op not in EXCLUDABLE_OPS:
+                raise self.error(
+                    "anything-but excludes with =, in, prefix, suffix, equals-ignore-case, "
+                    f"prefix-ignore-case, suffix-ignore-case or wildcard, not {c.op.value!r}",
+                    t.pos,
+                )
+            items.append(c)
+            if not self.is_punct(","):
+                break
+            self.advance()
+        self.expect_punct(")", f"closing {op.value}")
+        if op is Op.ALL and len(items) < 2:
+            raise self.error("all takes at least two predicates")
+        return Constraint(op, frozenset(items))
 
     def type_name(self) -> TypeSet:
         t = self.tok
@@ -528,6 +593,14 @@ def format_constraint(c: Constraint) -> str:
         return f"{'not contains' if op is Op.NOT_CONTAINS else 'contains'} {format_literal(x[1])}"
     if op is Op.ANY:
         return f"any {format_constraint(x)}"
+    if op is Op.WILDCARD:
+        return f"wildcard {quote(wildcard_text(x))}"
+    if op is Op.REGEXP:
+        return f"regexp {quote(x)}"
+    if op is Op.CIDR:
+        return f"cidr {quote(str(x))}"
+    if op is Op.ANYTHING_BUT or op is Op.ALL:
+        return f"{op.value} ({', '.join(sorted(format_constraint(c) for c in x))})"
     raise ValueError(f"no text form for operator {op!r}")
 
 
@@ -539,6 +612,8 @@ _STRING_TEXT = {
     Op.NOT_SUFFIX: "not suffix",
     Op.SUBSTRING: "substring",
     Op.EQ_IGNORE_CASE: "equals-ignore-case",
+    Op.PREFIX_IGNORE_CASE: "prefix-ignore-case",
+    Op.SUFFIX_IGNORE_CASE: "suffix-ignore-case",
 }
 _MULTI_TEXT = {
     Op.SUBSET: "subset",

@@ -4,6 +4,7 @@ universe rich enough to tell the constants apart)."""
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 import math
 
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from pubsift.models.constraints.constraints import (
     ABSENT,
     ELEMENT_OPS,
+    EXCLUDABLE_OPS,
     Constraint,
     Interval,
     Op,
@@ -42,6 +44,8 @@ CASE_VARIANTS = [
     "b\U0010ffff",
     "\U0010ffff",
 ]
+# strings that cidr, wildcards and regexps tell apart
+PATTERN_WORDS = ["10.0.0.1", "10.0.1.7", "10.1.0.0", "::1", "2001:db8::5", "a*b", "aab", "a\nb"]
 ELEMENTS = [1, 2, 3, "a", "b", True, None]
 LISTS = [tuple(c) for n in range(4) for c in itertools.combinations(ELEMENTS + ["z"], n)]
 # lists whose elements tell the constants of "any element" constraints apart
@@ -53,6 +57,7 @@ UNIVERSE = (
     + [int(x) for x in NUMS if x == int(x)]
     + WORDS
     + CASE_VARIANTS
+    + PATTERN_WORDS
     + LISTS
 )
 
@@ -118,8 +123,23 @@ def operands(op: Op) -> st.SearchStrategy:
         return words
     if op in (Op.CONTAINS, Op.NOT_CONTAINS):
         return elements
+    if op in (Op.PREFIX_IGNORE_CASE, Op.SUFFIX_IGNORE_CASE):
+        return st.one_of(case_words, st.sampled_from(["ß", "SS", "k", "\u212a"]))
+    if op is Op.WILDCARD:  # at most 3 literal characters: the universe's words tell them apart
+        return st.lists(st.sampled_from(["", "a", "b"]), min_size=2, max_size=3).map(tuple)
+    if op is Op.REGEXP:
+        return st.sampled_from(REGEXPS)
+    if op is Op.CIDR:
+        return st.sampled_from(NETWORKS).map(ipaddress.ip_network)
+    if op is Op.ANYTHING_BUT:
+        members = st.sampled_from(sorted(EXCLUDABLE_OPS, key=lambda o: o.value)).flatmap(
+            constraints_of
+        )
+        return st.frozensets(members, min_size=1, max_size=2)
+    if op is Op.ALL:
+        return st.frozensets(exact_constraint, min_size=2, max_size=2)
     if op is Op.ANY:  # "any element" of a scalar constraint
-        return st.sampled_from(sorted(ELEMENT_OPS, key=lambda o: o.value)).flatmap(constraints_of)
+        return st.sampled_from(EXACT_ELEMENT_OPS).flatmap(constraints_of)
     return element_sets
 
 
@@ -127,4 +147,26 @@ def constraints_of(op: Op) -> st.SearchStrategy:
     return operands(op).map(lambda x: Constraint(op, x))
 
 
-any_constraint = st.sampled_from(list(Op)).flatmap(constraints_of)
+#: I-Regexps (RFC 9485) over the universe's letters
+REGEXPS = [
+    "a*",
+    "(a|b)b?",
+    "[ab]a",
+    "a.b",
+    "[^a]*",
+    "ab|ba",
+    "(ab)*",
+    "a{1,2}b?",
+    "",
+    "a\\*b",
+    "[A-Z]+",
+]
+NETWORKS = ["10.0.0.0/24", "10.0.0.0/8", "10.0.0.1/32", "::/0", "2001:db8::/32", "0.0.0.0/0"]
+
+#: operators whose relations are exact (``cidr``'s are sound only: its strings have no
+#: automaton; tests/records/test_eventbridge_operators.py checks them)
+EXACT_OPS = [op for op in Op if op is not Op.CIDR]
+EXACT_ELEMENT_OPS = sorted((o for o in ELEMENT_OPS if o is not Op.CIDR), key=lambda o: o.value)
+_SIMPLE = [Op.EQ, Op.IN_SET, Op.PREFIX, Op.GT, Op.ANY, Op.EXISTS, Op.NOT_EXISTS, Op.SUPERSET]
+exact_constraint = st.sampled_from(_SIMPLE).flatmap(constraints_of)
+any_constraint = st.sampled_from(EXACT_OPS).flatmap(constraints_of)

@@ -72,6 +72,10 @@ def pools(draw) -> list[RecordFilter]:
 def _near(c: Constraint) -> list:
     """Values at and around a constraint's constants (bounds, members, prefixes)."""
     x = c.operand
+    if isinstance(x, frozenset) and any(isinstance(m, Constraint) for m in x):
+        return [v for m in x for v in _near(m)]  # anything-but, all: their members'
+    if isinstance(x, Constraint):
+        return _near(x)
     if isinstance(x, Interval):
         xs = [x.lo, x.hi]
     elif isinstance(x, frozenset):
