@@ -3,7 +3,10 @@
 A notification is a set of name/value attributes. Nested mappings are addressed with dotted
 names (``position.x``). Values are those of the constraint algebra
 (:mod:`pubsift.models.constraints.values`): simple (string, number, boolean, null) or multi
-values (a JSON list, treated as a finite set by the multi-value operators).
+values (a JSON list of scalars, arrays of arrays flattened, treated as a finite set by the
+multi-value operators). Any JSON object is an event (issue 32), ``{}`` too: an array that
+holds objects is a *group* of elements matched array-consistently
+(:mod:`~pubsift.models.records.arrays`, after event-ruler's ``rulesForJSONEvent``).
 """
 
 from __future__ import annotations
@@ -23,19 +26,30 @@ from pubsift.models.constraints.limits import (
 from pubsift.models.constraints.values import Scalar, Value, skey
 from pubsift.models.records.limits import MAX_DEPTH
 
+_NO_GROUPS: dict[str, tuple[Record, ...]] = {}
+
 
 class Record(Mapping[str, Value]):
     """An immutable records event: flattened dotted attribute names -> values.
 
     ``Record.of(mapping)`` validates and flattens a JSON-like mapping; ``raw`` keeps the
-    nested original for the wire form.
+    nested original for the wire form. The mapping holds the attributes outside every array
+    of objects; ``groups`` maps the path of each such array to its elements (records whose
+    names are the full dotted paths), empty for most events
+    (:mod:`~pubsift.models.records.arrays`).
     """
 
-    __slots__ = ("_attrs", "raw")
+    __slots__ = ("_attrs", "groups", "raw")
 
-    def __init__(self, attrs: dict[str, Value], raw: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        attrs: dict[str, Value],
+        raw: dict[str, Any],
+        groups: dict[str, tuple[Record, ...]] = _NO_GROUPS,
+    ) -> None:
         self._attrs = attrs
         self.raw = raw
+        self.groups = groups
 
     @classmethod
     def of(cls, mapping: Mapping[str, Any], where: str | None = None) -> Record:
@@ -47,11 +61,7 @@ class Record(Mapping[str, Value]):
             flat = _flat_scalars(mapping)
             if flat is not None:
                 return cls(flat, flat)
-        attrs: dict[str, Value] = {}
-        raw = _flatten(mapping, attrs, where)
-        if not attrs:
-            raise EventError("a records event needs at least one attribute (Mühl §4.3.1)", where)
-        return cls(attrs, raw)
+        return _build(mapping, "", 1, where)
 
     def __getitem__(self, name: str) -> Value:
         return self._attrs[name]
@@ -67,11 +77,14 @@ class Record(Mapping[str, Value]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Record):
-            return _canon(self._attrs) == _canon(other._attrs)
+            return _canon(self._attrs) == _canon(other._attrs) and self.groups == other.groups
         return NotImplemented
 
     def __hash__(self) -> int:
-        return hash(frozenset((k, _hkey(v)) for k, v in self._attrs.items()))
+        h = hash(frozenset((k, _hkey(v)) for k, v in self._attrs.items()))
+        if self.groups:
+            h = hash((h, tuple((p, tuple(map(hash, els))) for p, els in self.groups.items())))
+        return h
 
     def __repr__(self) -> str:
         return f"Record({json.dumps(self.raw, sort_keys=True, default=str)})"
@@ -139,15 +152,20 @@ def _flat_scalars(m: dict[str, Any]) -> dict[str, Value] | None:
     return dict(m)
 
 
-def _flatten(m: Mapping[str, Any], out: dict[str, Value], where: str | None) -> dict[str, Any]:
-    """Fill ``out`` with the dotted attributes of ``m`` and return a plain copy of ``m``
-    (the event's ``raw``). Iterative; nesting is limited to :data:`limits.MAX_DEPTH`, which
-    also refuses a mapping that contains itself. An attribute reached twice (``{"a": {"b":
-    1}, "a.b": 2}``) is an error whatever the order of the keys."""
+def _build(m: Mapping[str, Any], prefix: str, depth: int, where: str | None) -> Record:
+    """The record of ``m`` (its names prefixed by ``prefix``; ``depth``: its level of
+    nesting): the dotted attributes, a plain copy of ``m`` (the event's ``raw``) and its
+    groups. Iterative over nested objects (recursive per array of objects); nesting of
+    objects and arrays is limited to :data:`limits.MAX_DEPTH`, which also refuses a mapping
+    or list that contains itself. An attribute reached twice (``{"a": {"b": 1}, "a.b":
+    2}``, or a name below an array of objects given outside it) is an error whatever the
+    order of the keys."""
+    out: dict[str, Value] = {}
+    groups: dict[str, tuple[Record, ...]] = {}
     raw: dict[str, Any] = {}
-    stack: list[tuple[Mapping, str, dict, int]] = [(m, "", raw, 1)]
+    stack: list[tuple[Mapping, str, dict, int]] = [(m, prefix, raw, depth)]
     while stack:
-        mapping, prefix, copy, depth = stack.pop()
+        mapping, pre, copy, level = stack.pop()
         for k, v in mapping.items():
             if not isinstance(k, str) or not k:
                 raise EventError(
@@ -157,37 +175,99 @@ def _flatten(m: Mapping[str, Any], out: dict[str, Value], where: str | None) -> 
                 )
             if has_surrogate(k):
                 raise EventError(f"attribute name {_short(k)!r}: {surrogate_message(k)}", where)
-            name = prefix + k
+            name = pre + k
             if isinstance(v, Mapping):
-                if depth >= MAX_DEPTH:
-                    raise EventError(
-                        f"the event nests objects deeper than {MAX_DEPTH} "
-                        f"levels (at {_short(name)!r})",
-                        where,
-                    )
+                if level >= MAX_DEPTH:
+                    raise _too_deep(name, where)
                 sub: dict[str, Any] = {}
                 copy[k] = sub
-                stack.append((v, name + ".", sub, depth + 1))
+                stack.append((v, name + ".", sub, level + 1))
                 continue
-            if name in out:
-                raise EventError(
-                    f"attribute {_short(name)!r} is given twice (a dotted name "
-                    "and a nested object address the same attribute)",
-                    where,
-                )
+            if name in out or name in groups:
+                raise _twice(name, where)
             if isinstance(v, (list, tuple)):
-                items = []
-                for x in v:
-                    if isinstance(x, (Mapping, list, tuple)):
-                        raise EventError(
-                            f"attribute {_short(name)!r}: a multi value holds only scalars", where
-                        )
-                    items.append(_check_scalar(x, name, where))
-                out[name] = tuple(items)
-                copy[k] = items
+                items, elements, copy[k] = _array(v, name, level + 1, where)
+                if elements:
+                    groups[name] = elements
+                    if items:
+                        out[name] = items
+                else:
+                    out[name] = items
             else:
                 out[name] = copy[k] = _check_scalar(v, name, where)
-    return raw
+    if groups:
+        _check_paths(out, groups, where)
+    return Record(out, raw, groups or _NO_GROUPS)
+
+
+def _array(
+    v: list | tuple, name: str, depth: int, where: str | None
+) -> tuple[tuple[Scalar, ...], tuple[Record, ...], list]:
+    """The scalars and the elements (records of its objects) of the array ``v`` at
+    ``name`` (at level ``depth``), arrays inside it flattened, and a plain copy of it."""
+    scalars: list[Scalar] = []
+    elements: list[Record] = []
+    top: list[Any] = []
+    stack: list[tuple[Any, list]] = [(iter(v), top)]
+    while stack:
+        it, copy = stack[-1]
+        for x in it:
+            if isinstance(x, Mapping):
+                if depth + len(stack) > MAX_DEPTH:
+                    raise _too_deep(name, where)
+                el = _build(x, name + ".", depth + len(stack), where)
+                elements.append(el)
+                copy.append(el.raw)
+            elif isinstance(x, (list, tuple)):
+                if depth + len(stack) > MAX_DEPTH:
+                    raise _too_deep(name, where)
+                sub: list[Any] = []
+                copy.append(sub)
+                stack.append((iter(x), sub))
+                break
+            else:
+                s = _check_scalar(x, name, where)
+                scalars.append(s)
+                copy.append(s)
+        else:
+            stack.pop()
+    return tuple(scalars), tuple(elements), top
+
+
+def _check_paths(
+    out: Mapping[str, Value], groups: Mapping[str, tuple[Record, ...]], where: str | None
+) -> None:
+    """No attribute and no other array of objects lies below an array of objects by its
+    name (``{"a": [{"x": 1}], "a.y": 2}``): every name has one place."""
+    for names in (out, groups):
+        for name in names:
+            p = _group_prefix(name, groups)
+            if p is not None:
+                raise _twice(name, where)
+
+
+def _group_prefix(name: str, groups: Mapping[str, Any]) -> str | None:
+    i = name.find(".")
+    while i > 0:
+        if name[:i] in groups:
+            return name[:i]
+        i = name.find(".", i + 1)
+    return None
+
+
+def _too_deep(name: str, where: str | None) -> EventError:
+    return EventError(
+        f"the event nests objects and arrays deeper than {MAX_DEPTH} levels (at {_short(name)!r})",
+        where,
+    )
+
+
+def _twice(name: str, where: str | None) -> EventError:
+    return EventError(
+        f"attribute {_short(name)!r} is given twice (a dotted name and a nested object "
+        "or array address the same attribute)",
+        where,
+    )
 
 
 def _short(s: Any) -> str:

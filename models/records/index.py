@@ -92,7 +92,7 @@ from pubsift.core.model import FilterIndex, FilterModel
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
 from pubsift.models.constraints.limits import TooComplex
 from pubsift.models.constraints.relations import Unsatisfiable, span_key, witness
-from pubsift.models.records import checks, plans
+from pubsift.models.records import arrays, checks, plans
 from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.compiled import compile_test
 from pubsift.models.records.events import Record
@@ -221,6 +221,9 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         self._root = _Node(None, None)
         # relations: every attribute filter, grouped by (name, constraint)
         self._groups: dict[str, dict[Constraint, _Group]] = {}
+        # the proper dotted prefixes of the held names (``a`` and ``a.b`` of ``a.b.c``),
+        # with how many held names have each: the arrays of objects matching looks into
+        self._prefixes: dict[str, int] = {}
         self._cindex: dict[str, AttributeIndex] = {}
         # the same groups for identity lookups: one-interval attribute filters by their
         # span (identical iff equal spans), the others in attribute indexes of their own
@@ -291,6 +294,8 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         e = node.entry = self._entries[f] = _Entry(f, node, None)
         node.folded_changed()
         for n, c in f.constraints:
+            if n not in self._groups:
+                _count_prefixes(self._prefixes, n, 1)
             groups = self._groups.setdefault(n, {})
             g = groups.get(c)
             if g is None:
@@ -334,6 +339,7 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
                 del groups[c]
                 if not groups:
                     del self._groups[n]
+                    _count_prefixes(self._prefixes, n, -1)
                 _detach(self._cindex, n, c, g)
                 key = span_key(c, n in self.integer_attrs)
                 if key is None:
@@ -435,7 +441,12 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         # the walk of _matching through the nodes' compiled plans (:mod:`plans`): compiled
         # (_walk.match, which builds the answer as it goes), or in Python, which hands
         # over key sets (mostly frozensets) that one update turns into the answer
-        attrs = event._attrs if event.__class__ is Record else _flat(event)
+        if event.__class__ is Record:
+            if event.groups:
+                return self._match_arrays(event)
+            attrs = event._attrs
+        else:
+            attrs = _flat(event)
         engine = plans.ENGINE
         if engine is not None:
             return engine.match(self._root, attrs)  # type: ignore[no-any-return]
@@ -447,6 +458,39 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         out: set[Hashable] = set()
         out.update(*found)
         return out
+
+    def _match_arrays(self, event: Record) -> set[Hashable]:
+        """An event with arrays of objects: the union of the answers of its views over
+        the arrays some held filter reads below (:mod:`~pubsift.models.records.arrays`),
+        or, past :data:`arrays.MAX_VIEWS` views, the exact test of every held filter."""
+        prefixes = self._prefixes
+        if arrays.count_views(event, prefixes) > arrays.MAX_VIEWS:
+            return {k for e in self._matching_arrays(event) for k in e.keys}
+        out: set[Hashable] = set()
+        engine = plans.ENGINE
+        root = self._root
+        if engine is not None:
+            for view in arrays.views(event, prefixes):
+                out |= engine.match(root, view)
+            return out
+        found: list[Any] = []
+        if root.entry is not None:
+            found.append(root.entry.keys)
+        for view in arrays.views(event, prefixes):
+            walk(root, view.get, found.append)
+        out.update(*found)
+        return out
+
+    def _matching_arrays(self, event: Record) -> list[_Entry]:
+        """The entries whose filter an event with arrays of objects satisfies."""
+        prefixes = self._prefixes
+        if arrays.count_views(event, prefixes) > arrays.MAX_VIEWS:
+            sat = arrays.satisfies
+            return [e for e in self._entries.values() if sat(event, e.filter.constraints)]
+        found: dict[_Entry, None] = {}
+        for view in arrays.views(event, prefixes):
+            found.update(dict.fromkeys(self._matching(view)))
+        return list(found)
 
     def match_batch(self, events: Any) -> list[set[Hashable]]:
         """One answer per event, ``match``'s. ``events``: records events (a loop over
@@ -489,7 +533,11 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         return cache
 
     def match_pairs(self, event: Record) -> list[tuple[RecordFilter, Hashable]]:
-        return [(e.filter, k) for e in self._matching(_flat(event)) for k in e.keys]
+        if event.__class__ is Record and event.groups:
+            entries = self._matching_arrays(event)
+        else:
+            entries = self._matching(_flat(event))
+        return [(e.filter, k) for e in entries for k in e.keys]
 
     # -- relations --------------------------------------------------------------------
     @staticmethod
@@ -541,9 +589,11 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
     def overlapping(self, f: RecordFilter) -> set[Hashable]:
         """N(g) ∩ N(f) ≠ ∅. The records relations are exact (Cor. 4.3), so if f has
         ``a = x`` (or ``a in S``) an overlapping g leaves a unconstrained or accepts x (a
-        member of S) there: candidates come from the attribute filters accepting x."""
+        member of S) there: candidates come from the attribute filters accepting x. Only
+        for a name without a dot: below an array of objects, g's ``a.b = y`` and f's ``a.b
+        = x`` hold in different elements (:func:`arrays.overlaps`)."""
         overlaps = self.model.overlaps
-        cands = self._overlap_candidates(checks.record_filter(f))
+        cands = self._overlap_candidates(checks.record_filter(f), undotted=True)
         return self._keys_where(cands, lambda g: overlaps(g, f))
 
     def overlap_candidates(self, f: RecordFilter) -> list[RecordFilter]:
@@ -554,8 +604,12 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         (the concepts index builds on it)."""
         return [e.filter for e in self._overlap_candidates(checks.record_filter(f))]
 
-    def _overlap_candidates(self, f: RecordFilter) -> Any:
-        eqs = [(n, c) for n, c in f.constraints if c.op is Op.EQ or c.op is Op.IN_SET]
+    def _overlap_candidates(self, f: RecordFilter, undotted: bool = False) -> Any:
+        eqs = [
+            (n, c)
+            for n, c in f.constraints
+            if (c.op is Op.EQ or c.op is Op.IN_SET) and not (undotted and "." in n)
+        ]
         if not eqs:
             return self._entries.values()
         n, c = min(eqs, key=_order)
@@ -636,6 +690,18 @@ def _flat(event: Any) -> dict[str, Any]:
     if event.__class__ is Record:
         return event._attrs
     return dict(checks.event(event).items())
+
+
+def _count_prefixes(prefixes: dict[str, int], name: str, step: int) -> None:
+    i = name.find(".")
+    while i > 0:
+        p = name[:i]
+        n = prefixes.get(p, 0) + step
+        if n:
+            prefixes[p] = n
+        else:
+            del prefixes[p]
+        i = name.find(".", i + 1)
 
 
 def _attr_index(indexes: dict[str, AttributeIndex], name: str) -> AttributeIndex:

@@ -18,8 +18,8 @@ from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import JSON, FilterIndex, FilterModel
 from pubsift.models.constraints import Constraint
 from pubsift.models.constraints.multivalues import TooComplex
-from pubsift.models.constraints.relations import Unsatisfiable, normalize
-from pubsift.models.records import checks, conjunctive, limits, syntax, wire
+from pubsift.models.constraints.relations import Unsatisfiable, normalize, overlaps
+from pubsift.models.records import arrays, checks, conjunctive, limits, syntax, wire
 from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.typesystem import Schema
@@ -78,6 +78,8 @@ class RecordsModel(FilterModel[RecordFilter, Record]):
             checks.record_filter(f)
         if e.__class__ is not Record:
             checks.event(e)
+        elif e.groups:  # arrays of objects: array-consistent (arrays.py)
+            return arrays.satisfies(e, f.constraints)
         return f.matches(e)
 
     def covers(self, f: RecordFilter, g: RecordFilter) -> bool:
@@ -95,9 +97,16 @@ class RecordsModel(FilterModel[RecordFilter, Record]):
             return False
 
     def overlaps(self, f: RecordFilter, g: RecordFilter) -> bool:
+        """Cor. 4.3 over flat events; two filters disjoint there may still match one event
+        with an array of objects through different elements (:func:`arrays.overlaps`)."""
         checks.record_filter(f), checks.record_filter(g)
+        ints = self._ints
         try:
-            return conjunctive.overlaps(f, g, integer_attrs=self._ints)
+            if conjunctive.overlaps(f, g, integer_attrs=ints):
+                return True
+            if not (conjunctive.satisfiable(f, ints) and conjunctive.satisfiable(g, ints)):
+                return False
+            return arrays.overlaps(f, g, lambda n, c, d: not overlaps(c, d, n in ints))
         except TooComplex:
             return True
 

@@ -192,23 +192,59 @@ def filters(draw: st.DrawFn, schema: Schema = SCHEMA, max_size: int = 3) -> Reco
     )
 
 
-def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
-    """Dotted names -> the nested mapping an event is published as."""
+def _listed(v: Any) -> Any:
+    return list(v) if isinstance(v, tuple) else v
+
+
+@st.composite
+def _list_shape(draw: st.DrawFn, v: tuple) -> list:
+    """A multi value as a JSON array, split into nested arrays now and then (the same
+    elements: arrays in arrays are flattened)."""
+    if len(v) < 2 or not draw(st.booleans(), label="nested arrays"):
+        return list(v)
+    cut = draw(st.integers(1, len(v) - 1), label="cut")
+    return [list(v[:cut]), *v[cut:]] if draw(st.booleans()) else [[*v[:cut]], [*v[cut:]]]
+
+
+@st.composite
+def _shaped(draw: st.DrawFn, flat: Mapping[str, Any]) -> dict[str, Any]:
+    """The nested event of the dotted attributes ``flat``, in a random JSON shape that keeps
+    its views' values: ``d``'s attributes in one object, alone or as one element of an
+    array (nested in an array now and then) among other elements drawn at random."""
     out: dict[str, Any] = {}
+    inner: dict[str, Any] = {}
     for name, v in flat.items():
-        *path, last = name.split(".")
-        node = out
-        for p in path:
-            node = node.setdefault(p, {})
-        node[last] = list(v) if isinstance(v, tuple) else v
+        if name.startswith("d."):
+            inner[name[2:]] = _listed(v)
+        else:
+            out[name] = draw(_list_shape(v)) if isinstance(v, tuple) else v
+    shape = draw(st.sampled_from(("object", "array", "nested")), label="shape of d")
+    if shape == "object":
+        if inner:
+            out["d"] = inner
+        return out
+    others = draw(
+        st.lists(
+            st.dictionaries(st.sampled_from(("e", "f")), values().map(_listed), max_size=2),
+            max_size=2,
+        ),
+        label="other elements",
+    )
+    at = draw(st.integers(0, len(others)), label="position")
+    elements: list[Any] = [*others[:at], inner, *others[at:]]
+    if shape == "nested":
+        elements = [elements[:1], *elements[1:]] if draw(st.booleans()) else [elements]
+    out["d"] = elements
     return out
 
 
 @st.composite
 def events(draw: st.DrawFn, schema: Schema = SCHEMA) -> Record:
-    """Events over :data:`NAMES` and ``z`` with values of every kind (at least one)."""
-    names = draw(st.lists(st.sampled_from(NAMES + (FREE,)), unique=True, min_size=1, max_size=4))
-    return Record.of(_nest({n: draw(values(schema.is_integer(n)), label=n) for n in names}))
+    """Events over :data:`NAMES` and ``z`` with values of every kind, in every JSON shape
+    (arrays of objects, nested arrays, ``{}``: see the module docstring)."""
+    names = draw(st.lists(st.sampled_from(NAMES + (FREE,)), unique=True, max_size=4))
+    flat = {n: draw(values(schema.is_integer(n)), label=n) for n in names}
+    return Record.of(draw(_shaped(flat)))
 
 
 def _natural(c: Constraint, integer: bool) -> list[Any]:
@@ -255,7 +291,8 @@ def _integral(v: Any) -> bool:
 def matching_event(f: RecordFilter, schema: Schema = SCHEMA) -> st.SearchStrategy[Record]:
     """Events that match ``f``: per constrained attribute, a random value the constraint
     accepts (random, then read off its operand, else :func:`relations.witness` of it),
-    nothing for ``not-exists``; other attributes random."""
+    nothing for ``not-exists``; other attributes random; in a random JSON shape, the values
+    of ``d`` in one element when ``d`` is an array (a view holds them all)."""
 
     @st.composite
     def build(draw: st.DrawFn) -> Record:
@@ -274,9 +311,7 @@ def matching_event(f: RecordFilter, schema: Schema = SCHEMA) -> st.SearchStrateg
         for name in NAMES + (FREE,):
             if name not in f.names and draw(st.booleans(), label=f"with {name}"):
                 attrs[name] = draw(values(schema.is_integer(name)), label=name)
-        if not attrs:
-            attrs[FREE] = draw(values(), label=FREE)
-        return Record.of(_nest(attrs))
+        return Record.of(draw(_shaped(attrs)))
 
     return build()
 

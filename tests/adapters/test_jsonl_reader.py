@@ -68,7 +68,7 @@ def test_json_types_are_kept_and_positions_are_line_numbers():
         (b"true", "not-an-object", "a boolean"),
         (b'{"a": "\xff"}', "encoding", "byte 0xff at column 8"),
         (b'{"a": "\xed\xa0\x80"}', "encoding", "0xed"),  # an encoded surrogate
-        (b"{}", "invalid-event", "at least one attribute"),
+        (b'{"a": [{"b": 1}], "a.b": 2}', "invalid-event", "given twice"),
         (b'{"a": "\\ud800"}', "invalid-event", "surrogate"),
         (b'{"a": 1e999}', "invalid-event", "finite"),
     ],
