@@ -43,6 +43,9 @@ MAX_REGEXP = 4096
 MAX_REPEAT = 1000
 #: The most NFA states an expression may build into (quantifiers copy their operand).
 MAX_NFA = 20_000
+#: The most states the subset construction builds before it gives up (TooComplex: the
+#: relations answer soundly); it bounds the time one expression costs (~0.1 s).
+MAX_DFA_STATES = 2000
 #: The most lazily built DFA states a matcher keeps: past it, the cache starts over
 #: before the next string (one string adds at most one state per character).
 MAX_LAZY_STATES = 4096
@@ -480,21 +483,37 @@ class Nfa:
         order = [start]
         rows: list[list[tuple[int, int, int]]] = []
         cells = 0
+        moved: dict[frozenset[int], frozenset[int]] = {}
         for sset in order:
-            outs = [e for q in sset for e in self.edges[q]]
-            cuts = sorted({x for lo, hi, _ in outs for x in (lo, hi)})
+            # a sweep over the edges' ends: the targets active between two cuts
+            ends: dict[int, list[tuple[int, int]]] = {}
+            for q in sset:
+                for lo, hi, t in self.edges[q]:
+                    ends.setdefault(lo, []).append((1, t))
+                    ends.setdefault(hi, []).append((-1, t))
+            active: dict[int, int] = {}
             row = []
+            cuts = sorted(ends)
             for a, b in itertools.pairwise(cuts):
-                targets = self.closure(t for lo, hi, t in outs if lo <= a and b <= hi)
-                if not targets:
+                for step, t in ends[a]:
+                    k = active.get(t, 0) + step
+                    if k:
+                        active[t] = k
+                    else:
+                        del active[t]
+                if not active:
                     continue
+                key = frozenset(active)
+                targets = moved.get(key)
+                if targets is None:
+                    targets = moved[key] = self.closure(key)
                 n = index.get(targets)
                 if n is None:
                     n = index[targets] = len(order)
                     order.append(targets)
                 row.append((a, b, n))
             cells += len(row) + 1
-            if cells > MAX_CELLS:
+            if cells > MAX_CELLS or len(order) > MAX_DFA_STATES:
                 raise TooComplex(f"an automaton would need more than {MAX_CELLS} transitions")
             rows.append(row)
         dead = len(order)
@@ -559,9 +578,36 @@ def iregexp_matcher(src: str) -> Callable[[str], bool]:
     return Nfa(parse_iregexp(src)).matcher()
 
 
-@lru_cache(maxsize=1024)
 def iregexp_dfa(src: str) -> Dfa:
-    return dfa_of(parse_iregexp(src))
+    """The minimal DFA of an I-Regexp; TooComplex past the budget (remembered: a
+    hostile expression costs its subset construction once)."""
+    return _known(_regexp_dfa(src))
+
+
+def glob_dfa(parts: tuple[str, ...]) -> Dfa:
+    return _known(_glob_dfa(parts))
+
+
+def _known(d: Dfa | str) -> Dfa:
+    if isinstance(d, str):
+        raise TooComplex(d)
+    return d
+
+
+@lru_cache(maxsize=1024)
+def _regexp_dfa(src: str) -> Dfa | str:
+    try:
+        return dfa_of(parse_iregexp(src))
+    except TooComplex as e:
+        return str(e)
+
+
+@lru_cache(maxsize=1024)
+def _glob_dfa(parts: tuple[str, ...]) -> Dfa | str:
+    try:
+        return dfa_of(glob(parts))
+    except TooComplex as e:
+        return str(e)
 
 
 __all__ = [
@@ -574,6 +620,7 @@ __all__ = [
     "contains",
     "dfa_of",
     "glob",
+    "glob_dfa",
     "glob_matcher",
     "iregexp_dfa",
     "iregexp_matcher",

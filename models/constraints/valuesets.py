@@ -64,7 +64,7 @@ from pubsift.models.constraints.intervals import (
     prefix_span,
 )
 from pubsift.models.constraints.multivalues import ALL_CUBE, MultiSet, TooComplex, cube
-from pubsift.models.constraints.regular import dfa_of, glob, iregexp_dfa
+from pubsift.models.constraints.regular import glob_dfa, iregexp_dfa
 from pubsift.models.constraints.values import BOOL, MULTI, NULL, NUM, STR, kind, skey
 
 
@@ -371,7 +371,7 @@ def _affix_caseless(x: str, suffix: bool) -> Any:
 _REGULAR: dict[Op, Callable[[Any], Any]] = {
     Op.PREFIX_IGNORE_CASE: lambda x: _affix_caseless(x, False),
     Op.SUFFIX_IGNORE_CASE: lambda x: _affix_caseless(x, True),
-    Op.WILDCARD: lambda x: dfa_of(glob(x)),
+    Op.WILDCARD: glob_dfa,
     Op.REGEXP: iregexp_dfa,
 }
 

@@ -18,7 +18,9 @@ answers the same question for the whole batch at once:
    duplicate keys, a column holding numbers in one row and strings in another, ...) is
    split in halves down to :data:`MIN_CHUNK` rows; so is a chunk whose schema has an empty
    name, two columns with one dotted name, nesting past :data:`MAX_STRUCT_DEPTH` or a type
-   other than strings, int64, doubles, booleans, nulls, structs and lists of scalars; and
+   other than strings, int64, doubles, booleans, nulls, structs and lists of scalars (but
+   where most rows hold such a value, arrays of objects say, the chunk's rows go to the
+   per-row path at once: its halves would hold them too); and
    single rows go to the per-row path when they hold a list (Arrow's lists are not
    trusted: ``[null, 1]`` came back as ``[1, 0]``), a number that is not finite or not
    below 2^53 in magnitude (integers beyond it would be rounded as doubles), or no
@@ -515,6 +517,7 @@ class Columns:
     def __init__(self, table: Any) -> None:
         self.leaves: dict[str, tuple[tuple, Any]] = {}
         self.structs: dict[str, tuple[tuple, Any]] = {}
+        self.untyped: list[Any] = []  # columns of a type the columns do not take
         self.ok = len(set(table.column_names)) == len(table.column_names)  # no two alike
         for name in table.column_names if self.ok else ():
             col = table.column(name).combine_chunks()
@@ -534,7 +537,18 @@ class Columns:
         elif (pa.types.is_list(t) and _scalar_type(t.value_type)) or _scalar_type(t):
             self.leaves[name] = (path, col)
         else:
+            self.untyped.append(col)
             self.ok = False
+
+    def mostly_untyped(self) -> bool:
+        """Whether most rows hold a value of a type the columns do not take (arrays of
+        objects, arrays of arrays): halving the chunk would not make its halves
+        columnar, so its rows go to the per-row path at once."""
+        if not self.untyped:
+            return False
+        n = len(self.untyped[0])
+        held = sum(len(c) - c.null_count for c in self.untyped) if n else 0
+        return held * 2 >= n
 
     def null_rows(self, names: set[str], n: int) -> Any:
         """Rows holding a null (JSON null or missing, Arrow does not say which) in a
@@ -915,7 +929,7 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
         table = cache["parser"].parse(arr if len(rows) == n else arr.take(rows))
         cols = Columns(table) if table is not None else None
         if cols is None or not cols.ok:
-            if len(rows) < MIN_CHUNK:
+            if len(rows) < MIN_CHUNK or (cols is not None and cols.mostly_untyped()):
                 slow[rows] = True
             else:
                 half = len(rows) // 2

@@ -28,6 +28,7 @@ import math
 import re
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -35,7 +36,7 @@ from hypothesis import strategies as st
 from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.constraints import relations as rel
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
-from pubsift.models.records import RecordsModel
+from pubsift.models.records import RecordsModel, columnar, plans
 from pubsift.models.records.eventbridge import parse_pattern
 from pubsift.models.records.events import Record
 from relations_universe import NETWORKS, UNIVERSE
@@ -634,9 +635,15 @@ events = st.fixed_dictionaries({}, optional=dict.fromkeys(FIELDS, event_values))
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+#: the ways an index matches: the compiled walk, the Python walk (plans.ENGINE None), and
+#: the batch path's two ways (row by row from the columns, column-wise)
+PATHS = ["compiled", "python", "batch-walked", "batch-columns"]
+
+
+@pytest.mark.parametrize("path", PATHS)
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(p=patterns(), evs=st.lists(events, min_size=1, max_size=6))
-def test_differential_against_the_documented_meaning(p, evs):
+def test_differential_against_the_documented_meaning(path, p, evs):
     try:
         fs = parse_pattern(_for_parser(p))
     except FilterSyntaxError as e:
@@ -647,18 +654,25 @@ def test_differential_against_the_documented_meaning(p, evs):
             for ev in evs:
                 assert not doc_match(p, ev)
         return
+    if path != "python" and plans.ENGINE is None:
+        pytest.skip("the compiled walk is not built")
     index = M.new_index()
     for i, f in enumerate(fs):
         index.add(f, i)
-    wires = []
-    for ev in evs:
-        want = doc_match(p, ev)
-        r = Record.of(ev)
-        assert any(f.matches(r) for f in fs) == want, (ev, [M.format_filter(f) for f in fs])
-        assert bool(index.match(r)) == want, ev
-        wires.append(json.dumps(M.dump_event(r)))
-    rows, _ = index.match_wire_batch(wires)
-    assert sorted({int(x) for x in rows}) == [i for i, ev in enumerate(evs) if doc_match(p, ev)]
+    want = [doc_match(p, ev) for ev in evs]
+    records = [Record.of(ev) for ev in evs]
+    for ev, r, w in zip(evs, records, want):
+        assert any(f.matches(r) for f in fs) == w, (ev, [M.format_filter(f) for f in fs])
+    if path in ("compiled", "python"):
+        with mock.patch.object(plans, "ENGINE", None if path == "python" else plans.ENGINE):
+            got = [bool(index.match(r)) for r in records]
+        assert got == want, (evs, [M.format_filter(f) for f in fs])
+        return
+    wires = [json.dumps(M.dump_event(r)) for r in records]
+    way = columnar.WALK if path == "batch-walked" else columnar.COLUMNS
+    with mock.patch.object(columnar, "FORCE", way):
+        rows, _ = index.match_wire_batch(wires)
+    assert sorted({int(x) for x in rows}) == [i for i, w in enumerate(want) if w]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
