@@ -504,3 +504,6 @@ cdef set _match(object root, dict attrs):
             else:
                 _probe(e.ai, v, found, queue)
     return found
+
+
+include "_scan.pxi"

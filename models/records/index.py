@@ -98,6 +98,7 @@ from pubsift.models.records.compiled import compile_test
 from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.plans import NodePlan, walk
+from pubsift.models.records.selection import FieldSelection
 from pubsift.models.records.witness_values import WitnessValues
 
 #: Path order by operator (lower: more selective, probed first). ``not-exists`` comes last:
@@ -224,6 +225,9 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         # the proper dotted prefixes of the held names (``a`` and ``a.b`` of ``a.b.c``),
         # with how many held names have each: the arrays of objects matching looks into
         self._prefixes: dict[str, int] = {}
+        # the names parse_wire reads (FieldSelection), made on demand, dropped when a
+        # name is first held or no longer held
+        self._fields: FieldSelection | None = None
         self._cindex: dict[str, AttributeIndex] = {}
         # the same groups for identity lookups: one-interval attribute filters by their
         # span (identical iff equal spans), the others in attribute indexes of their own
@@ -296,6 +300,7 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         for n, c in f.constraints:
             if n not in self._groups:
                 _count_prefixes(self._prefixes, n, 1)
+                self._fields = None
             groups = self._groups.setdefault(n, {})
             g = groups.get(c)
             if g is None:
@@ -340,6 +345,7 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
                 if not groups:
                     del self._groups[n]
                     _count_prefixes(self._prefixes, n, -1)
+                    self._fields = None
                 _detach(self._cindex, n, c, g)
                 key = span_key(c, n in self.integer_attrs)
                 if key is None:
@@ -491,6 +497,31 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         for view in arrays.views(event, prefixes):
             found.update(dict.fromkeys(self._matching(view)))
         return list(found)
+
+    # -- reading only what the filters use --------------------------------------------
+    def fields(self) -> FieldSelection:
+        """The attribute names the held filters read, with the schema's integer
+        attributes (whose check the full parse makes): the set changes when a filter
+        naming an attribute no held filter names is added, or the last filter naming one
+        is removed (``add``/``remove``; the selection is made again on the next call)."""
+        fields = self._fields
+        if fields is None:
+            fields = self._fields = FieldSelection([*self._groups, *self.integer_attrs])
+        return fields
+
+    def parse_wire(self, text: bytes | str) -> Record:
+        """The event of a JSON text (bytes or str), holding only the attributes some held
+        filter names (:mod:`~pubsift.models.records.selection`): ``match`` and
+        ``match_pairs`` answer on it exactly what they answer on
+        ``model.parse_event(text)``, which refuses exactly the texts this refuses
+        (EventError naming the byte). Not for the other hooks (``dump_event`` of it holds
+        the read attributes only), and only for this index while it holds the same
+        names (see :meth:`fields`)."""
+        return self.fields().parse(text, self.model)
+
+    def match_wire(self, text: bytes | str) -> set[Hashable]:
+        """``match(parse_wire(text))``: the keys of the filters the event's text matches."""
+        return self.match(self.fields().parse(text, self.model))
 
     def match_batch(self, events: Any) -> list[set[Hashable]]:
         """One answer per event, ``match``'s. ``events``: records events (a loop over

@@ -61,13 +61,17 @@ class RecordsModel(FilterModel[RecordFilter, Record]):
                 raise EventError(f"event is not UTF-8: {exc.reason}", f"byte {exc.start}") from None
         obj = _load_json(raw) if isinstance(raw, str) else raw
         record = Record.of(obj)
+        self.check_integers(record)
+        return record
+
+    def check_integers(self, record: Record) -> None:
+        """EventError unless the schema's integer attributes of ``record`` hold integers."""
         for name in self._ints:
             v = record.get(name)
             if v is not None and _not_integer(v):
                 raise EventError(
                     f"attribute {name!r} is declared integer-valued but holds {v!r}", name
                 )
-        return record
 
     # -- semantics --------------------------------------------------------------------
     # The relations are exact; where deciding one exactly is too costly (string automata

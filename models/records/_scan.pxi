@@ -1,0 +1,408 @@
+# Included by _walk.pyx: the selective scanner of records events' JSON text (issue 32).
+#
+# scan(data, names, prefixes, max_depth, max_digits, strict) reads one JSON object from the
+# UTF-8 bytes ``data`` and returns (obj, dotted): obj holds only the members on the paths
+# the index reads (a member whose dotted name is in ``names`` is built whole; one whose name
+# is in ``prefixes`` is descended into: objects and arrays of objects keep their shape,
+# other values are dropped), and dotted tells whether some key anywhere holds a ".". Every
+# value is checked as the full parse checks it, built or not: the grammar of RFC 8259 as
+# Python's json module reads it (no NaN or Infinity), UTF-8 without overlong forms or
+# surrogates, no lone surrogate escape, no control character in a string, no empty key,
+# nesting of objects and arrays at most ``max_depth``, integers of at most ``max_digits``
+# digits, floats that do not overflow, and (``strict``) no key twice in one object;
+# without ``strict`` the last of a key wins (json.loads). A refusal is an EventError whose
+# ``where`` is the byte offset.
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.string cimport memcmp
+from libc.math cimport isinf
+
+cdef extern from "Python.h":
+    object PyUnicode_DecodeUTF8(const char *s, Py_ssize_t size, const char *errors)
+    double PyOS_string_to_double(const char *s, char **endptr, PyObject *overflow_exception) except? -1.0
+    object PyLong_FromLongLong(long long v)
+
+from pubsift.core.errors import EventError as _EventError
+import json as _json
+
+cdef object _DROP = object()
+
+cdef enum:
+    SKIP = 0
+    BUILD = 1
+    SELECT = 2
+
+
+cdef class _Scanner:
+    cdef const unsigned char* s
+    cdef Py_ssize_t n
+    cdef Py_ssize_t pos
+    cdef int depth
+    cdef int max_depth
+    cdef Py_ssize_t max_digits
+    cdef bint strict
+    cdef public bint dotted
+    cdef object names
+    cdef object prefixes
+
+    cdef int fail(self, str message) except -1:
+        raise _EventError(message, f"byte {self.pos}")
+
+    cdef inline void ws(self):
+        cdef unsigned char c
+        while self.pos < self.n:
+            c = self.s[self.pos]
+            if c == 32 or c == 10 or c == 13 or c == 9:
+                self.pos += 1
+            else:
+                return
+
+    cdef inline unsigned char peek(self) except? 0:
+        self.ws()
+        if self.pos >= self.n:
+            self.fail("invalid JSON: the text ends early")
+        return self.s[self.pos]
+
+    cdef int enter(self) except -1:
+        self.depth += 1
+        if self.depth > self.max_depth:
+            self.fail(f"JSON nested deeper than {self.max_depth} levels")
+        return 0
+
+    # -- strings ------------------------------------------------------------------
+    cdef Py_ssize_t string_end(self, bint* escaped) except -1:
+        """At the opening quote: checks the string, returns the offset of its closing
+        quote (self.pos is left past it)."""
+        cdef const unsigned char* s = self.s
+        cdef Py_ssize_t i = self.pos + 1, n = self.n, end
+        cdef unsigned char c
+        cdef unsigned int cp, lo
+        escaped[0] = False
+        while True:
+            if i >= n:
+                self.pos = i
+                self.fail("invalid JSON: an unterminated string")
+            c = s[i]
+            if c == 34:  # "
+                self.pos = i + 1
+                return i
+            if c == 92:  # backslash
+                escaped[0] = True
+                if i + 1 >= n:
+                    self.pos = i
+                    self.fail("invalid JSON: an unterminated string")
+                c = s[i + 1]
+                if c == 117:  # u
+                    cp = self.hex4(i + 2)
+                    i += 6
+                    if 0xD800 <= cp <= 0xDBFF:
+                        if i + 6 <= n and s[i] == 92 and s[i + 1] == 117:
+                            lo = self.hex4(i + 2)
+                            if 0xDC00 <= lo <= 0xDFFF:
+                                i += 6
+                                continue
+                        self.pos = i - 6
+                        self.fail("a lone surrogate in a string: text must be valid Unicode")
+                    elif 0xDC00 <= cp <= 0xDFFF:
+                        self.pos = i - 6
+                        self.fail("a lone surrogate in a string: text must be valid Unicode")
+                    continue
+                if c in b'"\\/bfnrt':
+                    i += 2
+                    continue
+                self.pos = i
+                self.fail("invalid JSON: an invalid escape in a string")
+            if c < 32:
+                self.pos = i
+                self.fail("invalid JSON: a control character in a string")
+            if c < 128:
+                i += 1
+                continue
+            i = self.utf8(i)
+
+    cdef unsigned int hex4(self, Py_ssize_t i) except? 0xFFFFFFFF:
+        cdef unsigned int v = 0
+        cdef Py_ssize_t j
+        cdef unsigned char c
+        if i + 4 > self.n:
+            self.pos = i
+            self.fail("invalid JSON: an invalid \\u escape")
+        for j in range(i, i + 4):
+            c = self.s[j]
+            if 48 <= c <= 57:
+                v = v * 16 + (c - 48)
+            elif 97 <= c <= 102:
+                v = v * 16 + (c - 87)
+            elif 65 <= c <= 70:
+                v = v * 16 + (c - 55)
+            else:
+                self.pos = i
+                self.fail("invalid JSON: an invalid \\u escape")
+        return v
+
+    cdef Py_ssize_t utf8(self, Py_ssize_t i) except -1:
+        """The offset past the UTF-8 sequence at i (checked as Python's decoder does)."""
+        cdef const unsigned char* s = self.s
+        cdef unsigned char c = s[i], c1
+        cdef Py_ssize_t k, need
+        cdef unsigned char lo = 0x80, hi = 0xBF
+        if 0xC2 <= c <= 0xDF:
+            need = 1
+        elif 0xE0 <= c <= 0xEF:
+            need = 2
+            if c == 0xE0:
+                lo = 0xA0
+            elif c == 0xED:
+                hi = 0x9F  # no surrogates
+        elif 0xF0 <= c <= 0xF4:
+            need = 3
+            if c == 0xF0:
+                lo = 0x90
+            elif c == 0xF4:
+                hi = 0x8F
+        else:
+            self.pos = i
+            self.fail(f"event is not UTF-8: invalid start byte 0x{c:02x}")
+        if i + need >= self.n:
+            self.pos = i
+            self.fail("event is not UTF-8: unexpected end of data")
+        c1 = s[i + 1]
+        if c1 < lo or c1 > hi:
+            self.pos = i
+            self.fail("event is not UTF-8: invalid continuation byte")
+        for k in range(2, need + 1):
+            if s[i + k] < 0x80 or s[i + k] > 0xBF:
+                self.pos = i
+                self.fail("event is not UTF-8: invalid continuation byte")
+        return i + need + 1
+
+    cdef object string(self):
+        """At the opening quote: the string's value."""
+        cdef Py_ssize_t start = self.pos + 1, end
+        cdef bint escaped
+        end = self.string_end(&escaped)
+        if not escaped:
+            return PyUnicode_DecodeUTF8(<const char*>self.s + start, end - start, "strict")
+        return _json.loads(PyUnicode_DecodeUTF8(<const char*>self.s + start - 1, end - start + 2, "strict"))
+
+    # -- numbers and literals -----------------------------------------------------
+    cdef object number(self, bint build):
+        cdef const unsigned char* s = self.s
+        cdef Py_ssize_t start = self.pos, i = self.pos, n = self.n, digits = 0, int_digits
+        cdef bint is_float = False, neg_exp = False
+        cdef long long exp = 0, v = 0
+        cdef double d
+        cdef char* end
+        if i < n and s[i] == 45:  # -
+            i += 1
+        if i >= n or not (48 <= s[i] <= 57):
+            self.pos = i
+            self.fail("invalid JSON: expecting a value")
+        if s[i] == 48:
+            i += 1
+            digits = 1
+        else:
+            while i < n and 48 <= s[i] <= 57:
+                i += 1
+                digits += 1
+        int_digits = digits
+        if i < n and s[i] == 46:  # .
+            is_float = True
+            i += 1
+            if i >= n or not (48 <= s[i] <= 57):
+                self.pos = i
+                self.fail("invalid JSON: a number needs digits after its point")
+            while i < n and 48 <= s[i] <= 57:
+                i += 1
+        if i < n and (s[i] == 101 or s[i] == 69):  # e E
+            is_float = True
+            i += 1
+            if i < n and (s[i] == 43 or s[i] == 45):
+                neg_exp = s[i] == 45
+                i += 1
+            if i >= n or not (48 <= s[i] <= 57):
+                self.pos = i
+                self.fail("invalid JSON: a number needs digits in its exponent")
+            while i < n and 48 <= s[i] <= 57:
+                if exp < 100000:
+                    exp = exp * 10 + (s[i] - 48)
+                i += 1
+        self.pos = i
+        if not is_float:
+            if digits > self.max_digits:
+                self.pos = start
+                self.fail(
+                    f"integers have at most {self.max_digits} digits (this one has {digits})"
+                )
+            if not build:
+                return None
+            if digits <= 18:
+                i = start + (1 if s[start] == 45 else 0)
+                while i < self.pos:
+                    v = v * 10 + (s[i] - 48)
+                    i += 1
+                return PyLong_FromLongLong(-v if s[start] == 45 else v)
+            return int(PyUnicode_DecodeUTF8(<const char*>s + start, self.pos - start, "strict"))
+        if not build and (neg_exp or int_digits + exp < 300):
+            return None  # below 10**300: finite
+        d = PyOS_string_to_double(<const char*>s + start, &end, NULL)
+        if isinf(d):
+            self.pos = start
+            self.fail("a number too large for a 64-bit float; numbers must be finite")
+        return d if build else None
+
+    cdef object literal(self, bint build):
+        cdef const unsigned char* p = self.s + self.pos
+        cdef Py_ssize_t left = self.n - self.pos
+        if left >= 4 and memcmp(p, b"true", 4) == 0:
+            self.pos += 4
+            return True
+        if left >= 5 and memcmp(p, b"false", 5) == 0:
+            self.pos += 5
+            return False
+        if left >= 4 and memcmp(p, b"null", 4) == 0:
+            self.pos += 4
+            return None
+        self.fail("invalid JSON: expecting a value")
+
+    # -- values -------------------------------------------------------------------
+    cdef object value(self, int mode, str name):
+        """The value at self.pos (after whitespace): built (BUILD), checked only (SKIP:
+        None), or its selected part (SELECT, ``name`` its dotted path: _DROP for a
+        scalar)."""
+        cdef unsigned char c = self.peek()
+        cdef bint escaped
+        if c == 123:  # {
+            return self.obj(mode, name + "." if mode == SELECT else None)
+        if c == 91:  # [
+            return self.arr(mode, name)
+        if c == 34:
+            if mode == BUILD:
+                return self.string()
+            self.string_end(&escaped)
+        elif c == 45 or 48 <= c <= 57:
+            v = self.number(mode == BUILD)
+            if mode == BUILD:
+                return v
+        else:
+            v = self.literal(mode == BUILD)
+            if mode == BUILD:
+                return v
+        return _DROP if mode == SELECT else None
+
+    cdef object obj(self, int mode, str prefix):
+        cdef dict out = {} if mode != SKIP else None
+        cdef set seen = set() if mode != BUILD and self.strict else None
+        cdef unsigned char c
+        cdef str key, name
+        cdef bint first = True
+        self.enter()
+        self.pos += 1
+        while True:
+            c = self.peek()
+            if c == 125:  # }
+                if not first:
+                    self.fail("invalid JSON: expecting a key after ','")
+                self.pos += 1
+                break
+            if c != 34:
+                self.fail("invalid JSON: expecting a key in double quotes")
+            first = False
+            key = self.string()
+            if not key:
+                self.fail("attribute names are non-empty strings, got ''")
+            if "." in key:
+                self.dotted = True
+            if self.strict:
+                if seen is not None:
+                    if key in seen:
+                        self.fail(f"duplicate key {key!r} in a JSON object of the event")
+                    seen.add(key)
+                elif key in out:
+                    self.fail(f"duplicate key {key!r} in a JSON object of the event")
+            if self.peek() != 58:  # :
+                self.fail("invalid JSON: expecting ':'")
+            self.pos += 1
+            if mode == SKIP:
+                self.value(SKIP, None)
+            elif mode == BUILD:
+                out[key] = self.value(BUILD, None)
+            else:
+                name = prefix + key
+                if name in self.names:
+                    out[key] = self.value(BUILD, None)
+                elif name in self.prefixes:
+                    v = self.value(SELECT, name)
+                    if v is _DROP:
+                        out.pop(key, None)  # the last of a key wins (not strict)
+                    else:
+                        out[key] = v
+                else:
+                    self.value(SKIP, None)
+                    out.pop(key, None)
+            c = self.peek()
+            if c == 44:  # ,
+                self.pos += 1
+                if self.peek() == 125:
+                    self.fail("invalid JSON: expecting a key after ','")
+                continue
+            if c == 125:
+                self.pos += 1
+                break
+            self.fail("invalid JSON: expecting ',' or '}'")
+        self.depth -= 1
+        return out
+
+    cdef object arr(self, int mode, str name):
+        cdef list out = [] if mode != SKIP else None
+        cdef unsigned char c
+        self.enter()
+        self.pos += 1
+        if self.peek() == 93:  # ]
+            self.pos += 1
+            self.depth -= 1
+            return out
+        while True:
+            if mode == SKIP:
+                self.value(SKIP, None)
+            elif mode == BUILD:
+                out.append(self.value(BUILD, None))
+            else:
+                v = self.value(SELECT, name)
+                if v is not _DROP:
+                    out.append(v)
+            c = self.peek()
+            if c == 44:
+                self.pos += 1
+                continue
+            if c == 93:
+                self.pos += 1
+                break
+            self.fail("invalid JSON: expecting ',' or ']'")
+        self.depth -= 1
+        return out
+
+
+def scan(bytes data, names, prefixes, int max_depth, Py_ssize_t max_digits, bint strict=True):
+    """See the comment at the top of models/records/_scan.pxi."""
+    cdef _Scanner sc = _Scanner()
+    sc.s = <const unsigned char*>PyBytes_AS_STRING(data)
+    sc.n = PyBytes_GET_SIZE(data)
+    sc.pos = 0
+    sc.depth = 0
+    sc.max_depth = max_depth
+    sc.max_digits = max_digits
+    sc.strict = strict
+    sc.dotted = False
+    sc.names = names
+    sc.prefixes = prefixes
+    sc.ws()
+    if sc.pos >= sc.n or sc.s[sc.pos] != 123:
+        if sc.pos < sc.n and sc.s[sc.pos] in b'["-0123456789tfn':
+            sc.fail("a records event is a JSON object")
+        sc.fail("invalid JSON: expecting an object")
+    out = sc.obj(SELECT, "")
+    sc.ws()
+    if sc.pos != sc.n:
+        sc.fail("invalid JSON: extra data after the event")
+    return out, sc.dotted
