@@ -1,4 +1,5 @@
-"""The compiled walk of the records index (models/records/_walk.pyx), built with Cython.
+"""The compiled parts of the records model (models/records/_walk.pyx, _flat.pyx), built
+with Cython.
 
 Everything else about the package is in pyproject.toml. The extension is optional: when it
 cannot be built (no Cython in a build without isolation, no compiler) pubsift installs
@@ -15,10 +16,17 @@ try:
 except ImportError:  # pip's isolated build always has it (pyproject's build requires)
     cythonize = None
 
+#: the compiled parts of the records model: the index's walk, and the check of a flat
+#: event (models/records/_flat.pyx: what the brokers and clients run on every event)
+SOURCES = {
+    "pubsift.models.records._walk": "models/records/_walk.pyx",
+    "pubsift.models.records._flat": "models/records/_flat.pyx",
+}
+
 extensions = []
-if cythonize is not None and Path("models/records/_walk.pyx").is_file():
+if cythonize is not None and all(Path(src).is_file() for src in SOURCES.values()):
     extensions = cythonize(
-        [Extension("pubsift.models.records._walk", ["models/records/_walk.pyx"])],
+        [Extension(name, [src]) for name, src in SOURCES.items()],
         compiler_directives={"language_level": 3},
     )
     for extension in extensions:

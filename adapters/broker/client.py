@@ -204,6 +204,9 @@ class AsyncClient:
         self.on_error = on_error
         #: active subscriptions by (model, filter), in order of subscription
         self._subs: dict[tuple[str, Filter], list[Subscription]] = {}
+        #: per model, its filters and their handles as delivery reads them (rebuilt from
+        #: ``_subs`` after every change: None)
+        self._targets: dict[str, tuple[tuple[Filter, tuple[Subscription, ...]], ...]] | None = None
         self._advs: dict[tuple[str, Filter], list[Advertisement]] = {}
         #: the ``ref`` of each subscription and advertisement, and back
         self._ref_of: dict[tuple[str, str, Filter], int] = {}
@@ -457,6 +460,7 @@ class AsyncClient:
         handles: list[Subscription] | list[Advertisement] = (
             self._subs.pop((model, f), []) if kind == "sub" else self._advs.pop((model, f), [])
         )
+        self._targets = None
         exc = SubscriptionRefused(kind, model, f, self.model(model).format_filter(f), obj)
         self.refusals.append(exc)
         for h in handles:
@@ -551,21 +555,28 @@ class AsyncClient:
         if not isinstance(model, str) or type(items) is not list:
             log.warning("client %s: malformed notifies frame dropped", self.id)
             return
+        try:
+            m = self.model(model)
+        except PubsiftError as exc:
+            log.warning("client %s: notifications dropped: %s", self.id, exc)
+            return
         deliver = self._deliver
         for item in items:
             if type(item) is not list or len(item) != 2:
                 log.warning("client %s: malformed notification dropped: %r", self.id, item)
                 continue
-            if (pending := deliver(model, item[0], item[1])) is not None:
+            if (pending := deliver(m, item[0], item[1])) is not None:
                 await pending
 
-    def _deliver(self, model: Any, pub: Any, wire: Any) -> Awaitable[None] | None:
+    def _deliver(self, model: str | FilterModel, pub: Any, wire: Any) -> Awaitable[None] | None:
         """Hand a notification to the handlers of the subscriptions it matches, in order;
         from the first handler that returns an awaitable on, a coroutine that awaits each
         in turn before calling the next (None when every handler was synchronous)."""
         try:
             publisher, seq = pub
-            m = self.model(model)
+            if type(seq) is not int or type(publisher) is not str:
+                raise TypeError(f"pub_id must be [publisher, sequence], got {pub!r}"[:300])
+            m = self.model(model) if isinstance(model, str) else model
             event = m.load_event(wire)
         except (KeyError, TypeError, ValueError, PubsiftError) as exc:
             log.warning("client %s: malformed notification dropped: %s", self.id, exc)
@@ -575,18 +586,24 @@ class AsyncClient:
             return None
         self._last_seq[publisher] = seq
         n = Notification(m.name, event, wire, publisher, seq)
-        name, matches = m.name, m.matches
-        targets = [
-            s
-            for (model, f), subs in list(self._subs.items())
-            if model == name and matches(f, event)
-            for s in list(subs)
-        ]
+        every = self._targets
+        if every is None:
+            every = self._targets = self._by_model()
+        matches = m.matches
+        targets = [s for f, subs in every.get(m.name, ()) if matches(f, event) for s in subs]
         for i, s in enumerate(targets):
             result = s.handler(n)
             if result is not None and inspect.isawaitable(result):
                 return self._handle_rest(result, n, targets[i + 1 :])
         return None
+
+    def _by_model(self) -> dict[str, tuple[tuple[Filter, tuple[Subscription, ...]], ...]]:
+        """The subscriptions per model, in order, as :meth:`_deliver` reads them."""
+        out: dict[str, list[tuple[Filter, tuple[Subscription, ...]]]] = {}
+        for (model, f), subs in self._subs.items():
+            if subs:
+                out.setdefault(model, []).append((f, tuple(subs)))
+        return {model: tuple(pairs) for model, pairs in out.items()}
 
     @staticmethod
     async def _handle_rest(
@@ -642,6 +659,7 @@ class AsyncClient:
             self._subs[key] = []
             self._send(frame)
         self._subs[key].append(sub)
+        self._targets = None
         if confirm:
             await self._confirm(sub, timeout)
         return sub
@@ -652,6 +670,7 @@ class AsyncClient:
         if sub in subs:
             subs.remove(sub)
             sub.active = False
+            self._targets = None
         if not subs and key in self._subs:
             del self._subs[key]
             self._drop_ref("sub", sub.model, sub.filter)

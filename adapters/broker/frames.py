@@ -107,16 +107,22 @@ def decode(body: bytes) -> dict[str, Any]:
         obj = _slow_decode(body, None)
     if type(obj) is not dict:
         raise FrameError("bad-frame", f"body is a JSON {type(obj).__name__}, not an object")
-    if len(body) > MAX_DEPTH and body.count(b"[") + body.count(b"{") > MAX_DEPTH:
+    kind = obj.get("kind")
+    if type(kind) is str and kind in BATCH_KINDS and type(obj.get("pubs")) is list:
         # a batch's events are checked one by one where they are written out again
         # (:func:`pubsift.adapters.broker.wire.dumps`), each as deep as in a frame of its
         # own; walking every event here cost more than reading the batch
-        shallow = obj.get("kind") in BATCH_KINDS and type(obj.get("pubs")) is list
-        if _too_deep({k: v for k, v in obj.items() if k != "pubs"} if shallow else obj):
+        if _too_deep({k: v for k, v in obj.items() if k != "pubs"}):
             raise FrameError(
                 "bad-frame", f"body is JSON nested too deeply (more than {MAX_DEPTH} levels)"
             )
-    if type(obj.get("kind")) is not str:
+    elif (
+        len(body) > MAX_DEPTH and body.count(b"[") + body.count(b"{") > MAX_DEPTH and _too_deep(obj)
+    ):
+        raise FrameError(
+            "bad-frame", f"body is JSON nested too deeply (more than {MAX_DEPTH} levels)"
+        )
+    if type(kind) is not str:
         raise FrameError("bad-frame", "the object has no string member 'kind'")
     return obj
 

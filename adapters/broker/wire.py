@@ -147,6 +147,14 @@ def publications(
 
     def one(pub: Any, event: Any) -> Pub:
         data = dumps(event)  # first: it checks the event's depth (frames.decode left it)
+        if (  # the common case, checked inline
+            type(pub) is list
+            and len(pub) == 2
+            and pub[0] == client
+            and type(pub[1]) is int
+            and pub[1] >= 1
+        ):
+            return Pub(client, name, load(event), (client, pub[1]), data)
         return Pub(client, name, load(event), pub_id(pub, client, aliases), data)
 
     return _batch("pubs", obj, name, one)
@@ -276,12 +284,32 @@ def forwarded_event(body: bytes | None, obj: Mapping[str, Any]) -> bytes | None:
     return body[len(head) : -1] if body.startswith(head) else None
 
 
+def pub_id_json(pub: Hashable, names: dict[str, bytes]) -> bytes:
+    """The JSON of a publication id; ``names``: the JSON of publisher names met before
+    (most ids are ``(publisher, n)``: one dictionary look-up, no encoder)."""
+    if type(pub) is tuple and len(pub) == 2 and type(pub[1]) is int and type(pub[0]) is str:
+        name = names.get(pub[0])
+        if name is None:
+            if len(names) > 100_000:
+                names.clear()
+            name = names[pub[0]] = dumps(pub[0])
+        return b"[%s,%d]" % (name, pub[1])
+    return dumps(list(pub) if isinstance(pub, tuple) else pub)
+
+
+_NAMES: dict[str, bytes] = {}
+
+
 def batch_item(msg: Forward | Notify) -> bytes:
     """One publication of a ``forwards`` or ``notifies`` frame: ``[pub_id, event]``, the
-    event's bytes as they are."""
+    event's bytes as they are (one formatting for the common ``(publisher, n)``)."""
     assert msg.wire is not None
     pub = msg.pub_id
-    return b"[%s,%s]" % (dumps(list(pub) if isinstance(pub, tuple) else pub), msg.wire)
+    if type(pub) is tuple and len(pub) == 2 and type(pub[1]) is int and type(pub[0]) is str:
+        name = _NAMES.get(pub[0])
+        if name is not None:
+            return b"[[%s,%d],%s]" % (name, pub[1], msg.wire)
+    return b"[%s,%s]" % (pub_id_json(pub, _NAMES), msg.wire)
 
 
 def forwards_head(model: str) -> bytes:
@@ -331,7 +359,7 @@ class NotifyFrames:
             pub = msg.pub_id
             self._tail = b',"model":%s,"pub_id":%s,"event":%s}' % (
                 dumps(msg.model),
-                dumps(list(pub) if isinstance(pub, tuple) else pub),
+                pub_id_json(pub, _NAMES),
                 msg.wire,
             )
         head = self._heads.get(msg.client)

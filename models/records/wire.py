@@ -15,7 +15,7 @@ Event: the nested JSON object the event was built from; ``load_event(dump_event(
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
@@ -79,8 +79,23 @@ def dump_event(e: Record) -> JSON:
 
 
 def load_event(obj: JSON) -> Record:
-    """Inverse of :func:`dump_event`; malformed input is an :class:`EventError`."""
+    """Inverse of :func:`dump_event`; malformed input is an :class:`EventError`. A flat
+    event (the common one) is checked by the compiled check where it is built (issue 29:
+    brokers and clients load every event they route or deliver)."""
+    if _flat_scalars is not None and type(obj) is dict:
+        flat = _flat_scalars(obj)
+        if flat is not None:
+            return Record(flat, flat)
     return Record.of(obj, where="wire form")
+
+
+_flat_scalars: Callable[[dict[str, Any]], dict[str, Any] | None] | None
+try:  # optional, as the compiled walk: the same answers as Record.of's own check
+    from pubsift.models.records._flat import (  # type: ignore[import-not-found,no-redef]
+        flat_scalars as _flat_scalars,
+    )
+except ImportError:  # pragma: no cover - not built
+    _flat_scalars = None
 
 
 _SCALARS = (str, int, float, bool, type(None))

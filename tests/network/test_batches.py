@@ -232,6 +232,10 @@ def test_a_forward_in_another_form_is_read_and_written_anew():
         (b'{"kind":"pub","n":' + b"[" * 254 + b"]" * 254 + b"}", None),
         (b'{"kind":"pub","s":"\xff"}', "not UTF-8"),
         (b'{"kind":"pub","n":[' + b",".join([b"[1]"] * 1000) + b"]}", None),
+        (b'{"kind":["pubs"],"pubs":[]}', "no string member 'kind'"),
+        (b'{"kind":{"a":1},"n":1}', "no string member 'kind'"),
+        (b'{"kind":"pubs","pubs":[],"ref":' + b"[" * 255 + b"]" * 255 + b"}", "nested too deeply"),
+        (b'{"kind":"pubs","pubs":"x","ref":' + b"[" * 255 + b"]" * 255 + b"}", "nested too deeply"),
     ],
 )
 def test_the_frame_codec_is_strict_and_exact(body, words):
@@ -261,6 +265,42 @@ def written_frames(writes: list[bytes]) -> list[dict]:
         out.append(decode(data[pos + 4 : pos + 4 + n]))
         pos += 4 + n
     return out
+
+
+def nest(depth: int) -> object:
+    x: object = 1
+    for _ in range(depth):
+        x = [x]
+    return x
+
+
+def test_each_event_of_a_batch_is_as_deep_as_in_a_frame_of_its_own():
+    """docs/protocol.md §1: in a batch frame the depth limit holds per event, as in the
+    event's own pub frame (one level more): 254 levels pass, 255 are refused on their own
+    (the others go on), in pubs and in forwards frames."""
+    models = {"toy": _DeepModel()}
+    for kind in ("pubs", "forwards"):
+        items = [[["p", 1], {"a": nest(253)}], [["p", 2], {"a": nest(254)}], [["p", 3], 1]]
+        body = json.dumps({"kind": kind, "model": "toy", "pubs": items}).encode()
+        obj = decode(body)  # the frame itself is deeper than 255: its events are judged
+        got = (
+            wire.publications(obj, "p", models) if kind == "pubs" else wire.forwards(obj, models)  # type: ignore[arg-type]
+        )
+        assert [type(x).__name__ for x in got][0::2] == ["Pub" if kind == "pubs" else "Forward"] * 2
+        assert isinstance(got[1], FrameError) and "nested too deeply" in got[1].message
+        assert got[1].message.startswith(f"{kind}[1]: ")
+        assert decode(encode({"kind": "notify", "event": {"a": nest(253)}})[4:])
+    with pytest.raises(FrameError, match="nested too deeply"):
+        decode(json.dumps({"kind": "pub", "event": {"a": nest(254)}}).encode())
+
+
+class _DeepModel:
+    """A model whose events are any JSON (so that depth alone decides)."""
+
+    name = "toy"
+
+    def load_event(self, obj: object) -> object:
+        return str(obj)[:10]
 
 
 def test_frames_queued_in_one_turn_go_out_in_one_write():
