@@ -139,12 +139,24 @@ def load_object(model: Any, obj: Any, row: int) -> Any:
 
 
 def match_rows(index: Any, wires: Sequence[Any], rows: Any = None) -> tuple[list, list]:
-    """The per-row answer for ``rows`` (all by default): (rows, keys) lists."""
+    """The per-row answer for ``rows`` (all by default): (rows, keys) lists. A text is read
+    by the index's selective scan (``RecordsIndex.parse_wire``: only the attributes its
+    filters name, the same answer) when the index has one; a text the scan refuses (it is
+    stricter than ``json.loads``: a key twice, say) is read by :func:`load_row`, which
+    answers or raises."""
     out_rows: list[int] = []
     out_keys: list[Hashable] = []
     model, match = index.model, index.match
+    parse = getattr(index, "parse_wire", None)
     for i in range(len(wires)) if rows is None else rows:
-        keys = match(load_row(model, wires[i], i))
+        wire = wires[i]
+        event = None
+        if parse is not None and wire.__class__ is str:
+            try:
+                event = parse(wire)
+            except EventError:
+                event = None
+        keys = match(event if event is not None else load_row(model, wire, i))
         out_rows.extend([i] * len(keys))
         out_keys.extend(keys)
     return out_rows, out_keys

@@ -714,7 +714,7 @@ def test_table_column_types_are_normalized_or_answered_per_row():
 def test_table_rows_load_event_refuses_raise_naming_the_row():
     index = _small_index()
     for bad in (
-        pa.table({"s": ["A", None], "p": [1.0, None]}),  # row 1 holds nothing
+        pa.table({"s": ["A", "B"], "q": pa.array([None, {"": 1}], pa.struct([("", pa.int64())]))}),
         pa.table({"s": ["A", "B"], "p": [1.0, float("nan")]}),
         pa.table({"s": ["A", "B"], "p": [1.0, float("inf")]}),
         pa.table({"s": ["A", "B"], "t": pa.array([None, 1], pa.timestamp("s"))}),
