@@ -148,6 +148,13 @@ class Broker:
             raise BrokerError(f"broker {self.name} routes without advertisements")
         return table
 
+    def routes_beyond(self, model: str, sender: str) -> bool:
+        """Whether a forward of ``model`` from neighbour ``sender`` could go anywhere: some
+        entry of the routing table names another destination (an unknown model: True, so
+        that routing it says what is wrong)."""
+        r = self.routing.get(model)
+        return r is None or r.subs.reaches_beyond(sender)
+
     def sizes(self, level: Level = "S") -> tuple[int, int]:
         """(local, remote) entries over all models at ``level``."""
         local = remote = 0

@@ -130,6 +130,15 @@ class RoutingTable:
     def __iter__(self) -> Iterator[Entry]:
         return iter(list(self.expiry))
 
+    def reaches_beyond(self, dest: str) -> bool:
+        """Whether some entry (a constant one included) names a destination other than
+        ``dest``: if not, nothing that comes from ``dest`` can go anywhere (Fig. 3.2 never
+        sends a notification back), and it need not even be parsed."""
+        if self._constant and any(n != dest for n in self.neighbours):
+            return True
+        by_dest = self._by_dest
+        return len(by_dest) > 1 or (len(by_dest) == 1 and dest not in by_dest)
+
     def filters(self, dest: str) -> list[Filter]:
         return [e.filter for e in self._by_dest.get(dest, ())]
 

@@ -1145,8 +1145,21 @@ class BrokerDaemon:
             self._refuse(conn, obj, "refused", one_line(exc))
 
     def _forwards(self, conn: Connection, pid: str, obj: dict[str, Any]) -> None:
-        """A ``forwards`` frame: each forward as if it came in a frame of its own."""
+        """A ``forwards`` frame: each forward as if it came in a frame of its own. When
+        the routing table holds no entry for any destination but the sender, nothing of
+        it can go anywhere: its events are not parsed at all (counted as useless
+        forwards), as a broker needs to parse only what its own routing table reads."""
         assert self.broker is not None
+        items_ = obj.get("pubs")
+        model = obj.get("model")
+        if (
+            type(items_) is list
+            and isinstance(model, str)
+            and model in self.models
+            and not self.broker.routes_beyond(model, pid)
+        ):
+            self.broker.useless_forwards += len(items_)
+            return
         try:
             items = wire.forwards(obj, self.models)
         except FrameError as exc:

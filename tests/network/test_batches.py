@@ -491,3 +491,29 @@ def test_a_forwards_batch_stays_within_the_neighbours_frame_limit():
             await b1.stop()
 
     asyncio.run(asyncio.wait_for(body(), 30))
+
+
+def test_forwards_a_broker_cannot_route_anywhere_are_not_parsed():
+    """docs/protocol.md §7: a broker whose routing table holds no entry for any
+    destination but the sending neighbour drops a ``forwards`` frame unread (its events
+    would go nowhere); with an entry of its own it parses and routes them."""
+
+    async def body(ds: list[BrokerDaemon]) -> None:
+        b0, b1 = ds
+        link = b0.port.neighbours["b1"]
+        # events the model refuses: parsing them would answer errors to b0
+        bad = b'{"kind":"forwards","model":"records","pubs":[[["p",1],[]],[["p",2],{"x":2}]]}'
+        link.send(HEADER.pack(len(bad)) + bad)
+        await until(lambda: b1.broker.useless_forwards == 2)
+        await asyncio.sleep(0.1)
+        assert b1.stats()["notified"] == 0 and not b0.port.lost
+        sub = AsyncClient(url(b1), id="sub")
+        got: list[Notification] = []
+        await sub.connect()
+        await sub.subscribe("records", "x >= 0", got.append, confirm=True)
+        link.send(HEADER.pack(len(bad)) + bad)
+        await until(lambda: len(got) == 1)
+        assert got[0].wire == {"x": 2} and b1.broker.useless_forwards == 2
+        await sub.close()
+
+    run(body, 2)
