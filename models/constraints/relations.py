@@ -386,6 +386,23 @@ def normalize(c: Constraint, integer: bool = False) -> Constraint:
     return _normalize(c, integer)
 
 
+#: The operators whose automata may be too large to build while their matching is not
+#: (regexps over large classes, cidr, their combinations): such a constraint is kept as
+#: written and its relations answer soundly; a too large automaton of the other string
+#: operators (a suffix of thousands of characters) refuses the filter instead.
+_SOUND_ONLY = frozenset(
+    {
+        Op.REGEXP,
+        Op.WILDCARD,
+        Op.CIDR,
+        Op.ANYTHING_BUT,
+        Op.ALL,
+        Op.PREFIX_IGNORE_CASE,
+        Op.SUFFIX_IGNORE_CASE,
+    }
+)
+
+
 def _members(c: Constraint, integer: bool) -> Constraint:
     """``anything-but`` / ``all`` with each member in canonical form."""
     out = []
@@ -397,14 +414,35 @@ def _members(c: Constraint, integer: bool) -> Constraint:
     return Constraint(c.op, frozenset(out))
 
 
+def glob_constraint(parts: tuple[str, ...]) -> Constraint:
+    """The canonical constraint of a wildcard's parts: empty parts between two stars
+    dropped (``a**b`` is ``a*b``); ``=``, ``prefix``, ``suffix`` and ``substring`` where
+    they say it."""
+    if len(parts) > 2:
+        parts = (parts[0], *(p for p in parts[1:-1] if p), parts[-1])
+    if len(parts) == 1:
+        return Constraint(Op.EQ, parts[0])
+    if len(parts) == 2 and parts[1] == "":
+        return Constraint(Op.PREFIX, parts[0])
+    if len(parts) == 2 and parts[0] == "":
+        return Constraint(Op.SUFFIX, parts[1])
+    if len(parts) == 3 and parts[0] == parts[2] == "":
+        return Constraint(Op.SUBSTRING, parts[1])
+    return Constraint(Op.WILDCARD, parts)
+
+
 @lru_cache(maxsize=65536)
 def _normalize(c: Constraint, integer: bool) -> Constraint:
     if c.op is Op.ANYTHING_BUT or c.op is Op.ALL:
         c = _members(c, integer)
+    elif c.op is Op.WILDCARD:
+        c = glob_constraint(c.operand)
     try:
         vs = value_set(c, integer)
-    except TooComplex:  # no canonical form known: c stands for itself
-        return c
+    except TooComplex:
+        if c.op in _SOUND_ONLY:  # no canonical form known: c stands for itself
+            return c
+        raise
     if vs.is_empty():
         raise Unsatisfiable(f"no value satisfies {c.op.value} {c.operand!r}")
     if c.op is Op.INSTANCEOF:
@@ -412,7 +450,9 @@ def _normalize(c: Constraint, integer: bool) -> Constraint:
     try:
         found = represent(vs, integer, [c])
     except TooComplex:
-        return c
+        if c.op in _SOUND_ONLY:
+            return c
+        raise
     return found if found is not None else canonical_hint(c)
 
 
@@ -741,6 +781,7 @@ __all__ = [
     "conjoin",
     "counterexample",
     "covers",
+    "glob_constraint",
     "hull",
     "identical",
     "merge",

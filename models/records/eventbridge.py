@@ -82,7 +82,12 @@ from pubsift.models.constraints import limits
 from pubsift.models.constraints.constraints import Constraint, Op
 from pubsift.models.constraints.multivalues import TooComplex
 from pubsift.models.constraints.regular import RegexpError, wildcard_parts
-from pubsift.models.constraints.relations import Conjunction, NotRepresentable, Unsatisfiable
+from pubsift.models.constraints.relations import (
+    Conjunction,
+    NotRepresentable,
+    Unsatisfiable,
+    glob_constraint,
+)
 from pubsift.models.constraints.values import skey
 from pubsift.models.constraints.valuesets import value_set
 from pubsift.models.constraints.wire import check_regexp, load_network
@@ -190,6 +195,8 @@ def _conjoin(branch: tuple[_Clause, ...], schema: Schema) -> RecordFilter:
                 conj.add(c)
             except Unsatisfiable:
                 raise _DeadBranch(unsatisfiable_message(name, None, c), path) from None
+            except TooComplex:
+                raise _err(too_complex_message(name, c), path) from None
             parts.append(conj)
     out: dict[str, Constraint] = {}
     for name, parts in acc.items():
@@ -469,15 +476,7 @@ def _wildcard(s: str, path: str, escapes: bool) -> Constraint:
         parts = wildcard_parts(s, escapes)
     except RegexpError as e:
         raise _err(f"{e.message} (at character {e.pos})", path) from None
-    if len(parts) == 1:
-        return Constraint(Op.EQ, parts[0])
-    if len(parts) == 2 and parts[1] == "":
-        return Constraint(Op.PREFIX, parts[0])
-    if len(parts) == 2 and parts[0] == "":
-        return Constraint(Op.SUFFIX, parts[1])
-    if len(parts) == 3 and parts[0] == parts[2] == "":
-        return Constraint(Op.SUBSTRING, parts[1])
-    return Constraint(Op.WILDCARD, parts)
+    return glob_constraint(parts)
 
 
 def _network(v: Any, path: str) -> Any:

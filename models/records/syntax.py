@@ -593,8 +593,8 @@ def format_constraint(c: Constraint) -> str:
         return f"{'not contains' if op is Op.NOT_CONTAINS else 'contains'} {format_literal(x[1])}"
     if op is Op.ANY:
         return f"any {format_constraint(x)}"
-    if op is Op.WILDCARD:
-        return f"wildcard {quote(wildcard_text(x))}"
+    if op is Op.WILDCARD:  # (an empty part between two stars says nothing: left out)
+        return f"wildcard {quote(wildcard_text((x[0], *(p for p in x[1:-1] if p), x[-1])))}"
     if op is Op.REGEXP:
         return f"regexp {quote(x)}"
     if op is Op.CIDR:

@@ -13,6 +13,7 @@ attributes), so they are exactly the filters the model can be given.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 from collections.abc import Mapping
 from functools import cache
@@ -53,6 +54,11 @@ _NONE: st.SearchStrategy[None] = st.none()
 @cache
 def strings() -> st.SearchStrategy[str]:
     return st.text(alphabet="abA", max_size=3)
+
+
+#: I-Regexps (RFC 9485) and networks for the regexp and cidr operators
+REGEXPS = ["a*", "(a|b)A?", "[^a]b*", "a.|bA", "(ab){1,2}", "[A-Z]"]
+NETWORKS = ["10.0.0.0/24", "10.0.0.0/8", "2001:db8::/32"]
 
 
 @cache
@@ -160,8 +166,25 @@ def raw_constraints(
     ]
     if types:
         scalar.append(c(Op.INSTANCEOF, st.sampled_from(types).map(schema.types.typeset)))
+    # the operators of EventBridge patterns (docs/records-syntax.md, section 2)
+    excluded = [
+        c(Op.EQ, st.one_of(numbers(), strings())),
+        c(Op.IN_SET, _skeys(False, 1)),
+        *(c(op, strings()) for op in (Op.PREFIX, Op.SUFFIX, Op.EQ_IGNORE_CASE)),
+        c(Op.PREFIX_IGNORE_CASE, strings()),
+        c(Op.WILDCARD, st.lists(strings(), min_size=2, max_size=3).map(tuple)),
+    ]
+    scalar += [
+        *excluded[5:],
+        c(Op.SUFFIX_IGNORE_CASE, strings()),
+        c(Op.REGEXP, st.sampled_from(REGEXPS)),
+        c(Op.CIDR, st.sampled_from(NETWORKS).map(ipaddress.ip_network)),
+        c(Op.ANYTHING_BUT, st.frozensets(st.one_of(excluded), min_size=1, max_size=2)),
+    ]
+    exact = [o for o in scalar if o is not scalar[-2]]  # (cidr's relations are sound only)
     options = [
         *scalar,
+        c(Op.ALL, st.frozensets(c(Op.ANY, st.one_of(exact)), min_size=2, max_size=2)),
         c(Op.ANY, st.one_of(scalar)),  # EventBridge: some leaf satisfies it
         *(c(op, _skeys(False, 0)) for op in (Op.SUBSET, Op.SUPERSET, Op.DISJOINT, Op.OVERLAPS)),
         *(c(op, scalars().map(skey)) for op in (Op.CONTAINS, Op.NOT_CONTAINS)),
@@ -263,6 +286,12 @@ def _natural(c: Constraint, integer: bool) -> list[Any]:
             "a" if isinstance(x.lo, str) else 1 if integer else 0.5
         )  # added to str or number ends
         return ends + [e + step for e in ends]
+    if c.op is Op.ANYTHING_BUT or c.op is Op.ALL:  # their members' values, and others
+        return [v for m in x for v in _natural(m, integer)] + [None, 0, "x"]
+    if c.op is Op.WILDCARD:
+        return ["".join(x), "a".join(x), x[0]]
+    if c.op is Op.CIDR:
+        return [str(x.network_address), str(x.broadcast_address), "10.1.2.3", "::1"]
     if isinstance(x, frozenset):
         elems = tuple(v for _, v in x)
         return [*elems, elems, ()]

@@ -90,16 +90,16 @@ def test_repeated_attribute_through_or_is_still_a_conjunction():
     assert M.format_filter(M.parse_filter("a any > 1 and a < 5")) == "a in (1, 5)"
 
 
-def test_repeated_attribute_through_or_refuses_two_element_tests_no_constraint_expresses():
+def test_repeated_attribute_through_or_holds_two_element_tests_together():
     # "some element > 1 and some element < 5" (EventBridge array semantics) is not one
-    # records constraint: refused with the JSON path, never silently narrowed
+    # element test: both are held by "all", never silently narrowed; the text form
+    # refuses the conjunction and says it with "all"
     pattern = {"a": [{"numeric": [">", 1]}], "$or": [{"a": [{"numeric": ["<", 5]}]}, {"b": ["x"]}]}
     for p in (pattern, json.dumps(pattern)):
-        with pytest.raises(FilterSyntaxError) as exc:
-            M.parse_filters(p)
-        assert exc.value.path == "$.$or[0].a[0]"
-        assert "cannot be combined into one attribute filter" in exc.value.message
-        assert "a any > 1 and a any < 5" in exc.value.message
+        first, _ = M.parse_filters(p)
+        assert first == M.parse_filter("a all (any > 1, any < 5)")
+        assert first.matches(M.parse_event({"a": [9, 0]}))
+        assert not first.matches(M.parse_event({"a": [9, 7]}))
     with pytest.raises(FilterSyntaxError, match="cannot be combined") as exc:
         M.parse_filter("a any > 1 and a any < 5")
     assert exc.value.position == 14
