@@ -460,12 +460,21 @@ def dfa_caseless(c: str) -> Dfa:
     return Dfa.build(edges, [n + 1] * (n + 2), [i == n for i in range(n + 2)])
 
 
+#: The most states of an automaton whose case-folding preimage is built (each state runs
+#: the ~1,400 characters that fold to another string: ~0.3 s at this bound).
+MAX_PREIMAGE_STATES = 256
+
+
 def dfa_casefold_preimage(d: Dfa) -> Dfa:
     """``{v | v.casefold() ∈ L(d)}``: ``str.casefold`` maps each character to 1-3
     characters, so the preimage has d's states, a character ``ch`` moving state q to
     where ``casefold(ch)`` leads from q. Characters that fold to themselves keep d's
     transitions; each of the others gets a class of its own only where it leads
     elsewhere (few: those folding into d's alphabet)."""
+    if len(d.accept) > MAX_PREIMAGE_STATES:  # each state runs every folding character
+        raise TooComplex(
+            f"a case-folding automaton of more than {MAX_PREIMAGE_STATES} states is not built"
+        )
     cuts, delta = d.cuts, d.delta
     ends = cuts[1:] + (MAXCP,)
 

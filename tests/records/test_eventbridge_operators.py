@@ -760,3 +760,28 @@ def test_or_relationship_rules_match_as_documented():
             checked += 1
             matched += want
     assert checked > 500 and 0 < matched < checked
+
+
+def test_operands_past_the_automaton_bounds_are_kept_with_sound_relations():
+    """A long ignore-case suffix, a regexp whose DFA explodes ((a|b)*a(a|b){12}: 2^13
+    subset states), one over large Unicode classes: the filters parse and match; the
+    relations that would need their automata answer soundly (covers False, overlaps
+    True), and the ones decided otherwise stay exact."""
+    long = "ab" * 30000
+    cases = [
+        ({"suffix": {"equals-ignore-case": long}}, "x" + long.upper(), Constraint(Op.SUFFIX, long)),
+        ({"regexp": "(a|b)*a(a|b){12}"}, "a" * 13, Constraint(Op.EQ, "a" * 13)),
+        ({"regexp": "\\p{L}*\\p{N}{3}"}, "Ωx123", Constraint(Op.SUFFIX, "123")),
+    ]
+    for matcher, value, narrower in cases:
+        (f,) = parse_pattern({"a": [matcher]})
+        c = f.get("a").operand
+        assert f.matches(Record.of({"a": value}))
+        assert c.matches(narrower.operand)
+        assert rel.overlaps(c, narrower)
+        assert rel.covers(c, c) and rel.identical(c, c)
+        if narrower.op is Op.EQ:  # a finite set is tested value by value: exact
+            assert rel.covers(c, narrower)
+        else:
+            assert not rel.covers(c, narrower)  # (not decided without the automaton: False)
+        assert M.parse_filter(M.format_filter(f)) == f
