@@ -80,6 +80,7 @@ import asyncio
 import importlib.util
 import inspect
 import json
+import math
 import os
 import queue
 import random
@@ -1020,6 +1021,23 @@ def run_one(
         brokers.close()
 
 
+def parse_floor_us(events: list[dict[str, Any]], repeats: int = 5) -> float:
+    """CPU µs per event of ``orjson.loads`` alone on the events' JSON (the best of
+    ``repeats`` passes): what any broker that routes on the content of JSON events, written
+    in Python, spends per publication before it does anything else."""
+    import orjson
+
+    texts = [orjson.dumps({**e, "ts": 1764648000.123456}) for e in events]
+    loads = orjson.loads
+    best = math.inf
+    for _ in range(repeats):
+        t = time.process_time()
+        for text in texts:
+            loads(text)
+        best = min(best, time.process_time() - t)
+    return best / len(texts) * 1e6
+
+
 def py_spy() -> str:
     """The py-spy command: on the PATH or beside this Python (a venv's bin); "" if none."""
     beside = Path(sys.executable).parent / "py-spy"
@@ -1238,6 +1256,26 @@ def main(argv: list[str] | None = None) -> int:
             f"{rates} notifications/s{vs_rate}; broker CPU {cpu} µs/pub{vs_cpu}; "
             f"p99 at {PACED_RATE:,.0f}/s {lat} ms",
         )
+    floor = parse_floor_us(events["saturation"])
+    w1 = runs.get(("nats", "W1"))
+    nats_w1 = w1.broker_us[0] if w1 is not None and w1.broker_us[0] else None
+    said = (
+        f" = {floor / nats_w1:.1f}× NATS's whole broker CPU per publication in W1 "
+        f"({nats_w1:.1f} µs): a broker that routes on content parses each event once, "
+        "NATS never reads the payload"
+        if nats_w1
+        else ""
+    )
+    console.print(
+        f"floor: parsing each event once with orjson (the fastest JSON reader for Python), "
+        f"nothing else: {floor:.2f} µs per event{said}"
+    )
+    bench.row(system="floor", workload="orjson.loads per event", cpu_us_per_event=floor)
+    bench.headline(
+        "brokers floor: orjson.loads of each event alone",
+        f"{floor:.2f} µs per event"
+        + (f" ({floor / nats_w1:.1f}× NATS's W1 CPU/pub)" if nats_w1 else ""),
+    )
     if args.py_spy and not args.py_spy.exists():
         console.print(f"[bold]py-spy wrote no {args.py_spy}: see {args.py_spy}.log")
     if args.py_spy and args.py_spy.exists():

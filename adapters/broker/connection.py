@@ -6,8 +6,9 @@ broker never waits on a socket (its :class:`~pubsift.core.broker.Port` only enqu
 
 Both directions are batched (issue 29): :meth:`Connection.recv` reads the stream in chunks
 of up to 64 KiB and hands out the frames of a chunk one by one without waiting on the
-stream again, and the writer task writes every frame queued since its last turn with one
-``write`` (one ``sendto`` for many notifications), then waits for the transport to drain.
+stream again, and what a turn of the event loop queued is written with one ``write`` (one
+``sendto`` for many notifications) when the turn is done: straight to the transport when
+its buffer is empty, else by the connection's writer task, which waits for it to drain.
 What a turn of the event loop queued for a peer goes out together. Items of a batch
 frame (``forwards`` to a neighbour, ``notifies`` to a client: docs/protocol.md §3.2, §7)
 are collected by :meth:`Connection.send_item` into one frame per turn, sealed when the
@@ -115,6 +116,9 @@ class Connection:
         self._batch: _Batch | None = None
         self._eof = False
         self._wake = asyncio.Event()
+        #: a flush of this turn's frames is scheduled; the writer task is draining
+        self._flushing = False
+        self._draining = False
         #: bytes read and not yet handed out as frames: ``_in[_pos:]``
         self._in = bytearray()
         self._pos = 0
@@ -152,8 +156,8 @@ class Connection:
             return False
         self._account(len(data))
         self._out.append(data)
-        if not self._wake.is_set():
-            self._wake.set()
+        if not self._flushing:
+            self._kick()
         return True
 
     def send_item(self, key: object, head: bytes, item: bytes) -> bool:
@@ -184,9 +188,39 @@ class Connection:
         batch.items.append(item)
         batch.size += len(item) + 1
         self._account(len(item) + 1)
-        if not self._wake.is_set():
-            self._wake.set()
+        if not self._flushing:
+            self._kick()
         return True
+
+    def _kick(self) -> None:
+        """Have what was queued written once this turn of the event loop is done."""
+        self._flushing = True
+        asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Write what this turn queued. Straight to the transport when its buffer is empty
+        (the common case: no task to wake per connection and turn, which cost more than the
+        write with many connections), else by the writer task, which waits for the
+        transport to drain (so that the queue, not the transport, holds what the peer has
+        not read yet, as the limits count it)."""
+        self._flushing = False
+        transport = self.writer.transport
+        if (
+            self._closing
+            or self._draining
+            or self._wake.is_set()
+            or transport.is_closing()
+            or transport.get_write_buffer_size()
+        ):
+            if not self._wake.is_set():
+                self._wake.set()
+            return
+        if self._batch is not None:
+            self._seal()
+        if self._out:
+            batch, self._out = self._out, []
+            self._account(-sum(map(len, batch)))
+            self.writer.write(batch[0] if len(batch) == 1 else b"".join(batch))
 
     def _seal(self) -> None:
         """Queue the batch being filled as a frame (its bytes were counted as it grew)."""
@@ -433,7 +467,11 @@ class Connection:
                 self.writer.write(batch[0] if len(batch) == 1 else b"".join(batch))
                 # waits only while the transport holds more than its high-water mark: the
                 # list, not the transport, holds what the peer has not read yet
-                await self.writer.drain()
+                self._draining = True
+                try:
+                    await self.writer.drain()
+                finally:
+                    self._draining = False
             await self.writer.drain()
             if self._linger:
                 await self._drop_input()
