@@ -215,6 +215,12 @@ def _array(
             if isinstance(x, Mapping):
                 if depth + len(stack) > MAX_DEPTH:
                     raise _too_deep(name, where)
+                flat = _flat_scalars(x) if type(x) is dict else None
+                if flat is not None:  # the common element: an object of scalars
+                    pre = name + "."
+                    elements.append(Record({pre + k: v for k, v in flat.items()}, flat))
+                    copy.append(flat)
+                    continue
                 el = _build(x, name + ".", depth + len(stack), where)
                 elements.append(el)
                 copy.append(el.raw)

@@ -228,6 +228,9 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         # the names parse_wire reads (FieldSelection), made on demand, dropped when a
         # name is first held or no longer held
         self._fields: FieldSelection | None = None
+        # for events with arrays of objects: the held filters split by whether they read
+        # below an array seen in an event (made on the first such event, then kept up)
+        self._split: _Split | None = None
         self._cindex: dict[str, AttributeIndex] = {}
         # the same groups for identity lookups: one-interval attribute filters by their
         # span (identical iff equal spans), the others in attribute indexes of their own
@@ -244,6 +247,7 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_columnar"] = None
+        state["_split"] = None
         return state
 
     # -- maintenance ------------------------------------------------------------------
@@ -254,6 +258,8 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         if key in e.keys:
             return
         self._columnar = None
+        if self._split is not None:
+            self._split.add(f, key)
         e.keys[key] = None
         e.node.folded_changed()
         self._by_key.setdefault(key, {})[e] = None
@@ -264,6 +270,8 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         if e is None or key not in e.keys:
             raise KeyError(f"({f!r}, {key!r}) is not in the index")
         self._columnar = None
+        if self._split is not None:
+            self._split.remove(f, key)
         del e.keys[key]
         e.node.folded_changed()
         _discard(self._by_key, key, e)
@@ -466,25 +474,33 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         return out
 
     def _match_arrays(self, event: Record) -> set[Hashable]:
-        """An event with arrays of objects: the union of the answers of its views over
-        the arrays some held filter reads below (:mod:`~pubsift.models.records.arrays`),
-        or, past :data:`arrays.MAX_VIEWS` views, the exact test of every held filter."""
+        """An event with arrays of objects: the views of the event over the arrays some
+        held filter reads below (:mod:`~pubsift.models.records.arrays`), walked by the
+        filters that read below an array (:class:`_Split`), the others walking the
+        event's attributes outside the arrays once; past :data:`arrays.MAX_VIEWS` views,
+        the exact test of every held filter."""
         prefixes = self._prefixes
         if arrays.count_views(event, prefixes) > arrays.MAX_VIEWS:
             return {k for e in self._matching_arrays(event) for k in e.keys}
-        out: set[Hashable] = set()
-        engine = plans.ENGINE
-        root = self._root
-        if engine is not None:
-            for view in arrays.views(event, prefixes):
-                out |= engine.match(root, view)
-            return out
-        found: list[Any] = []
-        if root.entry is not None:
-            found.append(root.entry.keys)
-        for view in arrays.views(event, prefixes):
-            walk(root, view.get, found.append)
-        out.update(*found)
+        split = self._split
+        if split is None:
+            split = self._split = _Split(self)
+        split.learn(event, prefixes)
+        out = split.rest.match(Record(event._attrs, event.raw))
+        inner = split.inner
+        if inner._entries:
+            engine = plans.ENGINE
+            root = inner._root
+            if engine is not None:
+                for view in arrays.views(event, inner._prefixes):
+                    out |= engine.match(root, view)
+            else:
+                found: list[Any] = []
+                if root.entry is not None:
+                    found.append(root.entry.keys)
+                for view in arrays.views(event, inner._prefixes):
+                    walk(root, view.get, found.append)
+                out.update(*found)
         return out
 
     def _matching_arrays(self, event: Record) -> list[_Entry]:
@@ -702,6 +718,60 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
             for group in bucket:
                 if all(map(group.test, mine)) and all(map(test, group.samples)):
                     yield group
+
+
+class _Split:
+    """The held filters in two indexes of their own, for events with arrays of objects:
+    ``inner`` holds those that name an attribute below a path seen as an array of objects
+    in some event (``arrays``), ``rest`` the others. On an event whose arrays are all
+    known, a filter of ``rest`` reads below none of them: the event's attributes outside
+    the arrays answer it (one walk), and only ``inner`` walks the views."""
+
+    __slots__ = ("arrays", "inner", "rest")
+
+    def __init__(self, index: RecordsIndex) -> None:
+        self.arrays: set[str] = set()
+        self.inner = RecordsIndex(index.model)
+        self.rest = RecordsIndex(index.model)
+        for f, e in index._entries.items():
+            for k in e.keys:
+                self.rest.add(f, k)
+
+    def _of(self, f: RecordFilter) -> RecordsIndex:
+        arrays_ = self.arrays
+        for n in f.names:
+            if arrays.group_of(n, arrays_) is not None:
+                return self.inner
+        return self.rest
+
+    def add(self, f: RecordFilter, key: Hashable) -> None:
+        self._of(f).add(f, key)
+
+    def remove(self, f: RecordFilter, key: Hashable) -> None:
+        self._of(f).remove(f, key)
+
+    def learn(self, event: Record, prefixes: dict[str, int]) -> None:
+        """Make the arrays of ``event`` that held filters read below known (moving the
+        filters that read below them from ``rest`` to ``inner``)."""
+        new = [p for p in _group_paths(event) if p in prefixes and p not in self.arrays]
+        if not new:
+            return
+        self.arrays.update(new)
+        rest = self.rest
+        moved = [(f, list(e.keys)) for f, e in rest._entries.items() if self._of(f) is self.inner]
+        for f, keys in moved:
+            for k in keys:
+                rest.remove(f, k)
+                self.inner.add(f, k)
+
+
+def _group_paths(event: Record) -> Iterator[str]:
+    """The paths of the arrays of objects of ``event``, in its elements too."""
+    for p, elements in event.groups.items():
+        yield p
+        for el in elements:
+            if el.groups:
+                yield from _group_paths(el)
 
 
 def _obvious(c: Constraint) -> tuple[Any, ...]:
