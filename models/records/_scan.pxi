@@ -14,7 +14,7 @@
 # ``where`` is the byte offset.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.string cimport memcmp
+from libc.string cimport memchr, memcmp
 from libc.math cimport isinf
 
 cdef extern from "Python.h":
@@ -28,6 +28,7 @@ import json as _json
 cdef object _DROP = object()
 
 cdef enum:
+    SPANS = 16
     SKIP = 0
     BUILD = 1
     SELECT = 2
@@ -181,6 +182,10 @@ cdef class _Scanner:
         cdef Py_ssize_t start = self.pos + 1, end
         cdef bint escaped
         end = self.string_end(&escaped)
+        return self.decode(start, end, escaped)
+
+    cdef object decode(self, Py_ssize_t start, Py_ssize_t end, bint escaped):
+        """The value of the checked string between the quotes at start - 1 and end."""
         if not escaped:
             return PyUnicode_DecodeUTF8(<const char*>self.s + start, end - start, "strict")
         return _json.loads(PyUnicode_DecodeUTF8(<const char*>self.s + start - 1, end - start + 2, "strict"))
@@ -292,10 +297,16 @@ cdef class _Scanner:
 
     cdef object obj(self, int mode, str prefix):
         cdef dict out = {} if mode != SKIP else None
-        cdef set seen = set() if mode != BUILD and self.strict else None
+        cdef set seen = None
         cdef unsigned char c
         cdef str key, name
-        cdef bint first = True
+        cdef bint first = True, escaped
+        # the keys of a skipped object as spans of the text (no object made for them):
+        # compared byte for byte, which is comparing their values while none has an
+        # escape; past SPANS keys, or at a key with an escape, decoded into ``seen``
+        cdef Py_ssize_t starts[SPANS]
+        cdef Py_ssize_t lens[SPANS]
+        cdef Py_ssize_t nspans = 0, start, end, j
         self.enter()
         self.pos += 1
         while True:
@@ -308,18 +319,41 @@ cdef class _Scanner:
             if c != 34:
                 self.fail("invalid JSON: expecting a key in double quotes")
             first = False
-            key = self.string()
-            if not key:
+            start = self.pos + 1
+            end = self.string_end(&escaped)
+            if end == start:
+                self.pos = start
                 self.fail("attribute names are non-empty strings, got ''")
-            if "." in key:
-                self.dotted = True
-            if self.strict:
-                if seen is not None:
-                    if key in seen:
-                        self.fail(f"duplicate key {key!r} in a JSON object of the event")
-                    seen.add(key)
-                elif key in out:
-                    self.fail(f"duplicate key {key!r} in a JSON object of the event")
+            if mode == SKIP and not escaped and seen is None and nspans < SPANS:
+                if memchr(self.s + start, 46, end - start) != NULL:  # a "."
+                    self.dotted = True
+                if self.strict:
+                    for j in range(nspans):
+                        if lens[j] == end - start and memcmp(
+                            self.s + starts[j], self.s + start, end - start
+                        ) == 0:
+                            self.pos = start
+                            key = self.decode(start, end, False)
+                            self.fail(f"duplicate key {key!r} in a JSON object of the event")
+                    starts[nspans] = start
+                    lens[nspans] = end - start
+                    nspans += 1
+            else:
+                key = self.decode(start, end, escaped)
+                if "." in key:
+                    self.dotted = True
+                if self.strict:
+                    if mode == BUILD:
+                        if key in out:
+                            self.pos = start
+                            self.fail(f"duplicate key {key!r} in a JSON object of the event")
+                    else:
+                        if seen is None:
+                            seen = {self.decode(starts[j], starts[j] + lens[j], False) for j in range(nspans)}
+                        if key in seen:
+                            self.pos = start
+                            self.fail(f"duplicate key {key!r} in a JSON object of the event")
+                        seen.add(key)
             if self.peek() != 58:  # :
                 self.fail("invalid JSON: expecting ':'")
             self.pos += 1
