@@ -388,7 +388,9 @@ def run(
             name,
             str(len(RULES[name])),
             str(len(refused)),
-            ",".join(str(counts.get(i, 0)) for i in range(len(RULES[name]))),
+            ",".join(str(counts.get(i, 0)) for i in range(len(RULES[name])))
+            if len(RULES[name]) <= 5
+            else f"{sum(counts.values()):,} in all",
             t_event.fmt_rate(),
             f"{ratio(t_event, t_json):.2f}",
             t_parse.fmt_rate(),
