@@ -91,13 +91,14 @@ def check_normalize(a: Constraint, integer: bool) -> None:
 
 
 @pytest.mark.parametrize("op_a", OPS, ids=lambda o: o.name)
-@pytest.mark.parametrize("op_b", OPS, ids=lambda o: o.name)
 @FAST
 @given(data=st.data(), integer=st.booleans())
-def test_every_operator_pair(op_a, op_b, data, integer):
+def test_every_operator_pair(op_a, data, integer):
+    """Every ordered pair, in one test per first operator (33 x 33 parametrized tests
+    overflowed hypothesis' settings chain in one worker: RecursionError)."""
     a = data.draw(constraints_of(op_a))
-    b = data.draw(constraints_of(op_b))
-    check_pair(a, b, integer)
+    for op_b in OPS:
+        check_pair(a, data.draw(constraints_of(op_b), label=op_b.name), integer)
 
 
 @pytest.mark.parametrize("op", OPS, ids=lambda o: o.name)
