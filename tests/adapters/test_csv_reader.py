@@ -160,11 +160,8 @@ def test_fast_path_types_exactly_as_infer(rows):
     assert len(out) == len(rows)
     for o, row in zip(out, rows):
         want = {c: infer(x) for c, x in zip("abc", row) if x}
-        if want:
-            assert isinstance(o, Event) and o.event.raw == want
-            assert [type(v) for v in o.event.raw.values()] == [type(v) for v in want.values()]
-        else:
-            assert o.reason == "invalid-event"  # a record needs an attribute
+        assert isinstance(o, Event) and o.event.raw == want  # a row of empty cells: {}
+        assert [type(v) for v in o.event.raw.values()] == [type(v) for v in want.values()]
 
 
 def test_rows_of_changing_shapes_are_typed_the_same_after_the_learning_budget(monkeypatch):
@@ -191,7 +188,7 @@ def test_declared_types_replace_inference():
         {"i": -1, "f": 1000.0, "b": False, "s": "true", "u": "x"},
     ]
     assert type(out[0].event["f"]) is float
-    assert records(out)[2] == ("invalid-event", 3)  # every cell empty: no attribute
+    assert records(out)[2] == {}  # every cell empty: the event {} (issue 32)
 
 
 @pytest.mark.parametrize(
