@@ -572,10 +572,20 @@ class AsyncClient:
         """Hand a notification to the handlers of the subscriptions it matches, in order;
         from the first handler that returns an awaitable on, a coroutine that awaits each
         in turn before calling the next (None when every handler was synchronous)."""
+        if (
+            type(pub) is not list
+            or len(pub) != 2
+            or type(pub[0]) is not str
+            or type(pub[1]) is not int
+        ):
+            log.warning(
+                "client %s: notification dropped: pub_id must be [publisher, sequence], got %.200r",
+                self.id,
+                pub,
+            )
+            return None
+        publisher, seq = pub
         try:
-            publisher, seq = pub
-            if type(seq) is not int or type(publisher) is not str:
-                raise TypeError(f"pub_id must be [publisher, sequence], got {pub!r}"[:300])
             m = self.model(model) if isinstance(model, str) else model
             event = m.load_event(wire)
         except (KeyError, TypeError, ValueError, PubsiftError) as exc:
