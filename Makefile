@@ -12,12 +12,13 @@ $(PY):
 	$(PIP) install -qq --upgrade pip
 
 # Reinstall only when pyproject.toml or the compiled walk's sources changed (the stamp
-# records the last install; the install builds models/records/_walk.pyx and _flat.pyx in place).
-$(VENV)/.stamp-run: pyproject.toml setup.py models/records/_walk.pyx models/records/_scan.pxi models/records/_flat.pyx | $(PY)
+# records the last install; the install builds models/records/_walk.pyx, _flat.pyx and
+# adapters/broker/_split.pyx in place).
+$(VENV)/.stamp-run: pyproject.toml setup.py models/records/_walk.pyx models/records/_scan.pxi models/records/_flat.pyx adapters/broker/_split.pyx | $(PY)
 	$(PIP) install -qq -e '.[spark]'
 	@touch $@
 
-$(VENV)/.stamp-dev: pyproject.toml setup.py models/records/_walk.pyx models/records/_scan.pxi models/records/_flat.pyx | $(PY)
+$(VENV)/.stamp-dev: pyproject.toml setup.py models/records/_walk.pyx models/records/_scan.pxi models/records/_flat.pyx adapters/broker/_split.pyx | $(PY)
 	$(PIP) install -qq -e '.[dev]'
 	@touch $@ $(VENV)/.stamp-run
 

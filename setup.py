@@ -1,5 +1,6 @@
-"""The compiled parts of the records model (models/records/_walk.pyx, _flat.pyx), built
-with Cython.
+"""The compiled parts of pubsift, built with Cython: the records model's walk and flat
+check (models/records/_walk.pyx, _flat.pyx) and the brokers' cutter of batch frames
+(adapters/broker/_split.pyx).
 
 Everything else about the package is in pyproject.toml. The extension is optional: when it
 cannot be built (no Cython in a build without isolation, no compiler) pubsift installs
@@ -21,6 +22,8 @@ except ImportError:  # pip's isolated build always has it (pyproject's build req
 SOURCES = {
     "pubsift.models.records._walk": "models/records/_walk.pyx",
     "pubsift.models.records._flat": "models/records/_flat.pyx",
+    #: the cutter of batch frames (issue 29: events travel as the bytes that came)
+    "pubsift.adapters.broker._split": "adapters/broker/_split.pyx",
 }
 
 extensions = []

@@ -24,15 +24,19 @@ from pubsift.core.errors import PubsiftError, UnknownModelError
 from pubsift.core.messages import (
     Admin,
     Adv,
+    Batch,
     BrokerMessage,
     Forward,
+    Forwards,
     Level,
     Message,
     Notify,
     Pub,
+    Pubs,
     Routed,
     Sub,
     Unsub,
+    forward_of,
 )
 from pubsift.core.model import FilterModel
 from pubsift.core.routing_table import Entry, RoutingTable
@@ -48,6 +52,21 @@ class Port(Protocol):
 
     def deliver(self, broker: str, msg: Notify) -> None:
         """Hand ``msg`` to the local client ``msg.client`` of ``broker``."""
+
+
+class BatchPort(Port, Protocol):
+    """A port that takes a destination's share of a batch (:class:`Pubs`,
+    :class:`Forwards`) in one call (issue 29: one call per destination and batch instead
+    of one message object and call per publication). A broker whose port lacks these
+    methods hands it the batch as single :class:`Forward` and :class:`Notify` messages."""
+
+    def send_many(self, broker: str, neighbour: str, batch: Batch, indices: list[int]) -> None:
+        """Forward the publications ``batch.*[i]``, i in ``indices`` (ascending), to
+        ``neighbour``, in that order."""
+
+    def deliver_many(self, broker: str, client: str, batch: Batch, indices: list[int]) -> None:
+        """Notify the local client ``client`` of the publications ``batch.*[i]``, i in
+        ``indices`` (ascending), in that order."""
 
 
 class BrokerError(PubsiftError, ValueError):
@@ -117,7 +136,7 @@ class Broker:
             )
             for m in ms
         }
-        self._inbox: deque[tuple[Message, str]] = deque()
+        self._inbox: deque[tuple[Message | Batch, str]] = deque()
         self._busy = False
         #: admin messages sent / processed; notifications forwarded per neighbour;
         #: notifications delivered; publications dropped for matching no advertisement;
@@ -166,7 +185,7 @@ class Broker:
         return local, remote
 
     # -- message processing ---------------------------------------------------------------
-    def receive(self, msg: Message, sender: str) -> None:
+    def receive(self, msg: Message | Batch, sender: str) -> None:
         """Queue ``msg`` from ``sender`` (a local client or a neighbour) and process the
         queue in FIFO order."""
         self._inbox.append((msg, sender))
@@ -240,9 +259,12 @@ class Broker:
         except KeyError:
             raise UnknownModelError(model, list(self.routing)) from None
 
-    def _process(self, msg: Message, sender: str) -> None:
+    def _process(self, msg: Message | Batch, sender: str) -> None:
         if isinstance(msg, (Pub, Forward)):
             self._route(msg, sender)
+            return
+        if isinstance(msg, (Pubs, Forwards)):
+            self._route_many(msg, sender)
             return
         if isinstance(msg, Admin):
             if sender not in self.neighbours:
@@ -293,6 +315,58 @@ class Broker:
             elif d in self.clients:
                 self.notified += 1
                 self.port.deliver(self.name, Notify(d, msg.model, msg.event, msg.pub_id, msg.wire))
+
+    def _route_many(self, msg: Batch, sender: str) -> None:
+        """Route a batch as the sequence of its publications (:meth:`_route` on each, in
+        order), then hand each destination its share in one call: per destination the
+        same notifications in the same order, and nothing else happens between them."""
+        r = self._routing(msg.model)
+        from_client = isinstance(msg, Pubs)
+        if from_client:
+            if sender not in self.clients:
+                raise BrokerError(f"broker {self.name}: pubs from {sender!r}, not a local client")
+        elif sender not in self.neighbours:
+            raise BrokerError(f"broker {self.name}: forwards from {sender!r}, not a neighbour")
+        advs = r.advs if from_client else None
+        exclude = None if from_client else sender
+        destinations = r.sub_strategy.destinations
+        shares: dict[str, list[int]] = {}
+        nowhere = 0
+        for i, event in enumerate(msg.events):
+            if advs is not None and sender not in advs.destinations(event):
+                self.dropped_publications += 1  # Def. 2.4: matches no advertisement of X
+                continue
+            dests = destinations(event, exclude)
+            if not dests:
+                nowhere += 1
+                continue
+            for d in dests:
+                share = shares.get(d)
+                if share is None:
+                    shares[d] = [i]
+                else:
+                    share.append(i)
+        if exclude is not None:
+            self.useless_forwards += nowhere  # forwarded here for nothing: not perfect
+        port = self.port
+        many = hasattr(port, "deliver_many")
+        for d in sorted(shares) if len(shares) > 1 else shares:
+            share = shares[d]
+            if d in self.neighbours:
+                self.forwarded[d] += len(share)
+                if many:
+                    port.send_many(self.name, d, msg, share)  # type: ignore[attr-defined]
+                else:
+                    for i in share:
+                        port.send(self.name, d, forward_of(msg, i))
+            elif d in self.clients:
+                self.notified += len(share)
+                if many:
+                    port.deliver_many(self.name, d, msg, share)  # type: ignore[attr-defined]
+                else:
+                    for i in share:
+                        f = forward_of(msg, i)
+                        port.deliver(self.name, Notify(d, f.model, f.event, f.pub_id, f.wire))
 
     def _administer(
         self,

@@ -113,6 +113,43 @@ class Forward:
     wire: bytes | None = None
 
 
+@dataclass(slots=True, eq=False)
+class Pubs:
+    """Publications of one model from one client, routed as one message (issue 29): the
+    i-th is ``pub(X, events[i])`` with ``pub_ids[i]`` (and ``wires[i]``, its event's wire
+    bytes, where the runtime has them). A broker routes it exactly as the sequence of
+    those :class:`Pub` messages, and hands each destination its share in one call
+    (:class:`~pubsift.core.broker.BatchPort`)."""
+
+    client: str
+    model: str
+    events: list[Event]
+    pub_ids: list[Hashable]
+    wires: list[bytes] | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Forwards:
+    """Forwards of one model from one neighbour, routed as one message: as the sequence of
+    ``forward(events[i])`` with ``pub_ids[i]`` (see :class:`Pubs`)."""
+
+    model: str
+    events: list[Event]
+    pub_ids: list[Hashable]
+    wires: list[bytes] | None = None
+
+
+Batch = Pubs | Forwards
+
+
+def forward_of(batch: Batch, i: int) -> Forward:
+    """The i-th publication of a batch as a single forward."""
+    wires = batch.wires
+    return Forward(
+        batch.model, batch.events[i], batch.pub_ids[i], wires[i] if wires is not None else None
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Admin:
     """admin(S, U) between neighbour brokers; ``level`` says which table it updates."""

@@ -58,10 +58,12 @@ from pubsift.adapters.broker.backoff import Backoff
 from pubsift.adapters.broker.connection import Connection
 from pubsift.adapters.broker.frames import (
     MAX_BATCH,
+    Cut,
     FrameError,
     check_hello,
     encode,
     hello,
+    load_cut_event,
     parse_url,
     url_uses_tls,
 )
@@ -552,13 +554,24 @@ class AsyncClient:
         """A ``notifies`` frame (docs/protocol.md §3.2): each of its notifications as if
         it had come in a ``notify`` frame of its own, in order."""
         model, items = obj.get("model"), obj.get("pubs")
-        if not isinstance(model, str) or type(items) is not list:
+        if not isinstance(model, str) or not isinstance(items, list):
             log.warning("client %s: malformed notifies frame dropped", self.id)
             return
         try:
             m = self.model(model)
         except PubsiftError as exc:
             log.warning("client %s: notifications dropped: %s", self.id, exc)
+            return
+        if type(items) is Cut:  # the frame as the cutter found it (frames.decode)
+            try:
+                values = [load_cut_event(items, item[2]) for item in items]
+            except FrameError as exc:
+                log.warning("client %s: malformed notifies frame dropped: %s", self.id, exc)
+                return
+            one = self._deliver_one
+            for (publisher, seq, _, _), value in zip(items, values, strict=True):
+                if (pending := one(m, publisher, seq, value)) is not None:
+                    await pending
             return
         deliver = self._deliver
         for item in items:
@@ -584,9 +597,18 @@ class AsyncClient:
                 pub,
             )
             return None
-        publisher, seq = pub
         try:
             m = self.model(model) if isinstance(model, str) else model
+        except PubsiftError as exc:
+            log.warning("client %s: malformed notification dropped: %s", self.id, exc)
+            return None
+        return self._deliver_one(m, pub[0], pub[1], wire)
+
+    def _deliver_one(
+        self, m: FilterModel, publisher: str, seq: int, wire: Any
+    ) -> Awaitable[None] | None:
+        """:meth:`_deliver` of a notification whose id is known to be well formed."""
+        try:
             event = m.load_event(wire)
         except (KeyError, TypeError, ValueError, PubsiftError) as exc:
             log.warning("client %s: malformed notification dropped: %s", self.id, exc)

@@ -192,6 +192,47 @@ class Connection:
             self._kick()
         return True
 
+    def send_items(self, key: object, head: bytes, items: list[bytes]) -> bool:
+        """:meth:`send_item` for each of ``items``, in order: in one step when they all
+        fit the batch being filled (or a new one), else one by one. False when the
+        connection is closing, or cut off now as a slow consumer (all dropped)."""
+        if self._closing:
+            return False
+        n = sum(map(len, items)) + len(items)
+        batch = self._batch
+        if batch is None or batch.key != key:
+            peer = self.peer_max_frame_bytes or self.max_frame_bytes
+            limit = min(self.max_frame_bytes, peer) // 2
+            whole = HEADER.size + len(head) + 2 + n
+            if whole <= limit and len(items) <= MAX_BATCH:
+                if batch is not None:
+                    self._seal()
+                if not self._admit(whole):
+                    return False
+                batch = self._batch = _Batch(key, head, limit)
+                batch.items.extend(items)
+                batch.size = whole
+                self._account(whole)
+                if not self._flushing:
+                    self._kick()
+                return True
+        elif batch.size + n <= batch.limit and len(batch.items) + len(items) <= MAX_BATCH:
+            if not self._admit(n):
+                return False
+            batch.items.extend(items)
+            batch.size += n
+            self._account(n)
+            if not self._flushing:
+                self._kick()
+            return True
+        return self._one_by_one(key, head, items)
+
+    def _one_by_one(self, key: object, head: bytes, items: list[bytes]) -> bool:
+        for item in items:
+            if not self.send_item(key, head, item):
+                return False
+        return True
+
     def _kick(self) -> None:
         """Have what was queued written once this turn of the event loop is done."""
         self._flushing = True
@@ -350,7 +391,7 @@ class Connection:
             return None
         body = self.body = bytes(buf[pos + HEADER.size : end])
         self._pos = end
-        return decode(body)
+        return decode(body, cut=True)
 
     def _ended(self) -> None:
         """The stream ended: cleanly between frames (None), or inside one."""

@@ -55,12 +55,15 @@ from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
 from pubsift.core.messages import (
     Adv,
+    Batch,
     BrokerMessage,
     Forward,
     Notify,
+    Pub,
     Sub,
     Unadv,
     Unsub,
+    forward_of,
     to_wire,
 )
 from pubsift.core.model import FilterModel
@@ -145,6 +148,46 @@ class ConnectionPort:
         if not conn.send(data):
             self.lost[neighbour] += 1
 
+    def send_many(self, broker: str, neighbour: str, batch: Batch, indices: list[int]) -> None:
+        """Forward a neighbour's share of a batch: the pairs' bytes as they came, into
+        this turn's ``forwards`` frame to it."""
+        conn = self.neighbours.get(neighbour)
+        if conn is None:
+            self.lost[neighbour] += len(indices)
+            return
+        pairs = _pairs(batch)
+        if pairs is None or "forwards" not in conn.features:
+            for i in indices:
+                self.send(broker, neighbour, forward_of(batch, i))
+            return
+        head = self._forwards_heads.get(batch.model)
+        if head is None:
+            head = self._forwards_heads[batch.model] = wire.forwards_head(batch.model)
+        if not conn.send_items(batch.model, head, [pairs[i] for i in indices]):
+            self.lost[neighbour] += len(indices)
+
+    def deliver_many(self, broker: str, client: str, batch: Batch, indices: list[int]) -> None:
+        """Notify a client of its share of a batch: the pairs' bytes as they came, into
+        this turn's ``notifies`` frame to it (docs/protocol.md §3.2)."""
+        conn = self.clients.get(client)
+        if conn is None:
+            self.lost[client] += len(indices)
+            return
+        pairs = _pairs(batch)
+        if pairs is None or "notifies" not in conn.features:
+            for i in indices:
+                f = forward_of(batch, i)
+                self.deliver(broker, Notify(client, f.model, f.event, f.pub_id, f.wire))
+            return
+        key = (client, batch.model)
+        head = self._notifies_heads.get(key)
+        if head is None:
+            if len(self._notifies_heads) > 100_000:
+                self._notifies_heads.clear()
+            head = self._notifies_heads[key] = wire.notifies_head(*key)
+        if not conn.send_items(batch.model, head, [pairs[i] for i in indices]):
+            self.lost[client] += len(indices)
+
     def deliver(self, broker: str, msg: Notify) -> None:
         conn = self.clients.get(msg.client)
         if conn is None:
@@ -168,6 +211,11 @@ class ConnectionPort:
             data = encode(to_wire(msg, self.models))
         if not conn.send(data):
             self.lost[msg.client] += 1
+
+
+def _pairs(batch: Batch) -> list[bytes] | None:
+    """The ``[pub_id, event]`` bytes of a batch's publications (None: not at hand)."""
+    return getattr(batch, "pairs", None)
 
 
 def load_models(names: tuple[str, ...] | None, source: str) -> dict[str, FilterModel]:
@@ -706,7 +754,7 @@ class BrokerDaemon:
         if (kind != "pub" and kind != "pubs") or conn in self._exempt:
             return 0.0
         items = obj.get("pubs") if kind == "pubs" else None
-        n = len(items) if type(items) is list and items else 1
+        n = len(items) if isinstance(items, list) and items else 1
         hold = 0.0
         ilim = self._ilimits.get(conn)
         for lim in (self._limits.get(conn), ilim.held if ilim is not None else None):
@@ -795,30 +843,53 @@ class BrokerDaemon:
                 standing.hold(kind, key)
 
     def _publications(self, conn: Connection, pid: str, obj: dict[str, Any]) -> None:
-        """A ``pubs`` frame (docs/protocol.md §3.1): each publication as if it came in a
-        ``pub`` frame of its own, in order; a refused one gets an ``error`` with the
-        frame's ``ref`` and its ``index``, and the others go on."""
+        """A ``pubs`` frame (docs/protocol.md §3.1): routed as the publications of as many
+        ``pub`` frames, in order, in one batch (:class:`~pubsift.core.messages.Pubs`); a
+        refused one gets an ``error`` with the frame's ``ref`` and its ``index``, and the
+        others go on."""
         assert self.broker is not None
         try:
-            items = wire.publications(obj, pid, self.models, self._aliases.get(conn, ()))
+            batch, refused = wire.publications(obj, pid, self.models, self._aliases.get(conn, ()))
         except FrameError as exc:
             self._refuse(conn, obj, exc.reason, exc.message)
             return
         grant = self._grants.get(conn)
-        receive = self.broker.receive
-        for i, msg in enumerate(items):
-            if isinstance(msg, FrameError):
-                self._refuse(conn, obj, msg.reason, msg.message, index=i)
+        if grant is not None and not grant.unrestricted and batch.events:
+            batch, forbidden = self._authorized(grant, batch, refused)
+            refused = sorted(refused + forbidden, key=lambda r: r[0])
+        for i, why in refused:
+            self._refuse(conn, obj, why.reason, why.message, index=i)
+        if not batch.events:
+            return
+        try:
+            self.broker.receive(batch, pid)
+        except PubsiftError as exc:
+            self._refuse(conn, obj, "refused", f"pubs: {one_line(exc)}")
+
+    def _authorized(
+        self, grant: Grant, batch: wire.WirePubs, refused: wire.Refusals
+    ) -> tuple[wire.WirePubs, wire.Refusals]:
+        """The publications of ``batch`` that ``grant`` allows, and the refusal of each
+        other one, by its index in the frame (``refused``: the frame's pairs refused
+        already, which the batch does not hold)."""
+        kept = wire.WirePubs(batch.client, batch.model, [], [], [], [])
+        forbidden: wire.Refusals = []
+        assert batch.wires is not None and batch.pairs is not None
+        assert kept.wires is not None and kept.pairs is not None
+        gone = {i for i, _ in refused}
+        positions = [i for i in range(len(batch.events) + len(gone)) if i not in gone]
+        for j, event in enumerate(batch.events):
+            pub = Pub(batch.client, batch.model, event, batch.pub_ids[j])
+            why = self.auth.check(grant, pub, self.models)
+            if why is not None:
+                i = positions[j]
+                forbidden.append((i, FrameError("forbidden", f"pubs[{i}]: {why}")))
                 continue
-            if grant is not None:
-                why = self.auth.check(grant, msg, self.models)
-                if why is not None:
-                    self._refuse(conn, obj, "forbidden", f"pubs[{i}]: {why}", index=i)
-                    continue
-            try:
-                receive(msg, pid)
-            except PubsiftError as exc:
-                self._refuse(conn, obj, "refused", f"pubs[{i}]: {one_line(exc)}", index=i)
+            kept.events.append(event)
+            kept.pub_ids.append(batch.pub_ids[j])
+            kept.wires.append(batch.wires[j])
+            kept.pairs.append(batch.pairs[j])
+        return kept, forbidden
 
     def _refuse(
         self,
@@ -1153,7 +1224,7 @@ class BrokerDaemon:
         items_ = obj.get("pubs")
         model = obj.get("model")
         if (
-            type(items_) is list
+            isinstance(items_, list)
             and isinstance(model, str)
             and model in self.models
             and not self.broker.routes_beyond(model, pid)
@@ -1161,16 +1232,15 @@ class BrokerDaemon:
             self.broker.useless_forwards += len(items_)
             return
         try:
-            items = wire.forwards(obj, self.models)
+            batch, refused = wire.forwards(obj, self.models)
         except FrameError as exc:
             self._refuse(conn, obj, exc.reason, exc.message)
             return
-        receive = self.broker.receive
-        for i, msg in enumerate(items):
-            if isinstance(msg, FrameError):
-                self._refuse(conn, obj, msg.reason, msg.message, index=i)
-                continue
-            try:
-                receive(msg, pid)
-            except PubsiftError as exc:
-                self._refuse(conn, obj, "refused", f"forwards[{i}]: {one_line(exc)}", index=i)
+        for i, why in refused:
+            self._refuse(conn, obj, why.reason, why.message, index=i)
+        if not batch.events:
+            return
+        try:
+            self.broker.receive(batch, pid)
+        except PubsiftError as exc:
+            self._refuse(conn, obj, "refused", f"forwards: {one_line(exc)}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import struct
 from typing import Any
 
@@ -91,13 +92,80 @@ BATCH_KINDS = frozenset(("pubs", "forwards", "notifies"))
 MAX_EVENT_DEPTH = MAX_DEPTH - 1
 
 
-def decode(body: bytes) -> dict[str, Any]:
+class Cut(list[tuple[str, int, bytes, bytes]]):
+    """The ``pubs`` of a batch frame as the compiled cutter found them (issue 29): one
+    ``(publisher, n, event bytes, pair bytes)`` per ``[["publisher", n], event]`` pair,
+    the bytes as they came; ``body`` is the frame's body. The events are not read yet:
+    :func:`load_cut_event` reads each, and a frame one of whose events is not JSON is a
+    ``bad-frame`` as a whole, as when the body is read at once."""
+
+    __slots__ = ("body",)
+
+    def __init__(self, items: list[tuple[str, int, bytes, bytes]], body: bytes) -> None:
+        super().__init__(items)
+        self.body = body
+
+
+_split: Any
+try:  # optional, as the records model's compiled walk: without it frames are read whole
+    from pubsift.adapters.broker._split import (  # type: ignore[import-not-found,no-redef]
+        split as _split,
+    )
+except ImportError:  # pragma: no cover - not built
+    _split = None
+if os.environ.get("PUBSIFT_PURE_PYTHON"):
+    _split = None
+
+
+def _cut(body: bytes) -> dict[str, Any] | None:
+    """The object of a batch frame's body with its ``pubs`` as a :class:`Cut`, or None
+    when the cutter does not take the body (not a batch frame in the common form: the
+    caller reads it whole). The members other than ``pubs`` are read by orjson here."""
+    got = _split(body, MAX_EVENT_DEPTH, MAX_BATCH)
+    if got is None:
+        return None
+    members, items = got
+    view = memoryview(body)
+    obj: dict[str, Any] = {}
+    try:
+        for key, start, end in members:
+            obj[key] = orjson.loads(view[start:end])
+    except orjson.JSONDecodeError:
+        return None
+    kind = obj.get("kind")
+    if type(kind) is not str or kind not in BATCH_KINDS:
+        return None
+    obj["pubs"] = Cut(items, body)
+    return obj
+
+
+def load_cut_event(items: Cut, event: bytes) -> Any:
+    """The JSON value of one event of a :class:`Cut` (orjson; the cutter let no integer
+    orjson cannot read exactly through). An event that is not JSON makes the whole frame
+    a ``bad-frame``, with the message reading the whole body gives."""
+    try:
+        return orjson.loads(event)
+    except orjson.JSONDecodeError:
+        decode(items.body)  # raises the frame's error
+        raise FrameError("bad-frame", "an event of the batch is not JSON") from None
+
+
+def decode(body: bytes, cut: bool = False) -> dict[str, Any]:
     """The object of a frame body; :class:`FrameError` ``bad-frame`` names what is wrong.
 
     Strict JSON: UTF-8, no NaN or infinities (nor numbers that overflow to them), at most
     :data:`MAX_DEPTH` levels deep; integers exact at any size. orjson reads it; a body with a run
     of 19 digits (an integer orjson would read as a float) is read by the standard
-    library, and so is a refused body, for the position in the message."""
+    library, and so is a refused body, for the position in the message.
+
+    With ``cut`` (what a :class:`~pubsift.adapters.broker.connection.Connection` reads)
+    a batch frame in the common form is cut instead, where the compiled cutter is built:
+    its ``pubs`` is a :class:`Cut`, whose events are read one by one where they are used
+    and travel on as the bytes that came."""
+    if cut and _split is not None and b'"pubs"' in body:
+        obj = _cut(body)
+        if obj is not None:
+            return obj
     if _LONG_RUN not in body.translate(_DIGITS):
         try:
             obj = orjson.loads(body)

@@ -15,27 +15,35 @@ syntax.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import orjson
-from pubsift.adapters.broker.frames import HEADER, MAX_BATCH, MAX_EVENT_DEPTH, FrameError
+from pubsift.adapters.broker.frames import (
+    HEADER,
+    MAX_BATCH,
+    MAX_EVENT_DEPTH,
+    Cut,
+    FrameError,
+    load_cut_event,
+)
 from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
 from pubsift.core.messages import (
     Adv,
     Forward,
+    Forwards,
     Message,
     Notify,
     Pub,
+    Pubs,
     Sub,
     Unadv,
     Unsub,
     from_wire,
 )
 from pubsift.core.model import Filter, FilterModel
-
-M = TypeVar("M", Pub, Forward)
 
 CLIENT_KINDS = {"sub": Sub, "unsub": Unsub, "adv": Adv, "unadv": Unadv, "pub": Pub}
 BROKER_KINDS = ("forward", "admin")
@@ -128,68 +136,160 @@ def from_client(
         ) from None
 
 
+@dataclass(slots=True, eq=False)
+class WirePubs(Pubs):
+    """A ``pubs`` frame's publications for the core broker, with the bytes of each
+    ``[pub_id, event]`` pair as forwards and notifications carry it (``pairs``)."""
+
+    pairs: list[bytes] | None = None
+
+
+@dataclass(slots=True, eq=False)
+class WireForwards(Forwards):
+    """A ``forwards`` frame's forwards for the core broker (see :class:`WirePubs`)."""
+
+    pairs: list[bytes] | None = None
+
+
+#: the refusals of a batch frame's pairs: (index, why), the others go on
+Refusals = list[tuple[int, FrameError]]
+
+
 def publications(
     obj: Mapping[str, Any],
     client: str,
     models: Mapping[str, FilterModel],
     aliases: tuple[str, ...] = (),
-) -> list[Pub | FrameError]:
+) -> tuple[WirePubs, Refusals]:
     """The publications of a ``pubs`` frame (docs/protocol.md §3.1), each checked on its
-    own: a bad one is its :class:`FrameError` (its message names ``pubs[i]``) in its
-    place, and the others go on. A frame that is not a batch at all raises."""
+    own: a bad one is refused (its message names ``pubs[i]``) and the others go on. A
+    frame that is not a batch at all raises. A cut frame's events and pairs travel on as
+    their bytes came (the pair is written anew only where the publisher is named by an
+    alias); a frame read whole has its events written anew by orjson."""
     if obj.get("client", client) != client and obj.get("client") not in aliases:
         raise FrameError(
             "invalid-message",
             f"pubs: client {obj.get('client')!r} is not this connection's id {client!r}",
         )
     model = _model(obj, models)
-    name, load = model.name, model.load_event
+    items = _items("pubs", obj)
+    batch = WirePubs(client, model.name, [], [], [], [])
+    refused: Refusals = []
+    load = model.load_event
+    events, pub_ids, wires, pairs = batch.events, batch.pub_ids, batch.wires, batch.pairs
+    assert wires is not None and pairs is not None
+    if type(items) is Cut:
+        for i, (who, n, data, pair) in enumerate(items):
+            value = load_cut_event(items, data)
+            try:
+                if who != client or n < 1:
+                    pub = pub_id([who, n], client, aliases)
+                    pair = b"[%s,%s]" % (pub_id_json(pub, _NAMES), data)
+                event = load(value)
+            except Exception as exc:  # each refusal is reported, the others go on
+                refused.append((i, _refusal("pubs", i, model.name, exc)))
+                continue
+            events.append(event)
+            pub_ids.append((client, n))
+            wires.append(data)
+            pairs.append(pair)
+        return batch, refused
+    for i, item in enumerate(items):
+        try:
+            pub, value = _pair(item)
+            data = dumps(value)  # first: it checks the event's depth (frames.decode left it)
+            if (  # the common case, checked inline
+                type(pub) is list
+                and len(pub) == 2
+                and pub[0] == client
+                and type(pub[1]) is int
+                and pub[1] >= 1
+            ):
+                pid: Hashable = (client, pub[1])
+            else:
+                pid = pub_id(pub, client, aliases)
+            event = load(value)
+        except Exception as exc:
+            refused.append((i, _refusal("pubs", i, model.name, exc)))
+            continue
+        events.append(event)
+        pub_ids.append(pid)
+        wires.append(data)
+        pairs.append(_pair_bytes(pid, data))
+    return batch, refused
 
-    def one(pub: Any, event: Any) -> Pub:
-        data = dumps(event)  # first: it checks the event's depth (frames.decode left it)
-        if (  # the common case, checked inline
-            type(pub) is list
-            and len(pub) == 2
-            and pub[0] == client
-            and type(pub[1]) is int
-            and pub[1] >= 1
-        ):
-            return Pub(client, name, load(event), (client, pub[1]), data)
-        return Pub(client, name, load(event), pub_id(pub, client, aliases), data)
 
-    return _batch("pubs", obj, name, one)
+def forwards(
+    obj: Mapping[str, Any], models: Mapping[str, FilterModel]
+) -> tuple[WireForwards, Refusals]:
+    """The forwards of a ``forwards`` frame, each checked on its own (a bad one is
+    refused, naming ``forwards[i]``, and the others go on). A cut frame's events and pairs
+    travel on as their bytes came; a frame read whole has its events written anew by
+    orjson from what was read (the same bytes as the broker before wrote, for events it
+    wrote with orjson)."""
+    model = _model(obj, models)
+    items = _items("forwards", obj)
+    batch = WireForwards(model.name, [], [], [], [])
+    refused: Refusals = []
+    load = model.load_event
+    events, pub_ids, wires, pairs = batch.events, batch.pub_ids, batch.wires, batch.pairs
+    assert wires is not None and pairs is not None
+    if type(items) is Cut:
+        for i, (who, n, data, pair) in enumerate(items):
+            value = load_cut_event(items, data)
+            try:
+                event = load(value)
+            except Exception as exc:
+                refused.append((i, _refusal("forwards", i, model.name, exc)))
+                continue
+            events.append(event)
+            pub_ids.append((who, n))
+            wires.append(data)
+            pairs.append(pair)
+        return batch, refused
+    for i, item in enumerate(items):
+        try:
+            pub, value = _pair(item)
+            data = dumps(value)  # first: it checks the event's depth (frames.decode left it)
+            pid = _hashable(pub)
+            event = load(value)
+        except Exception as exc:
+            refused.append((i, _refusal("forwards", i, model.name, exc)))
+            continue
+        events.append(event)
+        pub_ids.append(pid)
+        wires.append(data)
+        pairs.append(_pair_bytes(pid, data))
+    return batch, refused
 
 
-def _batch(
-    kind: str, obj: Mapping[str, Any], model: str, one: Callable[[Any, Any], M]
-) -> list[M | FrameError]:
-    """``one(pub_id, event)`` for each ``[pub_id, event]`` pair of a batch frame (``pubs``
-    or ``forwards``), in order; a bad pair is its :class:`FrameError` in its place,
-    naming ``kind[i]``. A frame without a list of 1-:data:`MAX_BATCH` pairs raises."""
+def _items(kind: str, obj: Mapping[str, Any]) -> list[Any]:
+    """The ``pubs`` of a batch frame: a list of 1-:data:`MAX_BATCH` pairs, else raises."""
     items = obj.get("pubs")
-    if type(items) is not list or not items or len(items) > MAX_BATCH:
+    if not isinstance(items, list) or not items or len(items) > MAX_BATCH:
         raise FrameError(
             "invalid-message",
             f"{kind}: 'pubs' must be a list of 1-{MAX_BATCH} [pub_id, event] pairs",
         )
-    out: list[M | FrameError] = []
-    for i, item in enumerate(items):
-        try:
-            if type(item) is not list or len(item) != 2:
-                raise FrameError("invalid-message", f"expected [pub_id, event], got {item!r}"[:300])
-            out.append(one(item[0], item[1]))
-        except FrameError as exc:
-            out.append(FrameError(exc.reason, f"{kind}[{i}]: {exc.message.removeprefix('pub: ')}"))
-        except PubsiftError as exc:
-            out.append(FrameError("invalid-message", f"{kind}[{i}]: {one_line(exc)}"))
-        except Exception as exc:  # a model broke its contract; the broker carries on
-            out.append(
-                FrameError(
-                    "invalid-message",
-                    f"{kind}[{i}]: model {model!r} failed: {type(exc).__name__}: {exc}",
-                )
-            )
-    return out
+    return items
+
+
+def _pair(item: Any) -> tuple[Any, Any]:
+    if type(item) is not list or len(item) != 2:
+        raise FrameError("invalid-message", f"expected [pub_id, event], got {item!r}"[:300])
+    return item[0], item[1]
+
+
+def _refusal(kind: str, i: int, model: str, exc: Exception) -> FrameError:
+    """Why pair ``i`` of a batch frame is refused, naming ``kind[i]``."""
+    if isinstance(exc, FrameError):
+        return FrameError(exc.reason, f"{kind}[{i}]: {exc.message.removeprefix('pub: ')}")
+    if isinstance(exc, PubsiftError):
+        return FrameError("invalid-message", f"{kind}[{i}]: {one_line(exc)}")
+    # a model broke its contract; the broker carries on
+    return FrameError(
+        "invalid-message", f"{kind}[{i}]: model {model!r} failed: {type(exc).__name__}: {exc}"
+    )
 
 
 def from_broker(
@@ -304,12 +404,15 @@ def batch_item(msg: Forward | Notify) -> bytes:
     """One publication of a ``forwards`` or ``notifies`` frame: ``[pub_id, event]``, the
     event's bytes as they are (one formatting for the common ``(publisher, n)``)."""
     assert msg.wire is not None
-    pub = msg.pub_id
+    return _pair_bytes(msg.pub_id, msg.wire)
+
+
+def _pair_bytes(pub: Hashable, wire: bytes) -> bytes:
     if type(pub) is tuple and len(pub) == 2 and type(pub[1]) is int and type(pub[0]) is str:
         name = _NAMES.get(pub[0])
         if name is not None:
-            return b"[[%s,%d],%s]" % (name, pub[1], msg.wire)
-    return b"[%s,%s]" % (pub_id_json(pub, _NAMES), msg.wire)
+            return b"[[%s,%d],%s]" % (name, pub[1], wire)
+    return b"[%s,%s]" % (pub_id_json(pub, _NAMES), wire)
 
 
 def forwards_head(model: str) -> bytes:
@@ -320,23 +423,6 @@ def forwards_head(model: str) -> bytes:
 def notifies_head(client: str, model: str) -> bytes:
     """The head of a ``notifies`` frame (docs/protocol.md §3.2), up to its list of items."""
     return b'{"kind":"notifies","client":%s,"model":%s,"pubs":[' % (dumps(client), dumps(model))
-
-
-def forwards(
-    obj: Mapping[str, Any], models: Mapping[str, FilterModel]
-) -> list[Forward | FrameError]:
-    """The forwards of a ``forwards`` frame, each checked on its own (a bad one is its
-    :class:`FrameError`, naming ``forwards[i]``, in its place). Their events are written
-    anew by orjson from what was read: the same bytes as the broker before wrote, for
-    events it wrote with orjson."""
-    model = _model(obj, models)
-    name, load = model.name, model.load_event
-
-    def one(pub: Any, event: Any) -> Forward:
-        data = dumps(event)  # first: it checks the event's depth (frames.decode left it)
-        return Forward(name, load(event), _hashable(pub), data)
-
-    return _batch("forwards", obj, name, one)
 
 
 class NotifyFrames:
