@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from pubsift.adapters.spark.layout import DEFAULT_LAYOUT, LAYOUTS
 from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
 from rich.console import Console
@@ -80,6 +81,14 @@ def add_route_arguments(rt: argparse.ArgumentParser) -> None:
         choices=("parquet", "jsonl"),
         default=None,
         help="deliveries and quarantine as Parquet (default) or JSON lines",
+    )
+    rt.add_argument(
+        "--layout",
+        choices=LAYOUTS,
+        default=None,
+        help="deliveries as one dataset sorted by subscriber (sorted, the default: "
+        "read one with WHERE subscriber = ...) or a directory per subscriber "
+        "(per-subscriber); docs/spark.md",
     )
     rt.set_defaults(func=cmd_route)
 
@@ -175,6 +184,7 @@ def cmd_route(args: argparse.Namespace, console: Console) -> int:
                 format=args.out_format or job.format or "parquet",
                 overwrite=args.overwrite,
                 limits=limits,
+                layout=args.layout or job.layout or DEFAULT_LAYOUT,
             )
             return job.subscribers, out_dir, settings, job.sources, None
         from pubsift.adapters.spark.subscriptions import load_subscriptions
@@ -194,6 +204,7 @@ def cmd_route(args: argparse.Namespace, console: Console) -> int:
             format=args.out_format or "parquet",
             overwrite=args.overwrite,
             limits=limits,
+            layout=args.layout or DEFAULT_LAYOUT,
         )
         if stores:
             return subscribers, args.out, settings, (), stores[0]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
 from pubsift.adapters.source import Source
 from pubsift.adapters.spark import store
+from pubsift.adapters.spark.layout import DEFAULT_LAYOUT, check
 from pubsift.adapters.spark.progress import Stages
 from pubsift.adapters.summary import SourceCounts, Summary
 from rich.console import Console
@@ -48,6 +49,8 @@ class Settings:
     format: str = "parquet"
     overwrite: bool = False
     limits: ReadLimits = DEFAULT_READ_LIMITS
+    #: how the deliveries are laid out (:mod:`.layout`: ``sorted`` or ``per-subscriber``)
+    layout: str = DEFAULT_LAYOUT
 
 
 def ingest(
@@ -70,6 +73,7 @@ def route(
     """``pubsift route``: route ``sources`` (converted on the way, the store kept in
     ``out/events``) or an existing ``event_store`` against ``subscribers``."""
     console = console or Console(stderr=True)
+    check(settings.layout)
     inputs = [s.path for s in sources] + ([event_store] if event_store else [])
     output = store.prepare(out, settings.format, settings.overwrite, "route", inputs)
     return _run(output, settings, console, sources, event_store, subscribers)
@@ -101,7 +105,7 @@ def _run(
             events_path = os.path.join(os.path.abspath(event_store), "events")
             summary.update(_store_summary(event_store))
         if subscribers is not None:
-            summary.update(_route(spark, events_path, subscribers, output, stages))
+            summary.update(_route(spark, events_path, subscribers, output, stages, settings.layout))
         summary["seconds"] = {
             **{k: round(v, 3) for k, v in stages.seconds.items()},
             "total": round(time.perf_counter() - began, 3),
@@ -238,32 +242,56 @@ def _route(
     subscribers: Sequence[Subscriber],
     output: store.Output,
     stages: Stages,
+    layout: str,
 ) -> dict[str, Any]:
+    """Route and write the deliveries in ``layout``; the counts per subscriber come from
+    the plan that is written, aggregated before the write (issue 34: never by reading the
+    output back): what the Python tasks return is persisted, so both share one routing."""
     from pubsift.adapters.spark import route as routing
+    from pubsift.adapters.spark.layout import arrange
     from pubsift.adapters.spark.subscriptions import by_model
+    from pyspark import StorageLevel
 
     groups = by_model(subscribers)
+    kept: list[DataFrame] = []
+
+    def keep(df: DataFrame) -> DataFrame:
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        kept.append(df)
+        return df
+
     with stages.stage("route", f"{len(subscribers)} subscribers of {len(groups)} model(s) routed"):
         # the schema given: a store with no event holds no Parquet file to infer it from
         events = spark.read.schema(EVENTS_SCHEMA).parquet(_uri(events_path, read=True))
         present = {r[0] for r in events.select("model").distinct().collect()}
         parts = max(2, 2 * _parallelism(spark))
-        frames = [
-            routing.route(events, m, subs, parts) for m, subs in groups.items() if m in present
-        ]
-        path = output.path("deliveries")
-        if frames:
-            deliveries = frames[0]
-            for f in frames[1:]:
-                deliveries = deliveries.unionByName(f)
-            _write(
-                deliveries.repartition("subscriber"), path, output.format, partition="subscriber"
-            )
-            per = _delivery_counts(spark, path, output.format)
-        else:
-            per = {}
+        try:
+            frames = [
+                routing.route(events, m, subs, parts, keep)
+                for m, subs in groups.items()
+                if m in present
+            ]
+            per: dict[str, int] = {}
+            if frames:
+                deliveries = frames[0]
+                for f in frames[1:]:
+                    deliveries = deliveries.unionByName(f)
+                per = {r[0]: r[1] for r in deliveries.groupBy("subscriber").count().collect()}
+                arranged, partition, options = arrange(
+                    deliveries, layout, sum(per.values()), _parallelism(spark)
+                )
+                _write(
+                    arranged,
+                    output.path("deliveries"),
+                    output.format,
+                    partition=partition,
+                    options=options,
+                )
+        finally:
+            for df in kept:
+                df.unpersist()
     counted = {s.id: per.get(s.id, 0) for s in subscribers}
-    return {"deliveries": sum(counted.values()), "subscribers": counted}
+    return {"layout": layout, "deliveries": sum(counted.values()), "subscribers": counted}
 
 
 def _uri(path: str, read: bool = False) -> str:
@@ -284,12 +312,18 @@ def _parallelism(spark: SparkSession) -> int:
 
 
 def _write(
-    df: DataFrame, path: str, fmt: str, partition: str | None = None, mode: str | None = None
+    df: DataFrame,
+    path: str,
+    fmt: str,
+    partition: str | None = None,
+    mode: str | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> None:
-    """Write ``df`` as Parquet, or as JSON lines (``event`` embedded as JSON, not as a
-    string holding JSON), optionally partitioned by a column."""
+    """Write ``df`` as Parquet (with the writer ``options``), or as JSON lines (``event``
+    embedded as JSON, not as a string holding JSON), optionally partitioned by a column."""
     if fmt == "parquet":
         writer = df.write if mode is None else df.write.mode(mode)
+        writer = writer.options(**(options or {}))
         if partition:
             writer = writer.partitionBy(partition)
         writer.parquet(_uri(path))
@@ -322,15 +356,6 @@ def _json_value(col: Any) -> Any:
     text = F.to_json(F.struct(col.alias("v")), {"ignoreNullFields": "false"})
     # (?s): a value may hold U+2028, U+2029 or U+0085, which Java's "." does not match
     return F.regexp_extract(text, r'(?s)^\{"v":(.*)\}$', 1)
-
-
-def _delivery_counts(spark: SparkSession, path: str, fmt: str) -> dict[str, int]:
-    """Deliveries per subscriber, read back from what was written."""
-    if fmt == "parquet":  # the schema given: a run with no delivery wrote no file
-        df = spark.read.schema(store.DELIVERY_SCHEMA).parquet(_uri(path, read=True))
-    else:
-        df = spark.read.schema("value string, subscriber string").text(_uri(path, read=True))
-    return {r[0]: r[1] for r in df.groupBy("subscriber").count().collect()}
 
 
 def show(summary: Mapping[str, Any], console: Console) -> None:

@@ -3,6 +3,7 @@
 
     out = "out"                       # optional; --out overrides
     format = "parquet"                # optional: parquet or jsonl
+    layout = "sorted"                 # optional: sorted or per-subscriber (docs/spark.md)
     subscriptions = "subs.jsonl"      # or [[subscriber]] tables, not both
 
     [spark]
@@ -41,6 +42,7 @@ from typing import Any
 
 from pubsift.adapters.reading import check
 from pubsift.adapters.source import Source
+from pubsift.adapters.spark.layout import LAYOUTS
 from pubsift.adapters.spark.store import FORMATS
 from pubsift.adapters.spark.subscriptions import (
     JobError,
@@ -54,7 +56,7 @@ from pubsift.core.errors import PubsiftError
 from pubsift.core.model import FilterModel
 
 #: the top-level keys of a job file
-TOP_KEYS = ("spark", "source", "subscriptions", "subscriber", "out", "format")
+TOP_KEYS = ("spark", "source", "subscriptions", "subscriber", "out", "format", "layout")
 SPARK_KEYS = ("master", "app_name", "conf")
 DEFAULT_APP_NAME = "pubsift"
 #: a job file larger than this is refused unread
@@ -65,7 +67,7 @@ _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 @dataclass(frozen=True)
 class Job:
     """A checked job file: ``sources`` (paths absolute), ``subscribers``, ``spark`` the
-    Spark settings (key -> string), ``master``/``out``/``format`` (None: not given, the
+    Spark settings (key -> string), ``master``/``out``/``format``/``layout`` (None: not given, the
     command line's or the default applies), ``where`` the job file's path."""
 
     sources: tuple[Source, ...]
@@ -76,6 +78,7 @@ class Job:
     out: str | None
     format: str | None
     where: str
+    layout: str | None = None
 
 
 def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
@@ -93,6 +96,7 @@ def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
         "app_name": DEFAULT_APP_NAME,
         "out": None,
         "format": None,
+        "layout": None,
     }
     if "subscriptions" in doc and "subscriber" in doc:
         problems.add(
@@ -138,6 +142,13 @@ def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
                 problems.add(
                     f"{path}: format is {' or '.join(map(repr, FORMATS))}, not {value!r:.80}"
                 )
+        elif key == "layout":
+            if value in LAYOUTS:
+                settings["layout"] = value
+            else:
+                problems.add(
+                    f"{path}: layout is {' or '.join(map(repr, LAYOUTS))}, not {value!r:.80}"
+                )
         else:
             problems.add(f"{path}: unknown key {key!r:.80}; the keys are {', '.join(TOP_KEYS)}")
     problems.raise_if_any()
@@ -150,6 +161,7 @@ def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
         settings["out"],
         settings["format"],
         path,
+        settings["layout"],
     )
 
 

@@ -244,17 +244,29 @@ def _delivered(
 
 
 def deliveries(
-    events: DataFrame, model_name: str, subscribers: Sequence[Subscriber], index: Any
+    events: DataFrame,
+    model_name: str,
+    subscribers: Sequence[Subscriber],
+    index: Any,
+    keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
     """The deliveries (:data:`DELIVERY_SCHEMA`) of ``events`` (``source``, ``position``,
     ``event`` of one model) to ``subscribers``, matched through ``index``
-    (:func:`build_index`); lazy, a Spark plan."""
+    (:func:`build_index`); lazy, a Spark plan. ``keep`` is applied to the frame the
+    Python tasks return (one row per matched event, or per delivery for converted
+    deliveries): the job persists it there, where it is smallest, so that the summary's
+    counts and the write share one routing (issue 34)."""
     shipped = Shipped(index)
+    keep = keep or (lambda df: df)
     if any(s.agreement is not None for s in subscribers):
-        return events.mapInArrow(router(model_name, subscribers, shipped, True), DELIVERY_SCHEMA)
+        return keep(
+            events.mapInArrow(router(model_name, subscribers, shipped, True), DELIVERY_SCHEMA)
+        )
     from pyspark.sql import functions as F
 
-    return events.mapInArrow(matcher(model_name, subscribers, shipped), MATCHED_SCHEMA).select(
+    return keep(
+        events.mapInArrow(matcher(model_name, subscribers, shipped), MATCHED_SCHEMA)
+    ).select(
         F.explode("subscribers").alias("subscriber"),
         "source",
         "position",
@@ -264,12 +276,17 @@ def deliveries(
 
 
 def route(
-    events: DataFrame, model_name: str, subscribers: Sequence[Subscriber], partitions: int
+    events: DataFrame,
+    model_name: str,
+    subscribers: Sequence[Subscriber],
+    partitions: int,
+    keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
-    """Deliveries of one model's events in the store ``events`` (lazy: a Spark plan)."""
+    """Deliveries of one model's events in the store ``events`` (lazy: a Spark plan;
+    ``keep``: :func:`deliveries`)."""
     from pubsift.core.registry import load_model
 
     model = load_model(model_name)
     index = build_index(model, subscribers)
     mine = events.where(events.model == model_name).select("source", "position", "event")
-    return deliveries(mine.repartition(partitions), model_name, subscribers, index)
+    return deliveries(mine.repartition(partitions), model_name, subscribers, index, keep)

@@ -8,8 +8,9 @@ writes) holds::
     events/        the normalized event store, partitioned by model (events/model=xml/...):
                    source, position, event (the model's dump_event form as JSON text)
     quarantine/    source, position, reason, message, excerpt, model
-    deliveries/    (route) subscriber, source, position, model, event, partitioned by
-                   subscriber (deliveries/subscriber=alice/...)
+    deliveries/    (route) subscriber, source, position, model, event, sorted by
+                   subscriber (or a directory per subscriber, deliveries/subscriber=alice/:
+                   :mod:`.layout`)
     summary.json   counts per source, model, reason and subscriber; wall time per stage
     _pubsift.json  what made the directory (the marker ``--overwrite`` looks for)
 

@@ -18,8 +18,8 @@ back (:meth:`Subscriber.delivered`).
 Every bad entry is collected and reported at once in one :class:`JobError`, each problem
 starting with where it is (``subs.jsonl:3: ...``), so a user fixes a file in one pass.
 
-**Subscriber ids** name the partition directories of the deliveries
-(``deliveries/subscriber=<id>/``): an id is 1 to 200 characters with no control, format or
+**Subscriber ids** name the partition directories of the deliveries in the
+``per-subscriber`` layout (``deliveries/subscriber=<id>/``, :mod:`.layout`): an id is 1 to 200 characters with no control, format or
 unassigned characters, no line or paragraph separators, no leading or trailing white space,
 no ``/`` or ``\\``, not ``.`` or ``..`` and not Spark's null marker
 ``__HIVE_DEFAULT_PARTITION__``. Other characters are allowed: Spark escapes ``= % : # ? *``

@@ -51,7 +51,11 @@ def run_route(subscribers, out: Path, **kw: Any) -> Run:
     """``job.route`` in this process (it reuses the running session: getOrCreate)."""
     from pubsift.adapters.spark.job import Settings, route
 
-    settings = Settings(format=kw.pop("format", "parquet"), overwrite=kw.pop("overwrite", False))
+    settings = Settings(
+        format=kw.pop("format", "parquet"),
+        overwrite=kw.pop("overwrite", False),
+        layout=kw.pop("layout", "sorted"),
+    )
     text = io.StringIO()
     summary = route(subscribers, str(out), settings, console=Console(file=text, width=120), **kw)
     return Run(out, summary, text.getvalue())

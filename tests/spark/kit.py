@@ -216,7 +216,7 @@ def subscriptions(seed: int, records: int = 24) -> list[dict[str, Any]]:
             spec = {"$or": [dict(_records_clause(rng)[1]) for _ in range(rng.randrange(2, 4))]}
         out.append({"id": f"rec-{i:02d}", "model": "records", "filter": spec})
     # ids that are partition directory names Spark must escape, or could read as numbers
-    # and dates (issue 12 §2: deliveries/subscriber=<id>/)
+    # and dates (issue 12 §2: deliveries/subscriber=<id>/ in the per-subscriber layout)
     for i, sid in enumerate(("odd id: 50% = [x]?#", "ünïcode-日本", "007", "2017-01-01")):
         out[i * 5 % len(out)]["id"] = sid
     out.append({"id": "rec-tagged", "model": "records", "filter": {"tags": ["energy"]}})
@@ -342,13 +342,15 @@ def data_files(path: Path) -> list[Path]:
 
 def read_rows(path: Path, fmt: str, partition: str | None = None) -> list[dict[str, Any]]:
     """The rows of an output part (``deliveries``, ``quarantine``, ``events``), Parquet with
-    pyarrow or JSON lines with :mod:`json`; the partition column from the directory names."""
+    pyarrow or JSON lines with :mod:`json`; the partition column from the directory names
+    when the files are in partition directories (the deliveries' sorted layout has the
+    ``subscriber`` column in the files, issue 34)."""
     import pyarrow.parquet as pq
 
     rows = []
     for f in data_files(path):
         extra = {}
-        if partition:
+        if partition and f.parent != path:
             extra[partition] = partition_value(f.parent.name, partition)
         if fmt == "parquet":
             got = pq.read_table(f).to_pylist()

@@ -6,6 +6,7 @@ command line's checks before Spark starts."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import subprocess
@@ -108,27 +109,71 @@ def test_the_quarantine_holds_the_plain_readings_quarantined_records(routed, sam
 
 
 # -- outputs ----------------------------------------------------------------------------------
-def test_deliveries_are_one_directory_and_one_file_per_subscriber(routed, sample):
+def test_deliveries_are_one_dataset_sorted_by_subscriber(routed, sample):
+    """The default layout (issue 34): the files straight under deliveries/, the subscriber
+    a column, rows sorted by (subscriber, source, position); the summary's counts (made
+    from the plan before writing) equal what was written."""
     import pyarrow.parquet as pq
 
     assert len(sample.subscribers) >= 20
     pairs = kit.delivered_pairs(routed.out)
-    dirs = sorted(p for p in (routed.out / "deliveries").iterdir() if p.is_dir())
-    assert sorted(kit.partition_value(d.name, "subscriber") for d in dirs) == sorted(pairs)
-    for d in dirs:
-        files = kit.data_files(d)
-        assert len(files) == 1, (d.name, files)  # repartitioned by subscriber
-        assert pq.read_schema(files[0]).names == ["source", "position", "model", "event"]
+    deliveries = routed.out / "deliveries"
+    assert not [p for p in deliveries.iterdir() if p.is_dir()]
+    files = kit.data_files(deliveries)
+    assert len(files) == 1  # layout.files_for: a few thousand deliveries, one file
+    table = pq.read_table(files[0])
+    assert table.schema.names == ["subscriber", "source", "position", "model", "event"]
+    keys = list(zip(*(table.column(c).to_pylist() for c in ("subscriber", "source", "position"))))
+    assert keys == sorted(keys) and len(keys) == len(set(keys))
     summary = routed.summary
+    assert summary["layout"] == "sorted"
     assert summary["subscribers"] == {s.id: len(pairs.get(s.id, ())) for s in sample.subscribers}
     assert summary["subscribers"]["xml-none"] == 0
-    assert summary["deliveries"] == sum(len(v) for v in pairs.values())
+    assert summary["deliveries"] == sum(len(v) for v in pairs.values()) == len(keys)
     assert set(summary["seconds"]) == {"start", "list", "convert", "route", "total"}
     assert all(v >= 0 for v in summary["seconds"].values())
     marker = json.loads((routed.out / "_pubsift.json").read_text())
     assert marker == {"written_by": "pubsift", "kind": "route", "format": "parquet"}
     assert f"deliveries: {summary['deliveries']}" in routed.console
     assert not siblings(routed.out)
+
+
+def test_one_subscribers_deliveries_are_read_from_its_row_groups_only(
+    spark, stored, sample, tmp_path, monkeypatch
+):
+    """Small row groups (the size lowered for the sample): each holds a range of
+    subscribers, and the documented reads (pyarrow's filters=, Spark's where) give one
+    subscriber's deliveries, equal to the linear scan's, from its row groups only."""
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+    from pubsift.adapters.spark import layout
+    from pyspark.sql import functions as F
+
+    monkeypatch.setattr(layout, "ROW_GROUP_BYTES", 4096)
+    store, _ = stored
+    records = [s for s in sample.subscribers if s.model == "records"]  # one model: shorter
+    run = run_route(records, tmp_path / "out", event_store=str(store))
+    path = run.out / "deliveries"
+    want = kit.brute_force(records, sample.outcomes)
+    meta = pq.ParquetFile(kit.data_files(path)[0]).metadata
+    ranges = [
+        (meta.row_group(i).column(0).statistics.min, meta.row_group(i).column(0).statistics.max)
+        for i in range(meta.num_row_groups)
+    ]
+    assert len(ranges) >= 4 and all(a[1] <= b[0] for a, b in itertools.pairwise(ranges))
+    busiest = max(want, key=lambda s: len(want[s]))
+    got = pq.read_table(path, filters=[("subscriber", "==", busiest)]).to_pylist()
+    assert (
+        {(r["source"], r["position"]) for r in got}
+        == want[busiest]
+        == kit.delivered_pairs(run.out)[busiest]
+    )
+    dataset = ds.dataset(path, format="parquet")
+    predicate = ds.field("subscriber") == busiest
+    read = [g for f in dataset.get_fragments() for g in f.split_by_row_group(predicate)]
+    assert 0 < len(read) < len(ranges)
+    rows = spark.read.parquet(str(path)).where(F.col("subscriber") == busiest).collect()
+    assert {(r.source, r.position) for r in rows} == want[busiest]
 
 
 def test_a_second_run_into_the_same_out_is_refused(routed, sample):
@@ -177,15 +222,26 @@ def other_subscribers(root: Path):
 
 
 def test_an_event_store_routes_twice_as_the_files_do(stored, routed, sample, tmp_path):
+    import pyarrow.parquet as pq
+
     store, ingested = stored
     assert ingested["sources"] == routed.summary["sources"]
     assert not (store / "deliveries").exists()
     assert json.loads((store / "_pubsift.json").read_text())["kind"] == "store"
     out = tmp_path / "out"
     subs_b = other_subscribers(tmp_path)
-    first = run_route(subs_b, out, event_store=str(store))
+    # the directory per subscriber, kept as an option (issue 34): one file in each
+    first = run_route(subs_b, out, event_store=str(store), layout="per-subscriber")
     want_b = kit.brute_force(subs_b, sample.outcomes)
     assert kit.delivered_pairs(out) == want_b and len(want_b) >= 8
+    dirs = sorted(p for p in (out / "deliveries").iterdir() if p.is_dir())
+    assert sorted(kit.partition_value(d.name, "subscriber") for d in dirs) == sorted(want_b)
+    for d in dirs:
+        files = kit.data_files(d)
+        assert len(files) == 1, (d.name, files)  # repartitioned by subscriber
+        assert pq.read_schema(files[0]).names == ["source", "position", "model", "event"]
+    assert first.summary["layout"] == "per-subscriber"
+    assert first.summary["subscribers"] == {s.id: len(want_b.get(s.id, ())) for s in subs_b}
     assert first.summary["sources"] == ingested["sources"]
     assert first.summary["store"] == str(store)
     # the same store, the first subscribers, JSON lines, replacing the first run's output
@@ -194,7 +250,7 @@ def test_an_event_store_routes_twice_as_the_files_do(stored, routed, sample, tmp
     )
     assert kit.delivered_pairs(out, "jsonl") == kit.delivered_pairs(routed.out)
     assert second.summary["subscribers"] == routed.summary["subscribers"]
-    assert not any(d.name.startswith("subscriber=b-") for d in (out / "deliveries").iterdir())
+    assert not [d for d in (out / "deliveries").iterdir() if d.is_dir()]  # sorted, replaced
     assert kit.summary(out)["format"] == "jsonl" and not siblings(out)
     rows = kit.read_rows(out / "deliveries", "jsonl", "subscriber")
     assert all(set(r) == {"subscriber", "source", "position", "model", "event"} for r in rows)

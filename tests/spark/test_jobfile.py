@@ -48,6 +48,7 @@ def test_a_complete_job_with_paths_relative_to_the_job_file(tree, monkeypatch):
         """
 out = "out"
 format = "jsonl"
+layout = "per-subscriber"
 subscriptions = "subs.jsonl"
 
 [spark]
@@ -94,11 +95,12 @@ exclude = ["*.md"]
         "spark.memory.fraction": "0.5",
         "spark.driver.memory": "2g",
     }
-    assert (got.master, got.app_name, got.out, got.format) == (
+    assert (got.master, got.app_name, got.out, got.format, got.layout) == (
         "local[2]",
         "quotes",
         os.path.relpath(tree / "out"),
         "jsonl",
+        "per-subscriber",
     )
     assert got.where == os.path.relpath(path, "/")
 
@@ -225,6 +227,7 @@ publisher = { concept = "StockQuote" }
         ("[spark]\nconf = 1\n", "conf is a table"),
         ("[spark.conf]\nx = nan\n", "'x' is a string, number or boolean, not nan"),
         ("[spark.conf]\nx = [1]\n", "'x' is a string, number or boolean, not [1]"),
+        ("layout = 'buckets'\n", "layout is 'sorted' or 'per-subscriber', not 'buckets'"),
     ],
 )
 def test_structural_problems(tree, text, problem):
