@@ -148,6 +148,11 @@ class Broker:
         self.notified = 0
         self.dropped_publications = 0
         self.useless_forwards = 0
+        #: routing entries (subscriptions or advertisements, renewals included) received
+        #: from clients and neighbours and sent to neighbours, per (model, level): with
+        #: covering or merging, fewer go out than come in (Mühl §3.5.3-§3.5.5)
+        self.entries_received: Counter[tuple[str, Level]] = Counter()
+        self.entries_forwarded: Counter[tuple[str, Level]] = Counter()
 
     def __repr__(self) -> str:
         return f"<Broker {self.name} {self.strategy_name}>"
@@ -273,6 +278,7 @@ class Broker:
                 )
             self.admin_processed += 1
             self._administer(msg.model, msg.level, sender, msg.subs, msg.unsubs)
+            self.entries_received[msg.model, msg.level] += len(msg.subs)
             return
         if isinstance(msg, Notify) or sender not in self.clients:
             raise BrokerError(
@@ -288,6 +294,7 @@ class Broker:
             )
         if isinstance(msg, (Sub, Adv)):
             self._administer(msg.model, level, sender, item, ())
+            self.entries_received[msg.model, level] += 1
         else:
             self._administer(msg.model, level, sender, (), item)
 
@@ -409,4 +416,5 @@ class Broker:
             subs, unsubs = out[h]
             if subs or unsubs:
                 self.admin_sent += 1
+                self.entries_forwarded[model, level] += len(subs)
                 self.port.send(self.name, h, Admin(model, level, tuple(subs), tuple(unsubs)))

@@ -42,6 +42,7 @@ from pubsift.adapters.broker.backoff import Backoff
 from pubsift.adapters.broker.config import Address, BrokerConfig, ConfigError, Identity
 from pubsift.adapters.broker.connection import Connection
 from pubsift.adapters.broker.frames import FrameError, check_hello, encode, error, hello
+from pubsift.adapters.broker.latency import LatencyHistogram
 from pubsift.adapters.broker.limits import (
     ClientLimits,
     IdentityLimits,
@@ -90,6 +91,28 @@ def _features(hello: dict[str, Any]) -> frozenset[str]:
     return frozenset(f for f in got if isinstance(f, str)) if isinstance(got, list) else frozenset()
 
 
+#: the frame kinds a peer may send, as the monitor counts them (others count as "other")
+KINDS = frozenset(
+    (
+        "pub",
+        "pubs",
+        "sub",
+        "unsub",
+        "adv",
+        "unadv",
+        "stats",
+        "forward",
+        "forwards",
+        "admin",
+        "reach",
+        "resync",
+        "error",
+        "ping",
+        "pong",
+    )
+)
+
+
 #: seconds a dialled broker has to answer (an accepted connection has ``limits.hello_timeout``
 #: for its TLS handshake and its hello)
 HANDSHAKE_TIMEOUT = 10.0
@@ -106,6 +129,8 @@ class ConnectionPort:
         self.clients: dict[str, Connection] = {}
         self.neighbours: dict[str, Connection] = {}
         self.lost: Counter[str] = Counter()
+        #: admin messages sent per neighbour (the monitor's messages out)
+        self.admin_sent: Counter[str] = Counter()
         #: the frame of the last forward (the broker sends one forward to each neighbour)
         self._forward: Forward | None = None
         self._forward_frame = b""
@@ -144,6 +169,8 @@ class ConnectionPort:
                 self._forward, self._forward_frame = msg, wire.forward_frame(msg)
             data = self._forward_frame
         else:
+            if not isinstance(msg, Forward):
+                self.admin_sent[neighbour] += 1
             data = encode(to_wire(msg, self.models))
         if not conn.send(data):
             self.lost[neighbour] += 1
@@ -270,6 +297,16 @@ class BrokerDaemon:
         #: publications held back by a client's rate limit; peers cut off as slow consumers
         self.throttled = 0
         self.slow_consumers = 0
+        #: for the monitor (:mod:`.monitor`): messages received per link (a neighbour's
+        #: id, or "client" for all clients) and kind, a batch frame counting its
+        #: publications; errors answered or closed on, by reason; the latency
+        #: (:mod:`.latency`); when the broker started (time.time())
+        self.received: dict[str, Counter[str]] = {}
+        self.frame_errors: Counter[str] = Counter()
+        self.latency = LatencyHistogram()
+        self.started = time.time()
+        #: the monitor (docs/monitoring.md), when the configuration asks for one
+        self.monitor: Any = None
         self.port = ConnectionPort(self.models)
         self.address: Address = config.listen
         self.id: str = config.id or ""
@@ -621,9 +658,11 @@ class BrokerDaemon:
                 conn.peer_max_frame_bytes = _frame_limit(first)
                 await self._accept_broker(conn, pid, first.get("token"))
         except FrameError as exc:
+            self.frame_errors[exc.reason] += 1
             log.warning("connection %s: %s (closing)", conn.peer, exc)
             conn.close(exc.reason, exc.message, linger=True)
         except TimeoutError:
+            self.frame_errors["bad-hello"] += 1
             why = f"no hello within {self.config.hello_timeout:g} s"
             if conn.role == "broker":
                 why = f"no reach within {self.config.hello_timeout:g} s after the hello"
@@ -696,21 +735,38 @@ class BrokerDaemon:
         connection stays open (other frame errors end it). ``pace`` says how long a frame
         waits before it is handled, reading nothing more from ``conn`` meanwhile (a client
         over its publication rate)."""
-        assert conn.id is not None
+        assert conn.id is not None and self.broker is not None
+        broker = self.broker
+        counts = self.received.setdefault(conn.id if conn.role == "broker" else "client", Counter())
+        # the latency of a frame that notified anyone is taken once this turn's writes
+        # are done (the connections' flushes were scheduled before: FIFO; .latency)
+        call_soon, since = asyncio.get_running_loop().call_soon, self.latency.since
         while True:
             try:
                 obj = await conn.recv()
             except FrameError as exc:
                 if exc.reason != "bad-frame":
                     raise
+                self.frame_errors[exc.reason] += 1
                 log.warning("%s: %s", who, exc)
                 conn.send(error(exc.reason, exc.message))
                 continue
             if obj is None:
                 return
+            arrived = conn.last_received
+            kind = obj["kind"]
+            if kind == "pubs" or kind == "forwards":
+                items = obj.get("pubs")
+                counts[kind] += len(items) if isinstance(items, list) else 1
+            else:
+                counts[kind if kind in KINDS else "other"] += 1
             if pace is not None and (hold := pace(conn, conn.id, obj)) > 0:
                 await self._hold(conn, hold)
+                arrived = time.monotonic()  # the wait for the rate is not the broker's
+            notified = broker.notified
             handle(conn, conn.id, obj)
+            if broker.notified != notified:
+                call_soon(since, arrived, broker.notified - notified)
 
     @staticmethod
     async def _hold(conn: Connection, seconds: float) -> None:
@@ -902,6 +958,7 @@ class BrokerDaemon:
     ) -> None:
         """Answer one bad message with an ``error`` frame (echoing its ``ref``; ``index``:
         which publication of a ``pubs`` frame), keep the connection."""
+        self.frame_errors[reason] += 1
         log.log(level or logging.WARNING, "%s %s: %s: %s", conn.role, conn.id, reason, message)
         err = error(reason, message)
         if "ref" in obj:
