@@ -333,3 +333,16 @@ def expand(
         if started:
             message += "; the rest of the archive is not read"
         yield Quarantined(label, 0, reason, message)
+
+
+def missing(path: str) -> str | None:
+    """Why a path given on a command line names nothing (a path that does not exist, a
+    pattern matching no file), or None. The commands refuse such a path as a usage error
+    before reading anything (a typo should not become a quarantined record, nor start a
+    cluster job); :func:`expand` itself quarantines it."""
+    if glob.has_magic(path):
+        if next(glob.iglob(path, recursive=True), None) is None:
+            return f"the pattern {path} matches no file"
+    elif not os.path.lexists(path):
+        return f"{path} does not exist"
+    return None

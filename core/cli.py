@@ -1,4 +1,4 @@
-"""The ``pubsift`` command line.
+"""The pubsift command line.
 
 ``pubsift models``   lists the installed filter models and what they provide;
 ``pubsift readers``  lists the installed file readers (entry-point group pubsift.readers);
@@ -279,6 +279,16 @@ def _sources(
     return sources
 
 
+def _existing(paths: Sequence[str]) -> None:
+    """_BadFilters naming every path that names nothing (``-`` is standard input): a typo
+    is a usage error, not a quarantined record."""
+    from pubsift.adapters.inputs import missing
+
+    gone = [m for m in map(missing, paths) if m]
+    if gone:
+        raise _BadFilters("; ".join(gone))
+
+
 def _limits_option(values: Sequence[str]) -> ReadLimits:
     """``--limit NAME=N`` (repeatable): the integer settings of ReadLimits."""
     from dataclasses import replace
@@ -373,6 +383,7 @@ def cmd_match(args: argparse.Namespace, console: Console) -> int:
                 "standard input (-) is read as JSON lines of events; "
                 f"--{'/--'.join(_INPUT_OPTIONS)} apply to files"
             )
+        _existing([p for p in paths if not _line_events(p, args)])
         models = {model.name: model}
         read_with = [
             None if _line_events(p, args) else _sources([p], args, args.model, models)[0]
@@ -444,12 +455,18 @@ def cmd_match(args: argparse.Namespace, console: Console) -> int:
             err.write(f"pubsift match: {exc}\n")
             return 2
     err.write(
-        f"{n_events} events, {len(filters)} filters, {n_deliveries} matches"
-        + (f", {n_bad} bad lines skipped" if n_bad else "")
+        f"{_n(n_events, 'event')}, {_n(len(filters), 'filter')}, "
+        f"{_n(n_deliveries, 'match', 'matches')}"
+        + (f", {_n(n_bad, 'bad line')} skipped" if n_bad else "")
         + (f", {n_quarantined} quarantined" if n_quarantined else "")
         + "\n"
     )
     return 1 if n_bad or n_quarantined else 0
+
+
+def _n(count: int, word: str, plural: str = "") -> str:
+    """``1 filter``, ``2 filters``."""
+    return f"{count} {word if count == 1 else plural or word + 's'}"
 
 
 class _AtomicFile:
@@ -542,6 +559,7 @@ def cmd_convert(args: argparse.Namespace, console: Console) -> int:
         models: dict[str, FilterModel] = {}
         if args.model is not None:
             models[args.model] = load_model(args.model)
+        _existing(args.paths)
         sources = _sources(args.paths, args, args.model, models)
         limits = _limits_option(args.limit or [])
         for path in (args.out, quarantine) + ((args.summary,) if args.summary else ()):
@@ -949,7 +967,10 @@ def _lazy_subparsers(p: argparse.ArgumentParser, dest: str) -> _LazySubcommands:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from pubsift import __version__
+
     p = argparse.ArgumentParser(prog="pubsift", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"pubsift {__version__}")
     sub = _lazy_subparsers(p, "command")
     for name, (text, target) in COMMANDS.items():
         sub.add_lazy(name, text, target)

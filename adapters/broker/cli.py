@@ -367,7 +367,12 @@ def add_publish_feed_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="seconds between polls (default: 300)",
     )
-    p.add_argument("--once", action="store_true", help="poll once and exit")
+    p.add_argument(
+        "--once",
+        action="store_true",
+        help="poll once and exit: status 0, or 1 when an item was quarantined or too "
+        "large or a feed could not be read",
+    )
     p.add_argument(
         "--state",
         metavar="PATH",

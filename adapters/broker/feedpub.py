@@ -16,6 +16,11 @@ ones seen most recently, so a feed with fewer items than that never has one publ
 twice). Items are published only while the broker is connected; the others wait for the
 next poll. An item whose frame the broker would refuse (above its ``max_frame_bytes``) is
 reported and remembered, not published.
+
+**Exit status** of ``--once``: 0 when every item was published or had been before, 1 when
+an item was quarantined or too large, or a feed could not be fetched or read (each
+reported on standard error); without ``--once`` the command runs until SIGTERM or Ctrl-C
+and exits 0.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lxml import etree
+from pubsift.adapters.archives import archive_kind
 from pubsift.adapters.broker.client import AsyncClient
 from pubsift.adapters.broker.frames import encode
 from pubsift.adapters.inputs import Input
@@ -289,6 +295,24 @@ class FeedPublisher:
         self.state.remember(ev.source, key)
 
 
+def described(feeds: Sequence[str]) -> str:
+    """What the command line names, counted by kind: ``3 files, 1 directory, 2 URLs`` (a
+    directory or an archive holds any number of feeds, read anew at each poll)."""
+    kinds: dict[str, int] = {}
+    for feed in feeds:
+        if is_url(feed):
+            kind = "URL"
+        elif os.path.isdir(feed):
+            kind = "directory"
+        elif archive_kind(feed) is not None:
+            kind = "archive"
+        else:
+            kind = "file"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    plural = {"URL": "URLs", "directory": "directories", "archive": "archives", "file": "files"}
+    return ", ".join(f"{n} {kind if n == 1 else plural[kind]}" for kind, n in kinds.items())
+
+
 async def run(
     url: str,
     feeds: Sequence[str],
@@ -304,7 +328,9 @@ async def run(
     state = FeedState.load(state_path)
     client = AsyncClient(url, id=f"feed-{uuid.uuid4().hex[:12]}", **client_options)
     await client.connect()
-    log.info("publishing %d feed(s) to %s as %s", len(feeds), client.broker_id, client.id)
+    log.info(
+        "publishing the feeds of %s to %s as %s", described(feeds), client.broker_id, client.id
+    )
     pub = FeedPublisher(client, feeds, state)
     try:
         while not stop.is_set():

@@ -31,7 +31,6 @@ setting that cannot be used, every bad subscriber) is reported in one
 
 from __future__ import annotations
 
-import glob
 import math
 import os
 import re
@@ -40,6 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pubsift.adapters.inputs import missing
 from pubsift.adapters.reading import check
 from pubsift.adapters.source import Source
 from pubsift.adapters.spark.layout import LAYOUTS
@@ -298,18 +298,6 @@ def _source(
         problems.add(f"{label}: {gone}")
         return
     sources.append(src)
-
-
-def missing(path: str) -> str | None:
-    """Why a source path names nothing (a path that does not exist, a pattern matching no
-    file), or None: Spark's own readers refuse such a path, and a typo should not start a
-    cluster job."""
-    if glob.has_magic(path):
-        if next(glob.iglob(path, recursive=True), None) is None:
-            return f"the pattern {path} matches no file"
-    elif not os.path.lexists(path):
-        return f"{path} does not exist"
-    return None
 
 
 def _from_file(

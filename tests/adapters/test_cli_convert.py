@@ -324,7 +324,7 @@ def test_match_xml_filters_on_a_feed_match_its_items(tmp_path):
         {"event": f"{feed}#1", "matches": ['//item[category="Sports"]']},
         {"event": f"{feed}#3", "matches": ['//item[category="Sports"]']},
     ]
-    assert "3 events, 1 filters, 2 matches" in err
+    assert "3 events, 1 filter, 2 matches" in err
 
 
 def test_match_on_real_rss_feeds_agrees_with_lxml_per_item(tmp_path):

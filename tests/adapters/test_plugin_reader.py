@@ -148,7 +148,7 @@ def test_pubsift_convert_and_match_read_the_plugin_format(toy, tmp_path):
         {"event": f"{data}/words.toy#1", "matches": ["5"]},
         {"event": f"{data}/words.toy#4", "matches": ["5"]},
     ]
-    assert "2 events" not in err and "3 events, 1 filters, 2 matches, 1 quarantined" in err
+    assert "2 events" not in err and "3 events, 1 filter, 2 matches, 1 quarantined" in err
 
 
 def test_pubsift_readers_lists_builtin_and_plugin_readers(toy):

@@ -435,7 +435,7 @@ def test_match_skips_an_event_line_that_is_not_utf8_and_processes_the_rest(tmp_p
     assert code == 1
     assert [json.loads(x)["event"] for x in out.splitlines()] == [f"{events}:1", f"{events}:3"]
     assert f"{events}:2: not UTF-8 text (invalid byte 0xff at column 8); skipped" in err
-    assert "2 events, 1 filters, 2 matches, 1 bad lines skipped" in err
+    assert "2 events, 1 filter, 2 matches, 1 bad line skipped" in err
 
 
 def test_match_refuses_a_binary_filters_file_naming_file_and_line(tmp_path):
@@ -483,7 +483,7 @@ def test_match_skips_event_lines_the_library_would_refuse(tmp_path):
     assert got[1] == "stdin:2: invalid JSON: NaN is not JSON; skipped"
     assert got[2].startswith("stdin:3: invalid JSON: an integer of more than 4,300 digits")
     assert got[3] == "stdin:4: invalid JSON: nested too deeply; skipped"
-    assert got[4] == "1 events, 1 filters, 1 matches, 4 bad lines skipped"
+    assert got[4] == "1 event, 1 filter, 1 match, 4 bad lines skipped"
 
 
 def test_match_reports_a_model_hook_that_breaks_the_contract_and_carries_on(tmp_path):
@@ -509,7 +509,7 @@ def test_match_reports_a_model_hook_that_breaks_the_contract_and_carries_on(tmp_
         "ZeroDivisionError: matches divided by zero); this is a bug in the model;"
         " skipped"
     )
-    assert got[2] == "2 events, 1 filters, 2 matches, 2 bad lines skipped"
+    assert got[2] == "2 events, 1 filter, 2 matches, 2 bad lines skipped"
 
 
 def _quotes_dir(tmp_path: Path, body: bytes | None) -> Path:
