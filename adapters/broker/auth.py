@@ -40,6 +40,8 @@ class Grant:
     cert_name: str | None = None
     #: the broker's own HTTP gateway, which checks each HTTP request itself
     unrestricted: bool = False
+    #: whether it may read the monitor port (docs/monitoring.md)
+    monitor: bool = False
 
 
 class Authorizer:
@@ -59,7 +61,7 @@ class Authorizer:
                     "characters without '/' (docs/protocol.md §13)"
                 )
             token = ident.token.encode("utf-8") if ident.token is not None else None
-            g = Grant(ident.name, token, cert_name=ident.cert_name)
+            g = Grant(ident.name, token, cert_name=ident.cert_name, monitor=ident.monitor)
             for right, table in (("subscribe", ident.subscribe), ("publish", ident.publish)):
                 out: dict[str, FilterIndex[Any, Any]] = getattr(g, right)
                 for m, texts in table.items():

@@ -41,6 +41,9 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
     [gateway]                          # the HTTP gateway (docs/protocol.md §9); off by default
     listen = "127.0.0.1:8080"          # HTTPS when [tls] is set; Bearer tokens with identities
 
+    [monitor]                          # /metrics, /status, / (docs/monitoring.md); off by default
+    listen = "127.0.0.1:8222"          # beyond loopback only with [identities]
+
     [tls]                              # TLS on every connection (docs/protocol.md §11)
     cert = "/etc/pubsift/b1.pem"       # this broker's certificate chain (PEM), required
     key = "/etc/pubsift/b1.key"        # its private key (default: in the cert file)
@@ -56,6 +59,7 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
     max_subscriptions = 50                     # this identity's own limits: they replace
     max_publish_rate = 10.0                    # [limits]'s and count all its connections
     max_connections = 20                       # together (docs/protocol.md §12)
+    monitor = true                     # its token also opens the monitor (default: false)
 
 With ``[tls]`` the broker's port speaks TLS only (clients use ``pubsifts://``); the keys
 are read by :func:`pubsift.adapters.broker.tls.read_tls`, and a missing or unreadable file,
@@ -142,6 +146,21 @@ class Identity:
     #: connections at once (the gateway's SSE streams included); None: no limit
     max_connections: int | None = None
     max_queue_bytes: int | None = None
+    #: whether its token (or certificate) opens the monitor port (docs/monitoring.md)
+    monitor: bool = False
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (or ``localhost``): reachable from this
+    machine only."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -180,6 +199,8 @@ class BrokerConfig:
     heartbeat_max_missed: int = 2
     #: the HTTP gateway's address (None: no gateway)
     gateway: Address | None = None
+    #: the monitor's address (None: no monitor; docs/monitoring.md)
+    monitor: Address | None = None
     #: the shared secret of broker links (sent by the dialler, required by the acceptor)
     link_token: str | None = field(default=None, repr=False)
     #: client identities (docs/protocol.md §10); empty: the broker is open to every client
@@ -217,6 +238,23 @@ class BrokerConfig:
                 )
         if self.tls is not None:
             self.tls.check()
+        if self.monitor is not None and not is_loopback(self.monitor.host) and not self.identities:
+            raise ConfigError(
+                f"{self.source}: monitor.listen (--monitor): {self.monitor} is reachable "
+                "from other machines, and without [identities] anyone could read the "
+                "broker's state there: bind it to 127.0.0.1, or configure identities "
+                "(one with monitor = true)"
+            )
+        if (
+            self.monitor is not None
+            and self.identities
+            and not any(i.monitor for i in self.identities)
+        ):
+            raise ConfigError(
+                f"{self.source}: monitor.listen (--monitor): with [identities] the "
+                "monitor asks for the token of an identity with monitor = true, and "
+                "none has it"
+            )
         for ident in self.identities:
             if "/" in ident.name or not ident.name or len(ident.name) > 100:
                 raise ConfigError(
@@ -295,17 +333,28 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
     )
     links = r.section("links", {"backoff_initial", "backoff_max"})
     gateway = r.section("gateway", {"listen"})
+    monitor = r.section("monitor", {"listen"})
     heartbeat = r.section("heartbeat", {"interval", "max_missed"})
     from pubsift.adapters.broker import tls
 
     tls_config = tls.read_tls(r.section("tls", set(tls.KEYS)), source)
     identities = r.identities()
-    known = {"broker", "lease", "limits", "links", "gateway", "heartbeat", "tls", "identities"}
+    known = {
+        "broker",
+        "lease",
+        "limits",
+        "links",
+        "gateway",
+        "monitor",
+        "heartbeat",
+        "tls",
+        "identities",
+    }
     extra = sorted(set(data) - known)
     if extra:
         raise ConfigError(
-            f"{source}: unknown section or key {extra[0]!r} "
-            f"(sections: broker, lease, limits, links, gateway, heartbeat, tls, identities)"
+            f"{source}: unknown section or key {extra[0]!r} (sections: broker, lease, "
+            "limits, links, gateway, monitor, heartbeat, tls, identities)"
         )
     d = BrokerConfig()
     cfg = BrokerConfig(
@@ -348,6 +397,9 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
         gateway=Address.parse(gateway["listen"], f"{source}: gateway.listen")
         if "listen" in gateway
         else None,
+        monitor=Address.parse(monitor["listen"], f"{source}: monitor.listen")
+        if "listen" in monitor
+        else None,
         identities=identities,
         tls=tls_config,
         source=source,
@@ -381,7 +433,15 @@ class _Reader:
                 )
             if not isinstance(t, Mapping):
                 raise self.fail(where, "expected a table [identities." + name + "]")
-            keys = {"token", "token_file", "cert_name", "subscribe", "publish", *IDENTITY_LIMITS}
+            keys = {
+                "token",
+                "token_file",
+                "cert_name",
+                "subscribe",
+                "publish",
+                "monitor",
+                *IDENTITY_LIMITS,
+            }
             unknown = sorted(set(t) - keys)
             if unknown:
                 raise self.fail(
@@ -439,6 +499,7 @@ class _Reader:
                     publish_burst=self.optional_int(t, where, "publish_burst"),
                     max_connections=self.optional_int(t, where, "max_connections"),
                     max_queue_bytes=self.optional_int(t, where, "max_queue_bytes"),
+                    monitor=self.boolean(t, where, "monitor", False),
                 )
             )
         return tuple(out)

@@ -297,11 +297,11 @@ class BrokerDaemon:
         #: publications held back by a client's rate limit; peers cut off as slow consumers
         self.throttled = 0
         self.slow_consumers = 0
-        #: for the monitor (:mod:`.monitor`): messages received per link (a neighbour's
-        #: id, or "client" for all clients) and kind, a batch frame counting its
-        #: publications; errors answered or closed on, by reason; the latency
+        #: for the monitor (:mod:`.monitor`): messages received per link (("broker",
+        #: its id), or ("client", "") for all clients) and kind, a batch frame counting
+        #: its publications; errors answered or closed on, by reason; the latency
         #: (:mod:`.latency`); when the broker started (time.time())
-        self.received: dict[str, Counter[str]] = {}
+        self.received: dict[tuple[str, str], Counter[str]] = {}
         self.frame_errors: Counter[str] = Counter()
         self.latency = LatencyHistogram()
         self.started = time.time()
@@ -382,6 +382,18 @@ class BrokerDaemon:
                     f"{cfg.source}: gateway.listen (--gateway): cannot listen on {cfg.gateway}: "
                     f"{_why(exc)}"
                 ) from None
+        if cfg.monitor is not None:
+            from pubsift.adapters.broker.monitor import Monitor
+
+            self.monitor = Monitor(self, cfg.monitor)
+            try:
+                await self.monitor.start()
+            except OSError as exc:
+                await self.stop()
+                raise ConfigError(
+                    f"{cfg.source}: monitor.listen (--monitor): cannot listen on {cfg.monitor}: "
+                    f"{_why(exc)}"
+                ) from None
 
     async def stop(self, why: str = "") -> None:
         """Stop accepting, tell every peer ``shutdown``, close everything. Logs one line
@@ -398,6 +410,8 @@ class BrokerDaemon:
             len(self.port.neighbours),
             f", {streams} HTTP stream(s)" if self.gateway is not None else "",
         )
+        if self.monitor is not None:
+            await self.monitor.stop()
         if self.gateway is not None:
             await self.gateway.stop()
         if self._server is not None:
@@ -737,7 +751,8 @@ class BrokerDaemon:
         over its publication rate)."""
         assert conn.id is not None and self.broker is not None
         broker = self.broker
-        counts = self.received.setdefault(conn.id if conn.role == "broker" else "client", Counter())
+        link = ("broker", conn.id) if conn.role == "broker" else ("client", "")
+        counts = self.received.setdefault(link, Counter())
         # the latency of a frame that notified anyone is taken once this turn's writes
         # are done (the connections' flushes were scheduled before: FIFO; .latency)
         call_soon, since = asyncio.get_running_loop().call_soon, self.latency.since
