@@ -8,8 +8,8 @@
 ``pubsift ingest``, ``pubsift route``  the Spark job (:mod:`pubsift.adapters.spark.cli`);
 ``pubsift demo``     the quote demo: S&P 500 quotes through the records index (bundled
                      sample, or the full year with --data DIR or PUBSIFT_DATA);
-``pubsift broker``, ``pubsift sub``, ``pubsift pub``  brokers on a network and their clients
-                     (:mod:`pubsift.adapters.broker.cli`);
+``pubsift broker``, ``pubsift sub``, ``pubsift pub``  brokers on a network and their clients,
+                     ``pubsift stats`` a broker's status (:mod:`pubsift.adapters.broker.cli`);
 ``pubsift experiment rebeca``  Mühl's routing experiments reproduced (Mühl 2002,
                      Large-Scale Content-Based Publish/Subscribe Systems, ch. 6).
 
@@ -905,6 +905,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "publish-feed": (
         "poll RSS/RDF/Atom feeds and publish each new item once to a broker",
         "pubsift.adapters.broker.cli:add_publish_feed_arguments",
+    ),
+    "stats": (
+        "show a broker's status (table sizes, links, rates) in the terminal; --watch",
+        "pubsift.adapters.broker.cli:add_stats_arguments",
     ),
 }
 #: ``pubsift demo NAME`` (``pubsift demo`` alone: the quote demo), the same way.

@@ -1,10 +1,11 @@
 """``pubsift broker``, ``sub``, ``pub`` and ``publish-feed`` (issue 14 §1)::
 
     pubsift broker [--config broker.toml] [--listen HOST:PORT] [--id ID] [--neighbour HOST:PORT]...
-                   [--gateway HOST:PORT]
+                   [--gateway HOST:PORT] [--monitor HOST:PORT]
     pubsift sub URL -m MODEL -f FILTER [-f FILTER]...
     pubsift pub URL -m MODEL [FILE...]
     pubsift publish-feed URL FEED... [--interval SECONDS] [--once] [--state PATH]
+    pubsift stats URL [--watch] [--interval SECONDS]
 
 The clients take ``--token`` (or ``$PUBSIFT_TOKEN``) and, for a ``pubsifts://`` URL (TLS),
 ``--ca``, ``--cert``, ``--key`` (or ``$PUBSIFT_CA``, ``$PUBSIFT_CERT``, ``$PUBSIFT_KEY``);
@@ -71,6 +72,12 @@ def add_broker_arguments(p: argparse.ArgumentParser) -> None:
         metavar="HOST:PORT",
         help="serve the HTTP gateway there (POST /publish/MODEL, GET /subscribe/MODEL as SSE)",
     )
+    p.add_argument(
+        "--monitor",
+        metavar="HOST:PORT",
+        help="serve the monitor there: GET /metrics (Prometheus), /status (JSON), / (a page); "
+        "beyond loopback only with [identities] (docs/monitoring.md)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     p.set_defaults(func=cmd_broker)
 
@@ -86,6 +93,7 @@ def cmd_broker(args: argparse.Namespace, console: Console) -> int:
         id=args.id,
         strategy=args.strategy,
         gateway=Address.parse(args.gateway, "--gateway") if args.gateway else None,
+        monitor=Address.parse(args.monitor, "--monitor") if args.monitor else None,
         neighbours=cfg.neighbours + tuple(Address.parse(a, "--neighbour") for a in args.neighbour)
         if args.neighbour
         else None,
@@ -403,3 +411,36 @@ def cmd_publish_feed(args: argparse.Namespace, console: Console) -> int:
         return 1 if args.once and counts.problems else 0
 
     return asyncio.run(main())
+
+
+def add_stats_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "show a broker's status as tables: from its monitor (http://HOST:PORT, the "
+        "[monitor] of broker.toml; table sizes, links, rates, latency) or from the broker "
+        "itself (pubsift://HOST:PORT, the protocol's stats frame: sizes, links, totals)"
+    )
+    p.add_argument("url", metavar="URL", help="http(s)://HOST:PORT (monitor) or pubsift(s)://")
+    p.add_argument("--watch", action="store_true", help="refresh in place until Ctrl-C")
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="seconds between refreshes with --watch (default: 1)",
+    )
+    add_token_argument(p)
+    add_tls_arguments(p)
+    p.set_defaults(func=cmd_stats)
+
+
+def cmd_stats(args: argparse.Namespace, console: Console) -> int:
+    from pubsift.adapters.broker import top
+
+    if not args.interval > 0:
+        raise top.StatsError(f"--interval: expected seconds > 0, got {args.interval:g}")
+    if top.is_http(args.url):
+        options: dict[str, Any] = {"token": args.token, "ca": args.ca}
+    else:
+        logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
+        options = client_options(args)
+    return top.run(args.url, console, args.watch, args.interval, options)
