@@ -29,7 +29,7 @@ PAGE = """<!doctype html>
 <h1>broker <span id="broker" data-k="broker">…</span></h1>
 <div class="meta">pubsift <span id="version" data-k="version"></span>,
   listening on <span data-k="listen"></span>, strategy <span data-k="strategy"></span>,
-  up <span id="uptime" data-k="uptime_seconds"></span> s ·
+  up <span id="uptime" data-k="uptime_seconds"></span> ·
   <span id="updated">loading</span></div>
 
 <div class="grid">
@@ -69,6 +69,11 @@ function fmt(v) {
   if (typeof v === "number" && !Number.isInteger(v)) return v.toFixed(v < 10 ? 3 : 1);
   return String(v);
 }
+function uptime(v) {
+  const s = Math.floor(v), d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600);
+  const m = Math.floor(s % 3600 / 60);
+  return (d ? d + "d " : "") + (d || h ? h + "h " : "") + m + "m " + (s % 60) + "s";
+}
 function cell(tr, key, value, cls) {
   const td = document.createElement("td");
   if (key) td.dataset.k = key;
@@ -85,7 +90,7 @@ function show(s) {
   for (const el of document.querySelectorAll("body > h1 [data-k], .meta [data-k], #latency [data-k]")) {
     let v = s;
     for (const part of el.dataset.k.split(".")) v = v == null ? v : v[part];
-    el.textContent = fmt(v);
+    el.textContent = el.dataset.k === "uptime_seconds" ? uptime(v) : fmt(v);
   }
   document.title = "pubsift broker " + s.broker;
   rows(document.getElementById("connections"), Object.entries(s.connections), (tr, [role, n]) => {
