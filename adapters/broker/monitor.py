@@ -63,14 +63,10 @@ KIND_NAMES = {"pubs": "pub", "forwards": "forward"}
 
 
 def version() -> str:
-    """The installed pubsift's version (``unknown`` when not installed)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
+    """The installed pubsift's version."""
+    from pubsift import __version__
 
-    try:
-        return dist_version("pubsift")
-    except PackageNotFoundError:  # pragma: no cover - run from a source tree
-        return "unknown"
+    return __version__
 
 
 def totals(d: BrokerDaemon) -> dict[str, int]:
@@ -95,7 +91,7 @@ def totals(d: BrokerDaemon) -> dict[str, int]:
 
 def _connections(d: BrokerDaemon) -> dict[str, int]:
     streams = d.gateway.subscribers if d.gateway is not None else 0
-    internal = (1 + streams) if d.gateway is not None else 0  # the gateway's own clients
+    internal = len(d._exempt) + streams  # the gateway's own clients: publishers, streams
     return {
         "client": max(len(d.port.clients) - internal, 0),
         "broker": len(d.port.neighbours),

@@ -386,3 +386,74 @@ def test_the_broker_command_serves_the_monitor_and_refuses_it_beyond_loopback(tm
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_connections_count_http_streams_apart_from_clients():
+    async def go() -> None:
+        d = BrokerDaemon(BrokerConfig(id="g", listen=LOCAL, monitor=LOCAL, gateway=LOCAL, **QUIET))
+        await d.start()
+        try:
+            async with aiohttp.ClientSession() as http:
+                stream = await http.get(
+                    d.gateway.url + "/subscribe/records", params={"filter": "x > 1"}
+                )
+                await until(lambda: d.gateway.subscribers == 1)
+                status = await get_json(http, d.monitor.url + "/status")
+                stream.close()
+        finally:
+            await d.stop()
+        assert status["connections"] == {"client": 0, "broker": 0, "http_stream": 1}
+
+    asyncio.run(go())
+
+
+def test_a_monitor_port_in_use_is_a_configuration_error():
+    async def go() -> None:
+        taken = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = taken.sockets[0].getsockname()[1]
+        d = BrokerDaemon(BrokerConfig(listen=LOCAL, monitor=Address("127.0.0.1", port), **QUIET))
+        try:
+            with pytest.raises(ConfigError, match=rf"monitor.listen .*127.0.0.1:{port}: address"):
+                await d.start()
+            assert d.stopping
+        finally:
+            taken.close()
+
+    asyncio.run(go())
+
+
+def test_over_tls_the_monitor_is_https_and_pubsift_stats_reads_it(tmp_path: Path, capsys):
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    leaf = ca.issue_cert("127.0.0.1")
+    leaf.cert_chain_pems[0].write_to_path(str(tmp_path / "b.crt"))
+    leaf.private_key_pem.write_to_path(str(tmp_path / "b.key"))
+    cfg = from_mapping(
+        {
+            "broker": {"id": "secure", "listen": "127.0.0.1:0", "models": ["records"]},
+            "monitor": {"listen": "127.0.0.1:0"},
+            "tls": {"cert": str(tmp_path / "b.crt"), "key": str(tmp_path / "b.key")},
+            "identities": IDENTITIES,
+        },
+        "tls.toml",
+    )
+
+    async def go() -> None:
+        d = BrokerDaemon(cfg)
+        await d.start()
+        try:
+            assert d.monitor.url.startswith("https://127.0.0.1:")
+            loop = asyncio.get_running_loop()
+            ca_file = str(tmp_path / "ca.pem")
+            args = ["stats", d.monitor.url, "--ca", ca_file, "--token", "ops-token"]
+            assert await loop.run_in_executor(None, main, args) == 0
+            assert "broker secure" in capsys.readouterr().out
+            args = ["stats", d.monitor.url, "--ca", ca_file, "--token", "app-token"]
+            assert await loop.run_in_executor(None, main, args) == 2
+            err = capsys.readouterr().err
+            assert "HTTP 401: identity 'app' may not monitor" in err
+        finally:
+            await d.stop()
+
+    asyncio.run(go())
