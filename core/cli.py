@@ -10,6 +10,8 @@
                      sample, or the full year with --data DIR or PUBSIFT_DATA);
 ``pubsift broker``, ``pubsift sub``, ``pubsift pub``  brokers on a network and their clients,
                      ``pubsift stats`` a broker's status (:mod:`pubsift.adapters.broker.cli`);
+``pubsift history``  records what the brokers deliver, replays it to late subscribers
+                     (:mod:`pubsift.adapters.broker.history`);
 ``pubsift experiment rebeca``  Mühl's routing experiments reproduced (Mühl 2002,
                      Large-Scale Content-Based Publish/Subscribe Systems, ch. 6).
 
@@ -905,6 +907,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "publish-feed": (
         "poll RSS/RDF/Atom feeds and publish each new item once to a broker",
         "pubsift.adapters.broker.cli:add_publish_feed_arguments",
+    ),
+    "history": (
+        "record what a broker network delivers and replay it to late subscribers",
+        "pubsift.adapters.broker.history_cli:add_history_arguments",
     ),
     "stats": (
         "show a broker's status (table sizes, links, rates) in the terminal; --watch",

@@ -47,6 +47,7 @@ import inspect
 import logging
 import ssl
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -68,6 +69,14 @@ from pubsift.adapters.broker.frames import (
     url_uses_tls,
 )
 from pubsift.adapters.broker.limits import TokenBucket
+from pubsift.adapters.broker.replay import (
+    Notified,
+    Replay,
+    ReplayError,
+    merge,
+)
+from pubsift.adapters.broker.replay import parse as parse_replay
+from pubsift.adapters.broker.replay import parse_text as parse_replay_text
 from pubsift.adapters.broker.tls import client_context, describe
 from pubsift.core.errors import PubsiftError
 from pubsift.core.model import Event, Filter, FilterModel
@@ -138,6 +147,24 @@ class Notification(NamedTuple):
 
 
 Handler = Callable[[Notification], Any]
+
+#: seconds a subscription with a replay description holds its live notifications for a
+#: history's answer before it gives up (delivering them without the past), and between
+#: two subscription events asking again (docs/protocol.md §14)
+REPLAY_TIMEOUT = 5.0
+REPLAY_RETRY = 1.0
+
+
+@dataclass(eq=False)
+class _Waiting:
+    """A subscription waiting for a history's answer: its live notifications held, the
+    answers of each (history, request) as they come."""
+
+    replay: Replay
+    deadline: float
+    held: list[Notified] = field(default_factory=list)
+    streams: dict[tuple[Any, Any], list[Notified]] = field(default_factory=dict)
+    done: bool = False
 
 
 @dataclass(eq=False)
@@ -227,6 +254,7 @@ class AsyncClient:
         self._closing = False
         self._ready = asyncio.Event()
         self._stats: deque[asyncio.Future[dict[str, Any]]] = deque()
+        self._tasks_of_waits: set[asyncio.Task[None]] = set()
         #: set by the broker's hello
         self.broker_id: str | None = None
         #: the models the broker routes (its hello says; None: it did not say)
@@ -240,6 +268,21 @@ class AsyncClient:
         self.duplicates = 0
         self.errors: list[dict[str, Any]] = []
         self.connections = 0
+        #: subscriptions waiting for a replay, by (model, filter); per subscription, the
+        #: publishers whose replayed notifications went beyond what was delivered live
+        #: (a live one at or below is a duplicate for it); those that resume (since SEQ)
+        #: on reconnection and on ``renew``, and when each was made (Unix seconds)
+        self._waits: dict[tuple[str, Filter], _Waiting] = {}
+        self._ahead: dict[tuple[str, Filter], dict[str, int]] = {}
+        self._resume: dict[tuple[str, Filter], float] = {}
+        self.replay_timeout = REPLAY_TIMEOUT
+        self.replay_retry = REPLAY_RETRY
+        #: counters: replays answered, given up (no answer in time), refused by a
+        #: history (their ``error``s kept), replayed notifications delivered
+        self.replays = 0
+        self.replay_timeouts = 0
+        self.replay_errors: list[dict[str, Any]] = []
+        self.replayed = 0
 
     # -- models ---------------------------------------------------------------------------
     def model(self, name: str) -> FilterModel:
@@ -275,7 +318,7 @@ class AsyncClient:
             for model, f in self._advs:
                 conn.send(self._frame("unadv", model, f))
         self._closing = True
-        for t in (self._renewer, self._runner):
+        for t in (self._renewer, self._runner, *self._tasks_of_waits):
             if t is not None:
                 t.cancel()
         if conn is not None:
@@ -374,7 +417,7 @@ class AsyncClient:
         conn.role, conn.id = "broker", self.broker_id
         self._conn = conn
         self.connections += 1
-        self._reissue(conn)
+        self._reissue(conn, resume=self.connections > 1)
         while self._pending:
             conn.send(self._pending.popleft())
         self._ready.set()
@@ -441,7 +484,9 @@ class AsyncClient:
                 if self._stats:
                     self._stats.popleft().set_result(obj)
             elif kind == "renew":
-                self._reissue(conn)
+                self._reissue(conn, resume=True)
+            elif kind == "replay":
+                await self._replay_frame(obj)
             elif kind == "error":
                 self.errors.append(obj)
                 log.warning(
@@ -475,11 +520,18 @@ class AsyncClient:
             if self._conn is not None:
                 self._reissue(self._conn)
 
-    def _reissue(self, conn: Connection) -> None:
+    def _reissue(self, conn: Connection, resume: bool = False) -> None:
+        """Send every advertisement and subscription again; with ``resume`` (after a
+        reconnection or a ``renew``), those made with ``resume`` ask for what they missed
+        (``since`` the last sequence number delivered per publisher)."""
         for model, f in self._advs:
             conn.send(self._frame("adv", model, f))
         for model, f in self._subs:
-            conn.send(self._frame("sub", model, f))
+            key = (model, f)
+            if resume and key in self._resume and "replay" in self.broker_features:
+                self._ask(key, self._resume_point(key))
+            else:
+                conn.send(self._frame("sub", model, f))
 
     def _frame(self, kind: str, model: str, f: Filter) -> dict[str, Any]:
         obj = {
@@ -502,6 +554,159 @@ class AsyncClient:
         ref = self._ref_of.pop((kind, model, f), None)
         if ref is not None:
             del self._by_ref[ref]
+
+    def send_frame(self, data: bytes) -> bool:
+        """Send an encoded frame as it is (a history's ``replay`` frames); False when
+        not connected (dropped)."""
+        return self._conn is not None and self._conn.send(data)
+
+    # -- replay (docs/protocol.md §14) ------------------------------------------------------
+    def _resume_point(self, key: tuple[str, Filter]) -> Replay:
+        """``since`` the last sequence number delivered per publisher (to this
+        subscription), and for the other publishers since it was made."""
+        since = dict(self._last_seq)
+        for p, s in self._ahead.get(key, {}).items():
+            since[p] = max(since.get(p, 0), s)
+        if len(since) > 10_000:  # the publishers heard from last
+            since = dict(list(since.items())[-10_000:])
+        return Replay(since=since, since_time=self._resume[key])
+
+    def _ask(self, key: tuple[str, Filter], replay: Replay) -> None:
+        """Subscribe ``key`` with ``replay`` (the broker then publishes a subscription
+        event), holding its live notifications until a history answers."""
+        w = self._waits.get(key)
+        loop = asyncio.get_running_loop()
+        if w is None:
+            w = self._waits[key] = _Waiting(replay, loop.time() + self.replay_timeout)
+            self._tasks_of_waits.add(asyncio.ensure_future(self._retry_replay(key, w)))
+        else:
+            w.replay, w.deadline = replay, loop.time() + self.replay_timeout
+        frame = self._frame("sub", *key)
+        frame["replay"] = replay.to_wire()
+        self._send(frame)
+
+    async def _retry_replay(self, key: tuple[str, Filter], w: _Waiting) -> None:
+        """Ask again every ``replay_retry`` seconds (a subscription event may meet a
+        broker whose routing state is still being rebuilt); give up at the deadline."""
+        loop = asyncio.get_running_loop()
+        try:
+            while not w.done:
+                await asyncio.sleep(min(self.replay_retry, max(0.0, w.deadline - loop.time())))
+                if w.done or self._waits.get(key) is not w:
+                    return
+                if loop.time() >= w.deadline:
+                    self.replay_timeouts += 1
+                    log.warning(
+                        "client %s: no history answered the replay of %s %s within %g s; "
+                        "delivering live notifications only",
+                        self.id,
+                        key[0],
+                        self.model(key[0]).format_filter(key[1]),
+                        self.replay_timeout,
+                    )
+                    await self._finish(key, w, [])
+                    return
+                if self._conn is not None:
+                    frame = self._frame("sub", *key)
+                    frame["replay"] = w.replay.to_wire()
+                    self._send(frame)
+        finally:
+            self._tasks_of_waits.discard(asyncio.current_task())
+
+    async def _replay_frame(self, obj: dict[str, Any]) -> None:
+        """A ``replay`` frame of a history's answer: kept with its stream until the
+        stream's end, which completes the replay (the first complete answer wins)."""
+        ref = obj.get("ref")
+        found = self._by_ref.get(ref) if type(ref) is int else None
+        key = (found[1], found[2]) if found is not None and found[0] == "sub" else None
+        w = self._waits.get(key) if key is not None else None
+        pubs = obj.get("pubs")
+        if key is None or w is None or not isinstance(pubs, list):
+            return  # an answer too late (another came first), or for nothing asked
+        m = self.model(key[0])
+        f = key[1]
+        stream = w.streams.setdefault((obj.get("history"), obj.get("request")), [])
+        for item in pubs:
+            if type(item) is not list or len(item) != 2:
+                continue
+            pub, wire = item
+            if (
+                type(pub) is not list
+                or len(pub) != 2
+                or type(pub[0]) is not str
+                or type(pub[1]) is not int
+            ):
+                continue
+            try:
+                event = m.load_event(wire)
+            except (KeyError, TypeError, ValueError, PubsiftError):
+                continue
+            if m.matches(f, event):  # a history answers with what matches; checked again
+                stream.append(Notified(pub[0], pub[1], Notification(m.name, event, wire, *pub)))
+        if obj.get("end") is not True:
+            return
+        err = obj.get("error")
+        if isinstance(err, dict):
+            self.replay_errors.append(err)
+            log.warning(
+                "client %s: history %s refused the replay: %s: %s",
+                self.id,
+                obj.get("history"),
+                err.get("reason"),
+                err.get("message"),
+            )
+            await self._finish(key, w, [])
+            return
+        self.replays += 1
+        await self._finish(key, w, stream)
+
+    async def _finish(self, key: tuple[str, Filter], w: _Waiting, replayed: list[Notified]) -> None:
+        """Deliver the replayed and the held notifications of ``key`` (:func:`merge`),
+        then let its live notifications through."""
+        w.done = True
+        if self._waits.get(key) is w:
+            del self._waits[key]
+        ahead = self._ahead.setdefault(key, {})
+        replayed_ids = {(n.publisher, n.seq) for n in replayed}
+        for n in merge(replayed, w.held):
+            if (n.publisher, n.seq) in replayed_ids:
+                self.replayed += 1
+                if n.seq > max(self._last_seq.get(n.publisher, 0), ahead.get(n.publisher, 0)):
+                    ahead[n.publisher] = n.seq
+            for s in tuple(self._subs.get(key, ())):
+                result = s.handler(n)
+                if result is not None and inspect.isawaitable(result):
+                    await result
+        if not ahead:
+            del self._ahead[key]
+
+    def _sorted(
+        self,
+        m: FilterModel,
+        n: Notification,
+        every: tuple[tuple[Filter, tuple[Subscription, ...]], ...],
+    ) -> list[Subscription]:
+        """The handles a live notification goes to while some subscription waits for a
+        replay or was replayed beyond the live stream: a waiting one holds it, one
+        replayed beyond it drops it as a duplicate."""
+        out: list[Subscription] = []
+        for f, subs in every:
+            if not m.matches(f, n.event):
+                continue
+            key = (m.name, f)
+            w = self._waits.get(key)
+            if w is not None:
+                w.held.append(Notified(n.publisher, n.seq, n))
+                continue
+            ahead = self._ahead.get(key)
+            if ahead is not None and (floor := ahead.get(n.publisher)) is not None:
+                if n.seq <= floor:
+                    continue
+                del ahead[n.publisher]
+                if not ahead:
+                    del self._ahead[key]
+            out.extend(subs)
+        return out
 
     async def flush(self, timeout: float = 10.0) -> None:
         """Wait until the broker has processed everything this client sent so far: a
@@ -621,8 +826,11 @@ class AsyncClient:
         every = self._targets
         if every is None:
             every = self._targets = self._by_model()
-        matches = m.matches
-        targets = [s for f, subs in every.get(m.name, ()) if matches(f, event) for s in subs]
+        if self._waits or self._ahead:
+            targets = self._sorted(m, n, every.get(m.name, ()))
+        else:
+            matches = m.matches
+            targets = [s for f, subs in every.get(m.name, ()) if matches(f, event) for s in subs]
         for i, s in enumerate(targets):
             result = s.handler(n)
             if result is not None and inspect.isawaitable(result):
@@ -672,15 +880,45 @@ class AsyncClient:
         handler: Handler,
         confirm: bool = False,
         timeout: float = 10.0,
+        replay: Replay | Mapping[str, Any] | str | None = None,
+        resume: bool = False,
     ) -> Subscription:
         """Subscribe ``handler`` to the events of ``model`` matching ``filter`` (text, JSON
         form or parsed filter; a bad one raises FilterSyntaxError here). The broker does
         not acknowledge a subscription; with ``confirm``, wait (up to ``timeout``) until
         it has processed it and raise :class:`SubscriptionRefused` if it refused it
-        (without: a refusal later sets the handle's ``refused``)."""
+        (without: a refusal later sets the handle's ``refused``).
+
+        ``replay`` (``"last 10"``, ``"since 2026-12-02T10:00:00Z"``, a
+        :class:`~pubsift.adapters.broker.replay.Replay` or its wire form) asks the
+        histories for the past first: live notifications are held until a history
+        answers (or :attr:`replay_timeout`), then both are delivered, each once, per
+        publisher in order. ``resume``: after a reconnection or a ``renew`` (a link came
+        up), ask for what was missed since the last sequence number delivered per
+        publisher (docs/protocol.md §14). A malformed description raises
+        :class:`~pubsift.adapters.broker.replay.ReplayError`."""
         f = self.parse_filter(model, filter)
         sub = Subscription(model, f, handler)
         key = (model, f)
+        wanted: Replay | None = None
+        if replay is not None:
+            wanted = (
+                replay
+                if isinstance(replay, Replay)
+                else parse_replay_text(replay)
+                if isinstance(replay, str)
+                else parse_replay(replay)
+            )
+            if key in self._subs:
+                raise ReplayError(
+                    f"replay: {model} {self.model(model).format_filter(f)} is subscribed "
+                    "already; a replay goes with a new subscription"
+                )
+            if self._conn is not None and "replay" not in self.broker_features:
+                raise BrokerRefused(
+                    f"broker {self.broker_id} at {self.url} does not replay (its hello "
+                    "names no 'replay' feature)"
+                )
         if key not in self._subs:
             self._new_ref("sub", model, f)
             try:
@@ -689,8 +927,16 @@ class AsyncClient:
                 self._drop_ref("sub", model, f)
                 raise
             self._subs[key] = []
-            self._send(frame)
-        self._subs[key].append(sub)
+            if resume:
+                self._resume[key] = time.time()
+            if wanted is not None:
+                self._subs[key].append(sub)
+                self._targets = None
+                self._ask(key, wanted)
+            else:
+                self._send(frame)
+        if sub not in self._subs[key]:
+            self._subs[key].append(sub)
         self._targets = None
         if confirm:
             await self._confirm(sub, timeout)
@@ -705,6 +951,9 @@ class AsyncClient:
             self._targets = None
         if not subs and key in self._subs:
             del self._subs[key]
+            self._waits.pop(key, None)
+            self._ahead.pop(key, None)
+            self._resume.pop(key, None)
             self._drop_ref("sub", sub.model, sub.filter)
             self._send(self._frame("unsub", sub.model, sub.filter))
 

@@ -59,6 +59,12 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
     max_subscriptions = 50                     # this identity's own limits: they replace
     max_publish_rate = 10.0                    # [limits]'s and count all its connections
     max_connections = 20                       # together (docs/protocol.md §12)
+
+    [[history]]                        # a history the broker hosts (docs/history.md)
+    model = "records"
+    filter = "true"                    # what it records
+    store = "/var/lib/pubsift/b1.sqlite"
+    max_age = 86400.0                  # retention: also max_count, max_bytes
     monitor = true                     # its token also opens the monitor (default: false)
 
 With ``[tls]`` the broker's port speaks TLS only (clients use ``pubsifts://``); the keys
@@ -83,6 +89,7 @@ from pubsift.core.leasing import LeaseTimingError, Leasing
 from pubsift.core.strategies import STRATEGIES
 
 if TYPE_CHECKING:
+    from pubsift.adapters.broker.history_config import HistoryConfig
     from pubsift.adapters.broker.tls import TLSConfig
 
 DEFAULT_PORT = 7400
@@ -207,6 +214,8 @@ class BrokerConfig:
     identities: tuple[Identity, ...] = ()
     #: TLS on client connections and broker links (docs/protocol.md §11); None: plaintext
     tls: TLSConfig | None = None
+    #: the histories the broker hosts (``[[history]]``, docs/history.md)
+    histories: tuple[HistoryConfig, ...] = ()
     source: str = field(default="<defaults>", compare=False)
 
     @property
@@ -349,12 +358,16 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
         "heartbeat",
         "tls",
         "identities",
+        "history",
     }
+    from pubsift.adapters.broker.history_config import read_histories
+
+    histories = read_histories(data.get("history"), source)
     extra = sorted(set(data) - known)
     if extra:
         raise ConfigError(
             f"{source}: unknown section or key {extra[0]!r} (sections: broker, lease, "
-            "limits, links, gateway, monitor, heartbeat, tls, identities)"
+            "limits, links, gateway, monitor, heartbeat, tls, identities, [[history]])"
         )
     d = BrokerConfig()
     cfg = BrokerConfig(
@@ -402,6 +415,7 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
         else None,
         identities=identities,
         tls=tls_config,
+        histories=histories,
         source=source,
     )
     cfg.check()

@@ -50,6 +50,7 @@ from pubsift.adapters.broker.limits import (
     QueueBudget,
 )
 from pubsift.adapters.broker.links import Reach
+from pubsift.adapters.broker.replay_service import ReplayService, with_subscription_model
 from pubsift.adapters.broker.tls import TLSServer, describe, peer_names, show_names
 from pubsift.core.broker import Broker
 from pubsift.core.cli_input import one_line
@@ -73,7 +74,7 @@ log = logging.getLogger("pubsift.broker")
 
 #: what this broker speaks beyond protocol 1's first frames, told in its hello (a client
 #: sends ``pubs`` frames only to a broker that says so; docs/protocol.md §2)
-FEATURES = ("pubs",)
+FEATURES = ("pubs", "replay")
 #: what a broker reads from a neighbour beyond protocol 1's first frames (its link hello
 #: says; ``forwards``: batches of forwarded publications, docs/protocol.md §7)
 LINK_FEATURES = ("forwards",)
@@ -276,9 +277,11 @@ class BrokerDaemon:
         self, config: BrokerConfig, models: Mapping[str, FilterModel] | None = None
     ) -> None:
         self.config = config
-        self.models = (
+        self.models = with_subscription_model(
             dict(models) if models is not None else load_models(config.models, config.source)
         )
+        #: subscription events, replay frames, hosted histories (docs/protocol.md §14)
+        self.replays = ReplayService(self)
         #: the client identities (docs/protocol.md §10); disabled: an open broker
         self.auth = Authorizer(config.identities, self.models, config.source)
         #: the identity of each authenticated client connection
@@ -382,6 +385,12 @@ class BrokerDaemon:
                     f"{cfg.source}: gateway.listen (--gateway): cannot listen on {cfg.gateway}: "
                     f"{_why(exc)}"
                 ) from None
+        self.replays.start()
+        try:
+            await self.replays.start_histories()
+        except BaseException:
+            await self.stop()
+            raise
         if cfg.monitor is not None:
             from pubsift.adapters.broker.monitor import Monitor
 
@@ -414,6 +423,7 @@ class BrokerDaemon:
             await self.monitor.stop()
         if self.gateway is not None:
             await self.gateway.stop()
+        await self.replays.stop()
         if self._server is not None:
             self._server.close()
         for t in self._tasks:
@@ -859,10 +869,17 @@ class BrokerDaemon:
             grant = self._grants.get(conn)
             conn.send(self.stats(grant.name if grant is not None else None))
             return
+        if kind == "replay":
+            self.replays.route(conn, obj, from_client=True)
+            return
         try:
+            replay = self.replays.description(obj) if "replay" in obj and kind == "sub" else None
             msg = wire.from_client(obj, pid, self.models, self._aliases.get(conn, ()))
         except FrameError as exc:
             self._refuse(conn, obj, exc.reason, exc.message)
+            return
+        if isinstance(msg, Pub) and (why := self.replays.refuses(msg.model)) is not None:
+            self._refuse(conn, obj, "forbidden", f"pub: {why}")
             return
         grant = self._grants.get(conn)
         if grant is not None:
@@ -912,6 +929,8 @@ class BrokerDaemon:
         if isinstance(msg, (Sub, Adv)):
             for standing, key in standings:
                 standing.hold(kind, key)
+        if replay is not None and isinstance(msg, Sub):
+            self.replays.subscribed(pid, obj, msg, replay)
 
     def _publications(self, conn: Connection, pid: str, obj: dict[str, Any]) -> None:
         """A ``pubs`` frame (docs/protocol.md §3.1): routed as the publications of as many
@@ -919,6 +938,9 @@ class BrokerDaemon:
         refused one gets an ``error`` with the frame's ``ref`` and its ``index``, and the
         others go on."""
         assert self.broker is not None
+        if (refusal := self.replays.refuses(obj.get("model"))) is not None:
+            self._refuse(conn, obj, "forbidden", f"pubs: {refusal}")
+            return
         try:
             batch, refused = wire.publications(obj, pid, self.models, self._aliases.get(conn, ()))
         except FrameError as exc:
@@ -1216,7 +1238,8 @@ class BrokerDaemon:
         self._absent.pop(pid, None)
         self.broker.connect(pid)
         self.reach.update(pid, theirs)
-        self.reach.changed_views([pid])  # it was just told
+        if not conn.dialled:  # it was just told; a dialler's reach may be older than now
+            self.reach.changed_views([pid])
         self._start_heartbeat(conn)
         log.info(
             "link %s - %s up (%s %s)", self.id, pid, "to" if conn.dialled else "from", conn.peer
@@ -1276,6 +1299,9 @@ class BrokerDaemon:
             return
         if kind == "forwards":
             self._forwards(conn, pid, obj)
+            return
+        if kind == "replay":
+            self.replays.route(conn, obj, from_client=False)
             return
         try:
             msg = wire.from_broker(obj, self.models, conn.body)

@@ -29,7 +29,7 @@ def test_publish_many_sends_pubs_frames_delivered_in_order_once_each():
         pub = AsyncClient(url(ds[0]), id="pub")
         await sub.connect()
         await pub.connect()
-        assert "pubs" in pub.broker_features and FEATURES == ("pubs",)
+        assert "pubs" in pub.broker_features and FEATURES == ("pubs", "replay")
         await sub.subscribe("records", "price >= 10", got.append, confirm=True)
         await until(lambda: ds[0].broker.sizes()[1] == 1)
         frames: list[bytes] = []
@@ -401,7 +401,7 @@ def test_the_hello_says_the_features():
     async def body(d: BrokerDaemon) -> None:
         c = AsyncClient(url(d), id="y")
         await c.connect()
-        assert c.broker_features == ("pubs",) and hello("client", "z")["protocol"] == 1
+        assert c.broker_features == ("pubs", "replay") and hello("client", "z")["protocol"] == 1
         await c.close()
 
     run_daemon(cfg, body)
