@@ -123,6 +123,17 @@ def add_sub_arguments(p: argparse.ArgumentParser) -> None:
         "-f", "--filter", action="append", required=True, help="filter (text or JSON); repeatable"
     )
     p.add_argument("--id", help="client id (default: random)")
+    p.add_argument(
+        "--replay",
+        metavar="WHAT",
+        help="first the past from a history: 'last N' or 'since TIME' (ISO 8601 or Unix seconds)",
+    )
+    p.add_argument(
+        "--state",
+        metavar="FILE",
+        help="keep the resume point there: after a reconnection, a link coming back or a "
+        "restart with the same FILE, ask the histories for what was missed (docs/history.md)",
+    )
     add_token_argument(p)
     add_tls_arguments(p)
     p.set_defaults(func=cmd_sub)
@@ -186,17 +197,44 @@ def client_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_sub(args: argparse.Namespace, console: Console) -> int:
-    from pubsift.adapters.broker.client import REFUSALS, AsyncClient, BrokerRefused, Notification
+    from pubsift.adapters.broker.client import (
+        REFUSALS,
+        AsyncClient,
+        BrokerRefused,
+        Notification,
+    )
     from pubsift.core.cli_input import one_line, strict_json
 
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     out = sys.stdout
+    state = None
+    if args.state:
+        from pubsift.adapters.broker.resume import ResumeState
+
+        state = ResumeState(args.state)
+    saving: list[bool] = []
+    made: list[AsyncClient] = []
 
     def show(n: Notification) -> None:
         out.write(json.dumps(n.to_json(), ensure_ascii=False) + "\n")
         out.flush()
+        if state is not None and not saving:  # once per turn, after printing
+            saving.append(True)
+            asyncio.get_running_loop().call_soon(save)
+
+    def save() -> None:
+        saving.clear()
+        assert state is not None
+        state.save(made[0].delivered())
 
     options = client_options(args)
+    replay = None
+    if args.replay:
+        from pubsift.adapters.broker.replay import parse_text
+
+        replay = parse_text(args.replay)
+    if state is not None and state.found:
+        replay = state.replay()
 
     async def main() -> int:
         stop = asyncio.Event()
@@ -208,6 +246,9 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
                 stop.set()
 
         client = AsyncClient(args.url, id=args.id, on_error=on_error, **options)
+        made.append(client)
+        if state is not None:
+            client.restore(state.last_seq)
         specs: list[Any] = [
             strict_json(f) if f.lstrip().startswith("{") else f for f in args.filter
         ]
@@ -219,13 +260,15 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
         try:
             client.check_routed(args.model)
             for f in filters:
-                await client.subscribe(args.model, f, show)
+                await client.subscribe(args.model, f, show, replay=replay, resume=state is not None)
             await client.flush()  # any refusal of them has come by now
             if not refusal:
                 sys.stderr.write(f"pubsift sub: subscribed as {client.id} at {client.broker_id}\n")
                 await stop.wait()
         finally:
             await client.close()
+            if state is not None:
+                state.save(client.delivered())
         if not refusal:
             return 0
         # the broker names the refused filter by the ref it echoes; an older one may not

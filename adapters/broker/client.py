@@ -555,6 +555,18 @@ class AsyncClient:
         if ref is not None:
             del self._by_ref[ref]
 
+    def delivered(self) -> dict[str, int]:
+        """Per publisher, the last sequence number delivered: the resume point
+        (``pubsift sub --state`` saves it)."""
+        return dict(self._last_seq)
+
+    def restore(self, last_seq: Mapping[str, int]) -> None:
+        """Continue from a resume point :meth:`delivered` gave: notifications at or
+        below it are duplicates."""
+        for p, seq in last_seq.items():
+            if isinstance(p, str) and type(seq) is int:
+                self._last_seq[p] = max(seq, self._last_seq.get(p, 0))
+
     def send_frame(self, data: bytes) -> bool:
         """Send an encoded frame as it is (a history's ``replay`` frames); False when
         not connected (dropped)."""
@@ -579,8 +591,8 @@ class AsyncClient:
         if w is None:
             w = self._waits[key] = _Waiting(replay, loop.time() + self.replay_timeout)
             self._tasks_of_waits.add(asyncio.ensure_future(self._retry_replay(key, w)))
-        else:
-            w.replay, w.deadline = replay, loop.time() + self.replay_timeout
+        else:  # asked again (another renew): from the same point, what is held kept
+            replay, w.deadline = w.replay, loop.time() + self.replay_timeout
         frame = self._frame("sub", *key)
         frame["replay"] = replay.to_wire()
         self._send(frame)
@@ -927,8 +939,9 @@ class AsyncClient:
                 self._drop_ref("sub", model, f)
                 raise
             self._subs[key] = []
-            if resume:
-                self._resume[key] = time.time()
+            if resume:  # publishers not heard from: since the subscription began
+                since_time = wanted.since_time if wanted is not None else None
+                self._resume[key] = time.time() if since_time is None else since_time
             if wanted is not None:
                 self._subs[key].append(sub)
                 self._targets = None
