@@ -36,6 +36,7 @@ SOURCES = (
     "setup.py",  # the compiled records walk (models/records/_walk.pyx)
     "MANIFEST.in",
     "README.md",
+    "pubsift",  # the top-level package (its version, from the package metadata)
     *sorted(
         set(
             tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
