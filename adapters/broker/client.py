@@ -618,7 +618,7 @@ class AsyncClient:
                     )
                     await self._finish(key, w, [])
                     return
-                if self._conn is not None:
+                if self._conn is not None and not w.streams:  # not while an answer comes
                     frame = self._frame("sub", *key)
                     frame["replay"] = w.replay.to_wire()
                     self._send(frame)
@@ -638,6 +638,7 @@ class AsyncClient:
         m = self.model(key[0])
         f = key[1]
         stream = w.streams.setdefault((obj.get("history"), obj.get("request")), [])
+        w.deadline = asyncio.get_running_loop().time() + self.replay_timeout  # it comes
         for item in pubs:
             if type(item) is not list or len(item) != 2:
                 continue

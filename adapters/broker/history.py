@@ -178,6 +178,8 @@ class History:
             "request": f"{n.publisher}:{n.seq}",
             "model": self.config.model,
         }
+        # at once, an empty frame: the subscriber waits for this answer, asks no more
+        self.client.send_frame(replay_frames(head, (), end=False)[0])
         try:
             replay = parse(json.loads(se["replay"]), self.config.max_replay)
 

@@ -227,11 +227,13 @@ def replay_frames(
     rows: Iterable[tuple[str, int, bytes]],
     error: Mapping[str, Any] | None = None,
     frame_bytes: int = FRAME_BYTES,
+    end: bool = True,
 ) -> list[bytes]:
     """The ``replay`` frames of one answer: ``head`` (kind, broker, client, ref, history,
     request, model) and the ``[pub_id, event]`` pairs of ``rows`` with the events' bytes
     spliced in as stored, about ``frame_bytes`` of events per frame; the last frame says
-    ``"end": true`` and the ``count`` (and the ``error`` of a refused replay)."""
+    ``"end": true`` and the ``count`` (and the ``error`` of a refused replay), unless
+    ``end`` is False (the first, empty frame a history sends at once: an answer comes)."""
     start = orjson.dumps(dict(head))[:-1] + b',"pubs":['
     frames: list[bytes] = []
     items: list[bytes] = []
@@ -239,7 +241,7 @@ def replay_frames(
 
     def flush(last: bool) -> None:
         tail = b"]"
-        if last:
+        if last and end:
             tail += b',"end":true,"count":%d' % count
             if error is not None:
                 tail += b',"error":' + orjson.dumps(dict(error))
