@@ -44,7 +44,8 @@ pubsift.adapters.broker.config; a bad value is reported with the file and key, e
 Logs go to standard error, one line per event. SIGTERM or SIGINT: the broker tells every
 client and neighbour 'shutdown', closes, and exits 0. Clients: pubsift sub / pub /
 publish-feed pubsift://HOST:PORT (pubsifts:// when broker.toml has [tls]), or the HTTP
-gateway (--gateway) with curl.
+gateway (--gateway) with curl. Watching it: --monitor serves /metrics (Prometheus),
+/status (JSON) and a status page; pubsift stats URL shows them in the terminal.
 """
 
 
