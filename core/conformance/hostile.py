@@ -4,7 +4,9 @@ exception, never a hang, never unbounded memory.
 
 Inputs are the mutated and extreme forms of :mod:`pubsift.core.conformance.mutations` (and
 any the model adds through the ``hostile_inputs`` fixture). A case goes to its parsing hooks
-(``parse_filter`` and ``parse_filters``, ``load_filter``, ``parse_event``, ``load_event``);
+(``parse_filter`` and ``parse_filters``, ``load_filter``, ``parse_event``, ``load_event``;
+the JSON text of an event case to ``load_wire`` too, which must not raise and must read
+what ``load_event(json.loads(text))`` reads, or give None);
 whatever parses is then put through every other hook against a few valid filters and
 events of the model: ``format_filter``, ``dump_*``, ``matches``, ``covers``, ``identical``,
 ``overlaps``, ``merge`` (perfect and not), and the index (``add``, ``bulk_add``, queries,
@@ -162,11 +164,37 @@ def _event_problems(model: FilterModel, e: Event, pool: list[Filter], call: _Cal
     call("index.match_pairs(e)", index.match_pairs, e)
 
 
+def _load_wire_problems(model: FilterModel, case: Case, call: _Calls) -> None:
+    """``load_wire`` of a case's JSON text never raises, and reads what ``load_event``
+    reads from ``json.loads`` of it, or gives None."""
+    value = case.value
+    try:
+        if case.kind == "event_wire":
+            value = json.dumps(value, ensure_ascii=False)
+        data = value if isinstance(value, bytes) else value.encode("utf-8", "surrogatepass")
+    except (TypeError, ValueError, RecursionError, AttributeError):
+        return
+    fast = call("load_wire(text)", model.load_wire, data)
+    if fast is None or fast is _REFUSED:
+        if fast is _REFUSED:
+            call.fail("load_wire raised (it answers None for a text it does not read)")
+        return
+    try:
+        want = model.load_event(json.loads(data))
+    except (ValueError, RecursionError, PubsiftError) as exc:
+        call.fail(f"load_wire read a text that load_event(json.loads(text)) refuses ({exc})")
+        return
+    if not call("load_wire(text) == load_event(json.loads(text))", operator.eq, fast, want):
+        call.fail(f"load_wire reads {describe(data)} as {describe(fast)}, not {describe(want)}")
+
+
 def case_problems(
     model: FilterModel, case: Case, pool: list[Filter], events: list[Event]
 ) -> list[str]:
     """The contract on one hostile case (see the module docstring); returns the problems."""
     call = _Calls()
+    if case.kind.startswith("event"):
+        _load_wire_problems(model, case, call)
     for hook in PARSED_BY[case.kind]:
         got = call(f"{hook}(input)", getattr(model, hook), case.value)
         if got is _REFUSED:

@@ -1,6 +1,7 @@
 """Wire forms (the FilterModel contract): ``dump_filter``/``dump_event`` give JSON-safe values that
 survive ``json.dumps``/``json.loads`` and load back to an equal (and equally hashed) object;
-an event that comes back matches the same filters. If the model has its own
+an event that comes back matches the same filters, and ``load_wire`` of its JSON text
+is None or that same event. If the model has its own
 ``format_filter``, ``parse_filter`` reads its output back to the same filter. A filter that
 comes back is also ``identical`` to the original when the model claims ``identical``.
 """
@@ -55,6 +56,12 @@ def event_roundtrip(kit: Kit, data: Any) -> None:
         )
         assert kit.matches(f, back) == kit.matches(f, e), (
             f"round-tripped event {back!r} matches {f!r} differently from {e!r}"
+        )
+        data = json.dumps(wire, allow_nan=False, ensure_ascii=False).encode("utf-8", "replace")
+        fast = kit.model.load_wire(data)
+        assert fast is None or fast == kit.model.load_event(json.loads(data)), (
+            f"load_wire reads the text of an event's wire form differently from "
+            f"load_event(json.loads(text)):\n  text = {data!r}\n  load_wire: {fast!r}"
         )
 
 

@@ -157,6 +157,9 @@ class RecordsModel(FilterModel[RecordFilter, Record]):
     def load_event(self, obj: JSON) -> Record:
         return wire.load_event(obj)
 
+    def load_wire(self, data: bytes) -> Record | None:
+        return wire.load_wire(data)
+
     # -- indexing ---------------------------------------------------------------------
     def new_index(self) -> FilterIndex[Hashable, RecordFilter]:
         from pubsift.models.records.index import RecordsIndex

@@ -89,13 +89,28 @@ def load_event(obj: JSON) -> Record:
     return Record.of(obj, where="wire form")
 
 
+def load_wire(data: bytes) -> Record | None:
+    """``load_event(json.loads(data))`` for the JSON text of a flat event in its common
+    form (strings without escapes, numbers, booleans, nulls), read in one pass by the
+    compiled reader; None for any other text (and where the reader is not built), which
+    the general path reads or refuses. Never raises."""
+    if _flat_event is None or type(data) is not bytes:
+        return None
+    flat = _flat_event(data)
+    return None if flat is None else Record(flat, flat)
+
+
 _flat_scalars: Callable[[dict[str, Any]], dict[str, Any] | None] | None
+_flat_event: Callable[[bytes], dict[str, Any] | None] | None
 try:  # optional, as the compiled walk: the same answers as Record.of's own check
     from pubsift.models.records._flat import (  # type: ignore[import-not-found,no-redef]
+        flat_event as _flat_event,
+    )
+    from pubsift.models.records._flat import (  # type: ignore[no-redef]
         flat_scalars as _flat_scalars,
     )
 except ImportError:  # pragma: no cover - not built
-    _flat_scalars = None
+    _flat_scalars = _flat_event = None
 
 
 _SCALARS = (str, int, float, bool, type(None))

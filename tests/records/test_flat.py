@@ -4,6 +4,7 @@ the Python path gives."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -79,3 +80,102 @@ def test_load_event_gives_the_record_the_python_path_gives(m: dict) -> None:
         return
     got_event = model.load_event(m)
     assert got_event == want and dict(got_event) == dict(want) and got_event.raw == want.raw
+
+
+# -- the flat event of a JSON text (flat_event, RecordsModel.load_wire) ----------------
+wire_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.sampled_from([2**63, -(2**63) - 1, 10**18, 10**18 - 1, -(10**17)]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=6),
+    st.sampled_from(["\ud800", "ok\udc00", "ümlaut", "", "a\\b", 'q"']),
+)
+texts = st.one_of(
+    # JSON texts of mappings, written as the brokers' clients write them and otherwise
+    st.builds(
+        lambda m, indent: json.dumps(m, ensure_ascii=False, indent=indent),
+        st.dictionaries(keys, wire_scalars, max_size=5),
+        st.sampled_from([None, 1]),
+    ),
+    st.dictionaries(
+        keys,
+        st.one_of(
+            wire_scalars,
+            st.lists(wire_scalars, max_size=2),
+            st.dictionaries(st.text(max_size=2), wire_scalars, max_size=2),
+        ),
+        max_size=4,
+    ).map(json.dumps),
+    st.text(alphabet='{}[]":,.-+eE0123456789 \\nrtuaslfx\x00\xe9', max_size=30),
+)
+
+
+def reference(data: bytes) -> dict | None:
+    """What the general path reads: the mapping of ``json.loads``, if flat."""
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return events._flat_scalars(obj) if type(obj) is dict else None
+
+
+@given(texts, st.sampled_from(["strict", "surrogatepass"]))
+def test_the_flat_event_of_a_text_is_the_general_paths_or_none(text: str, how: str) -> None:
+    data = text.encode("utf-8", how) if how == "surrogatepass" else text.encode("utf-8", "replace")
+    got = flat.flat_event(data)
+    if got is not None:
+        assert same(got, reference(data)), (data, got)
+        record = load_model("records").load_wire(data)
+        assert record == load_model("records").load_event(json.loads(data))
+
+
+def test_the_edges_of_the_flat_event() -> None:
+    f = flat.flat_event
+    assert f(b'{"s":"S1","p":12.5,"i":3,"t":true,"n":null}') == {
+        "s": "S1",
+        "p": 12.5,
+        "i": 3,
+        "t": True,
+        "n": None,
+    }
+    assert f(b' {\n "a" : -0 , "b":-0.0 ,"c":1e-400,"d":2.5E+3 } ') == {
+        "a": 0,
+        "b": -0.0,
+        "c": 0.0,
+        "d": 2500.0,
+    }
+    assert f(b'{"a":123456789012345678}') == {"a": 123456789012345678}
+    assert f(b'{"a":"\xc3\xa9"}') == {"a": "é"}
+    # left to the general path: it reads them, or says what is wrong
+    for text in (
+        b"{}",
+        b'{"":1}',
+        b'{"a":1234567890123456789}',
+        b'{"a":"x\\n"}',
+        b'{"a":1,"a":2}',
+        b'{"a":[1]}',
+        b'{"a":{"b":1}}',
+        b'{"a":1e400}',
+        b'{"a":NaN}',
+        b'{"a":01}',
+        b'{"a":1.}',
+        b'{"a":.5}',
+        b'{"a":1}x',
+        b'{"a":1,}',
+        b'{"a":"\xff"}',
+        b'{"a":"\xed\xa0\x80"}',
+        b'{"a":"\x01"}',
+        b'{"a":tru}',
+        b"[1]",
+        b"",
+        b'{"a"',
+        b'{"a":-}',
+        b'{"a":1e}',
+    ):
+        assert f(text) is None, text
+    # the cache of short texts gives back equal strings, never a wrong one
+    seen = [f(b'{"k%d":"v%d"}' % (i, i)) for i in range(3000)]
+    assert all(s == {f"k{i}": f"v{i}"} for i, s in enumerate(seen))
+    assert load_model("records").load_wire("not bytes") is None  # type: ignore[arg-type]
