@@ -107,6 +107,7 @@ KINDS = frozenset(
         "admin",
         "reach",
         "resync",
+        "replay",
         "error",
         "ping",
         "pong",
