@@ -128,22 +128,27 @@ REFUSALS = ("invalid-message", "refused", "unknown-kind", "bad-frame", "forbidde
 
 class Notification(NamedTuple):
     """An event delivered to a subscriber: ``event`` is the model's parsed event, ``wire``
-    its JSON wire form; ``publisher`` and ``seq`` identify the publication. (A named
-    tuple: made once per notification, the cheapest immutable record Python has.)"""
+    its JSON wire form; ``publisher`` and ``seq`` identify the publication; ``replayed``:
+    it came from a history (docs/history.md), not live. (A named tuple: made once per
+    notification, the cheapest immutable record Python has.)"""
 
     model: str
     event: Event
     wire: Any
     publisher: str
     seq: int
+    replayed: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "model": self.model,
             "publisher": self.publisher,
             "seq": self.seq,
             "event": self.wire,
         }
+        if self.replayed:
+            out["replayed"] = True
+        return out
 
 
 Handler = Callable[[Notification], Any]
@@ -655,7 +660,11 @@ class AsyncClient:
             except (KeyError, TypeError, ValueError, PubsiftError):
                 continue
             if m.matches(f, event):  # a history answers with what matches; checked again
-                stream.append(Notified(pub[0], pub[1], Notification(m.name, event, wire, *pub)))
+                stream.append(
+                    Notified(
+                        pub[0], pub[1], Notification(m.name, event, wire, pub[0], pub[1], True)
+                    )
+                )
         if obj.get("end") is not True:
             return
         err = obj.get("error")

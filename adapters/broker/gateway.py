@@ -58,6 +58,7 @@ from pubsift.adapters.broker.client import (
 )
 from pubsift.adapters.broker.config import Address
 from pubsift.adapters.broker.frames import encode
+from pubsift.adapters.broker.replay import Replay, ReplayError, parse_text
 from pubsift.adapters.broker.tls import peer_names
 from pubsift.adapters.broker.wire import dumps
 from pubsift.core.cli_input import InputError, one_line, strict_json
@@ -94,6 +95,24 @@ def loopback(listen: Address, port: int, tls: bool = False) -> str:
     reached on the loopback address of its family)."""
     host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(listen.host, listen.host)
     return f"pubsift{'s' if tls else ''}://{Address(host, port)}"
+
+
+def replay_of(text: str | None, last_event_id: str | None) -> Replay | None:
+    """The replay an SSE request asks for: after its ``Last-Event-ID`` (a browser
+    reconnecting: ``publisher:seq``, the ``id:`` of the last event it got), else its
+    ``replay`` query parameter (``last 10``, ``since 2026-12-02T10:00:00Z``), else none
+    (docs/history.md). Malformed: :class:`ReplayError`."""
+    if last_event_id is not None and last_event_id.strip():
+        publisher, sep, seq = last_event_id.strip().rpartition(":")
+        if not sep or not publisher or not seq.isdigit():
+            raise ReplayError(
+                f"Last-Event-ID {last_event_id[:100]!r} is not an id this gateway wrote "
+                "(publisher:seq)"
+            )
+        return Replay(after=(publisher, int(seq)))
+    if text is not None:
+        return parse_text(text)
+    return None
 
 
 def _sse(n: Notification) -> bytes:
@@ -394,6 +413,10 @@ class Gateway:
             refusal = self._forbidden(request, grant, Sub(grant.name, model.name, flt))
             if refusal is not None:
                 return refusal
+        try:
+            replay = replay_of(request.query.get("replay"), request.headers.get("Last-Event-ID"))
+        except ReplayError as exc:
+            return error_response(400, "invalid-replay", one_line(exc))
         queue: asyncio.Queue[Notification] = asyncio.Queue(MAX_PENDING)
         stop = asyncio.Event()
 
@@ -415,7 +438,11 @@ class Gateway:
         log.info("%s subscribed as %s to %s %s", request.remote, client.id, model.name, text)
         try:
             try:
-                await client.subscribe(model.name, flt, handler)
+                if replay is not None and replay.after is not None:
+                    client.restore({replay.after[0]: replay.after[1]})
+                await client.subscribe(
+                    model.name, flt, handler, replay=replay, resume=replay is not None
+                )
             except BrokerRefused as exc:  # the filter's frame is above the broker's limit
                 return error_response(413, "too-large", one_line(exc))
             refused = await self._refused(client)

@@ -81,6 +81,7 @@ class History:
         #: refused, store errors
         self.recorded = self.duplicates = self.answered = self.refused = self.errors = 0
         self._dirty = False
+        self._busy = False
         self._pruner: asyncio.Task[None] | None = None
 
     @property
@@ -111,6 +112,7 @@ class History:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._pruner
         await self.client.close()
+        self._busy = False
         self._commit()
         self.store.close()
 
@@ -136,6 +138,9 @@ class History:
             asyncio.get_running_loop().call_soon(self._commit)
 
     def _commit(self) -> None:
+        if self._busy:  # a replay reads the store in a thread
+            asyncio.get_running_loop().call_later(0.01, self._commit)
+            return
         self._dirty = False
         try:
             self.store.commit()
@@ -148,14 +153,18 @@ class History:
             return
         while True:
             await asyncio.sleep(PRUNE_INTERVAL)
+            if self._busy:
+                continue
             try:
                 self.store.prune()
             except HistoryError as exc:
                 self._failed(exc)
 
     # -- answering ------------------------------------------------------------------------
-    def _answer(self, n: Notification) -> None:
-        """Answer one subscription event (those that do not overlap: nothing)."""
+    async def _answer(self, n: Notification) -> None:
+        """Answer one subscription event (those that do not overlap: nothing). The
+        client awaits it before it hands on the next notification, so what was received
+        before the subscription event is recorded, what comes after waits."""
         se = n.wire
         m = self.model
         try:
@@ -180,13 +189,23 @@ class History:
         }
         # at once, an empty frame: the subscriber waits for this answer, asks no more
         self.client.send_frame(replay_frames(head, (), end=False)[0])
+        await asyncio.sleep(0)  # written before the select holds the loop
         try:
             replay = parse(json.loads(se["replay"]), self.config.max_replay)
 
             def wanted(event: bytes) -> bool:
                 return m.matches(subscription, m.load_event(orjson.loads(event)))
 
-            rows = self.store.select(self.config.model, replay, wanted, self.config.max_replay)
+            # in a thread: a hosted history shares the broker's loop, which routes on
+            # meanwhile (this client hands on nothing before the answer, so only the
+            # commit and the pruning could touch the store: they wait, _busy)
+            self._busy = True
+            try:
+                rows = await asyncio.to_thread(
+                    self.store.select, self.config.model, replay, wanted, self.config.max_replay
+                )
+            finally:
+                self._busy = False
         except (ReplayError, ValueError) as exc:
             self.refused += 1
             log.info("history %s: replay for %s/%s refused: %s", self.id, broker, client, exc)

@@ -169,8 +169,11 @@ class HistoryStore:
                             break
                 out.reverse()
                 return out
-            floor = replay.since_time if replay.since is None else None
-            found = self._scan(model, floor, replay, wanted)
+            if replay.after is not None:
+                found = self._after(model, replay.after, wanted)
+            else:
+                floor = replay.since_time if replay.since is None else None
+                found = self._scan(model, floor, replay, wanted)
             out = []
             for row in found:
                 out.append(row)
@@ -193,6 +196,25 @@ class HistoryStore:
             args += (floor,)
         for p, s, t, e in self.db.execute(query + " ORDER BY id", args):
             if replay.wants(p, s, t) and wanted(e):
+                yield p, s, e
+
+    def _after(
+        self, model: str, after: tuple[str, int], wanted: Callable[[bytes], bool]
+    ) -> Iterable[tuple[str, int, bytes]]:
+        """What was recorded after the publication ``after`` (``publisher``'s own up to
+        its ``seq`` excepted); without it, ``since`` that publisher and seq."""
+        publisher, seq = after
+        row = self.db.execute(
+            "SELECT id FROM events WHERE publisher = ? AND seq = ?", (publisher, seq)
+        ).fetchone()
+        if row is None:
+            yield from self._scan(model, None, Replay(since={publisher: seq}), wanted)
+            return
+        for p, s, e in self.db.execute(
+            "SELECT publisher, seq, event FROM events WHERE model = ? AND id > ? ORDER BY id",
+            (model, row[0]),
+        ):
+            if (p != publisher or s > seq) and wanted(e):
                 yield p, s, e
 
     def close(self) -> None:

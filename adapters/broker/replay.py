@@ -63,11 +63,14 @@ class Replay:
     """A replay description: ``last`` N notifications, or those recorded at or after
     ``since_time`` (Unix seconds), or per publisher those with a sequence number above
     ``since[publisher]`` (and, for the other publishers, those since ``since_time`` when
-    given, else all)."""
+    given, else all), or ``after`` ``(publisher, seq)``: what the history recorded after
+    that publication (an SSE stream's ``Last-Event-ID``; a history that does not hold it
+    answers as for ``since`` that publisher and sequence number)."""
 
     last: int | None = None
     since_time: float | None = None
     since: Mapping[str, int] | None = field(default=None)
+    after: tuple[str, int] | None = None
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -77,6 +80,8 @@ class Replay:
             out["since_time"] = self.since_time
         if self.since is not None:
             out["since"] = dict(self.since)
+        if self.after is not None:
+            out["after"] = list(self.after)
         return out
 
     def wants(self, publisher: str, seq: int, recorded: float) -> bool:
@@ -93,13 +98,27 @@ def parse(obj: Any, max_replay: int = MAX_REPLAY) -> Replay:
     """A :class:`Replay` from its wire form; :class:`ReplayError` saying what is wrong."""
     if not isinstance(obj, Mapping):
         raise ReplayError(f"replay: expected an object, got {obj!r:.100}")
-    unknown = sorted(set(obj) - {"last", "since_time", "since"})
+    unknown = sorted(set(obj) - {"last", "since_time", "since", "after"})
     if unknown:
         raise ReplayError(
-            f"replay: unknown member {unknown[0]!r:.100} (known: last, since, since_time)"
+            f"replay: unknown member {unknown[0]!r:.100} (known: last, since, since_time, after)"
         )
     if not obj:
-        raise ReplayError("replay: give last, since_time or since")
+        raise ReplayError("replay: give last, since_time, since or after")
+    if "after" in obj:
+        a = obj["after"]
+        if (
+            not isinstance(a, list)
+            or len(a) != 2
+            or not isinstance(a[0], str)
+            or not a[0]
+            or type(a[1]) is not int
+            or a[1] < 0
+        ):
+            raise ReplayError(f"replay: after must be [publisher, sequence number], got {a!r:.100}")
+        if len(obj) > 1:
+            raise ReplayError("replay: after goes alone")
+        return Replay(after=(a[0], a[1]))
     last = obj.get("last")
     if last is not None:
         if type(last) is not int or last < 1:

@@ -86,6 +86,19 @@ def test_select_last_since_and_max_replay(tmp_path: Path) -> None:
     got = s.select("records", Replay(since={"p": 5}, since_time=9.0), every)
     assert [r[:2] for r in got] == [("p", 7), ("p", 9), ("q", 10)]
     assert s.select("xml", Replay(last=3), every) == []
+    after = s.select("records", Replay(after=("q", 6)), every)
+    assert [r[:2] for r in after] == [("p", 7), ("q", 8), ("p", 9), ("q", 10)]
+    pruned = s.select("records", Replay(after=("p", 4)), every)  # not stored: since p 4
+    assert [r[:2] for r in pruned] == [
+        ("q", 2),
+        ("q", 4),
+        ("p", 5),
+        ("q", 6),
+        ("p", 7),
+        ("q", 8),
+        ("p", 9),
+        ("q", 10),
+    ]
     with pytest.raises(ReplayError, match="max_replay = 3"):
         s.select("records", Replay(since_time=0.0), every, max_replay=3)
     with pytest.raises(ReplayError, match="max_replay = 2"):
@@ -110,6 +123,8 @@ def test_select_last_since_and_max_replay(tmp_path: Path) -> None:
         ({"since": {"p": -1}}, "sequence number"),
         ({"since": {"p": 1.5}}, "sequence number"),
         ({"from": 1}, "unknown member"),
+        ({"after": ["p"]}, "after must be"),
+        ({"after": ["p", 1], "last": 2}, "alone"),
     ],
 )
 def test_malformed_descriptions_are_refused(obj: Any, why: str) -> None:
