@@ -8,6 +8,7 @@ import argparse
 import asyncio
 import logging
 import signal
+import sys
 
 from rich.console import Console
 
@@ -25,7 +26,14 @@ def add_history_arguments(p: argparse.ArgumentParser) -> None:
 
     p.epilog = HISTORY_EPILOG
     p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.add_argument("url", metavar="URL", help="the broker, pubsift://host:port")
+    p.add_argument(
+        "url", metavar="URL", nargs="?", help="the broker, pubsift://host:port (not with --export)"
+    )
+    p.add_argument(
+        "--export",
+        metavar="DIR",
+        help="write the store as an event store of the Spark job (pubsift route DIR ...) and exit",
+    )
     p.add_argument("--config", required=True, metavar="history.toml", help="the history")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     add_token_argument(p)
@@ -40,6 +48,22 @@ def cmd_history(args: argparse.Namespace, console: Console) -> int:
 
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format=LOG_FORMAT)
     cfg = load_history_config(args.config)
+    if args.export:
+        from pubsift.adapters.broker.history_export import export
+        from pubsift.adapters.broker.history_store import HistoryStore
+
+        store = HistoryStore(cfg.store)
+        try:
+            counts = export(store, args.export)
+        finally:
+            store.close()
+        per = ", ".join(f"{n} {m}" for m, n in counts.items()) or "no events"
+        sys.stderr.write(f"pubsift history: exported {per} to {args.export}\n")
+        return 0
+    if args.url is None:
+        from pubsift.adapters.broker.config import ConfigError
+
+        raise ConfigError("give the broker's URL (or --export DIR)")
     history = History(cfg, args.url, **client_options(args))
 
     async def main() -> None:
