@@ -1,8 +1,9 @@
 """Lossless reconnect (Mühl 2002, §5.2.3: a subscriber resuming with a replay
 description): on a chain b0-b1-b2 with a history on the publisher's broker b0, a broker is
-stopped and started again while the publisher goes on; a subscriber at b2 that resumes
-(``since`` the last sequence number it delivered per publisher) gets every matching
-publication exactly once, in order, and one that does not loses those of the outage."""
+stopped and started again, or the link b1-b2 is cut for longer than π, while the publisher
+goes on; a subscriber at b2 that resumes (``since`` the last sequence number it delivered
+per publisher) gets every matching publication exactly once, in order, and one that does
+not loses those of the outage."""
 
 from __future__ import annotations
 
@@ -15,7 +16,24 @@ from pubsift.adapters.broker.config import Address
 from pubsift.adapters.broker.daemon import BrokerDaemon
 
 from tests.network.test_history import _chain, _chain_config, _check
-from tests.network.test_inprocess import until, url
+from tests.network.test_inprocess import FAST, until, url
+from tests.network.test_reliability import Proxy
+
+
+async def _chain_with_proxy(tmp_path: Path) -> tuple[list[BrokerDaemon], Proxy]:
+    """b0 (history) - b1 - proxy - b2: the link b1-b2 goes through a TCP proxy."""
+    b0 = BrokerDaemon(_chain_config(0, (), tmp_path / "h0.sqlite"))
+    await b0.start()
+    b1 = BrokerDaemon(_chain_config(1, (b0.address,), None))
+    await b1.start()
+    proxy = Proxy(b1.address.port)
+    await proxy.start()
+    b2 = BrokerDaemon(_chain_config(2, (Address("127.0.0.1", proxy.port),), None))
+    await b2.start()
+    ds = [b0, b1, b2]
+    await until(lambda: "b2" in b0.reach.without(None) and "b0" in b2.reach.without(None))
+    assert FAST["lease_period"] < 2.0  # the cut below is longer than π
+    return ds, proxy
 
 
 async def _restart(ds: list[BrokerDaemon], i: int, down: float) -> None:
@@ -30,10 +48,16 @@ async def _restart(ds: list[BrokerDaemon], i: int, down: float) -> None:
     ds[i] = d
 
 
-@pytest.mark.parametrize("restarted", [1, 2], ids=["middle-broker", "subscriber-broker"])
+@pytest.mark.parametrize(
+    "restarted", [1, 2, 0], ids=["middle-broker", "subscriber-broker", "link-cut-beyond-pi"]
+)
 def test_a_resuming_subscriber_loses_nothing(tmp_path: Path, restarted: int) -> None:
     async def body() -> None:
-        ds = await _chain(tmp_path)
+        proxy = None
+        if restarted:
+            ds = await _chain(tmp_path)
+        else:
+            ds, proxy = await _chain_with_proxy(tmp_path)
         clients: list[AsyncClient] = []
         try:
             history = ds[0].replays.histories[0]
@@ -59,7 +83,12 @@ def test_a_resuming_subscriber_loses_nothing(tmp_path: Path, restarted: int) -> 
 
             task = asyncio.ensure_future(publish())
             await until(lambda: len(got["plain"]) > 20)
-            await _restart(ds, restarted, 0.8)
+            if proxy is None:
+                await _restart(ds, restarted, 0.8)
+            else:
+                proxy.cut()
+                await asyncio.sleep(2.0)  # > π: the entries learned over the link expire
+                proxy.restore()
             resumer = clients[1]
             await until(lambda: resumer.replays >= 1, 15)
             await asyncio.sleep(0.5)
@@ -78,5 +107,7 @@ def test_a_resuming_subscriber_loses_nothing(tmp_path: Path, restarted: int) -> 
                 await c.close()
             for d in ds:
                 await d.stop()
+            if proxy is not None:
+                await proxy.close()
 
     asyncio.run(asyncio.wait_for(body(), 60))
