@@ -150,7 +150,9 @@ def _ingest(
     with stages.stage("list", "files listed"):
         listing = list_files(sources, settings.limits)
     with stages.stage("convert", f"{len(listing.files)} files converted into events"):
-        converted = convert(spark, listing, settings.limits).persist(StorageLevel.MEMORY_AND_DISK)
+        kept: list[DataFrame] = []
+        converted = convert(spark, listing, settings.limits, kept)
+        converted = converted.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             (
                 converted.where("kind = 'event'")
@@ -169,6 +171,8 @@ def _ingest(
             )
         finally:
             converted.unpersist()
+            for df in kept:
+                df.unpersist()
         lost = unread(listing, counts)
         if lost:  # never silent: what Spark did not hand to a task is quarantined
             rows = [

@@ -1,0 +1,611 @@
+"""CSV files converted by Spark itself: its text source reads the lines, Spark SQL splits
+and types them, and only the rows it cannot type exactly cross into Python.
+
+The Python reader (:mod:`pubsift.adapters.tabular`) defines what a CSV file gives; this
+module gives **the same events and quarantine records** (the same JSON text, positions,
+reasons and messages) for the files it takes, or leaves a file to that reader:
+
+* **Files taken** (:func:`probe`, on the driver): the source is plain records typing (no
+  ``columns``, no publisher side, model ``records``, format ``csv`` or none) and UTF-8;
+  the file is a plain or ``.gz`` file (a ``.gz`` is decompressed once on the driver through
+  the bomb guard: corrupt, truncated or over the limits, the Python reader takes it); the
+  CSV reader is the one the Python path would choose; its first line is the header,
+  complete on one line and accepted by the reader's header rules; the delimiter (the
+  reader's own: setting, ``.tsv`` or sniffed) is one ASCII character.
+* **Lines** (Spark's text source: ``\\n``, ``\\r\\n`` and ``\\r`` end a line, as for the
+  csv module; the bytes kept as they are): a line without ``"`` is one row; a line with
+  quotes must be one complete row in the csv module's strict quoting (fields either
+  unquoted, or quoted with ``""`` inside and followed by the delimiter or the line end).
+  A file holding any other line (a quoted field spanning lines, a syntax error: what only
+  a sequential reading can number) is read whole by the Python reader. So every non-blank
+  line after the header is one row, and its position is its rank among them, counted from
+  Spark's blocks of the file (:func:`positions`: a large plain file is split, in order).
+* **Rows typed by Spark SQL** (:func:`typed_event`): the fields are split, unquoted and
+  typed by the reader's inference rules as regular expressions; the event's JSON text is
+  built as ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` writes it: header
+  order, empty cells left out, integers as ``int(cell)`` prints them, decimals as
+  ``repr(float(cell))`` prints them (the literal shortened, for the literals where that is
+  exactly repr: at most 15 significant digits, no exponent, 0.0001 or more), strings
+  escaped as :mod:`json` escapes them.
+* **Rows handed to Python** (:func:`delegate`): any row that is not such an event: a wrong
+  number of fields, bytes that are not UTF-8, a NUL, a row over ``max_record_bytes``, a
+  number Spark SQL does not spell as Python would (an exponent, 16 digits or more, an
+  integer of 4,300 digits or more), a string holding a control character other than tab,
+  backspace or form feed. Each is read by the Python reader itself, as the one row after
+  the header of a file of two lines (a complete row is read alone as within its file), its
+  outcome given the row's position.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from pubsift.adapters.inputs import Input, expand
+from pubsift.adapters.limits import ReadLimits
+from pubsift.adapters.outcomes import Event, Quarantined
+from pubsift.adapters.source import Source
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+#: Hadoop's codecs by file suffix: a file named so is decompressed by Spark's text source
+HADOOP_CODECS = (".bz2", ".deflate", ".lz4", ".snappy", ".zst", ".zstd", ".br", ".lzo", ".xz")
+#: lines holding quotes longer than this (bytes) are not checked by a regular expression
+#: (Java's regex engine recurses per field): their file is left to the Python reader
+CHECKED_LINE_BYTES = 16384
+#: lines holding more quotes than this are not checked either
+CHECKED_QUOTES = 1000
+#: the header's line is looked for in this many bytes
+HEADER_BYTES = 1 << 16
+#: digits of an integer literal typed by Spark SQL (the records model holds 4,300)
+SQL_INT_DIGITS = 4000
+_UTF8_BOM = codecs.BOM_UTF8
+_BOOLS = {"true": "true", "True": "true", "TRUE": "true"}
+_BOOLS |= {"false": "false", "False": "false", "FALSE": "false"}
+
+
+@dataclass(frozen=True)
+class CsvPlan:
+    """How Spark reads one file: its label and source (as the Python reader sees them, the
+    delimiter set), the header's columns and its line's bytes."""
+
+    label: str
+    source: Source
+    delimiter: str
+    header: tuple[str, ...]
+    header_line: bytes
+    #: the kind of each column's cells in most of the first rows (:func:`shape_of`)
+    shape: tuple[str, ...] | None = None
+
+
+def _row_pattern(d: str, python: bool = False) -> str:
+    """A complete CSV row in the csv module's strict quoting, fields split by ``d``."""
+    x = re.escape(d) if python else f"\\x{{{ord(d):x}}}"
+    quoted = '"(?:[^"]++|"")*+"'
+    plain = f'[^"{x}][^{x}]*+'
+    field = f"(?:{quoted}|{plain}|)"
+    return f"\\A{field}(?:{x}{field})*+\\z"
+
+
+def probe(
+    path: str, label: str, source: Source, size: int | None, limits: ReadLimits
+) -> CsvPlan | None:
+    """The plan of a file Spark can read exactly as the CSV reader does, None for a file
+    left to the Python reader (the module's docstring)."""
+    from pubsift.adapters.bombguard import compression_of
+    from pubsift.adapters.lines import UTF8, codec_for
+    from pubsift.adapters.reading import reader_for
+    from pubsift.adapters.tabular import CsvReader, _header_problem, delimiter_of
+
+    if source.columns or source.publisher is not None or source.model not in (None, "records"):
+        return None
+    if source.format not in (None, "csv"):
+        return None
+    lower = path.lower()
+    gz = path.endswith(".gz")
+    if compression_of(label) != (".gz" if gz else None) or lower.endswith(HADOOP_CODECS):
+        return None
+    try:
+        found = list(expand(source, label, lambda: open(path, "rb"), size, limits, file=path))  # noqa: SIM115
+        if len(found) != 1 or not isinstance(found[0], Input):
+            return None
+        inp = found[0]
+        if not isinstance(reader_for(inp), CsvReader):
+            return None
+        with inp.open() as fh:
+            head = fh.read(HEADER_BYTES)
+            if gz:  # the whole stream once: corrupt, truncated or over a limit -> Python
+                while fh.read(1 << 20):
+                    pass
+        if codec_for(head, source.encoding) != UTF8:
+            return None
+        if head.startswith(_UTF8_BOM):
+            head = head[len(_UTF8_BOM) :]
+        m = re.search(rb"[\r\n]", head)
+        if m is None:
+            return None
+        line = head[: m.start()]
+        if not line or len(line) > limits.max_record_bytes or b"\x00" in line:
+            return None
+        text = line.decode("utf-8")
+        delimiter = delimiter_of(inp)
+        if len(delimiter) != 1 or not delimiter.isascii() or delimiter in '"\r\n':
+            return None
+        if '"' in text and re.fullmatch(_row_pattern(delimiter, True), text) is None:
+            return None
+        header = next(csv.reader([text], delimiter=delimiter, strict=True))
+        if _header_problem(header, False, UTF8, delimiter):
+            return None
+    except Exception:  # whatever it is, the Python reader reports it
+        return None
+    shape = shape_of(head[m.end() :], tuple(header), delimiter)
+    return CsvPlan(label, source.with_path(label), delimiter, tuple(header), line, shape)
+
+
+# -- row shapes: most rows typed by one regular expression ---------------------------------------
+# As the Python reader's fast path (pubsift.adapters.tabular), a row whose cells all have the
+# kinds of the file's usual row is recognised by one regular expression; here the kinds are
+# those whose text is already the JSON text json.dumps writes for the typed value, so the
+# event is the cells put between the header's keys. Other rows take the general path.
+_CELL_NUMBER = r"[+-]?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_WORDS = "true|True|TRUE|false|False|FALSE"
+
+
+def _kinds(x: str, end: str) -> dict[str, str]:
+    """The cell kinds for delimiter ``x`` (a regex escape; ``end``: the end of the text,
+    ``\\z`` in Java, ``\\Z`` in Python): the patterns of cells whose text is their JSON (no
+    quote, backslash or control character in any)."""
+    return {
+        "": "",
+        "int": r"(?:0|-?[1-9][0-9]{0,17})",
+        # repr's own text: at most 14 digits, no exponent, 0.0001 or more, no trailing zero
+        "float": r"-?(?:[1-9][0-9]{0,6}\.(?:0|[0-9]{0,6}[1-9])|0\.(?:0|0{0,3}[1-9](?:[0-9]{0,5}[1-9])?))",
+        "bool": "(?:true|false)",
+        "str": rf'(?!(?:{_CELL_NUMBER}|{_WORDS})(?:{x}|{end}))[^{x}"\\\x00-\x1f]+',
+        "any": rf'[^{x}"]*',
+    }
+
+
+def _x(d: str) -> str:
+    return f"\\x{ord(d):02x}"
+
+
+def shape_pattern(shape: Sequence[str], d: str) -> str:
+    """The regular expression of a whole line of ``shape`` (Java's and Python's syntax)."""
+    x = _x(d)
+    kinds = _kinds(x, r"\z")
+    return r"\A" + x.join(f"(?:{kinds[k]})" for k in shape) + r"\z"
+
+
+def shape_of(data: bytes, header: tuple[str, ...], d: str) -> tuple[str, ...] | None:
+    """The most frequent shape among the complete lines of ``data`` (the file's first rows
+    after the header), None when no line has one."""
+    from collections import Counter
+
+    x = _x(d)
+    kinds = {k: re.compile(p) for k, p in _kinds(x, r"\Z").items() if k != "any"}
+    lines = re.split(rb"\r\n|\r|\n", data)[:-1]  # complete lines only
+    seen: Counter[tuple[str, ...]] = Counter()
+    for raw in lines[:512]:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        cells = text.split(d)
+        if not text or len(cells) != len(header):
+            continue
+        shape = []
+        for name, cell in zip(header, cells):
+            if not name:
+                shape.append("any")
+                continue
+            k = next((k for k, p in kinds.items() if p.fullmatch(cell)), None)
+            if k is None:
+                break
+            shape.append(k)
+        else:
+            seen[tuple(shape)] += 1
+    return seen.most_common(1)[0][0] if seen else None
+
+
+def shaped_event(value: Column, plan: CsvPlan) -> Column:
+    """The JSON text of a line of ``plan.shape`` (:func:`shape_pattern`)."""
+    from pyspark.sql import functions as F
+
+    assert plan.shape is not None
+    cells = F.split(value, _x(plan.delimiter), -1)
+    parts: list[Column] = []
+    first = True
+    for i, (name, kind) in enumerate(zip(plan.header, plan.shape)):
+        if not name or not kind or kind == "any":
+            continue
+        key = ("{" if first else ",") + json.dumps(name, ensure_ascii=False) + ":"
+        first = False
+        if kind == "str":
+            parts += [F.lit(key + '"'), F.get(cells, i), F.lit('"')]
+        else:
+            parts += [F.lit(key), F.get(cells, i)]
+    parts.append(F.lit("}" if not first else "{}"))
+    return F.concat(*parts)
+
+
+# -- Spark SQL ---------------------------------------------------------------------------------
+def _int_json(c: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    v = F.regexp_replace(c, r"\A\+", "")
+    return F.when(v == "-0", F.lit("0")).otherwise(v)
+
+
+def _float_text(c: Column) -> Column:
+    """A decimal literal without exponent shortened as ``repr(float(c))`` writes it when
+    that is the literal's value (no sign ``+``, ``0`` before a bare point, trailing zeros of
+    the fraction dropped but one)."""
+    from pyspark.sql import functions as F
+
+    t = F.regexp_replace(c, r"\A\+", "")
+    t = F.regexp_replace(t, r"\A(-?)\.", "$10.")
+    t = F.regexp_replace(t, r"(\.[0-9]*?)0*\z", "$1")
+    return F.regexp_replace(t, r"\.\z", ".0")
+
+
+#: a shortened literal (:func:`_float_text`) that is ``repr`` of its value: fixed notation
+#: (0.0001 or more, below 1e15), at most 15 significant digits (counted by :func:`_float_json`)
+_REPR_FIXED = r"\A-?(?:[1-9][0-9]{0,14}\.[0-9]+|0\.(?:0{0,3}[1-9][0-9]*|0))\z"
+
+
+def _float_json(t: Column, bad: Column) -> Column:
+    """``t`` (:func:`_float_text`) when it is ``repr(float(literal))``, else ``bad``: at most
+    15 significant digits round-trip through a double exactly, and repr writes the shortest
+    such literal (a trailing ``.0`` counted as a digit: only ever too careful)."""
+    from pyspark.sql import functions as F
+
+    digits = F.regexp_replace(F.regexp_replace(t, r"[-.]", ""), r"\A0+", "")
+    return F.when(t.rlike(_REPR_FIXED) & (F.length(digits) <= 15), t).otherwise(bad)
+
+
+_INT = r"\A[+-]?(?:0|[1-9][0-9]*)\z"
+_SIMPLE_FLOAT = r"\A[+-]?(?:(?:0|[1-9][0-9]*)\.[0-9]*|\.[0-9]+)\z"
+_NUMBER = r"\A[+-]?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\z"
+#: a control character json.dumps writes as \\u00XX (tab, backspace, form feed have short
+#: escapes; line ends cannot be inside a line)
+_LONG_ESCAPE = "[\\x00-\\x07\\x0b\\x0e-\\x1f]"
+
+
+def _string_json(c: Column, bad: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    plain = F.concat(F.lit('"'), c, F.lit('"'))
+    escaped = c
+    for ch, esc in (("\\", "\\\\"), ('"', '\\"'), ("\t", "\\t"), ("\b", "\\b"), ("\f", "\\f")):
+        escaped = F.replace(escaped, F.lit(ch), F.lit(esc))
+    return (
+        F.when(~c.rlike('[\\x00-\\x1f"\\\\]'), plain)
+        .when(c.rlike(_LONG_ESCAPE), bad)
+        .otherwise(F.concat(F.lit('"'), escaped, F.lit('"')))
+    )
+
+
+#: what a cell's JSON is when Spark SQL cannot spell it as Python does (never in a JSON text)
+DELEGATE = "\x00"
+
+
+def cell_json(c: Column, f: Column) -> Column:
+    """The JSON text of a non-empty cell ``c`` as the reader types it (:func:`infer` and
+    ``json.dumps``; ``f``: :func:`_float_text` of ``c``), :data:`DELEGATE` where only
+    Python says it exactly; null for an empty cell (the attribute is absent)."""
+    from pyspark.sql import functions as F
+
+    bad = F.lit(DELEGATE)
+    trues = [k for k, v in _BOOLS.items() if v == "true"]
+    falses = [k for k, v in _BOOLS.items() if v == "false"]
+    return (
+        F.when(c == "", F.lit(None).cast("string"))
+        .when(c.isin(*trues), F.lit("true"))
+        .when(c.isin(*falses), F.lit("false"))
+        .when(c.rlike(_INT), F.when(F.length(c) > SQL_INT_DIGITS, bad).otherwise(_int_json(c)))
+        .when(f.isNotNull(), _float_json(f, bad))
+        .when(c.rlike(_NUMBER), bad)
+        .otherwise(_string_json(c, bad))
+    )
+
+
+def fields(value: Column, d: str) -> Column:
+    """The fields of a line that is one complete row (unquoted)."""
+    from pyspark.sql import functions as F
+
+    x = f"\\x{{{ord(d):x}}}"
+    split = F.split(value, x, -1)
+    tokens = F.regexp_extract_all(
+        F.concat(F.lit(d), value), F.lit(f'{x}("(?:[^"]++|"")*+"|[^{x}]*+)'), F.lit(1)
+    )
+    unquoted = F.transform(
+        tokens,
+        lambda f: F.when(
+            f.startswith('"'),
+            F.replace(F.substring(f, 2, F.length(f) - 2), F.lit('""'), F.lit('"')),
+        ).otherwise(f),
+    )
+    return F.when(F.instr(value, '"') > 0, unquoted).otherwise(split)
+
+
+def typed(part: DataFrame, plan: CsvPlan, limit: int) -> DataFrame:
+    """``part`` (``label``, ``position``, ``value``: a row's line) with ``event``, its JSON
+    text, and ``d``, whether the row is delegated to Python. In steps of one projection
+    each, so that no expression is computed twice."""
+    from pyspark.sql import functions as F
+
+    named = [(i, name) for i, name in enumerate(plan.header) if name]
+    keys = ("label", "position", "value")
+    part = part.select(*keys, fields(F.col("value"), plan.delimiter).alias("cells"))
+    part = part.select(
+        *keys, F.size("cells").alias("n"), *(F.get("cells", i).alias(f"c{i}") for i, _ in named)
+    )
+    simple = [
+        F.when(F.col(f"c{i}").rlike(_SIMPLE_FLOAT), _float_text(F.col(f"c{i}"))).alias(f"f{i}")
+        for i, _ in named
+    ]
+    part = part.select(*keys, "n", *(f"c{i}" for i, _ in named), *simple)
+    part = part.select(
+        *keys, "n", *(cell_json(F.col(f"c{i}"), F.col(f"f{i}")).alias(f"v{i}") for i, _ in named)
+    )
+    values = [F.col(f"v{i}") for i, _ in named]
+    pieces = [
+        F.concat(F.lit(json.dumps(name, ensure_ascii=False) + ":"), v)
+        for (_, name), v in zip(named, values)
+    ]
+    event = F.concat(F.lit("{"), F.concat_ws(",", *pieces), F.lit("}"))
+    value = F.col("value")
+    delegated = (
+        (F.col("n") != len(plan.header))
+        | (F.octet_length(value) > limit)
+        | ~F.is_valid_utf8(value)
+        | (F.instr(value, DELEGATE) > 0)
+        | F.coalesce(F.array_contains(F.array(*values), DELEGATE), F.lit(False))
+    )
+    return part.select("label", "position", "value", event.alias("event"), delegated.alias("d"))
+
+
+def incomplete(value: Column, d: str) -> Column:
+    """Whether a line holding quotes is not one complete row (or too long to check)."""
+    from pyspark.sql import functions as F
+
+    quotes = F.length(value) - F.length(F.replace(value, F.lit('"'), F.lit("")))
+    checked = (F.octet_length(value) <= CHECKED_LINE_BYTES) & (quotes <= CHECKED_QUOTES)
+    complete = checked & value.rlike(_row_pattern(d))
+    return (F.instr(value, '"') > 0) & ~F.coalesce(complete, F.lit(False))
+
+
+# -- positions ---------------------------------------------------------------------------------
+def local_of(uri: str) -> str:
+    """The local path of a file as ``input_file_name()`` reports it (a percent-encoded URI)."""
+    for prefix in ("file://", "file:"):
+        if uri.startswith(prefix) and uri[len(prefix) :].startswith("/"):
+            return unquote(uri[len(prefix) :])
+    return unquote(uri)
+
+
+def positions(blocks: Sequence[Any]) -> tuple[dict[str, list[tuple[int, int, int]]], set[str]]:
+    """From ``(file, block, first id, rows, incomplete lines)`` per block of a file: per
+    file its blocks as ``(block, first id, rows before it)`` and the files with an
+    incomplete line. A block's rows are numbered in order from its first id
+    (``monotonically_increasing_id`` over a scan is consecutive within a block), the file's
+    first row (the header) 0."""
+    per: dict[str, list[Any]] = {}
+    bad: set[str] = set()
+    for file, block, first, rows, broken in blocks:
+        per.setdefault(file, []).append((block, first, rows))
+        if broken:
+            bad.add(file)
+    out: dict[str, list[tuple[int, int, int]]] = {}
+    for file, bs in per.items():
+        before = 0
+        out[file] = []
+        for block, first, rows in sorted(bs):
+            out[file].append((block, first, before))
+            before += rows
+    return out, bad
+
+
+# -- Python for the rows Spark SQL does not type -------------------------------------------------
+def delegate(
+    plans: Mapping[str, CsvPlan], limits: ReadLimits
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function reading delegated rows (``label``, ``position``, ``line``)
+    with the Python reader: each as the one row after its file's header."""
+    from pubsift.adapters.reading import read_input
+    from pubsift.adapters.spark.ingest import BATCH_ROWS, _arrow_schema, _rows, event_dumper
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        dump = event_dumper()
+        schema = _arrow_schema()
+        out: list[dict[str, Any]] = []
+        for batch in batches:
+            for label, position, line in zip(
+                batch.column("label").to_pylist(),
+                batch.column("position").to_pylist(),
+                batch.column("line").to_pylist(),
+            ):
+                out.extend(
+                    _rows(iter(one_row(plans[label], position, line, limits, read_input)), dump)
+                )
+                if len(out) >= BATCH_ROWS:
+                    yield pa.RecordBatch.from_pylist(out, schema=schema)
+                    out = []
+        if out:
+            yield pa.RecordBatch.from_pylist(out, schema=schema)
+
+    return run
+
+
+def one_row(
+    plan: CsvPlan, position: int, line: bytes, limits: ReadLimits, read_input: Callable[..., Any]
+) -> list[Event | Quarantined]:
+    """What the Python reader gives for ``line`` at ``position`` of ``plan``'s file."""
+    data = plan.header_line + b"\n" + line
+    source = replace(plan.source, delimiter=plan.delimiter)
+    inp = Input(plan.label, source, lambda: io.BytesIO(data), len(data))
+    got = []
+    for item in read_input(inp, limits):
+        if item.position != 1:
+            raise AssertionError(f"{plan.label}: a row read alone gave position {item.position}")
+        got.append(replace(item, position=position))
+    return got
+
+
+# -- the stage ---------------------------------------------------------------------------------
+def read_csv(
+    spark: SparkSession,
+    plans: Mapping[str, CsvPlan],
+    limits: ReadLimits,
+    kept: list[DataFrame],
+) -> tuple[DataFrame | None, set[str]]:
+    """The converted rows (``CONVERTED_SCHEMA``) of the files ``plans`` maps by path, and
+    the paths left to the Python reader after all (a line that is not one complete row).
+    The lines read are persisted and appended to ``kept`` (the caller unpersists them once
+    it wrote what this returns)."""
+    from pubsift.adapters.spark.ingest import hadoop_path
+    from pubsift.adapters.spark.store import CONVERTED_SCHEMA
+    from pyspark.sql import functions as F
+
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for path, plan in plans.items():
+        groups.setdefault((plan.delimiter, plan.header), []).append(path)
+    frames = []
+    limit = limits.max_record_bytes
+    for g, ((d, _), paths) in enumerate(groups.items()):
+        plan = plans[paths[0]]
+        fast = F.lit(False)
+        if plan.shape is not None:
+            fast = (
+                F.col("value").rlike(shape_pattern(plan.shape, d))
+                & (F.octet_length("value") <= limit)
+                & F.is_valid_utf8("value")
+            )
+        raw = spark.read.text([hadoop_path(p) for p in paths])
+        lines = (
+            raw.select(
+                F.input_file_name().alias("file"),
+                F.input_file_block_start().alias("block"),
+                "value",
+            )
+            .where(F.col("value") != "")
+            .withColumn("id", F.monotonically_increasing_id())
+        )
+        frames.append(
+            lines.select(
+                "*",
+                F.lit(g).alias("g"),
+                incomplete(F.col("value"), d).alias("bad"),
+                fast.alias("fast"),
+            )
+        )
+    lines = frames[0]
+    for f in frames[1:]:
+        lines = lines.unionByName(f)
+    from pyspark import StorageLevel
+
+    lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
+    kept.append(lines)
+    blocks = (
+        lines.groupBy("file", "block")
+        .agg(F.min("id"), F.count(F.lit(1)), F.max(F.col("bad").cast("int")))
+        .collect()
+    )
+    numbered, bad = positions(blocks)
+    by_local = {local_of(uri): uri for uri in numbered}
+    left = {p for p in plans if p not in by_local or by_local[p] in bad}
+    rows = [
+        (uri, block, first, before, plans[path].label)
+        for path, uri in by_local.items()
+        if path in plans and path not in left
+        for block, first, before in numbered[uri]
+    ]
+    if not rows:
+        return None, left
+    offsets = spark.createDataFrame(
+        rows, "file string, block long, first long, before long, label string"
+    )
+    placed = lines.join(F.broadcast(offsets), ["file", "block"]).select(
+        "g",
+        "label",
+        "value",
+        (F.col("id") - F.col("first") + F.col("before")).alias("position"),
+        "fast",
+    )
+    placed = placed.where(F.col("position") > 0)
+    taken = {plans[p].label: plans[p] for p in plans if p not in left}
+    outs = []
+    delegated_rows = []
+    for g, ((_, _), paths) in enumerate(groups.items()):
+        plan = plans[paths[0]]
+        mine = placed.where(F.col("g") == g)
+        if plan.shape is not None:
+            outs.append(
+                mine.where("fast").select(
+                    F.lit("event").alias("kind"),
+                    F.lit("records").alias("model"),
+                    F.col("label").alias("source"),
+                    "position",
+                    shaped_event(F.col("value"), plan).alias("event"),
+                    *(
+                        F.lit(None).cast("string").alias(c)
+                        for c in ("reason", "message", "excerpt")
+                    ),
+                )
+            )
+        part = typed(mine.where(~F.col("fast")), plan, limit)
+        outs.append(
+            part.where(~F.col("d")).select(
+                F.lit("event").alias("kind"),
+                F.lit("records").alias("model"),
+                F.col("label").alias("source"),
+                "position",
+                "event",
+                *(F.lit(None).cast("string").alias(c) for c in ("reason", "message", "excerpt")),
+            )
+        )
+        delegated_rows.append(
+            part.where(F.col("d")).select(
+                "label", "position", F.col("value").cast("binary").alias("line")
+            )
+        )
+    todo = delegated_rows[0]
+    for f in delegated_rows[1:]:
+        todo = todo.unionByName(f)
+    outs.append(todo.mapInArrow(delegate(taken, limits), CONVERTED_SCHEMA))
+    seen = [("seen", None, label, 0, None, None, None, None) for label in sorted(taken)]
+    outs.append(spark.createDataFrame(seen, CONVERTED_SCHEMA))
+    df = outs[0]
+    for f in outs[1:]:
+        df = df.unionByName(f)
+    return df, left
+
+
+def probe_listing(listing: Any, limits: ReadLimits) -> dict[str, CsvPlan]:
+    """The plans of a listing's files Spark reads itself (files read once, by one source)."""
+    from pubsift.adapters.spark.ingest import task_opens
+
+    plans = {}
+    for path, pairs in listing.files.items():
+        size = listing.sizes.get(path)
+        if len(pairs) != 1 or task_opens(path, size):
+            continue
+        label, source = pairs[0]
+        plan = probe(path, label, source, size, limits)
+        if plan is not None:
+            plans[path] = plan
+    return plans
+
+
+__all__ = ["CsvPlan", "cell_json", "delegate", "positions", "probe", "probe_listing", "read_csv"]
