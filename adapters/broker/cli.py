@@ -420,6 +420,15 @@ def add_publish_feed_arguments(p: argparse.ArgumentParser) -> None:
         help="seconds between polls (default: 300)",
     )
     p.add_argument(
+        "--on-demand",
+        nargs="?",
+        const="/*",
+        default=None,
+        metavar="XPATH",
+        help="poll only while some subscription overlaps XPATH (default /*: any xml "
+        "subscription); a factory, Mühl §5.2.4 (docs/history.md)",
+    )
+    p.add_argument(
         "--once",
         action="store_true",
         help="poll once and exit: status 0, or 1 when an item was quarantined or too "
@@ -450,7 +459,14 @@ def cmd_publish_feed(args: argparse.Namespace, console: Console) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         counts = await run(
-            args.url, args.feeds, args.state, args.interval, args.once, stop, **options
+            args.url,
+            args.feeds,
+            args.state,
+            args.interval,
+            args.once,
+            stop,
+            on_demand=args.on_demand,
+            **options,
         )
         return 1 if args.once and counts.problems else 0
 

@@ -930,8 +930,8 @@ class BrokerDaemon:
         if isinstance(msg, (Sub, Adv)):
             for standing, key in standings:
                 standing.hold(kind, key)
-        if replay is not None and isinstance(msg, Sub):
-            self.replays.subscribed(pid, obj, msg, replay)
+        if isinstance(msg, (Sub, Unsub)):
+            self.replays.processed(pid, obj, msg, replay)
 
     def _publications(self, conn: Connection, pid: str, obj: dict[str, Any]) -> None:
         """A ``pubs`` frame (docs/protocol.md §3.1): routed as the publications of as many

@@ -230,6 +230,8 @@ class Counts:
     quarantined: int = 0
     too_large: int = 0
     failed_feeds: int = 0
+    #: passes over the feeds (with on_demand: only while a subscription wants them)
+    polls: int = 0
 
     @property
     def problems(self) -> int:
@@ -320,20 +322,47 @@ async def run(
     interval: float,
     once: bool,
     stop: asyncio.Event,
+    on_demand: str | None = None,
     **client_options: Any,
 ) -> Counts:
     """Connect to the broker at ``url``, poll ``feeds`` every ``interval`` seconds (once
     with ``once``) until ``stop`` is set, close cleanly; the counts of what was done.
+    ``on_demand`` (an xml filter): poll only while some subscription overlaps it (a
+    :class:`~pubsift.adapters.broker.factory.Factory`, Mühl §5.2.4).
     ``client_options`` go to :class:`AsyncClient` (``token``, ``ca``, ``cert``, ``key``)."""
+    from pubsift.adapters.broker.factory import Factory
+    from pubsift.adapters.broker.replay import SUBSCRIPTIONS, SubscriptionEvents
+
     state = FeedState.load(state_path)
-    client = AsyncClient(url, id=f"feed-{uuid.uuid4().hex[:12]}", **client_options)
+    client = AsyncClient(
+        url,
+        id=f"feed-{uuid.uuid4().hex[:12]}",
+        models={SUBSCRIPTIONS: SubscriptionEvents()},  # type: ignore[dict-item]
+        **client_options,
+    )
     await client.connect()
     log.info(
         "publishing the feeds of %s to %s as %s", described(feeds), client.broker_id, client.id
     )
     pub = FeedPublisher(client, feeds, state)
+    wanted = asyncio.Event()
+    factory = None
+    if on_demand is not None:
+        factory = Factory(
+            client, "xml", client.parse_filter("xml", on_demand), wanted.set, wanted.clear
+        )
+        await factory.open()
+        log.info("polling only while a subscription overlaps %s", on_demand)
     try:
         while not stop.is_set():
+            if factory is not None and not factory.running:
+                asleep = asyncio.ensure_future(stop.wait())
+                woken = asyncio.ensure_future(wanted.wait())
+                await asyncio.wait({asleep, woken}, return_when=asyncio.FIRST_COMPLETED)
+                asleep.cancel()
+                woken.cancel()
+                continue
+            pub.counts.polls += 1
             await pub.poll()
             if once:
                 break

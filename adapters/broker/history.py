@@ -94,7 +94,7 @@ class History:
         await self.client.subscribe(self.config.model, self.filter, self._record)
         await self.client.subscribe(
             SUBSCRIPTIONS,
-            f'type = "subscription" and model = {json.dumps(self.config.model)}',
+            f'type = "subscription" and model = {json.dumps(self.config.model)} and replay exists',
             self._answer,
         )
         self._pruner = asyncio.ensure_future(self._prune_loop())

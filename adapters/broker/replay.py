@@ -179,22 +179,31 @@ def _iso_time(text: str, word: str) -> float:
 
 
 def subscription_event(
-    broker: str, client: str, ref: Any, model: str, filter_wire: Any, replay: Replay
+    broker: str,
+    client: str,
+    ref: Any,
+    model: str,
+    filter_wire: Any,
+    replay: Replay | None,
+    kind: str = "subscription",
 ) -> dict[str, Any]:
-    """The subscription event of a ``sub`` with a replay description: a records event
-    (the filter and the description as JSON text, so that any wire form fits)."""
+    """The subscription (``kind``: or unsubscription) event of a subscription: a records
+    event, the filter and the replay description as JSON text, so that any wire form fits
+    (no ``replay`` member when it has none)."""
     from pubsift.adapters.broker.wire import dumps
 
-    return {
-        "type": "subscription",
+    out = {
+        "type": kind,
         "broker": broker,
         "client": client,
         "ref": dumps(ref).decode(),
         "model": model,
         "filter": dumps(filter_wire).decode(),
-        "replay": dumps(replay.to_wire()).decode(),
         "time": time.time(),
     }
+    if replay is not None:
+        out["replay"] = dumps(replay.to_wire()).decode()
+    return out
 
 
 def next_hop(me: str, target: str, via: Mapping[str, Iterable[str]]) -> str | None:

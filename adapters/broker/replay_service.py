@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,7 @@ from pubsift.adapters.broker.replay import (
 from pubsift.adapters.broker.wire import dumps
 from pubsift.core.cli_input import one_line
 from pubsift.core.errors import PubsiftError
-from pubsift.core.messages import Adv, Pub, Sub
+from pubsift.core.messages import Adv, Pub, Sub, Unsub
 
 if TYPE_CHECKING:
     from pubsift.adapters.broker.connection import Connection
@@ -62,6 +63,10 @@ class ReplayService:
         self.published = self.routed = self.lost = 0
         self.histories: list[History] = []
         self._renewer: asyncio.Task[None] | None = None
+        self._expirer: asyncio.Task[None] | None = None
+        #: the local clients' subscriptions and when each runs out (for the subscription
+        #: and unsubscription events: a renewal is no new subscription)
+        self.live: dict[tuple[str, str, Any], float] = {}
 
     @property
     def enabled(self) -> bool:
@@ -74,6 +79,7 @@ class ReplayService:
             return
         self.publisher = f"subscriptions-{self.daemon.id}-{uuid.uuid4().hex[:8]}"
         b.attach(self.publisher)
+        self._expirer = asyncio.ensure_future(self._expire())
         if self.daemon.config.advertisements:  # subscription events go where histories are
             self._renewer = asyncio.ensure_future(self._advertise())
 
@@ -95,13 +101,45 @@ class ReplayService:
         except ReplayError as exc:
             raise FrameError("invalid-message", f"sub: {exc}") from None
 
-    def subscribed(self, client: str, obj: dict[str, Any], msg: Sub, replay: Replay) -> None:
-        """Publish the subscription event of ``msg`` (processed already)."""
+    def processed(
+        self, client: str, obj: dict[str, Any], msg: Sub | Unsub, replay: Replay | None
+    ) -> None:
+        """After the broker processed ``msg`` of a local client: the subscription event
+        of a new subscription, or of one with a replay description (a renewal otherwise
+        publishes nothing), the unsubscription event of an ``unsub`` (Mühl §5.2.4: what
+        factories watch). A subscription not renewed for π goes as if unsubscribed
+        (:meth:`_expire`)."""
+        if not self.enabled or msg.model == SUBSCRIPTIONS:
+            return
+        key = (client, msg.model, msg.filter)
+        if isinstance(msg, Unsub):
+            if self.live.pop(key, None) is not None:
+                self._publish(key, obj.get("ref"), None, "unsubscription")
+            return
+        now = time.monotonic()
+        new = self.live.get(key, 0.0) < now
+        self.live[key] = now + self.daemon.config.lease_period
+        if new or replay is not None:
+            self._publish(key, obj.get("ref"), replay, "subscription")
+
+    async def _expire(self) -> None:
+        period = min(self.daemon.config.lease_refresh, 1.0)
+        while True:
+            await asyncio.sleep(period)
+            now = time.monotonic()
+            for key in [k for k, until in self.live.items() if until < now]:
+                del self.live[key]
+                self._publish(key, None, None, "unsubscription")
+
+    def _publish(
+        self, key: tuple[str, str, Any], ref: Any, replay: Replay | None, kind: str
+    ) -> None:
+        client, model, f = key
         b = self.daemon.broker
         assert b is not None
-        m = self.daemon.models[msg.model]
+        m = self.daemon.models[model]
         event = subscription_event(
-            self.daemon.id, client, obj.get("ref"), msg.model, m.dump_filter(msg.filter), replay
+            self.daemon.id, client, ref, model, m.dump_filter(f), replay, kind
         )
         se = self.daemon.models[SUBSCRIPTIONS]
         self._seq += 1
@@ -189,10 +227,11 @@ class ReplayService:
             self.histories.append(hist)
 
     async def stop(self) -> None:
-        if self._renewer is not None:
-            self._renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._renewer
+        for t in (self._renewer, self._expirer):
+            if t is not None:
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
         for h in self.histories:
             with contextlib.suppress(Exception):
                 await h.stop()
