@@ -374,3 +374,40 @@ def test_a_hosted_history_on_a_corrupt_store_stops_the_broker_with_a_clear_error
             await d.start()
 
     asyncio.run(go())
+
+
+def test_a_full_disk_is_a_clear_error_and_keeps_what_was_committed(tmp_path: Path) -> None:
+    s = HistoryStore(str(tmp_path / "full.sqlite"))
+    s.record("p", 1, "records", b'{"n":1}', 1.0)
+    s.commit()
+    s.db.execute("PRAGMA max_page_count = 8")  # the "disk" holds 8 pages
+    with pytest.raises(HistoryError, match="full"):
+        for i in range(2, 10_000):
+            s.record("p", i, "records", b'{"pad":"%s"}' % (b"x" * 500), 1.0)
+            if i % 10 == 0:
+                s.commit()
+    got = s.select("records", Replay(since_time=0.0), lambda e: True)
+    assert got[0] == ("p", 1, b'{"n":1}')
+    seqs = [r[1] for r in got]
+    assert seqs == list(range(1, len(seqs) + 1))  # whole transactions, nothing half
+
+
+def test_the_history_command_exports_and_refuses_a_bad_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pubsift.core.cli import main
+
+    store = HistoryStore(str(tmp_path / "h.sqlite"))
+    for i in range(1, 4):
+        store.record("p", i, "records", b'{"n":%d}' % i, 1.0)
+    store.close()
+    (tmp_path / "history.toml").write_text(
+        f'[history]\nmodel = "records"\nfilter = "true"\nstore = "{tmp_path / "h.sqlite"}"\n'
+    )
+    out = tmp_path / "export"
+    assert main(["history", "--config", str(tmp_path / "history.toml"), "--export", str(out)]) == 0
+    assert "exported 3 records" in capsys.readouterr().err
+    assert (out / "events" / "model=records" / "part-0.parquet").is_file()
+    (tmp_path / "bad.toml").write_text('[history]\nmodel = "records"\nstore = "x"\n')
+    assert main(["history", "--config", str(tmp_path / "bad.toml"), "pubsift://127.0.0.1:1"]) == 2
+    assert "history.filter" in capsys.readouterr().err
