@@ -128,7 +128,8 @@ def _conf(values: list[str]) -> dict[str, str]:
 
 
 def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
-    """Files -> event store. Progress, the summary and problems go to standard error."""
+    """Files -> event store. Progress and problems go to standard error, the summary to
+    standard output."""
     from pubsift.adapters.spark.job import Settings, ingest
     from pubsift.core.cli import _limits_option, _sources
 
@@ -143,12 +144,14 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
         )
         return sources, settings
 
-    return _guarded("ingest", prepare, lambda s: ingest(s[0], args.out, s[1], _console()))
+    return _guarded(
+        "ingest", prepare, lambda s: ingest(s[0], args.out, s[1], _console(), _results())
+    )
 
 
 def cmd_route(args: argparse.Namespace, console: Console) -> int:
-    """Files, a store or a job file -> deliveries. Progress, the summary and problems go
-    to standard error."""
+    """Files, a store or a job file -> deliveries. Progress and problems go to standard
+    error, the summary to standard output."""
     from pubsift.adapters.spark.job import Settings, route
     from pubsift.adapters.spark.store import store_format
     from pubsift.core.cli import _limits_option, _sources
@@ -214,7 +217,15 @@ def cmd_route(args: argparse.Namespace, console: Console) -> int:
     return _guarded(
         "route",
         prepare,
-        lambda p: route(p[0], p[1], p[2], sources=p[3], event_store=p[4], console=_console()),
+        lambda p: route(
+            p[0],
+            p[1],
+            p[2],
+            sources=p[3],
+            event_store=p[4],
+            console=_console(),
+            results=_results(),
+        ),
     )
 
 
@@ -243,8 +254,14 @@ def _existing(paths: list[str]) -> None:
 
 
 def _console() -> Console:
-    """The job's progress and summary: standard error."""
+    """The job's progress, warnings and problems: standard error."""
     return Console(file=sys.stderr, highlight=False)
+
+
+def _results() -> Console:
+    """The job's summary: standard output, under ``pubsift route`` as under spark-submit
+    (whose Python runner sends the driver's standard error to its standard output too)."""
+    return Console(file=sys.stdout, highlight=False)
 
 
 def _guarded(command: str, prepare: Callable[[], Any], run: Callable[[Any], Any]) -> int:

@@ -29,6 +29,7 @@ from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
 from pubsift.adapters.outcomes import Event, Quarantined
 from pubsift.adapters.reading import read_input
 from pubsift.adapters.source import Source
+from pubsift.adapters.spark.interrupt import ignore_interrupts
 from pubsift.adapters.spark.store import CONVERTED_SCHEMA
 
 if TYPE_CHECKING:
@@ -236,6 +237,7 @@ def converter(listing: Listing, limits: ReadLimits) -> Callable[[Iterator[Any]],
     files_of = listing.files
 
     def convert(batches: Iterator[Any]) -> Iterator[Any]:
+        ignore_interrupts()
         import pyarrow as pa
 
         dump = event_dumper()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -21,11 +22,13 @@ from typing import TYPE_CHECKING, Any
 from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
 from pubsift.adapters.source import Source
 from pubsift.adapters.spark import store
+from pubsift.adapters.spark.interrupt import Interrupts, stop_tasks
 from pubsift.adapters.spark.layout import DEFAULT_LAYOUT, check
+from pubsift.adapters.spark.mismatch import model_warnings
 from pubsift.adapters.spark.progress import Stages
+from pubsift.adapters.spark.tables import show
 from pubsift.adapters.summary import SourceCounts, Summary
 from rich.console import Console
-from rich.table import Table
 
 if TYPE_CHECKING:
     from pubsift.adapters.spark.subscriptions import Subscriber
@@ -33,9 +36,6 @@ if TYPE_CHECKING:
 
 #: the event store's columns as read back (model is the partition column)
 EVENTS_SCHEMA = "source string, position long, event string, model string"
-
-#: rows of the console's summary table per section (summary.json has them all)
-SHOWN = 20
 
 
 @dataclass
@@ -54,12 +54,17 @@ class Settings:
 
 
 def ingest(
-    sources: Sequence[Source], out: str, settings: Settings, console: Console | None = None
+    sources: Sequence[Source],
+    out: str,
+    settings: Settings,
+    console: Console | None = None,
+    results: Console | None = None,
 ) -> dict[str, Any]:
-    """``pubsift ingest``: convert ``sources`` once into an event store at ``out``."""
+    """``pubsift ingest``: convert ``sources`` once into an event store at ``out``.
+    Progress goes to ``console``, the summary to ``results`` (default: ``console``)."""
     console = console or Console(stderr=True)
     output = store.prepare(out, "parquet", settings.overwrite, "store", [s.path for s in sources])
-    return _run(output, settings, console, sources, None, None)
+    return _run(output, settings, console, results or console, sources, None, None)
 
 
 def route(
@@ -69,20 +74,23 @@ def route(
     sources: Sequence[Source] = (),
     event_store: str | None = None,
     console: Console | None = None,
+    results: Console | None = None,
 ) -> dict[str, Any]:
     """``pubsift route``: route ``sources`` (converted on the way, the store kept in
-    ``out/events``) or an existing ``event_store`` against ``subscribers``."""
+    ``out/events``) or an existing ``event_store`` against ``subscribers``. Progress goes
+    to ``console``, the summary to ``results`` (default: ``console``)."""
     console = console or Console(stderr=True)
     check(settings.layout)
     inputs = [s.path for s in sources] + ([event_store] if event_store else [])
     output = store.prepare(out, settings.format, settings.overwrite, "route", inputs)
-    return _run(output, settings, console, sources, event_store, subscribers)
+    return _run(output, settings, console, results or console, sources, event_store, subscribers)
 
 
 def _run(
     output: store.Output,
     settings: Settings,
     console: Console,
+    results: Console,
     sources: Sequence[Source],
     event_store: str | None,
     subscribers: Sequence[Subscriber] | None,
@@ -91,50 +99,84 @@ def _run(
 
     began = time.perf_counter()
     stages = Stages(console)
-    restore = _terminate_as_interrupt()
-    try:
-        where = settings.master or ("spark-submit's master" if under_spark_submit() else "local[*]")
-        with stages.stage("start", f"Spark started ({where})"):
-            spark = start(settings.master, settings.app_name, settings.conf)
-        stages.spark = spark
-        summary: dict[str, Any] = {"format": output.format}
-        if event_store is None:
-            summary.update(_ingest(spark, sources, output, settings, stages))
-            events_path = output.path("events")
-        else:
-            events_path = os.path.join(os.path.abspath(event_store), "events")
-            summary.update(_store_summary(event_store))
-        if subscribers is not None:
-            summary.update(_route(spark, events_path, subscribers, output, stages, settings.layout))
-        summary["seconds"] = {
-            **{k: round(v, 3) for k, v in stages.seconds.items()},
-            "total": round(time.perf_counter() - began, 3),
-        }
-        store.write_json(output.path("summary.json"), summary)
-        store.commit(output)
-    except BaseException:
-        store.discard(output)
-        raise
-    finally:
-        restore()
-    show(summary, console)
+    spark = None
+    with Interrupts() as interrupts:
+        stages.check = interrupts.check
+        try:
+            where = settings.master or (
+                "spark-submit's master" if under_spark_submit() else "local[*]"
+            )
+            with stages.stage("start", f"Spark started ({where})"):
+                spark = start(settings.master, settings.app_name, settings.conf)
+            interrupts.started(spark)
+            stages.spark = spark
+            summary: dict[str, Any] = {"format": output.format}
+            if event_store is None:
+                summary.update(_ingest(spark, sources, output, settings, stages))
+                events_path = output.path("events")
+            else:
+                events_path = os.path.join(os.path.abspath(event_store), "events")
+                summary.update(_store_summary(event_store))
+            if subscribers is not None:
+                summary.update(
+                    _route(spark, events_path, subscribers, output, stages, settings.layout)
+                )
+                wanted = Counter(s.model for s in subscribers)
+                summary["warnings"] = model_warnings(wanted, summary.get("models", {}))
+            summary["seconds"] = {
+                **{k: round(v, 3) for k, v in stages.seconds.items()},
+                "total": round(time.perf_counter() - began, 3),
+            }
+            store.write_json(output.path("summary.json"), summary)
+            shown = {**summary, **_report(output, summary, settings, event_store, sources, console)}
+            interrupts.check()
+            store.commit(output)
+        except BaseException as exc:
+            # a signal: whatever the job's calls raised after it (a cancelled Spark job),
+            # the run was interrupted; the tasks are stopped before the staging goes
+            interrupted = interrupts.disarm() or isinstance(exc, KeyboardInterrupt)
+            if interrupted and spark is not None:
+                stop_tasks(spark)
+            store.discard(output)
+            if interrupted:
+                raise KeyboardInterrupt("interrupted") from None
+            raise
+    show(shown, results)
     return summary
 
 
-def _terminate_as_interrupt() -> Any:
-    """SIGTERM (``kill``, a scheduler stopping the job) interrupts the job like Ctrl-C, so
-    that its staging directory is removed; returns what restores the previous handler."""
-    import signal
-    import threading
+def _report(
+    output: store.Output,
+    summary: Mapping[str, Any],
+    settings: Settings,
+    event_store: str | None,
+    sources: Sequence[Source],
+    console: Console,
+) -> dict[str, str]:
+    """Write ``report.html`` (:mod:`.report`) beside summary.json; ``{"report": path}``,
+    or nothing when it could not be written (said on ``console``: the run's outputs stand)."""
+    from pubsift.adapters.spark import report
 
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt("terminated (SIGTERM)")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    return lambda: signal.signal(signal.SIGTERM, previous)
+    given = {
+        "master": settings.master or "local[*]",
+        "app name": settings.app_name,
+        "output format": settings.format,
+        "layout": settings.layout,
+        "sources": [s.path for s in sources] or None,
+        "event store": event_store,
+        "Spark settings": dict(settings.conf),
+        "read limits": dict(vars(settings.limits)),
+    }
+    quarantine = (
+        os.path.join(event_store, "quarantine") if event_store else output.path("quarantine")
+    )
+    fmt = (store.store_format(event_store) or "parquet") if event_store else output.format
+    try:
+        report.write(output.path("report.html"), summary, given, quarantine, fmt)
+    except Exception as exc:
+        console.print(f"[yellow]warning:[/] report.html not written: {type(exc).__name__}: {exc}")
+        return {}
+    return {"report": os.path.join(output.final, "report.html")}
 
 
 def _ingest(
@@ -360,45 +402,3 @@ def _json_value(col: Any) -> Any:
     text = F.to_json(F.struct(col.alias("v")), {"ignoreNullFields": "false"})
     # (?s): a value may hold U+2028, U+2029 or U+0085, which Java's "." does not match
     return F.regexp_extract(text, r'(?s)^\{"v":(.*)\}$', 1)
-
-
-def show(summary: Mapping[str, Any], console: Console) -> None:
-    """The summary as tables: per source, per reason, per subscriber, per stage."""
-    console.print()
-    if "sources" in summary:
-        t = Table(
-            title=f"read: {summary.get('read', 0)} records, "
-            f"{summary.get('events', 0)} events, "
-            f"{summary.get('quarantined', 0)} quarantined"
-            + (f" (store {summary['store']})" if "store" in summary else "")
-        )
-        t.add_column("source", overflow="fold")
-        for col in ("read", "events", "quarantined"):
-            t.add_column(col, justify="right")
-        rows = list(summary["sources"].items())
-        for src, c in rows[:SHOWN]:
-            t.add_row(src, str(c["read"]), str(c["events"]), str(c["quarantined"]))
-        if len(rows) > SHOWN:
-            t.add_row(f"... {len(rows) - SHOWN} more (summary.json)", "", "", "")
-        console.print(t)
-    for key, title in (("models", "events per model"), ("reasons", "quarantined per reason")):
-        if summary.get(key):
-            t = Table(title=title)
-            t.add_column(key[:-1])
-            t.add_column("count", justify="right")
-            for k, v in summary[key].items():
-                t.add_row(k, str(v))
-            console.print(t)
-    if "subscribers" in summary:
-        t = Table(title=f"deliveries: {summary['deliveries']}")
-        t.add_column("subscriber")
-        t.add_column("deliveries", justify="right")
-        rows = list(summary["subscribers"].items())
-        for sid, n in rows[:SHOWN]:
-            t.add_row(sid, str(n))
-        if len(rows) > SHOWN:
-            t.add_row(f"... {len(rows) - SHOWN} more (summary.json)", "")
-        console.print(t)
-    secs = summary.get("seconds", {})
-    if secs:
-        console.print("wall time: " + ", ".join(f"{k} {v:.1f} s" for k, v in secs.items()))

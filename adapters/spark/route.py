@@ -27,6 +27,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pubsift.adapters.spark.interrupt import ignore_interrupts
 from pubsift.adapters.spark.store import DELIVERY_SCHEMA
 
 #: one row per matched event and the subscribers it matches (:func:`matcher`)
@@ -133,6 +134,7 @@ def router(
     kept = list(subscribers) if converts else None
 
     def route(batches: Iterator[Any]) -> Iterator[Any]:
+        ignore_interrupts()
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -177,6 +179,7 @@ def matcher(
     ids = [s.id for s in subscribers]
 
     def match(batches: Iterator[Any]) -> Iterator[Any]:
+        ignore_interrupts()
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc

@@ -146,6 +146,56 @@ def check_master(master: str) -> None:
         )
 
 
+#: seconds a standalone master gets to accept a connection before the job says there is none
+MASTER_TIMEOUT = 3.0
+
+
+def check_reachable(master: str, timeout: float = MASTER_TIMEOUT) -> None:
+    """SparkSetupError ``no master at spark://HOST:PORT (why)`` unless one of the masters
+    a ``spark://`` URL names (``spark://h1:7077,h2:7077`` for standby masters) answers as
+    a Spark master (:func:`_answers_as_spark`) within ``timeout`` seconds; Spark itself
+    would retry for a minute and end with "Cannot call methods on a stopped SparkContext"."""
+    if not master.startswith("spark://"):
+        return
+    why = []
+    for where in master[len("spark://") :].split(","):
+        host, _, port = where.rpartition(":")
+        if not host or not port.isdigit():
+            raise SparkSetupError(f"--master {master!r}: expected spark://HOST:PORT[,HOST:PORT]")
+        problem = _answers_as_spark(host.strip("[]"), int(port), timeout)
+        if problem is None:
+            return
+        why.append(f"{where}: {problem}")
+    raise SparkSetupError(f"no master at {master} ({'; '.join(why)})")
+
+
+def _answers_as_spark(host: str, port: int, timeout: float) -> str | None:
+    """None when ``host:port`` answers as Spark's RPC server, else why not. The probe is a
+    request of Spark's transport protocol for a file the server does not have
+    (``StreamRequest``: a frame of 8 bytes of length, type 6, the stream id): a master
+    answers ``StreamFailure`` (type 8) and logs nothing above INFO; one that requires
+    authentication closes the connection, as does a master too busy to answer in time
+    (both taken as a master: Spark decides then). Anything else, such as an HTTP server's
+    ``HTTP/1.1 400``, is not a Spark master."""
+    import socket
+    import struct
+
+    stream = b"/files/pubsift-probe"
+    frame = struct.pack(">qbi", 8 + 1 + 4 + len(stream), 6, len(stream)) + stream
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(frame)
+            answer = sock.recv(64)
+    except TimeoutError:
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
+    if not answer or (len(answer) > 8 and answer[8] in (7, 8)):
+        return None
+    text = answer.split(b"\r\n", 1)[0].decode("ascii", "replace")
+    return f"something answers there, but not as a Spark master ({text[:60]!r})"
+
+
 def _root_cause(exc: BaseException) -> str:
     """The message of the innermost Java cause of a py4j error (``All masters are
     unresponsive``), else the exception's first line."""
@@ -179,6 +229,8 @@ def start(
     if master is not None and master.startswith("sc://"):
         return connect(master, app_name, conf)
     check_java()
+    if master is not None:
+        check_reachable(master)
     # the workers must run this interpreter (it has pubsift and the models installed)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
