@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 
-.PHONY: run test test-fast lint bench install install-dev clean
+.PHONY: run test test-fast lint bench docs install install-dev clean
 
 $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit("pubsift needs Python >= 3.11, found " + sys.version.split()[0]) if sys.version_info < (3, 11) else None'
@@ -58,6 +58,15 @@ bench: $(VENV)/.stamp-dev
 	@for b in $(BENCHES); do echo "== bench/$$b.py --quick"; \
 	  $(PY) bench/$$b.py --quick --json bench/results/$$b.json || exit 1; done
 	$(PY) bench/table.py $(BENCHES:%=bench/results/%.json) --out bench/results.md --readme README.md
+
+## The API reference generated from the docstrings (pdoc, in the dev extra) of the public
+## modules: build/docs/api/index.html (build/ is not committed).
+DOC_MODULES := pubsift pubsift.core pubsift.models.records pubsift.models.xml pubsift.models.concepts \
+               pubsift.models.constraints pubsift.adapters pubsift.adapters.broker.client
+docs: $(VENV)/.stamp-dev
+	rm -rf build/docs/api
+	$(VENV)/bin/pdoc --docformat restructuredtext -o build/docs/api $(DOC_MODULES)
+	@echo "the API reference: build/docs/api/index.html"
 
 clean:
 	rm -rf $(VENV) build *.egg-info

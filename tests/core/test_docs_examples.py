@@ -12,14 +12,18 @@ Conventions for the examples (what this test enforces):
   the reason is required. Prefer making the block runnable: write the files it reads in
   the block itself.
 * A block that reads the shared data folder names it by the environment variable
-  ``PUBSIFT_DATA`` (as ``pubsift run`` does). The quick test runs every other block; a
+  ``PUBSIFT_DATA`` (as ``pubsift run`` does), and says so to its reader on its first line,
+  ``# needs the real data sets: PUBSIFT_DATA=DIR ...`` (README.md, "The real data sets",
+  says where they come from). The quick test runs every other block; a
   slow-marked test runs whole files, those blocks included, with ``PUBSIFT_DATA`` set to
   ``../shared/data`` next to the checkout, and is skipped with the reason when that folder
   is absent.
 * A block that talks to a broker at ``pubsift://127.0.0.1:7400`` (the default address) gets
   one: the test starts ``pubsift broker`` on a free port of 127.0.0.1 for the file's run and
   points the blocks' address at it.
-* Shell, TOML and JSON blocks are not run.
+* Shell, TOML and JSON blocks are not run; the files of the bundled sample they name
+  (``examples/...``) exist, and none names the shared data folder (``../shared/data``):
+  a shell example runs on the bundled sample.
 """
 
 from __future__ import annotations
@@ -84,6 +88,36 @@ for name, line, code in json.load(sys.stdin):
     print(f"--- {name}:{line}", file=sys.stderr, flush=True)
     exec(compile("\\n" * (line - 1) + code, name, "exec"), namespace)
 """
+
+
+NEEDS_DATA = "# needs the real data sets: PUBSIFT_DATA="
+SHELL_FENCE = re.compile(r"^```(?:sh|console|bash|shell)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
+
+
+def test_a_block_that_needs_the_real_data_sets_says_so_first():
+    marked = 0
+    for p in DOCS:
+        for b in blocks(p):
+            if b.needs_data:
+                first = b.code.lstrip("\n").splitlines()[0]
+                assert first.startswith(NEEDS_DATA), f"{p.name}:{b.line}: {first}"
+                marked += 1
+    assert marked >= 1  # docs/concepts.md's real ontologies
+
+
+def test_shell_examples_name_files_of_the_bundled_sample_only():
+    seen = 0
+    for p in DOCS:
+        for m in SHELL_FENCE.finditer(p.read_text(encoding="utf-8")):
+            line = p.read_text(encoding="utf-8").count("\n", 0, m.start(1)) + 1
+            code = m.group(1)
+            assert "shared/data" not in code, (
+                f"{p.name}:{line}: a shell example reads the shared data"
+            )
+            for path in re.findall(r"(?<![\w/.])examples/[\w./-]*\w", code):
+                seen += 1
+                assert (ROOT / path).exists(), f"{p.name}:{line}: {path} does not exist"
+    assert seen >= 3
 
 
 def test_every_doc_has_its_examples_found():
