@@ -411,3 +411,45 @@ def test_the_history_command_exports_and_refuses_a_bad_configuration(
     (tmp_path / "bad.toml").write_text('[history]\nmodel = "records"\nstore = "x"\n')
     assert main(["history", "--config", str(tmp_path / "bad.toml"), "pubsift://127.0.0.1:1"]) == 2
     assert "history.filter" in capsys.readouterr().err
+
+
+def test_two_overlapping_histories_one_answer_and_only_to_the_subscriber(tmp_path: Path) -> None:
+    """Histories at b0 (everything) and b2 (IBM only) both overlap ``symbol = "IBM"``: the
+    subscriber takes one answer (the first complete one), so nothing twice; a client with
+    the same filter at the same broker gets no replayed notification."""
+
+    async def body(ds: list[BrokerDaemon]) -> None:
+        from pubsift.adapters.broker.history import History
+
+        h0 = ds[0].replays.histories[0]
+        h2 = History(
+            HistoryConfig("records", 'symbol = "IBM"', str(tmp_path / "h2.sqlite"), id="h2"),
+            url(ds[2]),
+            models=ds[2].models,
+        )
+        await h2.start()
+        pub = AsyncClient(url(ds[0]), id="quotes")
+        await pub.connect()
+        await until(lambda: ds[0].broker is not None and ds[0].broker.sizes()[1] >= 1)
+        for i in range(1, 21):
+            await pub.publish("records", {"symbol": "IBM" if i % 2 else "HP", "price": i})
+        await until(lambda: h0.recorded == 20 and h2.recorded == 10)
+        live: list[Notification] = []
+        other = AsyncClient(url(ds[2]), id="other")
+        await other.connect()
+        await other.subscribe("records", 'symbol = "IBM"', live.append, confirm=True)
+        got: list[Notification] = []
+        late = AsyncClient(url(ds[2]), id="late")
+        await late.connect()
+        await late.subscribe("records", 'symbol = "IBM"', got.append, replay={"since_time": 0})
+        await until(lambda: h0.answered + h2.answered == 2 and late.replays == 1)
+        await pub.publish("records", {"symbol": "IBM", "price": 21})
+        await until(lambda: len(got) == 11 and len(live) == 1)
+        _check(got, list(range(1, 22, 2)), "quotes")
+        assert [n.replayed for n in got] == [True] * 10 + [False]
+        assert [n.seq for n in live] == [21] and other.replayed == 0
+        for c in (late, other, pub):
+            await c.close()
+        await h2.stop()
+
+    _run(tmp_path, body)

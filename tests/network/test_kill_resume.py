@@ -167,3 +167,43 @@ def test_kill_9_the_middle_broker_a_resuming_subscriber_loses_nothing(procs: Pro
         f"published {len(published)}, matching {len(expected)}: resuming subscriber 0 lost, "
         f"0 duplicates; plain subscriber {lost} lost"
     )
+
+
+def test_pubsift_sub_with_state_resumes_across_its_own_restart(procs: Procs) -> None:
+    """``pubsift sub --state`` stopped (SIGTERM) while quotes go on, and started again
+    with the same file: the two runs together print every matching quote once, in order."""
+    tmp = procs.tmp
+    procs.broker("b0", None)
+    sub = [sys.executable, "-m", "pubsift.core.cli", "sub", procs.url("b0"), "-m", "records"]
+    sub += ["-f", "price >= 10", "--state", str(tmp / "state.json")]
+    pub = connect(procs.url("b0"), id="quotes")
+    published: list[int] = []
+
+    def publish(n: int) -> None:
+        for _ in range(n):
+            i = len(published) + 1
+            published.append(pub.publish("records", {"symbol": "IBM", "price": i % 50}))
+
+    try:
+        until(
+            lambda: procs.stats("b0")["entries"].get("subscriptions", [0])[0] >= 1,
+            20,
+            "the history's subscription",
+        )
+        procs.spawn("run1", sub, tmp / "run1.out", tmp / "run1.err")
+        until(lambda: procs.stats("b0")["entries"]["records"][0] >= 2, 20, "the subscription")
+        publish(60)
+        until(lambda: len(_printed(tmp / "run1.out")) >= 10, 20, "the first run's notifications")
+        procs.procs["run1"].send_signal(signal.SIGTERM)
+        assert procs.procs["run1"].wait(10) == 0
+        publish(60)  # nobody listens with that filter but the history
+        procs.spawn("run2", sub, tmp / "run2.out", tmp / "run2.err")
+        until(lambda: procs.stats("b0")["entries"]["records"][0] >= 2, 20, "the resubscription")
+        publish(30)
+    finally:
+        pub.close()
+    expected = [s for s in published if s % 50 >= 10]
+    both = lambda: _printed(tmp / "run1.out") + _printed(tmp / "run2.out")  # noqa: E731
+    until(lambda: len(both()) >= len(expected), 20, "the second run to catch up")
+    time.sleep(0.3)
+    assert both() == expected, (len(both()), len(expected))
