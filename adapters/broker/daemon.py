@@ -412,11 +412,14 @@ class BrokerDaemon:
             return
         self._stopping = True
         streams = self.gateway.subscribers if self.gateway is not None else 0
+        gateway_own = f"http-{self.id}-"  # the gateway's clients of the daemon (Gateway._client)
         log.info(
             "broker %s shutting down%s: closing %d client(s), %d link(s)%s",
             self.id,
             f" ({why})" if why else "",
-            len(self.port.clients) - (1 + streams if self.gateway is not None else 0),
+            sum(not c.startswith(gateway_own) for c in self.port.clients)
+            if self.gateway is not None
+            else len(self.port.clients),
             len(self.port.neighbours),
             f", {streams} HTTP stream(s)" if self.gateway is not None else "",
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from pubsift.adapters.broker.config import Address, BrokerConfig, ConfigError, load_config
 
@@ -96,7 +98,7 @@ def test_unknown_model_is_a_config_error():
         load_models(("records", "nope"), "b.toml")
 
 
-def test_an_address_in_use_is_a_config_error_naming_the_key():
+def test_an_address_in_use_is_a_config_error_naming_the_key(caplog):
     import asyncio
     import socket
 
@@ -113,14 +115,19 @@ def test_an_address_in_use_is_a_config_error_naming_the_key():
         return str(info.value)
 
     try:
+        with caplog.at_level(logging.INFO, logger="pubsift"):
+            msg = asyncio.run(
+                go(listen=Address("127.0.0.1", 0), gateway=Address("127.0.0.1", port))
+            )
+        assert msg.startswith("b.toml: gateway.listen (--gateway): cannot listen on")
+        assert msg.endswith("address already in use")
+        (closing,) = [r.getMessage() for r in caplog.records if "shutting down" in r.getMessage()]
+        assert "closing 0 client(s), 0 link(s), 0 HTTP stream(s)" in closing, closing
         msg = asyncio.run(go(listen=Address("127.0.0.1", port)))
         assert msg == (
             f"b.toml: broker.listen (--listen): cannot listen on 127.0.0.1:{port}: "
             "address already in use"
         )
-        msg = asyncio.run(go(listen=Address("127.0.0.1", 0), gateway=Address("127.0.0.1", port)))
-        assert msg.startswith("b.toml: gateway.listen (--gateway): cannot listen on")
-        assert msg.endswith("address already in use")
     finally:
         taken.close()
 
