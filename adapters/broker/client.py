@@ -533,7 +533,9 @@ class AsyncClient:
             conn.send(self._frame("adv", model, f))
         for model, f in self._subs:
             key = (model, f)
-            if resume and key in self._resume and "replay" in self.broker_features:
+            if key in self._waits:  # asked before this connection: ask again
+                self._ask(key, self._waits[key].replay)
+            elif resume and key in self._resume and "replay" in self.broker_features:
                 self._ask(key, self._resume_point(key))
             else:
                 conn.send(self._frame("sub", model, f))

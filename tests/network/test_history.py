@@ -453,3 +453,23 @@ def test_two_overlapping_histories_one_answer_and_only_to_the_subscriber(tmp_pat
         await h2.stop()
 
     _run(tmp_path, body)
+
+
+def test_a_replay_asked_before_connecting_is_asked_on_connecting(tmp_path: Path) -> None:
+    async def body(ds: list[BrokerDaemon]) -> None:
+        history = ds[0].replays.histories[0]
+        pub = AsyncClient(url(ds[0]), id="quotes")
+        await pub.connect()
+        for i in range(1, 6):
+            await pub.publish("records", {"price": i})
+        await until(lambda: history.recorded == 5)
+        got: list[Notification] = []
+        late = AsyncClient(url(ds[2]), id="early")
+        await late.subscribe("records", "price > 2", got.append, replay="last 2")
+        await late.connect()
+        await until(lambda: late.replays == 1)
+        assert [n.seq for n in got] == [4, 5] and late.replay_timeouts == 0
+        await late.close()
+        await pub.close()
+
+    _run(tmp_path, body)
