@@ -563,9 +563,14 @@ class AsyncClient:
             del self._by_ref[ref]
 
     def delivered(self) -> dict[str, int]:
-        """Per publisher, the last sequence number delivered: the resume point
-        (``pubsift sub --state`` saves it)."""
-        return dict(self._last_seq)
+        """Per publisher, the last sequence number delivered, replayed ones included:
+        the resume point (``pubsift sub --state`` saves it). A replay may go beyond the
+        live stream (its live copies still on their way): the highest counts."""
+        out = dict(self._last_seq)
+        for ahead in self._ahead.values():
+            for p, seq in ahead.items():
+                out[p] = max(out.get(p, 0), seq)
+        return out
 
     def restore(self, last_seq: Mapping[str, int]) -> None:
         """Continue from a resume point :meth:`delivered` gave: notifications at or

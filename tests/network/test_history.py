@@ -473,3 +473,37 @@ def test_a_replay_asked_before_connecting_is_asked_on_connecting(tmp_path: Path)
         await pub.close()
 
     _run(tmp_path, body)
+
+
+def test_the_resume_point_counts_what_a_replay_delivered_beyond_the_live_stream(
+    tmp_path: Path,
+) -> None:
+    """A subscriber resumed through the history gets publications the live stream will
+    not bring again: its saved point (``pubsift sub --state``) includes them, so a
+    restart from it replays none of them twice."""
+
+    async def body(ds: list[BrokerDaemon]) -> None:
+        history = ds[0].replays.histories[0]
+        pub = AsyncClient(url(ds[0]), id="quotes")
+        await pub.connect()
+        for i in range(1, 9):
+            await pub.publish("records", {"price": i})
+        await until(lambda: history.recorded == 8)
+        got: list[Notification] = []
+        c = AsyncClient(url(ds[2]), id="resumer")
+        await c.connect()
+        await c.subscribe("records", "price > 0", got.append, replay={"since": {"quotes": 3}})
+        await until(lambda: c.replays == 1)
+        assert [n.seq for n in got] == [4, 5, 6, 7, 8]
+        assert c.delivered() == {"quotes": 8}
+        again: list[Notification] = []
+        d = AsyncClient(url(ds[2]), id="restarted")
+        d.restore(c.delivered())
+        await d.connect()
+        await d.subscribe("records", "price > 0", again.append, replay={"since": c.delivered()})
+        await until(lambda: d.replays == 1)
+        assert again == []
+        for x in (c, d, pub):
+            await x.close()
+
+    _run(tmp_path, body)
