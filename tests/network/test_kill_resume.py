@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -96,6 +97,19 @@ def procs(tmp_path: Path) -> Iterator[Procs]:
         yield p
     finally:
         p.close()
+
+
+def _stored(path: Path) -> int:
+    """Rows in a history's store (read beside the history: WAL lets a reader in)."""
+    if not path.exists():
+        return 0
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+    finally:
+        db.close()
 
 
 def _printed(path: Path) -> list[int]:
@@ -207,3 +221,48 @@ def test_pubsift_sub_with_state_resumes_across_its_own_restart(procs: Procs) -> 
     until(lambda: len(both()) >= len(expected), 20, "the second run to catch up")
     time.sleep(0.3)
     assert both() == expected, (len(both()), len(expected))
+
+
+def test_pubsift_history_as_a_process_answers_pubsift_sub_replay(procs: Procs) -> None:
+    """``pubsift history --config history.toml URL`` (a process of its own) records, and
+    ``pubsift sub --replay 'last 3'`` gets the last three, marked replayed, then live."""
+    tmp = procs.tmp
+    procs.broker("b1", None)  # no [[history]] in its configuration
+    (tmp / "history.toml").write_text(
+        f'[history]\nid = "h-proc"\nmodel = "records"\nfilter = "true"\n'
+        f'store = "{tmp / "proc.sqlite"}"\n'
+    )
+    cli = [sys.executable, "-m", "pubsift.core.cli"]
+    procs.spawn(
+        "history",
+        [*cli, "history", "--config", str(tmp / "history.toml"), procs.url("b1")],
+        tmp / "history.log",
+    )
+    until(
+        lambda: procs.stats("b1")["entries"].get("subscriptions", [0])[0] >= 1,
+        20,
+        "the history process's subscriptions",
+    )
+    pub = connect(procs.url("b1"), id="quotes")
+    try:
+        for i in range(1, 11):
+            pub.publish("records", {"symbol": "IBM", "price": i})
+        pub.stats()
+        until(lambda: _stored(tmp / "proc.sqlite") == 10, 10, "the ten recorded")
+        sub = [*cli, "sub", procs.url("b1"), "-m", "records", "-f", "true", "--replay", "last 3"]
+        procs.spawn("late", sub, tmp / "late.out", tmp / "late.err")
+        until(lambda: len(_printed(tmp / "late.out")) >= 3, 20, "the replayed ones")
+        until(lambda: procs.stats("b1")["entries"]["records"][0] >= 2, 20, "the live one")
+        pub.publish("records", {"symbol": "IBM", "price": 11})
+        until(lambda: len(_printed(tmp / "late.out")) >= 4, 20, "the live one")
+    finally:
+        pub.close()
+    lines = [json.loads(x) for x in (tmp / "late.out").read_text().splitlines()]
+    assert [(d["seq"], d.get("replayed", False)) for d in lines] == [
+        (8, True),
+        (9, True),
+        (10, True),
+        (11, False),
+    ]
+    procs.procs["history"].send_signal(signal.SIGTERM)
+    assert procs.procs["history"].wait(10) == 0
