@@ -100,6 +100,7 @@ def _run(
     began = time.perf_counter()
     stages = Stages(console)
     spark = None
+    _warm_report()
     with Interrupts() as interrupts:
         stages.check = interrupts.check
         try:
@@ -143,6 +144,14 @@ def _run(
             raise
     show(shown, results)
     return summary
+
+
+def _warm_report() -> None:
+    import threading
+
+    from pubsift.adapters.spark import report
+
+    threading.Thread(target=report.warm, daemon=True, name="report-warm").start()
 
 
 def _report(

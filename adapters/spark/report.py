@@ -38,6 +38,7 @@ table{border-collapse:collapse;margin:.5em 0}td,th{padding:.15em .6em;text-align
 vertical-align:top;border-bottom:1px solid #eee}td.n{text-align:right;font-variant-numeric:
 tabular-nums}.warn{background:#fff3cd;border:1px solid #e0c060;padding:.4em .8em;margin:.3em 0}
 code,pre{font:12px ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
+td:last-child code{display:block;min-width:22em;max-height:12em;overflow:auto}
 .plots{display:flex;flex-wrap:wrap;gap:1em}.plots figure{margin:0}
 """
 
@@ -197,10 +198,16 @@ def _svg(fig: Any) -> str:
     buf = io.StringIO()
     with warnings.catch_warnings():  # a glyph the font lacks: the browser's fonts draw it
         warnings.filterwarnings("ignore", "Glyph .* missing from font", UserWarning)
-        fig.savefig(buf, format="svg", bbox_inches="tight")
+        fig.savefig(buf, format="svg")  # margins set by the plot (a tight box renders twice)
     plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg") :]
+
+
+def warm() -> None:
+    """Import matplotlib (a second or more) ahead of the report: the job calls this in a
+    thread while Spark starts, when the driver mostly waits."""
+    _pyplot()
 
 
 def _pyplot() -> Any:
@@ -218,8 +225,13 @@ def _bars(title: str, values: Mapping[str, float]) -> str:
     """A horizontal bar chart of ``values`` in the order given (the first on top)."""
     plt = _pyplot()
     labels = [_short(k) for k in values]
-    fig, ax = plt.subplots(figsize=(6.5, 0.6 + 0.28 * max(1, len(labels))))
-    ax.barh(range(len(labels)), list(values.values()), color="#4c72b0")
+    height = 0.9 + 0.28 * max(1, len(labels))
+    fig, ax = plt.subplots(figsize=(7.5, height))
+    # margins in inches: the labels' width at 8 pt (~0.065 in a character), title, ticks
+    left = (0.2 + 0.065 * max(map(len, labels), default=1)) / 7.5
+    fig.subplots_adjust(left=min(left, 0.6), right=0.94, top=1 - 0.35 / height, bottom=0.4 / height)
+    bars = ax.barh(range(len(labels)), list(values.values()), color="#4c72b0")
+    ax.bar_label(bars, labels=[f"{v:,.4g}" for v in values.values()], fontsize=7, padding=2)
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.invert_yaxis()
     ax.set_title(title, fontsize=10)
@@ -233,6 +245,7 @@ def _histogram(title: str, counts: Sequence[int]) -> str:
     """How many subscribers got how many deliveries (bins of equal width)."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5, 3))
+    fig.subplots_adjust(left=0.14, right=0.96, top=0.9, bottom=0.16)
     ax.hist(counts, bins=min(30, max(1, len(set(counts)))), color="#55a868")
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("deliveries", fontsize=8)
