@@ -92,8 +92,9 @@ def load_event(obj: JSON) -> Record:
 def load_wire(data: bytes) -> Record | None:
     """``load_event(json.loads(data))`` for the JSON text of a flat event in its common
     form (strings without escapes, numbers, booleans, nulls), read in one pass by the
-    compiled reader; None for any other text (and where the reader is not built), which
-    the general path reads or refuses. Never raises."""
+    compiled reader (``_flat.load_wire``, which stands for this function where it is
+    built); None for any other text (and where the reader is not built), which the
+    general path reads or refuses. Never raises."""
     if _flat_event is None or type(data) is not bytes:
         return None
     flat = _flat_event(data)
@@ -109,6 +110,11 @@ try:  # optional, as the compiled walk: the same answers as Record.of's own chec
     from pubsift.models.records._flat import (  # type: ignore[no-redef]
         flat_scalars as _flat_scalars,
     )
+    from pubsift.models.records._flat import (
+        load_wire as _compiled_load_wire,
+    )
+
+    load_wire = _compiled_load_wire  # the same answers, one call
 except ImportError:  # pragma: no cover - not built
     _flat_scalars = _flat_event = None
 

@@ -179,3 +179,39 @@ def test_the_edges_of_the_flat_event() -> None:
     seen = [f(b'{"k%d":"v%d"}' % (i, i)) for i in range(3000)]
     assert all(s == {f"k{i}": f"v{i}"} for i, s in enumerate(seen))
     assert load_model("records").load_wire("not bytes") is None  # type: ignore[arg-type]
+
+
+@given(
+    st.from_regex(r"\A-?(0|[1-9][0-9]{0,24})(\.[0-9]{1,24})?([eE][+-]?[0-9]{1,3})?\Z"),
+)
+def test_numbers_are_read_as_python_reads_them(number: str) -> None:
+    got = flat.flat_event(b'{"x":%s}' % number.encode())
+    want = json.loads(number)
+    too_long = type(want) is int and len(number.lstrip("-")) > 18
+    if too_long or (type(want) is float and math.isinf(want)):
+        assert got is None
+    else:
+        assert got is not None and same(got["x"], want), (number, got, want)
+
+
+@given(
+    st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False).map(repr),
+        st.builds(
+            lambda w, e: f"{w}e{e}",
+            st.integers(10**14, 10**19 - 1),
+            st.integers(-90, 90),
+        ),
+        st.builds(
+            lambda a, b: f"{a}.{b}",
+            st.integers(0, 10**10),
+            st.integers(0, 10**9).map(lambda b: f"{b:09d}"),
+        ),
+    )
+)
+def test_floats_are_read_to_the_nearest_double(text: str) -> None:
+    """The one-pass reader's own float path (Clinger, Eisel-Lemire) and orjson's beyond
+    it give the double Python's float() gives, for the shortest forms and long ones."""
+    got = flat.flat_event(b'{"x":%s}' % text.encode())
+    want = float(text)
+    assert got is not None and same(got["x"], want), (text, got, want)
