@@ -216,12 +216,12 @@ def shape_of(data: bytes, header: tuple[str, ...], d: str) -> tuple[str, ...] | 
     return seen.most_common(1)[0][0] if seen else None
 
 
-def shaped_event(value: Column, plan: CsvPlan) -> Column:
-    """The JSON text of a line of ``plan.shape`` (:func:`shape_pattern`)."""
+def shaped_event(cells: Column, plan: CsvPlan) -> Column:
+    """The JSON text of a line of ``plan.shape`` (:func:`shape_pattern`) split into
+    ``cells``."""
     from pyspark.sql import functions as F
 
     assert plan.shape is not None
-    cells = F.split(value, _x(plan.delimiter), -1)
     parts: list[Column] = []
     first = True
     for i, (name, kind) in enumerate(zip(plan.header, plan.shape)):
@@ -338,31 +338,45 @@ def fields(value: Column, d: str) -> Column:
 
 
 def typed(part: DataFrame, plan: CsvPlan, limit: int) -> DataFrame:
-    """``part`` (``label``, ``position``, ``value``: a row's line) with ``event``, its JSON
-    text, and ``d``, whether the row is delegated to Python. In steps of one projection
-    each, so that no expression is computed twice."""
+    """``part`` (``label``, ``position``, ``value``: a row's line, ``fast``: whether it has
+    the plan's shape) as ``label``, ``position``, ``event`` (its JSON text), ``d`` (whether
+    the row is delegated to Python) and ``line`` (its bytes, for a delegated row only). In
+    steps of one projection each, so that no expression is computed twice; a row of the
+    shape skips the per-cell steps (each a ``CASE`` on ``fast``)."""
     from pyspark.sql import functions as F
 
+    def slow(c: Column) -> Column:
+        return F.when(~F.col("fast"), c)
+
     named = [(i, name) for i, name in enumerate(plan.header) if name]
-    keys = ("label", "position", "value")
-    part = part.select(*keys, fields(F.col("value"), plan.delimiter).alias("cells"))
+    keys = ("label", "position", "value", "fast")
+    split = F.split(F.col("value"), _x(plan.delimiter), -1)  # a row of the shape has no quote
+    cells = F.when(F.col("fast"), split).otherwise(fields(F.col("value"), plan.delimiter))
+    part = part.select(*keys, cells.alias("cells"))
+    shaped = shaped_event(F.col("cells"), plan) if plan.shape is not None else F.lit(None)
     part = part.select(
-        *keys, F.size("cells").alias("n"), *(F.get("cells", i).alias(f"c{i}") for i, _ in named)
+        *keys,
+        F.when(F.col("fast"), shaped).alias("shaped"),
+        F.size("cells").alias("n"),
+        *(slow(F.get("cells", i)).alias(f"c{i}") for i, _ in named),
     )
+    keys = (*keys, "shaped")
     simple = [
         F.when(F.col(f"c{i}").rlike(_SIMPLE_FLOAT), _float_text(F.col(f"c{i}"))).alias(f"f{i}")
         for i, _ in named
     ]
     part = part.select(*keys, "n", *(f"c{i}" for i, _ in named), *simple)
     part = part.select(
-        *keys, "n", *(cell_json(F.col(f"c{i}"), F.col(f"f{i}")).alias(f"v{i}") for i, _ in named)
+        *keys,
+        "n",
+        *(slow(cell_json(F.col(f"c{i}"), F.col(f"f{i}"))).alias(f"v{i}") for i, _ in named),
     )
     values = [F.col(f"v{i}") for i, _ in named]
     pieces = [
         F.concat(F.lit(json.dumps(name, ensure_ascii=False) + ":"), v)
         for (_, name), v in zip(named, values)
     ]
-    event = F.concat(F.lit("{"), F.concat_ws(",", *pieces), F.lit("}"))
+    general = F.concat(F.lit("{"), F.concat_ws(",", *pieces), F.lit("}"))
     value = F.col("value")
     delegated = (
         (F.col("n") != len(plan.header))
@@ -371,7 +385,20 @@ def typed(part: DataFrame, plan: CsvPlan, limit: int) -> DataFrame:
         | (F.instr(value, DELEGATE) > 0)
         | F.coalesce(F.array_contains(F.array(*values), DELEGATE), F.lit(False))
     )
-    return part.select("label", "position", "value", event.alias("event"), delegated.alias("d"))
+    part = part.select(
+        "label",
+        "position",
+        "value",
+        F.when(F.col("fast"), F.col("shaped")).otherwise(general).alias("event"),
+        F.when(F.col("fast"), F.lit(False)).otherwise(delegated).alias("d"),
+    )
+    return part.select(
+        "label",
+        "position",
+        F.when(~F.col("d"), F.col("event")).alias("event"),
+        "d",
+        F.when(F.col("d"), F.col("value").cast("binary")).alias("line"),
+    )
 
 
 def incomplete(value: Column, d: str) -> Column:
@@ -469,11 +496,13 @@ def read_csv(
     plans: Mapping[str, CsvPlan],
     limits: ReadLimits,
     kept: list[DataFrame],
+    persist: bool = False,
 ) -> tuple[DataFrame | None, set[str]]:
     """The converted rows (``CONVERTED_SCHEMA``) of the files ``plans`` maps by path, and
     the paths left to the Python reader after all (a line that is not one complete row).
-    The lines read are persisted and appended to ``kept`` (the caller unpersists them once
-    it wrote what this returns)."""
+    The lines are read twice (numbered, then converted: the same ids, a scan being
+    deterministic), which costs less than keeping them; ``persist``: they are kept instead,
+    and appended to ``kept`` (the caller unpersists them once it wrote what this returns)."""
     from pubsift.adapters.spark.ingest import hadoop_path
     from pubsift.adapters.spark.store import CONVERTED_SCHEMA
     from pyspark.sql import functions as F
@@ -513,10 +542,11 @@ def read_csv(
     lines = frames[0]
     for f in frames[1:]:
         lines = lines.unionByName(f)
-    from pyspark import StorageLevel
+    if persist:
+        from pyspark import StorageLevel
 
-    lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
-    kept.append(lines)
+        lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
+        kept.append(lines)
     blocks = (
         lines.groupBy("file", "block")
         .agg(F.min("id"), F.count(F.lit(1)), F.max(F.col("bad").cast("int")))
@@ -545,45 +575,29 @@ def read_csv(
     )
     placed = placed.where(F.col("position") > 0)
     taken = {plans[p].label: plans[p] for p in plans if p not in left}
-    outs = []
-    delegated_rows = []
+    parts = []
     for g, ((_, _), paths) in enumerate(groups.items()):
-        plan = plans[paths[0]]
-        mine = placed.where(F.col("g") == g)
-        if plan.shape is not None:
-            outs.append(
-                mine.where("fast").select(
-                    F.lit("event").alias("kind"),
-                    F.lit("records").alias("model"),
-                    F.col("label").alias("source"),
-                    "position",
-                    shaped_event(F.col("value"), plan).alias("event"),
-                    *(
-                        F.lit(None).cast("string").alias(c)
-                        for c in ("reason", "message", "excerpt")
-                    ),
-                )
-            )
-        part = typed(mine.where(~F.col("fast")), plan, limit)
-        outs.append(
-            part.where(~F.col("d")).select(
-                F.lit("event").alias("kind"),
-                F.lit("records").alias("model"),
-                F.col("label").alias("source"),
-                "position",
-                "event",
-                *(F.lit(None).cast("string").alias(c) for c in ("reason", "message", "excerpt")),
-            )
-        )
-        delegated_rows.append(
-            part.where(F.col("d")).select(
-                "label", "position", F.col("value").cast("binary").alias("line")
-            )
-        )
-    todo = delegated_rows[0]
-    for f in delegated_rows[1:]:
-        todo = todo.unionByName(f)
-    outs.append(todo.mapInArrow(delegate(taken, limits), CONVERTED_SCHEMA))
+        parts.append(typed(placed.where(F.col("g") == g), plans[paths[0]], limit))
+    done = parts[0]
+    for f in parts[1:]:
+        done = done.unionByName(f)
+    from pyspark import StorageLevel
+
+    done = done.persist(StorageLevel.MEMORY_AND_DISK)  # both parts below read it
+    kept.append(done)
+    outs = [
+        done.where(~F.col("d")).select(
+            F.lit("event").alias("kind"),
+            F.lit("records").alias("model"),
+            F.col("label").alias("source"),
+            "position",
+            "event",
+            *(F.lit(None).cast("string").alias(c) for c in ("reason", "message", "excerpt")),
+        ),
+    ]
+    todo = done.where(F.col("d")).select("label", "position", "line")
+    if todo.limit(1).count():  # no Python task at all when Spark SQL typed every row
+        outs.append(todo.mapInArrow(delegate(taken, limits), CONVERTED_SCHEMA))
     seen = [("seen", None, label, 0, None, None, None, None) for label in sorted(taken)]
     outs.append(spark.createDataFrame(seen, CONVERTED_SCHEMA))
     df = outs[0]
