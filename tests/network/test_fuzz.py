@@ -55,13 +55,14 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 from depth import deep
 from pubsift.adapters.broker import wire
 from pubsift.adapters.broker.client import AsyncClient, Notification
 from pubsift.adapters.broker.config import Address, BrokerConfig, Identity
 from pubsift.adapters.broker.daemon import BrokerDaemon
-from pubsift.adapters.broker.frames import FrameError, encode, hello, read_frame
+from pubsift.adapters.broker.frames import Cut, FrameError, encode, hello, read_frame
 from pubsift.core import load_model, oracle
 from pubsift.core.messages import to_wire
 from pubsift.core.network import TraceOp
@@ -169,9 +170,13 @@ def tap_notifications(c: AsyncClient, seen: Callable[[dict[str, Any]], None]) ->
 
     async def many(obj: dict[str, Any]) -> None:
         items = obj.get("pubs")
+        head = {"kind": "notify", "client": obj.get("client"), "model": obj.get("model")}
+        if type(items) is Cut:  # as the connection cut it: (publisher, n, event, pair)
+            for who, n, data, _pair in items:
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    seen({**head, "pub_id": [who, n], "event": orjson.loads(data)})
         for item in items if type(items) is list else ():
             if type(item) is list and len(item) == 2:
-                head = {"kind": "notify", "client": obj.get("client"), "model": obj.get("model")}
                 seen({**head, "pub_id": item[0], "event": item[1]})
         await notifies(obj)
 
