@@ -349,7 +349,7 @@ def typed(part: DataFrame, plan: CsvPlan, limit: int) -> DataFrame:
         return F.when(~F.col("fast"), c)
 
     named = [(i, name) for i, name in enumerate(plan.header) if name]
-    keys = ("label", "position", "value", "fast")
+    keys: tuple[str, ...] = ("label", "position", "value", "fast")
     split = F.split(F.col("value"), _x(plan.delimiter), -1)  # a row of the shape has no quote
     cells = F.when(F.col("fast"), split).otherwise(fields(F.col("value"), plan.delimiter))
     part = part.select(*keys, cells.alias("cells"))
