@@ -797,14 +797,24 @@ class AsyncClient:
             log.warning("client %s: notifications dropped: %s", self.id, exc)
             return
         if type(items) is Cut:  # the frame as the cutter found it (frames.decode)
-            try:
-                values = [load_cut_event(items, item[2]) for item in items]
+            fast, dump = m.load_wire, m.dump_event
+            events = [fast(item[2]) for item in items]  # the model's one-pass read
+            try:  # where it has none: each event read, before any is delivered
+                values = [
+                    load_cut_event(items, item[2]) if e is None else None
+                    for item, e in zip(items, events, strict=True)
+                ]
             except FrameError as exc:
                 log.warning("client %s: malformed notifies frame dropped: %s", self.id, exc)
                 return
             one = self._deliver_one
-            for (publisher, seq, _, _), value in zip(items, values, strict=True):
-                if (pending := one(m, publisher, seq, value)) is not None:
+            for (publisher, seq, _, _), value, e in zip(items, values, events, strict=True):
+                pending = (
+                    one(m, publisher, seq, value)
+                    if e is None
+                    else one(m, publisher, seq, dump(e), e)
+                )
+                if pending is not None:
                     await pending
             return
         deliver = self._deliver
@@ -839,14 +849,16 @@ class AsyncClient:
         return self._deliver_one(m, pub[0], pub[1], wire)
 
     def _deliver_one(
-        self, m: FilterModel, publisher: str, seq: int, wire: Any
+        self, m: FilterModel, publisher: str, seq: int, wire: Any, event: Any = None
     ) -> Awaitable[None] | None:
-        """:meth:`_deliver` of a notification whose id is known to be well formed."""
-        try:
-            event = m.load_event(wire)
-        except (KeyError, TypeError, ValueError, PubsiftError) as exc:
-            log.warning("client %s: malformed notification dropped: %s", self.id, exc)
-            return None
+        """:meth:`_deliver` of a notification whose id is known to be well formed
+        (``event``: ``wire`` loaded already, where it is)."""
+        if event is None:
+            try:
+                event = m.load_event(wire)
+            except (KeyError, TypeError, ValueError, PubsiftError) as exc:
+                log.warning("client %s: malformed notification dropped: %s", self.id, exc)
+                return None
         if seq <= self._last_seq.get(publisher, 0):
             self.duplicates += 1
             return None
