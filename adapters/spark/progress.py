@@ -7,7 +7,8 @@ stages, and the rows read and written so far (counted by Spark as its tasks end,
 the executors' heartbeats while they run). On a terminal it is a rich progress bar; when the
 output is a file or a pipe, a plain line every :data:`PLAIN_EVERY` seconds (a log reader
 sees the job move, and no control characters). On Spark Connect, which offers no status
-tracker to a client, the plain lines show the elapsed time only.
+tracker to a client, the progress is what its server reports to the client's progress
+handlers (``SparkSession.registerProgressHandler``): tasks done and bytes read.
 """
 
 from __future__ import annotations
@@ -33,18 +34,39 @@ PLAIN_EVERY = 10.0
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The active stages of the job, summed: tasks done of all, rows read and written."""
+    """The active stages of the job, summed: tasks done of all, rows read and written (or,
+    on Spark Connect, bytes read)."""
 
     done: int = 0
     total: int = 0
     rows_in: int = 0
     rows_out: int = 0
+    bytes_in: int | None = None
 
     def text(self) -> str:
         if not self.total:
             return "waiting for tasks"
-        return (
-            f"{self.done}/{self.total} tasks, {self.rows_in:,} rows read, {self.rows_out:,} written"
+        return f"{self.done}/{self.total} tasks, {self.amounts()}"
+
+    def amounts(self) -> str:
+        if self.bytes_in is not None:
+            return f"{self.bytes_in:,} bytes read"
+        return f"{self.rows_in:,} rows read, {self.rows_out:,} written"
+
+
+class ConnectProgress:
+    """A progress handler of a Spark Connect session: keeps the last report of the
+    server (stages with their tasks and bytes read) as a :class:`Snapshot`."""
+
+    def __init__(self) -> None:
+        self.latest = Snapshot()
+
+    def __call__(self, stages: Any, inflight_tasks: int, operation_id: Any, done: bool) -> None:
+        got = [s for s in stages or () if not s.done]
+        self.latest = Snapshot(
+            sum(s.num_completed_tasks for s in got),
+            sum(s.num_tasks for s in got),
+            bytes_in=sum(s.num_bytes_read for s in got),
         )
 
 
@@ -79,10 +101,37 @@ class Stages:
 
     def __init__(self, console: Console, spark: Any = None) -> None:
         self.console = console
+        self._spark: Any = None
+        self._connect: ConnectProgress | None = None
         self.spark = spark
         self.seconds: dict[str, float] = {}
         #: called as each stage begins (raises to stop the job there)
         self.check: Callable[[], None] = lambda: None
+
+    @property
+    def spark(self) -> Any:
+        return self._spark
+
+    @spark.setter
+    def spark(self, spark: Any) -> None:
+        """The session whose progress is shown (a Spark Connect session: through a
+        progress handler registered here)."""
+        self._spark, self._connect = spark, None
+        if spark is not None and snapshot(spark) is None:
+            try:
+                handler = ConnectProgress()
+                spark.registerProgressHandler(handler)
+                self._connect = handler
+            except Exception:
+                self._connect = None
+
+    def now(self) -> Snapshot | None:
+        """The progress of the running stages, or None where Spark tells nothing."""
+        if self._spark is None:
+            return None
+        if self._connect is not None:
+            return self._connect.latest
+        return snapshot(self._spark)
 
     @contextmanager
     def stage(self, name: str, what: str) -> Iterator[None]:
@@ -126,17 +175,16 @@ class Stages:
 
     def _bar(self, bar: Progress, task: Any, stop: threading.Event) -> None:
         while not stop.wait(POLL):
-            now = snapshot(self.spark)
+            now = self.now()
             if now is None:
                 return
             if now.total:
-                rows = f"· {now.rows_in:,} rows read, {now.rows_out:,} written"
-                bar.update(task, total=now.total, completed=now.done, rows=rows)
+                bar.update(task, total=now.total, completed=now.done, rows=f"· {now.amounts()}")
 
     def _lines(self, what: str, start: float, stop: threading.Event) -> None:
         every = plain_every()
         while not stop.wait(every):
-            now = snapshot(self.spark) if self.spark is not None else None
+            now = self.now()
             elapsed = time.perf_counter() - start
             where = f": {now.text()}" if now is not None else ""
             self.console.print(f"… {what}{where} ({elapsed:.0f} s)", soft_wrap=True)

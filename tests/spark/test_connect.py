@@ -136,6 +136,7 @@ def test_the_job_runs_unchanged_on_spark_connect(connect_server, tmp_path):
             cwd=tmp_path,
         )
         assert done.returncode == 0, done.stderr[-3000:]
+        assert (out / "report.html").is_file() and "Traceback" not in done.stderr
         outs[name] = out
     connect, local = (delivered_pairs(outs[k], "jsonl") for k in ("connect", "local"))
     assert connect == local

@@ -211,3 +211,36 @@ def test_a_model_without_events_or_without_subscribers_is_warned_about(sample, t
 def test_the_shared_run_warns_about_nothing(routed):
     assert routed.summary["warnings"] == []
     assert "warning" not in routed.console
+
+
+def test_spark_connect_progress_is_what_its_server_reports():
+    """A Spark Connect session's progress handler: the unfinished stages' tasks and bytes."""
+    from pubsift.adapters.spark.progress import ConnectProgress, Stages
+
+    progress = pytest.importorskip(
+        "pyspark.sql.connect.shell.progress", reason="the connect extra is not installed"
+    )
+    StageInfo = progress.StageInfo
+
+    class Session:  # a Spark Connect session offers progress handlers, no SparkContext
+        def __init__(self):
+            self.handlers = []
+
+        @property
+        def sparkContext(self):
+            raise RuntimeError("not on Spark Connect")
+
+        def registerProgressHandler(self, handler):
+            self.handlers.append(handler)
+
+    session = Session()
+    stages = Stages(Console(file=io.StringIO()), session)
+    (handler,) = session.handlers
+    assert isinstance(handler, ConnectProgress) and stages.now().text() == "waiting for tasks"
+    handler(
+        stages=[StageInfo(1, 8, 3, 1000, False), StageInfo(0, 2, 2, 50, True)],
+        inflight_tasks=2,
+        operation_id="op",
+        done=False,
+    )
+    assert stages.now().text() == "3/8 tasks, 1,000 bytes read"
