@@ -35,6 +35,7 @@ from pubsift.adapters.broker.history_store import HistoryError, HistoryStore
 from pubsift.adapters.broker.replay import (
     FRAME_BYTES,
     SUBSCRIPTIONS,
+    Replay,
     ReplayError,
     SubscriptionEvents,
     parse,
@@ -80,6 +81,9 @@ class History:
         #: counters: notifications recorded, duplicates dropped, replays answered and
         #: refused, store errors
         self.recorded = self.duplicates = self.answered = self.refused = self.errors = 0
+        #: when the store last failed to record (the history's clock): the past it holds
+        #: has a hole there, so it refuses replays that reach back to it (None: never)
+        self.missed_at: float | None = None
         self._dirty = False
         self._busy = False
         self._pruner: asyncio.Task[None] | None = None
@@ -116,7 +120,10 @@ class History:
         self._commit()
         self.store.close()
 
-    def _failed(self, exc: HistoryError) -> None:
+    def _failed(self, exc: HistoryError, lost: bool = False) -> None:
+        """A store error (``lost``: notifications were not recorded)."""
+        if lost:
+            self.missed_at = time.time()
         self.errors += 1
         log.log(
             logging.ERROR if self.errors == 1 else logging.DEBUG, "history %s: %s", self.id, exc
@@ -127,7 +134,7 @@ class History:
         try:
             fresh = self.store.record(n.publisher, n.seq, n.model, dumps(n.wire), time.time())
         except HistoryError as exc:
-            self._failed(exc)
+            self._failed(exc, lost=True)
             return
         if fresh:
             self.recorded += 1
@@ -145,7 +152,7 @@ class History:
         try:
             self.store.commit()
         except HistoryError as exc:
-            self._failed(exc)
+            self._failed(exc, lost=True)  # the turn's transaction is rolled back
 
     async def _prune_loop(self) -> None:
         r = self.config.retention
@@ -161,6 +168,22 @@ class History:
                 self._failed(exc)
 
     # -- answering ------------------------------------------------------------------------
+    def _complete(self, replay: Replay) -> None:
+        """Raise :class:`HistoryError` when the answer to ``replay`` could have a hole:
+        the store failed to record since the time it reaches back to (only a bare
+        ``since_time`` after the failure says when it starts; any other description
+        may reach back before it)."""
+        if self.missed_at is None:
+            return
+        t = replay.since_time
+        if t is not None and replay.since is None and t > self.missed_at:
+            return
+        raise HistoryError(
+            f"history {self.id}: its store failed to record notifications at "
+            f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(self.missed_at))}: its past "
+            "is incomplete (a replay from after then is answered)"
+        )
+
     async def _answer(self, n: Notification) -> None:
         """Answer one subscription event (those that do not overlap: nothing). The
         client awaits it before it hands on the next notification, so what was received
@@ -192,6 +215,7 @@ class History:
         await asyncio.sleep(0)  # written before the select holds the loop
         try:
             replay = parse(json.loads(se["replay"]), self.config.max_replay)
+            self._complete(replay)
 
             def wanted(event: bytes) -> bool:
                 return m.matches(subscription, m.load_event(orjson.loads(event)))

@@ -6,6 +6,7 @@ once, per publisher in order)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -505,5 +506,53 @@ def test_the_resume_point_counts_what_a_replay_delivered_beyond_the_live_stream(
         assert again == []
         for x in (c, d, pub):
             await x.close()
+
+    _run(tmp_path, body)
+
+
+def test_a_history_that_failed_to_record_refuses_a_past_with_a_hole(tmp_path: Path) -> None:
+    """The store fills up (``max_page_count``) while publications go on: the history
+    misses some, so an answer reaching back to that time would have a hole in it. It
+    refuses such a replay (the subscriber is told, and gets the live ones), while a
+    ``since_time`` after the failure is still answered."""
+
+    async def body(ds: list[BrokerDaemon]) -> None:
+        history = ds[0].replays.histories[0]
+        pub = AsyncClient(url(ds[0]), id="quotes")
+        await pub.connect()
+        for i in range(1, 6):
+            await pub.publish("records", {"price": i})
+        await until(lambda: history.recorded == 5)
+        pages = history.store.db.execute("PRAGMA page_count").fetchone()[0]
+        history.store.db.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full
+        for i in range(6, 40):
+            await pub.publish("records", {"price": i, "pad": "x" * 2000})
+        await pub.publish("records", {"price": 40})
+        await pub.flush()
+        await until(lambda: history.errors >= 1)
+        got: list[Notification] = []
+        late = AsyncClient(url(ds[2]), id="late")
+        await late.connect()
+        await late.subscribe("records", "price > 0", got.append, replay={"since_time": 0})
+        await until(lambda: late.replay_errors != [])
+        assert late.replay_errors[0]["reason"] == "refused"
+        assert "incomplete" in late.replay_errors[0]["message"]
+        assert got == [] and late.replayed == 0  # no past with a hole in it
+        history.store.db.execute("PRAGMA max_page_count = 1000000")  # room again
+        recorded = history.recorded
+        await pub.publish("records", {"price": 41})
+        await until(lambda: len(got) == 1)
+        t = time.time()
+        await asyncio.sleep(0.05)
+        await pub.publish("records", {"price": 42})
+        await until(lambda: history.recorded == recorded + 2)
+        after: list[Notification] = []
+        later = AsyncClient(url(ds[2]), id="later")
+        await later.connect()
+        await later.subscribe("records", "price > 0", after.append, replay={"since_time": t})
+        await until(lambda: later.replays == 1)
+        assert [n.wire["price"] for n in after] == [42] and later.replay_errors == []
+        for c in (late, later, pub):
+            await c.close()
 
     _run(tmp_path, body)
