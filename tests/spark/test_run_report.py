@@ -244,3 +244,26 @@ def test_spark_connect_progress_is_what_its_server_reports():
         done=False,
     )
     assert stages.now().text() == "3/8 tasks, 1,000 bytes read"
+
+
+def test_quarantine_examples_of_json_lines_take_the_first_of_each_reason(tmp_path):
+    """--format jsonl: the quarantine is text files of JSON lines; three examples a reason,
+    in file order, the scan bounded."""
+    import json
+
+    folder = tmp_path / "quarantine"
+    folder.mkdir()
+    rows = [
+        {"source": f"f{i}", "position": i, "reason": "json-syntax" if i % 3 else "unreadable"}
+        for i in range(20)
+    ]
+    (folder / "part-00000-a.txt").write_text("".join(json.dumps(r) + "\n" for r in rows[:10]))
+    (folder / "part-00001-a.txt").write_text(
+        "\n" + "".join(json.dumps(r) + "\n" for r in rows[10:])
+    )
+    (folder / "_SUCCESS").write_text("")
+    got = report.quarantine_examples(str(folder), "jsonl")
+    assert got == {
+        "unreadable": [rows[0], rows[3], rows[6]],
+        "json-syntax": [rows[1], rows[2], rows[4]],
+    }
