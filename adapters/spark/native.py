@@ -84,6 +84,8 @@ class CsvPlan:
     header_line: bytes
     #: the kind of each column's cells in most of the first rows (:func:`shape_of`)
     shape: tuple[str, ...] | None = None
+    #: whether nearly all first rows have that shape (:data:`REGULAR`)
+    regular: bool = False
 
 
 def _row_pattern(d: str, python: bool = False) -> str:
@@ -146,8 +148,10 @@ def probe(
             return None
     except Exception:  # whatever it is, the Python reader reports it
         return None
-    shape = shape_of(head[m.end() :], tuple(header), delimiter)
-    return CsvPlan(label, source.with_path(label), delimiter, tuple(header), line, shape)
+    shape, share = shape_of(head[m.end() :], tuple(header), delimiter)
+    return CsvPlan(
+        label, source.with_path(label), delimiter, tuple(header), line, shape, share >= REGULAR
+    )
 
 
 # -- row shapes: most rows typed by one regular expression ---------------------------------------
@@ -185,16 +189,19 @@ def shape_pattern(shape: Sequence[str], d: str) -> str:
     return r"\A" + x.join(f"(?:{kinds[k]})" for k in shape) + r"\z"
 
 
-def shape_of(data: bytes, header: tuple[str, ...], d: str) -> tuple[str, ...] | None:
+def shape_of(data: bytes, header: tuple[str, ...], d: str) -> tuple[tuple[str, ...] | None, float]:
     """The most frequent shape among the complete lines of ``data`` (the file's first rows
-    after the header), None when no line has one."""
+    after the header; None when no line has one) and the share of the non-blank lines that
+    have it."""
     from collections import Counter
 
     x = _x(d)
     kinds = {k: re.compile(p) for k, p in _kinds(x, r"\Z").items() if k != "any"}
     lines = re.split(rb"\r\n|\r|\n", data)[:-1]  # complete lines only
     seen: Counter[tuple[str, ...]] = Counter()
+    rows = 0
     for raw in lines[:512]:
+        rows += bool(raw)
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -213,7 +220,10 @@ def shape_of(data: bytes, header: tuple[str, ...], d: str) -> tuple[str, ...] | 
             shape.append(k)
         else:
             seen[tuple(shape)] += 1
-    return seen.most_common(1)[0][0] if seen else None
+    if not seen:
+        return None, 0.0
+    best, n = seen.most_common(1)[0]
+    return best, n / rows
 
 
 def shaped_event(cells: Column, plan: CsvPlan) -> Column:
@@ -337,19 +347,47 @@ def fields(value: Column, d: str) -> Column:
     return F.when(F.instr(value, '"') > 0, unquoted).otherwise(split)
 
 
+#: the share of the first rows of a file that have its shape above which the other rows
+#: are read by Python (:func:`shaped_only`) rather than typed by Spark SQL cell by cell:
+#: the per-cell steps cost more to compile than a few rows cost in Python
+REGULAR = 0.99
+
+
+def shaped_only(part: DataFrame, plan: CsvPlan) -> DataFrame:
+    """:func:`typed` without the per-cell steps: rows of another shape go to Python."""
+    from pyspark.sql import functions as F
+
+    cells = F.split(F.col("value"), _x(plan.delimiter), -1)
+    shaped = shaped_event(cells, plan) if plan.shape is not None else F.lit(None)
+    fast = F.col("fast")
+    return part.select(
+        "file",
+        "block",
+        "local",
+        "bad",
+        F.when(fast, shaped).alias("event"),
+        (~fast).alias("d"),
+        F.when(~fast, F.col("value").cast("binary")).alias("line"),
+    )
+
+
 def typed(part: DataFrame, plan: CsvPlan, limit: int) -> DataFrame:
-    """``part`` (``label``, ``position``, ``value``: a row's line, ``fast``: whether it has
-    the plan's shape) as ``label``, ``position``, ``event`` (its JSON text), ``d`` (whether
-    the row is delegated to Python) and ``line`` (its bytes, for a delegated row only). In
+    """``part`` (``file``, ``block``, ``local``, ``bad`` passed through, ``value``: a row's
+    line, ``fast``: whether it has the plan's shape) with ``event`` (its JSON text), ``d``
+    (whether the row is delegated to Python) and ``line`` (its bytes, for a delegated row
+    only). In
     steps of one projection each, so that no expression is computed twice; a row of the
     shape skips the per-cell steps (each a ``CASE`` on ``fast``)."""
     from pyspark.sql import functions as F
+
+    if plan.regular:
+        return shaped_only(part, plan)
 
     def slow(c: Column) -> Column:
         return F.when(~F.col("fast"), c)
 
     named = [(i, name) for i, name in enumerate(plan.header) if name]
-    keys: tuple[str, ...] = ("label", "position", "value", "fast")
+    keys: tuple[str, ...] = ("file", "block", "local", "bad", "value", "fast")
     split = F.split(F.col("value"), _x(plan.delimiter), -1)  # a row of the shape has no quote
     cells = F.when(F.col("fast"), split).otherwise(fields(F.col("value"), plan.delimiter))
     part = part.select(*keys, cells.alias("cells"))
@@ -386,15 +424,19 @@ def typed(part: DataFrame, plan: CsvPlan, limit: int) -> DataFrame:
         | F.coalesce(F.array_contains(F.array(*values), DELEGATE), F.lit(False))
     )
     part = part.select(
-        "label",
-        "position",
+        "file",
+        "block",
+        "local",
+        "bad",
         "value",
         F.when(F.col("fast"), F.col("shaped")).otherwise(general).alias("event"),
         F.when(F.col("fast"), F.lit(False)).otherwise(delegated).alias("d"),
     )
     return part.select(
-        "label",
-        "position",
+        "file",
+        "block",
+        "local",
+        "bad",
         F.when(~F.col("d"), F.col("event")).alias("event"),
         "d",
         F.when(F.col("d"), F.col("value").cast("binary")).alias("line"),
@@ -420,24 +462,21 @@ def local_of(uri: str) -> str:
     return unquote(uri)
 
 
-def positions(blocks: Sequence[Any]) -> tuple[dict[str, list[tuple[int, int, int]]], set[str]]:
-    """From ``(file, block, first id, rows, incomplete lines)`` per block of a file: per
-    file its blocks as ``(block, first id, rows before it)`` and the files with an
-    incomplete line. A block's rows are numbered in order from its first id
-    (``monotonically_increasing_id`` over a scan is consecutive within a block), the file's
-    first row (the header) 0."""
-    per: dict[str, list[Any]] = {}
+def positions(blocks: Sequence[Any]) -> tuple[dict[str, list[tuple[int, int]]], set[str]]:
+    """From ``(file, block, rows, incomplete lines)`` per block of a file: per file its
+    blocks as ``(block, rows before it)``, and the files with an incomplete line."""
+    per: dict[str, list[tuple[int, int]]] = {}
     bad: set[str] = set()
-    for file, block, first, rows, broken in blocks:
-        per.setdefault(file, []).append((block, first, rows))
+    for file, block, rows, broken in blocks:
+        per.setdefault(file, []).append((block, rows))
         if broken:
             bad.add(file)
-    out: dict[str, list[tuple[int, int, int]]] = {}
+    out: dict[str, list[tuple[int, int]]] = {}
     for file, bs in per.items():
         before = 0
         out[file] = []
-        for block, first, rows in sorted(bs):
-            out[file].append((block, first, before))
+        for block, rows in sorted(bs):
+            out[file].append((block, before))
             before += rows
     return out, bad
 
@@ -491,28 +530,42 @@ def one_row(
 
 
 # -- the stage ---------------------------------------------------------------------------------
+#: Python tasks reading the delegated rows, at most
+DELEGATE_TASKS = 8
+#: the bits of ``monotonically_increasing_id`` numbering the rows of a partition
+_ROW_BITS = (1 << 33) - 1
+
+
 def read_csv(
     spark: SparkSession,
     plans: Mapping[str, CsvPlan],
     limits: ReadLimits,
     kept: list[DataFrame],
-    persist: bool = False,
 ) -> tuple[DataFrame | None, set[str]]:
     """The converted rows (``CONVERTED_SCHEMA``) of the files ``plans`` maps by path, and
     the paths left to the Python reader after all (a line that is not one complete row).
-    The lines are read twice (numbered, then converted: the same ids, a scan being
-    deterministic), which costs less than keeping them; ``persist``: they are kept instead,
-    and appended to ``kept`` (the caller unpersists them once it wrote what this returns)."""
+
+    One scan: Spark's text source reads each block of a file (the whole file when it is
+    compressed or small) as one partition (the open cost of a file set above the block
+    size while the scan runs), so that ``monotonically_increasing_id`` numbers a block's
+    non-blank lines from 0 in order; the lines are typed and kept (appended to ``kept``:
+    the caller unpersists them once it wrote what this returns); one aggregate of the kept
+    rows counts each block's rows and incomplete lines, which gives each block's first
+    position and the files left to Python."""
     from pubsift.adapters.spark.ingest import hadoop_path
     from pubsift.adapters.spark.store import CONVERTED_SCHEMA
+    from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for path, plan in plans.items():
         groups.setdefault((plan.delimiter, plan.header), []).append(path)
-    frames = []
+    key = "spark.sql.files.openCostInBytes"
+    cost = spark.conf.get(key, None)
+    spark.conf.set(key, str(1 << 50))  # one block per partition (the docstring), until cached
+    parts = []
     limit = limits.max_record_bytes
-    for g, ((d, _), paths) in enumerate(groups.items()):
+    for (d, _), paths in groups.items():
         plan = plans[paths[0]]
         fast = F.lit(False)
         if plan.shape is not None:
@@ -521,82 +574,72 @@ def read_csv(
                 & (F.octet_length("value") <= limit)
                 & F.is_valid_utf8("value")
             )
-        raw = spark.read.text([hadoop_path(p) for p in paths])
         lines = (
-            raw.select(
+            spark.read.text([hadoop_path(p) for p in paths])
+            .select(
                 F.input_file_name().alias("file"),
                 F.input_file_block_start().alias("block"),
                 "value",
             )
             .where(F.col("value") != "")
-            .withColumn("id", F.monotonically_increasing_id())
+            .withColumn("local", F.monotonically_increasing_id().bitwiseAND(_ROW_BITS))
+            .select("*", incomplete(F.col("value"), d).alias("bad"), fast.alias("fast"))
         )
-        frames.append(
-            lines.select(
-                "*",
-                F.lit(g).alias("g"),
-                incomplete(F.col("value"), d).alias("bad"),
-                fast.alias("fast"),
-            )
+        parts.append(typed(lines, plan, limit))
+    done = parts[0]
+    for f in parts[1:]:
+        done = done.unionByName(f)
+    done = done.persist(StorageLevel.MEMORY_AND_DISK)
+    kept.append(done)
+    try:
+        blocks = (
+            done.groupBy("file", "block")
+            .agg(F.count(F.lit(1)), F.max(F.col("bad").cast("int")))
+            .collect()
         )
-    lines = frames[0]
-    for f in frames[1:]:
-        lines = lines.unionByName(f)
-    if persist:
-        from pyspark import StorageLevel
-
-        lines = lines.persist(StorageLevel.MEMORY_AND_DISK)
-        kept.append(lines)
-    blocks = (
-        lines.groupBy("file", "block")
-        .agg(F.min("id"), F.count(F.lit(1)), F.max(F.col("bad").cast("int")))
-        .collect()
-    )
+    finally:
+        if cost is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, cost)
     numbered, bad = positions(blocks)
     by_local = {local_of(uri): uri for uri in numbered}
     left = {p for p in plans if p not in by_local or by_local[p] in bad}
     rows = [
-        (uri, block, first, before, plans[path].label)
+        (uri, block, before, plans[path].label)
         for path, uri in by_local.items()
         if path in plans and path not in left
-        for block, first, before in numbered[uri]
+        for block, before in numbered[uri]
     ]
     if not rows:
         return None, left
-    offsets = spark.createDataFrame(
-        rows, "file string, block long, first long, before long, label string"
+    offsets = spark.createDataFrame(rows, "file string, block long, before long, label string")
+    placed = (
+        done.join(F.broadcast(offsets), ["file", "block"])
+        .select(
+            "label",
+            (F.col("local") + F.col("before")).alias("position"),
+            "event",
+            "d",
+            "line",
+        )
+        .where(F.col("position") > 0)  # the header
     )
-    placed = lines.join(F.broadcast(offsets), ["file", "block"]).select(
-        "g",
-        "label",
-        "value",
-        (F.col("id") - F.col("first") + F.col("before")).alias("position"),
-        "fast",
-    )
-    placed = placed.where(F.col("position") > 0)
     taken = {plans[p].label: plans[p] for p in plans if p not in left}
-    parts = []
-    for g, ((_, _), paths) in enumerate(groups.items()):
-        parts.append(typed(placed.where(F.col("g") == g), plans[paths[0]], limit))
-    done = parts[0]
-    for f in parts[1:]:
-        done = done.unionByName(f)
-    from pyspark import StorageLevel
-
-    done = done.persist(StorageLevel.MEMORY_AND_DISK)  # both parts below read it
-    kept.append(done)
     outs = [
-        done.where(~F.col("d")).select(
+        placed.where(~F.col("d")).select(
             F.lit("event").alias("kind"),
             F.lit("records").alias("model"),
             F.col("label").alias("source"),
             "position",
             "event",
             *(F.lit(None).cast("string").alias(c) for c in ("reason", "message", "excerpt")),
-        ),
+        )
     ]
-    todo = done.where(F.col("d")).select("label", "position", "line")
+    todo = placed.where(F.col("d")).select("label", "position", "line")
     if todo.limit(1).count():  # no Python task at all when Spark SQL typed every row
+        # a few Python tasks, not one per block (a block per partition: many small files)
+        todo = todo.coalesce(DELEGATE_TASKS)
         outs.append(todo.mapInArrow(delegate(taken, limits), CONVERTED_SCHEMA))
     seen = [("seen", None, label, 0, None, None, None, None) for label in sorted(taken)]
     outs.append(spark.createDataFrame(seen, CONVERTED_SCHEMA))
