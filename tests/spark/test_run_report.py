@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import io
 import re
-import shutil
-import subprocess
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 from pubsift.adapters.source import Source
@@ -19,12 +16,13 @@ from pubsift.adapters.spark import report, tables
 from pubsift.adapters.spark.mismatch import model_warnings
 from rich.console import Console
 
+from tests.network import test_monitor_page as page
+
 from . import kit
 from .conftest import run_route
 
-CHROMIUM = shutil.which("chromium") or (
-    "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
-)
+#: the monitor page test's selenium-driven headless Chromium, a fixture here too
+browser = page.browser
 
 
 class _Page(HTMLParser):
@@ -93,25 +91,49 @@ def test_the_report_s_examples_are_records_of_the_quarantine(routed):
 
 
 @pytest.mark.spark
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt install chromium)")
-def test_the_report_renders_in_headless_chromium(routed, tmp_path):
-    """Chromium's DOM of the page holds the plots and the tables; a screenshot is taken."""
-    page = (routed.out / "report.html").as_uri()
-    common = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
-    common += [f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run(common + ["--dump-dom", page], capture_output=True, text=True, timeout=120)
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    rendered = parse(dom.stdout)
-    assert [t for t, _ in rendered.tags].count("svg") == 6
-    assert "pubsift run report" in " ".join(rendered.text)
-    shot = tmp_path / "report.png"
-    done = subprocess.run(
-        common + [f"--screenshot={shot}", "--window-size=1200,2000", page],
-        capture_output=True,
-        text=True,
-        timeout=120,
+@pytest.mark.skipif(page._browser_missing() is not None, reason=str(page._browser_missing()))
+def test_the_report_renders_in_headless_chromium(routed, browser, tmp_path):
+    """Chromium (driven by selenium, the monitor page test's browser) shows the plots and
+    the tables, and loads nothing but the page itself; a screenshot is saved."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    # served over HTTP on 127.0.0.1: Chromium's resource timing sees no file:// fetches
+    handler = functools.partial(Quiet, directory=str(routed.out))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        _check_in_browser(browser, f"http://127.0.0.1:{server.server_address[1]}", routed, tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _check_in_browser(browser, base: str, routed, tmp_path) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{base}/report.html")
+    assert browser.title == "pubsift run report"
+    svgs = browser.find_elements(By.TAG_NAME, "svg")
+    assert len(svgs) == 6 and all(s.size["width"] > 100 and s.size["height"] > 50 for s in svgs)
+    body = browser.find_element(By.TAG_NAME, "body").text
+    summary = routed.summary
+    assert f"Deliveries: {summary['deliveries']:,}" in body
+    for reason, n in summary["reasons"].items():
+        assert f"{reason} ({n:,})" in body
+    fetched = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
     )
-    assert done.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", done.stderr
+    # self-contained: no style sheet, font, image or script (the browser's own favicon aside)
+    assert [u for u in fetched if not u.endswith("/favicon.ico")] == [], fetched
+    shot = tmp_path / "report.png"
+    assert browser.save_screenshot(str(shot))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 # -- the console ---------------------------------------------------------------------------------
