@@ -532,6 +532,8 @@ def one_row(
 # -- the stage ---------------------------------------------------------------------------------
 #: Python tasks reading the delegated rows, at most
 DELEGATE_TASKS = 8
+#: delegated rows up to this many are read on the driver (no Python worker to start)
+ON_DRIVER = 2000
 #: the bits of ``monotonically_increasing_id`` numbering the rows of a partition
 _ROW_BITS = (1 << 33) - 1
 
@@ -637,10 +639,24 @@ def read_csv(
         )
     ]
     todo = placed.where(F.col("d")).select("label", "position", "line")
-    if todo.limit(1).count():  # no Python task at all when Spark SQL typed every row
+    few = todo.limit(ON_DRIVER + 1).collect()
+    if len(few) > ON_DRIVER:
         # a few Python tasks, not one per block (a block per partition: many small files)
         todo = todo.coalesce(DELEGATE_TASKS)
         outs.append(todo.mapInArrow(delegate(taken, limits), CONVERTED_SCHEMA))
+    elif few:  # read here: no Python worker started for them
+        from pubsift.adapters.reading import read_input
+        from pubsift.adapters.spark.ingest import _rows, event_dumper
+
+        dump = event_dumper()
+        got = [
+            tuple(row.values())
+            for label, position, line in few
+            for row in _rows(
+                iter(one_row(taken[label], position, bytes(line), limits, read_input)), dump
+            )
+        ]
+        outs.append(spark.createDataFrame(got, CONVERTED_SCHEMA))
     seen = [("seen", None, label, 0, None, None, None, None) for label in sorted(taken)]
     outs.append(spark.createDataFrame(seen, CONVERTED_SCHEMA))
     df = outs[0]

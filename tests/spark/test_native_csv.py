@@ -182,6 +182,9 @@ def run(spark, tmp_path_factory):
     before = {k: spark.conf.get(k) for k in conf}
     for k, v in conf.items():
         spark.conf.set(k, v)
+    from pubsift.adapters.spark import native as module
+
+    on_driver, module.ON_DRIVER = module.ON_DRIVER, 0  # the delegated rows in Python tasks
     try:
         plans, rows, left = native(spark, root, LIMITS)
         blocks = (
@@ -191,6 +194,7 @@ def run(spark, tmp_path_factory):
             .count()
         )
     finally:
+        module.ON_DRIVER = on_driver
         for k, v in before.items():
             spark.conf.set(k, v)
     return root, plans, rows, left, python_rows(root, LIMITS), blocks
@@ -232,6 +236,16 @@ def test_a_file_split_into_blocks_is_numbered_in_order(run):
     label = str(root / "big.csv")
     assert blocks >= 2
     assert rows[label] == sorted(expected[label], key=repr)
+
+
+def test_a_few_delegated_rows_are_read_on_the_driver_alike(spark, tmp_path):
+    for name in ("typed.csv", "regular.csv", "utf8.csv"):
+        (tmp_path / name).write_bytes(HOSTILE[name])
+    _, rows, left = native(spark, tmp_path, LIMITS)
+    expected = python_rows(tmp_path, LIMITS)
+    assert not left and set(rows) == set(expected)
+    for label in expected:
+        assert rows[label] == sorted(expected[label], key=repr), label
 
 
 @pytest.mark.slow
