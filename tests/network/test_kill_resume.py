@@ -131,6 +131,8 @@ def test_kill_9_the_middle_broker_a_resuming_subscriber_loses_nothing(procs: Pro
         tmp / "resumes.err",
     )
     procs.spawn("plain", sub, tmp / "plain.out", tmp / "plain.err")
+    # both subscribed at b2 before the first quote (one arriving earlier misses the first)
+    until(lambda: procs.stats("b2")["entries"]["records"][0] >= 2, 20, "the subscriptions at b2")
     until(lambda: procs.stats("b0")["entries"]["records"][1] >= 1, 20, "the subscriptions at b0")
     until(
         lambda: procs.stats("b0")["entries"].get("subscriptions", [0])[0] >= 1,
