@@ -28,8 +28,9 @@ its volume threshold, two filters that may match the same quote).
 * ``convert``: pubsift's convert stage (``pubsift ingest`` of the CSV: reading, typing,
   writing the event store; the CSV read by Spark's text source and SQL,
   :mod:`pubsift.adapters.spark.native`) against Spark's own CSV reader typing the same
-  file and writing it as Parquet, after one untimed run of that reader (a warm JVM for
-  both). **Goal**: within 1.5x.
+  file and writing it as Parquet, after one untimed run of that reader; pubsift runs
+  twice (the first compiles its expressions and starts its Python workers), the second
+  is compared (a warm JVM for both). **Goal**: within 1.5x.
 * ``layouts``: the deliveries routed once by pubsift's path and kept, written in each
   candidate layout of issue 34 (``sorted``: one dataset range-partitioned and sorted by
   subscriber, small row groups; ``buckets``: 16 hash buckets of subscribers, sorted
@@ -299,13 +300,16 @@ def run_convert(bench: Bench, spark: Any, quotes: Path, tmp: str) -> None:
 
     spark_reader(os.path.join(tmp, "warm-up"))  # untimed: both timed in a warm JVM
     before = load()
-    summary = ingest(
-        [Source(str(quotes))],
-        os.path.join(tmp, "store"),
-        Settings(master="local[2]", overwrite=True),
-        Console(quiet=True),
-    )
-    ours = summary["seconds"]["convert"] + summary["seconds"].get("list", 0)
+    runs = []
+    for i in range(2):  # the first run compiles pubsift's expressions and starts its workers
+        summary = ingest(
+            [Source(str(quotes))],
+            os.path.join(tmp, f"store{i}"),
+            Settings(master="local[2]", overwrite=True),
+            Console(quiet=True),
+        )
+        runs.append(summary["seconds"]["convert"] + summary["seconds"].get("list", 0))
+    first, ours = runs
     out = os.path.join(tmp, "spark-csv")
     t0 = time.perf_counter()
     spark_reader(out)
@@ -314,13 +318,14 @@ def run_convert(bench: Bench, spark: Any, quotes: Path, tmp: str) -> None:
     r = ours / theirs
     print(
         f"conversion of {summary['events']:,} quotes: pubsift (list + convert, the event "
-        f"store written) {ours:.1f} s, Spark's CSV reader (schema given, Parquet written) "
+        f"store written) {ours:.1f} s (its first run {first:.1f} s), Spark's CSV reader (schema given, Parquet written) "
         f"{theirs:.1f} s: {r:.2f}x Spark's time; load average before {before}, after {after}"
     )
     bench.row(
         part="convert",
         events=summary["events"],
         pubsift_s=round(ours, 3),
+        pubsift_first_run_s=round(first, 3),
         spark_reader_s=round(theirs, 3),
         ratio=round(r, 3),
         load_before=before,

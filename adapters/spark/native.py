@@ -596,7 +596,12 @@ def read_csv(
     try:
         blocks = (
             done.groupBy("file", "block")
-            .agg(F.count(F.lit(1)), F.max(F.col("bad").cast("int")))
+            .agg(
+                F.count(F.lit(1)),
+                F.max(F.col("bad").cast("int")),
+                # delegated data rows (the header is the first row of block 0)
+                F.sum((F.col("d") & ((F.col("block") > 0) | (F.col("local") > 0))).cast("int")),
+            )
             .collect()
         )
     finally:
@@ -604,7 +609,8 @@ def read_csv(
             spark.conf.unset(key)
         else:
             spark.conf.set(key, cost)
-    numbered, bad = positions(blocks)
+    numbered, bad = positions([b[:4] for b in blocks])
+    delegated = sum(b[4] for b in blocks if b[0] not in bad)
     by_local = {local_of(uri): uri for uri in numbered}
     left = {p for p in plans if p not in by_local or by_local[p] in bad}
     rows = [
@@ -639,8 +645,8 @@ def read_csv(
         )
     ]
     todo = placed.where(F.col("d")).select("label", "position", "line")
-    few = todo.limit(ON_DRIVER + 1).collect()
-    if len(few) > ON_DRIVER:
+    few = todo.collect() if 0 < delegated <= ON_DRIVER else []
+    if delegated > ON_DRIVER:
         # a few Python tasks, not one per block (a block per partition: many small files)
         todo = todo.coalesce(DELEGATE_TASKS)
         outs.append(todo.mapInArrow(delegate(taken, limits), CONVERTED_SCHEMA))
