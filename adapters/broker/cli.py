@@ -213,8 +213,11 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
         from pubsift.adapters.broker.resume import ResumeState
 
         state = ResumeState(args.state)
+        state.save(state.last_seq)  # a file it cannot write: said now, not after a turn
     saving: list[bool] = []
     made: list[AsyncClient] = []
+    stops: list[asyncio.Event] = []
+    failed: list[str] = []
 
     def show(n: Notification) -> None:
         out.write(json.dumps(n.to_json(), ensure_ascii=False) + "\n")
@@ -224,9 +227,17 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
             asyncio.get_running_loop().call_soon(save)
 
     def save() -> None:
+        from pubsift.adapters.broker.config import ConfigError
+
         saving.clear()
         assert state is not None
-        state.save(made[0].delivered())
+        try:
+            state.save(made[0].delivered())
+        except ConfigError as exc:  # the disk filled up, the folder went: stop, said once
+            if not failed:
+                failed.append(str(exc))
+                sys.stderr.write(f"pubsift sub: {exc}\n")
+            stops[0].set()
 
     options = client_options(args)
     replay = None
@@ -239,6 +250,7 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
 
     async def main() -> int:
         stop = asyncio.Event()
+        stops.append(stop)
         refusal: list[dict[str, Any]] = []
 
         def on_error(obj: dict[str, Any]) -> None:
@@ -268,8 +280,10 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
                 await stop.wait()
         finally:
             await client.close()
-            if state is not None:
+            if state is not None and not failed:
                 state.save(client.delivered())
+        if failed:
+            return 1
         if not refusal:
             return 0
         # the broker names the refused filter by the ref it echoes; an older one may not

@@ -52,9 +52,15 @@ class ResumeState:
         return Replay(since=self.last_seq, since_time=self.since_time) if self.found else None
 
     def save(self, last_seq: dict[str, int]) -> None:
+        """Write the point (:class:`ConfigError` when the file cannot be written)."""
         self.last_seq = last_seq
         data: dict[str, Any] = {"last_seq": last_seq, "since_time": self.since_time}
         tmp = f"{self.path}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(data, fh)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            raise ConfigError(
+                f"--state {self.path}: cannot write the resume point: {exc}"
+            ) from None

@@ -556,3 +556,29 @@ def test_a_history_that_failed_to_record_refuses_a_past_with_a_hole(tmp_path: Pa
             await c.close()
 
     _run(tmp_path, body)
+
+
+def test_a_state_file_that_cannot_be_written_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``pubsift sub --state`` in a folder that is not there says so at start (exit 2),
+    before it connects; a point that can no longer be written is a ConfigError naming
+    the file (``pubsift sub`` then stops with that line, exit 1)."""
+    from pubsift.adapters.broker.resume import ResumeState
+    from pubsift.core.cli import main
+
+    missing = tmp_path / "no-such-folder" / "state.json"
+    argv = ["sub", "pubsift://127.0.0.1:1", "-m", "records", "-f", "true", "--state"]
+    assert main([*argv, str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write the resume point" in err and "state.json" in err
+    assert "Traceback" not in err and "cannot connect" not in err
+    folder = tmp_path / "here"
+    folder.mkdir()
+    state = ResumeState(str(folder / "state.json"))
+    state.save({"p": 3})
+    assert ResumeState(str(folder / "state.json")).last_seq == {"p": 3}
+    (folder / "state.json").unlink()
+    folder.rmdir()  # the folder went
+    with pytest.raises(ConfigError, match=r"state\.json: cannot write the resume point"):
+        state.save({"p": 4})
