@@ -30,13 +30,21 @@ def _no_trace(text: str) -> None:
 @pytest.mark.spark
 @pytest.mark.slow
 def test_a_piped_run_shows_progress_and_prints_the_summary_on_stdout(sample, tmp_path):
+    """Two of the sample's sources (a CSV file, the UBL documents), every subscriber."""
+    from pubsift.adapters.source import Source
+
     out = tmp_path / "out"
+    sources = [
+        Source(str(sample.root / "files" / "quotes.csv")),
+        Source(str(sample.root / "ubl"), model="concepts"),
+    ]
+    job = kit.write_job(tmp_path / "job.toml", sources, sample.subs_file)
     done = subprocess.run(
-        [*kit.pubsift_cmd(), "route", str(_job(sample, tmp_path)), "--out", str(out)],
+        [*kit.pubsift_cmd(), "route", str(job), "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=900,
-        env=kit.spark_env(PUBSIFT_PROGRESS_EVERY="0.5"),
+        env=kit.spark_env(PUBSIFT_PROGRESS_EVERY="0.2"),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     err = done.stderr.splitlines()
