@@ -174,16 +174,13 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], code: Collection[
 
 
 def _sources_table(sources: Mapping[str, Mapping[str, int]]) -> str:
-    """Problems first (most quarantined), then sources that gave nothing, then the largest."""
-    ranked = sorted(
-        sources.items(), key=lambda kv: (-kv[1]["quarantined"], kv[1]["read"] != 0, -kv[1]["read"])
-    )
-    rows = [(s, c["read"], c["events"], c["quarantined"]) for s, c in ranked[:SOURCE_ROWS]]
-    more = (
-        f"<p>… and {len(ranked) - SOURCE_ROWS:,} more sources (summary.json)</p>"
-        if len(ranked) > SOURCE_ROWS
-        else ""
-    )
+    """As on the console (:func:`.tables.ranked_sources`): the problems first, then the
+    largest, up to :data:`SOURCE_ROWS` of each."""
+    from pubsift.adapters.spark.tables import ranked_sources
+
+    shown, rest = ranked_sources(sources, SOURCE_ROWS)
+    rows = [(s, sources[s]["read"], sources[s]["events"], sources[s]["quarantined"]) for s in shown]
+    more = f"<p>… and {len(rest):,} smaller sources (summary.json)</p>" if rest else ""
     return _table(("source", "read", "events", "quarantined"), rows) + more
 
 
