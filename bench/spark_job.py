@@ -1,6 +1,7 @@
 """The Spark job at scale against the plain-Spark job a data engineer would write (issue 34).
 
-    .venv/bin/python bench/spark_job.py [--quick] [--parts job,convert,layouts] [--json PATH]
+    .venv/bin/python bench/spark_job.py [--quick] [--parts job,convert,layouts]
+        [--python-readers] [--json PATH]
 
 **Workload** (issue 34): the 5-year S&P 500 quotes (``../shared/data/quotes/*5yr*.csv.gz``,
 619,040 rows; ``--quick``: the 1-year CSV, 126,663 rows) against 10,000 records
@@ -30,7 +31,8 @@ its volume threshold, two filters that may match the same quote).
   :mod:`pubsift.adapters.spark.native`) against Spark's own CSV reader typing the same
   file and writing it as Parquet, after one untimed run of that reader; pubsift runs
   twice (the first compiles its expressions and starts its Python workers), the second
-  is compared (a warm JVM for both). **Goal**: within 1.5x.
+  is compared (a warm JVM for both); ``--python-readers``: also once with the CSV read by
+  the Python reader in tasks (as before). **Goal**: within 1.5x.
 * ``layouts``: the deliveries routed once by pubsift's path and kept, written in each
   candidate layout of issue 34 (``sorted``: one dataset range-partitioned and sorted by
   subscriber, small row groups; ``buckets``: 16 hash buckets of subscribers, sorted
@@ -284,7 +286,33 @@ def run_job(bench: Bench, spark: Any, quotes: Path, subs: Sequence[Sub], tmp: st
     return same
 
 
-def run_convert(bench: Bench, spark: Any, quotes: Path, tmp: str) -> None:
+def python_readers(quotes: Path, tmp: str) -> float:
+    """The convert stage with the CSV read by the Python reader in tasks (as before
+    :mod:`pubsift.adapters.spark.native`): list + convert seconds."""
+    from pubsift.adapters.source import Source
+    from pubsift.adapters.spark import ingest as module
+    from pubsift.adapters.spark.job import Settings, ingest
+    from rich.console import Console
+
+    native = module.convert
+
+    def convert(*args: Any, **kw: Any) -> Any:
+        return native(*args, **kw, native=False)
+
+    module.convert = convert  # type: ignore[assignment]
+    try:
+        summary = ingest(
+            [Source(str(quotes))],
+            os.path.join(tmp, "store-python"),
+            Settings(master="local[2]", overwrite=True),
+            Console(quiet=True),
+        )
+    finally:
+        module.convert = native
+    return summary["seconds"]["convert"] + summary["seconds"].get("list", 0)
+
+
+def run_convert(bench: Bench, spark: Any, quotes: Path, tmp: str, with_python: bool) -> None:
     from pubsift.adapters.source import Source
     from pubsift.adapters.spark.job import Settings, ingest
     from rich.console import Console
@@ -310,6 +338,7 @@ def run_convert(bench: Bench, spark: Any, quotes: Path, tmp: str) -> None:
         )
         runs.append(summary["seconds"]["convert"] + summary["seconds"].get("list", 0))
     first, ours = runs
+    python = python_readers(quotes, tmp) if with_python else None
     out = os.path.join(tmp, "spark-csv")
     t0 = time.perf_counter()
     spark_reader(out)
@@ -321,11 +350,17 @@ def run_convert(bench: Bench, spark: Any, quotes: Path, tmp: str) -> None:
         f"store written) {ours:.1f} s (its first run {first:.1f} s), Spark's CSV reader (schema given, Parquet written) "
         f"{theirs:.1f} s: {r:.2f}x Spark's time; load average before {before}, after {after}"
     )
+    if python is not None:
+        print(
+            f"  the CSV read by the Python reader in tasks instead: {python:.1f} s: "
+            f"{python / theirs:.2f}x Spark's time"
+        )
     bench.row(
         part="convert",
         events=summary["events"],
         pubsift_s=round(ours, 3),
         pubsift_first_run_s=round(first, 3),
+        python_readers_s=None if python is None else round(python, 3),
         spark_reader_s=round(theirs, 3),
         ratio=round(r, 3),
         load_before=before,
@@ -427,6 +462,11 @@ def main(argv: list[str] | None = None) -> int:
         "--parts", default="job,convert,layouts", help="job, convert, layouts (comma-separated)"
     )
     bench.parser.add_argument("--subscribers", type=int, default=None)
+    bench.parser.add_argument(
+        "--python-readers",
+        action="store_true",
+        help="convert: also time the CSV read by the Python reader in tasks",
+    )
     args = bench.parse()
     quotes = QUOTES_1YR if args.quick else QUOTES_5YR
     if not quotes.is_file():
@@ -443,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
         if "job" in parts:
             ok &= run_job(bench, spark, quotes, subs, tmp)
         if "convert" in parts:
-            run_convert(bench, spark, quotes, tmp)
+            run_convert(bench, spark, quotes, tmp, args.python_readers)
         if "layouts" in parts:
             run_layouts(bench, spark, quotes, subs, tmp)
     spark.stop()
