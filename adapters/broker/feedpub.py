@@ -331,13 +331,13 @@ async def run(
     :class:`~pubsift.adapters.broker.factory.Factory`, Mühl §5.2.4).
     ``client_options`` go to :class:`AsyncClient` (``token``, ``ca``, ``cert``, ``key``)."""
     from pubsift.adapters.broker.factory import Factory
-    from pubsift.adapters.broker.replay import SUBSCRIPTIONS, SubscriptionEvents
+    from pubsift.adapters.broker.replay import SUBSCRIPTIONS, subscription_events
 
     state = FeedState.load(state_path)
     client = AsyncClient(
         url,
         id=f"feed-{uuid.uuid4().hex[:12]}",
-        models={SUBSCRIPTIONS: SubscriptionEvents()},  # type: ignore[dict-item]
+        models={SUBSCRIPTIONS: subscription_events()},
         **client_options,
     )
     await client.connect()

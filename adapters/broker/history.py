@@ -26,7 +26,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 import orjson
 from pubsift.adapters.broker.client import AsyncClient, Notification
@@ -37,9 +37,9 @@ from pubsift.adapters.broker.replay import (
     SUBSCRIPTIONS,
     Replay,
     ReplayError,
-    SubscriptionEvents,
     parse,
     replay_frames,
+    subscription_events,
 )
 from pubsift.adapters.broker.wire import dumps
 from pubsift.core.errors import PubsiftError
@@ -73,7 +73,7 @@ class History:
         self.client = AsyncClient(
             url,
             id=config.id or f"history-{config.model}-{uuid.uuid4().hex[:8]}",
-            models={config.model: model, SUBSCRIPTIONS: cast(FilterModel, SubscriptionEvents())},
+            models={config.model: model, SUBSCRIPTIONS: subscription_events()},
             **client_options,
         )
         self.filter = self.client.parse_filter(config.model, config.filter)

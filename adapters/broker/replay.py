@@ -25,17 +25,18 @@ each once (:func:`merge`).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from pubsift.adapters.broker.frames import HEADER
 from pubsift.core.errors import PubsiftError
-from pubsift.models.records import RecordsModel
+from pubsift.core.model import FilterModel
 
 #: the model of subscription events
 SUBSCRIPTIONS = "subscriptions"
@@ -51,11 +52,30 @@ class ReplayError(PubsiftError, ValueError):
     """A replay description that is malformed or asks for more than ``max_replay``."""
 
 
-class SubscriptionEvents(RecordsModel):
-    """The records model under the name ``subscriptions``: the model of the subscription
-    events the infrastructure publishes (Mühl §5.2.3), routed like any other."""
+def subscription_events() -> FilterModel:
+    """A new instance of the model of subscription events the infrastructure publishes
+    (Mühl §5.2.3), routed like any other: the records model under the name
+    ``subscriptions`` (:data:`SubscriptionEvents`, made on first use: a broker or client
+    importing this module loads no model)."""
+    return cast(FilterModel, _subscription_events_class()())
 
-    name = SUBSCRIPTIONS
+
+@functools.cache
+def _subscription_events_class() -> type:
+    from pubsift.models.records import RecordsModel
+
+    class SubscriptionEvents(RecordsModel):
+        """The records model under the name ``subscriptions``."""
+
+        name = SUBSCRIPTIONS
+
+    return SubscriptionEvents
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SubscriptionEvents":  # the class itself, made on first use
+        return _subscription_events_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)

@@ -22,11 +22,11 @@ from pubsift.adapters.broker.replay import (
     SUBSCRIPTIONS,
     Replay,
     ReplayError,
-    SubscriptionEvents,
     check_frame,
     next_hop,
     parse,
     subscription_event,
+    subscription_events,
 )
 from pubsift.adapters.broker.wire import dumps
 from pubsift.core.cli_input import one_line
@@ -45,7 +45,7 @@ log = logging.getLogger("pubsift.broker")
 def with_subscription_model(models: dict[str, FilterModel]) -> dict[str, FilterModel]:
     """``models`` and the model of subscription events (when the broker routes records)."""
     if "records" in models and SUBSCRIPTIONS not in models:
-        models[SUBSCRIPTIONS] = SubscriptionEvents()  # type: ignore[assignment]
+        models[SUBSCRIPTIONS] = subscription_events()
     return models
 
 
