@@ -28,11 +28,11 @@ its volume threshold, two filters that may match the same quote).
   end at least 2x faster than the plain job; reading one subscriber under 2 s.
 * ``convert``: pubsift's convert stage (``pubsift ingest`` of the CSV: reading, typing,
   writing the event store; the CSV read by Spark's text source and SQL,
-  :mod:`pubsift.adapters.spark.native`) against Spark's own CSV reader typing the same
+  ``Settings(native_csv=True)``, :mod:`pubsift.adapters.spark.native`) against Spark's own CSV reader typing the same
   file and writing it as Parquet, after one untimed run of that reader; pubsift runs
   twice (the first compiles its expressions and starts its Python workers), the second
-  is compared (a warm JVM for both); ``--python-readers``: also once with the CSV read by
-  the Python reader in tasks (as before). **Goal**: within 1.5x.
+  is compared (a warm JVM for both); ``--python-readers``: also once as the job runs by
+  default, the CSV read by the Python reader in tasks. **Goal**: within 1.5x.
 * ``layouts``: the deliveries routed once by pubsift's path and kept, written in each
   candidate layout of issue 34 (``sorted``: one dataset range-partitioned and sorted by
   subscriber, small row groups; ``buckets``: 16 hash buckets of subscribers, sorted
@@ -290,25 +290,15 @@ def python_readers(quotes: Path, tmp: str) -> float:
     """The convert stage with the CSV read by the Python reader in tasks (as before
     :mod:`pubsift.adapters.spark.native`): list + convert seconds."""
     from pubsift.adapters.source import Source
-    from pubsift.adapters.spark import ingest as module
     from pubsift.adapters.spark.job import Settings, ingest
     from rich.console import Console
 
-    native = module.convert
-
-    def convert(*args: Any, **kw: Any) -> Any:
-        return native(*args, **kw, native=False)
-
-    module.convert = convert  # type: ignore[assignment]
-    try:
-        summary = ingest(
-            [Source(str(quotes))],
-            os.path.join(tmp, "store-python"),
-            Settings(master="local[2]", overwrite=True),
-            Console(quiet=True),
-        )
-    finally:
-        module.convert = native
+    summary = ingest(
+        [Source(str(quotes))],
+        os.path.join(tmp, "store-python"),
+        Settings(master="local[2]", overwrite=True),
+        Console(quiet=True),
+    )
     return summary["seconds"]["convert"] + summary["seconds"].get("list", 0)
 
 
@@ -333,7 +323,7 @@ def run_convert(bench: Bench, spark: Any, quotes: Path, tmp: str, with_python: b
         summary = ingest(
             [Source(str(quotes))],
             os.path.join(tmp, f"store{i}"),
-            Settings(master="local[2]", overwrite=True),
+            Settings(master="local[2]", overwrite=True, native_csv=True),
             Console(quiet=True),
         )
         runs.append(summary["seconds"]["convert"] + summary["seconds"].get("list", 0))

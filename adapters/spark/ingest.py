@@ -289,7 +289,7 @@ def convert(
     listing: Listing,
     limits: ReadLimits = DEFAULT_READ_LIMITS,
     kept: list[DataFrame] | None = None,
-    native: bool = True,
+    native: bool = False,
 ) -> DataFrame:
     """The converted rows of every listed file (lazy: a Spark plan), plus the listing's
     problems. CSV files Spark's text source and SQL convert exactly as the CSV reader does

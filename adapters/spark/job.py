@@ -51,6 +51,9 @@ class Settings:
     limits: ReadLimits = DEFAULT_READ_LIMITS
     #: how the deliveries are laid out (:mod:`.layout`: ``sorted`` or ``per-subscriber``)
     layout: str = DEFAULT_LAYOUT
+    #: CSV files Spark can convert exactly as the CSV reader does are read by Spark's text
+    #: source and SQL (:mod:`.native`); off by default: not faster yet (docs/spark.md)
+    native_csv: bool = False
 
 
 def ingest(
@@ -202,7 +205,7 @@ def _ingest(
         listing = list_files(sources, settings.limits)
     with stages.stage("convert", f"{len(listing.files)} files converted into events"):
         kept: list[DataFrame] = []
-        converted = convert(spark, listing, settings.limits, kept)
+        converted = convert(spark, listing, settings.limits, kept, settings.native_csv)
         converted = converted.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             (

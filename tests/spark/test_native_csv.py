@@ -261,7 +261,9 @@ def test_the_bundled_sample_through_the_job_gives_the_python_readers_events(spar
 
     sample = ROOT / "examples" / "sample"
     source = Source(str(sample), exclude=("*.md",))
-    summary = ingest([source], str(tmp_path / "store"), Settings(), Console(file=io.StringIO()))
+    summary = ingest(
+        [source], str(tmp_path / "store"), Settings(native_csv=True), Console(file=io.StringIO())
+    )
     events = pq.read_table(tmp_path / "store" / "events").to_pylist()
     quarantine = pq.read_table(tmp_path / "store" / "quarantine").to_pylist()
     got = sorted((e["source"], e["position"], e["event"]) for e in events)
