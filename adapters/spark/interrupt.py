@@ -96,7 +96,7 @@ class Interrupts:
 
     def _cancel(self) -> None:
         with contextlib.suppress(BaseException):
-            self.spark.sparkContext.setLogLevel("OFF")
+            silence(self.spark.sparkContext)
         while True:
             with contextlib.suppress(BaseException):
                 self.spark.sparkContext.cancelAllJobs()
@@ -120,12 +120,24 @@ def ignore_interrupts() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def silence(sc: Any) -> None:
+    """Turn Spark's log off, every logger of it: ``setLogLevel`` sets the root logger's
+    level only, and a logger given a level of its own (``log4j2.properties``:
+    ``org.apache.spark.util.Utils``, which logs "Aborting task" with a Java stack trace
+    for a task whose folder went) kept logging."""
+    sc.setLogLevel("OFF")
+    jvm = sc._jvm
+    if jvm is not None:  # the JVM's log4j2: every configured logger and the root
+        off = jvm.org.apache.logging.log4j.Level.OFF
+        jvm.org.apache.logging.log4j.core.config.Configurator.setAllLevels("", off)
+
+
 def stop_tasks(spark: Any, wait: float = STOP_WAIT) -> None:
     """Silence Spark's log, cancel every job of ``spark`` and wait (at most ``wait``
     seconds) until no job is active. Never raises: the job is ending anyway."""
     try:
         sc = spark.sparkContext
-        sc.setLogLevel("OFF")
+        silence(sc)
         sc.cancelAllJobs()
         tracker = sc.statusTracker()
         end = time.monotonic() + wait
