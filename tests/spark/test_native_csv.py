@@ -167,7 +167,7 @@ def run(spark, tmp_path_factory):
     from pyspark.sql import functions as F
 
     """(root, plans, Spark's rows, paths left, the Python readers' rows, blocks of the big
-    file) of the hostile files, 20 mutations of a good file (its body: the header stays, so that
+    file) of the hostile files, 12 mutations of a good file (its body: the header stays, so that
     Spark reads them) and a file split into blocks (read in 40 kB blocks), read once by
     Spark and once by the Python readers."""
     root = tmp_path_factory.mktemp("native")
@@ -175,7 +175,7 @@ def run(spark, tmp_path_factory):
         (root / name).write_bytes(data)
     rng = random.Random(34)
     head, body = GOOD.split(b"\n", 1)
-    for i in range(20):
+    for i in range(12):
         (root / f"m{i:02d}.csv").write_bytes(head + b"\n" + mutate(rng, body))
     (root / "big.csv").write_bytes(big_file())
     conf = {"spark.sql.files.maxPartitionBytes": "40000", "spark.sql.files.openCostInBytes": "1000"}
@@ -205,10 +205,10 @@ def test_the_probe_and_the_lines_leave_exactly_the_files_they_cannot_read(run):
     names = {Path(p).name for p in plans}
     assert names >= set(HOSTILE) - NOT_PROBED and not names & NOT_PROBED
     assert {Path(p).name for p in left} >= FOUND_INCOMPLETE
-    assert {Path(p).name for p in left} <= FOUND_INCOMPLETE | {f"m{i:02d}.csv" for i in range(20)}
+    assert {Path(p).name for p in left} <= FOUND_INCOMPLETE | {f"m{i:02d}.csv" for i in range(12)}
     taken = {plans[p].label for p in plans if p not in left}
     assert set(rows) <= taken
-    assert len([t for t in taken if Path(t).name.startswith("m")]) >= 10  # not vacuous
+    assert len([t for t in taken if Path(t).name.startswith("m")]) >= 6  # not vacuous
     regular = {Path(p).name for p, plan in plans.items() if plan.regular}
     assert "regular.csv" in regular and "typed.csv" not in regular  # both ways of typing
 
