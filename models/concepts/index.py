@@ -39,7 +39,7 @@ its one witness when it is not one interval of numbers).
   ``g``'s clause on its path, converted into its context at every rate, i.e. they lie in
   ``L(cf)/r`` widened as the relations widen, for the least and the greatest ``r``; the
   held filters whose witnesses lie there are found per attribute by hashing and bisection
-  (:class:`~pubsift.models.records.witness_values.WitnessValues`), and the sets of the
+  (:class:`~pubsift.models.records.WitnessValues`), and the sets of the
   clauses of ``f`` are intersected, the clause with the fewest first.
 * ``merge_candidates(f)``: a perfect merger exists only if one covers the other or both
   have the same concept and clause places and differ in one clause (Mühl's count of
@@ -70,9 +70,7 @@ from pubsift.models.concepts.semantic_objects import SemanticObject
 from pubsift.models.constraints import ABSENT, Constraint, Interval, Op
 from pubsift.models.constraints.limits import TooComplex
 from pubsift.models.constraints.relations import Unsatisfiable, witness
-from pubsift.models.records import RecordFilter, RecordsModel
-from pubsift.models.records.index import RecordsIndex
-from pubsift.models.records.witness_values import WitnessValues
+from pubsift.models.records import RecordFilter, RecordsIndex, RecordsModel, WitnessValues
 
 if TYPE_CHECKING:
     from pubsift.models.concepts.model import ConceptsModel

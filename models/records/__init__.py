@@ -3,7 +3,8 @@
 Public API: :class:`RecordsModel` (the ``records`` filter model), :class:`Record` (events),
 :class:`RecordFilter` (conjunctions of one constraint per attribute, built with
 ``RecordFilter.of({name: Constraint})``), :class:`Schema` and :class:`TypeHierarchy`
-(integer attributes, ``instanceof`` types). Other models may use these, e.g. the concepts
+(integer attributes, ``instanceof`` types), :class:`RecordsIndex` and
+:class:`WitnessValues` (the index and its search by witness values). Other models may use these, e.g. the concepts
 model holds its filters as ``RecordFilter`` in a ``RecordsModel().new_index()``; the other
 modules of this package are private.
 
@@ -13,11 +14,34 @@ algebra, :mod:`pubsift.models.constraints`; they are re-exported here because a 
 filter is written with them.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from pubsift.models.constraints import ABSENT, Constraint, Interval, Op, TypeSet
 from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.model import RecordsModel
 from pubsift.models.records.typesystem import Schema, TypeHierarchy
+
+if TYPE_CHECKING:
+    from pubsift.models.records.index import RecordsIndex
+    from pubsift.models.records.witness_values import WitnessValues
+else:
+
+    def __getattr__(name: str) -> Any:
+        """:class:`RecordsIndex` (what ``RecordsModel().new_index()`` makes) and
+        :class:`WitnessValues` (held filters by their witness values, Mühl 2002 §4.3.8),
+        for models that index records filters of their own: imported on first use, so
+        that a program that makes no index loads none of its modules."""
+        if name == "RecordsIndex":
+            from pubsift.models.records.index import RecordsIndex
+
+            return RecordsIndex
+        if name == "WitnessValues":
+            from pubsift.models.records.witness_values import WitnessValues
+
+            return WitnessValues
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ABSENT",
@@ -26,8 +50,10 @@ __all__ = [
     "Op",
     "Record",
     "RecordFilter",
+    "RecordsIndex",
     "RecordsModel",
     "Schema",
     "TypeHierarchy",
     "TypeSet",
+    "WitnessValues",
 ]
