@@ -20,7 +20,10 @@ reasons and messages) for the files it takes, or leaves a file to that reader:
   a sequential reading can number) is read whole by the Python reader. So every non-blank
   line after the header is one row, and its position is its rank among them, counted from
   Spark's blocks of the file (:func:`positions`: a large plain file is split, in order).
-* **Rows typed by Spark SQL** (:func:`typed_event`): the fields are split, unquoted and
+* **Rows typed by Spark SQL**: a file whose first rows nearly all have one shape
+  (:func:`shape_of`; :data:`REGULAR`) is typed by that shape's regular expression alone,
+  the cells put between the header's keys (:func:`shaped_only`), its other rows handed to
+  Python; the other files cell by cell (:func:`typed`): the fields are split, unquoted and
   typed by the reader's inference rules as regular expressions; the event's JSON text is
   built as ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))`` writes it: header
   order, empty cells left out, integers as ``int(cell)`` prints them, decimals as
@@ -30,10 +33,14 @@ reasons and messages) for the files it takes, or leaves a file to that reader:
 * **Rows handed to Python** (:func:`delegate`): any row that is not such an event: a wrong
   number of fields, bytes that are not UTF-8, a NUL, a row over ``max_record_bytes``, a
   number Spark SQL does not spell as Python would (an exponent, 16 digits or more, an
-  integer of 4,300 digits or more), a string holding a control character other than tab,
+  integer of more than 4,000 digits), a string holding a control character other than tab,
   backspace or form feed. Each is read by the Python reader itself, as the one row after
   the header of a file of two lines (a complete row is read alone as within its file), its
-  outcome given the row's position.
+  outcome given the row's position: on the driver when they are few (:data:`ON_DRIVER`),
+  else in ``mapInArrow`` tasks.
+
+Off by default (``Settings(native_csv=True)``): exact, but not faster than the Python
+reader in tasks yet (docs/spark.md, "CSV read by Spark").
 """
 
 from __future__ import annotations
