@@ -147,6 +147,13 @@ def _same(peer: Any, a: Address) -> bool:
         return True
 
 
+def _bound(q: float | None) -> float | str | None:
+    """A quantile's bucket bound as JSON can hold it: beyond the last bound it is
+    ``"+Inf"`` (as Prometheus names that bucket; a float infinity would be written as
+    ``Infinity``, which is no JSON, and a browser's ``JSON.parse`` refuses the page)."""
+    return "+Inf" if q == float("inf") else q
+
+
 def _ratio(forwarded: int, received: int) -> float | None:
     return forwarded / received if received else None
 
@@ -238,8 +245,8 @@ def status(d: BrokerDaemon, rates: Rates | None = None) -> dict[str, Any]:
         "latency_seconds": {
             "count": lat.count,
             "sum": lat.sum,
-            "p50": lat.quantile(0.5),
-            "p99": lat.quantile(0.99),
+            "p50": _bound(lat.quantile(0.5)),
+            "p99": _bound(lat.quantile(0.99)),
         },
     }
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import re
 import subprocess
 import sys
@@ -457,3 +458,22 @@ def test_over_tls_the_monitor_is_https_and_pubsift_stats_reads_it(tmp_path: Path
             await d.stop()
 
     asyncio.run(go())
+
+
+def test_a_latency_beyond_the_last_bucket_is_still_json():
+    """A notification slower than the last bound (an overloaded broker, just when it is
+    watched) makes p99 the +Inf bucket: /status stays JSON that a browser parses."""
+
+    def strict(name: str) -> Any:
+        raise AssertionError(f"{name} is not JSON")
+
+    async def body(b0: BrokerDaemon, b1: BrokerDaemon) -> None:
+        b1.latency.observe(0.001, 90)
+        b1.latency.observe(30.0, 10)
+        async with aiohttp.ClientSession() as http:
+            status, text = await get(http, b1.monitor.url + "/status")
+        assert status == 200
+        lat = json.loads(text, parse_constant=strict)["latency_seconds"]
+        assert (lat["count"], lat["p50"], lat["p99"]) == (100, 0.001, "+Inf")
+
+    run(body)
