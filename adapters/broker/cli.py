@@ -512,6 +512,11 @@ def cmd_stats(args: argparse.Namespace, console: Console) -> int:
 
     if not args.interval > 0:
         raise top.StatsError(f"--interval: expected seconds > 0, got {args.interval:g}")
+    if "://" not in args.url:  # a bare HOST:PORT could be either port
+        raise top.StatsError(
+            f"{args.url}: say which port it is: http://{args.url} (the broker's monitor, "
+            f"[monitor] listen) or pubsift://{args.url} (the broker's client port)"
+        )
     if top.is_http(args.url):
         options: dict[str, Any] = {"token": args.token, "ca": args.ca}
     else:

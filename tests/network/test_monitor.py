@@ -329,6 +329,13 @@ def test_pubsift_stats_shows_the_status_once(capsys):
         assert code == 2
         err = capsys.readouterr().err
         assert err.startswith("pubsift stats: cannot reach the monitor at http://127.0.0.1:9")
+        bare = f"127.0.0.1:{b1.monitor.address.port}"
+        code = await loop.run_in_executor(None, main, ["stats", bare])
+        assert code == 2
+        assert capsys.readouterr().err.splitlines() == [
+            f"pubsift stats: {bare}: say which port it is: http://{bare} (the broker's "
+            f"monitor, [monitor] listen) or pubsift://{bare} (the broker's client port)"
+        ]
 
     run(body)
 
