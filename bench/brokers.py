@@ -4,7 +4,7 @@ same workloads, on this machine, loopback only, with Python clients on every sid
 
     .venv/bin/python bench/brokers.py [--quick] [--json PATH] [--events N] [--paced N]
                                       [--systems pubsift,nats,mosquitto]
-                                      [--workloads W1,W2,W3,chain] [--py-spy PATH]
+                                      [--workloads W1,W2,W3,chain,sse] [--py-spy PATH]
 
 Systems: ``pubsift broker`` processes (records model, default routing strategy, long
 leases as in bench/network.py: π = 600 s, ρ = 200 s, so that no renewal falls into a
@@ -31,6 +31,12 @@ and MQTT topics are per symbol (``quotes.S17``, ``quotes/S17``). Workloads:
 * **chain**: W1 through three brokers (pubsift b0 - b1 - b2, publisher at b0, subscriber
   at b2; NATS a three-node cluster, publisher on node 0, subscriber on node 2: a NATS
   cluster is a full mesh, so a message crosses one route, not two; Mosquitto: not run).
+* **sse**: W1 with the subscriber on the broker's HTTP gateway (pubsift only: ``[gateway]
+  listen``, docs/protocol.md §9): ``GET /subscribe/records?filter=price >= 0`` read as
+  Server-Sent Events with aiohttp by a lean reader (``id:``/``data:`` lines, ``orjson`` on
+  the data; the publication id from the data's ``publisher`` and ``seq``); the publisher
+  as in W1. The gateway runs in the broker process, so broker CPU per publication includes
+  it; sub µs/notif is the SSE reader's. NATS and Mosquitto: not run.
 
 Per system and workload, in helper processes (the publisher alone in one, the subscribers
 split over two, every process driven by lines on standard input): first a probe round per
@@ -104,7 +110,7 @@ from processes import connected, cpu_seconds, free_ports, proc_cpu
 HERE = Path(__file__).resolve().parent
 INSTALL = "apt-get update && apt-get install -y nats-server mosquitto"
 SYSTEMS = ("pubsift", "nats", "mosquitto")
-WORKLOADS = ("W1", "W2", "W3", "chain")
+WORKLOADS = ("W1", "W2", "W3", "chain", "sse")
 SYMBOLS = [f"S{k}" for k in range(100)]
 SUB_PROCS = 2
 PACED_RATE = 1000.0
@@ -167,7 +173,7 @@ def thresholds(events: list[dict[str, Any]]) -> dict[str, float]:
 def subscriber_specs(workload: str, xs: dict[str, float]) -> list[dict[str, Any]]:
     """One spec per subscriber: ``symbol`` (None: every symbol) and ``min`` (the price a
     wanted quote is above; None: any)."""
-    if workload in ("W1", "chain"):
+    if workload in ("W1", "chain", "sse"):
         return [{"symbol": None, "min": None}]
     if workload == "W2":
         return [{"symbol": s, "min": None} for s in SYMBOLS]
@@ -187,6 +193,15 @@ def expectation(spec: dict[str, Any], events: list[dict[str, Any]], content: boo
     ids = [e["i"] for e in events if wanted(spec, e)]
     same = sum(1 for e in events if spec["symbol"] in (None, e["symbol"]))
     return {"count": len(ids), "sum": sum(ids), "unwanted": 0 if content else same - len(ids)}
+
+
+def not_run(system: str, workload: str) -> str | None:
+    """Why ``system`` does not run ``workload`` (None: it does)."""
+    if workload == "chain" and system == "mosquitto":
+        return "no broker network (not benchmarked)"
+    if workload == "sse" and system != "pubsift":
+        return "no HTTP gateway (not benchmarked)"
+    return None
 
 
 def filter_text(spec: dict[str, Any]) -> str:
@@ -326,7 +341,7 @@ async def close_client(system: str, conn: Any) -> None:
         return
     if system == "pubsift":
         await conn.close(unsubscribe=False)
-    elif system == "nats":
+    elif system in ("sse", "nats"):
         await conn.close()
     else:
         conn.disconnect()
@@ -362,6 +377,8 @@ class Subscriber:
                 confirm=True,
                 timeout=30,
             )
+        elif self.system == "sse":
+            self.conn = await SseReader.open(self.url, filter_text(self.spec), self.cid, tally)
         elif self.system == "nats":
             import nats
 
@@ -400,6 +417,80 @@ class Subscriber:
 
     async def close(self) -> None:
         await close_client(self.system, self.conn)
+
+
+class SseReader:
+    """A lean Server-Sent Events subscriber of the pubsift HTTP gateway (docs/protocol.md
+    §9) with aiohttp: ``id:`` and ``data:`` lines, ``orjson.loads`` on each data line, the
+    event and ``(publisher, seq)`` into the tally; an ``event: error`` or the stream's end
+    before :meth:`close` is an error of the tally."""
+
+    def __init__(self, session: Any, resp: Any, cid: str, tally: Tally) -> None:
+        self.session, self.resp, self.cid, self.tally = session, resp, cid, tally
+        self.last_id = b""
+        self.closing = False
+        self.subscribed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.task = asyncio.ensure_future(self._read())
+
+    @classmethod
+    async def open(cls, url: str, flt: str, cid: str, tally: Tally) -> SseReader:
+        """Connected once the gateway's first comment (``: subscribed as ...``) arrived."""
+        import aiohttp
+
+        session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, connect=30))
+        try:
+            resp = await session.get(
+                f"{url}/subscribe/records",
+                params={"filter": flt},
+                headers={"Accept": "text/event-stream"},
+            )
+            if resp.status != 200:
+                raise ConnectionError(f"{cid}: HTTP {resp.status}: {await resp.text()}")
+            reader = cls(session, resp, cid, tally)
+            await asyncio.wait_for(asyncio.shield(reader.subscribed), 30)
+            return reader
+        except BaseException:
+            await session.close()
+            raise
+
+    async def _read(self) -> None:
+        import orjson
+
+        loads, got, tally = orjson.loads, self.tally.got, self.tally
+        buf, event = b"", b""
+        try:
+            async for chunk in self.resp.content.iter_any():
+                *lines, buf = (buf + chunk).split(b"\n")
+                for line in lines:
+                    if line.startswith(b"data: "):
+                        if event:
+                            tally.errors.append(f"{self.cid}: event {event!r}: {line[6:]!r}")
+                            continue
+                        d = loads(line[6:])
+                        got(d["event"], (d["publisher"], d["seq"]))
+                    elif line.startswith(b"id: "):
+                        self.last_id = line[4:]
+                    elif not line:
+                        event = b""
+                    elif line.startswith(b"event: "):
+                        event = line[7:]
+                    elif line.startswith(b": subscribed") and not self.subscribed.done():
+                        self.subscribed.set_result(None)
+            if not self.closing:
+                tally.errors.append(f"{self.cid}: the SSE stream ended")
+        except Exception as exc:
+            if not self.closing:
+                tally.errors.append(f"{self.cid}: {type(exc).__name__}: {exc}")
+        finally:
+            if not self.subscribed.done():
+                self.subscribed.set_exception(ConnectionError(f"{self.cid}: no SSE stream"))
+
+    async def close(self) -> None:
+        self.closing = True
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        self.resp.close()
+        await self.session.close()
 
 
 class Publisher:
@@ -647,13 +738,15 @@ class Brokers:
     a cluster (NATS) or one (Mosquitto); ``urls[0]`` the publisher's, ``urls[-1]`` the
     subscribers'."""
 
-    def __init__(self, system: str, n: int, tmp: Path) -> None:
+    def __init__(self, system: str, n: int, tmp: Path, gateway: bool = False) -> None:
         self.system, self.tmp = system, tmp
         self.procs: list[subprocess.Popen] = []
         self.urls: list[str] = []
+        #: the HTTP gateway of the last pubsift broker (``gateway``), else ""
+        self.gateway = ""
         tmp.mkdir(parents=True, exist_ok=True)
         try:
-            getattr(self, "_start_" + system)(n)
+            getattr(self, "_start_" + system)(n, gateway)
         except BaseException:
             self.close()
             raise
@@ -664,12 +757,17 @@ class Brokers:
         self.procs.append(p)
         return p
 
-    def _start_pubsift(self, n: int) -> None:
+    def _start_pubsift(self, n: int, gateway: bool) -> None:
         config = self.tmp / "broker.toml"
         config.write_text(PUBSIFT_CONFIG)
+        gw_port, gw_config = 0, self.tmp / "broker-gateway.toml"
+        if gateway:
+            (gw_port,) = free_ports(1)
+            gw_config.write_text(PUBSIFT_CONFIG + f'[gateway]\nlisten = "127.0.0.1:{gw_port}"\n')
         for k in range(n):
             pf = self.tmp / f"b{k}.port"
-            cmd = [sys.executable, "-m", "pubsift.core.cli", "broker", "--config", str(config)]
+            conf = gw_config if gateway and k == n - 1 else config
+            cmd = [sys.executable, "-m", "pubsift.core.cli", "broker", "--config", str(conf)]
             cmd += ["--id", f"b{k}", "--listen", "127.0.0.1:0", "--port-file", str(pf)]
             if k:
                 cmd += ["--neighbour", self.urls[-1].removeprefix("pubsift://")]
@@ -684,8 +782,16 @@ class Brokers:
             f"the pubsift broker links (see {self.tmp})",
             self.procs,
         )
+        if gateway:
 
-    def _start_nats(self, n: int) -> None:
+            def listening() -> bool:
+                with socket.create_connection(("127.0.0.1", gw_port), timeout=1):
+                    return True
+
+            until(listening, 30, f"the pubsift HTTP gateway (see {self.tmp})", self.procs)
+            self.gateway = f"http://127.0.0.1:{gw_port}"
+
+    def _start_nats(self, n: int, gateway: bool) -> None:
         ports = free_ports(3 * n)
         client, route, http = ports[:n], ports[n : 2 * n], ports[2 * n :]
         binary = shutil.which("nats-server") or "/usr/sbin/nats-server"
@@ -712,7 +818,7 @@ class Brokers:
             self.procs,
         )
 
-    def _start_mosquitto(self, n: int) -> None:
+    def _start_mosquitto(self, n: int, gateway: bool) -> None:
         (port,) = free_ports(1)
         config = self.tmp / "mosquitto.conf"
         config.write_text(MOSQUITTO_CONFIG.format(port=port))
@@ -913,13 +1019,15 @@ def run_one(
         groups[j % len(subw)].append(j)
     used = [(w, g) for w, g in zip(subw, groups) if g]
     content = system == "pubsift"
-    brokers = Brokers(system, 3 if workload == "chain" else 1, tmp / f"{system}-{workload}")
+    sse = workload == "sse"
+    brokers = Brokers(
+        system, 3 if workload == "chain" else 1, tmp / f"{system}-{workload}", gateway=sse
+    )
     try:
+        sub_system, sub_url = ("sse", brokers.gateway) if sse else (system, brokers.urls[-1])
         for w, g in used:
             subs = [{"id": names[j], **specs[j]} for j in g]
-            w.send(
-                "subscribe " + json.dumps({"system": system, "url": brokers.urls[-1], "subs": subs})
-            )
+            w.send("subscribe " + json.dumps({"system": sub_system, "url": sub_url, "subs": subs}))
         pubw.send(
             "publisher "
             + json.dumps(
@@ -1129,7 +1237,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for wl in workloads:
                 for s in systems:
-                    if s == "mosquitto" and wl == "chain":
+                    if not_run(s, wl):
                         continue
                     spy = args.py_spy if (s == "pubsift" and wl == "W1") else None
                     try:
@@ -1179,9 +1287,9 @@ def main(argv: list[str] | None = None) -> int:
     for wl in workloads:
         nats_run = runs.get(("nats", wl))
         for s in SYSTEMS:
-            if s == "mosquitto" and wl == "chain" and s in systems:
+            if s in systems and (reason := not_run(s, wl)):
                 table.add_row(wl, s, *("–" for _ in cols[2:]))
-                bench.row(system=s, workload=wl, skipped="no broker network (not benchmarked)")
+                bench.row(system=s, workload=wl, skipped=reason)
                 continue
             if (s, wl) in errors:
                 table.add_row(wl, s, *("-" for _ in cols[2:-1]), "[bold red]ERROR[/bold red]")
