@@ -22,7 +22,7 @@ except ImportError:  # pip's isolated build always has it (pyproject's build req
 SOURCES = {
     "pubsift.models.records._walk": "models/records/_walk.pyx",
     "pubsift.models.records._flat": "models/records/_flat.pyx",
-    #: the cutter of batch frames (issue 29: events travel as the bytes that came)
+    #: the cutter of batch frames (DESIGN §2.6: events travel as the bytes that came)
     "pubsift.adapters.broker._split": "adapters/broker/_split.pyx",
 }
 

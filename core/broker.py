@@ -56,7 +56,7 @@ class Port(Protocol):
 
 class BatchPort(Port, Protocol):
     """A port that takes a destination's share of a batch (:class:`Pubs`,
-    :class:`Forwards`) in one call (issue 29: one call per destination and batch instead
+    :class:`Forwards`) in one call (DESIGN §2.6: one call per destination and batch instead
     of one message object and call per publication). A broker whose port lacks these
     methods hands it the batch as single :class:`Forward` and :class:`Notify` messages."""
 

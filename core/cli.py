@@ -194,7 +194,7 @@ def _internal(model: FilterModel, hook: str, exc: BaseException) -> str:
     )
 
 
-#: file names read as JSON lines of events line by line, as before issue 11 (ids ``file:line``)
+#: file names read as JSON lines of events line by line, as before the readers (ids ``file:line``)
 _EVENT_LINES = (".jsonl", ".ndjson", ".json")
 _INPUT_OPTIONS = (
     "format",

@@ -1,5 +1,5 @@
-"""Reading the command line's input files line by line, hostile input included (issue 10 §5:
-bad input gets a clear error and loses nothing).
+"""Reading the command line's input files line by line, hostile input included
+(bad input gets a clear error and loses nothing).
 
 A file is read as bytes and each line decoded on its own, so one line that is not UTF-8 is
 reported with its file and line number and the rest is still read. JSON is parsed strictly:

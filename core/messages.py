@@ -17,7 +17,7 @@ built on the models' own ``dump_*``/``load_*`` hooks.
 A publication is parsed once, where it enters the network, for matching; from there on
 the networked runtime carries its wire bytes along (``wire`` of :class:`Pub`,
 :class:`Forward`, :class:`Notify`), and the broker hands them from the publication to
-the forwards and notifications it makes, so that no hop dumps the event again (issue 29).
+the forwards and notifications it makes, so that no hop dumps the event again (DESIGN §2.6).
 The core never reads them.
 """
 
@@ -75,7 +75,7 @@ class Unadv:
 # The three messages of the data path (:class:`Pub`, :class:`Notify`, :class:`Forward`)
 # are made once per publication and hop, so they are plain slotted dataclasses (hashable,
 # compared by value) rather than frozen ones, whose ``__init__`` costs three times as much
-# (issue 29); nothing changes them once made.
+# (DESIGN §2.6); nothing changes them once made.
 
 
 @dataclass(slots=True, unsafe_hash=True)
@@ -115,7 +115,7 @@ class Forward:
 
 @dataclass(slots=True, eq=False)
 class Pubs:
-    """Publications of one model from one client, routed as one message (issue 29): the
+    """Publications of one model from one client, routed as one message (DESIGN §2.6): the
     i-th is ``pub(X, events[i])`` with ``pub_ids[i]`` (and ``wires[i]``, its event's wire
     bytes, where the runtime has them). A broker routes it exactly as the sequence of
     those :class:`Pub` messages, and hands each destination its share in one call

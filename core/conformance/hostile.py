@@ -1,4 +1,4 @@
-"""The hostile-input suite (issue 10 §6): for ANY input, every hook returns an
+"""The hostile-input suite (docs/conformance.md): for ANY input, every hook returns an
 answer or raises a :class:`~pubsift.core.errors.PubsiftError` subclass — never another
 exception, never a hang, never unbounded memory.
 

@@ -1,7 +1,7 @@
 """The model's index against the linear scan (the FilterModel contract): after any script of adds and
 removes, every query of ``model.new_index()`` answers what
 :class:`~pubsift.core.index.LinearIndex` over the same hooks answers. And an index operation
-that raises changes nothing (issue 10 §1): after an ``add`` or ``bulk_add`` that fails on a
+that raises changes nothing: after an ``add`` or ``bulk_add`` that fails on a
 hostile filter, the index answers every query exactly as before.
 """
 

@@ -1,4 +1,4 @@
-"""Hostile inputs for any filter model (issue 10 §6: "bad input gets a clear
+"""Hostile inputs for any filter model (DESIGN §3: "bad input gets a clear
 error"): hypothesis strategies that mutate a model's own valid forms into malformed and
 extreme ones, the way a fuzzer or a hostile client on the network would.
 

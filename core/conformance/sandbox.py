@@ -1,4 +1,4 @@
-"""Running hostile cases where a crash cannot take the test runner down (issue 10 §6).
+"""Running hostile cases where a crash cannot take the test runner down (the hostile-input suite).
 
 A batch of cases runs in a forked child process (the model, its strategies and the cases
 are inherited, nothing is pickled) with its address space limited (``RLIMIT_AS``: what the

@@ -59,7 +59,7 @@ class Covering(Strategy):
         of the entry it displaced. Otherwise, when its destination vanished (a hostile
         client that subscribed once), the copies ran out at the older lease while it still
         withheld the renewals of what it covers, before its withdrawal (``Broker.expire``)
-        arrived: notifications were lost for up to ρ (issue 15 §2)."""
+        arrived: notifications were lost for up to ρ (found by the fuzzed broker network)."""
         fs: Sends = []
         for f in filters:
             e = Entry(f, sender)
@@ -86,7 +86,7 @@ class Covering(Strategy):
         withdrawal finds them. Without it, a copy granted through F ran out at F's lease,
         before the remaining entry's withdrawal arrived with the subscriptions it had
         covered, whose renewals had been withheld (a gap until their next renewal, up to
-        ρ; the fuzzed network lost notifications, issue 15 §2)."""
+        ρ; the fuzzed broker network lost notifications)."""
         fu: Sends = []
         pending: dict[Entry, None] = {}
         renew: dict[Entry, None] = {}
