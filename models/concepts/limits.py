@@ -1,5 +1,5 @@
-"""Limits on hostile input (issue 10): what the concepts model accepts as a number, as text
-and as nesting, checked when filters and events are parsed, before any recursive or
+"""Limits on hostile input (docs/concepts.md, "Limits"): what the concepts model accepts as a
+number, as text and as nesting, checked when filters and events are parsed, before any recursive or
 numeric work, so that every hook answers or raises a
 :class:`~pubsift.core.errors.PubsiftError` in bounded time and memory.
 

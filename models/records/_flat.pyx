@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The compiled check of a flat records event (issue 29: the broker and the client load
+"""The compiled check of a flat records event (the wire-speed work: the broker and the client load
 every event they route or deliver, and the check in Python was their largest cost).
 
 :func:`flat_scalars` answers exactly as ``events._flat_scalars`` (Mühl 2002, §4.3.1: a

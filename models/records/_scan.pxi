@@ -1,4 +1,4 @@
-# Included by _walk.pyx: the selective scanner of records events' JSON text (issue 32).
+# Included by _walk.pyx: the selective scanner of records events' JSON text.
 #
 # scan(data, names, prefixes, max_depth, max_digits, strict) reads one JSON object from the
 # UTF-8 bytes ``data`` and returns (obj, dotted): obj holds only the members on the paths

@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The walk of the records index's compiled plans, compiled (Cython; issue 16 §2).
+"""The walk of the records index's compiled plans, compiled (Cython).
 
 The same walk as :func:`pubsift.models.records.plans.walk`, over the same plans: each
 part of a plan that :mod:`~pubsift.models.records.plans` built with a ``spec`` (hashed

@@ -1,7 +1,7 @@
 """Array-consistent matching of records events that hold arrays of objects.
 
-An event is any JSON object (issue 32). Objects nest as dotted names; an array of scalars (and
-arrays of arrays of scalars, flattened) is one multi value; an array that holds objects (also
+An event is any JSON object, as in event-ruler. Objects nest as dotted names; an array of scalars
+(and arrays of arrays of scalars, flattened) is one multi value; an array that holds objects (also
 inside nested arrays) is a *group*: each of its objects is an *element*, a sub-event whose
 attribute names are the dotted paths from the top (``geometry.coordinates.x``), and which may
 hold groups of its own. The group's scalars, if it has any, are the multi value of its own

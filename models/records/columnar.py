@@ -1,4 +1,4 @@
-"""Columnar matching of records events on Arrow batches (issue 12 §5, issue 16 §2).
+"""Columnar matching of records events on Arrow batches (the Spark job's route stage).
 
 The Spark job's route stage holds a batch of events as the JSON texts of their wire form
 (``json.dumps(model.dump_event(e))``). The per-row path parses each text, builds a

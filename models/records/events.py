@@ -4,7 +4,7 @@ A notification is a set of name/value attributes. Nested mappings are addressed 
 names (``position.x``). Values are those of the constraint algebra
 (:mod:`pubsift.models.constraints.values`): simple (string, number, boolean, null) or multi
 values (a JSON list of scalars, arrays of arrays flattened, treated as a finite set by the
-multi-value operators). Any JSON object is an event (issue 32), ``{}`` too: an array that
+multi-value operators). Any JSON object is an event, ``{}`` too: an array that
 holds objects is a *group* of elements matched array-consistently
 (:mod:`~pubsift.models.records.arrays`, after event-ruler's ``rulesForJSONEvent``).
 """

@@ -33,7 +33,7 @@ Measured with ``bench/records_match.py --quick`` (quotes workload, 5,000 sampled
 quote events, CPU time of one process on a 2-core machine, median of 3 runs, the answer
 of each event dropped as a router does; baselines on the same events as the index; see
 ``bench/results.md`` for the latest ``make bench``) against Mühl's counting over the same
-attribute structures, events/s, on 2026-11-28 (issue 16), two runs a few minutes apart::
+attribute structures, events/s, on 2026-11-28, two runs a few minutes apart::
 
     subscriptions   matches/event   compiled walk      Python walk       counting (Fig. 4.6)
     10,000               29.4       345,812  228,496   142,844   90,052    1,175    964
@@ -42,11 +42,11 @@ attribute structures, events/s, on 2026-11-28 (issue 16), two runs a few minutes
 (both walks over the same plans, timed one after the other in one run, once a pass over
 the sample builds no plan. The machine's speed varies by up to 2× from minute to minute,
 as the Python walk's column shows: compare figures of one run only. Interleaved in one
-process, the compiled walk that prefetches the event's values before walking (session 13)
+process, the compiled walk that prefetches the event's values before walking
 against the one without: +5.3% in file order and +6.6% in date order at 10k; before it,
 the walk that adds key sets to the answer without bound methods, slices or iterators
 against that of the day before: 210,564 against 180,381 (10k) and 74,049 against 58,291
-(100k); that of the day before against the Python walk of session 10: 252,663 against
+(100k); that of the day before against the earlier Python walk: 252,663 against
 128,593 and 82,051 against 43,114.)
 Before the compiled walk and the frozenset buckets, the same script gave 111,548 and
 44,602 events/s. These are
@@ -544,7 +544,7 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         :meth:`match`, the garbage collector paused per chunk), or a pyarrow ``Table`` or
         ``RecordBatch`` holding one event per row, decoded column-wise and matched
         column-wise or row by row by the compiled walk, whichever measures faster on
-        this index (issue 16 §2; see :mod:`~pubsift.models.records.columnar`): columns
+        this index (see :mod:`~pubsift.models.records.columnar`): columns
         are attributes, struct columns
         nest them (dotted names), a null is a missing attribute. Row r's answer is
         ``match(load_event(row))`` with the row's nulls left out; a row that holds a list,
@@ -566,7 +566,7 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         else an object array. A wire that ``json.loads`` or ``load_event`` refuses raises
         EventError naming its row. Parsed column-wise by Arrow, matched column-wise over
         NumPy or row by row by the compiled walk, whichever measures faster on this
-        index (issue 12 §5, issue 16 §2): see :mod:`~pubsift.models.records.columnar`."""
+        index: see :mod:`~pubsift.models.records.columnar`."""
         from pubsift.models.records import columnar
 
         return columnar.match_wire_batch(self, wires)

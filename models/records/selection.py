@@ -1,4 +1,4 @@
-"""Reading only what patterns use (issue 32; DESIGN §2.6: "an event is parsed once ... only
+"""Reading only what patterns use (DESIGN §2.6: "an event is parsed once ... only
 the fields some filter names").
 
 A :class:`FieldSelection` holds the attribute names some filter of an index names and their
@@ -15,7 +15,7 @@ by the full parse. The scan is compiled (``_scan.pxi`` in the walk's extension);
 it the full parse answers.
 
 Measured (``bench/eventbridge.py``, citylots2-shaped texts) against the full parse: see
-the module docstring of :mod:`~pubsift.models.records.index` and the report of issue 32.
+the module docstring of :mod:`~pubsift.models.records.index` and ``bench/results.md``.
 """
 
 from __future__ import annotations

@@ -80,8 +80,8 @@ def dump_event(e: Record) -> JSON:
 
 def load_event(obj: JSON) -> Record:
     """Inverse of :func:`dump_event`; malformed input is an :class:`EventError`. A flat
-    event (the common one) is checked by the compiled check where it is built (issue 29:
-    brokers and clients load every event they route or deliver)."""
+    event (the common one) is checked by the compiled check where it is built
+    (brokers and clients load every event they route or deliver)."""
     if _flat_scalars is not None and type(obj) is dict:
         flat = _flat_scalars(obj)
         if flat is not None:

@@ -26,7 +26,7 @@ node with that tag, a child edge between tags onto such an edge). A mask is as w
 highest pattern number in it and each operation allocates a new one, so at 10,000 patterns
 cover mode takes the tags a group at a time and the edges through each tag's parents, and
 its search tests equality (which only reads) where an or would allocate and stops at the
-child of T(R) holding all of a node's patterns (issue 16, §3).
+child of T(R) holding all of a node's patterns (docs/xml.md, "The index").
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def huge_tree(limits: ParseLimits) -> bool:
 def hardened_options(limits: ParseLimits = DEFAULT_LIMITS) -> dict:
     """The keyword arguments that make lxml parsing hardened, the one definition used by
     every parser of the project (:func:`hardened_parser`, :func:`hardened_iterparse`,
-    :func:`hardened_pull_parser`; issue 11 §1, issue 13 §3): no network access, no DTD
+    :func:`hardened_pull_parser`; docs/xml.md "Events and safe parsing"): no network access, no DTD
     loading or validation, no entity substitution, ``huge_tree`` only as far as ``limits``
     allow. What libxml2 parses under these options is then checked by
     :func:`check_entities` and :func:`check_depth`."""
@@ -143,7 +143,7 @@ class XmlEvent:
 
     ``root`` is the lxml root element; ``xml`` the canonical serialization (equality, hash
     and wire form use it). The serialization and its digest are made on first use
-    (matching reads only :attr:`document`; issue 11 §5), so the tree must not change once
+    (matching reads only :attr:`document`), so the tree must not change once
     the event is made: what builds an event hands its tree over (``xml``, when the caller
     already has the serialization, is taken as it is)."""
 
