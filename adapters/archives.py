@@ -1,5 +1,5 @@
-"""Members of zip and tar archives, streamed, never extracted to disk (issue 11 §1, "Archives
-and trees"; §4: a tar member with ``../`` in its name ends in quarantine).
+"""Members of zip and tar archives, streamed, never extracted to disk (docs/adapters.md §1;
+§4: a tar member with ``../`` in its name ends in quarantine).
 
 :func:`zip_members` and :func:`tar_members` turn an archive (an open binary stream) into
 :class:`Member` entries, each with a label ``archive!member`` and a way to open its bytes
@@ -69,7 +69,7 @@ def archive_kind(name: str) -> str | None:
     if low.endswith(".zip"):
         return "zip"
     if not low.endswith(tuple(TAR_SUFFIXES)):
-        return None  # most names (issue 11 §5: done per file read)
+        return None  # most names (done per file read)
     for suffix in sorted(TAR_SUFFIXES, key=len, reverse=True):
         if low.endswith(suffix):
             return suffix

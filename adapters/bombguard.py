@@ -1,6 +1,6 @@
 """The bomb guard: every decompressed stream is read through a :class:`GuardedStream` that
 counts the bytes coming out and refuses an archive or compressed file beyond the limits
-(issue 11 §1: "zip bombs are refused like entity bombs"; never unbounded
+(docs/adapters.md §5: "zip bombs are refused like entity bombs"; never unbounded
 memory). Sizes an archive declares (zip's ``file_size``/``compress_size``) can lie, so the
 limits are enforced on the bytes actually produced, while streaming.
 

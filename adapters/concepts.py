@@ -1,8 +1,9 @@
 """Adapters of the concepts model at the edges (Cilia et al. 2004, §4.2: "At the publisher
 side they are responsible for resolving vocabulary issues and for enriching message content.
 At the subscriber side they are in charge of transforming/converting message content
-according to the subscriber preferences"). Only the concepts enrichment lives here (issue 11
-§1 "Semantic objects"); reading files is :func:`pubsift.adapters.read`'s.
+according to the subscriber preferences"). Only the concepts enrichment lives here
+(docs/concepts.md, "Vocabulary agreement and the edges"); reading files is
+:func:`pubsift.adapters.read`'s.
 
 * :class:`Publisher` enriches plain records (JSON objects, CSV rows) into semantic objects
   with the publisher's declared vocabulary and context. A source with a ``publisher``
@@ -230,7 +231,7 @@ def ubl_semantic_objects(
     quantity whose unit code is not a unit of measure (``PKG``, ``CTN``, or no code): such
     a line is quarantined whole rather than delivered without its quantity, since a
     subscriber filtering on quantities would otherwise never see it and not know why
-    (issue 11 §2: nothing dropped silently)."""
+    (docs/adapters.md §4: nothing dropped silently)."""
     onto = model.ontology
     head: dict[str, Any] = {}
     time: str | None = None

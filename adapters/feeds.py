@@ -1,5 +1,5 @@
-"""What kind of XML a document is, told by its root element and namespaces (issue 11 §1:
-"The format is detected from the extension and, for XML, from the root element and
+"""What kind of XML a document is, told by its root element and namespaces
+("The format is detected from the extension and, for XML, from the root element and
 namespace (``rss``, ``rdf:RDF``, ``atom:feed``, ``nitf``, UBL ``Invoice``/``Order``, FpML
 ``dataDocument``)").
 

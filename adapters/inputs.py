@@ -1,5 +1,5 @@
 """Inputs: the files a :class:`~pubsift.adapters.source.Source` names, each with a name and
-a way to open it as a decompressed binary stream (issue 11 §1, "Archives and trees"; §2:
+a way to open it as a decompressed binary stream (docs/adapters.md §1, §3:
 the source of an event).
 
 A source's path is expanded into inputs as follows.
@@ -65,7 +65,7 @@ class Input:
     ``size``: the decompressed size when known (an archive's declared size: a hint);
     ``file``: the file on disk holding exactly the bytes ``open()`` gives (a file that is
     neither compressed nor an archive), None otherwise: a reader may read it itself, e.g.
-    unbuffered (issue 11 §5)."""
+    unbuffered."""
 
     name: str
     source: Source
@@ -84,7 +84,7 @@ def files(source: Source, limits: ReadLimits) -> Iterator[Input | Quarantined]:
     patterns, links, exclusions), each one Input with :attr:`Input.file` set, **not**
     decompressed or expanded: a compressed file or an archive is one input. The Spark job
     lists with it on the driver and expands each file where it is read
-    (:func:`expand`, issue 12 §2)."""
+    (:func:`expand`, docs/spark.md)."""
     return _walk(source, limits, _whole)
 
 

@@ -1,4 +1,4 @@
-"""JSON lines into events (issue 11 §1, §2): one event per line holding a JSON object.
+"""JSON lines into events (docs/adapters.md §2): one event per line holding a JSON object.
 
 * **Lines** end in ``\\n`` (``\\r\\n`` too). **Encoding**: ``source.encoding``; without it
   UTF-8, or the encoding a UTF-8, UTF-16 or UTF-32 byte-order mark names (the mark is

@@ -1,4 +1,4 @@
-"""Limits of the readers (issue 11 §1: archive and zip bombs are refused like entity bombs;
+"""Limits of the readers (docs/adapters.md §5: archive and zip bombs are refused like entity bombs;
 never unbounded memory). Each is a setting of :class:`ReadLimits`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Decoded, bounded lines for the line-based readers (CSV, JSON lines; issue 11 §1, §2).
+"""Decoded, bounded lines for the line-based readers (CSV, JSON lines; docs/adapters.md §2).
 
 **Encoding.** A source's ``encoding`` setting names the codec of its files (any text
 encoding Python knows: ``latin-1``, ``cp1252``, ``utf-16`` ...). Without it a file is UTF-8,

@@ -1,5 +1,5 @@
 """What reading a file gives: an :class:`Event` of a model, or a :class:`Quarantined`
-record that says why a record could not be read (issue 11 §2; docs/adapters.md).
+record that says why a record could not be read (docs/adapters.md §4).
 
 Every event and every quarantined record carries its **source** (the path as given, joined
 with the relative path inside a directory, ``archive.zip!member`` inside an archive) and its

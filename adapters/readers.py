@@ -1,4 +1,4 @@
-"""Readers: one per file format, found by name (issue 11 §1, third-party models).
+"""Readers: one per file format, found by name (docs/adapters.md §7: third-party models).
 
 A reader turns one :class:`~pubsift.adapters.inputs.Input` (a file, or a member of an
 archive, already decompressed) into events of a model and quarantine records. The built-in
@@ -145,7 +145,7 @@ def _suffixes() -> tuple[tuple[int, ...], dict[str, Reader]]:
     """The lengths of the claimed extensions, longest first, and the reader of each
     extension: the first in :func:`readers`' order claiming it (what a scan of every
     reader would find). Rebuilt after :func:`register_reader` and
-    :func:`unregister_reader` (looked up per file read: issue 11 §5)."""
+    :func:`unregister_reader` (looked up per file read)."""
     owner: dict[str, Reader] = {}
     for r in readers().values():
         for ext in r.extensions:

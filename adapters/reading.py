@@ -1,5 +1,5 @@
 """The one entry point: :func:`read` turns sources into events and quarantine records
-(issue 11 §3; docs/adapters.md). Nothing is dropped silently: every record read is either an
+(docs/adapters.md). Nothing is dropped silently: every record read is either an
 :class:`~pubsift.adapters.outcomes.Event` or a
 :class:`~pubsift.adapters.outcomes.Quarantined`, and no exception escapes for bad data.
 """
@@ -185,8 +185,8 @@ def converter(model: FilterModel, source: Source) -> Callable[[Any, str, int], E
     bytes) -> an Event of ``model``, or a Quarantined with reason ``invalid-event`` (what
     ``model.parse_event`` refuses).
 
-    With a publisher side (``source.publisher``, issue 11 §1 "Semantic objects") the
-    mapping is enriched into a semantic object by
+    With a publisher side (``source.publisher``; docs/concepts.md, "Vocabulary agreement
+    and the edges") the mapping is enriched into a semantic object by
     :meth:`pubsift.adapters.concepts.Publisher.enrich` instead (the model must be the
     concepts model); what the publisher cannot enrich is quarantined with reason
     ``concept-enrichment`` and a message naming the field. The Publisher is built once per

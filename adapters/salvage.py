@@ -1,9 +1,9 @@
-"""Which items of a broken feed are read, and how (issue 11 §2: "a broken item in a feed
+"""Which items of a broken feed are read, and how (docs/adapters.md §2: "a broken item in a feed
 loses that item only, when the rest of the feed still parses").
 
 libxml2's recovery mode cannot be trusted with content: after the first error it drops
-even the predefined entity references (``AT&amp;T`` becomes ``ATT``; review of issue 11,
-finding 1). So recovery is used **only to delimit**; every event comes from a **strict**
+even the predefined entity references (``AT&amp;T`` becomes ``ATT``; found in
+review). So recovery is used **only to delimit**; every event comes from a **strict**
 parse:
 
 1. The document is decoded (its byte-order mark, else the encoding libxml2 detected) and

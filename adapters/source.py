@@ -1,4 +1,4 @@
-"""A :class:`Source` says what to read and how (issue 11 §3): the path (file, directory,
+"""A :class:`Source` says what to read and how (docs/adapters.md §1): the path (file, directory,
 glob pattern or archive), and optionally the format, the model, the split element, column
 types and, for the concepts model, the publisher side. The Spark job's TOML ``[[source]]``
 tables map onto it one to one (:meth:`Source.from_mapping`).
@@ -142,7 +142,7 @@ class Source:
     def with_path(self, path: str) -> Source:
         """The same settings for another path (a file found in a directory or archive).
         The settings were checked when this source was made and are read-only, so they
-        are copied as they are (done per file read: issue 11 §5)."""
+        are copied as they are (done per file read)."""
         if not isinstance(path, str) or not path:
             raise SourceError("a source needs a path (a non-empty string)")
         if path == self.path:

@@ -1,4 +1,4 @@
-"""Splitting an XML document into one event per item (issue 11 §1).
+"""Splitting an XML document into one event per item (docs/adapters.md §2).
 
 "The event of an item is the feed document with every other item/entry removed (root,
 channel/feed metadata and the item's ancestors kept), so an XPath written against the feed
@@ -91,8 +91,8 @@ class SplitName:
 @dataclass(frozen=True)
 class Selector:
     """Which elements are items: the outermost elements tagged ``tag`` (one nested in
-    another is part of it), wherever they are under the root: a feed's items (review of
-    issue 11, finding 2: an RSS ``item`` directly under ``rss`` is an item too) and a
+    another is part of it), wherever they are under the root: a feed's items (found in
+    review: an RSS ``item`` directly under ``rss`` is an item too) and a
     split element's."""
 
     tag: str

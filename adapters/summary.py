@@ -1,4 +1,4 @@
-"""Counts of a read (issue 11 §2: "counts always add up: read = events + quarantined, per
+"""Counts of a read (docs/adapters.md: "counts always add up: read = events + quarantined, per
 source"; §3: ``pubsift convert`` prints counts per source and per reason).
 
 A :class:`Summary` is fed every :class:`~pubsift.adapters.outcomes.Event` and

@@ -1,4 +1,4 @@
-"""CSV (and TSV) files into events (issue 11 §1, §2): one event per data row.
+"""CSV (and TSV) files into events (docs/adapters.md §2): one event per data row.
 
 **Header.** The first non-blank row names the columns; a header that is missing (an empty
 file), repeats a column name or has no named column is quarantined as ``csv-header`` at

@@ -1,4 +1,4 @@
-"""The ``xml`` reader (issue 11 §1, §2): feeds into one event per item or entry, other XML
+"""The ``xml`` reader (docs/adapters.md §2): feeds into one event per item or entry, other XML
 into one event per document or per split element, all parsed only with the xml model's
 hardened settings (:func:`pubsift.models.xml.parsing.hardened_options`).
 
@@ -23,7 +23,7 @@ What it gives, per file:
   :func:`pubsift.adapters.concepts.ubl_semantic_objects` (one semantic object per UBL
   line).
 
-**Positions of whole-document problems** (review of issue 11, finding 19): a document read
+**Positions of whole-document problems** (docs/adapters.md §3): a document read
 whole (not a feed, no split element named) is quarantined at position 1 for every problem,
 the id its event would have had; a feed or split document none of whose items could be
 delimited is quarantined at position 0. A document that does not parse counts as a feed
@@ -578,7 +578,7 @@ class _Reading:
             )
 
     def concepts(self, root: etree._Element) -> Iterator[Event | Quarantined]:
-        # written by the concepts helper of issue 11; imported when first needed
+        # the concepts enrichment (adapters/concepts.py); imported when first needed
         from pubsift.adapters.concepts import ubl_semantic_objects
 
         # (for the concepts model only)
@@ -832,7 +832,7 @@ _MAX_CHUNK = 4 << 20
 
 def _read_file(path: str, n: int, size: int | None) -> bytes:
     """Up to ``n`` bytes of a file on disk (:attr:`Input.file`), read unbuffered: no
-    buffer, no copy (issue 11 §5)."""
+    buffer, no copy."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | os.O_CLOEXEC)
     try:
         return _read_at_most(functools.partial(os.read, fd), n, size)
@@ -845,7 +845,7 @@ def _read_at_most(read: Callable[[int], bytes], n: int, size: int | None = None)
     its end). ``size``:
     the stream's expected size, a hint (a file may change while it is read) that sizes the
     first read; a read of ``n`` bytes costs an allocation of ``n`` bytes however few the
-    stream holds, more than parsing a small feed (issue 11 §5)."""
+    stream holds, more than parsing a small feed."""
     parts: list[bytes] = []
     chunk = _CHUNK if size is None else size + 1
     while n > 0:

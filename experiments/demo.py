@@ -1,5 +1,4 @@
-"""The quote demo, ``pubsift demo`` (issue 12 §4: "Keep today's quote demo as ``pubsift
-demo``").
+"""The quote demo, ``pubsift demo``.
 
 Mühl's stock scenario (Mühl 2002, Large-Scale Content-Based Publish/Subscribe Systems, §6.2)
 on real data: daily quotes of S&P 500 symbols are published as records events and matched,

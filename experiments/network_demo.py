@@ -1,4 +1,4 @@
-"""``pubsift demo network`` (issue 14 §1): a small tree of broker processes on 127.0.0.1,
+"""``pubsift demo network``: a small tree of broker processes on 127.0.0.1,
 publishers of the sample that ``make run`` ships, and subscribers of every model on
 different brokers; prints each delivery as it arrives, then shuts everything down and
 counts what each subscriber received.

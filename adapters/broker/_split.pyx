@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The compiled cutter of batch frames (issue 29: "the event's bytes travel untouched").
+"""The compiled cutter of batch frames (the wire-speed work: "the event's bytes travel
+untouched"; DESIGN §2.6).
 
 :func:`split` cuts the body of a ``pubs``, ``forwards`` or ``notifies`` frame
 (docs/protocol.md §3.1, §3.2, §7) into its parts without building the events: the spans of

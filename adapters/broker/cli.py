@@ -1,4 +1,4 @@
-"""``pubsift broker``, ``sub``, ``pub`` and ``publish-feed`` (issue 14 §1)::
+"""``pubsift broker``, ``sub``, ``pub`` and ``publish-feed`` (docs/protocol.md)::
 
     pubsift broker [--config broker.toml] [--listen HOST:PORT] [--id ID] [--neighbour HOST:PORT]...
                    [--gateway HOST:PORT] [--monitor HOST:PORT]

@@ -4,7 +4,7 @@ A :class:`Connection` owns the stream, reads frames with the size limit and queu
 to send on a bounded list drained by its own writer task, so the synchronous core
 broker never waits on a socket (its :class:`~pubsift.core.broker.Port` only enqueues).
 
-Both directions are batched (issue 29): :meth:`Connection.recv` reads the stream in chunks
+Both directions are batched (DESIGN §2.6): :meth:`Connection.recv` reads the stream in chunks
 of up to 64 KiB and hands out the frames of a chunk one by one without waiting on the
 stream again, and what a turn of the event loop queued is written with one ``write`` (one
 ``sendto`` for many notifications) when the turn is done: straight to the transport when

@@ -1,4 +1,4 @@
-"""``pubsift publish-feed URL FEED...`` (issue 14 §1): poll RSS, RDF and Atom feeds (files,
+"""``pubsift publish-feed URL FEED...``: poll RSS, RDF and Atom feeds (files,
 directories or archives of them, or http(s) URLs) and publish each new item once, as an
 ``xml`` event of the feed with the other items removed.
 

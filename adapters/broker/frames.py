@@ -93,7 +93,7 @@ MAX_EVENT_DEPTH = MAX_DEPTH - 1
 
 
 class Cut(list[tuple[str, int, bytes, bytes]]):
-    """The ``pubs`` of a batch frame as the compiled cutter found them (issue 29): one
+    """The ``pubs`` of a batch frame as the compiled cutter found them (docs/protocol.md §3.1): one
     ``(publisher, n, event bytes, pair bytes)`` per ``[["publisher", n], event]`` pair,
     the bytes as they came; ``body`` is the frame's body. The events are not read yet:
     :func:`load_cut_event` reads each, and a frame one of whose events is not JSON is a

@@ -329,7 +329,7 @@ def from_broker(
         ) from None
 
 
-# -- the event's bytes, untouched (issue 29) --------------------------------------------
+# -- the event's bytes, untouched (DESIGN §2.6) ---------------------------------------
 
 
 def _hashable(pub: Any) -> Hashable:

@@ -1,4 +1,4 @@
-"""pubsift.adapters.spark — the PySpark batch job (issue 12; docs/spark.md).
+"""pubsift.adapters.spark — the PySpark batch job (docs/spark.md).
 
 ``pubsift ingest`` converts archives once into an event store (Parquet partitioned by
 model); ``pubsift route`` routes an event store, or archives, against subscriptions and

@@ -1,4 +1,4 @@
-"""``pubsift ingest`` and ``pubsift route`` on the command line (issue 12 §2)::
+"""``pubsift ingest`` and ``pubsift route`` on the command line (docs/spark.md)::
 
     pubsift ingest PATH... --out STORE [--master URL]
     pubsift route JOB.toml [--master URL] [--out DIR] [--format parquet|jsonl]
@@ -45,7 +45,7 @@ def add_ingest_arguments(ing: argparse.ArgumentParser) -> None:
 
 def add_route_arguments(rt: argparse.ArgumentParser) -> None:
     """``pubsift route``: its arguments and its handler. ``--format`` is the output's
-    format here (issue 12 §2); the files' format is ``--input-format`` (``pubsift convert
+    format here (docs/spark.md); the files' format is ``--input-format`` (``pubsift convert
     --format``)."""
     from pubsift.core.cli import input_options
 

@@ -1,4 +1,4 @@
-"""Bulk ingest: files -> converted records (issue 12 §2 "Spark does the work").
+"""Bulk ingest: files -> converted records (docs/spark.md, "What happens, stage by stage").
 
 The driver lists the sources' files with the adapters (:func:`pubsift.adapters.inputs.files`:
 directories, glob patterns, links and exclusions mean what they mean to ``pubsift

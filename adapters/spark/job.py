@@ -1,4 +1,4 @@
-"""The two commands of the Spark job end to end (issue 12 §2): ``pubsift ingest`` (files ->
+"""The two commands of the Spark job end to end (docs/spark.md): ``pubsift ingest`` (files ->
 event store) and ``pubsift route`` (files or an event store -> deliveries per subscriber).
 
 Everything that can be wrong with the command line, the job file, the subscriptions or the
@@ -265,7 +265,7 @@ def unread(listing: Any, counts: Sequence[Any]) -> list[str]:
 
 def read_counts(counts: Sequence[Any]) -> dict[str, Any]:
     """The read part of the summary from ``(kind, source, model, reason, count)`` rows:
-    per source read = events + quarantined, per model, per reason (issue 12 §2)."""
+    per source read = events + quarantined, per model, per reason (docs/spark.md)."""
     summary = Summary()
     models: dict[str, int] = {}
     for kind, source, model, reason, n in counts:
@@ -303,7 +303,7 @@ def _route(
     layout: str,
 ) -> dict[str, Any]:
     """Route and write the deliveries in ``layout``; the counts per subscriber come from
-    the plan that is written, aggregated before the write (issue 34: never by reading the
+    the plan that is written, aggregated before the write (never by reading the
     output back): what the Python tasks return is persisted, so both share one routing."""
     from pubsift.adapters.spark import route as routing
     from pubsift.adapters.spark.layout import arrange

@@ -1,4 +1,4 @@
-"""The TOML job file of ``pubsift route JOB.toml`` (issue 12 §2 "Subscriptions"), read with
+"""The TOML job file of ``pubsift route JOB.toml`` (docs/spark.md, "Job files"), read with
 :mod:`tomllib` and checked completely before Spark starts (nothing here imports pyspark)::
 
     out = "out"                       # optional; --out overrides

@@ -1,5 +1,5 @@
-"""How the deliveries are laid out on disk (issue 34 "A deliveries layout that scales with
-the number of subscribers").
+"""How the deliveries are laid out on disk: a layout that scales with
+the number of subscribers (docs/spark.md, "What is written").
 
 ``sorted`` (the default): one dataset, range-partitioned by subscriber into a few files
 (:func:`files_for`) and sorted by subscriber, source and position inside each, written in
@@ -10,7 +10,7 @@ pyarrow's ``filters=``). Writing costs one range shuffle and a sort whatever the
 subscribers.
 
 ``per-subscriber``: a directory per subscriber (``deliveries/subscriber=alice/``), one
-file each, as the job wrote before issue 34. Writing and listing one directory per
+file each, as the job wrote before this layout. Writing and listing one directory per
 subscriber costs a multiple of the routing once there are thousands of subscribers
 (bench/spark_job.py ``--parts layouts``); kept for a few subscribers, or for readers that
 take a directory per subscriber.

@@ -1,4 +1,4 @@
-"""Routing the event store against subscriptions (issue 12 §2 "Spark does the work").
+"""Routing the event store against subscriptions (docs/spark.md, "What happens, stage by stage").
 
 The subscriptions of each model are parsed on the driver (:mod:`.subscriptions`) and put
 into one index of the model (``model.new_index()``, keys: the subscriber's number), which is
@@ -258,7 +258,7 @@ def deliveries(
     (:func:`build_index`); lazy, a Spark plan. ``keep`` is applied to the frame the
     Python tasks return (one row per matched event, or per delivery for converted
     deliveries): the job persists it there, where it is smallest, so that the summary's
-    counts and the write share one routing (issue 34)."""
+    counts and the write share one routing."""
     shipped = Shipped(index)
     keep = keep or (lambda df: df)
     if any(s.agreement is not None for s in subscribers):

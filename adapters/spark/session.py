@@ -1,4 +1,4 @@
-"""Starting Spark for the job (issue 12 §2 "Where it runs").
+"""Starting Spark for the job (docs/spark.md, "Where it runs").
 
 The default master is ``local[*]``: nothing to install but Java 17, checked before the
 session starts (:func:`check_java`) so that a missing or old Java is one clear message, not

@@ -1,5 +1,5 @@
-"""The job's outputs on disk (issue 12 §2 "Output"): the event store, the quarantine, the
-deliveries and ``summary.json``, and the rule that a job never mixes its outputs with an
+"""The job's outputs on disk (docs/spark.md, "What is written"): the event store, the quarantine,
+the deliveries and ``summary.json``, and the rule that a job never mixes its outputs with an
 earlier run's.
 
 An output directory (what ``pubsift ingest --out STORE`` or ``pubsift route --out DIR``

@@ -1,5 +1,5 @@
 """Subscribers of the Spark job, from JSON lines or TOML tables, checked before Spark starts
-(issue 12 §2 "Subscriptions"; bad input gets a clear error).
+(docs/spark.md, "Subscriptions"; bad input gets a clear error).
 
 One subscriber per JSON line (blank lines and lines starting with ``#`` are skipped)::
 
@@ -123,7 +123,7 @@ class Subscriber:
         """What a delivery of ``event`` (which matched filter ``f`` of this subscriber)
         carries, JSON-safe (``json.dumps(..., allow_nan=False)`` accepts it).
 
-        Records and xml: ``model.dump_event(event)``. Concepts (issue 12 §2: "already
+        Records and xml: ``model.dump_event(event)``. Concepts (Cilia et al. 2004: "already
         converted into the subscriber's vocabulary and context"): the
         :attr:`~pubsift.models.concepts.vocabulary.Delivery.record` of
         ``agreement.deliver(f, event)`` — ``{"concept", "kind_of"?, "time"?, "value"}`` in
