@@ -84,6 +84,20 @@ def error_response(status: int, reason: str, message: str) -> web.Response:
     return web.json_response({"error": reason, "message": message}, status=status)
 
 
+async def serve(runner: web.AppRunner, listen: Address, tls: Any = None) -> Address:
+    """Start ``runner`` (set up) on ``listen`` (HTTPS with the ``[tls]`` section ``tls``),
+    and return the address it is bound to (port 0: the one the OS chose)."""
+    site = web.TCPSite(
+        runner,
+        listen.host,
+        listen.port,
+        ssl_context=tls.server_context if tls is not None else None,
+    )
+    await site.start()
+    bound = runner.addresses
+    return Address(listen.host, bound[0][1] if bound else listen.port)
+
+
 def publication_id(publisher: str, seq: int) -> str:
     """``publisher:seq``, the SSE ``id:`` and the answer to a POST (without line breaks,
     which an SSE field cannot hold)."""
@@ -198,15 +212,7 @@ class Gateway:
             shutdown_timeout=2.0,  # SIGTERM: do not wait a minute for stuck HTTP clients
         )
         await self._runner.setup()
-        site = web.TCPSite(
-            self._runner,
-            self.listen.host,
-            self.listen.port,
-            ssl_context=tls.server_context if tls is not None else None,
-        )
-        await site.start()
-        bound = self._runner.addresses
-        self.address = Address(self.listen.host, bound[0][1] if bound else self.listen.port)
+        self.address = await serve(self._runner, self.listen, tls)
         if not self.daemon.auth.enabled:
             self._publisher = self._client("pub")
             self.publisher_ids.add(self._publisher.id)

@@ -43,6 +43,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from pubsift.adapters.broker.auth import Grant
 from pubsift.adapters.broker.config import Address
+from pubsift.adapters.broker.gateway import serve
 from pubsift.adapters.broker.monitor_page import PAGE
 from pubsift.adapters.broker.tls import peer_names
 from pubsift.core.messages import Level
@@ -425,16 +426,7 @@ class Monitor:
         app.router.add_get("/metrics", self.metrics)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        tls = self.daemon.config.tls
-        site = web.TCPSite(
-            self._runner,
-            self.listen.host,
-            self.listen.port,
-            ssl_context=tls.server_context if tls is not None else None,
-        )
-        await site.start()
-        bound = self._runner.addresses
-        self.address = Address(self.listen.host, bound[0][1] if bound else self.listen.port)
+        self.address = await serve(self._runner, self.listen, self.daemon.config.tls)
         self.rates.sample(self.daemon)
         self._sampler = asyncio.ensure_future(self._sample())
         log.info("monitor of broker %s on %s", self.daemon.id, self.url)

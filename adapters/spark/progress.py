@@ -150,25 +150,11 @@ class Stages:
                 transient=True,
             ) as bar:
                 task = bar.add_task(name, total=None, rows="")
-                poller = threading.Thread(
-                    target=self._bar, args=(bar, task, stop), daemon=True, name="progress"
-                )
-                poller.start()
-                try:
+                with _polling(self._bar, (bar, task, stop), stop):
                     yield
-                finally:
-                    stop.set()
-                    poller.join()
         else:
-            poller = threading.Thread(
-                target=self._lines, args=(name, start, stop), daemon=True, name="progress"
-            )
-            poller.start()
-            try:
+            with _polling(self._lines, (name, start, stop), stop):
                 yield
-            finally:
-                stop.set()
-                poller.join()
         took = time.perf_counter() - start
         self.seconds[name] = self.seconds.get(name, 0.0) + took
         self.console.print(f"[green]✓[/] {what} [dim]({took:.1f} s)[/]")
@@ -188,3 +174,18 @@ class Stages:
             elapsed = time.perf_counter() - start
             where = f": {now.text()}" if now is not None else ""
             self.console.print(f"… {what}{where} ({elapsed:.0f} s)", soft_wrap=True)
+
+
+@contextmanager
+def _polling(
+    target: Callable[..., None], args: tuple[Any, ...], stop: threading.Event
+) -> Iterator[None]:
+    """Run ``target(*args)`` in a daemon thread while the block runs; then set ``stop``
+    and wait for the thread to end."""
+    poller = threading.Thread(target=target, args=args, daemon=True, name="progress")
+    poller.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        poller.join()
