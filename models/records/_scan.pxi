@@ -440,3 +440,249 @@ def scan(bytes data, names, prefixes, int max_depth, Py_ssize_t max_digits, bint
     if sc.pos != sc.n:
         sc.fail("invalid JSON: extra data after the event")
     return out, sc.dotted
+
+
+# -- the selective read into a records event ------------------------------------------
+#
+# scan_record(data, selection, max_depth, max_digits) reads the same text as scan(...,
+# strict=True), with the same checks and refusals, but builds the records event itself
+# (the attributes outside arrays of objects and the groups of elements, as Record.of of
+# scan's object gives them), with the dotted names made once per selection, not per
+# event: a selection is compiled into a tree of the keys on the read paths
+# (compile_selection). Returns None where a key anywhere holds a "." (the full parse
+# decides those).
+
+cdef class _Entry:
+    cdef str name  # the dotted name of the member
+    cdef int mode  # BUILD: a name some filter reads; SELECT: a proper prefix of one
+    cdef _Node child  # the keys below it (SELECT)
+
+
+cdef class _Node:
+    cdef list keys  # the UTF-8 bytes of each entry's key, in entries' order
+    cdef list entries
+    cdef dict by_str  # key -> entry
+
+
+def compile_selection(names, prefixes):
+    """The tree of keys of the dotted ``names`` and their ``prefixes`` (scan_record's
+    selection): a name read whole is BUILD even where it is also a prefix (as in scan)."""
+    cdef _Node root = _Node(), node
+    cdef _Entry e
+    root.keys, root.entries, root.by_str = [], [], {}
+    for full in sorted(set(names) | set(prefixes)):
+        node = root
+        parts = full.split(".")
+        for i, part in enumerate(parts):
+            name = ".".join(parts[: i + 1])
+            e = node.by_str.get(part)
+            if e is None:
+                e = _Entry()
+                e.name = name
+                e.mode = BUILD if name in names else SELECT
+                e.child = None
+                node.keys.append(part.encode("utf-8", "surrogatepass"))
+                node.entries.append(e)
+                node.by_str[part] = e
+            if i + 1 < len(parts):
+                if e.mode == BUILD:
+                    break  # read whole: nothing below it needs a path
+                if e.child is None:
+                    e.child = _Node()
+                    e.child.keys, e.child.entries, e.child.by_str = [], [], {}
+                node = e.child
+    return root
+
+
+cdef object _RecordType = None, _NoGroups = None, _build_fn = None
+
+
+cdef class _RecordScanner(_Scanner):
+
+    cdef object record(self, dict attrs, dict groups):
+        r = _RecordType.__new__(_RecordType)
+        r._attrs = attrs
+        r.raw = attrs
+        r.groups = groups if groups else _NoGroups
+        return r
+
+    cdef _Entry find(self, _Node node, Py_ssize_t start, Py_ssize_t end, bint escaped):
+        cdef Py_ssize_t i, k = PyList_GET_SIZE(node.keys), n = end - start
+        cdef object key
+        if not escaped and k <= 8:
+            for i in range(k):
+                key = <object>PyList_GET_ITEM(node.keys, i)
+                if PyBytes_GET_SIZE(key) == n and memcmp(
+                    PyBytes_AS_STRING(key), self.s + start, n
+                ) == 0:
+                    return <_Entry>PyList_GET_ITEM(node.entries, i)
+            return None
+        return node.by_str.get(self.decode(start, end, escaped))
+
+    cdef int put(self, dict attrs, dict groups, str name, object v) except -1:
+        """A member read whole: a scalar or a list of scalars here, the rest as Record.of
+        builds it."""
+        cdef object t = type(v)
+        if t is list:
+            for x in <list>v:
+                if type(x) is list or type(x) is dict:
+                    break
+            else:
+                attrs[name] = tuple(<list>v)
+                return 0
+        elif t is not dict:
+            attrs[name] = v
+            return 0
+        r = _build_fn({name: v}, "", 1, None)
+        attrs.update(r._attrs)
+        groups.update(r.groups)
+        return 0
+
+    cdef int sel_obj(self, _Node node, dict attrs, dict groups) except -1:
+        """The object at self.pos, its members on the read paths into attrs and groups."""
+        cdef unsigned char c
+        cdef bint first = True, escaped
+        cdef set seen = None
+        cdef Py_ssize_t starts[SPANS]
+        cdef Py_ssize_t lens[SPANS]
+        cdef Py_ssize_t nspans = 0, start, end, j
+        cdef _Entry e
+        cdef str key
+        cdef list elements
+        self.enter()
+        self.pos += 1
+        while True:
+            c = self.peek()
+            if c == 125:  # }
+                if not first:
+                    self.fail("invalid JSON: expecting a key after ','")
+                self.pos += 1
+                break
+            if c != 34:
+                self.fail("invalid JSON: expecting a key in double quotes")
+            first = False
+            start = self.pos + 1
+            end = self.string_end(&escaped)
+            if end == start:
+                self.pos = start
+                self.fail("attribute names are non-empty strings, got ''")
+            # duplicates (as obj's skipped objects: spans, then a set of the decoded keys)
+            if not escaped and seen is None and nspans < SPANS:
+                if memchr(self.s + start, 46, end - start) != NULL:
+                    self.dotted = True
+                for j in range(nspans):
+                    if lens[j] == end - start and memcmp(
+                        self.s + starts[j], self.s + start, end - start
+                    ) == 0:
+                        self.pos = start
+                        key = self.decode(start, end, False)
+                        self.fail(f"duplicate key {key!r} in a JSON object of the event")
+                starts[nspans] = start
+                lens[nspans] = end - start
+                nspans += 1
+            else:
+                key = self.decode(start, end, escaped)
+                if "." in key:
+                    self.dotted = True
+                if seen is None:
+                    seen = {self.decode(starts[j], starts[j] + lens[j], False) for j in range(nspans)}
+                if key in seen:
+                    self.pos = start
+                    self.fail(f"duplicate key {key!r} in a JSON object of the event")
+                seen.add(key)
+            if self.peek() != 58:  # :
+                self.fail("invalid JSON: expecting ':'")
+            self.pos += 1
+            e = self.find(node, start, end, escaped)
+            if e is None:
+                self.value(SKIP, None)
+            elif e.mode == BUILD:
+                self.put(attrs, groups, e.name, self.value(BUILD, None))
+            else:
+                c = self.peek()
+                if c == 123:
+                    self.sel_obj(e.child, attrs, groups)
+                elif c == 91:
+                    elements = []
+                    self.sel_arr(e.child, elements)
+                    if elements:
+                        groups[e.name] = tuple(elements)
+                else:
+                    self.value(SKIP, None)
+            c = self.peek()
+            if c == 44:  # ,
+                self.pos += 1
+                if self.peek() == 125:
+                    self.fail("invalid JSON: expecting a key after ','")
+                continue
+            if c == 125:
+                self.pos += 1
+                break
+            self.fail("invalid JSON: expecting ',' or '}'")
+        self.depth -= 1
+        return 0
+
+    cdef int sel_arr(self, _Node node, list elements) except -1:
+        """The array at self.pos below a read path: its objects (inside nested arrays
+        too) as elements, its scalars checked and dropped (no filter reads the path
+        itself)."""
+        cdef unsigned char c
+        cdef dict a, g
+        self.enter()
+        self.pos += 1
+        if self.peek() == 93:  # ]
+            self.pos += 1
+            self.depth -= 1
+            return 0
+        while True:
+            c = self.peek()
+            if c == 123:
+                a = {}
+                g = {}
+                self.sel_obj(node, a, g)
+                elements.append(self.record(a, g))
+            elif c == 91:
+                self.sel_arr(node, elements)
+            else:
+                self.value(SKIP, None)
+            c = self.peek()
+            if c == 44:
+                self.pos += 1
+                continue
+            if c == 93:
+                self.pos += 1
+                break
+            self.fail("invalid JSON: expecting ',' or ']'")
+        self.depth -= 1
+        return 0
+
+
+def scan_record(bytes data, _Node selection, int max_depth, Py_ssize_t max_digits):
+    """See the comment above compile_selection."""
+    global _RecordType, _NoGroups, _build_fn
+    cdef _RecordScanner sc = _RecordScanner()
+    cdef dict attrs = {}, groups = {}
+    if _RecordType is None:
+        from pubsift.models.records.events import _NO_GROUPS, Record, _build
+
+        _RecordType, _NoGroups, _build_fn = Record, _NO_GROUPS, _build
+    sc.s = <const unsigned char*>PyBytes_AS_STRING(data)
+    sc.n = PyBytes_GET_SIZE(data)
+    sc.pos = 0
+    sc.depth = 0
+    sc.max_depth = max_depth
+    sc.max_digits = max_digits
+    sc.strict = True
+    sc.dotted = False
+    sc.ws()
+    if sc.pos >= sc.n or sc.s[sc.pos] != 123:
+        if sc.pos < sc.n and sc.s[sc.pos] in b'["-0123456789tfn':
+            sc.fail("a records event is a JSON object")
+        sc.fail("invalid JSON: expecting an object")
+    sc.sel_obj(selection, attrs, groups)
+    sc.ws()
+    if sc.pos != sc.n:
+        sc.fail("invalid JSON: extra data after the event")
+    if sc.dotted:
+        return None
+    return sc.record(attrs, groups)

@@ -30,25 +30,28 @@ from pubsift.models.records.events import Record
 from pubsift.models.records.limits import MAX_DEPTH
 
 _scan: Any
+_compile: Any
 try:
     from pubsift.models.records import _walk  # type: ignore[attr-defined]
 
-    _scan = _walk.scan
+    _scan, _compile = _walk.scan_record, _walk.compile_selection
 except (ImportError, AttributeError):  # pragma: no cover - the extension is optional
-    _scan = None
+    _scan = _compile = None
 if os.environ.get("PUBSIFT_PURE_PYTHON"):  # as the compiled walk (plans._engine)
-    _scan = None
+    _scan = _compile = None
 
 
 class FieldSelection:
     """The names an index's filters read (``names``) and their proper dotted prefixes
     (``prefixes``: ``a`` and ``a.b`` of ``a.b.c``), immutable."""
 
-    __slots__ = ("names", "prefixes")
+    __slots__ = ("_tree", "names", "prefixes")
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = frozenset(names)
         self.prefixes = frozenset(p for n in self.names for p in _prefixes(n))
+        # the keys on the read paths, their dotted names made once (the compiled scan's)
+        self._tree = None if _compile is None else _compile(self.names, self.prefixes)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, FieldSelection):
@@ -60,6 +63,9 @@ class FieldSelection:
 
     def __repr__(self) -> str:
         return f"FieldSelection({sorted(self.names)!r})"
+
+    def __reduce__(self) -> tuple[Any, tuple[list[str]]]:  # the tree is made again
+        return FieldSelection, (sorted(self.names),)
 
     def parse(self, raw: bytes | bytearray | memoryview | str, model: Any) -> Record:
         """The event of the JSON text ``raw`` with only the selected attributes (see the
@@ -81,10 +87,9 @@ class FieldSelection:
             data = bytes(raw)
         else:
             raise EventError(f"an event's JSON text is bytes or str, not {type(raw).__name__}")
-        obj, dotted = _scan(data, self.names, self.prefixes, MAX_DEPTH, MAX_INT_DIGITS, True)
-        if dotted:  # a dotted key may collide with a nested name: the full parse says
+        record = _scan(data, self._tree, MAX_DEPTH, MAX_INT_DIGITS)
+        if record is None:  # a dotted key may collide with a nested name: the full parse says
             return model.parse_event(data)
-        record = Record.of(obj)
         model.check_integers(record)
         return record
 
