@@ -37,8 +37,7 @@ from pubsift.adapters.bombguard import DECOMPRESSORS, Budget, CountingFile, guar
 from pubsift.adapters.limits import ReadLimits
 from pubsift.adapters.outcomes import Quarantined
 from pubsift.adapters.readers import ReadError
-from pubsift.core.cli_input import one_line
-from pubsift.core.errors import printable
+from pubsift.core.errors import one_line, printable
 
 #: tar suffixes and the compression of the tar stream
 TAR_SUFFIXES: dict[str, str | None] = {

@@ -36,7 +36,7 @@ from typing import Any, BinaryIO
 
 from pubsift.adapters.limits import ReadLimits
 from pubsift.adapters.readers import ReadError
-from pubsift.core.cli_input import one_line
+from pubsift.core.errors import one_line
 
 #: buffer of the guarded streams handed to readers
 BUFFER = 1 << 16

@@ -52,7 +52,7 @@ from pubsift.adapters.limits import ReadLimits
 from pubsift.adapters.outcomes import Quarantined
 from pubsift.adapters.readers import ReadError
 from pubsift.adapters.source import Source
-from pubsift.core.cli_input import one_line
+from pubsift.core.errors import one_line
 
 
 @dataclass(frozen=True)

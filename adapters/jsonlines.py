@@ -6,7 +6,7 @@
   line — positions are line numbers, as an editor shows them — but is not a record: it
   yields nothing and is not counted as read, so read = events + quarantined holds over the
   non-blank lines.
-* **Each non-blank line** is parsed by :func:`pubsift.core.cli_input.strict_json` (a
+* **Each non-blank line** is parsed by :func:`pubsift.core.strict_json.strict_json` (a
   duplicate key, ``NaN``/``Infinity``, an integer beyond Python's digit limit or nesting
   too deep is refused) and keeps JSON's own types. Quarantined, that line only:
   ``json-syntax`` (the message gives the column), ``not-an-object`` (valid JSON that is
@@ -20,13 +20,17 @@
   claimed by its name, since it usually holds one pretty-printed document or an array,
   which is not JSON lines; it is read as JSON lines when its content says so: the first
   non-blank line is a complete JSON object (:meth:`JsonLinesReader.sniff`).
+
+``pubsift match`` reads its event lines (standard input, ``*.jsonl`` named on the command
+line; ids ``file:line``) with :func:`json_values`: the same strict parse, line by line, any
+JSON value handed to the model, and each bad line reported to be skipped.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pubsift.adapters.lines import (
     ESCAPE,
@@ -41,7 +45,8 @@ from pubsift.adapters.lines import (
 from pubsift.adapters.outcomes import Event, Quarantined, excerpt
 from pubsift.adapters.readers import Reader
 from pubsift.adapters.reading import converter
-from pubsift.core.cli_input import JsonError, strict_json
+from pubsift.adapters.textlines import read_lines
+from pubsift.core.strict_json import JsonError, strict_json
 
 if TYPE_CHECKING:
     from pubsift.adapters.inputs import Input
@@ -177,4 +182,23 @@ class JsonLinesReader(Reader):
 
 JSONL_READER = JsonLinesReader()
 
-__all__ = ["JSONL_READER", "JsonLinesReader"]
+
+def json_values(path: str) -> Iterator[tuple[str, Any, str]]:
+    """The JSON value of each non-blank line of ``path`` (``-``: standard input), as
+    (``file:line``, value, ""), or (``file:line``, None, what is wrong) for a line that is
+    not UTF-8 text or not strict JSON. Any JSON value is given (the model says what is an
+    event). Raises :class:`~pubsift.adapters.textlines.InputError` when the file cannot be
+    read."""
+    for line in read_lines(path, "events"):
+        if line.text is None:
+            yield line.where, None, line.problem
+            continue
+        try:
+            value = strict_json(line.text)
+        except JsonError as exc:
+            yield line.where, None, str(exc)
+            continue
+        yield line.where, value, ""
+
+
+__all__ = ["JSONL_READER", "JsonLinesReader", "json_values"]

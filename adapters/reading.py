@@ -22,8 +22,7 @@ from pubsift.adapters.readers import (
     readers,
 )
 from pubsift.adapters.source import Source, SourceError
-from pubsift.core.cli_input import one_line
-from pubsift.core.errors import PubsiftError
+from pubsift.core.errors import PubsiftError, one_line
 from pubsift.core.model import FilterModel
 from pubsift.core.registry import load_model
 

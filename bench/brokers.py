@@ -767,7 +767,7 @@ class Brokers:
         for k in range(n):
             pf = self.tmp / f"b{k}.port"
             conf = gw_config if gateway and k == n - 1 else config
-            cmd = [sys.executable, "-m", "pubsift.core.cli", "broker", "--config", str(conf)]
+            cmd = [sys.executable, "-m", "pubsift.cli", "broker", "--config", str(conf)]
             cmd += ["--id", f"b{k}", "--listen", "127.0.0.1:0", "--port-file", str(pf)]
             if k:
                 cmd += ["--neighbour", self.urls[-1].removeprefix("pubsift://")]

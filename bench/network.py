@@ -331,7 +331,7 @@ class Tree:
         self.procs: dict[str, subprocess.Popen] = {}
         self.ports = dict(zip(TREE, free_ports(len(TREE))))
         for b in TREE:
-            cmd = [sys.executable, "-m", "pubsift.core.cli", "broker", "--config"]
+            cmd = [sys.executable, "-m", "pubsift.cli", "broker", "--config"]
             cmd += [str(self.tmp / "broker.toml"), "--id", b]
             cmd += ["--listen", f"127.0.0.1:{self.ports[b]}"]
             if TREE[b] is not None:

@@ -20,6 +20,11 @@ def printable(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (multi-line messages are joined)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 class PubsiftError(Exception):
     """Base class of all pubsift errors."""
 
@@ -78,6 +83,21 @@ class FilterSyntaxError(PubsiftError, ValueError):
                 f"\n  {before}{excerpt}{after}\n  {' ' * (len(before) + self.position - start)}^"
             )
         return printable(head)
+
+
+def filter_problem(exc: FilterSyntaxError, label: str) -> str:
+    """A filter error on one line, as the command line and the Spark job's subscriptions
+    report it: its label, what is wrong, and where (the column, with a short excerpt around
+    it, or the JSON path)."""
+    where = []
+    if exc.path:
+        where.append(f"at {exc.path}")
+    if exc.text is not None and exc.position is not None:
+        line_start = exc.text.rfind("\n", 0, exc.position) + 1
+        excerpt = printable(exc.text[max(line_start, exc.position - 20) : exc.position + 20])
+        where.append(f"at line {exc.line}, column {exc.column}, near {excerpt!r}")
+    head = one_line(FilterSyntaxError(exc.message))
+    return f"{label}: {head}" + (f" ({'; '.join(where)})" if where else "")
 
 
 class EventError(PubsiftError, ValueError):

@@ -133,7 +133,7 @@ class Procs:
     running: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def start(self, name: str, *args: str) -> subprocess.Popen:
-        cmd = [sys.executable, "-m", "pubsift.core.cli", *args]
+        cmd = [sys.executable, "-m", "pubsift.cli", *args]
         with open(self.folder / f"{name}.log", "ab") as log:
             p = subprocess.Popen(
                 cmd,

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pubsift.adapters.broker.config import ConfigError, Identity
-from pubsift.core.cli_input import one_line
-from pubsift.core.errors import PubsiftError
+from pubsift.core.errors import PubsiftError, one_line
 from pubsift.core.messages import Adv, Message, Pub, Sub
 from pubsift.core.model import FilterIndex, FilterModel
 

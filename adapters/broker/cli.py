@@ -204,7 +204,8 @@ def cmd_sub(args: argparse.Namespace, console: Console) -> int:
         BrokerRefused,
         Notification,
     )
-    from pubsift.core.cli_input import one_line, strict_json
+    from pubsift.core.errors import one_line
+    from pubsift.core.strict_json import strict_json
 
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
     out = sys.stdout
@@ -331,8 +332,7 @@ def add_pub_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_pub(args: argparse.Namespace, console: Console) -> int:
     from pubsift.adapters.broker.client import REFUSALS, AsyncClient
-    from pubsift.core.cli_input import one_line
-    from pubsift.core.errors import EventError, PubsiftError
+    from pubsift.core.errors import EventError, PubsiftError, one_line
 
     logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
 

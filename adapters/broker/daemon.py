@@ -53,8 +53,7 @@ from pubsift.adapters.broker.links import Reach
 from pubsift.adapters.broker.replay_service import ReplayService, with_subscription_model
 from pubsift.adapters.broker.tls import TLSServer, describe, peer_names, show_names
 from pubsift.core.broker import Broker
-from pubsift.core.cli_input import one_line
-from pubsift.core.errors import PubsiftError
+from pubsift.core.errors import PubsiftError, one_line
 from pubsift.core.messages import (
     Adv,
     Batch,

@@ -47,8 +47,7 @@ from pubsift.adapters.limits import DEFAULT_READ_LIMITS
 from pubsift.adapters.outcomes import Event, Quarantined
 from pubsift.adapters.reading import read, read_input
 from pubsift.adapters.source import Source
-from pubsift.core.cli_input import one_line
-from pubsift.core.errors import PubsiftError
+from pubsift.core.errors import PubsiftError, one_line
 
 log = logging.getLogger("pubsift.feed")
 

@@ -61,10 +61,10 @@ from pubsift.adapters.broker.frames import encode
 from pubsift.adapters.broker.replay import Replay, ReplayError, parse_text
 from pubsift.adapters.broker.tls import peer_names
 from pubsift.adapters.broker.wire import dumps
-from pubsift.core.cli_input import InputError, one_line, strict_json
-from pubsift.core.errors import PubsiftError
+from pubsift.core.errors import PubsiftError, one_line
 from pubsift.core.messages import Pub, Sub
 from pubsift.core.model import FilterModel
+from pubsift.core.strict_json import strict_json
 
 if TYPE_CHECKING:
     from pubsift.adapters.broker.daemon import BrokerDaemon
@@ -413,7 +413,7 @@ class Gateway:
         try:
             spec: Any = strict_json(text) if text.lstrip().startswith("{") else text
             flt = model.parse_filter(spec)
-        except (PubsiftError, InputError) as exc:
+        except PubsiftError as exc:
             return error_response(400, "invalid-filter", one_line(exc))
         if grant is not None:
             refusal = self._forbidden(request, grant, Sub(grant.name, model.name, flt))

@@ -29,8 +29,7 @@ from pubsift.adapters.broker.replay import (
     subscription_events,
 )
 from pubsift.adapters.broker.wire import dumps
-from pubsift.core.cli_input import one_line
-from pubsift.core.errors import PubsiftError
+from pubsift.core.errors import PubsiftError, one_line
 from pubsift.core.messages import Adv, Pub, Sub, Unsub
 
 if TYPE_CHECKING:

@@ -28,8 +28,7 @@ from pubsift.adapters.broker.frames import (
     FrameError,
     load_cut_event,
 )
-from pubsift.core.cli_input import one_line
-from pubsift.core.errors import PubsiftError
+from pubsift.core.errors import PubsiftError, one_line
 from pubsift.core.messages import (
     Adv,
     Forward,

@@ -18,15 +18,14 @@ from collections.abc import Callable
 from typing import Any
 
 from pubsift.adapters.spark.layout import DEFAULT_LAYOUT, LAYOUTS
-from pubsift.core.cli_input import one_line
-from pubsift.core.errors import PubsiftError
+from pubsift.core.errors import PubsiftError, one_line
 from rich.console import Console
 
 
 def add_ingest_arguments(ing: argparse.ArgumentParser) -> None:
     """``pubsift ingest``: its arguments (the source options of ``pubsift convert``
     included) and its handler."""
-    from pubsift.core.cli import input_options
+    from pubsift.adapters.options import input_options
 
     ing.add_argument(
         "paths", nargs="+", metavar="PATH", help="files, directories, glob patterns, archives"
@@ -47,7 +46,7 @@ def add_route_arguments(rt: argparse.ArgumentParser) -> None:
     """``pubsift route``: its arguments and its handler. ``--format`` is the output's
     format here (docs/spark.md); the files' format is ``--input-format`` (``pubsift convert
     --format``)."""
-    from pubsift.core.cli import input_options
+    from pubsift.adapters.options import input_options
 
     rt.add_argument(
         "paths",
@@ -130,17 +129,17 @@ def _conf(values: list[str]) -> dict[str, str]:
 def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
     """Files -> event store. Progress and problems go to standard error, the summary to
     standard output."""
+    from pubsift.adapters.options import checked_sources, limits_option
     from pubsift.adapters.spark.job import Settings, ingest
-    from pubsift.core.cli import _limits_option, _sources
 
     def prepare() -> tuple[Any, ...]:
         _existing(args.paths)
-        sources = _sources(args.paths, args, args.model)
+        sources = checked_sources(args.paths, args, args.model)
         settings = Settings(
             master=args.master,
             conf=_conf(args.conf),
             overwrite=args.overwrite,
-            limits=_limits_option(args.limit or []),
+            limits=limits_option(args.limit or []),
         )
         return sources, settings
 
@@ -152,13 +151,13 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
 def cmd_route(args: argparse.Namespace, console: Console) -> int:
     """Files, a store or a job file -> deliveries. Progress and problems go to standard
     error, the summary to standard output."""
+    from pubsift.adapters.options import checked_sources, limits_option
     from pubsift.adapters.spark.job import Settings, route
     from pubsift.adapters.spark.store import store_format
-    from pubsift.core.cli import _limits_option, _sources
 
     def prepare() -> tuple[Any, ...]:
         conf = _conf(args.conf)
-        limits = _limits_option(args.limit or [])
+        limits = limits_option(args.limit or [])
         if len(args.paths) == 1 and args.paths[0].lower().endswith(".toml"):
             from pubsift.adapters.spark.jobfile import load_job
 
@@ -212,7 +211,7 @@ def cmd_route(args: argparse.Namespace, console: Console) -> int:
         if stores:
             return subscribers, args.out, settings, (), stores[0]
         _existing(args.paths)
-        return subscribers, args.out, settings, _sources(args.paths, args, args.model), None
+        return subscribers, args.out, settings, checked_sources(args.paths, args, args.model), None
 
     return _guarded(
         "route",
@@ -268,9 +267,9 @@ def _guarded(command: str, prepare: Callable[[], Any], run: Callable[[Any], Any]
     """Run ``prepare`` (usage problems: exit 2) then the job (Spark failures: exit 1);
     problems on standard error."""
     err = sys.stderr
+    from pubsift.adapters.options import OptionError
     from pubsift.adapters.spark.session import SparkSetupError, _root_cause
     from pubsift.adapters.spark.subscriptions import JobError
-    from pubsift.core.cli import _BadFilters
 
     try:
         prepared = prepare()
@@ -279,7 +278,7 @@ def _guarded(command: str, prepare: Callable[[], Any], run: Callable[[Any], Any]
         for p in exc.problems:
             err.write(f"  {p}\n")
         return 2
-    except (PubsiftError, _BadFilters, OSError) as exc:
+    except (PubsiftError, OptionError, OSError) as exc:
         err.write(f"pubsift {command}: {one_line(exc)}\n")
         return 2
     try:
@@ -305,6 +304,6 @@ def _guarded(command: str, prepare: Callable[[], Any], run: Callable[[Any], Any]
 
 
 if __name__ == "__main__":  # spark-submit adapters/spark/cli.py route JOB.toml
-    from pubsift.core.cli import main
+    from pubsift.cli import main
 
     sys.exit(main())

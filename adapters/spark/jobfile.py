@@ -51,8 +51,7 @@ from pubsift.adapters.spark.subscriptions import (
     load_subscriptions,
     subscribers_from_tables,
 )
-from pubsift.core.cli_input import one_line
-from pubsift.core.errors import PubsiftError
+from pubsift.core.errors import PubsiftError, one_line
 from pubsift.core.model import FilterModel
 
 #: the top-level keys of a job file

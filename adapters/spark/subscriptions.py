@@ -36,11 +36,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pubsift.core.cli import _show_spec
-from pubsift.core.cli_input import _decode, one_line, strict_json
-from pubsift.core.errors import FilterSyntaxError, PubsiftError, UnknownModelError, printable
+from pubsift.adapters.textlines import decode_line
+from pubsift.core.errors import (
+    FilterSyntaxError,
+    PubsiftError,
+    UnknownModelError,
+    filter_problem,
+    one_line,
+    printable,
+)
 from pubsift.core.model import FilterModel
 from pubsift.core.registry import installed_models, load_model
+from pubsift.core.strict_json import strict_json
 
 #: the keys of a subscriber entry (a JSON line or a TOML ``[[subscriber]]`` table)
 KEYS = ("id", "model", "filter", "vocabulary", "context")
@@ -382,7 +389,7 @@ def _filters(
             else list(model.parse_filters(spec))
         )
     except FilterSyntaxError as exc:
-        problems.add(_show_spec(exc, label))
+        problems.add(filter_problem(exc, label))
         return None
     except PubsiftError as exc:
         problems.add(f"{label}: {one_line(exc)}")
@@ -496,7 +503,7 @@ def _lines(path: str) -> Iterator[tuple[str, str | None, str]]:
                     raw = fh.readline(MAX_LINE_BYTES)
                 yield where, None, f"a line longer than {MAX_LINE_BYTES:,} bytes (not read)"
                 continue
-            text, problem = _decode(raw.rstrip(b"\r\n"))
+            text, problem = decode_line(raw.rstrip(b"\r\n"))
             if text is None:
                 yield where, None, problem
             elif text.strip() and not text.lstrip().startswith("#"):

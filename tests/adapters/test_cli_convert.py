@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 from pubsift.adapters import Reader, register_reader
+from pubsift.adapters.options import checked_sources
 from pubsift.adapters.readers import readers, unregister_reader
-from pubsift.core import cli
 from pubsift.core.registry import load_model
+
+from pubsift import cli
 
 sys.path.insert(0, str(Path(__file__).parent))
 from toy_lines import LINES_READER, oracle
@@ -179,7 +181,7 @@ def test_input_options_become_the_source_settings(tmp_path):
             "\\t",
         ]
     )
-    (src,) = cli._sources(args.paths, args, "records")
+    (src,) = checked_sources(args.paths, args, "records")
     assert (src.path, src.format, src.model, src.split, src.delimiter) == (
         "x.csv",
         "lines",

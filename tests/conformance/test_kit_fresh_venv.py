@@ -38,11 +38,13 @@ SOURCES = (
     "README.md",
     "pubsift",  # the top-level package (its version, from the package metadata)
     *sorted(
-        set(
+        folder
+        for folder in set(
             tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
                 "package-dir"
             ].values()
         )
+        if not folder.startswith("pubsift/")  # copied with pubsift/ (the command line)
     ),
 )
 
@@ -55,7 +57,7 @@ RUNTIME = """
 import sys
 import pubsift, pubsift.core, pubsift.adapters
 from pubsift.core import load_model
-from pubsift.core.cli import main
+from pubsift.cli import main
 for name in ("records", "xml", "concepts"):
     load_model(name)
 try:

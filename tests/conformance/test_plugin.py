@@ -42,7 +42,7 @@ def test_runtime_and_plugin_work_without_hypothesis():
     environment without hypothesis.)"""
     code = (
         "import sys; sys.modules['hypothesis'] = None\n"
-        "import pubsift, pubsift.core, pubsift.adapters, pubsift.core.cli\n"
+        "import pubsift, pubsift.core, pubsift.adapters, pubsift.cli\n"
         "import pubsift.core.conformance.plugin, pubsift.core.conformance as kit\n"
         "from pubsift.core import load_model\n"
         "for name in ('records', 'xml', 'concepts'): load_model(name)\n"

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from pubsift.core import cli
+
+from pubsift import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 

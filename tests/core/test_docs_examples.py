@@ -165,7 +165,7 @@ def _run(doc: Path, tmp_path: Path, with_data: bool) -> None:
 def _start_broker(folder: Path) -> tuple[subprocess.Popen, str]:
     """``pubsift broker`` on a free port of 127.0.0.1; returns it and its URL."""
     port_file = folder / "broker.port"
-    cmd = [sys.executable, "-m", "pubsift.core.cli", "broker", "--id", "docs"]
+    cmd = [sys.executable, "-m", "pubsift.cli", "broker", "--id", "docs"]
     cmd += ["--listen", "127.0.0.1:0", "--port-file", str(port_file)]
     log = open(folder / "broker.log", "wb")  # noqa: SIM115  closed with the process
     proc = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL)

@@ -14,9 +14,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from pubsift.core import cli
 
 import pubsift
+from pubsift import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,7 @@ def test_version_comes_from_the_package_metadata():
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert pubsift.__version__ == importlib.metadata.version("pubsift") == declared
     done = subprocess.run(
-        [sys.executable, "-m", "pubsift.core.cli", "--version"],
+        [sys.executable, "-m", "pubsift.cli", "--version"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -74,7 +74,7 @@ def _parsers(parser: argparse.ArgumentParser, name: str = "pubsift"):
     """Every parser of the command line, each subcommand's arguments added."""
     yield name, parser
     for action in parser._actions:
-        if isinstance(action, cli._LazySubcommands):
+        if isinstance(action, cli.LazySubcommands):
             for sub in list(action.choices):
                 target = action._pending.pop(sub, None)
                 if target is not None:

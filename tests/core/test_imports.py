@@ -4,9 +4,11 @@ them. Each check runs in a fresh interpreter, so nothing imported by other tests
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = ("pandas", "rdflib", "pyspark", "matplotlib")
 
@@ -28,25 +30,49 @@ def test_core_and_every_module_under_it_import_no_model():
 import importlib, pkgutil
 import pubsift.core
 names = [m.name for m in pkgutil.walk_packages(pubsift.core.__path__, "pubsift.core.")]
-assert "pubsift.core.conformance.plugin" in names and "pubsift.core.cli" in names, names
+assert "pubsift.core.conformance.plugin" in names and "pubsift.core.strict_json" in names, names
 for name in names:
     importlib.import_module(name)
 """
     loaded = _loaded(walk)
     assert "pubsift.core.conformance.kit" in loaded
-    assert [m for m in loaded if m == "pubsift.models" or m.startswith("pubsift.models.")] == []
-    assert [m for m in loaded if m.startswith("pubsift.experiments")] == []
+    above = ("pubsift.models", "pubsift.adapters", "pubsift.cli", "pubsift.experiments")
+    assert [m for m in loaded if m in above or m.startswith(tuple(a + "." for a in above))] == []
+
+
+CORE = Path(__file__).resolve().parents[2] / "core"
+
+
+def test_no_core_module_imports_a_layer_above_it_anywhere():
+    """Not even inside a function or under TYPE_CHECKING: the core keeps no command and
+    reaches models only through the registry (the import statements of every file)."""
+    above = ("pubsift.models", "pubsift.adapters", "pubsift.cli", "pubsift.experiments")
+    found = []
+    files = sorted(CORE.rglob("*.py"))
+    assert len(files) > 20, files
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            else:
+                continue
+            bad = [n for n in names if n in above or n.startswith(tuple(a + "." for a in above))]
+            if bad:
+                found.append(f"{path.relative_to(CORE)}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
 
 
 def test_help_imports_no_heavy_module_no_model_and_no_experiment():
     loaded = _loaded("""
-from pubsift.core.cli import main
+from pubsift.cli import main
 try:
     main(["--help"])
 except SystemExit:
     pass
 """)
-    assert "pubsift.core.cli" in loaded
+    assert "pubsift.cli" in loaded
     heavy = [m for m in loaded if m.split(".")[0] in HEAVY]
     ours = [m for m in loaded if m.startswith(("pubsift.models", "pubsift.experiments"))]
     assert heavy == [] and ours == []
@@ -54,7 +80,7 @@ except SystemExit:
 
 def test_a_subcommand_help_imports_only_its_own_module():
     loaded = _loaded("""
-from pubsift.core.cli import main
+from pubsift.cli import main
 try:
     main(["experiment", "rebeca", "--help"])
 except SystemExit:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pubsift.adapters.broker.client import connect
 
-CLI = [sys.executable, "-m", "pubsift.core.cli"]
+CLI = [sys.executable, "-m", "pubsift.cli"]
 
 
 def test_pub_sends_each_stdin_line_as_it_comes(tmp_path: Path):

@@ -22,7 +22,7 @@ from pubsift.adapters.broker.client import AsyncClient, BrokerRefused
 from pubsift.adapters.broker.frames import encode, error, hello
 
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
-CLI = [sys.executable, "-m", "pubsift.core.cli"]
+CLI = [sys.executable, "-m", "pubsift.cli"]
 
 
 def _frame(sock: socket.socket) -> dict | None:

@@ -133,7 +133,7 @@ def test_an_address_in_use_is_a_config_error_naming_the_key(caplog):
 
 
 def test_broker_help_says_the_defaults_and_the_shutdown(capsys):
-    from pubsift.core.cli import main
+    from pubsift.cli import main
 
     with pytest.raises(SystemExit):
         main(["broker", "--help"])

@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-CMD = [sys.executable, "-m", "pubsift.core.cli", "demo", "network"]
+CMD = [sys.executable, "-m", "pubsift.cli", "demo", "network"]
 ENV = {**os.environ, "COLUMNS": "200"}
 
 

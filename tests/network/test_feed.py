@@ -254,7 +254,7 @@ def test_the_command_polls_until_sigterm_and_exits_cleanly(tmp_path: Path):
     feed.write_text(rss("a", "b"))
     pf = tmp_path / "port"
     (tmp_path / "broker.toml").write_text('[broker]\nmodels = ["xml"]\n')
-    cli = [sys.executable, "-m", "pubsift.core.cli"]
+    cli = [sys.executable, "-m", "pubsift.cli"]
     broker = subprocess.Popen(
         [*cli, "broker", "--config", str(tmp_path / "broker.toml")]
         + ["--listen", "127.0.0.1:0", "--port-file", str(pf)],

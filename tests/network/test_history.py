@@ -396,7 +396,7 @@ def test_a_full_disk_is_a_clear_error_and_keeps_what_was_committed(tmp_path: Pat
 def test_the_history_command_exports_and_refuses_a_bad_configuration(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from pubsift.core.cli import main
+    from pubsift.cli import main
 
     store = HistoryStore(str(tmp_path / "h.sqlite"))
     for i in range(1, 4):
@@ -565,7 +565,8 @@ def test_a_state_file_that_cannot_be_written_is_a_clear_error(
     before it connects; a point that can no longer be written is a ConfigError naming
     the file (``pubsift sub`` then stops with that line, exit 1)."""
     from pubsift.adapters.broker.resume import ResumeState
-    from pubsift.core.cli import main
+
+    from pubsift.cli import main
 
     missing = tmp_path / "no-such-folder" / "state.json"
     argv = ["sub", "pubsift://127.0.0.1:1", "-m", "records", "-f", "true", "--state"]

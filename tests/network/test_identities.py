@@ -94,7 +94,7 @@ def broker(tmp_path: Path):  # type: ignore[no-untyped-def]
     """A ``pubsift broker`` process with identities alice and bob: (URL, its log file)."""
     (tmp_path / "broker.toml").write_text(BROKER_TOML)
     port_file, log_file = tmp_path / "b0.port", tmp_path / "b0.log"
-    cmd = [sys.executable, "-m", "pubsift.core.cli", "broker", "--config"]
+    cmd = [sys.executable, "-m", "pubsift.cli", "broker", "--config"]
     cmd += [str(tmp_path / "broker.toml"), "--listen", "127.0.0.1:0"]
     cmd += ["--port-file", str(port_file)]
     with open(log_file, "w") as log:

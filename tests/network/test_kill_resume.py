@@ -55,7 +55,7 @@ class Procs:
         toml.write_text(CONFIG + extra)
         pf = self.tmp / f"{bid}.port"
         pf.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "pubsift.core.cli", "broker", "--config", str(toml)]
+        cmd = [sys.executable, "-m", "pubsift.cli", "broker", "--config", str(toml)]
         cmd += ["--id", bid, "--listen", f"127.0.0.1:{port}", "--port-file", str(pf)]
         if neighbour is not None:
             cmd += ["--neighbour", f"127.0.0.1:{self.ports[neighbour]}"]
@@ -122,7 +122,7 @@ def test_kill_9_the_middle_broker_a_resuming_subscriber_loses_nothing(procs: Pro
     procs.broker("b1", "b0")
     procs.broker("b2", "b1")
     until(lambda: procs.stats("b1")["neighbours"] == ["b0", "b2"], 20, "the chain")
-    sub = [sys.executable, "-m", "pubsift.core.cli", "sub", procs.url("b2"), "-m", "records"]
+    sub = [sys.executable, "-m", "pubsift.cli", "sub", procs.url("b2"), "-m", "records"]
     sub += ["-f", "price >= 10"]
     procs.spawn(
         "resumes",
@@ -190,7 +190,7 @@ def test_pubsift_sub_with_state_resumes_across_its_own_restart(procs: Procs) -> 
     with the same file: the two runs together print every matching quote once, in order."""
     tmp = procs.tmp
     procs.broker("b0", None)
-    sub = [sys.executable, "-m", "pubsift.core.cli", "sub", procs.url("b0"), "-m", "records"]
+    sub = [sys.executable, "-m", "pubsift.cli", "sub", procs.url("b0"), "-m", "records"]
     sub += ["-f", "price >= 10", "--state", str(tmp / "state.json")]
     pub = connect(procs.url("b0"), id="quotes")
     published: list[int] = []
@@ -234,7 +234,7 @@ def test_pubsift_history_as_a_process_answers_pubsift_sub_replay(procs: Procs) -
         f'[history]\nid = "h-proc"\nmodel = "records"\nfilter = "true"\n'
         f'store = "{tmp / "proc.sqlite"}"\n'
     )
-    cli = [sys.executable, "-m", "pubsift.core.cli"]
+    cli = [sys.executable, "-m", "pubsift.cli"]
     procs.spawn(
         "history",
         [*cli, "history", "--config", str(tmp / "history.toml"), procs.url("b1")],

@@ -298,7 +298,7 @@ def test_a_consumer_that_stops_reading_is_cut_off_alone(limit, caplog):
 
 
 def test_pubsift_sub_exits_1_when_a_filter_is_over_the_limit(capsys):
-    from pubsift.core.cli import main
+    from pubsift.cli import main
 
     loop = asyncio.new_event_loop()
     d = BrokerDaemon(_config(max_subscriptions=1))

@@ -23,9 +23,9 @@ from pubsift.adapters.broker.client import AsyncClient, Notification
 from pubsift.adapters.broker.config import Address, BrokerConfig, ConfigError, from_mapping
 from pubsift.adapters.broker.daemon import BrokerDaemon
 from pubsift.adapters.broker.frames import HEADER, encode, hello, read_frame
-from pubsift.core.cli import main
 
 import pubsift
+from pubsift.cli import main
 
 LOCAL = Address("127.0.0.1", 0)
 #: leases long enough that no renewal comes during a test (the entry counts stay exact)
@@ -345,7 +345,7 @@ def test_the_broker_command_serves_the_monitor_and_refuses_it_beyond_loopback(tm
         [
             sys.executable,
             "-m",
-            "pubsift.core.cli",
+            "pubsift.cli",
             "broker",
             "--listen",
             "127.0.0.1:0",
@@ -366,7 +366,7 @@ def test_the_broker_command_serves_the_monitor_and_refuses_it_beyond_loopback(tm
             [
                 sys.executable,
                 "-m",
-                "pubsift.core.cli",
+                "pubsift.cli",
                 "broker",
                 "--id",
                 "px",

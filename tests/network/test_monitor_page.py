@@ -56,7 +56,7 @@ class Broker:
         self.log = tmp / f"{bid}.log"
         pf = tmp / f"{bid}.port"
         cmd = [
-            sys.executable, "-m", "pubsift.core.cli", "broker", "--config", str(tmp / "b.toml"),
+            sys.executable, "-m", "pubsift.cli", "broker", "--config", str(tmp / "b.toml"),
             "--id", bid, "--listen", "127.0.0.1:0", "--monitor", "127.0.0.1:0",
             "--port-file", str(pf),
         ]  # fmt: skip

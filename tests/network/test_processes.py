@@ -61,7 +61,7 @@ class Net:
         cmd = [
             sys.executable,
             "-m",
-            "pubsift.core.cli",
+            "pubsift.cli",
             "broker",
             "--config",
             str(self.tmp / "broker.toml"),
@@ -158,7 +158,7 @@ def test_exactly_the_matching_publications_arrive_once_each(net: Net):
         [
             sys.executable,
             "-m",
-            "pubsift.core.cli",
+            "pubsift.cli",
             "sub",
             net.url("b2"),
             "-m",
@@ -234,7 +234,7 @@ def test_cycles_crashed_clients_and_restarted_brokers(net: Net):
         [
             sys.executable,
             "-m",
-            "pubsift.core.cli",
+            "pubsift.cli",
             "sub",
             net.url("b3"),
             "-m",

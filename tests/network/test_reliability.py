@@ -91,7 +91,7 @@ class Brokers:
     def launch(self, bid: str, dial: int | None, port: int = 0) -> Path:
         pf = self.tmp / f"{bid}.port"
         pf.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "pubsift.core.cli", "broker", "--config", str(self.config)]
+        cmd = [sys.executable, "-m", "pubsift.cli", "broker", "--config", str(self.config)]
         cmd += ["--id", bid, "--listen", f"127.0.0.1:{port}", "--port-file", str(pf)]
         if dial is not None:
             cmd += ["--neighbour", f"127.0.0.1:{dial}"]

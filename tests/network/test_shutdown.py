@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pubsift.adapters.broker.client import connect
 
-CMD = [sys.executable, "-m", "pubsift.core.cli", "broker"]
+CMD = [sys.executable, "-m", "pubsift.cli", "broker"]
 
 
 def _start(tmp: Path, name: str, *extra: str) -> tuple[subprocess.Popen, int, Path]:

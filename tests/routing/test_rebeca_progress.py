@@ -17,7 +17,7 @@ SMALL = ["--consumers", "2", "--step", "1", "--toggles", "2", "--subscriptions",
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_piped_progress_is_plain_lines(tmp_path, jobs):
     done = subprocess.run(
-        [sys.executable, "-m", "pubsift.core.cli", "experiment", "rebeca"]
+        [sys.executable, "-m", "pubsift.cli", "experiment", "rebeca"]
         + ["--strategies", "identity", *SMALL, "--stocks", "100", "--jobs", jobs]
         + ["--out", str(tmp_path)],
         capture_output=True,

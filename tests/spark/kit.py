@@ -455,7 +455,7 @@ def pubsift_cmd() -> list[str]:
     import sys
 
     exe = Path(sys.executable).with_name("pubsift")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "pubsift.core.cli"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "pubsift.cli"]
 
 
 def spark_env(**extra: str) -> dict[str, str]:

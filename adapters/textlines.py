@@ -1,21 +1,20 @@
-"""Reading the command line's input files line by line, hostile input included
-(bad input gets a clear error and loses nothing).
+"""The non-blank lines of a UTF-8 text file, each decoded on its own (hostile input
+included: bad input gets a clear error and loses nothing).
 
-A file is read as bytes and each line decoded on its own, so one line that is not UTF-8 is
-reported with its file and line number and the rest is still read. JSON is parsed strictly:
-a duplicate key, ``NaN``/``Infinity``, an integer beyond Python's digit limit or a nesting
-too deep for the parser is an error, as it is when the models parse JSON themselves.
+What the command line reads line by line (filter files, the event lines of ``pubsift
+match``) and the Spark job's subscriptions are read as bytes, and each line is decoded on
+its own, so one line that is not UTF-8 (or holds a NUL byte: binary data) is reported with
+its file and line number and the rest is still read.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pubsift.core.errors import PubsiftError
+from pubsift.core.errors import one_line
 
 STDIN = "-"
 
@@ -34,12 +33,9 @@ class Line:
     problem: str = ""
 
 
-def one_line(exc: BaseException) -> str:
-    """An exception's message on one line (multi-line messages are joined)."""
-    return " ".join(str(exc).split()) or type(exc).__name__
-
-
-def _decode(raw: bytes) -> tuple[str | None, str]:
+def decode_line(raw: bytes) -> tuple[str | None, str]:
+    """(text, "") of a line of UTF-8 without NUL; else (None, what is wrong, with the
+    column)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -67,7 +63,7 @@ def read_lines(path: str, what: str) -> Iterator[Line]:
     n = 0
     try:
         for n, raw in enumerate(stream, 1):
-            text, problem = _decode(raw.rstrip(b"\r\n"))
+            text, problem = decode_line(raw.rstrip(b"\r\n"))
             if text is None:
                 yield Line(f"{name}:{n}", None, problem)
             elif text.strip():
@@ -87,39 +83,4 @@ def _encoded(text_stream: Any) -> Iterator[bytes]:
         yield line.encode("utf-8", "surrogatepass")
 
 
-class _Duplicate(ValueError):
-    pass
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _Duplicate(f"duplicate key {json.dumps(k)[:80]} in a JSON object")
-        out[k] = v
-    return out
-
-
-def _constant(name: str) -> Any:
-    raise _Duplicate(f"{name} is not JSON")
-
-
-class JsonError(PubsiftError, ValueError):
-    """A line is not strict JSON (what is wrong, on one line)."""
-
-
-def strict_json(text: str) -> Any:
-    """``json.loads`` refusing duplicate keys and NaN/Infinity; every problem is a
-    :class:`JsonError` with a one-line message (column included when the parser knows it)."""
-    try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
-    except json.JSONDecodeError as exc:
-        raise JsonError(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
-    except _Duplicate as exc:
-        raise JsonError(f"invalid JSON: {exc}") from None
-    except ValueError:  # an integer beyond the digit limit (Python's message advises a call)
-        raise JsonError(
-            f"invalid JSON: an integer of more than {sys.get_int_max_str_digits():,} digits"
-        ) from None
-    except RecursionError:
-        raise JsonError("invalid JSON: nested too deeply") from None
+__all__ = ["STDIN", "InputError", "Line", "decode_line", "read_lines"]
