@@ -199,6 +199,16 @@ def _probe(ai: AttributeIndex, v: Any, found: set, queue: list) -> None:
 
 
 def _compile(name: str, ai: AttributeIndex) -> tuple:
+    on_str, on_num = _parts(ai)
+    absent = fold(ai.absent) if ai.absent else None
+    return (name, _memoized(on_str), tuple(on_num), absent, ai)
+
+
+def _parts(ai: AttributeIndex) -> tuple[list[Part], list[Part]]:
+    """The parts probing ``ai`` with a string and with a number; those of its ``any``
+    constraints (``ai.elements``: probed with the scalar itself) among them, compiled as
+    the attribute's own (a node reached through one folds into this plan as any other:
+    its changes drop the plan)."""
     on_str: list[Part] = []
     on_num: list[Part] = []
     if ai.eq_str:
@@ -222,10 +232,13 @@ def _compile(name: str, ai: AttributeIndex) -> tuple:
         common.append(_always(fold(ai.present)))
     if ai.residual:
         common.append(_residual(ai.residual))
+    on_str += common
+    on_num += common
     if ai.elements is not None:
-        common.append(_elements(ai.elements))
-    absent = fold(ai.absent) if ai.absent else None
-    return (name, _memoized(on_str + common), tuple(on_num + common), absent, ai)
+        sub_str, sub_num = _parts(ai.elements)
+        on_str += sub_str
+        on_num += sub_num
+    return on_str, on_num
 
 
 #: Distinct string values remembered per attribute plan (the memo is emptied when full).
@@ -319,15 +332,6 @@ def _residual(residual: list) -> Part:
                 update(r[0])
                 if r[1]:
                     extend(r[1])
-
-    return part
-
-
-def _elements(sub: AttributeIndex) -> Part:
-    """``any`` constraints probed with a scalar: the inner index, unfolded."""
-
-    def part(v: Any, update: Any, extend: Any) -> None:
-        apply_items(sub.probe(v), update, extend)
 
     return part
 
