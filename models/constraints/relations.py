@@ -503,7 +503,13 @@ class Conjunction:
         return self._acc is not None
 
     def add(self, c: Constraint) -> None:
-        n = normalize(c, self.integer)
+        try:
+            n = normalize(c, self.integer)
+        except (Unsatisfiable, NotRepresentable):
+            if self._acc is not None or self._family is not None:
+                # the error the fold gives (deciding the conjunction may fail first)
+                conjoin(self.value, c, self.integer)
+            raise
         fam = _family(n)
         if fam is not None and fam[:2] == self._family:
             self._parts.append(fam[2])

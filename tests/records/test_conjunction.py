@@ -93,3 +93,15 @@ def test_many_multi_value_clauses_parse_in_linear_time():
     assert time.process_time() - t < 20
     assert f.get("x").op is Op.DISJOINT and len(f.get("x").operand) == n
     assert g.get("x").op is Op.SUPERSET and len(g.get("x").operand) == n
+
+
+def test_a_clause_refused_alone_after_one_too_costly_to_join_fails_as_the_fold():
+    """Found by hypothesis: a cidr (whose automaton is too large to conjoin) then a clause
+    no value satisfies: the fold fails deciding the conjunction, and so does add."""
+    import ipaddress
+
+    cs = [
+        Constraint(Op.ANY, Constraint(Op.CIDR, ipaddress.ip_network("10.0.0.0/24"))),
+        Constraint(Op.ANY, Constraint(Op.NE, None)),
+    ]
+    assert accumulated(cs, False) == pairwise(cs, False) == ("NotRepresentable", 1)
