@@ -905,17 +905,21 @@ def _as_array(wires: Any) -> Any:
         return None  # lone surrogates, or more than 2 GB: the per-row path
 
 
-def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
-    """See :meth:`RecordsIndex.match_wire_batch`."""
+def match_wire_batch(
+    index: Any, wires: Any, only: tuple[int, int] | None = None
+) -> tuple[Any, Any]:
+    """See :meth:`RecordsIndex.match_wire_batch`: Arrow's parser, then column-wise or the
+    walk. ``only``: the rows ``range(*only)`` to answer, all by default; rows are numbered
+    in ``wires`` either way."""
     try:
         import numpy as np
     except ImportError:  # without NumPy: the per-row loop, as lists
-        return match_rows(index, wires)
+        return match_rows(index, wires, None if only is None else range(*only))
     try:
         import pyarrow as pa
         import pyarrow.compute as pc
     except ImportError:
-        rows, keys = match_rows(index, wires)
+        rows, keys = match_rows(index, wires, None if only is None else range(*only))
         return np.array(rows, dtype=np.int64), _answer_keys(index, keys)
 
     cache = index._columnar_cache()
@@ -923,14 +927,19 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
         wires = list(wires)
     arr = _as_array(wires)
     if arr is None:
-        rows, keys = match_rows(index, wires)
+        rows, keys = match_rows(index, wires, None if only is None else range(*only))
         return np.array(rows, dtype=np.int64), _answer_keys(index, keys)
     n = len(arr)
     # the wires by row for the per-row path (Python strings, made on demand from Arrow)
     texts: Any = _LazyTexts(arr) if isinstance(wires, (pa.Array, pa.ChunkedArray)) else wires
-    clean = pc.match_substring_regex(arr, _ONE_OBJECT).fill_null(False)
-    clean = clean.to_numpy(zero_copy_only=False)
-    slow = ~clean
+    lo, hi = (0, n) if only is None else only
+    clean = np.zeros(n, dtype=bool)
+    part = arr if (lo, hi) == (0, n) else arr.slice(lo, hi - lo)
+    clean[lo:hi] = (
+        pc.match_substring_regex(part, _ONE_OBJECT).fill_null(False).to_numpy(zero_copy_only=False)
+    )
+    slow = np.zeros(n, dtype=bool)
+    slow[lo:hi] = ~clean[lo:hi]
     out_r: list[Any] = []
     out_k: list[Any] = []
     stack: list[Any] = [np.flatnonzero(clean)]  # arrays of row numbers

@@ -564,12 +564,14 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         enumerate(wires) for k in self.match(model.load_event(json.loads(w)))]``.
         keys is an int64 array when every key the index holds is an int of that range,
         else an object array. A wire that ``json.loads`` or ``load_event`` refuses raises
-        EventError naming its row. Parsed column-wise by Arrow, matched column-wise over
-        NumPy or row by row by the compiled walk, whichever measures faster on this
-        index: see :mod:`~pubsift.models.records.columnar`."""
-        from pubsift.models.records import columnar
+        EventError naming its row. Each text read by the selective scan and walked, or
+        the batch parsed column-wise by Arrow and matched column-wise over NumPy or row by
+        row by the compiled walk, whichever measures faster on this index: see
+        :mod:`~pubsift.models.records.wire_batches` and
+        :mod:`~pubsift.models.records.columnar`."""
+        from pubsift.models.records import wire_batches
 
-        return columnar.match_wire_batch(self, wires)
+        return wire_batches.match_wire_batch(self, wires)
 
     def _columnar_cache(self) -> dict[str, Any]:
         cache = getattr(self, "_columnar", None)

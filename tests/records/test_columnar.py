@@ -25,7 +25,7 @@ pa = pytest.importorskip("pyarrow")
 from pubsift.core.errors import EventError  # noqa: E402
 from pubsift.models.constraints.constraints import Constraint, Interval, Op  # noqa: E402
 from pubsift.models.constraints.values import skey  # noqa: E402
-from pubsift.models.records import RecordsModel, columnar, plans  # noqa: E402
+from pubsift.models.records import RecordsModel, columnar, plans, wire_batches  # noqa: E402
 from pubsift.models.records.filters import RecordFilter  # noqa: E402
 from rstrategies import constraints  # noqa: E402
 
@@ -41,7 +41,11 @@ def matching(request):
     if request.param == "walked" and plans.ENGINE is None:
         pytest.skip("the compiled walk is not in use (PUBSIFT_PURE_PYTHON or not built)")
     way = columnar.WALK if request.param == "walked" else columnar.COLUMNS
-    with mock.patch.object(columnar, "FORCE", way):
+    # Arrow's way of reading wire batches (the selective scan's: test_wire_batches.py)
+    with (
+        mock.patch.object(columnar, "FORCE", way),
+        mock.patch.object(wire_batches, "FORCE", wire_batches.ARROW),
+    ):
         yield request.param
 
 
