@@ -20,7 +20,9 @@ import struct
 from typing import Any
 
 import orjson
+from pubsift.core import strict_json
 from pubsift.core.errors import PubsiftError
+from pubsift.core.strict_json import JsonError
 
 PROTOCOL_VERSION = 1
 HEADER = struct.Struct(">I")
@@ -77,11 +79,6 @@ def encode(obj: dict[str, Any]) -> bytes:
 
 #: the deepest nesting of arrays and objects a frame may have (what orjson writes)
 MAX_DEPTH = 255
-#: digits to "0", everything else to " ": a run of 19 zeros in a body so translated is a
-#: run of digits that may be an integer beyond 64 bits, which orjson reads as a float
-#: (two C passes over the body; 10x a regular expression's search)
-_DIGITS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
-_LONG_RUN = b"0" * 19
 #: the most publications one batch frame (``pubs``, ``forwards``, ``notifies``) may carry
 #: (docs/protocol.md §3.1)
 MAX_BATCH = 10_000
@@ -120,7 +117,9 @@ if os.environ.get("PUBSIFT_PURE_PYTHON"):
 def _cut(body: bytes) -> dict[str, Any] | None:
     """The object of a batch frame's body with its ``pubs`` as a :class:`Cut`, or None
     when the cutter does not take the body (not a batch frame in the common form: the
-    caller reads it whole). The members other than ``pubs`` are read by orjson here."""
+    caller reads it whole). The members other than ``pubs`` are read here, strictly (a
+    member given twice, or one that is not strict JSON: the caller reads the body whole,
+    which says what is wrong)."""
     got = _split(body, MAX_EVENT_DEPTH, MAX_BATCH)
     if got is None:
         return None
@@ -129,8 +128,10 @@ def _cut(body: bytes) -> dict[str, Any] | None:
     obj: dict[str, Any] = {}
     try:
         for key, start, end in members:
-            obj[key] = orjson.loads(view[start:end])
-    except orjson.JSONDecodeError:
+            if key in obj:
+                return None
+            obj[key] = strict_json.loads(bytes(view[start:end]), max_depth=None)
+    except JsonError:
         return None
     kind = obj.get("kind")
     if type(kind) is not str or kind not in BATCH_KINDS:
@@ -140,12 +141,12 @@ def _cut(body: bytes) -> dict[str, Any] | None:
 
 
 def load_cut_event(items: Cut, event: bytes) -> Any:
-    """The JSON value of one event of a :class:`Cut` (orjson; the cutter let no integer
-    orjson cannot read exactly through). An event that is not JSON makes the whole frame
-    a ``bad-frame``, with the message reading the whole body gives."""
+    """The JSON value of one event of a :class:`Cut`, strict (:mod:`pubsift.core.strict_json`;
+    its depth was checked by the cutter). An event that is not strict JSON makes the whole
+    frame a ``bad-frame``, with the message reading the whole body gives."""
     try:
-        return orjson.loads(event)
-    except orjson.JSONDecodeError:
+        return strict_json.loads(event, max_depth=None)
+    except JsonError:
         decode(items.body)  # raises the frame's error
         raise FrameError("bad-frame", "an event of the batch is not JSON") from None
 
@@ -153,10 +154,10 @@ def load_cut_event(items: Cut, event: bytes) -> Any:
 def decode(body: bytes, cut: bool = False) -> dict[str, Any]:
     """The object of a frame body; :class:`FrameError` ``bad-frame`` names what is wrong.
 
-    Strict JSON: UTF-8, no NaN or infinities (nor numbers that overflow to them), at most
-    :data:`MAX_DEPTH` levels deep; integers exact at any size. orjson reads it; a body with a run
-    of 19 digits (an integer orjson would read as a float) is read by the standard
-    library, and so is a refused body, for the position in the message.
+    Strict JSON (:mod:`pubsift.core.strict_json`: UTF-8, no duplicate keys, no NaN or
+    infinities nor numbers that overflow to them, integers exact), at most
+    :data:`MAX_DEPTH` levels deep (the events of a batch frame each as deep as in a frame
+    of its own).
 
     With ``cut`` (what a :class:`~pubsift.adapters.broker.connection.Connection` reads)
     a batch frame in the common form is cut instead, where the compiled cutter is built:
@@ -166,13 +167,10 @@ def decode(body: bytes, cut: bool = False) -> dict[str, Any]:
         obj = _cut(body)
         if obj is not None:
             return obj
-    if _LONG_RUN not in body.translate(_DIGITS):
-        try:
-            obj = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            obj = _slow_decode(body, exc)
-    else:
-        obj = _slow_decode(body, None)
+    try:
+        obj = strict_json.loads(body, max_depth=None)  # the depth: below, per frame kind
+    except JsonError as exc:
+        raise FrameError("bad-frame", _refusal(exc)) from None
     if type(obj) is not dict:
         raise FrameError("bad-frame", f"body is a JSON {type(obj).__name__}, not an object")
     kind = obj.get("kind")
@@ -210,30 +208,19 @@ def _too_deep(obj: Any) -> bool:
     return True
 
 
-def _slow_decode(body: bytes, refused: Exception | None) -> Any:
-    """The standard library's reading of ``body`` (exact big integers; its messages say
-    where a body is wrong); ``refused``: orjson's refusal, which stands if the standard
-    library would accept what orjson does not (a number overflowing to infinity)."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FrameError("bad-frame", f"body is not UTF-8 (byte {exc.start})") from None
-    try:
-        obj = json.loads(text, parse_constant=_no_constant)
-    except ValueError as exc:
-        raise FrameError("bad-frame", f"body is not JSON: {exc}") from None
-    except RecursionError:
-        raise FrameError("bad-frame", "body is JSON nested too deeply") from None
-    if refused is not None:
-        why = str(refused)
-        if "depth" in why:
-            raise FrameError("bad-frame", "body is JSON nested too deeply")
-        raise FrameError("bad-frame", f"body is not JSON: {why}")
-    return obj
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+def _refusal(exc: JsonError) -> str:
+    """What is wrong with a body that is not strict JSON."""
+    if exc.kind == "encoding":
+        return f"body is not UTF-8 (byte {exc.pos})"
+    if exc.kind == "depth":
+        return "body is JSON nested too deeply"
+    if exc.kind == "syntax":
+        return (
+            f"body is not JSON: {exc.reason}: line {exc.lineno} column {exc.colno} (char {exc.pos})"
+        )
+    if exc.kind == "number":
+        return f"body is not JSON: {exc.reason} (number is infinity as a double)"
+    return f"body is not JSON: {exc.reason}"
 
 
 async def read_frame(reader: asyncio.StreamReader, max_bytes: int) -> dict[str, Any] | None:

@@ -4,10 +4,10 @@ through the FilterModel hooks (:mod:`pubsift.core.model`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pubsift.core import strict_json
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import JSON, FilterModel
 from pubsift.models.concepts.context import ClientContext, ContextRegistry
@@ -19,10 +19,6 @@ from pubsift.models.concepts.ontology import MONEY, Ontology
 from pubsift.models.concepts.relations import Relations
 from pubsift.models.concepts.semantic_objects import SemanticObject, from_json, to_json
 from pubsift.models.concepts.syntax import parse_json, parse_text
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number (numbers are finite)")
 
 
 def _filter(f: Any) -> ConceptFilter:
@@ -49,12 +45,6 @@ def _filters(fs: Any) -> list[ConceptFilter]:
     if not isinstance(fs, Sequence) or isinstance(fs, (str, bytes, bytearray)):
         raise FilterSyntaxError(f"merge takes a list of concept filters, not {type(fs).__name__}")
     return [_filter(f) for f in fs]
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, RecursionError):
-        return "nested too deeply"
-    return str(exc).split(";")[0]
 
 
 class ConceptsModel(FilterModel[ConceptFilter, SemanticObject]):
@@ -107,11 +97,11 @@ class ConceptsModel(FilterModel[ConceptFilter, SemanticObject]):
         if isinstance(spec, str) and spec.lstrip().startswith("{"):
             text = spec
             try:
-                spec = json.loads(text, parse_constant=_refuse_constant)
-            except json.JSONDecodeError as exc:
-                raise FilterSyntaxError(f"bad JSON: {exc.msg}", text, exc.pos) from None
-            except (ValueError, RecursionError) as exc:
-                raise FilterSyntaxError(f"bad JSON: {_reason(exc)}", path="$") from None
+                spec = strict_json.loads(text)
+            except strict_json.JsonError as exc:
+                if exc.kind == "syntax":
+                    raise FilterSyntaxError(f"bad JSON: {exc.reason}", text, exc.pos) from None
+                raise FilterSyntaxError(f"bad JSON: {exc.reason}", path="$") from None
         if isinstance(spec, Mapping):
             if "clauses" in spec:
                 return load_filter(spec, self.ontology)
@@ -128,13 +118,13 @@ class ConceptsModel(FilterModel[ConceptFilter, SemanticObject]):
                 raise EventError(f"not UTF-8: {exc}") from None
         if isinstance(raw, str):
             try:
-                raw = json.loads(raw, parse_constant=_refuse_constant)
-            except json.JSONDecodeError as exc:
-                raise EventError(
-                    f"bad JSON: {exc.msg}", f"line {exc.lineno}, column {exc.colno}"
-                ) from None
-            except (ValueError, RecursionError) as exc:
-                raise EventError(f"bad JSON: {_reason(exc)}", "event") from None
+                raw = strict_json.loads(raw)
+            except strict_json.JsonError as exc:
+                if exc.kind == "syntax":
+                    raise EventError(
+                        f"bad JSON: {exc.reason}", f"line {exc.lineno}, column {exc.colno}"
+                    ) from None
+                raise EventError(f"bad JSON: {exc.reason}", "event") from None
         e = from_json(raw, self.ontology, self.contexts)
         if e.time is None and any(self.ontology.kind(o.concept) == MONEY for _, o in e.walk()):
             raise EventError(

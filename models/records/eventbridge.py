@@ -543,16 +543,10 @@ def _show(v: Any) -> str:
 
 
 def _load_json(text: str) -> Any:
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        d: dict[str, Any] = {}
-        for k, v in items:
-            if k in d:
-                raise FilterSyntaxError(f"duplicate key {k!r} in a JSON object of the pattern")
-            d[k] = v
-        return d
-
+    """The JSON text of a pattern, strict (:mod:`pubsift.core.strict_json`: no duplicate
+    keys) and under the records model's limits."""
     try:
-        return record_limits.loads(text, pairs)
+        return record_limits.loads(text, "pattern")
     except json.JSONDecodeError as e:
         raise FilterSyntaxError(f"malformed JSON: {e.msg}", limits.printable(text), e.pos) from None
     except record_limits.InputLimit as e:

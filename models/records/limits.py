@@ -5,10 +5,11 @@ hook answers or raises a ``PubsiftError``; docs/records-syntax.md §4 lists the 
 * **Nesting**: JSON objects and arrays nest at most :data:`MAX_DEPTH` levels (events,
   EventBridge patterns, wire forms; text and Python mappings alike; a mapping that contains
   itself is refused by the same check).
-* **Numbers**: :func:`loads` reads integers of at most
-  :data:`~pubsift.models.constraints.limits.MAX_INT_DIGITS` digits and finite floats only
-  (JSON has no NaN or infinity, and a literal like ``1e309``, which rounds to infinity, is
-  refused; the text and wire forms spell unbounded ends ``inf``).
+* **Strict JSON** (:mod:`pubsift.core.strict_json`): :func:`loads` refuses duplicate keys,
+  reads integers of at most :data:`~pubsift.models.constraints.limits.MAX_INT_DIGITS`
+  digits and finite floats only (JSON has no NaN or infinity, and a literal like
+  ``1e309``, which rounds to infinity, is refused; the text and wire forms spell unbounded
+  ends ``inf``).
 
 The limits on constants (integer digits, string length, lone surrogates) are the constraint
 algebra's: :mod:`pubsift.models.constraints.limits`.
@@ -18,10 +19,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pubsift.models.constraints.limits import MAX_INT_DIGITS, int_message
+from pubsift.core import strict_json
+from pubsift.models.constraints.limits import int_message
 
 #: The deepest nesting of JSON objects/arrays accepted in an event or filter.
 MAX_DEPTH = 128
@@ -92,42 +94,31 @@ def _seg(k: Any) -> str:
     return f".{k}" if _PLAIN.fullmatch(k) else f"[{json.dumps(k)}]"
 
 
-def _parse_int(lexeme: str) -> int:
-    digits = len(lexeme) - lexeme.startswith("-")
-    if digits > MAX_INT_DIGITS:
-        raise InputLimit(int_message(digits))
-    return int(lexeme)
-
-
-def _parse_float(lexeme: str) -> float:
-    v = float(lexeme)
-    if v in (float("inf"), float("-inf")):
-        raise InputLimit(f"number {_short(lexeme)} is too large for a 64-bit float")
-    return v
-
-
-def _short(s: str) -> str:
-    return s if len(s) <= 40 else s[:20] + "..." + s[-10:]
-
-
-def _constant(name: str) -> Any:
-    raise InputLimit(f"{name} is not JSON; numbers are finite")
-
-
-def loads(text: str, pairs_hook: Callable[[list[tuple[str, Any]]], Any]) -> Any:
-    """``json.loads`` under the limits: nesting checked before parsing, integers of at most
-    :data:`MAX_INT_DIGITS` digits, finite floats, no NaN/Infinity. Raises
-    :class:`json.JSONDecodeError` for malformed text and :class:`InputLimit` (``where``:
-    an offset when known) for the limits; lone surrogates are left to the caller's walk
-    over the result (their place is a JSON path)."""
+def loads(text: str, what: str) -> Any:
+    """The JSON text of an event or a pattern (``what``, for the messages) under the strict
+    JSON policy of :mod:`pubsift.core.strict_json` (duplicate keys, NaN/Infinity, floats
+    overflowing to infinity and integers of more than
+    :data:`~pubsift.models.constraints.limits.MAX_INT_DIGITS` digits refused), nesting
+    checked before parsing. Raises :class:`json.JSONDecodeError` for malformed text and
+    :class:`InputLimit` (``where``: an offset when known) for the rest; lone surrogates are
+    left to the caller's walk over the result (their place is a JSON path)."""
     check_text_depth(text)
-    return json.loads(
-        text,
-        object_pairs_hook=pairs_hook,
-        parse_int=_parse_int,
-        parse_float=_parse_float,
-        parse_constant=_constant,
-    )
+    try:
+        return strict_json.loads(text, max_depth=None)  # the depth: checked above
+    except strict_json.JsonError as exc:
+        if exc.kind == "syntax":
+            raise json.JSONDecodeError(exc.reason, text, exc.pos or 0) from None
+        if exc.kind == "duplicate":
+            message = f"duplicate key {exc.key!r} in a JSON object of the {what}"
+        elif exc.kind == "integer":
+            message = int_message(exc.digits)
+        elif exc.kind == "constant":
+            message = f"{exc.reason}; numbers are finite"
+        elif exc.kind == "depth":
+            message = f"JSON nested deeper than {MAX_DEPTH} levels"
+        else:
+            message = exc.reason
+        raise InputLimit(message) from None
 
 
 __all__ = ["MAX_DEPTH", "InputLimit", "check_depth", "check_text_depth", "loads"]

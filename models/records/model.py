@@ -168,18 +168,10 @@ class RecordsModel(FilterModel[RecordFilter, Record]):
 
 
 def _load_json(text: str) -> Any:
-    """The JSON text of an event, under :mod:`.limits` and without duplicate keys."""
-
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        d: dict[str, Any] = {}
-        for k, v in items:
-            if k in d:
-                raise EventError(f"duplicate key {k!r} in a JSON object of the event")
-            d[k] = v
-        return d
-
+    """The JSON text of an event, strict (:mod:`pubsift.core.strict_json`: no duplicate
+    keys) and under :mod:`.limits`."""
     try:
-        return limits.loads(text, pairs)
+        return limits.loads(text, "event")
     except json.JSONDecodeError as exc:
         raise EventError(
             f"invalid JSON: {exc.msg}", f"line {exc.lineno}, column {exc.colno}"
