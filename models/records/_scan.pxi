@@ -1,17 +1,14 @@
 # Included by _walk.pyx: the selective scanner of records events' JSON text.
 #
-# scan(data, names, prefixes, max_depth, max_digits, strict) reads one JSON object from the
-# UTF-8 bytes ``data`` and returns (obj, dotted): obj holds only the members on the paths
-# the index reads (a member whose dotted name is in ``names`` is built whole; one whose name
-# is in ``prefixes`` is descended into: objects and arrays of objects keep their shape,
-# other values are dropped), and dotted tells whether some key anywhere holds a ".". Every
-# value is checked as the full parse checks it, built or not: the grammar of RFC 8259 as
-# Python's json module reads it (no NaN or Infinity), UTF-8 without overlong forms or
-# surrogates, no lone surrogate escape, no control character in a string, no empty key,
-# nesting of objects and arrays at most ``max_depth``, integers of at most ``max_digits``
-# digits, floats that do not overflow, and (``strict``) no key twice in one object;
-# without ``strict`` the last of a key wins (json.loads). A refusal is an EventError whose
-# ``where`` is the byte offset.
+# _Scanner reads JSON values from the UTF-8 bytes of a text: built (BUILD) or checked only
+# (SKIP), every value checked as the full parse checks it, built or not: the grammar of
+# RFC 8259 as Python's json module reads it (no NaN or Infinity), UTF-8 without overlong
+# forms or surrogates, no lone surrogate escape, no control character in a string, no
+# empty key, nesting of objects and arrays at most ``max_depth``, integers of at most
+# ``max_digits`` digits, floats that do not overflow, and no key twice in one object; it
+# notes whether some key anywhere holds a "." (``dotted``). A refusal is an EventError
+# whose ``where`` is the byte offset. _RecordScanner (below) reads a records event of
+# only the members on the paths an index reads.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.string cimport memchr, memcmp
@@ -25,13 +22,11 @@ cdef extern from "Python.h":
 from pubsift.core.errors import EventError as _EventError
 import json as _json
 
-cdef object _DROP = object()
-
 cdef enum:
     SPANS = 16
     SKIP = 0
     BUILD = 1
-    SELECT = 2
+    SELECT = 2  # of _Entry.mode: a member whose path leads to read names
 
 
 cdef class _Scanner:
@@ -43,8 +38,6 @@ cdef class _Scanner:
     cdef Py_ssize_t max_digits
     cdef bint strict
     cdef public bint dotted
-    cdef object names
-    cdef object prefixes
 
     cdef int fail(self, str message) except -1:
         raise _EventError(message, f"byte {self.pos}")
@@ -271,31 +264,25 @@ cdef class _Scanner:
         self.fail("invalid JSON: expecting a value")
 
     # -- values -------------------------------------------------------------------
-    cdef object value(self, int mode, str name):
-        """The value at self.pos (after whitespace): built (BUILD), checked only (SKIP:
-        None), or its selected part (SELECT, ``name`` its dotted path: _DROP for a
-        scalar)."""
+    cdef object value(self, int mode):
+        """The value at self.pos (after whitespace): built (BUILD) or checked only (SKIP:
+        None)."""
         cdef unsigned char c = self.peek()
         cdef bint escaped
         if c == 123:  # {
-            return self.obj(mode, name + "." if mode == SELECT else None)
+            return self.obj(mode)
         if c == 91:  # [
-            return self.arr(mode, name)
+            return self.arr(mode)
         if c == 34:
             if mode == BUILD:
                 return self.string()
             self.string_end(&escaped)
-        elif c == 45 or 48 <= c <= 57:
-            v = self.number(mode == BUILD)
-            if mode == BUILD:
-                return v
-        else:
-            v = self.literal(mode == BUILD)
-            if mode == BUILD:
-                return v
-        return _DROP if mode == SELECT else None
+            return None
+        if c == 45 or 48 <= c <= 57:
+            return self.number(mode == BUILD)
+        return self.literal(mode == BUILD)
 
-    cdef object obj(self, int mode, str prefix):
+    cdef object obj(self, int mode):
         cdef dict out = {} if mode != SKIP else None
         cdef set seen = None
         cdef unsigned char c
@@ -358,22 +345,9 @@ cdef class _Scanner:
                 self.fail("invalid JSON: expecting ':'")
             self.pos += 1
             if mode == SKIP:
-                self.value(SKIP, None)
-            elif mode == BUILD:
-                out[key] = self.value(BUILD, None)
+                self.value(SKIP)
             else:
-                name = prefix + key
-                if name in self.names:
-                    out[key] = self.value(BUILD, None)
-                elif name in self.prefixes:
-                    v = self.value(SELECT, name)
-                    if v is _DROP:
-                        out.pop(key, None)  # the last of a key wins (not strict)
-                    else:
-                        out[key] = v
-                else:
-                    self.value(SKIP, None)
-                    out.pop(key, None)
+                out[key] = self.value(BUILD)
             c = self.peek()
             if c == 44:  # ,
                 self.pos += 1
@@ -387,7 +361,7 @@ cdef class _Scanner:
         self.depth -= 1
         return out
 
-    cdef object arr(self, int mode, str name):
+    cdef object arr(self, int mode):
         cdef list out = [] if mode != SKIP else None
         cdef unsigned char c
         self.enter()
@@ -398,13 +372,9 @@ cdef class _Scanner:
             return out
         while True:
             if mode == SKIP:
-                self.value(SKIP, None)
-            elif mode == BUILD:
-                out.append(self.value(BUILD, None))
+                self.value(SKIP)
             else:
-                v = self.value(SELECT, name)
-                if v is not _DROP:
-                    out.append(v)
+                out.append(self.value(BUILD))
             c = self.peek()
             if c == 44:
                 self.pos += 1
@@ -417,40 +387,19 @@ cdef class _Scanner:
         return out
 
 
-def scan(bytes data, names, prefixes, int max_depth, Py_ssize_t max_digits, bint strict=True):
-    """See the comment at the top of models/records/_scan.pxi."""
-    cdef _Scanner sc = _Scanner()
-    sc.s = <const unsigned char*>PyBytes_AS_STRING(data)
-    sc.n = PyBytes_GET_SIZE(data)
-    sc.pos = 0
-    sc.depth = 0
-    sc.max_depth = max_depth
-    sc.max_digits = max_digits
-    sc.strict = strict
-    sc.dotted = False
-    sc.names = names
-    sc.prefixes = prefixes
-    sc.ws()
-    if sc.pos >= sc.n or sc.s[sc.pos] != 123:
-        if sc.pos < sc.n and sc.s[sc.pos] in b'["-0123456789tfn':
-            sc.fail("a records event is a JSON object")
-        sc.fail("invalid JSON: expecting an object")
-    out = sc.obj(SELECT, "")
-    sc.ws()
-    if sc.pos != sc.n:
-        sc.fail("invalid JSON: extra data after the event")
-    return out, sc.dotted
-
-
 # -- the selective read into a records event ------------------------------------------
 #
-# scan_record(data, selection, max_depth, max_digits) reads the same text as scan(...,
-# strict=True), with the same checks and refusals, but builds the records event itself
-# (the attributes outside arrays of objects and the groups of elements, as Record.of of
-# scan's object gives them), with the dotted names made once per selection, not per
+# scan_record(data, selection, max_depth, max_digits) reads one JSON object from ``data``
+# with _Scanner's checks and refusals (strict: no key twice) and builds the records event
+# of only the members on the read paths, as Record.of builds the whole event: a member
+# whose dotted name some filter reads is built whole; one whose name is a proper prefix of
+# such a name is descended into (an object's members join the event's attributes under
+# their dotted names, an array's objects, inside nested arrays too, are the elements of
+# its group, its scalars are checked and dropped: no filter reads the path itself); the
+# rest is checked, not built. The dotted names are made once per selection, not per
 # event: a selection is compiled into a tree of the keys on the read paths
-# (compile_selection). Returns None where a key anywhere holds a "." (the full parse
-# decides those).
+# (compile_selection). Returns None where a key anywhere holds a "." (such a key may
+# collide with a nested name: the full parse decides).
 
 cdef class _Entry:
     cdef str name  # the dotted name of the member
@@ -595,9 +544,9 @@ cdef class _RecordScanner(_Scanner):
             self.pos += 1
             e = self.find(node, start, end, escaped)
             if e is None:
-                self.value(SKIP, None)
+                self.value(SKIP)
             elif e.mode == BUILD:
-                self.put(attrs, groups, e.name, self.value(BUILD, None))
+                self.put(attrs, groups, e.name, self.value(BUILD))
             else:
                 c = self.peek()
                 if c == 123:
@@ -608,7 +557,7 @@ cdef class _RecordScanner(_Scanner):
                     if elements:
                         groups[e.name] = tuple(elements)
                 else:
-                    self.value(SKIP, None)
+                    self.value(SKIP)
             c = self.peek()
             if c == 44:  # ,
                 self.pos += 1
@@ -644,7 +593,7 @@ cdef class _RecordScanner(_Scanner):
             elif c == 91:
                 self.sel_arr(node, elements)
             else:
-                self.value(SKIP, None)
+                self.value(SKIP)
             c = self.peek()
             if c == 44:
                 self.pos += 1
