@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from pubsift.adapters.spark.jobfile import CSV_READERS, DEFAULT_CSV_READER
 from pubsift.adapters.spark.layout import DEFAULT_LAYOUT, LAYOUTS
 from pubsift.core.errors import PubsiftError, one_line
 from rich.console import Console
@@ -110,6 +111,14 @@ def _spark_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="replace the output of an earlier run (only a directory a pubsift job wrote)",
     )
+    p.add_argument(
+        "--csv-reader",
+        choices=CSV_READERS,
+        default=None,
+        help="CSV files read by Spark's text source and SQL where that gives exactly what "
+        "the Python reader gives (spark, the default) or all by the Python reader in "
+        "tasks (python); docs/spark.md",
+    )
 
 
 class UsageError(PubsiftError):
@@ -140,6 +149,7 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
             conf=_conf(args.conf),
             overwrite=args.overwrite,
             limits=limits_option(args.limit or []),
+            native_csv=(args.csv_reader or DEFAULT_CSV_READER) == "spark",
         )
         return sources, settings
 
@@ -187,6 +197,7 @@ def cmd_route(args: argparse.Namespace, console: Console) -> int:
                 overwrite=args.overwrite,
                 limits=limits,
                 layout=args.layout or job.layout or DEFAULT_LAYOUT,
+                native_csv=(args.csv_reader or job.csv_reader or DEFAULT_CSV_READER) == "spark",
             )
             return job.subscribers, out_dir, settings, job.sources, None
         from pubsift.adapters.spark.subscriptions import load_subscriptions
@@ -207,6 +218,7 @@ def cmd_route(args: argparse.Namespace, console: Console) -> int:
             overwrite=args.overwrite,
             limits=limits,
             layout=args.layout or DEFAULT_LAYOUT,
+            native_csv=(args.csv_reader or DEFAULT_CSV_READER) == "spark",
         )
         if stores:
             return subscribers, args.out, settings, (), stores[0]

@@ -20,7 +20,7 @@ import io
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -288,30 +288,20 @@ def convert(
     spark: SparkSession,
     listing: Listing,
     limits: ReadLimits = DEFAULT_READ_LIMITS,
-    kept: list[DataFrame] | None = None,
-    native: bool = False,
+    skip: Collection[str] = (),
+    extra: Sequence[DataFrame] = (),
 ) -> DataFrame:
-    """The converted rows of every listed file (lazy: a Spark plan), plus the listing's
-    problems. CSV files Spark's text source and SQL convert exactly as the CSV reader does
-    are converted so (``native``; :mod:`.native`: the frames it persists are appended to
-    ``kept``, for the caller to unpersist after its writes); Spark reads the others
-    (``binaryFile``) in partitions of about an equal share of the bytes, at least one per
-    core, for the readers in Python tasks."""
+    """The converted rows of every listed file but those of ``skip`` (lazy: a Spark plan),
+    plus ``extra`` rows and the listing's problems. Spark reads the files (``binaryFile``)
+    in partitions of about an equal share of the bytes, at least one per core, for the
+    readers in Python tasks (the CSV files Spark converts itself, :mod:`.native`, are
+    ``skip``)."""
     parts = max(1, spark.sparkContext.defaultParallelism) if _has_context(spark) else 2
     share = max(1 << 20, listing.total_bytes // (2 * parts) + 1)
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(share))
     spark.conf.set("spark.sql.files.openCostInBytes", str(min(share, 1 << 20)))
-    frames = []
-    taken: set[str] = set()
-    if native:
-        from pubsift.adapters.spark.native import probe_listing, read_csv
-
-        plans = probe_listing(listing, limits)
-        if plans:
-            done, left = read_csv(spark, plans, limits, [] if kept is None else kept)
-            if done is not None:
-                frames.append(done)
-                taken = set(plans) - left
+    frames = list(extra)
+    taken = set(skip)
     fn = converter(listing, limits)
     hidden = [p for p in listing.files if task_opens(p, listing.sizes.get(p))]
     by_task = set(hidden)

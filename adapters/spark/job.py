@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -52,8 +53,8 @@ class Settings:
     #: how the deliveries are laid out (:mod:`.layout`: ``sorted`` or ``per-subscriber``)
     layout: str = DEFAULT_LAYOUT
     #: CSV files Spark can convert exactly as the CSV reader does are read by Spark's text
-    #: source and SQL (:mod:`.native`); off by default: not faster yet (docs/spark.md)
-    native_csv: bool = False
+    #: source and SQL (:mod:`.native`); False: by the Python reader in tasks (docs/spark.md)
+    native_csv: bool = True
 
 
 def ingest(
@@ -199,34 +200,43 @@ def _ingest(
     stages: Stages,
 ) -> dict[str, Any]:
     from pubsift.adapters.spark.ingest import convert, list_files
-    from pyspark import StorageLevel
+    from pubsift.adapters.spark.store import CONVERTED_SCHEMA
 
     with stages.stage("list", "files listed"):
         listing = list_files(sources, settings.limits)
     with stages.stage("convert", f"{len(listing.files)} files converted into events"):
-        kept: list[DataFrame] = []
-        converted = convert(spark, listing, settings.limits, kept, settings.native_csv)
-        converted = converted.persist(StorageLevel.MEMORY_AND_DISK)
+        scratch = output.path("_csv")
+        written = None
+        plans: Mapping[str, Any] = {}
         try:
-            (
-                converted.where("kind = 'event'")
-                .select(*store.EVENT_COLUMNS)
-                .write.partitionBy("model")
-                .parquet(_uri(output.path("events")))
-            )
-            quarantined = converted.where("kind = 'quarantine'")
-            _write(
-                quarantined.select(*store.QUARANTINE_COLUMNS).coalesce(1),
-                output.path("quarantine"),
-                output.format,
-            )
-            counts: list[Any] = (
-                converted.groupBy("kind", "source", "model", "reason").count().collect()
-            )
+            if settings.native_csv:
+                from pubsift.adapters.spark.native import probe_listing, write_csv
+
+                plans = probe_listing(listing, settings.limits)
+                if plans:
+                    written = write_csv(
+                        spark, plans, settings.limits, output.path("events"), scratch
+                    )
+            taken = set(plans) - written.left if written else set()
+            if (
+                written
+                and written.rest is None
+                and not listing.problems
+                and taken >= set(listing.files)
+            ):
+                counts = _write_rows(spark, written.rows, output, settings.format)
+            else:
+                extra = []
+                if written and written.rest is not None:
+                    extra.append(written.rest)
+                elif written and written.rows:
+                    extra.append(spark.createDataFrame(written.rows, CONVERTED_SCHEMA))
+                converted = convert(spark, listing, settings.limits, skip=taken, extra=extra)
+                counts = _write_converted(converted, output)
         finally:
-            converted.unpersist()
-            for df in kept:
-                df.unpersist()
+            shutil.rmtree(scratch, ignore_errors=True)
+        if written is not None:
+            counts = list(counts) + written.counts
         lost = unread(listing, counts)
         if lost:  # never silent: what Spark did not hand to a task is quarantined
             rows = [
@@ -251,6 +261,58 @@ def _ingest(
             _write(frame, output.path("quarantine"), output.format, mode="append")
             counts = list(counts) + [("quarantine", label, None, "unreadable", 1) for label in lost]
     return read_counts(counts)
+
+
+def _write_converted(converted: DataFrame, output: store.Output) -> list[Any]:
+    """The events (beside those the CSV files read by Spark put there) and the quarantine
+    of ``converted`` written; the counts of its rows."""
+    from pyspark import StorageLevel
+
+    converted = converted.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        (
+            converted.where("kind = 'event'")
+            .select(*store.EVENT_COLUMNS)
+            .write.mode("append")
+            .partitionBy("model")
+            .parquet(_uri(output.path("events")))
+        )
+        _write(
+            converted.where("kind = 'quarantine'").select(*store.QUARANTINE_COLUMNS).coalesce(1),
+            output.path("quarantine"),
+            output.format,
+        )
+        return list(converted.groupBy("kind", "source", "model", "reason").count().collect())
+    finally:
+        converted.unpersist()
+
+
+def _write_rows(
+    spark: SparkSession, rows: Sequence[tuple[Any, ...]], output: store.Output, fmt: str
+) -> list[Any]:
+    """:func:`_write_converted` of converted rows held on the driver (the few rows of CSV
+    files read by Spark that the Python reader read): their counts made here."""
+    from pubsift.adapters.spark.store import CONVERTED_SCHEMA
+
+    events = [r for r in rows if r[0] == "event"]
+    if events:
+        (
+            spark.createDataFrame(events, CONVERTED_SCHEMA)
+            .select(*store.EVENT_COLUMNS)
+            .write.mode("append")
+            .partitionBy("model")
+            .parquet(_uri(output.path("events")))
+        )
+    quarantined = [r for r in rows if r[0] == "quarantine"]
+    _write(
+        spark.createDataFrame(quarantined, CONVERTED_SCHEMA)
+        .select(*store.QUARANTINE_COLUMNS)
+        .coalesce(1),
+        output.path("quarantine"),
+        fmt,
+    )
+    n = Counter((r[0], r[2], r[1], r[5]) for r in rows)
+    return [(kind, source, model, reason, c) for (kind, source, model, reason), c in n.items()]
 
 
 def unread(listing: Any, counts: Sequence[Any]) -> list[str]:

@@ -4,6 +4,7 @@
     out = "out"                       # optional; --out overrides
     format = "parquet"                # optional: parquet or jsonl
     layout = "sorted"                 # optional: sorted or per-subscriber (docs/spark.md)
+    csv_reader = "spark"              # optional: spark or python (docs/spark.md)
     subscriptions = "subs.jsonl"      # or [[subscriber]] tables, not both
 
     [spark]
@@ -55,7 +56,19 @@ from pubsift.core.errors import PubsiftError, one_line
 from pubsift.core.model import FilterModel
 
 #: the top-level keys of a job file
-TOP_KEYS = ("spark", "source", "subscriptions", "subscriber", "out", "format", "layout")
+TOP_KEYS = (
+    "spark",
+    "source",
+    "subscriptions",
+    "subscriber",
+    "out",
+    "format",
+    "layout",
+    "csv_reader",
+)
+#: who reads CSV files: Spark where it gives exactly what the Python reader gives, or Python
+CSV_READERS = ("spark", "python")
+DEFAULT_CSV_READER = "spark"
 SPARK_KEYS = ("master", "app_name", "conf")
 DEFAULT_APP_NAME = "pubsift"
 #: a job file larger than this is refused unread
@@ -78,6 +91,7 @@ class Job:
     format: str | None
     where: str
     layout: str | None = None
+    csv_reader: str | None = None
 
 
 def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
@@ -96,6 +110,7 @@ def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
         "out": None,
         "format": None,
         "layout": None,
+        "csv_reader": None,
     }
     if "subscriptions" in doc and "subscriber" in doc:
         problems.add(
@@ -148,6 +163,14 @@ def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
                 problems.add(
                     f"{path}: layout is {' or '.join(map(repr, LAYOUTS))}, not {value!r:.80}"
                 )
+        elif key == "csv_reader":
+            if value in CSV_READERS:
+                settings["csv_reader"] = value
+            else:
+                problems.add(
+                    f"{path}: csv_reader is {' or '.join(map(repr, CSV_READERS))}, "
+                    f"not {value!r:.80}"
+                )
         else:
             problems.add(f"{path}: unknown key {key!r:.80}; the keys are {', '.join(TOP_KEYS)}")
     problems.raise_if_any()
@@ -161,6 +184,7 @@ def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
         settings["format"],
         path,
         settings["layout"],
+        settings["csv_reader"],
     )
 
 

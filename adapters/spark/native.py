@@ -17,11 +17,13 @@ reasons and messages) for the files it takes, or leaves a file to that reader:
   quotes must be one complete row in the csv module's strict quoting (fields either
   unquoted, or quoted with ``""`` inside and followed by the delimiter or the line end).
   A file holding any other line (a quoted field spanning lines, a syntax error: what only
-  a sequential reading can number) is read whole by the Python reader. So every non-blank
-  line after the header is one row, and its position is its rank among them, counted from
-  Spark's blocks of the file (:func:`positions`: a large plain file is split, in order).
+  a sequential reading can number) is read whole by the Python reader (only files holding
+  a ``"`` at all are checked: one job). Each file is one partition of its own scan
+  (:func:`write_csv`), so every non-blank line after the header is one row and its
+  position is its rank among them (``monotonically_increasing_id``).
 * **Rows typed by Spark SQL**: a file whose first rows nearly all have one shape
   (:func:`shape_of`; :data:`REGULAR`) is typed by that shape's regular expression alone,
+  one ``regexp_replace`` writing the event from the line (:func:`shaped_rewrite`),
   the cells put between the header's keys (:func:`shaped_only`), its other rows handed to
   Python; the other files cell by cell (:func:`typed`): the fields are split, unquoted and
   typed by the reader's inference rules as regular expressions; the event's JSON text is
@@ -38,9 +40,12 @@ reasons and messages) for the files it takes, or leaves a file to that reader:
   the header of a file of two lines (a complete row is read alone as within its file), its
   outcome given the row's position: on the driver when they are few (:data:`ON_DRIVER`),
   else in ``mapInArrow`` tasks.
+* **Written once**: the events go straight from the scan into the event store's Parquet
+  files, the delegated rows beside them into a scratch dataset (one write: no rows kept in
+  memory, no second pass), and the counts come from observations of that same scan.
 
-Off by default (``Settings(native_csv=True)``): exact, but not faster than the Python
-reader in tasks yet (docs/spark.md, "CSV read by Spark").
+The default of the Spark job (``Settings(native_csv=True)``, ``--csv-reader spark``); the
+figures are in docs/spark.md, "CSV read by Spark".
 """
 
 from __future__ import annotations
@@ -49,11 +54,11 @@ import codecs
 import csv
 import io
 import json
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 from pubsift.adapters.inputs import Input, expand
 from pubsift.adapters.limits import ReadLimits
@@ -93,6 +98,8 @@ class CsvPlan:
     shape: tuple[str, ...] | None = None
     #: whether nearly all first rows have that shape (:data:`REGULAR`)
     regular: bool = False
+    #: whether the file holds a ``"`` (else no line can be an incomplete row)
+    quotes: bool = True
 
 
 def _row_pattern(d: str, python: bool = False) -> str:
@@ -101,7 +108,8 @@ def _row_pattern(d: str, python: bool = False) -> str:
     quoted = '"(?:[^"]++|"")*+"'
     plain = f'[^"{x}][^{x}]*+'
     field = f"(?:{quoted}|{plain}|)"
-    return f"\\A{field}(?:{x}{field})*+\\z"
+    end = "\\Z" if python else "\\z"  # the end of the text in Python's and Java's syntax
+    return f"\\A{field}(?:{x}{field})*+{end}"
 
 
 def probe(
@@ -131,9 +139,11 @@ def probe(
             return None
         with inp.open() as fh:
             head = fh.read(HEADER_BYTES)
-            if gz:  # the whole stream once: corrupt, truncated or over a limit -> Python
-                while fh.read(1 << 20):
-                    pass
+            quotes = b'"' in head
+            # the whole stream once (a .gz: corrupt, truncated or over a limit -> Python),
+            # looking for quotes
+            while chunk := fh.read(1 << 20):
+                quotes = quotes or b'"' in chunk
         if codec_for(head, source.encoding) != UTF8:
             return None
         if head.startswith(_UTF8_BOM):
@@ -157,7 +167,14 @@ def probe(
         return None
     shape, share = shape_of(head[m.end() :], tuple(header), delimiter)
     return CsvPlan(
-        label, source.with_path(label), delimiter, tuple(header), line, shape, share >= REGULAR
+        label,
+        source.with_path(label),
+        delimiter,
+        tuple(header),
+        line,
+        shape,
+        share >= REGULAR,
+        quotes,
     )
 
 
@@ -360,41 +377,78 @@ def fields(value: Column, d: str) -> Column:
 REGULAR = 0.99
 
 
-def shaped_only(part: DataFrame, plan: CsvPlan) -> DataFrame:
-    """:func:`typed` without the per-cell steps: rows of another shape go to Python."""
+def shaped_only(part: DataFrame, plan: CsvPlan, limit: int) -> DataFrame:
+    """:func:`typed` without the per-cell steps: the line of the plan's shape rewritten
+    into its event by one regular expression (:func:`shaped_rewrite`), the other rows
+    handed to Python. A line of the shape holds no ``"`` and its event always does, so a
+    line the expression left as it was is one of another shape."""
     from pyspark.sql import functions as F
 
-    cells = F.split(F.col("value"), _x(plan.delimiter), -1)
-    shaped = shaped_event(cells, plan) if plan.shape is not None else F.lit(None)
+    rewrite = shaped_rewrite(plan)
+    assert rewrite is not None
+    pattern, template = rewrite
+    value = F.col("value")
+    part = part.select("local", "value", F.regexp_replace(value, pattern, template).alias("e"))
+    fast = (
+        (F.col("e") != value) & (F.octet_length(value) <= limit) & F.is_valid_utf8(value)
+    ).alias("fast")
+    part = part.select("local", "value", "e", fast)
     fast = F.col("fast")
     return part.select(
-        "file",
-        "block",
         "local",
-        "bad",
-        F.when(fast, shaped).alias("event"),
+        F.when(fast, F.col("e")).alias("event"),
         (~fast).alias("d"),
-        F.when(~fast, F.col("value").cast("binary")).alias("line"),
+        F.when(~fast, value.cast("binary")).alias("line"),
     )
 
 
+def _replacement(text: str) -> str:
+    """``text`` as itself in a replacement of Java's ``Matcher`` (``$`` and ``\\`` escaped)."""
+    return re.sub(r"([\\$])", r"\\\1", text)
+
+
+def shaped_rewrite(plan: CsvPlan) -> tuple[str, str] | None:
+    """The regular expression of a line of ``plan.shape`` (:func:`shape_pattern`) with a
+    group per cell of a named column, and the replacement that writes the event's JSON
+    text from them (as :func:`shaped_event`); None when no cell would be in the event."""
+    if plan.shape is None:
+        return None
+    x = _x(plan.delimiter)
+    kinds = _kinds(x, r"\z")
+    cells = []
+    template: list[str] = []
+    group = 0
+    for name, kind in zip(plan.header, plan.shape):
+        if not name or not kind or kind == "any":
+            cells.append(f"(?:{kinds[kind]})")
+            continue
+        group += 1
+        cells.append(f"({kinds[kind]})")
+        key = ("{" if not template else ",") + json.dumps(name, ensure_ascii=False) + ":"
+        quote = '"' if kind == "str" else ""
+        template.append(_replacement(key) + quote + f"${group}" + quote)
+    if not template:
+        return None
+    return r"\A" + x.join(cells) + r"\z", "".join(template) + "}"
+
+
 def typed(part: DataFrame, plan: CsvPlan, limit: int) -> DataFrame:
-    """``part`` (``file``, ``block``, ``local``, ``bad`` passed through, ``value``: a row's
-    line, ``fast``: whether it has the plan's shape) with ``event`` (its JSON text), ``d``
+    """``part`` (``local`` passed through, ``value``: a row's line, ``fast``: whether it
+    has the plan's shape) with ``event`` (its JSON text), ``d``
     (whether the row is delegated to Python) and ``line`` (its bytes, for a delegated row
     only). In
     steps of one projection each, so that no expression is computed twice; a row of the
     shape skips the per-cell steps (each a ``CASE`` on ``fast``)."""
     from pyspark.sql import functions as F
 
-    if plan.regular:
-        return shaped_only(part, plan)
+    if plan.regular and shaped_rewrite(plan) is not None:
+        return shaped_only(part, plan, limit)
 
     def slow(c: Column) -> Column:
         return F.when(~F.col("fast"), c)
 
     named = [(i, name) for i, name in enumerate(plan.header) if name]
-    keys: tuple[str, ...] = ("file", "block", "local", "bad", "value", "fast")
+    keys: tuple[str, ...] = ("local", "value", "fast")
     split = F.split(F.col("value"), _x(plan.delimiter), -1)  # a row of the shape has no quote
     cells = F.when(F.col("fast"), split).otherwise(fields(F.col("value"), plan.delimiter))
     part = part.select(*keys, cells.alias("cells"))
@@ -431,19 +485,13 @@ def typed(part: DataFrame, plan: CsvPlan, limit: int) -> DataFrame:
         | F.coalesce(F.array_contains(F.array(*values), DELEGATE), F.lit(False))
     )
     part = part.select(
-        "file",
-        "block",
         "local",
-        "bad",
         "value",
         F.when(F.col("fast"), F.col("shaped")).otherwise(general).alias("event"),
         F.when(F.col("fast"), F.lit(False)).otherwise(delegated).alias("d"),
     )
     return part.select(
-        "file",
-        "block",
         "local",
-        "bad",
         F.when(~F.col("d"), F.col("event")).alias("event"),
         "d",
         F.when(F.col("d"), F.col("value").cast("binary")).alias("line"),
@@ -458,34 +506,6 @@ def incomplete(value: Column, d: str) -> Column:
     checked = (F.octet_length(value) <= CHECKED_LINE_BYTES) & (quotes <= CHECKED_QUOTES)
     complete = checked & value.rlike(_row_pattern(d))
     return (F.instr(value, '"') > 0) & ~F.coalesce(complete, F.lit(False))
-
-
-# -- positions ---------------------------------------------------------------------------------
-def local_of(uri: str) -> str:
-    """The local path of a file as ``input_file_name()`` reports it (a percent-encoded URI)."""
-    for prefix in ("file://", "file:"):
-        if uri.startswith(prefix) and uri[len(prefix) :].startswith("/"):
-            return unquote(uri[len(prefix) :])
-    return unquote(uri)
-
-
-def positions(blocks: Sequence[Any]) -> tuple[dict[str, list[tuple[int, int]]], set[str]]:
-    """From ``(file, block, rows, incomplete lines)`` per block of a file: per file its
-    blocks as ``(block, rows before it)``, and the files with an incomplete line."""
-    per: dict[str, list[tuple[int, int]]] = {}
-    bad: set[str] = set()
-    for file, block, rows, broken in blocks:
-        per.setdefault(file, []).append((block, rows))
-        if broken:
-            bad.add(file)
-    out: dict[str, list[tuple[int, int]]] = {}
-    for file, bs in per.items():
-        before = 0
-        out[file] = []
-        for block, rows in sorted(bs):
-            out[file].append((block, before))
-            before += rows
-    return out, bad
 
 
 # -- Python for the rows Spark SQL does not type -------------------------------------------------
@@ -543,139 +563,195 @@ DELEGATE_TASKS = 8
 ON_DRIVER = 2000
 #: the bits of ``monotonically_increasing_id`` numbering the rows of a partition
 _ROW_BITS = (1 << 33) - 1
+#: files read by one Spark job (one scan each, unioned; one observation each)
+FILES_PER_JOB = 64
+#: the partition of the scratch dataset holding the delegated rows
+_DELEGATED = "_delegated"
 
 
-def read_csv(
+@dataclass
+class Written:
+    """What :func:`write_csv` did: ``counts`` of the events it wrote and of the files it
+    read (``(kind, source, model, reason, count)``), the converted rows of the delegated
+    rows (``CONVERTED_SCHEMA``): ``rows`` when they were read on the driver, else ``rest``
+    (lazy: read from ``scratch``), and ``left``: the paths left to the Python reader (a
+    line that is not one complete row)."""
+
+    counts: list[tuple[str, str, str | None, str | None, int]]
+    rest: DataFrame | None
+    rows: list[tuple[Any, ...]]
+    left: set[str]
+
+
+def _lines(spark: SparkSession, path: str) -> DataFrame:
+    """A file's non-blank lines numbered from 0 (``local``): the file is one partition."""
+    from pubsift.adapters.spark.ingest import hadoop_path
+    from pyspark.sql import functions as F
+
+    return (
+        spark.read.text(hadoop_path(path))
+        .where(F.col("value") != "")
+        .select("value", F.monotonically_increasing_id().bitwiseAND(_ROW_BITS).alias("local"))
+    )
+
+
+def _incomplete_files(spark: SparkSession, plans: Mapping[str, CsvPlan]) -> set[str]:
+    """The files holding a line that is not one complete row (one job over the files that
+    hold quotes at all)."""
+    from pubsift.adapters.spark.ingest import hadoop_path
+    from pyspark.sql import functions as F
+
+    quoted = [p for p, plan in plans.items() if plan.quotes]
+    bad: set[str] = set()
+    for at in range(0, len(quoted), FILES_PER_JOB):
+        chunk = quoted[at : at + FILES_PER_JOB]
+        frames = [
+            spark.read.text(hadoop_path(p))
+            .where(incomplete(F.col("value"), plans[p].delimiter))
+            .select(F.lit(i).alias("i"))
+            .limit(1)
+            for i, p in enumerate(chunk)
+        ]
+        df = frames[0]
+        for f in frames[1:]:
+            df = df.unionAll(f)
+        bad |= {chunk[r[0]] for r in df.collect()}
+    return bad
+
+
+def write_csv(
     spark: SparkSession,
     plans: Mapping[str, CsvPlan],
     limits: ReadLimits,
-    kept: list[DataFrame],
-) -> tuple[DataFrame | None, set[str]]:
-    """The converted rows (``CONVERTED_SCHEMA``) of the files ``plans`` maps by path, and
-    the paths left to the Python reader after all (a line that is not one complete row).
+    events: str,
+    scratch: str,
+) -> Written:
+    """Convert the files ``plans`` maps by path: their events written as Parquet files of
+    the event store's ``events`` directory (``events/model=records/``), counted by an
+    observation of the same scan, and their delegated rows written to ``scratch`` (read
+    back for the Python reader: ``Written.rest``; the caller removes ``scratch`` once it
+    wrote what ``rest`` gives).
 
-    One scan: Spark's text source reads each block of a file (the whole file when it is
-    compressed or small) as one partition (the open cost of a file set above the block
-    size while the scan runs), so that ``monotonically_increasing_id`` numbers a block's
-    non-blank lines from 0 in order; the lines are typed and kept (appended to ``kept``:
-    the caller unpersists them once it wrote what this returns); one aggregate of the kept
-    rows counts each block's rows and incomplete lines, which gives each block's first
-    position and the files left to Python."""
-    from pubsift.adapters.spark.ingest import hadoop_path
+    Each file is one scan and one partition (the split size set above any file's while the
+    job runs), so that ``monotonically_increasing_id`` numbers its non-blank lines from 0
+    in order: a line's rank is its position, the header's 0. Files holding quotes are
+    checked first (:func:`incomplete`, one job): one with a line that is not a complete
+    row is left to the Python reader. Then one job per :data:`FILES_PER_JOB` files reads,
+    types and writes them, each file observed (events, delegated rows, lines, the last
+    line's rank: a check that its lines were numbered in one partition)."""
     from pubsift.adapters.spark.store import CONVERTED_SCHEMA
-    from pyspark import StorageLevel
+    from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-    for path, plan in plans.items():
-        groups.setdefault((plan.delimiter, plan.header), []).append(path)
-    key = "spark.sql.files.openCostInBytes"
-    cost = spark.conf.get(key, None)
-    spark.conf.set(key, str(1 << 50))  # one block per partition (the docstring), until cached
-    parts = []
+    conf = {
+        # a file is one partition (the docstring)
+        "spark.sql.files.maxPartitionBytes": str(1 << 50),
+        "spark.sql.files.openCostInBytes": str(1 << 50),
+        # the two partitions of the scratch dataset written side by side, not sorted apart
+        "spark.sql.optimizer.plannedWrite.enabled": "false",
+        "spark.sql.maxConcurrentOutputFileWriters": "2",
+    }
+    saved = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
     limit = limits.max_record_bytes
-    for (d, _), paths in groups.items():
-        plan = plans[paths[0]]
-        fast = F.lit(False)
-        if plan.shape is not None:
-            fast = (
-                F.col("value").rlike(shape_pattern(plan.shape, d))
-                & (F.octet_length("value") <= limit)
-                & F.is_valid_utf8("value")
-            )
-        lines = (
-            spark.read.text([hadoop_path(p) for p in paths])
-            .select(
-                F.input_file_name().alias("file"),
-                F.input_file_block_start().alias("block"),
-                "value",
-            )
-            .where(F.col("value") != "")
-            .withColumn("local", F.monotonically_increasing_id().bitwiseAND(_ROW_BITS))
-            .select("*", incomplete(F.col("value"), d).alias("bad"), fast.alias("fast"))
-        )
-        parts.append(typed(lines, plan, limit))
-    done = parts[0]
-    for f in parts[1:]:
-        done = done.unionByName(f)
-    done = done.persist(StorageLevel.MEMORY_AND_DISK)
-    kept.append(done)
+    counts: list[tuple[str, str, str | None, str | None, int]] = []
+    delegated = 0
     try:
-        blocks = (
-            done.groupBy("file", "block")
-            .agg(
-                F.count(F.lit(1)),
-                F.max(F.col("bad").cast("int")),
-                # delegated data rows (the header is the first row of block 0)
-                F.sum((F.col("d") & ((F.col("block") > 0) | (F.col("local") > 0))).cast("int")),
-            )
-            .collect()
-        )
+        left = _incomplete_files(spark, plans) if any(p.quotes for p in plans.values()) else set()
+        todo = [p for p in plans if p not in left]
+        for at in range(0, len(todo), FILES_PER_JOB):
+            chunk = todo[at : at + FILES_PER_JOB]
+            observed = []
+            frames = []
+            for i, path in enumerate(chunk):
+                plan = plans[path]
+                lines = _lines(spark, path)
+                fast = F.lit(False)
+                if plan.shape is not None and not plan.regular:
+                    fast = (
+                        F.col("value").rlike(shape_pattern(plan.shape, plan.delimiter))
+                        & (F.octet_length("value") <= limit)
+                        & F.is_valid_utf8("value")
+                    )
+                rows = typed(lines.select("local", "value", fast.alias("fast")), plan, limit)
+                obs = Observation(f"csv{i}")
+                data = F.col("local") > 0
+                rows = rows.observe(
+                    obs,
+                    F.count_if(data & ~F.col("d")).alias("events"),
+                    F.count_if(data & F.col("d")).alias("delegated"),
+                    F.count(F.lit(1)).alias("lines"),
+                    F.max("local").alias("last"),
+                )
+                observed.append((path, obs))
+                frames.append(
+                    rows.where(data).select(
+                        F.when(F.col("d"), F.lit(_DELEGATED)).otherwise("records").alias("model"),
+                        F.lit(plan.label).alias("source"),
+                        F.col("local").alias("position"),
+                        F.when(F.col("d"), F.base64("line"))
+                        .otherwise(F.col("event"))
+                        .alias("event"),
+                    )
+                )
+            df = frames[0]
+            for f in frames[1:]:
+                df = df.unionAll(f)
+            df.write.mode("append").partitionBy("model").parquet("file://" + scratch)
+            for path, obs in observed:
+                got = obs.get
+                if got["lines"] and got["last"] != got["lines"] - 1:
+                    raise AssertionError(f"{path}: its lines were not numbered in one partition")
+                label = plans[path].label
+                counts.append(("seen", label, None, None, 1))
+                if got["events"]:
+                    counts.append(("event", label, "records", None, got["events"]))
+                delegated += got["delegated"]
     finally:
-        if cost is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, cost)
-    numbered, bad = positions([b[:4] for b in blocks])
-    delegated = sum(b[4] for b in blocks if b[0] not in bad)
-    by_local = {local_of(uri): uri for uri in numbered}
-    left = {p for p in plans if p not in by_local or by_local[p] in bad}
-    rows = [
-        (uri, block, before, plans[path].label)
-        for path, uri in by_local.items()
-        if path in plans and path not in left
-        for block, before in numbered[uri]
-    ]
-    if not rows:
-        return None, left
-    offsets = spark.createDataFrame(rows, "file string, block long, before long, label string")
-    placed = (
-        done.join(F.broadcast(offsets), ["file", "block"])
-        .select(
-            "label",
-            (F.col("local") + F.col("before")).alias("position"),
-            "event",
-            "d",
-            "line",
+        for key, old in saved.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)
+    _move(os.path.join(scratch, "model=records"), os.path.join(events, "model=records"))
+    rest = None
+    got_rows: list[tuple[Any, ...]] = []
+    if delegated:
+        taken = {plans[p].label: plans[p] for p in plans if p not in left}
+        back = spark.read.schema("source string, position long, event string").parquet(
+            "file://" + os.path.join(scratch, f"model={_DELEGATED}")
         )
-        .where(F.col("position") > 0)  # the header
-    )
-    taken = {plans[p].label: plans[p] for p in plans if p not in left}
-    outs = [
-        placed.where(~F.col("d")).select(
-            F.lit("event").alias("kind"),
-            F.lit("records").alias("model"),
-            F.col("label").alias("source"),
-            "position",
-            "event",
-            *(F.lit(None).cast("string").alias(c) for c in ("reason", "message", "excerpt")),
+        back = back.select(
+            F.col("source").alias("label"), "position", F.unbase64("event").alias("line")
         )
-    ]
-    todo = placed.where(F.col("d")).select("label", "position", "line")
-    few = todo.collect() if 0 < delegated <= ON_DRIVER else []
-    if delegated > ON_DRIVER:
-        # a few Python tasks, not one per block (a block per partition: many small files)
-        todo = todo.coalesce(DELEGATE_TASKS)
-        outs.append(todo.mapInArrow(delegate(taken, limits), CONVERTED_SCHEMA))
-    elif few:  # read here: no Python worker started for them
-        from pubsift.adapters.reading import read_input
-        from pubsift.adapters.spark.ingest import _rows, event_dumper
-
-        dump = event_dumper()
-        got = [
-            tuple(row.values())
-            for label, position, line in few
-            for row in _rows(
-                iter(one_row(taken[label], position, bytes(line), limits, read_input)), dump
+        if delegated > ON_DRIVER:
+            rest = back.coalesce(DELEGATE_TASKS).mapInArrow(
+                delegate(taken, limits), CONVERTED_SCHEMA
             )
-        ]
-        outs.append(spark.createDataFrame(got, CONVERTED_SCHEMA))
-    seen = [("seen", None, label, 0, None, None, None, None) for label in sorted(taken)]
-    outs.append(spark.createDataFrame(seen, CONVERTED_SCHEMA))
-    df = outs[0]
-    for f in outs[1:]:
-        df = df.unionByName(f)
-    return df, left
+        else:  # read here: no Python worker started for them
+            from pubsift.adapters.reading import read_input
+            from pubsift.adapters.spark.ingest import _rows, event_dumper
+
+            dump = event_dumper()
+            got_rows = [
+                tuple(row.values())
+                for label, position, line in back.collect()
+                for row in _rows(
+                    iter(one_row(taken[label], position, bytes(line), limits, read_input)), dump
+                )
+            ]
+    return Written(counts, rest, got_rows, left)
+
+
+def _move(src: str, dst: str) -> None:
+    """The Parquet files of ``src`` moved into ``dst`` (created)."""
+    if not os.path.isdir(src):
+        return
+    os.makedirs(dst, exist_ok=True)
+    for name in os.listdir(src):
+        if not name.startswith((".", "_")):
+            os.replace(os.path.join(src, name), os.path.join(dst, name))
 
 
 def probe_listing(listing: Any, limits: ReadLimits) -> dict[str, CsvPlan]:
@@ -694,4 +770,4 @@ def probe_listing(listing: Any, limits: ReadLimits) -> dict[str, CsvPlan]:
     return plans
 
 
-__all__ = ["CsvPlan", "cell_json", "delegate", "positions", "probe", "probe_listing", "read_csv"]
+__all__ = ["CsvPlan", "Written", "cell_json", "delegate", "probe", "probe_listing", "write_csv"]

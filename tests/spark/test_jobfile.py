@@ -49,6 +49,7 @@ def test_a_complete_job_with_paths_relative_to_the_job_file(tree, monkeypatch):
 out = "out"
 format = "jsonl"
 layout = "per-subscriber"
+csv_reader = "python"
 subscriptions = "subs.jsonl"
 
 [spark]
@@ -95,12 +96,13 @@ exclude = ["*.md"]
         "spark.memory.fraction": "0.5",
         "spark.driver.memory": "2g",
     }
-    assert (got.master, got.app_name, got.out, got.format, got.layout) == (
+    assert (got.master, got.app_name, got.out, got.format, got.layout, got.csv_reader) == (
         "local[2]",
         "quotes",
         os.path.relpath(tree / "out"),
         "jsonl",
         "per-subscriber",
+        "python",
     )
     assert got.where == os.path.relpath(path, "/")
 
@@ -191,7 +193,7 @@ publisher = { concept = "StockQuote" }
         f'{bad}:2: unknown model "nope"',
         f'{bad}:2: duplicate id "a" (first at {bad}:1)',
         f"{path}: unknown key 'bogus'; the keys are spark, source, subscriptions, subscriber, "
-        "out, format",
+        "out, format, layout, csv_reader",
         f"{path}: [spark] master is a non-empty string, not ''",
         f"{path}: [spark] unknown key 'foo'",
         f"{path}: [spark.conf] 'a.b' is given twice",
@@ -228,6 +230,7 @@ publisher = { concept = "StockQuote" }
         ("[spark.conf]\nx = nan\n", "'x' is a string, number or boolean, not nan"),
         ("[spark.conf]\nx = [1]\n", "'x' is a string, number or boolean, not [1]"),
         ("layout = 'buckets'\n", "layout is 'sorted' or 'per-subscriber', not 'buckets'"),
+        ("csv_reader = 'pandas'\n", "csv_reader is 'spark' or 'python', not 'pandas'"),
     ],
 )
 def test_structural_problems(tree, text, problem):

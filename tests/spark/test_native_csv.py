@@ -57,6 +57,8 @@ HOSTILE = {
     "regular.csv": b"s,x,n\n"
     + b"AAL,45.26,4330414\n" * 600
     + b"AAL,45.260,1\nAAL,1e5,2\nAAL,2\nAAL,\xff,3\n,,\nAAL,-0.0,-0\n",
+    # keys that are not themselves in a Java replacement ($, backslash) or in JSON (")
+    "keys.csv": b'$1,b\\c,"q""k",$\n' + b"x,1,2.5,y\n" * 600 + b"y,2,3.5,\n",
     # left to the Python reader, each for one reason
     "multiline.csv": HEADER + b'1,"two\nlines",3\n4,5,6\n',
     "badquote.csv": HEADER + b'1,"ab"c,3\n4,5,6\n',
@@ -123,29 +125,47 @@ def python_rows(root: Path, limits: ReadLimits) -> dict[str, list[tuple]]:
     return out
 
 
-def spark_rows(df) -> dict[str, list[tuple]]:
+def spark_rows(rows) -> dict[str, list[tuple]]:
     out: dict[str, list[tuple]] = {}
-    for r in df.collect():
-        if r["kind"] != "seen":
-            out.setdefault(r["source"], []).append(tuple(r))
+    for r in rows:
+        if r[0] != "seen":
+            out.setdefault(r[2], []).append(tuple(r))
     return {k: sorted(v, key=repr) for k, v in out.items()}
 
 
-def native(spark, root: Path, limits: ReadLimits):
-    """(the plans, the rows of the files Spark read, the paths it left to Python)."""
+def native(spark, root: Path, limits: ReadLimits, scratch: Path):
+    """(the plans, the rows of the files Spark read: the events it wrote and the rows of
+    the delegated rows, the paths it left to Python); the counts it made are checked
+    against the events it wrote."""
+    import pyarrow.parquet as pq
     from pubsift.adapters.spark.ingest import list_files
-    from pubsift.adapters.spark.native import probe_listing, read_csv
+    from pubsift.adapters.spark.native import probe_listing, write_csv
 
     listing = list_files([Source(str(root))], limits)
     plans = probe_listing(listing, limits)
-    kept: list = []
-    df, left = read_csv(spark, plans, limits, kept)
-    try:
-        rows = spark_rows(df) if df is not None else {}
-    finally:
-        for k in kept:
-            k.unpersist()
-    return plans, rows, left
+    events = scratch / "events"
+    written = write_csv(spark, plans, limits, str(events), str(scratch / "csv"))
+    rows = [tuple(r) for r in written.rows]
+    if written.rest is not None:
+        assert not rows
+        rows = [tuple(r) for r in written.rest.collect()]
+    stored = pq.read_table(events).to_pylist() if events.exists() else []
+    assert all(e["model"] == "records" for e in stored)
+    rows += [
+        ("event", "records", e["source"], e["position"], e["event"], None, None, None)
+        for e in stored
+    ]
+    counted: dict[str, int] = {}
+    for kind, source, _, _, n in written.counts:
+        if kind == "event":
+            counted[source] = counted.get(source, 0) + n
+    per: dict[str, int] = {}
+    for e in stored:
+        per[e["source"]] = per.get(e["source"], 0) + 1
+    assert counted == per
+    seen = {source for kind, source, _, _, _ in written.counts if kind == "seen"}
+    assert seen == {plans[p].label for p in plans if p not in written.left}
+    return plans, spark_rows(rows), written.left
 
 
 def big_file() -> bytes:
@@ -186,7 +206,7 @@ def run(spark, tmp_path_factory):
 
     on_driver, module.ON_DRIVER = module.ON_DRIVER, 0  # the delegated rows in Python tasks
     try:
-        plans, rows, left = native(spark, root, LIMITS)
+        plans, rows, left = native(spark, root, LIMITS, tmp_path_factory.mktemp("out"))
         blocks = (
             spark.read.text(str(root / "big.csv"))
             .select(F.input_file_block_start())
@@ -210,7 +230,7 @@ def test_the_probe_and_the_lines_leave_exactly_the_files_they_cannot_read(run):
     assert set(rows) <= taken
     assert len([t for t in taken if Path(t).name.startswith("m")]) >= 6  # not vacuous
     regular = {Path(p).name for p, plan in plans.items() if plan.regular}
-    assert "regular.csv" in regular and "typed.csv" not in regular  # both ways of typing
+    assert {"regular.csv", "keys.csv"} <= regular and "typed.csv" not in regular  # both ways
 
 
 def test_hostile_csv_files_give_what_the_python_reader_gives(run):
@@ -239,10 +259,11 @@ def test_a_file_split_into_blocks_is_numbered_in_order(run):
 
 
 def test_a_few_delegated_rows_are_read_on_the_driver_alike(spark, tmp_path):
-    for name in ("typed.csv", "regular.csv", "utf8.csv"):
-        (tmp_path / name).write_bytes(HOSTILE[name])
-    _, rows, left = native(spark, tmp_path, LIMITS)
-    expected = python_rows(tmp_path, LIMITS)
+    (tmp_path / "in").mkdir()
+    for name in ("typed.csv", "regular.csv", "utf8.csv", "keys.csv"):
+        (tmp_path / "in" / name).write_bytes(HOSTILE[name])
+    _, rows, left = native(spark, tmp_path / "in", LIMITS, tmp_path)
+    expected = python_rows(tmp_path / "in", LIMITS)
     assert not left and set(rows) == set(expected)
     for label in expected:
         assert rows[label] == sorted(expected[label], key=repr), label
@@ -281,3 +302,52 @@ def test_the_bundled_sample_through_the_job_gives_the_python_readers_events(spar
     assert got_q == sorted(want_q)
     assert summary["events"] == len(want)
     assert any(".csv" in s for s, _, _ in got)
+
+
+def test_a_job_of_csv_files_only_writes_the_python_readers_events_and_counts(spark, tmp_path):
+    """``ingest`` (the CSV read by Spark by default) of CSV files only, a few rows
+    delegated and read on the driver, one file left to Python: the event store, the
+    quarantine and the summary's counts are the Python readers'."""
+    import io
+
+    import pyarrow.parquet as pq
+    from pubsift.adapters.spark.job import Settings, ingest
+    from rich.console import Console
+
+    root = tmp_path / "in"
+    root.mkdir()
+    for name in ("regular.csv", "keys.csv", "typed.csv", "utf8.csv", "multiline.csv"):
+        (root / name).write_bytes(HOSTILE[name])
+    summary = ingest(
+        [Source(str(root))],
+        str(tmp_path / "store"),
+        Settings(limits=LIMITS),
+        Console(file=io.StringIO()),
+    )
+    events = pq.read_table(tmp_path / "store" / "events").to_pylist()
+    quarantine = pq.read_table(tmp_path / "store" / "quarantine").to_pylist()
+    got = [
+        ("event", "records", e["source"], e["position"], e["event"], None, None, None)
+        for e in events
+    ]
+    got += [
+        (
+            "quarantine",
+            q["model"],
+            q["source"],
+            q["position"],
+            None,
+            q["reason"],
+            q["message"],
+            q["excerpt"],
+        )
+        for q in quarantine
+    ]
+    want = python_rows(root, LIMITS)
+    assert spark_rows(got) == {k: sorted(v, key=repr) for k, v in want.items()}
+    assert not (tmp_path / "store" / "_csv").exists()
+    for label, rows in want.items():
+        c = summary["sources"][label]
+        assert c["events"] == sum(r[0] == "event" for r in rows), label
+        assert c["quarantined"] == sum(r[0] == "quarantine" for r in rows), label
+    assert summary["events"] == sum(r[0] == "event" for v in want.values() for r in v)
