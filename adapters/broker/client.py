@@ -78,6 +78,7 @@ from pubsift.adapters.broker.replay import (
 from pubsift.adapters.broker.replay import parse as parse_replay
 from pubsift.adapters.broker.replay import parse_text as parse_replay_text
 from pubsift.adapters.broker.tls import client_context, describe
+from pubsift.adapters.broker.wire import dumps
 from pubsift.core.errors import PubsiftError
 from pubsift.core.model import Event, Filter, FilterModel
 
@@ -153,6 +154,15 @@ class Notification(NamedTuple):
 
 Handler = Callable[[Notification], Any]
 
+
+def _flavour(s: Subscription, n: Notification) -> Notification:
+    """``n`` as subscription ``s`` takes it: a raw one the event's JSON bytes in ``wire``
+    (orjson's bytes of the value, where ``n`` carries the value)."""
+    if s.raw and type(n.wire) is not bytes:
+        return n._replace(wire=dumps(n.wire))
+    return n
+
+
 #: seconds a subscription with a replay description holds its live notifications for a
 #: history's answer before it gives up (delivering them without the past), and between
 #: two subscription events asking again (docs/protocol.md §14)
@@ -182,6 +192,8 @@ class Subscription:
     active: bool = field(default=True)
     #: why the broker refused it (then ``active`` is False and it is not renewed)
     refused: SubscriptionRefused | None = None
+    #: its notifications carry the event's JSON bytes in ``wire`` (``subscribe(raw=True)``)
+    raw: bool = False
 
 
 @dataclass(eq=False)
@@ -703,7 +715,7 @@ class AsyncClient:
                 if n.seq > max(self._last_seq.get(n.publisher, 0), ahead.get(n.publisher, 0)):
                     ahead[n.publisher] = n.seq
             for s in tuple(self._subs.get(key, ())):
-                result = s.handler(n)
+                result = s.handler(_flavour(s, n))
                 if result is not None and inspect.isawaitable(result):
                     await result
         if not ahead:
@@ -797,7 +809,7 @@ class AsyncClient:
             log.warning("client %s: notifications dropped: %s", self.id, exc)
             return
         if type(items) is Cut:  # the frame as the cutter found it (frames.decode)
-            fast, dump = m.load_wire, m.dump_event
+            fast = m.load_wire
             events = [fast(item[2]) for item in items]  # the model's one-pass read
             try:  # where it has none: each event read, before any is delivered
                 values = [
@@ -808,11 +820,11 @@ class AsyncClient:
                 log.warning("client %s: malformed notifies frame dropped: %s", self.id, exc)
                 return
             one = self._deliver_one
-            for (publisher, seq, _, _), value, e in zip(items, values, events, strict=True):
+            for (publisher, seq, raw, _), value, e in zip(items, values, events, strict=True):
                 pending = (
-                    one(m, publisher, seq, value)
+                    one(m, publisher, seq, value, None, raw)
                     if e is None
-                    else one(m, publisher, seq, dump(e), e)
+                    else one(m, publisher, seq, None, e, raw)
                 )
                 if pending is not None:
                     await pending
@@ -849,10 +861,19 @@ class AsyncClient:
         return self._deliver_one(m, pub[0], pub[1], wire)
 
     def _deliver_one(
-        self, m: FilterModel, publisher: str, seq: int, wire: Any, event: Any = None
+        self,
+        m: FilterModel,
+        publisher: str,
+        seq: int,
+        wire: Any,
+        event: Any = None,
+        raw: bytes | None = None,
     ) -> Awaitable[None] | None:
         """:meth:`_deliver` of a notification whose id is known to be well formed
-        (``event``: ``wire`` loaded already, where it is)."""
+        (``event``: ``wire`` loaded already, where it is; ``raw``: the event's bytes as
+        the frame carried them, where they are known, and then ``wire`` may be None if
+        ``event`` is given: its JSON value is made only for a subscription that is not
+        raw)."""
         if event is None:
             try:
                 event = m.load_event(wire)
@@ -863,19 +884,43 @@ class AsyncClient:
             self.duplicates += 1
             return None
         self._last_seq[publisher] = seq
-        n = Notification(m.name, event, wire, publisher, seq)
         every = self._targets
         if every is None:
             every = self._targets = self._by_model()
+        n = rn = None
         if self._waits or self._ahead:
+            if wire is None:
+                wire = m.dump_event(event)
+            n = Notification(m.name, event, wire, publisher, seq)
             targets = self._sorted(m, n, every.get(m.name, ()))
         else:
             matches = m.matches
             targets = [s for f, subs in every.get(m.name, ()) if matches(f, event) for s in subs]
         for i, s in enumerate(targets):
-            result = s.handler(n)
-            if result is not None and inspect.isawaitable(result):
-                return self._handle_rest(result, n, targets[i + 1 :])
+            if s.raw:  # the event's bytes, as they came where they are known
+                if rn is None:
+                    if raw is None:
+                        raw = dumps(wire if wire is not None else m.dump_event(event))
+                    rn = Notification(m.name, event, raw, publisher, seq)
+                result = s.handler(rn)
+            else:
+                if n is None:
+                    if wire is None:
+                        wire = m.dump_event(event)
+                    n = Notification(m.name, event, wire, publisher, seq)
+                result = s.handler(n)
+            if result is not None and inspect.isawaitable(result):  # the others after it
+                if wire is None:
+                    wire = m.dump_event(event)
+                if n is None:
+                    n = Notification(m.name, event, wire, publisher, seq)
+                if rn is None:
+                    rn = Notification(
+                        m.name, event, dumps(wire) if raw is None else raw, publisher, seq
+                    )
+                return self._handle_rest(
+                    result, [(t, rn if t.raw else n) for t in targets[i + 1 :]]
+                )
         return None
 
     def _by_model(self) -> dict[str, tuple[tuple[Filter, tuple[Subscription, ...]], ...]]:
@@ -888,10 +933,10 @@ class AsyncClient:
 
     @staticmethod
     async def _handle_rest(
-        first: Awaitable[Any], n: Notification, rest: list[Subscription]
+        first: Awaitable[Any], rest: list[tuple[Subscription, Notification]]
     ) -> None:
         await first
-        for s in rest:
+        for s, n in rest:
             result = s.handler(n)
             if inspect.isawaitable(result):
                 await result
@@ -923,6 +968,7 @@ class AsyncClient:
         timeout: float = 10.0,
         replay: Replay | Mapping[str, Any] | str | None = None,
         resume: bool = False,
+        raw: bool = False,
     ) -> Subscription:
         """Subscribe ``handler`` to the events of ``model`` matching ``filter`` (text, JSON
         form or parsed filter; a bad one raises FilterSyntaxError here). The broker does
@@ -937,9 +983,15 @@ class AsyncClient:
         publisher in order. ``resume``: after a reconnection or a ``renew`` (a link came
         up), ask for what was missed since the last sequence number delivered per
         publisher (docs/protocol.md §14). A malformed description raises
-        :class:`~pubsift.adapters.broker.replay.ReplayError`."""
+        :class:`~pubsift.adapters.broker.replay.ReplayError`.
+
+        ``raw``: the handler's notifications carry in ``wire`` the event's JSON as bytes
+        instead of its value, the bytes the broker's frame carried as they came
+        (docs/protocol.md §3.1: a cut ``notifies`` frame), the event not written anew;
+        where the frame was read whole, and for replayed notifications and those held
+        while a history answers, orjson's bytes of its value."""
         f = self.parse_filter(model, filter)
-        sub = Subscription(model, f, handler)
+        sub = Subscription(model, f, handler, raw=raw)
         key = (model, f)
         wanted: Replay | None = None
         if replay is not None:

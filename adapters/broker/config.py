@@ -40,6 +40,7 @@ range, is a :class:`ConfigError` naming the file and the key. Example::
 
     [gateway]                          # the HTTP gateway (docs/protocol.md §9); off by default
     listen = "127.0.0.1:8080"          # HTTPS when [tls] is set; Bearer tokens with identities
+    max_pending = 10000                # events waiting for one SSE stream before it is ended
 
     [monitor]                          # /metrics, /status, / (docs/monitoring.md); off by default
     listen = "127.0.0.1:8222"          # beyond loopback only with [identities]
@@ -206,6 +207,8 @@ class BrokerConfig:
     heartbeat_max_missed: int = 2
     #: the HTTP gateway's address (None: no gateway)
     gateway: Address | None = None
+    #: events waiting to be written to one SSE stream before it is ended (``slow-consumer``)
+    gateway_max_pending: int = 10_000
     #: the monitor's address (None: no monitor; docs/monitoring.md)
     monitor: Address | None = None
     #: the shared secret of broker links (sent by the dialler, required by the acceptor)
@@ -276,6 +279,15 @@ class BrokerConfig:
                     f"{self.source}: identities.{ident.name}.cert_name: needs [tls] with ca, "
                     "the CA that signs the client certificates"
                 )
+        if (
+            isinstance(self.gateway_max_pending, bool)
+            or not isinstance(self.gateway_max_pending, int)
+            or self.gateway_max_pending < 1
+        ):
+            raise ConfigError(
+                f"{self.source}: gateway.max_pending: expected an integer > 0 (events waiting "
+                f"for one SSE stream), got {self.gateway_max_pending!r}"
+            )
         if self.max_queue_bytes < self.max_frame_bytes:
             raise ConfigError(
                 f"{self.source}: limits.max_queue_bytes ({self.max_queue_bytes}) is less than "
@@ -341,7 +353,7 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
         },
     )
     links = r.section("links", {"backoff_initial", "backoff_max"})
-    gateway = r.section("gateway", {"listen"})
+    gateway = r.section("gateway", {"listen", "max_pending"})
     monitor = r.section("monitor", {"listen"})
     heartbeat = r.section("heartbeat", {"interval", "max_missed"})
     from pubsift.adapters.broker import tls
@@ -410,6 +422,9 @@ def from_mapping(data: Mapping[str, Any], source: str = "<mapping>") -> BrokerCo
         gateway=Address.parse(gateway["listen"], f"{source}: gateway.listen")
         if "listen" in gateway
         else None,
+        gateway_max_pending=int(
+            r.number(gateway, "gateway", "max_pending", d.gateway_max_pending, integer=True)
+        ),
         monitor=Address.parse(monitor["listen"], f"{source}: monitor.listen")
         if "listen" in monitor
         else None,

@@ -376,7 +376,7 @@ class BrokerDaemon:
         if cfg.gateway is not None:
             from pubsift.adapters.broker.gateway import Gateway
 
-            self.gateway = Gateway(self, cfg.gateway)
+            self.gateway = Gateway(self, cfg.gateway, max_pending=cfg.gateway_max_pending)
             try:
                 await self.gateway.start()
             except OSError as exc:

@@ -29,12 +29,18 @@ Answers (JSON ``{"error": reason, "message": ...}`` for every refusal):
 ``POST /publish/{model}``              202 ``{"id": "publisher:seq", ...}``; 400 invalid
                                        event; 404 unknown model; 413 above the frame limit
 ``GET /subscribe/{model}?filter=F``    200 ``text/event-stream``: one event per match,
-                                       ``id:`` its publication id, ``data:`` the JSON line
-                                       ``pubsift sub`` prints; 400 missing or invalid
+                                       ``id:`` its publication id, ``data:`` the JSON
+                                       object ``pubsift sub`` prints, the event's bytes
+                                       spliced in as they came; 400 missing or invalid
                                        filter; 404 unknown model; 413 filter above
                                        the frame limit; 503 broker stopping
 (with identities)                      401 no or unknown credential; 403 not authorized
 =====================================  ====================================================
+
+An SSE stream is written from the event's wire bytes (docs/protocol.md §9): its client of
+the daemon subscribes ``raw``, so the bytes of a cut ``notifies`` frame go into the
+``data:`` line without the event being written anew, and what came in one turn of the
+loop goes out in one write.
 """
 
 from __future__ import annotations
@@ -73,7 +79,8 @@ log = logging.getLogger("pubsift.gateway")
 
 #: seconds between SSE comments on an idle stream (keeps proxies open, finds gone clients)
 HEARTBEAT = 15.0
-#: notifications waiting for one slow HTTP subscriber before its stream is ended
+#: notifications waiting for one slow HTTP subscriber before its stream is ended (the
+#: default of ``[gateway] max_pending``)
 MAX_PENDING = 10_000
 #: seconds one SSE write may wait for a client that does not read before it is cut off
 WRITE_TIMEOUT = 30.0
@@ -129,13 +136,76 @@ def replay_of(text: str | None, last_event_id: str | None) -> Replay | None:
     return None
 
 
-def _sse(n: Notification) -> bytes:
-    """The Server-Sent Event of a notification: ``id:`` its publication id, ``data:`` the
-    JSON line ``pubsift sub`` prints (JSON has no raw line breaks: one ``data`` line)."""
-    return b"id: %s\ndata: %s\n\n" % (
-        publication_id(n.publisher, n.seq).encode(),
-        dumps(n.to_json()),
-    )
+_LINE_BREAKS = bytes.maketrans(b"\r\n", b"  ")
+
+
+class _Stream:
+    """The notifications of one SSE stream not yet written: the handler of its client's
+    raw subscription adds them, its writer takes all there are at each turn and writes
+    their events in one write. More than ``max_pending`` waiting: :attr:`overflow`, and the
+    stream ends."""
+
+    __slots__ = ("heads", "max_pending", "model", "overflow", "pending", "stopped", "wake")
+
+    def __init__(self, model: str, max_pending: int) -> None:
+        self.model = dumps(model)
+        self.max_pending = max_pending
+        self.pending: list[Notification] = []
+        self.wake = asyncio.Event()
+        self.stopped = False
+        self.overflow = False
+        #: per publisher, the bytes before the sequence number in ``id:`` and ``data:``
+        self.heads: dict[str, tuple[bytes, bytes]] = {}
+
+    def add(self, n: Notification) -> None:
+        """The subscription's handler (``n.wire``: the event's JSON bytes)."""
+        pending = self.pending
+        if len(pending) >= self.max_pending:
+            self.overflow = True  # a slow consumer: its stream ends
+            self.stop()
+            return
+        pending.append(n)
+        if len(pending) == 1:
+            self.wake.set()
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.wake.set()
+
+    def take(self) -> bytes:
+        """The Server-Sent Events of what is waiting (then nothing is): per notification
+        ``id:`` its publication id and one ``data:`` line, the JSON object ``pubsift sub``
+        prints (``model``, ``publisher``, ``seq``, ``event``, ``replayed``) with the
+        event's bytes spliced in as they came. Line breaks between an event's tokens
+        (where JSON may have them) are written as spaces: an SSE field is one line."""
+        batch, self.pending = self.pending, []
+        data = self._events(batch, False)
+        # each event has three line breaks of its own (the ids and the JSON of the
+        # publisher and model have none): more, or a CR, come from an event's bytes
+        if data.count(b"\n") != 3 * len(batch) or b"\r" in data:
+            data = self._events(batch, True)
+        return data
+
+    def _events(self, batch: list[Notification], breaks: bool) -> bytes:
+        heads, model = self.heads, self.model
+        out: list[bytes] = []
+        if len(heads) > 10_000:  # publishers heard from: kept for the ones still heard
+            heads.clear()
+        get, append = heads.get, out.append
+        for _, _, event, publisher, seq, replayed in batch:
+            head = get(publisher)
+            if head is None:
+                head = heads[publisher] = (
+                    b"id: " + publication_id(publisher, 0)[:-1].encode(),
+                    b'data: {"model":%s,"publisher":%s,"seq":' % (model, dumps(publisher)),
+                )
+            if breaks:
+                event = event.translate(_LINE_BREAKS)
+            append(
+                b'%s%d\n%s%d,"event":%s%s\n\n'
+                % (head[0], seq, head[1], seq, event, b',"replayed":true}' if replayed else b"}")
+            )
+        return b"".join(out)
 
 
 class _Stuck(Exception):
@@ -152,12 +222,15 @@ class Gateway:
         listen: Address,
         heartbeat: float = HEARTBEAT,
         write_timeout: float = WRITE_TIMEOUT,
+        max_pending: int = MAX_PENDING,
     ) -> None:
         self.daemon = daemon
         self.listen = listen
         self.address = listen
         self.heartbeat = heartbeat
         self.write_timeout = write_timeout
+        #: notifications waiting for one stream before it is ended (``slow-consumer``)
+        self.max_pending = max_pending
         self._runner: web.AppRunner | None = None
         #: the publisher of an open broker (None: the broker has identities)
         self._publisher: AsyncClient | None = None
@@ -169,7 +242,7 @@ class Gateway:
         self._url = ""
         #: the token of the gateway's own clients, with identities (None: an open broker)
         self._token: str | None = None
-        self._streams: set[asyncio.Event] = set()
+        self._streams: set[_Stream] = set()
         #: identities whose POSTs were rate-limited (logged once, then at debug level)
         self._throttled: set[str] = set()
         #: currently open SSE streams (for stats and tests)
@@ -221,8 +294,8 @@ class Gateway:
 
     async def stop(self) -> None:
         """End every SSE stream, close the publisher, stop serving."""
-        for ev in list(self._streams):
-            ev.set()
+        for st in list(self._streams):
+            st.stop()
         for p in [self._publisher, *self._publishers.values()]:
             if p is not None:
                 await p.close()
@@ -423,15 +496,7 @@ class Gateway:
             replay = replay_of(request.query.get("replay"), request.headers.get("Last-Event-ID"))
         except ReplayError as exc:
             return error_response(400, "invalid-replay", one_line(exc))
-        queue: asyncio.Queue[Notification] = asyncio.Queue(MAX_PENDING)
-        stop = asyncio.Event()
-
-        def handler(n: Notification) -> None:
-            if queue.full():
-                stop.set()  # a slow consumer: its stream ends
-            else:
-                queue.put_nowait(n)
-
+        st = _Stream(model.name, self.max_pending)
         client = self._client("sub", grant)
         try:
             await client.connect()
@@ -439,7 +504,7 @@ class Gateway:
             if exc.reason == "limit":  # the identity's max_connections
                 return error_response(429, "limit", one_line(exc))
             return error_response(503, "unavailable", one_line(exc))  # shutting down
-        self._streams.add(stop)
+        self._streams.add(st)
         self.subscribers += 1
         log.info("%s subscribed as %s to %s %s", request.remote, client.id, model.name, text)
         try:
@@ -447,7 +512,7 @@ class Gateway:
                 if replay is not None and replay.after is not None:
                     client.restore({replay.after[0]: replay.after[1]})
                 await client.subscribe(
-                    model.name, flt, handler, replay=replay, resume=replay is not None
+                    model.name, flt, st.add, replay=replay, resume=replay is not None, raw=True
                 )
             except BrokerRefused as exc:  # the filter's frame is above the broker's limit
                 return error_response(413, "too-large", one_line(exc))
@@ -471,33 +536,20 @@ class Gateway:
                         raise _Stuck from None
 
                 await write(f": subscribed as {client.network_id} at {self.daemon.id}\n\n".encode())
-                while not stop.is_set():
-                    got = asyncio.ensure_future(queue.get())
-                    halt = asyncio.ensure_future(stop.wait())
-                    try:
-                        done, _ = await asyncio.wait(
-                            {got, halt},
-                            timeout=self.heartbeat,
-                            return_when=asyncio.FIRST_COMPLETED,
-                        )
-                    except BaseException:  # the handler cancelled: the HTTP client went away
-                        got.cancel()
-                        halt.cancel()
-                        raise
-                    halt.cancel()
-                    if got not in done:
-                        got.cancel()
-                        if not stop.is_set():
+                wake, heartbeat = st.wake, self.heartbeat
+                while not st.stopped:
+                    if not st.pending:
+                        wake.clear()
+                        try:
+                            await asyncio.wait_for(wake.wait(), heartbeat)
+                        except TimeoutError:
                             await write(b": keepalive\n\n")
                         continue
-                    batch = [got.result()]
-                    while not queue.empty():  # what came meanwhile goes out in one write
-                        batch.append(queue.get_nowait())
-                    await write(b"".join(_sse(n) for n in batch))
-                if queue.full():
+                    await write(st.take())  # what came meanwhile goes out in one write
+                if st.overflow:
                     await write(
                         b'event: error\ndata: {"error": "slow-consumer", "message": '
-                        b'"more than %d events waiting to be sent"}\n\n' % MAX_PENDING
+                        b'"more than %d events waiting to be sent"}\n\n' % st.max_pending
                     )
                 elif self.daemon.stopping:
                     end = {
@@ -523,7 +575,7 @@ class Gateway:
                 await asyncio.wait_for(resp.write_eof(), self.write_timeout)
             return resp
         finally:
-            self._streams.discard(stop)
+            self._streams.discard(st)
             self.subscribers -= 1
             await asyncio.shield(client.close())
             if not self.daemon.stopping:

@@ -223,3 +223,200 @@ def test_an_sse_client_that_stops_reading_is_cut_off(caplog):
 
     with caplog.at_level(logging.INFO):
         run(body)
+
+
+async def sse_raw(resp: aiohttp.ClientResponse, n: int) -> list[bytes]:
+    """The next ``n`` SSE events of a stream as the bytes that came (comments skipped)."""
+    out: list[bytes] = []
+    buf = b""
+    while len(out) < n:
+        buf += await asyncio.wait_for(resp.content.readany(), 5)
+        *events, buf = buf.split(b"\n\n")
+        out.extend(e for e in events if not e.startswith(b":"))
+    return out[:n]
+
+
+def test_sse_data_carries_the_events_bytes_as_published():
+    """docs/protocol.md §9: ``data:`` is the JSON object ``pubsift sub`` prints with the
+    event's bytes spliced in as they came: another client's spacing, escapes and number
+    forms kept, a line break between tokens written as a space; the events of pubsift's
+    own clients and of POST give the very bytes the gateway wrote from their values."""
+    odd = [
+        b'{ "symbol" : "IBM",  "name": "caf\\u00e9 \\ud83d\\ude00", "price":1.50E2 }',
+        b'{"symbol":"IBM","price":-0.0,"tags":[ 1 , 2 ],\n"q":"a\\"b\\\\c\\/d"}',
+        '{"symbol":"IBM","name":"caf\u00e9","price":1}'.encode(),
+    ]
+
+    async def body(b0: BrokerDaemon, b1: BrokerDaemon, base: str) -> None:
+        from pubsift.adapters.broker.frames import HEADER
+        from pubsift.adapters.broker.gateway import publication_id
+        from pubsift.adapters.broker.wire import dumps
+
+        plain: list[Notification] = []
+        sock = AsyncClient(f"pubsift://127.0.0.1:{b0.address.port}", id="plain")
+        await sock.connect()
+        await sock.subscribe("records", 'symbol = "IBM"', plain.append)
+        pub = AsyncClient(f"pubsift://127.0.0.1:{b1.address.port}", id="lean")
+        await pub.connect()
+        async with aiohttp.ClientSession() as http:
+            sse = await http.get(f"{base}/subscribe/records", params={"filter": 'symbol = "IBM"'})
+            assert sse.status == 200
+            await until(
+                lambda: [b.stats()["entries"]["records"] for b in (b0, b1)] == [[2, 0], [0, 1]]
+            )
+            # a client of another language: a pubs frame in the common form, odd events
+            pairs = b",".join(b'[["lean",%d],%s]' % (i + 1, e) for i, e in enumerate(odd))
+            frame = b'{"kind":"pubs","model":"records","pubs":[%s]}' % pairs
+            assert pub.send_frame(HEADER.pack(len(frame)) + frame)
+            got = await sse_raw(sse, len(odd))
+            for i, (ev, e) in enumerate(zip(got, odd, strict=True)):
+                head = b'id: lean:%d\ndata: {"model":"records","publisher":"lean","seq":%d,"event":'
+                assert ev == head % (i + 1, i + 1) + e.replace(b"\n", b" ") + b"}"
+            # pubsift's clients and POST: the bytes the values give (what was written before)
+            values = [
+                {"symbol": "IBM", "price": 0.1 + 0.2, "name": "na\u00efve \u2603", "n": 2**62},
+                {"symbol": "IBM", "price": 1e300, "nested": {"a": [1, "x", None, True]}},
+                {"symbol": "IBM", "price": -5, "empty": "", "quote": 'say "hi"\n'},
+            ]
+            pub2 = AsyncClient(f"pubsift://127.0.0.1:{b1.address.port}", id="official")
+            await pub2.connect()
+            await pub2.publish("records", values[0])
+            await pub2.publish_many("records", values[1:])
+            r = await http.post(f"{base}/publish/records", data=json.dumps(values[0]))
+            assert r.status == 202
+            got = await sse_raw(sse, 4)
+            await until(lambda: len(plain) == len(odd) + 4)
+            want = [
+                b"id: %s\ndata: %s"
+                % (publication_id(n.publisher, n.seq).encode(), dumps(n.to_json()))
+                for n in plain[len(odd) :]
+            ]
+            assert got == want
+            sse.close()
+        await sock.close()
+        await pub.close()
+        await pub2.close()
+
+    run(body)
+
+
+def test_a_reader_that_lets_more_than_max_pending_events_wait_is_cut_off():
+    """The stream of a reader that reads too slowly ends with ``event: error``
+    ``slow-consumer`` once more than ``[gateway] max_pending`` events wait; its
+    subscription is withdrawn; the broker and its other subscribers carry on."""
+    import socket
+
+    async def body(b0: BrokerDaemon, b1: BrokerDaemon, base: str) -> None:
+        assert isinstance(b0.gateway, Gateway)
+        b0.gateway.max_pending = 50
+        host, port = b0.gateway.address.host, b0.gateway.address.port
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect((host, port))
+        s.setblocking(False)
+        s.sendall(b"GET /subscribe/records?filter=price%20%3E%200 HTTP/1.1\r\nHost: x\r\n\r\n")
+        await until(lambda: len(subscribers(b0)) == 1)
+        await until(lambda: sum(b1.stats()["entries"]["records"]) == 1)
+        got: list[Notification] = []
+        other = AsyncClient(f"pubsift://127.0.0.1:{b0.address.port}", id="other")
+        await other.connect()
+        await other.subscribe("records", "price > 0", got.append)
+        pub = AsyncClient(f"pubsift://127.0.0.1:{b1.address.port}")
+        await pub.connect()
+        streams = b0.gateway._streams
+        try:
+            for i in range(5000):  # ~15 MB: the stream's writes wait for the reader
+                await pub.publish("records", {"price": 1, "text": "x" * 3000, "i": i})
+                if i % 50 == 0:
+                    await asyncio.sleep(0.01)
+                if not streams or next(iter(streams)).overflow:
+                    break
+            assert streams and next(iter(streams)).overflow
+            data = b""
+            loop = asyncio.get_running_loop()
+            while b"\r\n0\r\n\r\n" not in data:  # now read it all: the end of the stream
+                chunk = await asyncio.wait_for(loop.sock_recv(s, 1 << 16), 5)
+                assert chunk, data[-300:]
+                data += chunk
+            assert b"event: error\r\n" not in data  # (SSE lines end in \n)
+            end = data.rindex(b"event: error\n")
+            assert data[end:].startswith(
+                b'event: error\ndata: {"error": "slow-consumer", "message": '
+                b'"more than 50 events waiting to be sent"}\n\n'
+            )
+            await until(lambda: subscribers(b0) == [] and b0.gateway.subscribers == 0, 10)
+            await until(lambda: sum(b1.stats()["entries"]["records"]) == 1)  # `other` only
+            n = len(got)
+            await pub.publish("records", {"price": 2})
+            await until(lambda: len(got) == n + 1 and got[-1].event["price"] == 2)
+        finally:
+            await pub.close()
+            await other.close()
+            s.close()
+
+    run(body)
+
+
+def test_max_pending_is_a_gateway_setting_with_a_clear_error():
+    import pytest
+    from pubsift.adapters.broker.config import ConfigError
+
+    cfg = from_mapping({"gateway": {"listen": "127.0.0.1:8080", "max_pending": 500}}, "b.toml")
+    assert cfg.gateway_max_pending == 500
+    assert from_mapping({}, "b.toml").gateway_max_pending == 10_000
+    for bad in (0, -3, 2.5, "many", True):
+        with pytest.raises(
+            ConfigError, match=r"b\.toml: gateway\.max_pending: expected an integer > 0"
+        ):
+            from_mapping({"gateway": {"max_pending": bad}}, "b.toml")
+    with pytest.raises(ConfigError, match=r"gateway\.max_pending"):
+        BrokerConfig(gateway_max_pending=0).check()
+
+    async def go() -> None:
+        d = BrokerDaemon(
+            BrokerConfig(id="b0", listen=LOCAL, gateway=LOCAL, gateway_max_pending=7, **FAST)
+        )
+        await d.start()
+        try:
+            assert isinstance(d.gateway, Gateway) and d.gateway.max_pending == 7
+        finally:
+            await d.stop()
+
+    asyncio.run(go())
+
+
+def test_a_raw_subscription_gets_the_events_bytes_beside_a_plain_one():
+    """``subscribe(raw=True)``: ``wire`` is the event's bytes as the frame carried them;
+    a plain subscription of the same client gets the JSON value, an awaitable handler
+    first or not."""
+
+    async def body(b0: BrokerDaemon, b1: BrokerDaemon, base: str) -> None:
+        from pubsift.adapters.broker.frames import HEADER
+
+        raw: list[Notification] = []
+        plain: list[Notification] = []
+
+        async def slow(n: Notification) -> None:
+            await asyncio.sleep(0)
+            plain.append(n)
+
+        c = AsyncClient(f"pubsift://127.0.0.1:{b0.address.port}", id="both")
+        await c.connect()
+        await c.subscribe("records", "price > 0", slow)
+        await c.subscribe("records", "price > 0", raw.append, raw=True)
+        await c.subscribe("records", "price > 5", raw.append, raw=True)
+        pub = AsyncClient(f"pubsift://127.0.0.1:{b1.address.port}", id="lean")
+        await pub.connect()
+        await until(lambda: sum(b1.stats()["entries"]["records"]) == 1)
+        events = [b'{"price": 1 }', b'{ "price":7.50,"s":"\\u00e9"}']
+        pairs = b",".join(b'[["lean",%d],%s]' % (i + 1, e) for i, e in enumerate(events))
+        frame = b'{"kind":"pubs","model":"records","pubs":[%s]}' % pairs
+        assert pub.send_frame(HEADER.pack(len(frame)) + frame)
+        await until(lambda: len(raw) == 3 and len(plain) == 2)
+        assert [n.wire for n in raw] == [events[0], events[1], events[1]]
+        assert [n.wire for n in plain] == [{"price": 1}, {"price": 7.5, "s": "\u00e9"}]
+        assert [(n.publisher, n.seq) for n in raw] == [("lean", 1), ("lean", 2), ("lean", 2)]
+        await c.close()
+        await pub.close()
+
+    run(body)
