@@ -20,7 +20,7 @@ merge         f' with N(f') ⊇ ∪N(fs)            perfect=True: N(f') = ∪N(f
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic
 
 from typing_extensions import TypeVar
@@ -131,6 +131,18 @@ class FilterModel(ABC, Generic[F, E]):
         to that event, or None for a text the model leaves to that path (which reads it
         or says what is wrong). Never raises. Default: None."""
         return None
+
+    def wire_reader(self, indexes: Sequence[FilterIndex[Any, F]]) -> Callable[[bytes], E | None]:
+        """A reader of wire texts (as :meth:`load_wire`) for events that are only matched
+        through ``indexes`` (indexes this model made; a broker's routing tables and the
+        authorized filters it checks publications with): ``read(data)`` is an event on
+        which every one of them answers ``match`` as on ``load_event(json.loads(data))``,
+        whatever they hold at the time of the call (filters added or removed between
+        calls included), or None for a text left to that path. Never raises. The event
+        serves those matches only (a model may read just the fields their filters name,
+        DESIGN §2.6): not the other hooks, not an index that is not among ``indexes``.
+        Default: :meth:`load_wire`."""
+        return self.load_wire
 
     # -- indexing ---------------------------------------------------------------------
     def new_index(self) -> FilterIndex[Any, F]:

@@ -1,7 +1,8 @@
 """Wire forms (the FilterModel contract): ``dump_filter``/``dump_event`` give JSON-safe values that
 survive ``json.dumps``/``json.loads`` and load back to an equal (and equally hashed) object;
 an event that comes back matches the same filters, and ``load_wire`` of its JSON text
-is None or that same event. If the model has its own
+is None or that same event; ``wire_reader(indexes)`` reads texts those indexes match as
+they match the full event, as filters come and go. If the model has its own
 ``format_filter``, ``parse_filter`` reads its output back to the same filter. A filter that
 comes back is also ``identical`` to the original when the model claims ``identical``.
 """
@@ -65,6 +66,39 @@ def event_roundtrip(kit: Kit, data: Any) -> None:
         )
 
 
+def wire_reader(kit: Kit, data: Any) -> None:
+    """``wire_reader(indexes)`` reads texts on which the indexes answer ``match`` as on
+    ``load_event(json.loads(text))``, and keeps doing so as filters are added and removed."""
+    model = kit.model
+    pool = kit.pool(data, "filters", min_size=2, max_size=6)
+    more = kit.filter(data, "added later")
+    a, b = model.new_index(), model.new_index()
+    for i, f in enumerate(pool):
+        (a if i % 2 else b).add(f, i)
+    read = model.wire_reader([a, b])
+    events = kit.candidates(data, [*pool, more], "events")
+
+    def check(step: str) -> None:
+        for e in events:
+            text = json.dumps(model.dump_event(e), allow_nan=False, ensure_ascii=False)
+            raw = text.encode("utf-8", "replace")
+            got = read(raw)
+            if got is None:
+                continue
+            want = model.load_event(json.loads(raw))
+            for name, index in (("first", a), ("second", b)):
+                assert set(index.match(got)) == set(index.match(want)), (
+                    f"{step}: the {name} index matches the event wire_reader reads from "
+                    f"{raw!r} differently from load_event(json.loads(text))"
+                )
+
+    check("as made")
+    a.add(more, "more")
+    check("after a filter was added")
+    b.remove(pool[0], 0)
+    check("after a filter was removed")
+
+
 def format_roundtrip(kit: Kit, data: Any) -> None:
     """parse_filter(format_filter(f)) == f, with equal hashes, and identical."""
     f = kit.filter(data, "f")
@@ -88,6 +122,9 @@ class WireTests:
 
     def test_event_roundtrip(self, conformance_kit: Kit, conformance_settings: Any) -> None:
         run(conformance_kit, event_roundtrip, conformance_settings)
+
+    def test_wire_reader(self, conformance_kit: Kit, conformance_settings: Any) -> None:
+        run(conformance_kit, wire_reader, conformance_settings)
 
     def test_format_roundtrip(self, conformance_kit: Kit, conformance_settings: Any) -> None:
         if type(conformance_kit.model).format_filter is FilterModel.format_filter:

@@ -11,7 +11,7 @@ attribute. The hooks delegate to one module per concept: ``syntax`` / ``eventbri
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from pubsift.core.errors import EventError, FilterSyntaxError
@@ -159,6 +159,21 @@ class RecordsModel(FilterModel[RecordFilter, Record]):
 
     #: the compiled reader itself where it is built (no method call per event)
     load_wire = staticmethod(wire.load_wire)
+
+    def wire_reader(
+        self, indexes: Sequence[FilterIndex[Any, RecordFilter]]
+    ) -> Callable[[bytes], Record | None]:
+        """Reads only the attributes the filters of ``indexes`` name (DESIGN §2.6;
+        :class:`~pubsift.models.records.selection.WireReader`), where the compiled scan is
+        built and every index is a records index of this model; else :meth:`load_wire`."""
+        from pubsift.models.records import selection
+        from pubsift.models.records.index import RecordsIndex
+
+        if selection._scan is None or not all(
+            isinstance(i, RecordsIndex) and i.model is self for i in indexes
+        ):
+            return self.load_wire
+        return selection.WireReader(self, indexes)
 
     # -- indexing ---------------------------------------------------------------------
     def new_index(self) -> FilterIndex[Hashable, RecordFilter]:

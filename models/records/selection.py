@@ -94,6 +94,32 @@ class FieldSelection:
         return record
 
 
+class WireReader:
+    """``RecordsModel.wire_reader(indexes)``: the event of a wire text with only the
+    attributes some filter of ``indexes`` names, read by the compiled scan (the
+    selection made anew when one of the indexes has come to name other attributes); None
+    where the scan refuses the text (the caller's full read refuses it or reads it), so
+    it never raises."""
+
+    __slots__ = ("_indexes", "_model", "_selection", "_seen")
+
+    def __init__(self, model: Any, indexes: Iterable[Any]) -> None:
+        self._model = model
+        self._indexes = tuple(indexes)
+        self._seen: tuple[FieldSelection, ...] = ()
+        self._selection = FieldSelection(())
+
+    def __call__(self, data: bytes) -> Record | None:
+        seen = tuple([index.fields() for index in self._indexes])
+        if len(seen) != len(self._seen) or any(a is not b for a, b in zip(seen, self._seen)):
+            self._selection = FieldSelection(n for f in seen for n in f.names)
+            self._seen = seen
+        try:
+            return self._selection.parse(data, self._model)
+        except Exception:  # the full read says what is wrong
+            return None
+
+
 def _prefixes(name: str) -> Iterable[str]:
     i = name.find(".")
     while i > 0:
@@ -101,4 +127,4 @@ def _prefixes(name: str) -> Iterable[str]:
         i = name.find(".", i + 1)
 
 
-__all__ = ["FieldSelection"]
+__all__ = ["FieldSelection", "WireReader"]
