@@ -101,7 +101,7 @@ class WireReader:
     where the scan refuses the text (the caller's full read refuses it or reads it), so
     it never raises."""
 
-    __slots__ = ("_indexes", "_model", "_selection", "_seen")
+    __slots__ = ("_indexes", "_model", "_seen", "_selection")
 
     def __init__(self, model: Any, indexes: Iterable[Any]) -> None:
         self._model = model
