@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lxml import etree
-from pubsift.models.xml.parsing import (
+from pubsift.models.xml import (
     DEFAULT_LIMITS,
     ParseLimits,
     hardened_iterparse,

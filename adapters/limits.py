@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from pubsift.core.errors import PubsiftError
-from pubsift.models.xml.parsing import ParseLimits
+from pubsift.models.xml import ParseLimits
 
 
 class ReadLimitsError(PubsiftError, ValueError):

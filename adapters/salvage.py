@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from lxml import etree
-from pubsift.models.xml.parsing import hardened_parser, hardened_pull_parser
+from pubsift.models.xml import hardened_parser, hardened_pull_parser
 
 #: strict parses of a cut document before giving up (each marks at least one more item)
 MAX_ATTEMPTS = 64

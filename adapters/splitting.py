@@ -35,7 +35,7 @@ from lxml import etree
 from pubsift.adapters.feeds import Kind
 from pubsift.adapters.readers import ReadError
 from pubsift.adapters.source import SourceError
-from pubsift.models.xml.parsing import hardened_iterparse
+from pubsift.models.xml import hardened_iterparse
 
 _NAME = r"[A-Za-z_][\w.\-]*"
 _SPLIT = re.compile(rf"(?:\{{(?P<uri>[^{{}}]*)\}}|(?P<prefix>{_NAME}):)?(?P<local>{_NAME})\Z")

@@ -1,6 +1,6 @@
 """The ``xml`` reader (docs/adapters.md §2): feeds into one event per item or entry, other XML
 into one event per document or per split element, all parsed only with the xml model's
-hardened settings (:func:`pubsift.models.xml.parsing.hardened_options`).
+hardened settings (:func:`pubsift.models.xml.hardened_options`).
 
 What it gives, per file:
 
@@ -95,14 +95,14 @@ from pubsift.adapters.splitting import (
 )
 from pubsift.core.errors import EventError
 from pubsift.core.model import FilterModel
-from pubsift.models.xml import XmlModel
-from pubsift.models.xml.parsing import (
+from pubsift.models.xml import (
     MAX_DEPTH_CEILING,
     ParseLimits,
-    XmlEvent,
+    XmlModel,
     check_depth,
     check_entities,
     check_entity_declarations,
+    event_of_tree,
     hardened_iterparse,
     hardened_options,
     hardened_parser,
@@ -313,17 +313,17 @@ class _Reading:
         ``ReadLimits.xml.max_bytes`` (:data:`SERIALIZED_PER_BYTE`)."""
         size = self.source_bytes
         if size is not None and size * SERIALIZED_PER_BYTE <= self.limits.xml.max_bytes:
-            return Event(self.model.name, self.name, position, XmlEvent(root))
+            return Event(self.model.name, self.name, position, event_of_tree(root))
         xml = etree.tostring(root, encoding="unicode", with_tail=False)
         return self.too_large(position, xml) or Event(
-            self.model.name, self.name, position, XmlEvent(root, xml)
+            self.model.name, self.name, position, event_of_tree(root, xml)
         )
 
     def document_event(self, root: etree._Element, data: bytes) -> Event | Quarantined:
         """The event of a whole document, sized by its bytes as ``parse_event`` does."""
         if not self.fast:
             return self.event(1, data)
-        return self.too_large(1, data) or Event(self.model.name, self.name, 1, XmlEvent(root))
+        return self.too_large(1, data) or Event(self.model.name, self.name, 1, event_of_tree(root))
 
     def item_event(
         self, skeleton: Skeleton, index: int, el: etree._Element, references: bool = True

@@ -43,7 +43,7 @@ from pubsift.adapters.inputs import inputs
 from pubsift.adapters.limits import DEFAULT_READ_LIMITS
 from pubsift.adapters.readers import broken_readers, readers
 from pubsift.models.records import RecordsModel
-from pubsift.models.xml.parsing import hardened_parser
+from pubsift.models.xml import hardened_parser
 from rich.console import Console
 from rich.table import Table
 

@@ -207,6 +207,17 @@ class XmlEvent:
         return f"XmlEvent({text!r})"
 
 
+def event_of_tree(root: etree._Element, xml: str | None = None) -> XmlEvent:
+    """The event of a tree that lxml built under :func:`hardened_options` and that passed
+    :func:`check_entities` and :func:`check_depth` for the model's limits (a reader that
+    parsed a document, or cut an item out of one, itself; docs/xml.md "Events and safe
+    parsing"): the :class:`XmlEvent` :func:`parse_document` would return for its
+    serialization, without parsing that again. The tree is handed over (it must not change
+    afterwards); ``xml``, when the caller already has the serialization, is taken as it
+    is."""
+    return XmlEvent(root, xml)
+
+
 def check_entity_declarations(root: etree._Element) -> None:
     """EventError when the document of ``root`` declares an entity: an external one
     (XXE) or any internal one (entity expansion, e.g. "billion laughs")."""
