@@ -14,7 +14,7 @@ according to the subscriber preferences"). Only the concepts enrichment lives he
   quantities in their ``unitCode`` (UN/ECE codes mapped to pint units); a UBL file is
   read by ``read(Source(path, model="concepts"))``, which calls it.
 * :class:`Subscriber` is the subscriber side: subscriptions in the subscriber's vocabulary
-  and context, deliveries converted back (:mod:`pubsift.models.concepts.vocabulary`).
+  and context, deliveries converted back (:class:`pubsift.models.concepts.VocabularyAgreement`).
 """
 
 from __future__ import annotations
@@ -30,13 +30,21 @@ from pubsift.adapters.source import Source, SourceError
 from pubsift.adapters.tabular import parse_number
 from pubsift.core.errors import ConversionError, EventError, PubsiftError
 from pubsift.core.model import FilterModel
-from pubsift.models.concepts.context import ClientContext
-from pubsift.models.concepts.filters import ConceptFilter
-from pubsift.models.concepts.model import ConceptsModel
-from pubsift.models.concepts.ontology import MONEY, QUANTITY, UnknownConcept
-from pubsift.models.concepts.semantic_objects import SemanticObject
-from pubsift.models.concepts.units import UNECE, canonical_unit, dimensionality
-from pubsift.models.concepts.vocabulary import Delivery, Vocabulary, VocabularyAgreement
+from pubsift.models.concepts import (
+    MONEY,
+    QUANTITY,
+    UNECE,
+    ClientContext,
+    ConceptFilter,
+    ConceptsModel,
+    Delivery,
+    SemanticObject,
+    UnknownConcept,
+    Vocabulary,
+    VocabularyAgreement,
+    canonical_unit,
+    dimensionality,
+)
 
 
 @dataclass
@@ -215,7 +223,7 @@ def ubl_semantic_objects(
     root: etree._Element, model: ConceptsModel, name: str
 ) -> Iterator[Event | Quarantined]:
     """The semantic objects of a parsed UBL document (parsed with the xml model's hardened
-    parser: :func:`pubsift.models.xml.parsing.parse_document`), one per document line
+    parser: :func:`pubsift.models.xml.parse_document`), one per document line
     (``OrderLine``, ``InvoiceLine``, ``DespatchLine``, ``ReceiptLine``, ``LineItem``, the
     outermost ones), at position = the line's 1-based index in document order; a document
     without lines is one object at position 1.

@@ -11,7 +11,7 @@ One subscriber per JSON line (blank lines and lines starting with ``#`` are skip
 ``filter`` is the model's text form or a JSON form (an EventBridge pattern for records; a
 disjunction such as ``$or`` gives several filters, :meth:`FilterModel.parse_filters`).
 ``vocabulary`` and ``context`` belong to concepts subscribers: the filter is rewritten
-through a :class:`~pubsift.models.concepts.vocabulary.VocabularyAgreement` into the
+through a :class:`~pubsift.models.concepts.VocabularyAgreement` into the
 matching vocabulary and context (Cilia et al. 2004, §4.2), and deliveries are converted
 back (:meth:`Subscriber.delivered`).
 
@@ -30,7 +30,6 @@ directory name ``subscriber=<escaped id>`` must fit in a file name (255 bytes of
 from __future__ import annotations
 
 import json
-import math
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -132,7 +131,7 @@ class Subscriber:
 
         Records and xml: ``model.dump_event(event)``. Concepts (Cilia et al. 2004: "already
         converted into the subscriber's vocabulary and context"): the
-        :attr:`~pubsift.models.concepts.vocabulary.Delivery.record` of
+        :attr:`~pubsift.models.concepts.Delivery.record` of
         ``agreement.deliver(f, event)`` — ``{"concept", "kind_of"?, "time"?, "value"}`` in
         the subscriber's local terms with values in its context, ready to process (Cilia et
         al. §4.2), rather than the shared-vocabulary ``dump_event`` form. A value that
@@ -142,56 +141,9 @@ class Subscriber:
         silently in another currency or unit and no delivery holds ±inf."""
         if self.agreement is None:
             return model.dump_event(event)
-        return _converted(self.agreement, f, event)
+        from pubsift.models.concepts import delivery_record
 
-
-def _converted(agreement: Any, f: Any, event: Any) -> dict[str, Any]:
-    from pubsift.models.concepts.semantic_objects import SemanticObject, complex_object
-
-    delivery = agreement.deliver(f, event)
-    failed = list(delivery.unconverted)
-
-    def finite(new: SemanticObject, old: SemanticObject, path: tuple[str, ...]) -> SemanticObject:
-        if new.is_complex:
-            olds = {m.concept: m for m in old.value} if old.is_complex else {}
-            members = [finite(m, olds.get(m.concept, m), path + (m.concept,)) for m in new.value]
-            return complex_object(new.concept, members, new.context, new.time)
-        if isinstance(new.value, float) and not math.isfinite(new.value):
-            failed.append(path)
-            return old
-        return new
-
-    record = dict(delivery.record)
-    obj = delivery.obj
-    if any(isinstance(o.value, float) and not math.isfinite(o.value) for _, o in obj.walk()):
-        obj = finite(obj, event, ())
-        record["value"] = _plain(agreement, obj, _names(agreement, f))
-    if failed:
-        names = _names(agreement, f)
-        record["unconverted"] = [
-            {
-                "path": [_name(agreement, c, names) for c in path],
-                "context": obj.find(path).context.to_json(),
-            }
-            for path in sorted(set(failed))
-        ]
-    return record
-
-
-def _names(agreement: Any, f: Any) -> Mapping[str, str]:
-    rw = agreement.rewrites.get(f)
-    return rw.names if rw is not None else agreement.vocabulary.local_terms(agreement.ontology)
-
-
-def _name(agreement: Any, concept: str, names: Mapping[str, str]) -> str:
-    return names.get(concept) or agreement.ontology.name(concept)
-
-
-def _plain(agreement: Any, o: Any, names: Mapping[str, str]) -> Any:
-    """A semantic object as a plain record of local terms (as the agreement's delivery)."""
-    if o.is_complex:
-        return {_name(agreement, m.concept, names): _plain(agreement, m, names) for m in o.value}
-    return o.value
+        return delivery_record(self.agreement, f, event)
 
 
 def by_model(subscribers: Sequence[Subscriber]) -> dict[str, list[Subscriber]]:
@@ -410,7 +362,7 @@ def _filters(
 def _agreement(
     where: str, model: FilterModel, entry: Mapping[str, Any], problems: Problems
 ) -> Any | None:
-    from pubsift.models.concepts.vocabulary import VocabularyAgreement
+    from pubsift.models.concepts import VocabularyAgreement
 
     vocabulary, context = entry.get("vocabulary"), entry.get("context")
     for key, value in (("vocabulary", vocabulary), ("context", context)):
@@ -430,7 +382,7 @@ def _agreement(
 
 
 def _is_concepts(model: FilterModel) -> bool:
-    from pubsift.models.concepts.model import ConceptsModel
+    from pubsift.models.concepts import ConceptsModel
 
     return isinstance(model, ConceptsModel)
 
