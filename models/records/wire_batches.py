@@ -36,11 +36,11 @@ class Choice:
     (:meth:`record`)."""
 
     #: Rows of one try of each way (Arrow's per-call costs need a longer slice).
-    TRY: ClassVar[dict[str, int]] = {SCAN: 512, ARROW: 4096}
+    TRY: ClassVar[dict[str, int]] = {SCAN: 512, ARROW: 2048}
     #: Rows answered by the way in use before the other is tried again, at first.
-    GAP = 16384
+    GAP = 65536
     #: The most rows between two tries.
-    MAX_GAP = 1 << 20
+    MAX_GAP = 1 << 22
 
     def __init__(self) -> None:
         self.cost: dict[str, float | None] = {SCAN: None, ARROW: None}

@@ -150,6 +150,8 @@ def test_citylots_shaped_batches_answer_as_per_event():
     )
 
 
+@mock.patch.object(wire_batches.Choice, "GAP", 16384)
+@mock.patch.object(wire_batches.Choice, "MAX_GAP", 1 << 20)
 def test_the_choice_uses_the_cheaper_way_and_tries_the_other_again():
     c = wire_batches.Choice()
     costs = {wire_batches.SCAN: 1.0, wire_batches.ARROW: 3.0}
