@@ -13,11 +13,9 @@ import random
 import sys
 
 from harness import Bench, ratio, time_it
+from pubsift.models.constraints import Constraint as C
+from pubsift.models.constraints import Interval, Op, skey, value_set
 from pubsift.models.constraints import relations as rel
-from pubsift.models.constraints.constraints import Constraint as C
-from pubsift.models.constraints.constraints import Interval, Op
-from pubsift.models.constraints.values import skey
-from pubsift.models.constraints.valuesets import value_set
 
 
 def workload(n: int, seed: int = 1) -> list[tuple[C, C]]:

@@ -42,8 +42,16 @@ from pubsift.models.concepts.ontology import DATE, MONEY, PLAIN, QUANTITY, Ontol
 from pubsift.models.concepts.semantic_objects import Path, SemanticObject
 from pubsift.models.concepts.syntax import Condition, FilterSpec, Literal
 from pubsift.models.concepts.units import base_unit, canonical_unit
-from pubsift.models.constraints import ABSENT, Constraint, Interval, Op, relations, skey
-from pubsift.models.constraints.limits import string_message, string_too_long
+from pubsift.models.constraints import (
+    ABSENT,
+    Constraint,
+    Interval,
+    Op,
+    relations,
+    skey,
+    string_message,
+    string_too_long,
+)
 
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
 _MAX = sys.float_info.max

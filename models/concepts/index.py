@@ -67,9 +67,15 @@ from pubsift.models.concepts.filters import _FAIL, Clause, ConceptFilter
 from pubsift.models.concepts.forms import check_filter
 from pubsift.models.concepts.relations import _ANY_NUMBER, _scaled
 from pubsift.models.concepts.semantic_objects import SemanticObject
-from pubsift.models.constraints import ABSENT, Constraint, Interval, Op
-from pubsift.models.constraints.limits import TooComplex
-from pubsift.models.constraints.relations import Unsatisfiable, witness
+from pubsift.models.constraints import (
+    ABSENT,
+    Constraint,
+    Interval,
+    Op,
+    TooComplex,
+    Unsatisfiable,
+    witness,
+)
 from pubsift.models.records import RecordFilter, RecordsIndex, RecordsModel, WitnessValues
 
 if TYPE_CHECKING:

@@ -50,14 +50,7 @@ from pubsift.models.concepts.limits import (
     number_problem,
     text_problem,
 )
-from pubsift.models.constraints.lexer import (
-    END,
-    NUMBER_RE,
-    STRING_RE,
-    Token,
-    number_value,
-    read_string,
-)
+from pubsift.models.constraints import END, NUMBER_RE, STRING_RE, Token, number_value, read_string
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

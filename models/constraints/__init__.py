@@ -38,29 +38,62 @@ the concepts model its clauses after unit and currency conversion. Modules, one 
 ``lexer``           the lexical parts of the filter text forms (one token type, JSON
                     numbers and strings), shared by the records and concepts parsers
 ==================  ==============================================================
+
+The names below (``__all__``) are the package's public API, what the models built on it
+import; its modules are private (``limits`` and ``relations`` are also given as modules,
+for their many small functions).
 """
 
-from pubsift.models.constraints import relations
+from pubsift.models.constraints import limits, relations
+from pubsift.models.constraints.automata import MAX_CELLS
 from pubsift.models.constraints.constraints import (
     ABSENT,
     ELEMENT_OPS,
+    EXCLUDABLE_OPS,
     Constraint,
     Interval,
     Op,
     TypeSet,
+    glob_test,
 )
-from pubsift.models.constraints.limits import MAX_INT_DIGITS, MAX_STRING, TooComplex
+from pubsift.models.constraints.lexer import (
+    END,
+    NUMBER,
+    NUMBER_RE,
+    PUNCT,
+    STRING,
+    STRING_RE,
+    WORD,
+    Token,
+    number_value,
+    quote,
+    read_string,
+)
+from pubsift.models.constraints.limits import (
+    MAX_INT_DIGITS,
+    MAX_STRING,
+    TooComplex,
+    has_surrogate,
+    int_message,
+    int_too_large,
+    string_message,
+    string_too_long,
+    surrogate_message,
+)
+from pubsift.models.constraints.regular import RegexpError, wildcard_parts, wildcard_text
 from pubsift.models.constraints.relations import (
     Conjunction,
     NotRepresentable,
     Unsatisfiable,
     conjoin,
     covers,
+    glob_constraint,
     hull,
     identical,
     merge,
     normalize,
     overlaps,
+    span_key,
     witness,
 )
 from pubsift.models.constraints.values import (
@@ -70,46 +103,91 @@ from pubsift.models.constraints.values import (
     NUM,
     STR,
     Scalar,
+    Value,
     kind,
     skey,
     sort_key,
 )
-from pubsift.models.constraints.valuesets import ValueSet, value_set
-from pubsift.models.constraints.wire import dump_constraint, load_constraint
+from pubsift.models.constraints.valuesets import ValueSet, everything, surely_equal, value_set
+from pubsift.models.constraints.wire import (
+    JSON,
+    check_regexp,
+    dump_constraint,
+    json_type,
+    load_constraint,
+    load_network,
+    load_string,
+    path_step,
+)
 
 __all__ = [
     "ABSENT",
     "BOOL",
     "ELEMENT_OPS",
+    "END",
+    "EXCLUDABLE_OPS",
+    "JSON",
+    "MAX_CELLS",
     "MAX_INT_DIGITS",
     "MAX_STRING",
     "MULTI",
     "NULL",
     "NUM",
+    "NUMBER",
+    "NUMBER_RE",
+    "PUNCT",
     "STR",
+    "STRING",
+    "STRING_RE",
+    "WORD",
     "Conjunction",
     "Constraint",
     "Interval",
     "NotRepresentable",
     "Op",
+    "RegexpError",
     "Scalar",
+    "Token",
     "TooComplex",
     "TypeSet",
     "Unsatisfiable",
+    "Value",
     "ValueSet",
+    "check_regexp",
     "conjoin",
     "covers",
     "dump_constraint",
+    "everything",
+    "glob_constraint",
+    "glob_test",
+    "has_surrogate",
     "hull",
     "identical",
+    "int_message",
+    "int_too_large",
+    "json_type",
     "kind",
+    "limits",
     "load_constraint",
+    "load_network",
+    "load_string",
     "merge",
     "normalize",
+    "number_value",
     "overlaps",
+    "path_step",
+    "quote",
+    "read_string",
     "relations",
     "skey",
     "sort_key",
+    "span_key",
+    "string_message",
+    "string_too_long",
+    "surely_equal",
+    "surrogate_message",
     "value_set",
+    "wildcard_parts",
+    "wildcard_text",
     "witness",
 ]

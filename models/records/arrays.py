@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Sequence
 from typing import Any
 
-from pubsift.models.constraints.constraints import ABSENT, Constraint
+from pubsift.models.constraints import ABSENT, Constraint
 
 #: An index matches an event through at most this many views; past it (a hostile event of
 #: several long arrays whose products explode) it answers by the exact per-filter test.

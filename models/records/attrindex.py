@@ -32,8 +32,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Hashable
 from typing import Any
 
-from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
-from pubsift.models.constraints.values import NUM, STR, kind, skey
+from pubsift.models.constraints import ABSENT, NUM, STR, Constraint, Op, kind, skey
 from pubsift.models.records.compiled import compile_test
 
 _EMPTY: tuple = ()

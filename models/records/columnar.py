@@ -93,8 +93,7 @@ from typing import Any, ClassVar
 
 from pubsift.core.collector import paused
 from pubsift.core.errors import EventError
-from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
-from pubsift.models.constraints.values import NUM, STR
+from pubsift.models.constraints import ABSENT, NUM, STR, Constraint, Op
 from pubsift.models.records.compiled import compile_test
 
 #: Chunks that Arrow refuses are split in halves; below this many rows they take the

@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pubsift.models.constraints.constraints import Constraint, Interval, Op, glob_test
-from pubsift.models.constraints.values import NUM, STR
+from pubsift.models.constraints import NUM, STR, Constraint, Interval, Op, glob_test
 
 Test = Callable[[Any], bool]
 

@@ -21,10 +21,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache, reduce
 from typing import Any
 
+from pubsift.models.constraints import (
+    ABSENT,
+    Constraint,
+    TooComplex,
+    ValueSet,
+    everything,
+    surely_equal,
+    value_set,
+)
 from pubsift.models.constraints import relations as rel
-from pubsift.models.constraints.constraints import ABSENT, Constraint
-from pubsift.models.constraints.multivalues import TooComplex
-from pubsift.models.constraints.valuesets import ValueSet, everything, surely_equal, value_set
 from pubsift.models.records.filters import RecordFilter
 
 _NO_INTS: frozenset[str] = frozenset()

@@ -78,20 +78,23 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from pubsift.core.errors import FilterSyntaxError
-from pubsift.models.constraints import limits
-from pubsift.models.constraints.constraints import Constraint, Op
-from pubsift.models.constraints.multivalues import TooComplex
-from pubsift.models.constraints.regular import RegexpError, wildcard_parts
-from pubsift.models.constraints.relations import (
+from pubsift.models.constraints import (
     Conjunction,
+    Constraint,
     NotRepresentable,
+    Op,
+    RegexpError,
+    TooComplex,
     Unsatisfiable,
+    check_regexp,
     glob_constraint,
+    limits,
+    load_network,
+    skey,
+    value_set,
+    wildcard_parts,
 )
-from pubsift.models.constraints.values import skey
-from pubsift.models.constraints.valuesets import value_set
-from pubsift.models.constraints.wire import check_regexp, load_network
-from pubsift.models.constraints.wire import json_type as _json_type
+from pubsift.models.constraints import json_type as _json_type
 from pubsift.models.records import limits as record_limits
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.syntax import clause_text, too_complex_message, unsatisfiable_message

@@ -17,13 +17,15 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pubsift.core.errors import EventError
-from pubsift.models.constraints.limits import (
+from pubsift.models.constraints import (
+    Scalar,
+    Value,
     has_surrogate,
     int_message,
     int_too_large,
+    skey,
     surrogate_message,
 )
-from pubsift.models.constraints.values import Scalar, Value, skey
 from pubsift.models.records.limits import MAX_DEPTH
 
 _NO_GROUPS: dict[str, tuple[Record, ...]] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from pubsift.models.constraints.constraints import ABSENT, Constraint
+from pubsift.models.constraints import ABSENT, Constraint
 
 
 @dataclass(frozen=True, slots=True)

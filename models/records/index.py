@@ -89,9 +89,15 @@ from collections.abc import Hashable, Iterator
 from typing import Any, TypeVar
 
 from pubsift.core.model import FilterIndex, FilterModel
-from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
-from pubsift.models.constraints.limits import TooComplex
-from pubsift.models.constraints.relations import Unsatisfiable, span_key, witness
+from pubsift.models.constraints import (
+    ABSENT,
+    Constraint,
+    Op,
+    TooComplex,
+    Unsatisfiable,
+    span_key,
+    witness,
+)
 from pubsift.models.records import arrays, checks, plans
 from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.compiled import compile_test

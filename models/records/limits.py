@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pubsift.core import strict_json
-from pubsift.models.constraints.limits import int_message
+from pubsift.models.constraints import int_message
 
 #: The deepest nesting of JSON objects/arrays accepted in an event or filter.
 MAX_DEPTH = 128

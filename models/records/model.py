@@ -16,9 +16,7 @@ from typing import Any
 
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import JSON, FilterIndex, FilterModel
-from pubsift.models.constraints import Constraint
-from pubsift.models.constraints.multivalues import TooComplex
-from pubsift.models.constraints.relations import Unsatisfiable, normalize, overlaps
+from pubsift.models.constraints import Constraint, TooComplex, Unsatisfiable, normalize, overlaps
 from pubsift.models.records import arrays, checks, conjunctive, limits, syntax, wire
 from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter

@@ -48,7 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pubsift.models.constraints.constraints import ABSENT
+from pubsift.models.constraints import ABSENT
 from pubsift.models.records.attrindex import AttributeIndex, SortedItems, _Ranges
 
 #: Region tables hold at most this many (region, interval) entries per interval, plus

@@ -24,33 +24,38 @@ from collections.abc import Mapping
 from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
-from pubsift.models.constraints import limits
-from pubsift.models.constraints.automata import MAX_CELLS
-from pubsift.models.constraints.constraints import (
+from pubsift.models.constraints import (
     ELEMENT_OPS,
-    EXCLUDABLE_OPS,
-    Constraint,
-    Interval,
-    Op,
-    TypeSet,
-)
-from pubsift.models.constraints.lexer import (
     END,
+    EXCLUDABLE_OPS,
+    MAX_CELLS,
     NUMBER,
     NUMBER_RE,
     PUNCT,
     STRING,
     WORD,
+    Conjunction,
+    Constraint,
+    Interval,
+    NotRepresentable,
+    Op,
+    RegexpError,
+    Scalar,
     Token,
+    TooComplex,
+    TypeSet,
+    Unsatisfiable,
+    check_regexp,
+    limits,
+    load_network,
     number_value,
     quote,
     read_string,
+    skey,
+    sort_key,
+    wildcard_parts,
+    wildcard_text,
 )
-from pubsift.models.constraints.multivalues import TooComplex
-from pubsift.models.constraints.regular import RegexpError, wildcard_parts, wildcard_text
-from pubsift.models.constraints.relations import Conjunction, NotRepresentable, Unsatisfiable
-from pubsift.models.constraints.values import Scalar, skey, sort_key
-from pubsift.models.constraints.wire import check_regexp, load_network
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.typesystem import Schema, UnknownTypeError
 

@@ -20,9 +20,16 @@ from functools import cache
 from typing import Any, cast
 
 from hypothesis import strategies as st
-from pubsift.models.constraints.constraints import Constraint, Interval, Op
-from pubsift.models.constraints.relations import NotRepresentable, Unsatisfiable, normalize, witness
-from pubsift.models.constraints.values import skey
+from pubsift.models.constraints import (
+    Constraint,
+    Interval,
+    NotRepresentable,
+    Op,
+    Unsatisfiable,
+    normalize,
+    skey,
+    witness,
+)
 from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.typesystem import Schema

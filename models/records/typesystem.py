@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pubsift.models.constraints.constraints import TypeSet
+from pubsift.models.constraints import TypeSet
 
 
 class TypeHierarchyError(ValueError):

@@ -19,12 +19,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pubsift.core.errors import FilterSyntaxError
-from pubsift.models.constraints import limits
-from pubsift.models.constraints.constraints import Constraint
-from pubsift.models.constraints.wire import (
+from pubsift.models.constraints import (
     JSON,
+    Constraint,
     dump_constraint,
     json_type,
+    limits,
     load_constraint,
     load_string,
     path_step,

@@ -18,8 +18,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from pubsift.models.constraints.constraints import Constraint, Op
-from pubsift.models.constraints.values import MULTI, NUM, STR, kind, skey
+from pubsift.models.constraints import MULTI, NUM, STR, Constraint, Op, kind, skey
 from pubsift.models.records.attrindex import SortedItems
 from pubsift.models.records.compiled import compile_test
 
