@@ -27,12 +27,13 @@ its volume threshold, two filters that may match the same quote).
   included) and pyarrow (``pq.read_table(deliveries, filters=...)``). **Goals**: end to
   end at least 2x faster than the plain job; reading one subscriber under 2 s.
 * ``convert``: pubsift's convert stage (``pubsift ingest`` of the CSV: reading, typing,
-  writing the event store; the CSV read by Spark's text source and SQL,
-  ``Settings(native_csv=True)``, :mod:`pubsift.adapters.spark.native`) against Spark's own CSV reader typing the same
-  file and writing it as Parquet, after one untimed run of that reader; pubsift runs
-  twice (the first compiles its expressions and starts its Python workers), the second
-  is compared (a warm JVM for both); ``--python-readers``: also once as the job runs by
-  default, the CSV read by the Python reader in tasks. **Goal**: within 1.5x.
+  writing the event store; the CSV read by Spark's text source and SQL, the default,
+  :mod:`pubsift.adapters.spark.native`) against Spark's own CSV reader typing the same
+  file and writing it as Parquet: one untimed run of each (a warm JVM, pubsift's
+  expressions compiled and its Python workers started), then 3 rounds alternating them,
+  medians compared; ``--python-readers``: also the CSV read by the Python reader in tasks
+  (``--csv-reader python``) in each round, its counts checked equal. **Goal**: within
+  1.5x.
 * ``layouts``: the deliveries routed once by pubsift's path and kept, written in each
   candidate layout of issue 34 (``sorted``: one dataset range-partitioned and sorted by
   subscriber, small row groups; ``buckets``: 16 hash buckets of subscribers, sorted
@@ -286,20 +287,8 @@ def run_job(bench: Bench, spark: Any, quotes: Path, subs: Sequence[Sub], tmp: st
     return same
 
 
-def python_readers(quotes: Path, tmp: str) -> float:
-    """The convert stage with the CSV read by the Python reader in tasks (as before
-    :mod:`pubsift.adapters.spark.native`): list + convert seconds."""
-    from pubsift.adapters.source import Source
-    from pubsift.adapters.spark.job import Settings, ingest
-    from rich.console import Console
-
-    summary = ingest(
-        [Source(str(quotes))],
-        os.path.join(tmp, "store-python"),
-        Settings(master="local[2]", overwrite=True),
-        Console(quiet=True),
-    )
-    return summary["seconds"]["convert"] + summary["seconds"].get("list", 0)
+#: rounds of the convert part: pubsift and Spark's reader alternate, each timed once a round
+CONVERT_ROUNDS = 3
 
 
 def run_convert(bench: Bench, spark: Any, quotes: Path, tmp: str, with_python: bool) -> None:
@@ -307,7 +296,8 @@ def run_convert(bench: Bench, spark: Any, quotes: Path, tmp: str, with_python: b
     from pubsift.adapters.spark.job import Settings, ingest
     from rich.console import Console
 
-    def spark_reader(out: str) -> None:
+    def spark_reader(out: str) -> float:
+        t0 = time.perf_counter()
         (
             spark.read.option("header", True)
             .schema(QUOTES_SCHEMA)
@@ -315,53 +305,66 @@ def run_convert(bench: Bench, spark: Any, quotes: Path, tmp: str, with_python: b
             .write.mode("overwrite")
             .parquet("file://" + out)
         )
+        return time.perf_counter() - t0
 
-    spark_reader(os.path.join(tmp, "warm-up"))  # untimed: both timed in a warm JVM
-    before = load()
-    runs = []
-    for i in range(2):  # the first run compiles pubsift's expressions and starts its workers
+    def pubsift(native: bool) -> tuple[float, dict[str, Any]]:
         summary = ingest(
             [Source(str(quotes))],
-            os.path.join(tmp, f"store{i}"),
-            Settings(master="local[2]", overwrite=True, native_csv=True),
+            os.path.join(tmp, "store-native" if native else "store-python"),
+            Settings(master="local[2]", overwrite=True, native_csv=native),
             Console(quiet=True),
         )
-        runs.append(summary["seconds"]["convert"] + summary["seconds"].get("list", 0))
-    first, ours = runs
-    python = python_readers(quotes, tmp) if with_python else None
-    out = os.path.join(tmp, "spark-csv")
-    t0 = time.perf_counter()
-    spark_reader(out)
-    theirs = time.perf_counter() - t0
+        return summary["seconds"]["convert"] + summary["seconds"].get("list", 0), summary
+
+    # untimed: a warm JVM (and for pubsift its compiled expressions, its Python workers)
+    spark_reader(os.path.join(tmp, "spark-csv"))
+    first, summary = pubsift(True)
+    if with_python:
+        pubsift(False)
+    before = load()
+    ours, theirs, python = [], [], []
+    for _ in range(CONVERT_ROUNDS):
+        ours.append(pubsift(True)[0])
+        theirs.append(spark_reader(os.path.join(tmp, "spark-csv")))
+        if with_python:
+            t, other = pubsift(False)
+            python.append(t)
+            if (other["events"], other["sources"]) != (summary["events"], summary["sources"]):
+                raise SystemExit("the CSV read by Spark and by the Python reader differ")
     after = load()
-    r = ours / theirs
+    o, t = statistics.median(ours), statistics.median(theirs)
+    r = o / t
     print(
-        f"conversion of {summary['events']:,} quotes: pubsift (list + convert, the event "
-        f"store written) {ours:.1f} s (its first run {first:.1f} s), Spark's CSV reader (schema given, Parquet written) "
-        f"{theirs:.1f} s: {r:.2f}x Spark's time; load average before {before}, after {after}"
+        f"conversion of {summary['events']:,} quotes ({CONVERT_ROUNDS} rounds, alternating; "
+        f"medians): pubsift (list + convert, the event store written, the CSV read by Spark) "
+        f"{o:.1f} s {[round(x, 1) for x in ours]} (its first run {first:.1f} s), Spark's CSV "
+        f"reader (schema given, Parquet written) {t:.1f} s {[round(x, 1) for x in theirs]}: "
+        f"{r:.2f}x Spark's time; load average before {before}, after {after}"
     )
-    if python is not None:
+    py = statistics.median(python) if python else None
+    if py is not None:
         print(
-            f"  the CSV read by the Python reader in tasks instead: {python:.1f} s: "
-            f"{python / theirs:.2f}x Spark's time"
+            f"  the CSV read by the Python reader in tasks (--csv-reader python): {py:.1f} s "
+            f"{[round(x, 1) for x in python]}: {py / t:.2f}x Spark's time"
         )
     bench.row(
         part="convert",
         events=summary["events"],
-        pubsift_s=round(ours, 3),
+        pubsift_s=round(o, 3),
+        pubsift_runs_s=[round(x, 3) for x in ours],
         pubsift_first_run_s=round(first, 3),
-        python_readers_s=None if python is None else round(python, 3),
-        spark_reader_s=round(theirs, 3),
+        python_readers_s=None if py is None else round(py, 3),
+        spark_reader_s=round(t, 3),
+        spark_reader_runs_s=[round(x, 3) for x in theirs],
         ratio=round(r, 3),
         load_before=before,
         load_after=after,
     )
     bench.headline(
         f"Spark job conversion, {summary['events'] // 1000}k quotes CSV (pubsift's convert "
-        "stage vs spark.read.csv to Parquet, local[2], wall time)",
-        f"{ours:.0f} s vs {theirs:.0f} s: {r:.2f}x Spark's own reader's time",
+        "stage vs spark.read.csv to Parquet, local[2], wall time, medians)",
+        f"{o:.1f} s vs {t:.1f} s: {r:.2f}x Spark's own reader's time",
     )
-    shutil.rmtree(out, ignore_errors=True)
 
 
 #: the layouts the ``layouts`` part measures (issue 34 "A deliveries layout")
