@@ -48,10 +48,14 @@ from harness import Bench, ratio, time_it
 from pubsift.adapters.concepts import Publisher
 from pubsift.core.errors import ConversionError
 from pubsift.core.index import LinearIndex
-from pubsift.models.concepts import ConceptsModel, RatePeriod, RateTable
-from pubsift.models.concepts.context import ClientContext
-from pubsift.models.concepts.filters import FilterBuilder
-from pubsift.models.concepts.syntax import parse_text
+from pubsift.models.concepts import (
+    ClientContext,
+    ConceptsModel,
+    FilterBuilder,
+    RatePeriod,
+    RateTable,
+    parse_text,
+)
 from pubsift.models.constraints import ABSENT
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "quotes"

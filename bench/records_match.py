@@ -65,11 +65,9 @@ try:
 except ImportError:  # the table figure needs the spark extra
     arrow = None
 from pubsift.core.index import LinearIndex
-from pubsift.models.constraints.constraints import ABSENT, Constraint
-from pubsift.models.records import RecordsModel, columnar, conjunctive, plans
+from pubsift.models.constraints import ABSENT, Constraint
+from pubsift.models.records import Record, RecordFilter, RecordsModel, columnar, conjunctive, plans
 from pubsift.models.records.attrindex import AttributeIndex
-from pubsift.models.records.events import Record
-from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.workload import (
     Mix,
     load_quotes,

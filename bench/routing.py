@@ -38,7 +38,7 @@ from pubsift.core.registry import load_model
 from pubsift.core.topology import hierarchy
 from pubsift.experiments.consumers import interests
 from pubsift.experiments.partitioned import PartitionedModel
-from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records import RecordFilter
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table

@@ -32,8 +32,7 @@ from typing import Any
 import orjson
 from eventbridge import RULES, texts
 from harness import Bench, ratio, time_it
-from pubsift.models.records import RecordsModel
-from pubsift.models.records.events import Record
+from pubsift.models.records import Record, RecordsModel
 from rich.console import Console
 from rich.table import Table
 

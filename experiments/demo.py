@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from pubsift.core.errors import PubsiftError
 from pubsift.core.registry import load_model
-from pubsift.models.records import workload
-from pubsift.models.records.events import Record
+from pubsift.models.records import Record, workload
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -44,7 +43,7 @@ SAMPLE_QUOTES = (
 )
 #: The sample's header: the records wire form of a quote (workload.py's events).
 WIRE_COLUMNS = ("symbol", "price", "open", "high", "low", "volume", "date")
-#: Where each of Kaggle's columns (workload._COLUMNS) is in a wire-form row.
+#: Where each of Kaggle's columns (workload.COLUMNS) is in a wire-form row.
 _FROM_WIRE = tuple(
     WIRE_COLUMNS.index(c) for c in ("date", "open", "high", "low", "price", "volume", "symbol")
 )
@@ -71,7 +70,7 @@ def read_quotes(path: Path, err: TextIO) -> tuple[list[Record], int]:
     gzip stream is corrupt or truncated."""
     quotes: list[Record] = []
     skipped = 0
-    header_text = ",".join(workload._COLUMNS)
+    header_text = ",".join(workload.COLUMNS)
     wire = False
     try:
         with _open(path) as fh:
@@ -89,7 +88,7 @@ def read_quotes(path: Path, err: TextIO) -> tuple[list[Record], int]:
                 where = f"{path}:{start}"
                 if start == 1:
                     wire = tuple(row) == WIRE_COLUMNS
-                    if problem or not (wire or tuple(row) == workload._COLUMNS):
+                    if problem or not (wire or tuple(row) == workload.COLUMNS):
                         raise QuotesError(
                             f"{where}: expected the header {header_text} "
                             f"or {','.join(WIRE_COLUMNS)}, got "
@@ -100,7 +99,7 @@ def read_quotes(path: Path, err: TextIO) -> tuple[list[Record], int]:
                     try:
                         if wire and len(row) == len(WIRE_COLUMNS):
                             row = [row[i] for i in _FROM_WIRE]
-                        quotes.append(workload._quote(row, where))
+                        quotes.append(workload.quote(row, where))
                         continue
                     except PubsiftError as exc:
                         problem = " ".join(getattr(exc, "message", str(exc)).split())

@@ -39,7 +39,7 @@ from pubsift.core.topology import Topology, hierarchy
 from pubsift.experiments import analytic
 from pubsift.experiments.consumers import KINDS, interests, subnet_range
 from pubsift.experiments.partitioned import PartitionedModel
-from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records import RecordFilter
 
 MODEL = "records"
 STRATEGIES = ("simple", "identity", "covering", "merging")

@@ -4,9 +4,11 @@ Public API: :class:`RecordsModel` (the ``records`` filter model), :class:`Record
 :class:`RecordFilter` (conjunctions of one constraint per attribute, built with
 ``RecordFilter.of({name: Constraint})``), :class:`Schema` and :class:`TypeHierarchy`
 (integer attributes, ``instanceof`` types), :class:`RecordsIndex` and
-:class:`WitnessValues` (the index and its search by witness values). Other models may use these, e.g. the concepts
-model holds its filters as ``RecordFilter`` in a ``RecordsModel().new_index()``; the other
-modules of this package are private.
+:class:`WitnessValues` (the index and its search by witness values), and :mod:`workload`
+(Mühl's stock-quote scenario over real quotes, 2002 §6.2: events and subscriptions for
+experiments and benchmarks). Other models may use these, e.g. the concepts model holds its
+filters as ``RecordFilter`` in a ``RecordsModel().new_index()``; the other modules of this
+package are private.
 
 The constraints themselves (:class:`Constraint`, :class:`Op`, :class:`Interval`,
 :class:`TypeSet`, :data:`ABSENT`) and their relations belong to the shared constraint
@@ -23,6 +25,7 @@ from pubsift.models.records.model import RecordsModel
 from pubsift.models.records.typesystem import Schema, TypeHierarchy
 
 if TYPE_CHECKING:
+    from pubsift.models.records import workload
     from pubsift.models.records.index import RecordsIndex
     from pubsift.models.records.witness_values import WitnessValues
 else:
@@ -30,8 +33,9 @@ else:
     def __getattr__(name: str) -> Any:
         """:class:`RecordsIndex` (what ``RecordsModel().new_index()`` makes) and
         :class:`WitnessValues` (held filters by their witness values, Mühl 2002 §4.3.8),
-        for models that index records filters of their own: imported on first use, so
-        that a program that makes no index loads none of its modules."""
+        for models that index records filters of their own, and the module :mod:`workload`:
+        imported on first use, so that a program that makes no index loads none of its
+        modules."""
         if name == "RecordsIndex":
             from pubsift.models.records.index import RecordsIndex
 
@@ -40,6 +44,10 @@ else:
             from pubsift.models.records.witness_values import WitnessValues
 
             return WitnessValues
+        if name == "workload":
+            import importlib
+
+            return importlib.import_module("pubsift.models.records.workload")
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -56,4 +64,5 @@ __all__ = [
     "TypeHierarchy",
     "TypeSet",
     "WitnessValues",
+    "workload",
 ]

@@ -20,7 +20,7 @@ are drawn deterministically from a seed, in a :class:`Mix` of
 * *volume subscriptions* ``symbol = X and volume ≥ m · median volume of X`` or, for a
   quarter of them, ``volume ≥ v`` with v a high quantile of all volumes.
 
-Filters are built directly from :class:`~pubsift.models.constraints.constraints.Constraint`
+Filters are built directly from :class:`~pubsift.models.constraints.Constraint`
 objects in canonical form (``=`` for one value, ``in`` for two or more, closed intervals).
 """
 
@@ -36,8 +36,7 @@ from statistics import median
 from typing import Any
 
 from pubsift.core.errors import EventError
-from pubsift.models.constraints.constraints import Constraint, Interval, Op
-from pubsift.models.constraints.values import STR
+from pubsift.models.constraints import STR, Constraint, Interval, Op
 from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 
@@ -46,7 +45,8 @@ QUOTES_1YR = "all_stocks_1yr_2017-02-08_2018-02-07.csv"
 #: Five years, 619,040 rows (gzip).
 QUOTES_5YR = "all_stocks_5yr_2013-02-08_2018-02-07.csv.gz"
 
-_COLUMNS = ("date", "open", "high", "low", "close", "volume", "Name")
+#: The header of a quotes file (Kaggle's columns).
+COLUMNS = ("date", "open", "high", "low", "close", "volume", "Name")
 
 
 def quotes_path(directory: Path, five_years: bool = False) -> Path:
@@ -70,15 +70,17 @@ def iter_quotes(path: Path) -> Iterator[Record]:
     with opener(p, "rt", newline="", encoding="utf-8") as fh:
         rows = csv.reader(fh)
         header = next(rows, None)
-        if header is None or tuple(header) != _COLUMNS:
-            raise EventError(f"expected the header {','.join(_COLUMNS)}, got {header!r}", f"{p}:1")
+        if header is None or tuple(header) != COLUMNS:
+            raise EventError(f"expected the header {','.join(COLUMNS)}, got {header!r}", f"{p}:1")
         for line, row in enumerate(rows, start=2):
-            yield _quote(row, f"{p}:{line}")
+            yield quote(row, f"{p}:{line}")
 
 
-def _quote(row: list[str], where: str) -> Record:
-    if len(row) != len(_COLUMNS):
-        raise EventError(f"expected {len(_COLUMNS)} fields, got {len(row)}", where)
+def quote(row: list[str], where: str) -> Record:
+    """The event of one row of a quotes file (:data:`COLUMNS`); EventError at ``where``
+    when the row is not a quote."""
+    if len(row) != len(COLUMNS):
+        raise EventError(f"expected {len(COLUMNS)} fields, got {len(row)}", where)
     date, open_, high, low, close, volume, name = row
     if not name or not date:
         raise EventError("a quote needs a symbol and a date", where)
