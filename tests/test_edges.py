@@ -35,8 +35,6 @@ MODELS = ("concepts", "constraints", "records", "xml")
 #: its file is changed to use the public name (the test fails while a fixed one is listed)
 KNOWN: set[str] = {
     "adapters/spark/native.py: pubsift.adapters.tabular._header_problem (private name)",
-    "models/records/selection.py: pubsift.models.constraints.limits"
-    " (inner module of pubsift.models.constraints)",
 }
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pubsift.core.errors import EventError
-from pubsift.models.constraints.limits import MAX_INT_DIGITS
+from pubsift.models.constraints import MAX_INT_DIGITS
 from pubsift.models.records.events import Record
 from pubsift.models.records.limits import MAX_DEPTH
 
