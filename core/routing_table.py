@@ -30,7 +30,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from functools import cached_property
 from typing import NamedTuple
 
-from pubsift.core.model import Event, Filter, FilterModel
+from pubsift.core.model import Event, Filter, FilterIndex, FilterModel
 
 
 class Entry(NamedTuple):
@@ -74,6 +74,12 @@ class RoutingTable:
         self._by_dest: dict[str, set[Entry]] = {}
         self.expiry: dict[Entry, float] = {}
         self._constant = False
+
+    @property
+    def index(self) -> FilterIndex[Entry, Filter]:
+        """The index of the entries' filters, which answers :meth:`destinations` (a
+        broker reads the events it matches for it: ``FilterModel.wire_reader``)."""
+        return self._index
 
     # -- constant entries ---------------------------------------------------------------
     def install_constant(self) -> None:
