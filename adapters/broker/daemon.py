@@ -284,6 +284,9 @@ class BrokerDaemon:
         self.replays = ReplayService(self)
         #: the client identities (docs/protocol.md §10); disabled: an open broker
         self.auth = Authorizer(config.identities, self.models, config.source)
+        #: per model, the reader of the events' bytes for this broker's matching, and the
+        #: number of identities it was made for (:meth:`_reader`)
+        self._readers: dict[str, tuple[int, Callable[[bytes], Any]]] = {}
         #: the identity of each authenticated client connection
         self._grants: dict[Connection, Grant] = {}
         #: the refusals of renewable messages already logged, per connection
@@ -935,6 +938,24 @@ class BrokerDaemon:
         if isinstance(msg, (Sub, Unsub)):
             self.replays.processed(pid, obj, msg, replay)
 
+    def _reader(self, name: str) -> Callable[[bytes], Any]:
+        """The reader of model ``name``'s event bytes for what this broker matches them
+        with (``FilterModel.wire_reader``, DESIGN §2.6: only the fields some filter
+        names, where the model can): its routing tables and every identity's authorized
+        publishing filters. The events serve those matches only: frames carry their
+        bytes on."""
+        grants = self.auth.grants
+        made = self._readers.get(name)
+        if made is not None and made[0] == len(grants):
+            return made[1]
+        assert self.broker is not None
+        routing = self.broker.routing[name]
+        indexes = [t.index for t in (routing.subs, routing.advs) if t is not None]
+        indexes += [g.publish[name] for g in grants if name in g.publish]
+        read = self.models[name].wire_reader(indexes)
+        self._readers[name] = (len(grants), read)
+        return read
+
     def _publications(self, conn: Connection, pid: str, obj: dict[str, Any]) -> None:
         """A ``pubs`` frame (docs/protocol.md §3.1): routed as the publications of as many
         ``pub`` frames, in order, in one batch (:class:`~pubsift.core.messages.Pubs`); a
@@ -945,7 +966,9 @@ class BrokerDaemon:
             self._refuse(conn, obj, "forbidden", f"pubs: {refusal}")
             return
         try:
-            batch, refused = wire.publications(obj, pid, self.models, self._aliases.get(conn, ()))
+            batch, refused = wire.publications(
+                obj, pid, self.models, self._aliases.get(conn, ()), self._reader
+            )
         except FrameError as exc:
             self._refuse(conn, obj, exc.reason, exc.message)
             return
@@ -1333,7 +1356,7 @@ class BrokerDaemon:
             self.broker.useless_forwards += len(items_)
             return
         try:
-            batch, refused = wire.forwards(obj, self.models)
+            batch, refused = wire.forwards(obj, self.models, self._reader)
         except FrameError as exc:
             self._refuse(conn, obj, exc.reason, exc.message)
             return

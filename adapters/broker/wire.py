@@ -15,7 +15,7 @@ syntax.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,6 +152,8 @@ class WireForwards(Forwards):
 
 #: the refusals of a batch frame's pairs: (index, why), the others go on
 Refusals = list[tuple[int, FrameError]]
+#: model name -> the reader of its events' bytes (``FilterModel.wire_reader``)
+Reader = Callable[[str], Callable[[bytes], Any]]
 
 
 def publications(
@@ -159,12 +161,15 @@ def publications(
     client: str,
     models: Mapping[str, FilterModel],
     aliases: tuple[str, ...] = (),
+    read: Reader | None = None,
 ) -> tuple[WirePubs, Refusals]:
     """The publications of a ``pubs`` frame (docs/protocol.md §3.1), each checked on its
     own: a bad one is refused (its message names ``pubs[i]``) and the others go on. A
     frame that is not a batch at all raises. A cut frame's events and pairs travel on as
     their bytes came (the pair is written anew only where the publisher is named by an
-    alias); a frame read whole has its events written anew by orjson."""
+    alias); a frame read whole has its events written anew by orjson. ``read(model)``:
+    the reader of a cut frame's event bytes (the broker's ``FilterModel.wire_reader``;
+    default the model's ``load_wire``), the full read where it answers None."""
     if obj.get("client", client) != client and obj.get("client") not in aliases:
         raise FrameError(
             "invalid-message",
@@ -178,7 +183,7 @@ def publications(
     events, pub_ids, wires, pairs = batch.events, batch.pub_ids, batch.wires, batch.pairs
     assert wires is not None and pairs is not None
     if type(items) is Cut:
-        fast = model.load_wire
+        fast = model.load_wire if read is None else read(model.name)
         for i, (who, n, data, pair) in enumerate(items):
             event = fast(data)  # the model's one-pass read of the bytes, where it has one
             if event is None:
@@ -223,13 +228,13 @@ def publications(
 
 
 def forwards(
-    obj: Mapping[str, Any], models: Mapping[str, FilterModel]
+    obj: Mapping[str, Any], models: Mapping[str, FilterModel], read: Reader | None = None
 ) -> tuple[WireForwards, Refusals]:
     """The forwards of a ``forwards`` frame, each checked on its own (a bad one is
     refused, naming ``forwards[i]``, and the others go on). A cut frame's events and pairs
     travel on as their bytes came; a frame read whole has its events written anew by
     orjson from what was read (the same bytes as the broker before wrote, for events it
-    wrote with orjson)."""
+    wrote with orjson). ``read``: as for :func:`publications`."""
     model = _model(obj, models)
     items = _items("forwards", obj)
     batch = WireForwards(model.name, [], [], [], [])
@@ -238,7 +243,7 @@ def forwards(
     events, pub_ids, wires, pairs = batch.events, batch.pub_ids, batch.wires, batch.pairs
     assert wires is not None and pairs is not None
     if type(items) is Cut:
-        fast = model.load_wire
+        fast = model.load_wire if read is None else read(model.name)
         for i, (who, n, data, pair) in enumerate(items):
             event = fast(data)
             if event is None:
