@@ -336,23 +336,30 @@ class Broker:
             raise BrokerError(f"broker {self.name}: forwards from {sender!r}, not a neighbour")
         advs = r.advs if from_client else None
         exclude = None if from_client else sender
-        destinations = r.sub_strategy.destinations
+        events = msg.events
+        kept: Sequence[int] = range(len(events))
+        if advs is not None:
+            kept = [i for i, e in enumerate(events) if sender in advs.destinations(e)]
+            self.dropped_publications += len(events) - len(kept)  # Def. 2.4: no adv of X
+            events = [events[i] for i in kept]
         shares: dict[str, list[int]] = {}
         nowhere = 0
-        for i, event in enumerate(msg.events):
-            if advs is not None and sender not in advs.destinations(event):
-                self.dropped_publications += 1  # Def. 2.4: matches no advertisement of X
-                continue
-            dests = destinations(event, exclude)
-            if not dests:
-                nowhere += 1
-                continue
-            for d in dests:
-                share = shares.get(d)
-                if share is None:
-                    shares[d] = [i]
-                else:
-                    share.append(i)
+        last: object = None
+        to: list[list[int]] = []
+        for i, dests in zip(kept, r.sub_strategy.destinations_many(events, exclude), strict=True):
+            if dests is not last:  # an event going where the one before went: its shares
+                if not dests:
+                    nowhere += 1
+                    continue
+                last = dests
+                to = []
+                for d in dests:
+                    share = shares.get(d)
+                    if share is None:
+                        share = shares[d] = []
+                    to.append(share)
+            for share in to:
+                share.append(i)
         if exclude is not None:
             self.useless_forwards += nowhere  # forwarded here for nothing: not perfect
         port = self.port

@@ -26,7 +26,7 @@ deterministic order of entries (destination, then the filter's ``repr``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from functools import cached_property
 from typing import NamedTuple
 
@@ -165,6 +165,37 @@ class RoutingTable:
         if self._constant:
             dests |= self.neighbours
         return dests
+
+    def destinations_many(
+        self, events: Sequence[Event], exclude: str | None = None
+    ) -> list[frozenset[str]]:
+        """F_B(n) without ``exclude`` for each of ``events``, in order: ``destinations(e)
+        - {exclude}``, for a batch of publications in one call (DESIGN §2.6). The index
+        answers them by its ``match_batch``; the destinations of an answer that names one
+        entry (every event of a batch going where the last one went, the common case) are
+        made once and shared: the sets are frozen."""
+        answers = self._index.match_batch(events)
+        const = frozenset(self.neighbours) - {exclude} if self._constant else None
+        nowhere = const if const is not None else frozenset()
+        one: dict[Entry, frozenset[str]] = {}
+        out: list[frozenset[str]] = []
+        append = out.append
+        for keys in answers:
+            n = len(keys)
+            if n == 1:
+                (e,) = keys
+                dests = one.get(e)
+                if dests is None:
+                    dests = one[e] = frozenset({e.dest} if e.dest != exclude else ()) | nowhere
+                append(dests)
+            elif n == 0:
+                append(nowhere)
+            else:
+                dests = frozenset({e.dest for e in keys})
+                if exclude in dests:
+                    dests = dests - {exclude}
+                append(dests | nowhere if const is not None else dests)
+        return out
 
     def identical(self, f: Filter, dest: str | None = None) -> set[Entry]:
         """C_B^I(F, D) (3.13); all destinations when ``dest`` is None."""

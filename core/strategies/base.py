@@ -10,7 +10,7 @@ neighbour), so adding a strategy never touches the broker.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence, Set
 from typing import ClassVar
 
 from pubsift.core.messages import Routed
@@ -57,6 +57,15 @@ class Strategy(ABC):
         dests = self.table.destinations(event)
         dests.discard(exclude)
         return dests
+
+    def destinations_many(self, events: Sequence[Event], exclude: str | None) -> Sequence[Set[str]]:
+        """:meth:`destinations` of each of ``events`` (a batch of publications), in order,
+        in one call (:meth:`RoutingTable.destinations_many`; a strategy that answers
+        :meth:`destinations` itself is asked event by event). The sets are read only."""
+        if type(self).destinations is not Strategy.destinations:
+            one = self.destinations
+            return [one(e, exclude) for e in events]
+        return self.table.destinations_many(events, exclude)
 
     def activate(
         self, neighbour: str, candidates: Sequence[Entry], active: Callable[[Filter], bool]
