@@ -241,8 +241,10 @@ cdef class _Scanner:
                     i += 1
                 return PyLong_FromLongLong(-v if s[start] == 45 else v)
             return int(PyUnicode_DecodeUTF8(<const char*>s + start, self.pos - start, "strict"))
-        if not build and (neg_exp or int_digits + exp < 300):
-            return None  # below 10**300: finite
+        # below 10**300: finite (about 10**(int_digits ± exp); exp is capped at 100000,
+        # which only ever makes a negative exponent look smaller: checked below then)
+        if not build and ((int_digits - exp if neg_exp else int_digits + exp) < 300):
+            return None
         d = PyOS_string_to_double(<const char*>s + start, &end, NULL)
         if isinf(d):
             self.pos = start

@@ -83,10 +83,8 @@ class FieldSelection:
                 ) from None
         elif isinstance(raw, bytes):
             data = raw
-        elif isinstance(raw, (bytearray, memoryview)):
-            data = bytes(raw)
-        else:
-            raise EventError(f"an event's JSON text is bytes or str, not {type(raw).__name__}")
+        else:  # what parse_event says of anything else
+            return model.parse_event(raw)
         record = _scan(data, self._tree, MAX_DEPTH, MAX_INT_DIGITS)
         if record is None:  # a dotted key may collide with a nested name: the full parse says
             return model.parse_event(data)

@@ -6,6 +6,7 @@ string and large-string arrays, sliced and chunked arrays and arrays with nulls.
 from __future__ import annotations
 
 import json
+import re
 from unittest import mock
 
 import numpy as np
@@ -60,7 +61,7 @@ def check(index, texts, arrays):
     for wires in arrays:
         got = answer(index, wires)
         if isinstance(want, int):
-            assert isinstance(got, str) and f"row {want}" in got, (got, want)
+            assert isinstance(got, str) and re.search(rf"\brow {want}\b", got), (got, want)
         else:
             assert got == want
 
@@ -78,7 +79,15 @@ def forms(texts):
 
 
 _BROKEN = st.sampled_from(
-    ['{"a": 1, "a": 2}', '{"a": NaN}', "[1]", "{", '{"z": 1e400}', '{"a.b": 1, "a": {"b": 2}}']
+    [
+        '{"a": 1, "a": 2}',
+        '{"a": NaN}',
+        "[1]",
+        "{",
+        '{"z": 1e400}',
+        '{"z": ' + "1" * 400 + "e-50}",
+        '{"a.b": 1, "a": {"b": 2}}',
+    ]
 )
 
 
