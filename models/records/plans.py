@@ -249,8 +249,8 @@ def _memoized(parts: list[Part]) -> tuple[Part, ...]:
     """Several parts for strings (say ``=``, ``in`` and prefixes on ``symbol``) become
     one: the folded answer of all of them per string value, remembered (string values
     of an attribute repeat: symbols, types, sources)."""
-    if len(parts) < 2:
-        return tuple(parts)
+    if len(parts) < 2 and all(getattr(p, "spec", None) is not None for p in parts):
+        return tuple(parts)  # nothing to gain: one part the compiled walk runs itself
     memo: dict[str, Folded] = {}
     get = memo.get
 
