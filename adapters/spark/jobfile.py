@@ -69,6 +69,8 @@ TOP_KEYS = (
 #: who reads CSV files: Spark where it gives exactly what the Python reader gives, or Python
 CSV_READERS = ("spark", "python")
 DEFAULT_CSV_READER = "spark"
+#: the top-level keys whose value is one of a few words, and those words
+_CHOICES = {"format": FORMATS, "layout": LAYOUTS, "csv_reader": CSV_READERS}
 SPARK_KEYS = ("master", "app_name", "conf")
 DEFAULT_APP_NAME = "pubsift"
 #: a job file larger than this is refused unread
@@ -149,27 +151,13 @@ def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
                 settings["out"] = _resolve(base, value)
             else:
                 problems.add(f"{path}: out is a directory path (a string), not {value!r:.80}")
-        elif key == "format":
-            if value in FORMATS:
-                settings["format"] = value
+        elif key in _CHOICES:
+            choices = _CHOICES[key]
+            if value in choices:
+                settings[key] = value
             else:
                 problems.add(
-                    f"{path}: format is {' or '.join(map(repr, FORMATS))}, not {value!r:.80}"
-                )
-        elif key == "layout":
-            if value in LAYOUTS:
-                settings["layout"] = value
-            else:
-                problems.add(
-                    f"{path}: layout is {' or '.join(map(repr, LAYOUTS))}, not {value!r:.80}"
-                )
-        elif key == "csv_reader":
-            if value in CSV_READERS:
-                settings["csv_reader"] = value
-            else:
-                problems.add(
-                    f"{path}: csv_reader is {' or '.join(map(repr, CSV_READERS))}, "
-                    f"not {value!r:.80}"
+                    f"{path}: {key} is {' or '.join(map(repr, choices))}, not {value!r:.80}"
                 )
         else:
             problems.add(f"{path}: unknown key {key!r:.80}; the keys are {', '.join(TOP_KEYS)}")
