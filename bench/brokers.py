@@ -49,11 +49,13 @@ are not counted), then
    (last arrival − first publication);
 2. **paced**: ``--paced`` publications (5,000; quick 2,000) at 1,000/s; latency = arrival
    time − the ``ts`` the publisher stamped, p50 and p99 over every wanted notification;
-3. **broker CPU** µs per publication: utime + stime of the broker process(es) from
-   /proc/PID/stat before the first publication and after the last arrival, summed over
-   the three brokers of the chain, divided by the publications (saturation runs; the
-   paced run's figure, which includes the idle wake-ups of a broker at 1,000/s, is in the
-   JSON). /proc counts in clock ticks (10 ms): 0.2 µs per publication over 50,000;
+3. **broker CPU** µs per publication: the CPU time (user + system, every thread) of the
+   broker process(es), read from the process's CPU-time clock (``clock_getcpuclockid``,
+   nanoseconds; /proc/PID/stat's 10 ms clock ticks where the call is missing: 0.2 µs per
+   publication over 50,000) before the first publication and after the last arrival,
+   summed over the three brokers of the chain, divided by the publications (saturation
+   runs; the paced run's figure, which includes the idle wake-ups of a broker at 1,000/s,
+   is in the JSON);
 4. **client CPU**: the publisher process's CPU per publication, and the subscriber
    processes' CPU per wanted notification (saturation runs; ``os.times`` in the helpers;
    in W3 the NATS and MQTT subscribers also parse the unwanted half);

@@ -5,6 +5,8 @@ client connected while its broker is still starting."""
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import ctypes.util
 import os
 import socket
 import time
@@ -18,9 +20,26 @@ def cpu_seconds() -> float:
     return t.user + t.system
 
 
+class _Timespec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+
 def proc_cpu(pid: int) -> float:
-    """CPU seconds (user + system, all threads) of a process, from /proc/PID/stat (0
-    where there is none)."""
+    """CPU seconds (user + system, all threads, those ended included) of a process: its
+    CPU-time clock (``clock_getcpuclockid``, nanoseconds), else /proc/PID/stat in clock
+    ticks (10 ms: 0.2 µs per publication over 50,000); 0 where there is no such process."""
+    clock, ts = ctypes.c_int(), _Timespec()
+    try:
+        if (
+            _LIBC.clock_getcpuclockid(pid, ctypes.byref(clock)) == 0
+            and _LIBC.clock_gettime(clock, ctypes.byref(ts)) == 0
+        ):
+            return ts.tv_sec + ts.tv_nsec / 1e9
+    except AttributeError:  # a C library without the call
+        pass
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
