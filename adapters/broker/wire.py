@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import orjson
@@ -184,6 +185,10 @@ def publications(
     assert wires is not None and pairs is not None
     if type(items) is Cut:
         fast = model.load_wire if read is None else read(model.name)
+        read_all = _read_cut(items, client, fast)
+        if read_all is not None:  # the common frame: every pair as a loop would keep it
+            batch.events, batch.pub_ids, batch.wires, batch.pairs = read_all
+            return batch, refused
         for i, (who, n, data, pair) in enumerate(items):
             event = fast(data)  # the model's one-pass read of the bytes, where it has one
             if event is None:
@@ -227,6 +232,33 @@ def publications(
     return batch, refused
 
 
+def _read_cut(
+    items: Cut, client: str | None, read: Callable[[bytes], Any]
+) -> tuple[list[Any], list[Hashable], list[bytes], list[bytes]] | None:
+    """(events, pub_ids, wires, pairs) of a cut frame whose every event ``read`` reads
+    and whose every pair names ``client`` (None: any publisher) with a sequence number of
+    at least 1, in order: what the pair-by-pair loops keep of such a frame, made by
+    calls that walk the lists in C (the loop's own work, about 0.17 µs per event on a
+    500-event frame of quotes, down to 0.09; bench/brokers.py W1: broker CPU 1.6 -> 1.5
+    µs per publication); None for any other frame, which the loop reads pair by pair (and
+    refuses what it must)."""
+    if not items:
+        return None
+    whos, ns, datas, pairs = zip(*items, strict=True)
+    if client is not None and whos.count(client) != len(whos):
+        return None
+    if min(ns) < 1:
+        return None
+    events = list(map(read, datas))
+    if _NONE in list(map(type, events)):  # by type: a records event's == is Python's
+        return None
+    ids = list(zip(whos, ns)) if client is None else list(zip(repeat(client), ns))
+    return events, ids, list(datas), list(pairs)
+
+
+_NONE = type(None)
+
+
 def forwards(
     obj: Mapping[str, Any], models: Mapping[str, FilterModel], read: Reader | None = None
 ) -> tuple[WireForwards, Refusals]:
@@ -244,6 +276,10 @@ def forwards(
     assert wires is not None and pairs is not None
     if type(items) is Cut:
         fast = model.load_wire if read is None else read(model.name)
+        read_all = _read_cut(items, None, fast)
+        if read_all is not None:
+            batch.events, batch.pub_ids, batch.wires, batch.pairs = read_all
+            return batch, refused
         for i, (who, n, data, pair) in enumerate(items):
             event = fast(data)
             if event is None:
