@@ -252,7 +252,7 @@ def _read_cut(
     events = list(map(read, datas))
     if _NONE in list(map(type, events)):  # by type: a records event's == is Python's
         return None
-    ids = list(zip(whos, ns)) if client is None else list(zip(repeat(client), ns))
+    ids: list[Hashable] = list(zip(whos if client is None else repeat(client), ns))
     return events, ids, list(datas), list(pairs)
 
 
