@@ -313,3 +313,15 @@ def parse_url(url: str) -> tuple[str, int]:
 def url_uses_tls(url: str) -> bool:
     """Whether ``url`` names a broker's TLS port (``pubsifts://``)."""
     return url.startswith(TLS_SCHEME + "://")
+
+
+def hello_frame_limit(hello: dict[str, Any]) -> int | None:
+    """The longest frame a peer's hello says it reads (None: it did not say)."""
+    n = hello.get("max_frame_bytes")
+    return n if type(n) is int and n > 0 else None
+
+
+def hello_features(hello: dict[str, Any]) -> frozenset[str]:
+    """The features a peer's hello names (none: an older peer)."""
+    got = hello.get("features")
+    return frozenset(f for f in got if isinstance(f, str)) if isinstance(got, list) else frozenset()

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterable
@@ -447,3 +448,11 @@ async def _refuse_plaintext(loop: asyncio.AbstractEventLoop, sock: socket.socket
         pass
     finally:
         sock.close()
+
+
+def reason_of(exc: OSError) -> str:
+    """The OS's words for ``exc`` (asyncio's bind errors repeat the address); what went
+    wrong for a TLS error."""
+    if isinstance(exc, ssl.SSLError):
+        return describe(exc)
+    return os.strerror(exc.errno).lower() if exc.errno else str(exc)
