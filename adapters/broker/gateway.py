@@ -472,6 +472,51 @@ class Gateway:
 
     # -- GET /subscribe/{model}?filter=... ------------------------------------------------
     async def subscribe(self, request: web.Request) -> web.StreamResponse:
+        """``GET /subscribe/{model}?filter=...`` (docs/protocol.md §9): the request checked
+        (:meth:`_subscription`), a client of the broker subscribed for it, then its
+        notifications written as Server-Sent Events until the HTTP client goes away
+        (:meth:`_stream`)."""
+        asked = self._subscription(request)
+        if isinstance(asked, web.Response):
+            return asked
+        grant, model, flt, text, replay = asked
+        st = _Stream(model.name, self.max_pending)
+        client = self._client("sub", grant)
+        try:
+            await client.connect()
+        except BrokerUnavailable as exc:
+            if exc.reason == "limit":  # the identity's max_connections
+                return error_response(429, "limit", one_line(exc))
+            return error_response(503, "unavailable", one_line(exc))  # shutting down
+        self._streams.add(st)
+        self.subscribers += 1
+        log.info("%s subscribed as %s to %s %s", request.remote, client.id, model.name, text)
+        try:
+            try:
+                if replay is not None and replay.after is not None:
+                    client.restore({replay.after[0]: replay.after[1]})
+                await client.subscribe(
+                    model.name, flt, st.add, replay=replay, resume=replay is not None, raw=True
+                )
+            except BrokerRefused as exc:  # the filter's frame is above the broker's limit
+                return error_response(413, "too-large", one_line(exc))
+            refused = await self._refused(client)
+            if refused is not None:
+                return refused
+            return await self._stream(request, st, client)
+        finally:
+            self._streams.discard(st)
+            self.subscribers -= 1
+            await asyncio.shield(client.close())
+            if not self.daemon.stopping:
+                log.info("subscriber %s gone", client.id)
+
+    def _subscription(
+        self, request: web.Request
+    ) -> web.Response | tuple[Grant | None, FilterModel, Any, str, Replay | None]:
+        """What a ``GET /subscribe`` asks for: (identity, model, filter, the filter's text,
+        the replay asked for), or the error response (401/403 identity, 404 model, 400
+        filter or replay)."""
         grant = self._identify(request)
         if isinstance(grant, web.Response):
             return grant
@@ -496,87 +541,67 @@ class Gateway:
             replay = replay_of(request.query.get("replay"), request.headers.get("Last-Event-ID"))
         except ReplayError as exc:
             return error_response(400, "invalid-replay", one_line(exc))
-        st = _Stream(model.name, self.max_pending)
-        client = self._client("sub", grant)
-        try:
-            await client.connect()
-        except BrokerUnavailable as exc:
-            if exc.reason == "limit":  # the identity's max_connections
-                return error_response(429, "limit", one_line(exc))
-            return error_response(503, "unavailable", one_line(exc))  # shutting down
-        self._streams.add(st)
-        self.subscribers += 1
-        log.info("%s subscribed as %s to %s %s", request.remote, client.id, model.name, text)
-        try:
-            try:
-                if replay is not None and replay.after is not None:
-                    client.restore({replay.after[0]: replay.after[1]})
-                await client.subscribe(
-                    model.name, flt, st.add, replay=replay, resume=replay is not None, raw=True
-                )
-            except BrokerRefused as exc:  # the filter's frame is above the broker's limit
-                return error_response(413, "too-large", one_line(exc))
-            refused = await self._refused(client)
-            if refused is not None:
-                return refused
-            resp = web.StreamResponse(
-                headers={
-                    "Content-Type": "text/event-stream; charset=utf-8",
-                    "Cache-Control": "no-cache",
-                    "X-Accel-Buffering": "no",
-                }
-            )
-            try:
-                await resp.prepare(request)
+        return grant, model, flt, text, replay
 
-                async def write(data: bytes) -> None:
+    async def _stream(
+        self, request: web.Request, st: _Stream, client: AsyncClient
+    ) -> web.StreamResponse:
+        """The event stream of a subscribed client: what came meanwhile in one write each
+        time, a keepalive comment after ``heartbeat`` seconds of nothing, and a last
+        ``error`` event when the stream overflowed or the broker shuts down; a client
+        that reads nothing for ``write_timeout`` seconds is cut off."""
+        resp = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream; charset=utf-8",
+                "Cache-Control": "no-cache",
+                "X-Accel-Buffering": "no",
+            }
+        )
+        try:
+            await resp.prepare(request)
+
+            async def write(data: bytes) -> None:
+                try:
+                    await asyncio.wait_for(resp.write(data), self.write_timeout)
+                except TimeoutError:
+                    raise _Stuck from None
+
+            await write(f": subscribed as {client.network_id} at {self.daemon.id}\n\n".encode())
+            wake, heartbeat = st.wake, self.heartbeat
+            while not st.stopped:
+                if not st.pending:
+                    wake.clear()
                     try:
-                        await asyncio.wait_for(resp.write(data), self.write_timeout)
+                        await asyncio.wait_for(wake.wait(), heartbeat)
                     except TimeoutError:
-                        raise _Stuck from None
-
-                await write(f": subscribed as {client.network_id} at {self.daemon.id}\n\n".encode())
-                wake, heartbeat = st.wake, self.heartbeat
-                while not st.stopped:
-                    if not st.pending:
-                        wake.clear()
-                        try:
-                            await asyncio.wait_for(wake.wait(), heartbeat)
-                        except TimeoutError:
-                            await write(b": keepalive\n\n")
-                        continue
-                    await write(st.take())  # what came meanwhile goes out in one write
-                if st.overflow:
-                    await write(
-                        b'event: error\ndata: {"error": "slow-consumer", "message": '
-                        b'"more than %d events waiting to be sent"}\n\n' % st.max_pending
-                    )
-                elif self.daemon.stopping:
-                    end = {
-                        "error": "shutdown",
-                        "message": f"broker {self.daemon.id} is shutting down",
-                    }
-                    with contextlib.suppress(ConnectionError):
-                        await write(f"event: error\ndata: {json.dumps(end)}\n\n".encode())
-            except ConnectionError:  # the HTTP client went away in the middle of a write
-                log.info("HTTP subscriber %s (%s) went away", client.id, request.remote)
-                return resp
-            except _Stuck:
-                log.warning(
-                    "HTTP subscriber %s (%s) read nothing for %gs; closing its stream",
-                    client.id,
-                    request.remote,
-                    self.write_timeout,
+                        await write(b": keepalive\n\n")
+                    continue
+                await write(st.take())  # what came meanwhile goes out in one write
+            if st.overflow:
+                await write(
+                    b'event: error\ndata: {"error": "slow-consumer", "message": '
+                    b'"more than %d events waiting to be sent"}\n\n' % st.max_pending
                 )
-                if request.transport is not None:
-                    request.transport.abort()
-                return resp
-            with contextlib.suppress(ConnectionError, TimeoutError):
-                await asyncio.wait_for(resp.write_eof(), self.write_timeout)
+            elif self.daemon.stopping:
+                end = {
+                    "error": "shutdown",
+                    "message": f"broker {self.daemon.id} is shutting down",
+                }
+                with contextlib.suppress(ConnectionError):
+                    await write(f"event: error\ndata: {json.dumps(end)}\n\n".encode())
+        except ConnectionError:  # the HTTP client went away in the middle of a write
+            log.info("HTTP subscriber %s (%s) went away", client.id, request.remote)
             return resp
-        finally:
-            self._streams.discard(st)
-            self.subscribers -= 1
-            await asyncio.shield(client.close())
-            if not self.daemon.stopping:
-                log.info("subscriber %s gone", client.id)
+        except _Stuck:
+            log.warning(
+                "HTTP subscriber %s (%s) read nothing for %gs; closing its stream",
+                client.id,
+                request.remote,
+                self.write_timeout,
+            )
+            if request.transport is not None:
+                request.transport.abort()
+            return resp
+        with contextlib.suppress(ConnectionError, TimeoutError):
+            await asyncio.wait_for(resp.write_eof(), self.write_timeout)
+        return resp
