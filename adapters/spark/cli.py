@@ -17,7 +17,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from pubsift.adapters.spark.jobfile import CSV_READERS, DEFAULT_CSV_READER
+from pubsift.adapters.spark.jobfile import (
+    CSV_READERS,
+    DEFAULT_CSV_READER,
+    DEFAULT_JSONL_READER,
+    JSONL_READERS,
+)
 from pubsift.adapters.spark.layout import DEFAULT_LAYOUT, LAYOUTS
 from pubsift.core.errors import PubsiftError, one_line
 from rich.console import Console
@@ -119,6 +124,14 @@ def _spark_options(p: argparse.ArgumentParser) -> None:
         "the Python reader gives (spark, the default) or all by the Python reader in "
         "tasks (python); docs/spark.md",
     )
+    p.add_argument(
+        "--jsonl-reader",
+        choices=JSONL_READERS,
+        default=None,
+        help="JSON-lines files likewise: by Spark's text source and SQL where that gives "
+        "exactly what the Python reader gives (spark, the default) or all by the Python "
+        "reader in tasks (python); docs/spark.md",
+    )
 
 
 class UsageError(PubsiftError):
@@ -150,6 +163,7 @@ def cmd_ingest(args: argparse.Namespace, console: Console) -> int:
             overwrite=args.overwrite,
             limits=limits_option(args.limit or []),
             native_csv=(args.csv_reader or DEFAULT_CSV_READER) == "spark",
+            native_jsonl=(args.jsonl_reader or DEFAULT_JSONL_READER) == "spark",
         )
         return sources, settings
 
@@ -198,6 +212,8 @@ def cmd_route(args: argparse.Namespace, console: Console) -> int:
                 limits=limits,
                 layout=args.layout or job.layout or DEFAULT_LAYOUT,
                 native_csv=(args.csv_reader or job.csv_reader or DEFAULT_CSV_READER) == "spark",
+                native_jsonl=(args.jsonl_reader or job.jsonl_reader or DEFAULT_JSONL_READER)
+                == "spark",
             )
             return job.subscribers, out_dir, settings, job.sources, None
         from pubsift.adapters.spark.subscriptions import load_subscriptions
@@ -219,6 +235,7 @@ def cmd_route(args: argparse.Namespace, console: Console) -> int:
             limits=limits,
             layout=args.layout or DEFAULT_LAYOUT,
             native_csv=(args.csv_reader or DEFAULT_CSV_READER) == "spark",
+            native_jsonl=(args.jsonl_reader or DEFAULT_JSONL_READER) == "spark",
         )
         if stores:
             return subscribers, args.out, settings, (), stores[0]

@@ -55,6 +55,8 @@ class Settings:
     #: CSV files Spark can convert exactly as the CSV reader does are read by Spark's text
     #: source and SQL (:mod:`.native`); False: by the Python reader in tasks (docs/spark.md)
     native_csv: bool = True
+    #: JSON-lines files likewise (:mod:`.native_jsonl`); False: by the Python reader in tasks
+    native_jsonl: bool = True
 
 
 def ingest(
@@ -209,12 +211,14 @@ def _ingest(
         written = None
         plans: Mapping[str, Any] = {}
         try:
-            if settings.native_csv:
-                from pubsift.adapters.spark.native import probe_listing, write_csv
+            if settings.native_csv or settings.native_jsonl:
+                from pubsift.adapters.spark.native import probe_listing, write_native
 
-                plans = probe_listing(listing, settings.limits)
+                plans = probe_listing(
+                    listing, settings.limits, settings.native_csv, settings.native_jsonl
+                )
                 if plans:
-                    written = write_csv(
+                    written = write_native(
                         spark, plans, settings.limits, output.path("events"), scratch
                     )
             taken = set(plans) - written.left if written else set()

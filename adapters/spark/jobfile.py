@@ -5,6 +5,7 @@
     format = "parquet"                # optional: parquet or jsonl
     layout = "sorted"                 # optional: sorted or per-subscriber (docs/spark.md)
     csv_reader = "spark"              # optional: spark or python (docs/spark.md)
+    jsonl_reader = "spark"            # optional: spark or python (docs/spark.md)
     subscriptions = "subs.jsonl"      # or [[subscriber]] tables, not both
 
     [spark]
@@ -65,12 +66,21 @@ TOP_KEYS = (
     "format",
     "layout",
     "csv_reader",
+    "jsonl_reader",
 )
 #: who reads CSV files: Spark where it gives exactly what the Python reader gives, or Python
 CSV_READERS = ("spark", "python")
 DEFAULT_CSV_READER = "spark"
 #: the top-level keys whose value is one of a few words, and those words
-_CHOICES = {"format": FORMATS, "layout": LAYOUTS, "csv_reader": CSV_READERS}
+#: who reads JSON-lines files, likewise
+JSONL_READERS = CSV_READERS
+DEFAULT_JSONL_READER = "spark"
+_CHOICES = {
+    "format": FORMATS,
+    "layout": LAYOUTS,
+    "csv_reader": CSV_READERS,
+    "jsonl_reader": JSONL_READERS,
+}
 SPARK_KEYS = ("master", "app_name", "conf")
 DEFAULT_APP_NAME = "pubsift"
 #: a job file larger than this is refused unread
@@ -94,6 +104,7 @@ class Job:
     where: str
     layout: str | None = None
     csv_reader: str | None = None
+    jsonl_reader: str | None = None
 
 
 def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
@@ -113,6 +124,7 @@ def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
         "format": None,
         "layout": None,
         "csv_reader": None,
+        "jsonl_reader": None,
     }
     if "subscriptions" in doc and "subscriber" in doc:
         problems.add(
@@ -173,6 +185,7 @@ def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
         path,
         settings["layout"],
         settings["csv_reader"],
+        settings["jsonl_reader"],
     )
 
 

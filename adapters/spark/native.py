@@ -19,7 +19,7 @@ reasons and messages) for the files it takes, or leaves a file to that reader:
   A file holding any other line (a quoted field spanning lines, a syntax error: what only
   a sequential reading can number) is read whole by the Python reader (only files holding
   a ``"`` at all are checked: one job). Each file is one partition of its own scan
-  (:func:`write_csv`), so every non-blank line after the header is one row and its
+  (:func:`write_native`), so every non-blank line after the header is one row and its
   position is its rank among them (``monotonically_increasing_id``).
 * **Rows typed by Spark SQL**: a file whose first rows nearly all have one shape
   (:func:`shape_of`; :data:`REGULAR`) is typed by that shape's regular expression alone,
@@ -510,10 +510,11 @@ def incomplete(value: Column, d: str) -> Column:
 
 # -- Python for the rows Spark SQL does not type -------------------------------------------------
 def delegate(
-    plans: Mapping[str, CsvPlan], limits: ReadLimits
+    plans: Mapping[str, Plan], limits: ReadLimits
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function reading delegated rows (``label``, ``position``, ``line``)
-    with the Python reader: each as the one row after its file's header."""
+    with the Python reader: each as the one row after its file's header (a CSV file), or
+    as the one line of its own (JSON lines: :meth:`.native_jsonl.JsonlPlan.one`)."""
     from pubsift.adapters.reading import read_input
     from pubsift.adapters.spark.ingest import BATCH_ROWS, _arrow_schema, _rows, event_dumper
 
@@ -530,7 +531,7 @@ def delegate(
                 batch.column("line").to_pylist(),
             ):
                 out.extend(
-                    _rows(iter(one_row(plans[label], position, line, limits, read_input)), dump)
+                    _rows(iter(read_one(plans[label], position, line, limits, read_input)), dump)
                 )
                 if len(out) >= BATCH_ROWS:
                     yield pa.RecordBatch.from_pylist(out, schema=schema)
@@ -539,6 +540,16 @@ def delegate(
             yield pa.RecordBatch.from_pylist(out, schema=schema)
 
     return run
+
+
+def read_one(
+    plan: Plan, position: int, line: bytes, limits: ReadLimits, read_input: Callable[..., Any]
+) -> list[Event | Quarantined]:
+    """What the Python reader gives for the delegated row or line ``line`` at ``position``
+    of ``plan``'s file."""
+    if isinstance(plan, CsvPlan):
+        return one_row(plan, position, line, limits, read_input)
+    return plan.one(position, line, limits, read_input)
 
 
 def one_row(
@@ -569,9 +580,13 @@ FILES_PER_JOB = 64
 _DELEGATED = "_delegated"
 
 
+#: what :func:`write_native` converts: a CSV or a JSON-lines file's plan
+Plan = Any  # CsvPlan | native_jsonl.JsonlPlan (imported lazily: Spark SQL helpers)
+
+
 @dataclass
 class Written:
-    """What :func:`write_csv` did: ``counts`` of the events it wrote and of the files it
+    """What :func:`write_native` did: ``counts`` of the events it wrote and of the files it
     read (``(kind, source, model, reason, count)``), the converted rows of the delegated
     rows (``CONVERTED_SCHEMA``): ``rows`` when they were read on the driver, else ``rest``
     (lazy: read from ``scratch``), and ``left``: the paths left to the Python reader (a
@@ -619,101 +634,213 @@ def _incomplete_files(spark: SparkSession, plans: Mapping[str, CsvPlan]) -> set[
     return bad
 
 
-def write_csv(
+def write_native(
     spark: SparkSession,
-    plans: Mapping[str, CsvPlan],
+    plans: Mapping[str, Plan],
     limits: ReadLimits,
     events: str,
     scratch: str,
 ) -> Written:
-    """Convert the files ``plans`` maps by path: their events written as Parquet files of
-    the event store's ``events`` directory (``events/model=records/``), counted by an
-    observation of the same scan, and their delegated rows written to ``scratch`` (read
-    back for the Python reader: ``Written.rest``; the caller removes ``scratch`` once it
-    wrote what ``rest`` gives).
+    """Convert the files ``plans`` maps by path (CSV and JSON-lines plans): their events
+    written as Parquet files of the event store's ``events`` directory
+    (``events/model=records/``), counted by an observation of the same scan, and their
+    delegated rows written to ``scratch`` (read back for the Python reader:
+    ``Written.rest``; the caller removes ``scratch`` once it wrote what ``rest`` gives).
 
-    Each file is one scan and one partition (the split size set above any file's while the
-    job runs), so that ``monotonically_increasing_id`` numbers its non-blank lines from 0
-    in order: a line's rank is its position, the header's 0. Files holding quotes are
-    checked first (:func:`incomplete`, one job): one with a line that is not a complete
-    row is left to the Python reader. Then one job per :data:`FILES_PER_JOB` files reads,
-    types and writes them, each file observed (events, delegated rows, lines, the last
-    line's rank: a check that its lines were numbered in one partition)."""
-    from pubsift.adapters.spark.store import CONVERTED_SCHEMA
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
+    CSV: each file is one scan and one partition (the split size set above any file's
+    while the job runs), so that ``monotonically_increasing_id`` numbers its non-blank
+    lines from 0 in order: a line's rank is its position, the header's 0. Files holding
+    quotes are checked first (:func:`incomplete`, one job): one with a line that is not a
+    complete row is left to the Python reader. Then one job per :data:`FILES_PER_JOB`
+    files reads, types and writes them, each file observed (events, delegated rows, lines,
+    the last line's rank: a check that its lines were numbered in one partition).
+    JSON lines (:mod:`.native_jsonl`): in jobs of their own, the plain files read in
+    blocks of one partition each, numbered by the lines the driver counted before each
+    block; each file observed alike (its lines and its last line's number checked against
+    the driver's count)."""
+    from pubsift.adapters.spark.native_jsonl import JsonlPlan
 
+    csv_plans = {p: plan for p, plan in plans.items() if isinstance(plan, CsvPlan)}
+    jsonl_plans = {p: plan for p, plan in plans.items() if isinstance(plan, JsonlPlan)}
     conf = {
-        # a file is one partition (the docstring)
-        "spark.sql.files.maxPartitionBytes": str(1 << 50),
-        "spark.sql.files.openCostInBytes": str(1 << 50),
         # the two partitions of the scratch dataset written side by side, not sorted apart
         "spark.sql.optimizer.plannedWrite.enabled": "false",
         "spark.sql.maxConcurrentOutputFileWriters": "2",
     }
-    saved = {k: spark.conf.get(k, None) for k in conf}
+    saved = {
+        k: spark.conf.get(k, None)
+        for k in (*conf, "spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
+    }
     for k, v in conf.items():
         spark.conf.set(k, v)
-    limit = limits.max_record_bytes
     counts: list[tuple[str, str, str | None, str | None, int]] = []
     delegated = 0
+    left: set[str] = set()
     try:
-        left = _incomplete_files(spark, plans) if any(p.quotes for p in plans.values()) else set()
-        todo = [p for p in plans if p not in left]
-        for at in range(0, len(todo), FILES_PER_JOB):
-            chunk = todo[at : at + FILES_PER_JOB]
-            observed = []
-            frames = []
-            for i, path in enumerate(chunk):
-                plan = plans[path]
-                lines = _lines(spark, path)
-                fast = F.lit(False)
-                if plan.shape is not None and not plan.regular:
-                    fast = (
-                        F.col("value").rlike(shape_pattern(plan.shape, plan.delimiter))
-                        & (F.octet_length("value") <= limit)
-                        & F.is_valid_utf8("value")
-                    )
-                rows = typed(lines.select("local", "value", fast.alias("fast")), plan, limit)
-                obs = Observation(f"csv{i}")
-                data = F.col("local") > 0
-                rows = rows.observe(
-                    obs,
-                    F.count_if(data & ~F.col("d")).alias("events"),
-                    F.count_if(data & F.col("d")).alias("delegated"),
-                    F.count(F.lit(1)).alias("lines"),
-                    F.max("local").alias("last"),
-                )
-                observed.append((path, obs))
-                frames.append(
-                    rows.where(data).select(
-                        F.when(F.col("d"), F.lit(_DELEGATED)).otherwise("records").alias("model"),
-                        F.lit(plan.label).alias("source"),
-                        F.col("local").alias("position"),
-                        F.when(F.col("d"), F.base64("line"))
-                        .otherwise(F.col("event"))
-                        .alias("event"),
-                    )
-                )
-            df = frames[0]
-            for f in frames[1:]:
-                df = df.unionAll(f)
-            df.write.mode("append").partitionBy("model").parquet("file://" + scratch)
-            for path, obs in observed:
-                got = obs.get
-                if got["lines"] and got["last"] != got["lines"] - 1:
-                    raise AssertionError(f"{path}: its lines were not numbered in one partition")
-                label = plans[path].label
-                counts.append(("seen", label, None, None, 1))
-                if got["events"]:
-                    counts.append(("event", label, "records", None, got["events"]))
-                delegated += got["delegated"]
+        if csv_plans:
+            left, n = _write_csv(spark, csv_plans, limits, scratch, counts)
+            delegated += n
+        if jsonl_plans:
+            delegated += _write_jsonl(spark, jsonl_plans, limits, scratch, counts)
     finally:
         for key, old in saved.items():
             if old is None:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, old)
+    return _delegated(spark, plans, limits, events, scratch, counts, delegated, left)
+
+
+def _file_split(spark: SparkSession, size: int) -> None:
+    """Files read in blocks of ``size`` bytes, each block a partition of its own."""
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(size))
+    spark.conf.set("spark.sql.files.openCostInBytes", str(size))
+
+
+def _append(frames: list[DataFrame], scratch: str) -> None:
+    df = frames[0]
+    for f in frames[1:]:
+        df = df.unionAll(f)
+    df.write.mode("append").partitionBy("model").parquet("file://" + scratch)
+
+
+def _stored(rows: DataFrame, label: str, data: Column, position: Column) -> DataFrame:
+    """The rows of the scratch dataset: events, delegated rows (base64) apart."""
+    from pyspark.sql import functions as F
+
+    return rows.where(data).select(
+        F.when(F.col("d"), F.lit(_DELEGATED)).otherwise("records").alias("model"),
+        F.lit(label).alias("source"),
+        position.alias("position"),
+        F.when(F.col("d"), F.base64("line")).otherwise(F.col("event")).alias("event"),
+    )
+
+
+def _counted(
+    counts: list[tuple[str, str, str | None, str | None, int]], label: str, got: Mapping[str, Any]
+) -> int:
+    counts.append(("seen", label, None, None, 1))
+    if got["events"]:
+        counts.append(("event", label, "records", None, got["events"]))
+    return int(got["delegated"])
+
+
+def _write_csv(
+    spark: SparkSession,
+    plans: Mapping[str, CsvPlan],
+    limits: ReadLimits,
+    scratch: str,
+    counts: list[tuple[str, str, str | None, str | None, int]],
+) -> tuple[set[str], int]:
+    """The CSV part of :func:`write_native`: the paths left to Python, the rows delegated."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    _file_split(spark, 1 << 50)  # a file is one partition
+    limit = limits.max_record_bytes
+    delegated = 0
+    left = _incomplete_files(spark, plans) if any(p.quotes for p in plans.values()) else set()
+    todo = [p for p in plans if p not in left]
+    for at in range(0, len(todo), FILES_PER_JOB):
+        chunk = todo[at : at + FILES_PER_JOB]
+        observed = []
+        frames = []
+        for i, path in enumerate(chunk):
+            plan = plans[path]
+            lines = _lines(spark, path)
+            fast = F.lit(False)
+            if plan.shape is not None and not plan.regular:
+                fast = (
+                    F.col("value").rlike(shape_pattern(plan.shape, plan.delimiter))
+                    & (F.octet_length("value") <= limit)
+                    & F.is_valid_utf8("value")
+                )
+            rows = typed(lines.select("local", "value", fast.alias("fast")), plan, limit)
+            obs = Observation(f"csv{i}")
+            data = F.col("local") > 0
+            rows = rows.observe(
+                obs,
+                F.count_if(data & ~F.col("d")).alias("events"),
+                F.count_if(data & F.col("d")).alias("delegated"),
+                F.count(F.lit(1)).alias("lines"),
+                F.max("local").alias("last"),
+            )
+            observed.append((path, obs))
+            frames.append(_stored(rows, plan.label, data, F.col("local")))
+        _append(frames, scratch)
+        for path, obs in observed:
+            got = obs.get
+            if got["lines"] and got["last"] != got["lines"] - 1:
+                raise AssertionError(f"{path}: its lines were not numbered in one partition")
+            delegated += _counted(counts, plans[path].label, got)
+    return left, delegated
+
+
+def _write_jsonl(
+    spark: SparkSession,
+    plans: Mapping[str, Any],
+    limits: ReadLimits,
+    scratch: str,
+    counts: list[tuple[str, str, str | None, str | None, int]],
+) -> int:
+    """The JSON-lines part of :func:`write_native`: the lines delegated."""
+    from pubsift.adapters.spark.ingest import _has_context
+    from pubsift.adapters.spark.native_jsonl import block_size, converted, lines_of
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    cores = spark.sparkContext.defaultParallelism if _has_context(spark) else 2
+    limit = limits.max_record_bytes
+    delegated = 0
+    todo = list(plans)
+    for at in range(0, len(todo), FILES_PER_JOB):
+        chunk = todo[at : at + FILES_PER_JOB]
+        block = block_size([plans[p] for p in chunk], cores)
+        _file_split(spark, block)
+        observed = []
+        frames = []
+        for i, path in enumerate(chunk):
+            plan = plans[path]
+            seen = Observation(f"jsonl_lines{i}")
+            lines = lines_of(spark, path, plan, block).observe(
+                seen, F.count(F.lit(1)).alias("lines"), F.max("position").alias("last")
+            )
+            rows = converted(lines, limit)
+            obs = Observation(f"jsonl{i}")
+            rows = rows.observe(
+                obs,
+                F.count_if(~F.col("d")).alias("events"),
+                F.count_if(F.col("d")).alias("delegated"),
+            )
+            observed.append((path, seen, obs))
+            frames.append(_stored(rows, plan.label, F.lit(True), F.col("position")))
+        _append(frames, scratch)
+        for path, seen, obs in observed:
+            got, numbered = obs.get, seen.get
+            want = plans[path].lines
+            if numbered["lines"] != want or (want and numbered["last"] != want):
+                raise AssertionError(
+                    f"{path}: {numbered['lines']} lines numbered up to {numbered['last']}, "
+                    f"the driver counted {want}"
+                )
+            delegated += _counted(counts, plans[path].label, got)
+    return delegated
+
+
+def _delegated(
+    spark: SparkSession,
+    plans: Mapping[str, Plan],
+    limits: ReadLimits,
+    events: str,
+    scratch: str,
+    counts: list[tuple[str, str, str | None, str | None, int]],
+    delegated: int,
+    left: set[str],
+) -> Written:
+    """The events moved into the event store, the delegated rows read (or planned)."""
+    from pubsift.adapters.spark.store import CONVERTED_SCHEMA
+    from pyspark.sql import functions as F
+
     _move(os.path.join(scratch, "model=records"), os.path.join(events, "model=records"))
     rest = None
     got_rows: list[tuple[Any, ...]] = []
@@ -738,7 +865,7 @@ def write_csv(
                 tuple(row.values())
                 for label, position, line in back.collect()
                 for row in _rows(
-                    iter(one_row(taken[label], position, bytes(line), limits, read_input)), dump
+                    iter(read_one(taken[label], position, bytes(line), limits, read_input)), dump
                 )
             ]
     return Written(counts, rest, got_rows, left)
@@ -754,20 +881,38 @@ def _move(src: str, dst: str) -> None:
             os.replace(os.path.join(src, name), os.path.join(dst, name))
 
 
-def probe_listing(listing: Any, limits: ReadLimits) -> dict[str, CsvPlan]:
-    """The plans of a listing's files Spark reads itself (files read once, by one source)."""
+def probe_listing(
+    listing: Any, limits: ReadLimits, csv: bool = True, jsonl: bool = False
+) -> dict[str, Plan]:
+    """The plans of a listing's files Spark reads itself (files read once, by one source):
+    CSV files (``csv``), JSON-lines files (``jsonl``: :func:`.native_jsonl.probe`)."""
+    from pubsift.adapters.spark import native_jsonl
     from pubsift.adapters.spark.ingest import task_opens
 
-    plans = {}
+    plans: dict[str, Plan] = {}
     for path, pairs in listing.files.items():
         size = listing.sizes.get(path)
         if len(pairs) != 1 or task_opens(path, size):
             continue
         label, source = pairs[0]
-        plan = probe(path, label, source, size, limits)
+        plan: Plan = None
+        if csv:
+            plan = probe(path, label, source, size, limits)
+        if plan is None and jsonl:
+            plan = native_jsonl.probe(path, label, source, size, limits)
         if plan is not None:
             plans[path] = plan
     return plans
 
 
-__all__ = ["CsvPlan", "Written", "cell_json", "delegate", "probe", "probe_listing", "write_csv"]
+__all__ = [
+    "CsvPlan",
+    "Plan",
+    "Written",
+    "cell_json",
+    "delegate",
+    "probe",
+    "probe_listing",
+    "read_one",
+    "write_native",
+]

@@ -1,5 +1,6 @@
 """``--csv-reader spark|python`` and a job file's ``csv_reader`` choose who converts CSV
-files (docs/spark.md, "CSV read by Spark"): the settings that reach the job, the command
+files (docs/spark.md, "CSV read by Spark"), ``--jsonl-reader``/``jsonl_reader`` who converts
+JSON-lines files: the settings that reach the job, the command
 line over the job file, Spark by default (no Spark started: the job is replaced)."""
 
 from __future__ import annotations
@@ -55,3 +56,34 @@ def test_route_takes_the_job_file_key_and_the_command_line_over_it(calls, tmp_pa
     direct = ["route", str(tmp_path / "q.csv"), "--subscriptions", str(tmp_path / "subs.jsonl")]
     assert run([*direct, "--out", str(tmp_path / "o")]) == 0
     assert [s.native_csv for s in calls] == [False, True, True]
+
+
+def test_ingest_reads_json_lines_by_spark_unless_told(calls, tmp_path):
+    (tmp_path / "q.jsonl").write_text('{"a": 1}\n')
+    base = ["ingest", str(tmp_path / "q.jsonl"), "--out", str(tmp_path / "store")]
+    assert run(base) == 0
+    assert run([*base, "--jsonl-reader", "python"]) == 0
+    assert run([*base, "--jsonl-reader", "spark", "--csv-reader", "python"]) == 0
+    assert [(s.native_csv, s.native_jsonl) for s in calls] == [
+        (True, True),
+        (True, False),
+        (False, True),
+    ]
+    with pytest.raises(SystemExit):
+        run([*base, "--jsonl-reader", "orjson"])
+
+
+def test_route_takes_the_job_file_jsonl_reader_and_the_command_line_over_it(calls, tmp_path):
+    (tmp_path / "q.jsonl").write_text('{"a": 1}\n')
+    (tmp_path / "subs.jsonl").write_text('{"id": "x", "model": "records", "filter": "a = 1"}\n')
+    job = tmp_path / "job.toml"
+    job.write_text(
+        'out = "out"\nsubscriptions = "subs.jsonl"\njsonl_reader = "python"\n'
+        '[[source]]\npath = "q.jsonl"\n'
+    )
+    assert run(["route", str(job)]) == 0
+    assert run(["route", str(job), "--jsonl-reader", "spark"]) == 0
+    direct = ["route", str(tmp_path / "q.jsonl"), "--subscriptions", str(tmp_path / "subs.jsonl")]
+    assert run([*direct, "--out", str(tmp_path / "o"), "--jsonl-reader", "python"]) == 0
+    assert [s.native_jsonl for s in calls] == [False, True, False]
+    assert [s.native_csv for s in calls] == [True, True, True]

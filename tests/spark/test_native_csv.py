@@ -139,12 +139,12 @@ def native(spark, root: Path, limits: ReadLimits, scratch: Path):
     against the events it wrote."""
     import pyarrow.parquet as pq
     from pubsift.adapters.spark.ingest import list_files
-    from pubsift.adapters.spark.native import probe_listing, write_csv
+    from pubsift.adapters.spark.native import probe_listing, write_native
 
     listing = list_files([Source(str(root))], limits)
     plans = probe_listing(listing, limits)
     events = scratch / "events"
-    written = write_csv(spark, plans, limits, str(events), str(scratch / "csv"))
+    written = write_native(spark, plans, limits, str(events), str(scratch / "csv"))
     rows = [tuple(r) for r in written.rows]
     if written.rest is not None:
         assert not rows

@@ -1,0 +1,321 @@
+"""JSON-lines files converted by Spark itself: its text source reads the lines, Spark SQL
+checks them and writes each event's JSON text, and only the lines whose answer it cannot
+give exactly cross into Python.
+
+The Python reader (:mod:`pubsift.adapters.jsonlines`, :mod:`pubsift.core.strict_json`'s
+policy) defines what a JSON-lines file gives; this module gives **the same events and
+quarantine records** (the same JSON text, positions, reasons, messages and excerpts) for
+the files it takes (docs/spark.md, "JSON lines read by Spark"):
+
+* **Files taken** (:func:`probe`, on the driver): the source is plain records (no
+  ``columns``, no publisher side, model ``records``, format ``jsonl`` or none), the file
+  a plain or ``.gz`` file the JSON-lines reader would read (``.jsonl``, ``.ndjson``, a
+  ``.json`` whose content is JSON lines), UTF-8 (no other encoding, no UTF-16/32 mark); a
+  ``.gz`` is decompressed once on the driver through the bomb guard (corrupt, truncated or
+  over the limits: the Python reader takes it, keeping what precedes the damage). A file
+  whose last line ends in ``\\r`` without ``\\n`` is left to the Python reader (it keeps
+  that ``\\r``, which a line end would drop).
+* **Lines**: Spark's text source with ``\\n`` as the only line end (``\\r\\n`` ends a line
+  too: the ``\\r`` is dropped, as the reader drops it); a UTF-8 byte-order mark at the
+  start of the file is skipped by the source, as by the reader. A line's position is its
+  number: a plain file is read in blocks (:func:`block_size`), each one partition, and
+  the driver counted the lines before each block while probing (:attr:`JsonlPlan.counts`);
+  a line's number is its block's count plus its rank in the block
+  (``monotonically_increasing_id``); a ``.gz`` is one block.
+* **Lines converted by Spark SQL** (:func:`converted`): a line that is a JSON object in
+  the form whose text ``json.dumps(obj, ensure_ascii=False, separators=(",", ":"))`` writes
+  again once the spaces between tokens are dropped: strings without ``\\u`` or ``\\/``
+  escapes and without control characters, integers of at most :data:`SQL_INT_DIGITS`
+  digits (not ``-0``), decimals in ``repr``'s own fixed notation with at most 15
+  significant digits, ``true``/``false``/``null``, nesting at most :data:`ROUNDS` levels,
+  no key given twice anywhere in the line, no empty key, no dotted key in a nested event.
+  Checked by regular expressions: the tokens replaced by one character each, the
+  skeleton left is reduced level by level (pairs, lists, then empty containers) and must
+  end as one value that was an object. Its event is the line without those spaces.
+* **Lines handed to Python**: every other non-blank line (invalid UTF-8, a NUL, beyond
+  ``max_record_bytes``: its first ``max_record_bytes + 1`` bytes are enough; JSON syntax,
+  not an object, NaN, a duplicate key, deep nesting, exponents, big integers, escapes the
+  writing changes, what the records model refuses). Each is read by the Python reader
+  itself, as the second line of a file whose first is blank (:meth:`JsonlPlan.one`), its
+  outcome given the line's number.
+
+The default of the Spark job (``Settings(native_jsonl=True)``, ``--jsonl-reader spark``);
+the stage that writes the events is :func:`pubsift.adapters.spark.native.write_native`.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from pubsift.adapters.inputs import Input, expand
+from pubsift.adapters.limits import ReadLimits
+from pubsift.adapters.outcomes import Event, Quarantined
+from pubsift.adapters.source import Source
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+#: the driver counts lines at every multiple of this many bytes; blocks are multiples
+COUNT_STEP = 1 << 20
+#: a plain file is read in blocks of at least this many bytes
+MIN_BLOCK = 8 << 20
+#: levels of nesting Spark SQL reduces (deeper lines are read by Python)
+ROUNDS = 5
+#: digits of an integer Spark SQL passes through (the records model holds 4,300)
+SQL_INT_DIGITS = 4000
+#: lines holding more backslashes than this are read by Python (Java's regex engine
+#: recurses per escape)
+MAX_ESCAPES = 4096
+#: the bits of ``monotonically_increasing_id`` numbering the rows of a partition
+_ROW_BITS = (1 << 33) - 1
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class JsonlPlan:
+    """How Spark reads one JSON-lines file: its label and source (format ``jsonl``),
+    whether it is gzipped (one block), its size and ``counts``: the lines starting before
+    multiple of :data:`COUNT_STEP` bytes (``counts[j]``: the lines whose first byte is at
+    ``j * COUNT_STEP`` or before)."""
+
+    label: str
+    source: Source
+    gz: bool
+    size: int
+    counts: tuple[int, ...]
+    #: the lines of the file (the last one without line end counted)
+    lines: int = 0
+
+    def bases(self, block: int) -> dict[int, int]:
+        """The lines before each block of ``block`` bytes (a multiple of
+        :data:`COUNT_STEP`), by the block's first byte: Hadoop's line reader gives a block
+        the lines that start after its first byte, up to and including the one starting
+        at its end, so the lines before block ``[s, e)`` are those starting at ``s`` or
+        before."""
+        if self.gz:
+            return {0: 0}
+        step = block // COUNT_STEP
+        out = {0: 0}
+        for start in range(block, self.size, block):
+            j = start // COUNT_STEP
+            assert j % step == 0
+            out[start] = self.counts[j]
+        return out
+
+    def one(
+        self, position: int, line: bytes, limits: ReadLimits, read_input: Callable[..., Any]
+    ) -> list[Event | Quarantined]:
+        """What the Python reader gives for ``line`` at ``position``: read as the second
+        line of a file whose first line is blank (so that a byte-order mark it starts
+        with stays part of it, and a ``\\r`` it ends with too)."""
+        data = b"\n" + line
+        inp = Input(self.label, self.source, lambda: io.BytesIO(data), len(data))
+        got = []
+        for item in read_input(inp, limits):
+            if item.position != 2:
+                raise AssertionError(f"{self.label}: a line read alone gave {item.position}")
+            got.append(replace(item, position=position))
+        return got
+
+
+def probe(
+    path: str, label: str, source: Source, size: int | None, limits: ReadLimits
+) -> JsonlPlan | None:
+    """The plan of a file Spark reads exactly as the JSON-lines reader does, None for a
+    file left to the Python reader (the module's docstring)."""
+    from pubsift.adapters.bombguard import compression_of
+    from pubsift.adapters.jsonlines import JsonLinesReader
+    from pubsift.adapters.lines import UTF8, codec_for
+    from pubsift.adapters.reading import reader_for
+    from pubsift.adapters.spark.native import HADOOP_CODECS
+
+    if source.columns or source.publisher is not None or source.model not in (None, "records"):
+        return None
+    if source.format not in (None, "jsonl"):
+        return None
+    gz = path.endswith(".gz")
+    if compression_of(label) != (".gz" if gz else None) or path.lower().endswith(HADOOP_CODECS):
+        return None
+    try:
+        found = list(expand(source, label, lambda: open(path, "rb"), size, limits, file=path))  # noqa: SIM115
+        if len(found) != 1 or not isinstance(found[0], Input):
+            return None
+        inp = found[0]
+        if not isinstance(reader_for(inp), JsonLinesReader):
+            return None
+        counts = [1]
+        total = 0
+        lines = 0
+        last = b""
+        head = b""
+        with inp.open() as fh:
+            # the whole stream once (a .gz: corrupt, truncated or over a limit -> Python),
+            # the lines counted at every step
+            while chunk := _read(fh, COUNT_STEP):
+                if not head:
+                    head = chunk[:4]
+                lines += chunk.count(b"\n")
+                total += len(chunk)
+                last = chunk[-1:]
+                # lines starting at the next step or before: the first, and one after
+                # each \n before the step
+                counts.append(1 + lines)
+        if codec_for(head, source.encoding) != UTF8:
+            return None
+        if last == b"\r":  # its last line keeps the \r (no line end follows it)
+            return None
+    except Exception:  # whatever it is, the Python reader reports it
+        return None
+    return JsonlPlan(
+        inp.name,
+        replace(source.with_path(inp.name), format="jsonl"),
+        gz,
+        total,
+        tuple(counts),
+        lines + (last not in (b"", b"\n")),
+    )
+
+
+def _read(fh: Any, n: int) -> bytes:
+    """``n`` bytes of ``fh``, fewer only at its end."""
+    out = fh.read(n)
+    while out and len(out) < n and (more := fh.read(n - len(out))):
+        out += more
+    return out
+
+
+def block_size(plans: list[JsonlPlan], parallelism: int) -> int:
+    """The block of one job over ``plans``: the plain files' bytes shared by the cores, at
+    least :data:`MIN_BLOCK`, a multiple of :data:`COUNT_STEP`."""
+    plain = sum(p.size for p in plans if not p.gz)
+    share = -(-plain // max(1, parallelism))
+    return max(MIN_BLOCK, -(-share // COUNT_STEP) * COUNT_STEP)
+
+
+# -- Spark SQL ---------------------------------------------------------------------------------
+# placeholders of the skeleton: control characters, which a line Spark converts never holds
+_S, _V, _P = "\\x01", "\\x02", "\\x03"
+#: a string whose escapes json.dumps writes again as they are
+_STRING = r'"[^"\\\x00-\x1f]*+(?:\\["\\bfnrt][^"\\\x00-\x1f]*+)*+"'
+#: any string (the lines converted hold only the strings above)
+_ANY_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
+#: numbers written as json.dumps writes their value (repr's fixed notation, at most 15
+#: significant digits, for decimals), and the literals
+_VALUE = (
+    r"-?(?:[1-9](?=[0-9.]{2,15}(?![0-9.]))[0-9]*+\.(?:[0-9]*[1-9]|0)"
+    r"|0\.(?:0{0,3}[1-9](?:[0-9]{0,13}[1-9])?|0))"
+    rf"|-?[1-9][0-9]{{0,{SQL_INT_DIGITS - 1}}}|0|true|false|null"
+)
+_FLAT = rf"\A\{{(?:{_S}:[{_S}{_V}](?:,{_S}:[{_S}{_V}])*+)?\}}\z"
+
+
+def skeleton(text: Column) -> Column:
+    """The tokens of ``text`` replaced: strings by ``\\x01``, numbers and literals by
+    ``\\x02``; the spaces between them dropped."""
+    from pyspark.sql import functions as F
+
+    sk = F.regexp_replace(text, _STRING, "\x01")
+    sk = F.regexp_replace(sk, _VALUE, "\x02")
+    return F.regexp_replace(sk, r"[ \t\r]++", "")
+
+
+def reduced(sk: Column) -> Column:
+    """``sk`` after :data:`ROUNDS` rounds, each: key-value pairs to ``\\x03``, lists of
+    pairs and of values to their first, empty containers to a value."""
+    from pyspark.sql import functions as F
+
+    for _ in range(ROUNDS):
+        sk = F.regexp_replace(sk, f"{_S}:[{_S}{_V}]", "\x03")
+        sk = F.regexp_replace(sk, f"(?<={_P}),{_P}(?=[,}}])", "")
+        sk = F.regexp_replace(sk, f"(?<=[{_S}{_V}]),[{_S}{_V}](?=[,\\]])", "")
+        sk = F.regexp_replace(sk, f"\\{{{_P}?\\}}|\\[[{_S}{_V}]?\\]", "\x02")
+    return sk
+
+
+def converted(lines: DataFrame, limit: int) -> DataFrame:
+    """``lines`` (``position``, ``value``: the line as the text source gives it) with
+    ``event`` (its JSON text, for a line Spark SQL converts), ``d`` (whether Python reads
+    it) and ``line`` (its bytes, for those), the blank lines dropped."""
+    from pyspark.sql import functions as F
+
+    value = F.col("value")
+    cr = value.endswith("\r")
+    size = F.octet_length(value) - F.when(cr, 1).otherwise(0)
+    part = lines.select(
+        "position",
+        value,
+        size.alias("size"),
+        F.when(cr, F.regexp_replace(value, "\r\\z", "")).otherwise(value).alias("text"),
+    )
+    text = F.col("text")
+    big = F.col("size") > limit
+    blank = ~big & text.rlike(r"\A[ \t\r\x0b\x0c]*\z")
+    part = part.where(~blank)
+    checked = (
+        F.is_valid_utf8(value)
+        & ~text.rlike("[\\x00-\\x08\\x0a-\\x0c\\x0e-\\x1f]")
+        & ((F.length(text) - F.length(F.replace(text, F.lit("\\"), F.lit("")))) <= MAX_ESCAPES)
+    )
+    part = part.select(
+        "position",
+        "value",
+        "size",
+        "text",
+        F.when(~big & checked, skeleton(text)).alias("sk"),
+    )
+    sk = F.col("sk")
+    flat = sk.rlike(_FLAT)
+    shaped = sk.startswith("{") & F.when(flat, F.lit(True)).otherwise(reduced(sk) == "\x02")
+    part = part.select(
+        "position",
+        "value",
+        "size",
+        F.when(shaped, F.regexp_replace(text, f"({_ANY_STRING})|[ \\t\\r]++", "$1")).alias("c"),
+        flat.alias("flat"),
+    )
+    keys = F.regexp_extract_all(F.col("c"), F.lit(f"({_ANY_STRING})(?=:)"), F.lit(1))
+    part = part.select("position", "value", "size", "c", "flat", keys.alias("keys"))
+    keys = F.col("keys")
+    ok = (
+        F.col("c").isNotNull()
+        & (F.size(F.array_distinct(keys)) == F.size(keys))
+        & ~F.array_contains(keys, '""')
+        & (F.col("flat") | ~F.exists(keys, lambda k: F.instr(k, ".") > 0))
+    )
+    ok = F.coalesce(ok, F.lit(False))
+    binary = value.cast("binary")
+    return part.select(
+        "position",
+        F.when(ok, F.col("c")).alias("event"),
+        (~ok).alias("d"),
+        F.when(
+            ~ok, F.substring(binary, 1, F.least(F.col("size"), F.lit(limit + 1)).cast("int"))
+        ).alias("line"),
+    )
+
+
+def lines_of(spark: SparkSession, path: str, plan: JsonlPlan, block: int) -> DataFrame:
+    """The file's lines (``value``) with their numbers (``position``, from 1), read in
+    blocks of ``block`` bytes (one partition each: the caller's settings)."""
+    from pubsift.adapters.spark.ingest import hadoop_path
+    from pyspark.sql import functions as F
+
+    bases = plan.bases(block)
+    base = F.element_at(
+        F.create_map(*(F.lit(x) for kv in sorted(bases.items()) for x in kv)),
+        F.input_file_block_start(),
+    )
+    return (
+        spark.read.option("lineSep", "\n")
+        .text(hadoop_path(path))
+        .select(
+            "value",
+            (base + F.monotonically_increasing_id().bitwiseAND(_ROW_BITS) + 1).alias("position"),
+        )
+    )
+
+
+__all__ = ["JsonlPlan", "block_size", "converted", "lines_of", "probe"]
