@@ -441,7 +441,7 @@ def _rows(
     except csv.Error as exc:
         yield bad(0, "csv-syntax", f"the header cannot be read: {exc}", lines.last)
         return
-    problem = _header_problem(header, lines.bad, codec, delimiter)
+    problem = header_problem(header, lines.bad, codec, delimiter)
     if problem:
         yield bad(
             0, "encoding" if lines.bad else "csv-header", problem, shown(delimiter.join(header))
@@ -546,7 +546,11 @@ def _rows(
                 )
 
 
-def _header_problem(header: list[str], not_text: bool, codec: str, delimiter: str) -> str:
+def header_problem(header: list[str], not_text: bool, codec: str, delimiter: str) -> str:
+    """What makes ``header`` (its cells; ``not_text``: whether its line held bytes that are
+    not text in ``codec``) no header (the ``csv-header`` message: a repeated name, no
+    named column), or "" for a header the reader accepts (docs/adapters.md, "CSV
+    header")."""
     if not_text:
         return "the header is " + _encoding_problem(header, None, codec, delimiter)
     seen: set[str] = set()
@@ -568,6 +572,7 @@ __all__ = [
     "CellError",
     "CsvReader",
     "delimiter_of",
+    "header_problem",
     "infer",
     "parse_number",
     "sniff_delimiter",

@@ -33,9 +33,7 @@ MODELS = ("concepts", "constraints", "records", "xml")
 
 #: imports that break the rules in files other work has open; each leaves this list when
 #: its file is changed to use the public name (the test fails while a fixed one is listed)
-KNOWN: set[str] = {
-    "adapters/spark/native.py: pubsift.adapters.tabular._header_problem (private name)",
-}
+KNOWN: set[str] = set()
 
 
 def _module(path: Path, root: Path) -> str:

@@ -120,7 +120,7 @@ def probe(
     from pubsift.adapters.bombguard import compression_of
     from pubsift.adapters.lines import UTF8, codec_for
     from pubsift.adapters.reading import reader_for
-    from pubsift.adapters.tabular import CsvReader, _header_problem, delimiter_of
+    from pubsift.adapters.tabular import CsvReader, delimiter_of, header_problem
 
     if source.columns or source.publisher is not None or source.model not in (None, "records"):
         return None
@@ -161,7 +161,7 @@ def probe(
         if '"' in text and re.fullmatch(_row_pattern(delimiter, True), text) is None:
             return None
         header = next(csv.reader([text], delimiter=delimiter, strict=True))
-        if _header_problem(header, False, UTF8, delimiter):
+        if header_problem(header, False, UTF8, delimiter):
             return None
     except Exception:  # whatever it is, the Python reader reports it
         return None
