@@ -188,6 +188,8 @@ def _build(m: Mapping[str, Any], prefix: str, depth: int, where: str | None) -> 
             if name in out or name in groups:
                 raise _twice(name, where)
             if isinstance(v, (list, tuple)):
+                if level >= MAX_DEPTH:  # the array is a level too (strict_json.too_deep)
+                    raise _too_deep(name, where)
                 items, elements, copy[k] = _array(v, name, level + 1, where)
                 if elements:
                     groups[name] = elements

@@ -10,6 +10,7 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pubsift.core import strict_json
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.models.constraints import limits
 from pubsift.models.constraints.constraints import Constraint, Op
@@ -228,6 +229,34 @@ def test_events_nested_up_to_the_limit_are_accepted():
     name = ".".join(["a"] * (record_limits.MAX_DEPTH - 1))
     assert e[name] == (1,)
     assert M.load_event(M.dump_event(e)) == e
+
+
+def _answer(read, arg) -> str:
+    try:
+        read(arg)
+    except EventError:
+        return "refused"
+    return "ok"
+
+
+@pytest.mark.parametrize("leaf", [[1], [], {"z": 1}, [[1]], [{"z": 1}], 1])
+@pytest.mark.parametrize("objects", range(record_limits.MAX_DEPTH - 3, record_limits.MAX_DEPTH + 2))
+def test_every_reading_counts_nesting_by_one_rule(objects, leaf):
+    """``parse_event`` of the text, ``parse_event``/``load_event`` of the object and the
+    selective scan agree at the limit, by strict_json's rule (every object and array a
+    level, empty or not); 128 objects and an array were accepted from the object."""
+    obj = nested(objects, leaf)
+    text = json.dumps(obj)
+    rule = "refused" if strict_json.too_deep(obj, record_limits.MAX_DEPTH) else "ok"
+    index = M.new_index()
+    index.add(M.parse_filter({"a": [{"exists": True}]}), "k")
+    answers = {
+        "parse_event(text)": _answer(M.parse_event, text),
+        "parse_event(obj)": _answer(M.parse_event, obj),
+        "load_event(obj)": _answer(M.load_event, obj),
+        "parse_wire(text)": _answer(index.parse_wire, text.encode()),
+    }
+    assert answers == dict.fromkeys(answers, rule)
 
 
 def test_an_event_that_contains_itself_is_refused():
