@@ -33,7 +33,9 @@ its volume threshold, two filters that may match the same quote).
   expressions compiled and its Python workers started), then 3 rounds alternating them,
   medians compared; ``--python-readers``: also the CSV read by the Python reader in tasks
   (``--csv-reader python``) in each round, its counts checked equal. **Goal**: within
-  1.5x.
+  1.5x. Then the same for the quotes written as JSON lines (:func:`run_convert_jsonl`):
+  pubsift (JSON lines read by Spark, :mod:`pubsift.adapters.spark.native_jsonl`) against
+  ``spark.read.json`` with the schema writing Parquet, and the Python reader in tasks.
 * ``layouts``: the deliveries routed once by pubsift's path and kept, written in each
   candidate layout of issue 34 (``sorted``: one dataset range-partitioned and sorted by
   subscriber, small row groups; ``buckets``: 16 hash buckets of subscribers, sorted
@@ -367,6 +369,96 @@ def run_convert(bench: Bench, spark: Any, quotes: Path, tmp: str, with_python: b
     )
 
 
+def quotes_jsonl(quotes: Path, out: str) -> None:
+    """The quotes as JSON lines, one object per row as ``json.dumps`` writes it (numbers
+    typed as the CSV reader types them, empty cells left out)."""
+    import csv
+    import gzip
+
+    opener = gzip.open if quotes.name.endswith(".gz") else open
+    with opener(quotes, "rt", newline="") as fh, open(out, "w") as dst:
+        for row in csv.DictReader(fh):
+            obj: dict[str, Any] = {}
+            for k, v in row.items():
+                if v == "":
+                    continue
+                obj[k] = v if k in ("date", "Name") else (int(v) if k == "volume" else float(v))
+            dst.write(json.dumps(obj) + "\n")
+
+
+def run_convert_jsonl(bench: Bench, spark: Any, quotes: Path, tmp: str, with_python: bool) -> None:
+    """The convert part for the quotes as JSON lines (:func:`quotes_jsonl`, a plain file):
+    pubsift (JSON lines read by Spark) against ``spark.read.json`` with the schema writing
+    Parquet and (``--python-readers``) the Python reader in tasks, rounds alternating."""
+    from pubsift.adapters.source import Source
+    from pubsift.adapters.spark.job import Settings, ingest
+    from rich.console import Console
+
+    path = os.path.join(tmp, "quotes.jsonl")
+    quotes_jsonl(quotes, path)
+
+    def spark_reader(out: str) -> float:
+        t0 = time.perf_counter()
+        spark.read.schema(QUOTES_SCHEMA).json("file://" + path).write.mode("overwrite").parquet(
+            "file://" + out
+        )
+        return time.perf_counter() - t0
+
+    def pubsift(native: bool) -> tuple[float, dict[str, Any]]:
+        summary = ingest(
+            [Source(path)],
+            os.path.join(tmp, "jstore-native" if native else "jstore-python"),
+            Settings(master="local[2]", overwrite=True, native_jsonl=native),
+            Console(quiet=True),
+        )
+        return summary["seconds"]["convert"] + summary["seconds"].get("list", 0), summary
+
+    spark_reader(os.path.join(tmp, "spark-json"))
+    first, summary = pubsift(True)
+    if with_python:
+        pubsift(False)
+    before = load()
+    ours, theirs, python = [], [], []
+    for _ in range(CONVERT_ROUNDS):
+        ours.append(pubsift(True)[0])
+        theirs.append(spark_reader(os.path.join(tmp, "spark-json")))
+        if with_python:
+            t, other = pubsift(False)
+            python.append(t)
+            if (other["events"], other["sources"]) != (summary["events"], summary["sources"]):
+                raise SystemExit("the JSON lines read by Spark and by the Python reader differ")
+    after = load()
+    o, t = statistics.median(ours), statistics.median(theirs)
+    py = statistics.median(python) if python else None
+    print(
+        f"conversion of {summary['events']:,} quotes as JSON lines ({os.path.getsize(path):,} "
+        f"bytes; {CONVERT_ROUNDS} rounds, alternating; medians): pubsift (JSON lines read by "
+        f"Spark) {o:.1f} s {[round(x, 1) for x in ours]} (first run {first:.1f} s), "
+        f"spark.read.json (schema given, Parquet written) {t:.1f} s "
+        f"{[round(x, 1) for x in theirs]}: {o / t:.2f}x"
+        + (
+            ""
+            if py is None
+            else f"; the Python reader in tasks {py:.1f} s {[round(x, 1) for x in python]}: "
+            f"{py / t:.2f}x"
+        )
+        + f"; load average before {before}, after {after}"
+    )
+    bench.row(
+        part="convert-jsonl",
+        events=summary["events"],
+        pubsift_s=round(o, 3),
+        pubsift_runs_s=[round(x, 3) for x in ours],
+        python_readers_s=None if py is None else round(py, 3),
+        python_readers_runs_s=[round(x, 3) for x in python],
+        spark_reader_s=round(t, 3),
+        spark_reader_runs_s=[round(x, 3) for x in theirs],
+        ratio=round(o / t, 3),
+        load_before=before,
+        load_after=after,
+    )
+
+
 #: the layouts the ``layouts`` part measures (issue 34 "A deliveries layout")
 LAYOUTS = ("sorted", "buckets", "per-subscriber")
 BUCKETS = 16
@@ -477,6 +569,7 @@ def main(argv: list[str] | None = None) -> int:
             ok &= run_job(bench, spark, quotes, subs, tmp)
         if "convert" in parts:
             run_convert(bench, spark, quotes, tmp, args.python_readers)
+            run_convert_jsonl(bench, spark, quotes, tmp, args.python_readers)
         if "layouts" in parts:
             run_layouts(bench, spark, quotes, subs, tmp)
     spark.stop()

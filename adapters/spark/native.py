@@ -805,7 +805,7 @@ def _write_jsonl(
             lines = lines_of(spark, path, plan, block).observe(
                 seen, F.count(F.lit(1)).alias("lines"), F.max("position").alias("last")
             )
-            rows = converted(lines, limit)
+            rows = converted(lines, limit, plan.keys)
             obs = Observation(f"jsonl{i}")
             rows = rows.observe(
                 obs,

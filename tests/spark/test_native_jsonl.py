@@ -95,7 +95,66 @@ HOSTILE_LINES = [
     b'{"r": "a\rb"}',
     b'{"sp" : 1 , "t"\t:\t[ 1 , 2 ] }   ',
 ]
+SHAPED_LINE = b'{"s": "AAL", "x": 45.26, "n": 4330414, "b": true, "z": null}'
+#: values put in place of each value of the shaped line: each read by Spark's rewrite, by
+#: its general steps or by Python, as the Python reader reads them
+VALUES = [
+    b"1.50",
+    b"-0",
+    b"1e5",
+    b"NaN",
+    b"0.10",
+    b"-0.0",
+    b"1.0000000000000001",
+    b"01",
+    b"1.",
+    b'"\\u0041"',
+    b'"a\\/b"',
+    b'"a\\"b"',
+    b'"\x01"',
+    b'"\xff"',
+    b'"\x00"',
+    b"[1]",
+    b"{}",
+    b'{"s": 1}',
+    b"tru",
+    b"true false",
+    b'"a" "b"',
+    b"1 2",
+    b'"\xc3\xa9\xe2\x80\xa8"',
+    b"",
+    b" 7 ",
+    b"\t-12\r",
+    b"9" * 4401,
+    b'"' + b"y" * 2100 + b'"',
+    b'"\\t\\n"',
+]
+
+
+def shaped_file() -> bytes:
+    """A file of one usual flat shape (its rewrite applies), then each value of
+    :data:`VALUES` in each place, the keys swapped, given twice, spaced, ended."""
+    good = SHAPED_LINE
+    lines = [good] * 300
+    for k in (b'"AAL"', b"45.26", b"4330414", b"true", b"null"):
+        for v in VALUES:
+            lines.append(good.replace(k, v, 1))
+    lines += [
+        b'{"x": 45.26, "s": "AAL", "n": 4330414, "b": true, "z": null}',
+        b'{"s": "AAL", "s": "AAL", "x": 45.26, "n": 4330414, "b": true, "z": null}',
+        b'{"s": "AAL", "x": 45.26, "n": 4330414, "b": true}',
+        b'{"s": "AAL", "x": 45.26, "n": 4330414, "b": true, "z": null, "w": 1}',
+        b'  {"s":"AAL","x":45.26,"n":4330414,"b":true,"z":null}  \r',
+        b'{"s": "AAL", "x": 45.26, "n": 4330414, "b": true, "z": null} x',
+        b'{"s": "AAL", "x": 45.26, "n": 4330414, "b": true, "z": null}}',
+        b'\x01{"s": "AAL", "x": 45.26, "n": 4330414, "b": true, "z": null}',
+        b'{"\\u0073": "AAL", "x": 45.26, "n": 4330414, "b": true, "z": null}',
+    ]
+    return b"\n".join(lines) + b"\n"
+
+
 HOSTILE = {
+    "shaped.jsonl": shaped_file(),
     "hostile.jsonl": b"\n".join(HOSTILE_LINES) + b"\n",
     "crlf.jsonl": b'{"a": 1}\r\n\r\n{"b": [2, 3]}\r\n{"c": 1}',
     "bom.jsonl": b'\xef\xbb\xbf{"x": 1}\n\xef\xbb\xbf{"y": 2}\n',
@@ -197,6 +256,9 @@ def run(spark, tmp_path_factory):
     rng = random.Random(34)
     for i in range(16):
         (root / f"m{i:02d}.jsonl").write_bytes(mutate(rng, GOOD))
+    shaped = b"\n".join([SHAPED_LINE] * 200) + b"\n"
+    for i in range(16, 28):
+        (root / f"m{i:02d}.jsonl").write_bytes(mutate(rng, shaped))
     (root / "random.jsonl").write_bytes(random_lines(rng, 400))
     big = b"".join(
         random_lines(rng, 50) + (b"\n" if i % 3 else b"") + HOSTILE_LINES[i % 40] + b"\n"
@@ -222,6 +284,9 @@ def test_the_probe_takes_exactly_the_files_spark_reads_as_python_does(run):
     names = {Path(p).name for p in plans}
     assert names >= set(HOSTILE) - NOT_PROBED and not names & NOT_PROBED
     assert {"random.jsonl", "big.jsonl"} <= names
+    keys = {Path(p).name: plan.keys for p, plan in plans.items()}
+    assert keys["shaped.jsonl"] == ("s", "x", "n", "b", "z") and keys["hostile.jsonl"] is None
+    assert sum(keys[f"m{i:02d}.jsonl"] is not None for i in range(16, 28)) >= 10
 
 
 def test_hostile_lines_give_what_the_python_reader_gives(run):
