@@ -66,7 +66,7 @@ except ImportError:  # the table figure needs the spark extra
     arrow = None
 from pubsift.core.index import LinearIndex
 from pubsift.models.constraints import ABSENT, Constraint
-from pubsift.models.records import Record, RecordFilter, RecordsModel, columnar, conjunctive, plans
+from pubsift.models.records import Record, RecordFilter, RecordsModel, columnar, merging, plans
 from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.workload import (
     Mix,
@@ -147,7 +147,7 @@ def relations(
     failures = 0
     for name in QUERIES:
         ask_index, ask_linear = getattr(index, name), getattr(linear_index, name)
-        conjunctive.cache_clear()
+        merging.cache_clear()
         seen, spent = 0, 0.0  # warm-up of the scan, and the answers
         while seen < len(queries) and (seen < 2 or spent < budget):
             t = time.process_time()

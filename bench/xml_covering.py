@@ -15,7 +15,7 @@ Chand & Felber's sets of unique subscriptions.
 Table 1: for each |R|, the mean time per query of XSEARCH in covered mode (the patterns of
 R a query covers, ``FactorizationTree.covered``) and cover mode (the patterns covering it,
 ``FactorizationTree.covering``), and of Linear (``covers`` against every pattern of R, the
-pairwise homomorphism test of ``pubsift.models.xml.homomorphism``, the model's ``covers``:
+pairwise homomorphism test of ``pubsift.models.xml.covering``, the model's ``covers``:
 ``covers(q, g)`` for covered mode, ``covers(g, q)`` for cover mode) on the first
 ``--linear-queries`` queries (50 by default), all in this run; the ratios divide Linear's
 time by XSEARCH's on those same queries (``bench/harness.py``: warm-up, median of
@@ -33,9 +33,9 @@ import time
 from pathlib import Path
 
 from harness import Bench, ratio, time_it
+from pubsift.models.xml.covering import covers
 from pubsift.models.xml.factorization import FactorizationTree
 from pubsift.models.xml.generator import CHAND_FELBER, PatternGenerator
-from pubsift.models.xml.homomorphism import covers
 from pubsift.models.xml.index import bits
 from rich.console import Console
 from rich.table import Table

@@ -22,7 +22,7 @@ superset, which is verified with the model's ``matches``.
 
 Relations (Mühl Figs. 4.7-4.9, as in :mod:`pubsift.models.records.index`): each query cuts
 the held filters down with a necessary condition of the model's own rule
-(:mod:`~pubsift.models.concepts.relations`), then verifies every candidate with the model's
+(:mod:`~pubsift.models.concepts.covering`), then verifies every candidate with the model's
 hook, so answers equal :class:`~pubsift.core.index.LinearIndex`'s. ``g`` covers ``f`` only
 if ``f``'s concept is ``g``'s or a specialization and every clause of ``g`` covers a clause
 of ``f`` on its path: in the same context by the constraint algebra, or in another currency
@@ -63,9 +63,9 @@ from typing import TYPE_CHECKING, Any, cast
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import FilterIndex
 from pubsift.models.concepts.context import Context
+from pubsift.models.concepts.covering import _ANY_NUMBER, _scaled
 from pubsift.models.concepts.filters import _FAIL, Clause, ConceptFilter
 from pubsift.models.concepts.forms import check_filter
-from pubsift.models.concepts.relations import _ANY_NUMBER, _scaled
 from pubsift.models.concepts.semantic_objects import SemanticObject
 from pubsift.models.constraints import (
     ABSENT,

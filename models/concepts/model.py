@@ -10,13 +10,14 @@ from typing import Any
 from pubsift.core import strict_json
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import JSON, FilterModel
+from pubsift.models.concepts import merging
 from pubsift.models.concepts.context import ClientContext, ContextRegistry
 from pubsift.models.concepts.conversion import ConversionManager, PropertyConversion, RateTable
+from pubsift.models.concepts.covering import Relations
 from pubsift.models.concepts.filters import ConceptFilter, FilterBuilder, Matcher
 from pubsift.models.concepts.forms import dump_filter, format_filter, load_filter
 from pubsift.models.concepts.index import ConceptsIndex
 from pubsift.models.concepts.ontology import MONEY, Ontology
-from pubsift.models.concepts.relations import Relations
 from pubsift.models.concepts.semantic_objects import SemanticObject, from_json, to_json
 from pubsift.models.concepts.syntax import parse_json, parse_text
 
@@ -151,7 +152,7 @@ class ConceptsModel(FilterModel[ConceptFilter, SemanticObject]):
         return self.relations.overlaps(_filter(f), _filter(g))
 
     def merge(self, fs: Sequence[ConceptFilter], perfect: bool = True) -> ConceptFilter | None:
-        return self.relations.merge(_filters(fs), perfect)
+        return merging.merge(self.relations, _filters(fs), perfect)
 
     # -- wire forms -------------------------------------------------------------------
     def dump_filter(self, f: ConceptFilter) -> JSON:

@@ -4,7 +4,7 @@ names in canonical form, and UN/ECE Recommendation 20 codes (as used by UBL's
 
 Conversion functions "attached to the concept definition" (Cilia et al. 2004, §4.1) are, for
 quantities, pint conversions: they are fixed in time and order-preserving, so they take part
-in covering (see :mod:`pubsift.models.concepts.relations`).
+in covering (see :mod:`pubsift.models.concepts.covering`).
 """
 
 from __future__ import annotations

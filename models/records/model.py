@@ -4,7 +4,7 @@ Events are :class:`~pubsift.models.records.events.Record` (name/value attributes
 names for nesting, multi values); filters are conjunctive
 :class:`~pubsift.models.records.filters.RecordFilter` with at most one constraint per
 attribute. The hooks delegate to one module per concept: ``syntax`` / ``eventbridge``
-(parsing), ``conjunctive`` (identity, covering, overlap, merging: Cor. 4.1-4.3, §4.3.7),
+(parsing), ``covering`` (identity, covering, overlap: Cor. 4.1-4.3), ``merging`` (§4.3.7),
 ``wire`` (JSON forms) and ``index`` (the counting index of §4.3.8).
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import JSON, FilterIndex, FilterModel
 from pubsift.models.constraints import Constraint, TooComplex, Unsatisfiable, normalize, overlaps
-from pubsift.models.records import arrays, checks, conjunctive, limits, syntax, wire
+from pubsift.models.records import arrays, checks, covering, limits, merging, syntax, wire
 from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from pubsift.models.records.typesystem import Schema
@@ -87,14 +87,14 @@ class RecordsModel(FilterModel[RecordFilter, Record]):
     def covers(self, f: RecordFilter, g: RecordFilter) -> bool:
         checks.record_filter(f), checks.record_filter(g)
         try:
-            return conjunctive.covers(f, g, integer_attrs=self._ints)
+            return covering.covers(f, g, integer_attrs=self._ints)
         except TooComplex:
             return False
 
     def identical(self, f: RecordFilter, g: RecordFilter) -> bool:
         checks.record_filter(f), checks.record_filter(g)
         try:
-            return f == g or conjunctive.identical(f, g, integer_attrs=self._ints)
+            return f == g or covering.identical(f, g, integer_attrs=self._ints)
         except TooComplex:
             return False
 
@@ -104,9 +104,9 @@ class RecordsModel(FilterModel[RecordFilter, Record]):
         checks.record_filter(f), checks.record_filter(g)
         ints = self._ints
         try:
-            if conjunctive.overlaps(f, g, integer_attrs=ints):
+            if covering.overlaps(f, g, integer_attrs=ints):
                 return True
-            if not (conjunctive.satisfiable(f, ints) and conjunctive.satisfiable(g, ints)):
+            if not (covering.satisfiable(f, ints) and covering.satisfiable(g, ints)):
                 return False
             return arrays.overlaps(f, g, lambda n, c, d: not overlaps(c, d, n in ints))
         except TooComplex:
@@ -115,7 +115,7 @@ class RecordsModel(FilterModel[RecordFilter, Record]):
     def merge(self, fs: Sequence[RecordFilter], perfect: bool = True) -> RecordFilter | None:
         fs = checks.record_filters(fs)
         try:
-            return conjunctive.merge(fs, perfect=perfect, integer_attrs=self._ints)
+            return merging.merge(fs, perfect=perfect, integer_attrs=self._ints)
         except TooComplex:
             return None
 

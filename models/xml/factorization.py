@@ -34,7 +34,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Sequence
 
-from pubsift.models.xml.homomorphism import label_leq
+from pubsift.models.xml.covering import label_leq
 from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node
 
 

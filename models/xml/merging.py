@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from pubsift.models.constraints import Constraint, Op, relations
 from pubsift.models.xml import lexical
-from pubsift.models.xml.homomorphism import covers
+from pubsift.models.xml.covering import covers
 from pubsift.models.xml.minimize import minimize
 from pubsift.models.xml.patterns import DESCENDANT, ROOT, WILDCARD, Node, XPathFilter, make
 from pubsift.models.xml.predicates import ANY, NUM, SELF, STR, Pred, exists

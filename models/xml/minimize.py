@@ -8,7 +8,7 @@ smaller, and makes identity (mutual covering) agree with equality more often.
 
 from __future__ import annotations
 
-from pubsift.models.xml.homomorphism import Homomorphism
+from pubsift.models.xml.covering import Homomorphism
 from pubsift.models.xml.patterns import Node, make
 from pubsift.models.xml.predicates import pred_covers
 

@@ -15,7 +15,7 @@ from typing import Any
 from lxml import etree
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import FilterModel
-from pubsift.models.xml import homomorphism, merging
+from pubsift.models.xml import covering, merging
 from pubsift.models.xml.index import XmlIndex
 from pubsift.models.xml.matching import matches
 from pubsift.models.xml.overlap import overlaps
@@ -95,10 +95,10 @@ class XmlModel(FilterModel[XPathFilter, XmlEvent]):
         return matches(self.parse_filter(f), self.parse_event(e).document)
 
     def covers(self, f: XPathFilter, g: XPathFilter) -> bool:
-        return homomorphism.covers(self.parse_filter(f), self.parse_filter(g))
+        return covering.covers(self.parse_filter(f), self.parse_filter(g))
 
     def identical(self, f: XPathFilter, g: XPathFilter) -> bool:
-        return homomorphism.identical(self.parse_filter(f), self.parse_filter(g))
+        return covering.identical(self.parse_filter(f), self.parse_filter(g))
 
     def overlaps(self, f: XPathFilter, g: XPathFilter) -> bool:
         return overlaps(self.parse_filter(f), self.parse_filter(g))

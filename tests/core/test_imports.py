@@ -112,7 +112,7 @@ for name in names:
         importlib.import_module(name)
 """
     loaded = _loaded(walk)
-    assert "pubsift.models.concepts.relations" in loaded
+    assert "pubsift.models.concepts.covering" in loaded
     assert [m for m in loaded if m.split(".")[0] in ("hypothesis", "pytest", "_pytest")] == []
     for name in TESTING:
         assert "hypothesis" in _loaded(f"import {name}"), name

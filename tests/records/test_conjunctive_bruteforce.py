@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pubsift.models.constraints import relations as rel
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Interval, Op
-from pubsift.models.records import conjunctive as cj
+from pubsift.models.records import covering as cj
+from pubsift.models.records import merging as mg
 from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 from relations_universe import any_constraint
@@ -101,14 +102,14 @@ def check(f: RecordFilter, g: RecordFilter) -> None:
             assert f.matches(r) and g.matches(r), (f, g, r)
     else:
         assert not (nf & ng), (f, g)
-    m = cj.merge([f, g])
+    m = mg.merge([f, g])
     if m is not None:
         assert n_of(m) == nf | ng, (f, g, m)
-        assert cj.imperfection(m, [f, g]) == 0
-    h = cj.merge([f, g], perfect=False)
+        assert mg.imperfection(m, [f, g]) == 0
+    h = mg.merge([f, g], perfect=False)
     assert cj.covers(h, f) and cj.covers(h, g), (f, g, h)
     assert n_of(h) >= nf | ng
-    imp = cj.imperfection(h, [f, g])
+    imp = mg.imperfection(h, [f, g])
     if imp == 0:
         assert n_of(h) == nf | ng, (f, g, h)
     if m is not None:
@@ -150,10 +151,10 @@ def test_random_filter_pairs_exhaustive(pair):
 @given(fs=st.lists(filters(), min_size=1, max_size=4))
 def test_merge_several(fs):
     union = frozenset().union(*(n_of(f) for f in fs))
-    m = cj.merge(fs)
+    m = mg.merge(fs)
     if m is not None:
         assert n_of(m) == union
-    h = cj.merge(fs, perfect=False)
+    h = mg.merge(fs, perfect=False)
     assert all(cj.covers(h, f) for f in fs)
     assert n_of(h) >= union
 

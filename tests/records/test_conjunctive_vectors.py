@@ -8,7 +8,8 @@ import math
 from pubsift.models.constraints.constraints import Constraint as C
 from pubsift.models.constraints.constraints import Interval, Op
 from pubsift.models.constraints.values import skey
-from pubsift.models.records import conjunctive as cj
+from pubsift.models.records import covering as cj
+from pubsift.models.records import merging as mg
 from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
 
@@ -59,7 +60,7 @@ def test_slides_vector_13_overlapping_filters():
 def test_slides_vector_14_merge_sets():
     f1 = F(x=C(Op.EQ, 5), y=C(Op.IN_SET, S(2, 3)))
     f2 = F(x=C(Op.EQ, 5), y=C(Op.IN_SET, S(4, 5)))
-    assert cj.merge([f1, f2]) == F(x=C(Op.EQ, 5), y=C(Op.IN_SET, S(2, 3, 4, 5)))
+    assert mg.merge([f1, f2]) == F(x=C(Op.EQ, 5), y=C(Op.IN_SET, S(2, 3, 4, 5)))
     assert cj.differing_attributes(f1, f2) == {"y"}
 
 
@@ -68,47 +69,47 @@ def test_slides_vector_15_merge_eq_ne():
     Here a value of another kind matches neither input, so the exact merger keeps
     'x is a number': x ∈ (-∞, ∞), which is ∃x on every notification whose x is numeric."""
     f1, f2 = F(y=C(Op.EQ, 3), x=C(Op.EQ, 5)), F(y=C(Op.EQ, 3), x=C(Op.NE, 5))
-    m = cj.merge([f1, f2])
+    m = mg.merge([f1, f2])
     assert m == F(y=C(Op.EQ, 3), x=C(Op.IN_RANGE, Interval(-INF, INF, False, False)))
     exists = F(y=C(Op.EQ, 3), x=C(Op.EXISTS))
     for x in (-1e9, 0, 4.5, 5, 6, 10**20):
         r = Record.of({"y": 3, "x": x})
         assert m.matches(r) and exists.matches(r)
-    assert not cj.merge([f1, f2]).matches(Record.of({"y": 3, "x": "five"}))
+    assert not mg.merge([f1, f2]).matches(Record.of({"y": 3, "x": "five"}))
     # a union that admits any value or absence drops the attribute altogether
     g1, g2 = F(y=C(Op.EQ, 3), x=C(Op.EXISTS)), F(y=C(Op.EQ, 3), x=C(Op.NOT_EXISTS))
-    assert cj.merge([g1, g2]) == F(y=C(Op.EQ, 3))
+    assert mg.merge([g1, g2]) == F(y=C(Op.EQ, 3))
 
 
 def test_muehl_4_3_7_merge_needs_one_differing_attribute():
     f1, f2 = F(x=C(Op.EQ, 1), y=C(Op.EQ, 1)), F(x=C(Op.EQ, 2), y=C(Op.EQ, 2))
-    assert cj.merge([f1, f2]) is None
-    imperfect = cj.merge([f1, f2], perfect=False)
+    assert mg.merge([f1, f2]) is None
+    imperfect = mg.merge([f1, f2], perfect=False)
     assert imperfect == F(x=C(Op.IN_SET, S(1, 2)), y=C(Op.IN_SET, S(1, 2)))
-    assert cj.imperfection(imperfect, [f1, f2]) == 1.0  # adds (1,2) and (2,1) to two cells
+    assert mg.imperfection(imperfect, [f1, f2]) == 1.0  # adds (1,2) and (2,1) to two cells
 
 
 def test_muehl_4_3_7_imperfect_merge_drops_unshared_attributes():
     f1, f2 = F(x=C(Op.EQ, 1), z=C(Op.EQ, 0)), F(x=C(Op.EQ, 3), y=C(Op.EQ, 0))
-    m = cj.merge([f1, f2], perfect=False)
+    m = mg.merge([f1, f2], perfect=False)
     assert m == F(x=C(Op.IN_SET, S(1, 3)))
     assert cj.covers(m, f1) and cj.covers(m, f2)
-    assert cj.imperfection(m, [f1, f2]) > 0
+    assert mg.imperfection(m, [f1, f2]) > 0
 
 
 def test_imperfection_of_interval_hull():
     f1, f2 = F(x=C(Op.IN_RANGE, Interval(0, 1))), F(x=C(Op.IN_RANGE, Interval(3, 4)))
-    m = cj.merge([f1, f2], perfect=False)
+    m = mg.merge([f1, f2], perfect=False)
     assert m == F(x=C(Op.IN_RANGE, Interval(0, 4)))
-    assert cj.imperfection(m, [f1, f2]) == 0.5
+    assert mg.imperfection(m, [f1, f2]) == 0.5
 
 
 def test_covered_filter_merges_into_coverer():
     f1, f2 = F(y=C(Op.EQ, 3)), F(y=C(Op.EQ, 3), x=C(Op.EQ, 5))
-    assert cj.merge([f1, f2]) == f1
+    assert mg.merge([f1, f2]) == f1
     # after dropping covered filters the rest may differ on one attribute only
     f3 = F(x=C(Op.EQ, 2))
-    assert cj.merge([F(x=C(Op.EQ, 1), y=C(Op.EQ, 1)), F(x=C(Op.EQ, 1)), f3]) == F(
+    assert mg.merge([F(x=C(Op.EQ, 1), y=C(Op.EQ, 1)), F(x=C(Op.EQ, 1)), f3]) == F(
         x=C(Op.IN_SET, S(1, 2))
     )
 
@@ -141,5 +142,5 @@ def test_four_quadrants_merge_into_one_box():
 
     quadrants = [box(0, 0), box(1, 1), box(1, 0), box(0, 1)]
     whole = F(x=C(Op.IN_RANGE, Interval(0, 2)), y=C(Op.IN_RANGE, Interval(0, 2)))
-    assert cj.merge(quadrants) == whole
-    assert cj.merge(quadrants[:3]) is None  # an L shape is no box
+    assert mg.merge(quadrants) == whole
+    assert mg.merge(quadrants[:3]) is None  # an L shape is no box

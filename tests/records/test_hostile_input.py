@@ -912,7 +912,7 @@ def test_long_strings_in_events_are_accepted_and_matched_in_linear_time():
 
 
 def test_a_perfect_merger_of_more_filters_than_one_group_is_found_group_by_group():
-    from pubsift.models.records.conjunctive import MERGE_GROUP
+    from pubsift.models.records.merging import MERGE_GROUP
 
     fs = [
         M.parse_filter(f"x in [{i}, {i + 1}] and y in [{j}, {j + 1}]")

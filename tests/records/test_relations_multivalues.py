@@ -12,7 +12,8 @@ from pubsift.models.constraints.constraints import Op
 from pubsift.models.constraints.multivalues import MultiSet, TooComplex
 from pubsift.models.constraints.values import skey
 from pubsift.models.constraints.valuesets import value_set
-from pubsift.models.records import conjunctive as cj
+from pubsift.models.records import covering as cj
+from pubsift.models.records import merging as mg
 from pubsift.models.records.filters import RecordFilter
 
 SUPERSETS = [
@@ -31,10 +32,10 @@ def test_merge_and_hull_of_large_supersets_stay_sound():
     h = rel.hull(SUPERSETS)
     assert h.op is Op.OVERLAPS and all(rel.covers(h, c) for c in SUPERSETS)
     fs = [RecordFilter.of({"x": c, "y": C(Op.EQ, 1)}) for c in SUPERSETS]
-    assert cj.merge(fs) is None
-    m = cj.merge(fs, perfect=False)
+    assert mg.merge(fs) is None
+    m = mg.merge(fs, perfect=False)
     assert all(cj.covers(m, f) for f in fs)
-    assert cj.imperfection(m, fs) == math.inf
+    assert mg.imperfection(m, fs) == math.inf
 
 
 def test_pairs_of_multi_constraints_are_always_decided():

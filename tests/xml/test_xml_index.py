@@ -189,9 +189,9 @@ def test_cover_mode_prefilter_keeps_every_covering_pattern(data_dir, seed):
     # child edge the probe lacks, a group of tags at a time: over the NITF DTD's hundred
     # and more tags (many groups), no pattern covering the probe may be left out, also
     # after removals and re-insertions
+    from pubsift.models.xml.covering import covers
     from pubsift.models.xml.factorization import _GROUP
     from pubsift.models.xml.generator import CHAND_FELBER, PatternGenerator
-    from pubsift.models.xml.homomorphism import covers
 
     dtd = data_dir / "yfilter" / "nitf-2-5.dtd"
     rnd = random.Random(seed)

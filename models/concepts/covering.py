@@ -1,4 +1,4 @@
-"""Covering, identity, overlap and merging of concept filters.
+"""Covering, identity and overlap of concept filters (merging: :mod:`.merging`).
 
 Mühl's conjunctive-filter rules (2002, Cor. 4.1-4.3, §4.3.7) carried over to concepts
 (Cilia et al. 2004, §3.1, §4.3): the shared constraint algebra
@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 from pubsift.models.concepts.context import Context
 from pubsift.models.concepts.conversion import ConversionManager
-from pubsift.models.concepts.filters import Clause, ConceptFilter, make_filter
+from pubsift.models.concepts.filters import Clause, ConceptFilter
 from pubsift.models.concepts.ontology import Ontology
 from pubsift.models.constraints import Constraint, Interval, Op, relations
 
@@ -154,56 +153,6 @@ class Relations:
         if any(self.manager.is_time_varying(p) for p, _ in d.extra):
             return None
         return self.manager.rates_in_force(s.currency, d.currency)
-
-    # -- merging ----------------------------------------------------------------------
-    def merge(self, fs: Sequence[ConceptFilter], perfect: bool = True) -> ConceptFilter | None:
-        """Mühl §4.3.7 on concept filters: a covering member of ``fs``; else filters that
-        agree on the concept and on all clauses but one (same path and context), merged by
-        :func:`relations.merge`; with ``perfect=False`` the nearest common concept and the
-        hulls of the clauses all inputs share."""
-        fs = list(dict.fromkeys(fs))
-        if not fs:
-            return None
-        for f in fs:
-            if all(self.covers(f, g) for g in fs):
-                return f
-        merged = self._merge_one_clause(fs)
-        if merged is not None or perfect:
-            return merged
-        return self._hull(fs)
-
-    def _merge_one_clause(self, fs: list[ConceptFilter]) -> ConceptFilter | None:
-        first = fs[0]
-        keys = [c.key for c in first.clauses]
-        if any(f.concept != first.concept or [c.key for c in f.clauses] != keys for f in fs):
-            return None
-        differing = [i for i in range(len(keys)) if len({f.clauses[i] for f in fs}) > 1]
-        if len(differing) != 1:
-            return None
-        i = differing[0]
-        c = relations.merge([f.clauses[i].constraint for f in fs])
-        if c is None:
-            return None
-        clauses = list(first.clauses)
-        clauses[i] = Clause(clauses[i].path, c, clauses[i].target, clauses[i].kind)
-        return make_filter(first.concept, clauses)
-
-    def _hull(self, fs: list[ConceptFilter]) -> ConceptFilter | None:
-        onto = self.ontology
-        common = onto.common_ancestors(f.concept for f in fs)
-        if not common:
-            return None
-        concept = max(common, key=lambda c: (len(onto.ancestors(c)), c))
-        shared = set.intersection(*({c.key for c in f.clauses} for f in fs))
-        clauses = []
-        for key in sorted(shared):
-            group = [next(c for c in f.clauses if c.key == key) for f in fs]
-            try:
-                h = relations.hull([c.constraint for c in group])
-            except relations.NotRepresentable:
-                continue
-            clauses.append(Clause(group[0].path, h, group[0].target, group[0].kind))
-        return make_filter(concept, clauses)
 
 
 MEMO_SIZE = 65536
