@@ -27,7 +27,7 @@ from typing import Any
 
 from harness import Bench, ratio, time_it
 from pubsift.adapters.broker.auth import Authorizer
-from pubsift.adapters.broker.config import Identity
+from pubsift.adapters.broker.config import ClientIdentity
 from pubsift.core.index import LinearIndex
 from pubsift.core.messages import Sub
 from pubsift.core.registry import load_model
@@ -110,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     for n in (int(x) for x in args.sizes.split(",")):
         rng = random.Random(n)
         entitlements = authorized(n, rng)
-        ident = Identity("many", "t", subscribe={"records": tuple(t for _, t in entitlements)})
+        ident = ClientIdentity(
+            "many", "t", subscribe={"records": tuple(t for _, t in entitlements)}
+        )
         auth = Authorizer((ident,), models)
         grant = auth.grants[0]
         scan_grant = Authorizer((ident,), models).grants[0]

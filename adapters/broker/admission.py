@@ -12,14 +12,14 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from pubsift.adapters.broker.auth import Authorizer, Grant
-from pubsift.adapters.broker.config import BrokerConfig, Identity
-from pubsift.adapters.broker.connection import Connection
-from pubsift.adapters.broker.limits import (
+from pubsift.adapters.broker.client_limits import (
     ClientLimits,
     IdentityLimits,
     Limits,
     QueueBudget,
 )
+from pubsift.adapters.broker.config import BrokerConfig, ClientIdentity
+from pubsift.adapters.broker.connection import Connection
 from pubsift.adapters.broker.port import ConnectionPort
 from pubsift.adapters.broker.tls import peer_names
 
@@ -54,7 +54,7 @@ class ClientAdmission:
             return Limits(cfg.max_subscriptions, None, None, "limits")
         return Limits(cfg.max_subscriptions, cfg.max_publish_rate, cfg.publish_burst, "limits")
 
-    def _identity(self, grant: Grant | None) -> Identity | None:
+    def _identity(self, grant: Grant | None) -> ClientIdentity | None:
         if grant is None:
             return None
         return next((i for i in self.config.identities if i.name == grant.name), None)

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from pubsift.adapters.broker.config import ConfigError, Identity
+from pubsift.adapters.broker.config import ClientIdentity, ConfigError
 from pubsift.core.errors import PubsiftError, one_line
 from pubsift.core.messages import Adv, Message, Pub, Sub
 from pubsift.core.model import FilterIndex, FilterModel
@@ -48,7 +48,7 @@ class Authorizer:
 
     def __init__(
         self,
-        identities: tuple[Identity, ...],
+        identities: tuple[ClientIdentity, ...],
         models: Mapping[str, FilterModel],
         source: str = "<config>",
     ) -> None:

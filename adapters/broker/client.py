@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from pubsift.adapters.broker.backoff import Backoff
+from pubsift.adapters.broker.client_limits import TokenBucket
 from pubsift.adapters.broker.connection import Connection
 from pubsift.adapters.broker.frames import (
     MAX_BATCH,
@@ -68,7 +69,6 @@ from pubsift.adapters.broker.frames import (
     parse_url,
     url_uses_tls,
 )
-from pubsift.adapters.broker.limits import TokenBucket
 from pubsift.adapters.broker.replay import (
     Notified,
     Replay,

@@ -133,7 +133,7 @@ class Address:
 
 
 @dataclass(frozen=True)
-class Identity:
+class ClientIdentity:
     """A client identity of ``[identities.NAME]``: its credentials (a token, and/or the
     name of a TLS client certificate) and its authorized filters per model, as text in the
     model's syntax (parsed by the daemon, which knows the models). ``publish`` filters authorize advertisements (by covering) and publications
@@ -214,7 +214,7 @@ class BrokerConfig:
     #: the shared secret of broker links (sent by the dialler, required by the acceptor)
     link_token: str | None = field(default=None, repr=False)
     #: client identities (docs/protocol.md §10); empty: the broker is open to every client
-    identities: tuple[Identity, ...] = ()
+    identities: tuple[ClientIdentity, ...] = ()
     #: TLS on client connections and broker links (docs/protocol.md §11); None: plaintext
     tls: TLSConfig | None = None
     #: the histories the broker hosts (``[[history]]``, docs/history.md)
@@ -446,7 +446,7 @@ class _Reader:
     def fail(self, key: str, problem: str) -> ConfigError:
         return ConfigError(f"{self.source}: {key}: {problem}")
 
-    def identities(self) -> tuple[Identity, ...]:
+    def identities(self) -> tuple[ClientIdentity, ...]:
         """``[identities.NAME]`` tables: ``token`` or ``token_file`` and/or ``cert_name``,
         and ``subscribe`` / ``publish`` tables of model -> list of filters."""
         raw = self.data.get("identities", {})
@@ -517,7 +517,7 @@ class _Reader:
                     m: self.strings(per_model, f"{where}.{right}", m) or () for m in per_model
                 }
             out.append(
-                Identity(
+                ClientIdentity(
                     name,
                     token,
                     rights["subscribe"],

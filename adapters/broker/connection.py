@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pubsift.adapters.broker.client_limits import QueueBudget
 from pubsift.adapters.broker.frames import (
     HEADER,
     MAX_BATCH,
@@ -43,7 +44,6 @@ from pubsift.adapters.broker.frames import (
     error,
     looks_like_tls,
 )
-from pubsift.adapters.broker.limits import QueueBudget
 
 log = logging.getLogger("pubsift.broker")
 

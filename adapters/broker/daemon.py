@@ -41,6 +41,10 @@ from typing import Any
 from pubsift.adapters.broker import wire
 from pubsift.adapters.broker.admission import ClientAdmission
 from pubsift.adapters.broker.auth import Authorizer, Grant
+from pubsift.adapters.broker.client_limits import (
+    ClientLimits,
+    IdentityLimits,
+)
 from pubsift.adapters.broker.config import Address, BrokerConfig, ConfigError
 from pubsift.adapters.broker.connection import Connection
 from pubsift.adapters.broker.frames import (
@@ -52,10 +56,6 @@ from pubsift.adapters.broker.frames import (
     hello_frame_limit,
 )
 from pubsift.adapters.broker.latency import LatencyHistogram
-from pubsift.adapters.broker.limits import (
-    ClientLimits,
-    IdentityLimits,
-)
 from pubsift.adapters.broker.links import Reach
 from pubsift.adapters.broker.neighbours import NeighbourLinks
 from pubsift.adapters.broker.port import ConnectionPort

@@ -72,7 +72,7 @@ answer is ``match(load_event(row))`` with the row's nulls left out, and rows the
 do not answer exactly (lists, integers past 2^53, non-finite numbers, untrusted types, no
 value at all) take that path, raising its EventError with the row's number. The answer
 sets are made from the keys themselves with the garbage collector paused
-(:mod:`pubsift.core.collector`).
+(:mod:`pubsift.core.gc_pause`).
 
 Answers equal the per-row loop's, pair for pair (tests/records/test_columnar.py checks it
 differentially with hypothesis, hostile events included, and on the quotes workload).
@@ -91,8 +91,8 @@ import time
 from collections.abc import Hashable, Iterator, Sequence
 from typing import Any, ClassVar
 
-from pubsift.core.collector import paused
 from pubsift.core.errors import EventError
+from pubsift.core.gc_pause import paused
 from pubsift.models.constraints import ABSENT, NUM, STR, Constraint, Op
 from pubsift.models.records.compiled import compile_test
 

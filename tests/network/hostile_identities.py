@@ -75,10 +75,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-from pubsift.adapters.broker.config import Identity
+from pubsift.adapters.broker.client_limits import TokenBucket
+from pubsift.adapters.broker.config import ClientIdentity
 from pubsift.adapters.broker.daemon import BrokerDaemon
 from pubsift.adapters.broker.frames import FrameError, encode, hello, read_frame
-from pubsift.adapters.broker.limits import TokenBucket
 from pubsift.core.model import Filter, FilterModel
 
 from .fuzzing import Tally
@@ -168,7 +168,7 @@ class Mallory:
         self,
         rng: random.Random,
         daemons: list[BrokerDaemon],
-        identity: Identity,
+        identity: ClientIdentity,
         others: set[str],
         models: Mapping[str, FilterModel],
         tally: Tally,

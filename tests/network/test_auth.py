@@ -13,8 +13,8 @@ from pubsift.adapters.broker.client import AsyncClient, BrokerUnavailable, Notif
 from pubsift.adapters.broker.config import (
     Address,
     BrokerConfig,
+    ClientIdentity,
     ConfigError,
-    Identity,
     load_config,
 )
 from pubsift.adapters.broker.daemon import BrokerDaemon, load_models
@@ -236,7 +236,7 @@ def test_identity_errors_name_file_and_key(tmp_path, text, words):
 def test_many_authorized_filters_go_through_the_models_index():
     models = load_models(("records",), "<test>")
     filters = tuple(f'symbol = "S{i}"' for i in range(2000))
-    auth = Authorizer((Identity("many", "t", subscribe={"records": filters}),), models)
+    auth = Authorizer((ClientIdentity("many", "t", subscribe={"records": filters}),), models)
     grant = auth.authenticate("t")
     assert grant is not None and auth.authenticate("u") is None
     index = grant.subscribe["records"]

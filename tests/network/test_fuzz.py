@@ -60,7 +60,7 @@ import pytest
 from depth import deep
 from pubsift.adapters.broker import wire
 from pubsift.adapters.broker.client import AsyncClient, Notification
-from pubsift.adapters.broker.config import Address, BrokerConfig, Identity
+from pubsift.adapters.broker.config import Address, BrokerConfig, ClientIdentity
 from pubsift.adapters.broker.daemon import BrokerDaemon
 from pubsift.adapters.broker.frames import Cut, FrameError, encode, hello, read_frame
 from pubsift.core import load_model, oracle
@@ -529,7 +529,7 @@ LINK_TOKEN = "fuzz-link-token"
 #: whole run, so the hostile side knows its standing exactly (no expiry on the way)
 IDENTITY_CONFIG: dict[str, Any] = {**CONFIG, "lease_period": 120.0, "lease_refresh": 40.0}
 EVERYTHING = {"records": ("true",), "xml": ("/a",)}
-ALICE = Identity(
+ALICE = ClientIdentity(
     "alice",
     "alice-token",
     subscribe={"records": ("a > 0", 'b prefix "a"'), "xml": ("//b", "/a/c")},
@@ -537,13 +537,13 @@ ALICE = Identity(
     max_publish_rate=2000.0,  # far above what alice sends: any throttling is someone else's
     publish_burst=2000,
 )
-CAROL = Identity(
+CAROL = ClientIdentity(
     "carol",
     "carol-token",
     subscribe={"records": ("c in {0, 1, 2}", 'b = "b"'), "xml": ("//c[@x]", "/a/b")},
     publish=EVERYTHING,
 )
-MALLORY = Identity(
+MALLORY = ClientIdentity(
     "mallory",
     "mallory-token",
     # overlaps alice's and carol's rights (it may read some of their publications, and its
@@ -564,7 +564,7 @@ MALLORY = Identity(
     # limits.max_frame_bytes (the config's rule)
     max_queue_bytes=256 << 10,
 )
-OPS = Identity(  # the probes of World.serving
+OPS = ClientIdentity(  # the probes of World.serving
     "ops",
     "ops-token",
     subscribe={"records": ("probe exists",)},

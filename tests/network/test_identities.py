@@ -37,8 +37,8 @@ from pubsift.adapters.broker.client import (
 from pubsift.adapters.broker.config import (
     Address,
     BrokerConfig,
+    ClientIdentity,
     ConfigError,
-    Identity,
     from_mapping,
 )
 from pubsift.adapters.broker.daemon import BrokerDaemon, load_models
@@ -47,13 +47,13 @@ from pubsift.adapters.broker.frames import encode, hello, read_frame
 from tests.network.test_gateway import sse_events
 from tests.network.test_inprocess import FAST, run_daemon, until, url
 
-ALICE = Identity(
+ALICE = ClientIdentity(
     "alice",
     "alice-secret",
     subscribe={"records": ('symbol prefix "I"', "price > 100")},
     publish={"records": ('symbol = "IBM"',)},
 )
-BOB = Identity(
+BOB = ClientIdentity(
     "bob",
     "bob-secret",
     subscribe={"records": ("price > 100",)},
@@ -292,14 +292,14 @@ def test_network_ids_are_the_identitys_and_names_are_checked():
 
 
 def _cfg(**ident: object) -> BrokerConfig:
-    alice = Identity(
+    alice = ClientIdentity(
         "alice",
         "alice-secret",
         subscribe={"records": ("price >= 0",)},
         publish={"records": ("price >= 0",)},
         **ident,  # type: ignore[arg-type]
     )
-    bob = Identity("bob", "bob-secret", subscribe={"records": ("price >= 0",)})
+    bob = ClientIdentity("bob", "bob-secret", subscribe={"records": ("price >= 0",)})
     return BrokerConfig(id="b0", listen=Address("127.0.0.1", 0), identities=(alice, bob), **FAST)
 
 
@@ -470,7 +470,7 @@ def test_the_gateway_counts_streams_and_posts_against_the_identity():
         listen=Address("127.0.0.1", 0),
         gateway=Address("127.0.0.1", 0),
         identities=(
-            Identity(
+            ClientIdentity(
                 "alice",
                 "alice-secret",
                 subscribe=limited,
@@ -480,7 +480,7 @@ def test_the_gateway_counts_streams_and_posts_against_the_identity():
                 max_publish_rate=2.0,
                 publish_burst=3,
             ),
-            Identity("bob", "bob-secret", subscribe=limited, publish=limited),
+            ClientIdentity("bob", "bob-secret", subscribe=limited, publish=limited),
         ),
         **FAST,
     )

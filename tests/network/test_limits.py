@@ -13,10 +13,10 @@ import time
 
 import pytest
 from pubsift.adapters.broker.client import AsyncClient, Notification, SubscriptionRefused
+from pubsift.adapters.broker.client_limits import ClientLimits, Limits, TokenBucket
 from pubsift.adapters.broker.config import Address, BrokerConfig, ConfigError, from_mapping
 from pubsift.adapters.broker.daemon import BrokerDaemon
 from pubsift.adapters.broker.frames import encode, hello, read_frame
-from pubsift.adapters.broker.limits import ClientLimits, Limits, TokenBucket
 
 from tests.network.test_inprocess import FAST, run_daemon, until, url
 

@@ -1,4 +1,4 @@
-"""``pubsift.core.collector.map_paused``: the loop's answers, in order, chunk by chunk,
+"""``pubsift.core.gc_pause.map_paused``: the loop's answers, in order, chunk by chunk,
 with the collector's state as it was before, whatever happens."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import gc
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pubsift.core import collector
-from pubsift.core.collector import map_paused
+from pubsift.core import gc_pause
+from pubsift.core.gc_pause import map_paused
 
 
 @given(xs=st.lists(st.integers()), chunk=st.integers(1, 5))
@@ -46,7 +46,7 @@ def test_an_exception_resumes_the_collector():
 
 
 def test_cycles_made_while_paused_are_collected_after(monkeypatch):
-    monkeypatch.setattr(collector, "CHUNK", 2)
+    monkeypatch.setattr(gc_pause, "CHUNK", 2)
 
     class Node:
         pass
@@ -62,13 +62,13 @@ def test_cycles_made_while_paused_are_collected_after(monkeypatch):
 
 
 def test_paused_block_resumes_even_when_it_raises():
-    with pytest.raises(KeyError), collector.paused():
+    with pytest.raises(KeyError), gc_pause.paused():
         assert not gc.isenabled()
         raise KeyError("x")
     assert gc.isenabled()
     gc.disable()
     try:
-        with collector.paused():
+        with gc_pause.paused():
             pass
         assert not gc.isenabled()
     finally:
