@@ -100,6 +100,17 @@ class CsvPlan:
     regular: bool = False
     #: whether the file holds a ``"`` (else no line can be an incomplete row)
     quotes: bool = True
+    #: a plain file without ``\r``, read in blocks: the non-blank lines starting at each
+    #: multiple of :data:`.native_jsonl.COUNT_STEP` bytes or before (None: one partition)
+    counts: tuple[int, ...] | None = None
+    #: its bytes and non-blank lines (the header included)
+    size: int = 0
+    rows: int = 0
+
+    @property
+    def gz(self) -> bool:
+        """Whether the file is read whole (one block)."""
+        return self.counts is None
 
 
 def _row_pattern(d: str, python: bool = False) -> str:
@@ -138,12 +149,13 @@ def probe(
         if not isinstance(reader_for(inp), CsvReader):
             return None
         with inp.open() as fh:
-            head = fh.read(HEADER_BYTES)
-            quotes = b'"' in head
             # the whole stream once (a .gz: corrupt, truncated or over a limit -> Python),
-            # looking for quotes
-            while chunk := fh.read(1 << 20):
-                quotes = quotes or b'"' in chunk
+            # looking for quotes and counting the lines
+            counted = _Rows()
+            head = b""
+            while chunk := counted.read(fh):
+                head = head or chunk[:HEADER_BYTES]
+            quotes = counted.quotes
         if codec_for(head, source.encoding) != UTF8:
             return None
         if head.startswith(_UTF8_BOM):
@@ -175,7 +187,48 @@ def probe(
         shape,
         share >= REGULAR,
         quotes,
+        None if gz or counted.cr else tuple(counted.counts),
+        counted.size,
+        counted.total(),
     )
+
+
+class _Rows:
+    """Counts of a CSV file read by steps of :data:`.native_jsonl.COUNT_STEP` bytes: the
+    non-blank lines starting at each step or before (``counts``), whether a ``\r`` or a
+    ``"`` occurs, the bytes, the non-blank lines (:meth:`total`)."""
+
+    def __init__(self) -> None:
+        self.counts: list[int] = []
+        self.size = 0
+        self.cr = self.quotes = False
+        self._newlines = self._empty = 0
+        self._last = b""
+
+    def read(self, fh: Any) -> bytes:
+        from pubsift.adapters.spark.native_jsonl import COUNT_STEP, _read
+
+        chunk = _read(fh, COUNT_STEP)
+        if not chunk:
+            return chunk
+        # an empty line starting at this step: a \n ending the step before, one here
+        self._empty += self._last == b"\n" and chunk[:1] == b"\n"
+        self.counts.append(1 + self._newlines - self._empty)  # the header starts at 0
+        self._newlines += chunk.count(b"\n")
+        self._empty += len(_EMPTY_LINE.findall(chunk))
+        self._last = chunk[-1:]
+        self.size += len(chunk)
+        self.cr = self.cr or b"\r" in chunk
+        self.quotes = self.quotes or b'"' in chunk
+        return chunk
+
+    def total(self) -> int:
+        """The non-blank lines of the file (the last without line end counted)."""
+        return 1 + self._newlines - (self._last == b"\n") - self._empty
+
+
+#: a \n followed by a \n: an empty line starts after it
+_EMPTY_LINE = re.compile(rb"\n(?=\n)")
 
 
 # -- row shapes: most rows typed by one regular expression ---------------------------------------
@@ -598,15 +651,24 @@ class Written:
     left: set[str]
 
 
-def _lines(spark: SparkSession, path: str) -> DataFrame:
-    """A file's non-blank lines numbered from 0 (``local``): the file is one partition."""
+def _lines(spark: SparkSession, path: str, plan: CsvPlan, block: int) -> DataFrame:
+    """A file's non-blank lines numbered from 0 (``local``): each block of ``block`` bytes
+    (the whole file unless it has ``counts``) is one partition, its lines numbered from the
+    lines before it."""
     from pubsift.adapters.spark.ingest import hadoop_path
+    from pubsift.adapters.spark.native_jsonl import block_bases
     from pyspark.sql import functions as F
 
+    local = F.monotonically_increasing_id().bitwiseAND(_ROW_BITS)
+    if plan.counts is not None:
+        bases = block_bases(plan.counts, plan.size, block)
+        if len(bases) > 1:
+            lookup = F.create_map(*(F.lit(x) for kv in sorted(bases.items()) for x in kv))
+            local = F.element_at(lookup, F.input_file_block_start()) + local
     return (
         spark.read.text(hadoop_path(path))
         .where(F.col("value") != "")
-        .select("value", F.monotonically_increasing_id().bitwiseAND(_ROW_BITS).alias("local"))
+        .select("value", local.alias("local"))
     )
 
 
@@ -733,21 +795,29 @@ def _write_csv(
     counts: list[tuple[str, str, str | None, str | None, int]],
 ) -> tuple[set[str], int]:
     """The CSV part of :func:`write_native`: the paths left to Python, the rows delegated."""
+    from pubsift.adapters.spark.ingest import _has_context
+    from pubsift.adapters.spark.native_jsonl import block_size
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
-    _file_split(spark, 1 << 50)  # a file is one partition
+    cores = spark.sparkContext.defaultParallelism if _has_context(spark) else 2
     limit = limits.max_record_bytes
     delegated = 0
     left = _incomplete_files(spark, plans) if any(p.quotes for p in plans.values()) else set()
-    todo = [p for p in plans if p not in left]
-    for at in range(0, len(todo), FILES_PER_JOB):
-        chunk = todo[at : at + FILES_PER_JOB]
+    todo = [p for p in plans if p not in left and plans[p].counts is None]
+    split = [p for p in plans if p not in left and plans[p].counts is not None]
+    jobs = [todo[at : at + FILES_PER_JOB] for at in range(0, len(todo), FILES_PER_JOB)]
+    jobs += [split[at : at + FILES_PER_JOB] for at in range(0, len(split), FILES_PER_JOB)]
+    for chunk in jobs:
+        # a file is one partition, or (plain files counted by the probe) each of its blocks
+        whole = plans[chunk[0]].counts is None
+        block = 1 << 50 if whole else block_size([plans[p] for p in chunk], cores)
+        _file_split(spark, block)
         observed = []
         frames = []
         for i, path in enumerate(chunk):
             plan = plans[path]
-            lines = _lines(spark, path)
+            lines = _lines(spark, path, plan, block)
             fast = F.lit(False)
             if plan.shape is not None and not plan.regular:
                 fast = (
@@ -770,8 +840,12 @@ def _write_csv(
         _append(frames, scratch)
         for path, obs in observed:
             got = obs.get
-            if got["lines"] and got["last"] != got["lines"] - 1:
-                raise AssertionError(f"{path}: its lines were not numbered in one partition")
+            want = plans[path].rows
+            if got["lines"] != want or (got["lines"] and got["last"] != want - 1):
+                raise AssertionError(
+                    f"{path}: {got['lines']} lines numbered up to {got['last']}, the probe "
+                    f"counted {want}"
+                )
             delegated += _counted(counts, plans[path].label, got)
     return left, delegated
 

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
 #: the driver counts lines at every multiple of this many bytes; blocks are multiples
 COUNT_STEP = 1 << 20
 #: a plain file is read in blocks of at least this many bytes
-MIN_BLOCK = 8 << 20
+MIN_BLOCK = 2 << 20
 #: levels of nesting Spark SQL reduces (deeper lines are read by Python)
 ROUNDS = 5
 #: digits of an integer Spark SQL passes through (the records model holds 4,300)
@@ -106,15 +106,7 @@ class JsonlPlan:
         the lines that start after its first byte, up to and including the one starting
         at its end, so the lines before block ``[s, e)`` are those starting at ``s`` or
         before."""
-        if self.gz:
-            return {0: 0}
-        step = block // COUNT_STEP
-        out = {0: 0}
-        for start in range(block, self.size, block):
-            j = start // COUNT_STEP
-            assert j % step == 0
-            out[start] = self.counts[j]
-        return out
+        return {0: 0} if self.gz else block_bases(self.counts, self.size, block)
 
     def one(
         self, position: int, line: bytes, limits: ReadLimits, read_input: Callable[..., Any]
@@ -229,9 +221,20 @@ def _read(fh: Any, n: int) -> bytes:
     return out
 
 
-def block_size(plans: list[JsonlPlan], parallelism: int) -> int:
-    """The block of one job over ``plans``: the plain files' bytes shared by the cores, at
-    least :data:`MIN_BLOCK`, a multiple of :data:`COUNT_STEP`."""
+def block_bases(counts: Sequence[int], size: int, block: int) -> dict[int, int]:
+    """The lines before each block of ``block`` bytes of a file of ``size`` bytes, by the
+    block's first byte, from ``counts`` (the lines starting at each multiple of
+    :data:`COUNT_STEP` or before; ``block`` is a multiple of it)."""
+    out = {0: 0}
+    for start in range(block, size, block):
+        out[start] = counts[start // COUNT_STEP]
+    return out
+
+
+def block_size(plans: Sequence[Any], parallelism: int) -> int:
+    """The block of one job over ``plans`` (with ``size`` and ``gz``): the plain files'
+    bytes shared by the cores, at least :data:`MIN_BLOCK`, a multiple of
+    :data:`COUNT_STEP`."""
     plain = sum(p.size for p in plans if not p.gz)
     share = -(-plain // max(1, parallelism))
     return max(MIN_BLOCK, -(-share // COUNT_STEP) * COUNT_STEP)

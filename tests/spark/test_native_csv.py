@@ -203,8 +203,11 @@ def run(spark, tmp_path_factory):
     for k, v in conf.items():
         spark.conf.set(k, v)
     from pubsift.adapters.spark import native as module
+    from pubsift.adapters.spark import native_jsonl
 
     on_driver, module.ON_DRIVER = module.ON_DRIVER, 0  # the delegated rows in Python tasks
+    steps = native_jsonl.COUNT_STEP, native_jsonl.MIN_BLOCK
+    native_jsonl.COUNT_STEP, native_jsonl.MIN_BLOCK = 4096, 8192  # big.csv: in many blocks
     try:
         plans, rows, left = native(spark, root, LIMITS, tmp_path_factory.mktemp("out"))
         blocks = (
@@ -215,6 +218,7 @@ def run(spark, tmp_path_factory):
         )
     finally:
         module.ON_DRIVER = on_driver
+        native_jsonl.COUNT_STEP, native_jsonl.MIN_BLOCK = steps
         for k, v in before.items():
             spark.conf.set(k, v)
     return root, plans, rows, left, python_rows(root, LIMITS), blocks
@@ -252,9 +256,12 @@ def test_mutated_files_give_what_the_python_reader_gives(run):
 
 
 def test_a_file_split_into_blocks_is_numbered_in_order(run):
-    root, _, rows, _, expected, blocks = run
+    root, plans, rows, _, expected, blocks = run
     label = str(root / "big.csv")
     assert blocks >= 2
+    plan = plans[label]
+    assert plan.counts is not None and plan.size > 10 * 8192  # read in blocks by the job
+    assert plans[str(root / "crlf.csv")].counts is None  # a \r: one partition
     assert rows[label] == sorted(expected[label], key=repr)
 
 
