@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from harness import Bench, Timing, ratio
 from pubsift.core.model import FilterModel
-from pubsift.core.network import Client, Network
+from pubsift.core.network import Network, SimulatedClient
 from pubsift.core.registry import load_model
 from pubsift.core.topology import hierarchy
 from pubsift.experiments.consumers import interests
@@ -95,7 +95,7 @@ def run(
     if advertisements:
         source.advertise(MODEL, RecordFilter())
     t0 = time.process_time()
-    clients: list[tuple[Client, list]] = []
+    clients: list[tuple[SimulatedClient, list]] = []
     for i, (b, fs) in enumerate(people):
         c = net.client(f"c{i}", b)
         for f in fs:

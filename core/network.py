@@ -86,8 +86,9 @@ class _Discard(list[TraceOp]):
         pass
 
 
-class Client:
-    """A client attached to one broker; its operations are the interface of Table 2.1."""
+class SimulatedClient:
+    """A client of the simulated network attached to one broker; its operations are the
+    interface of Table 2.1."""
 
     def __init__(self, net: Network, name: str, broker: str) -> None:
         self.net, self.name, self.broker = net, name, broker
@@ -168,7 +169,7 @@ class Network:
         for a, b in topology.edges:
             self.brokers[a].connect(b)
             self.brokers[b].connect(a)
-        self.clients: dict[str, Client] = {}
+        self.clients: dict[str, SimulatedClient] = {}
         #: the interface operations, for the oracle (``record=False``: not kept, for
         #: long benchmark runs)
         self.trace: list[TraceOp] = [] if record else _Discard()
@@ -184,26 +185,26 @@ class Network:
         return self.now
 
     # -- clients ------------------------------------------------------------------------
-    def client(self, name: str, broker: str) -> Client:
+    def client(self, name: str, broker: str) -> SimulatedClient:
         """Attach a new client ``name`` to ``broker``."""
         if name in self.clients:
             raise ValueError(f"client {name!r} exists already (at {self.clients[name].broker})")
         if broker not in self.brokers:
             raise ValueError(f"no broker {broker!r} in the topology")
-        c = Client(self, name, broker)
+        c = SimulatedClient(self, name, broker)
         self.clients[name] = c
         self.brokers[broker].attach(name)
         if self.leasing is not None:  # renewal rounds of all clients start together
             self._push(self.now + self.rng.uniform(0, self.leasing.refresh / 10), "renew", name)
         return c
 
-    def _op(self, kind: str, client: Client, model: str, f: Filter, msg: Message) -> None:
+    def _op(self, kind: str, client: SimulatedClient, model: str, f: Filter, msg: Message) -> None:
         """Hand a (un)subscription or (un)advertisement to the client's broker; it enters
         the trace only if the broker accepts it (a refused one raises and changes nothing)."""
         self._to_broker(client, msg)
         self.trace.append(TraceOp(self.now, kind, client.name, model, f))
 
-    def _to_broker(self, client: Client, msg: Message) -> None:
+    def _to_broker(self, client: SimulatedClient, msg: Message) -> None:
         broker = self.brokers[client.broker]
         if self.leasing is not None:
             broker.expire(self.now)

@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from pubsift.core.network import Client, Network
+from pubsift.core.network import Network, SimulatedClient
 from pubsift.core.registry import load_model
 from pubsift.core.topology import Topology, hierarchy
 from pubsift.experiments import analytic
@@ -123,7 +123,7 @@ class Experiment:
         self._prices = random.Random(setup.seed + 1)
         self._toggling = random.Random(setup.seed + 2)
         self.brokers, self.stocks = self._interest_ranges()
-        self.consumers: list[tuple[Client, tuple[RecordFilter, ...]]] = []
+        self.consumers: list[tuple[SimulatedClient, tuple[RecordFilter, ...]]] = []
 
     def _interest_ranges(self) -> tuple[list[str], dict[str, range]]:
         """Local brokers that get consumers, and the stocks each draws from."""
