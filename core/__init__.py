@@ -18,7 +18,14 @@ from pubsift.core.errors import (
 )
 from pubsift.core.index import LinearIndex
 from pubsift.core.leasing import Leasing
-from pubsift.core.model import CAPABILITIES, Event, Filter, FilterIndex, FilterModel
+from pubsift.core.model import (
+    CAPABILITIES,
+    Event,
+    Filter,
+    FilterIndex,
+    FilterModel,
+    SubscriberView,
+)
 from pubsift.core.network import Network
 from pubsift.core.registry import installed_models, load_all, load_model
 from pubsift.core.strategies import STRATEGIES
@@ -39,6 +46,7 @@ __all__ = [
     "Network",
     "PluginError",
     "PubsiftError",
+    "SubscriberView",
     "UnknownModelError",
     "installed_models",
     "load_all",

@@ -23,6 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Generic
 
+from pubsift.core.errors import PubsiftError
 from typing_extensions import TypeVar
 
 Filter = Hashable
@@ -144,6 +145,22 @@ class FilterModel(ABC, Generic[F, E]):
         Default: :meth:`load_wire`."""
         return self.load_wire
 
+    # -- per-subscriber delivery --------------------------------------------------------
+    #: keys of a subscriber's entry, beside its id, model and filter, that
+    #: :meth:`subscriber_view` reads (e.g. a vocabulary and a context); default: none.
+    subscriber_options: tuple[str, ...] = ()
+
+    def subscriber_view(self, options: Mapping[str, JSON]) -> SubscriberView[F, E]:
+        """How the model serves one subscriber whose entry gives ``options`` (keys among
+        :attr:`subscriber_options`, values JSON): the view parses its filters and makes
+        what each delivery carries (Cilia et al. 2004, §4.2: matching objects delivered
+        "already converted into the subscriber's vocabulary and context"). Raises a
+        :class:`~pubsift.core.errors.PubsiftError` for options it cannot use. Default: the
+        model's own forms, deliveries as :meth:`dump_event` writes them."""
+        if options:
+            raise PubsiftError(f"model {self.name!r} reads no {', '.join(options)}")
+        return SubscriberView(self)
+
     # -- indexing ---------------------------------------------------------------------
     def new_index(self) -> FilterIndex[Any, F]:
         """A fresh :class:`FilterIndex` for routing tables. Default: linear scan."""
@@ -153,6 +170,30 @@ class FilterModel(ABC, Generic[F, E]):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+class SubscriberView(Generic[F, E]):
+    """One subscriber's view of a model (:meth:`FilterModel.subscriber_view`): the default
+    parses with the model's :meth:`~FilterModel.parse_filters` and delivers the event's
+    wire form (``converts`` False: an edge may deliver the wire form it stored). A model
+    whose deliveries depend on the subscriber overrides :meth:`parse_filters` and
+    :meth:`delivery` and sets ``converts``."""
+
+    #: whether :meth:`delivery` differs from the model's ``dump_event``
+    converts: bool = False
+
+    def __init__(self, model: FilterModel[F, E]) -> None:
+        self.model = model
+
+    def parse_filters(self, spec: str | Mapping[str, Any]) -> list[F]:
+        """The subscriber's filter ``spec`` (text or JSON form) as the model's filters
+        (several for a disjunction); raises as :meth:`FilterModel.parse_filters`."""
+        return self.model.parse_filters(spec)
+
+    def delivery(self, f: F, e: E) -> JSON:
+        """What a delivery of ``e`` (which matched ``f``, one of this subscriber's filters)
+        carries, JSON-safe (``json.dumps(..., allow_nan=False)`` accepts it)."""
+        return self.model.dump_event(e)
 
 
 class FilterIndex(ABC, Generic[K, F]):

@@ -10,9 +10,9 @@ One subscriber per JSON line (blank lines and lines starting with ``#`` are skip
 
 ``filter`` is the model's text form or a JSON form (an EventBridge pattern for records; a
 disjunction such as ``$or`` gives several filters, :meth:`FilterModel.parse_filters`).
-``vocabulary`` and ``context`` belong to concepts subscribers: the filter is rewritten
-through a :class:`~pubsift.models.concepts.VocabularyAgreement` into the
-matching vocabulary and context (Cilia et al. 2004, §4.2), and deliveries are converted
+``vocabulary`` and ``context`` belong to concepts subscribers: they are the options of the
+model's :meth:`~pubsift.core.model.FilterModel.subscriber_view`, which rewrites the filter
+into the matching vocabulary and context (Cilia et al. 2004, §4.2) and converts deliveries
 back (:meth:`Subscriber.delivered`).
 
 Every bad entry is collected and reported at once in one :class:`JobError`, each problem
@@ -44,7 +44,7 @@ from pubsift.core.errors import (
     one_line,
     printable,
 )
-from pubsift.core.model import FilterModel
+from pubsift.core.model import FilterModel, SubscriberView
 from pubsift.core.registry import installed_models, load_model
 from pubsift.core.strict_json import strict_json
 
@@ -115,8 +115,8 @@ class Problems:
 class Subscriber:
     """One subscriber: its ``filters`` (parsed by ``model``; several when the JSON form is a
     disjunction), ``where`` its entry (``subs.jsonl:3``), ``spec`` the entry as written and,
-    for the concepts model, the ``agreement`` that rewrote the filter into the matching
-    vocabulary and context and converts deliveries back."""
+    ``agreement`` the model's :class:`~pubsift.core.model.SubscriberView` when it converts
+    deliveries (concepts: the subscriber's vocabulary and context), else None."""
 
     id: str
     model: str
@@ -129,21 +129,12 @@ class Subscriber:
         """What a delivery of ``event`` (which matched filter ``f`` of this subscriber)
         carries, JSON-safe (``json.dumps(..., allow_nan=False)`` accepts it).
 
-        Records and xml: ``model.dump_event(event)``. Concepts (Cilia et al. 2004: "already
-        converted into the subscriber's vocabulary and context"): the
-        :attr:`~pubsift.models.concepts.Delivery.record` of
-        ``agreement.deliver(f, event)`` — ``{"concept", "kind_of"?, "time"?, "value"}`` in
-        the subscriber's local terms with values in its context, ready to process (Cilia et
-        al. §4.2), rather than the shared-vocabulary ``dump_event`` form. A value that
-        cannot be converted at the event's time (no rate, or a result beyond a 64-bit
-        float such as 1e307 USD in JPY) is left in the publisher's context and listed under
-        ``"unconverted"``: ``[{"path": [local terms], "context": {...}}]``, so no value is
-        silently in another currency or unit and no delivery holds ±inf."""
+        ``model.dump_event(event)``, or the subscriber view's
+        :meth:`~pubsift.core.model.SubscriberView.delivery` (concepts, Cilia et al. 2004:
+        "already converted into the subscriber's vocabulary and context"; docs/spark.md)."""
         if self.agreement is None:
             return model.dump_event(event)
-        from pubsift.models.concepts import delivery_record
-
-        return delivery_record(self.agreement, f, event)
+        return self.agreement.delivery(f, event)
 
 
 def by_model(subscribers: Sequence[Subscriber]) -> dict[str, list[Subscriber]]:
@@ -300,27 +291,32 @@ def _subscriber(
         bad = _not_json(spec)
         if bad:
             problems.add(f"{where}: filter {bad}")
-    agreement = None
-    extra = [k for k in ("vocabulary", "context") if k in entry]
-    if model is not None and extra and not _is_concepts(model):
+    view: SubscriberView | None = None
+    extra = [k for k in KEYS[3:] if k in entry]
+    foreign = [k for k in extra if model is not None and k not in model.subscriber_options]
+    if model is not None and foreign:
         problems.add(
-            f"{where}: {' and '.join(extra)} "
-            f"{'belong' if len(extra) > 1 else 'belongs'} to concepts subscribers, "
+            f"{where}: {' and '.join(foreign)} "
+            f"{'belong' if len(foreign) > 1 else 'belongs'} to "
+            f"{' or '.join(_readers(foreign, models, cache))} subscribers, "
             f"not to model {model.name!r}"
         )
-    elif model is not None and _is_concepts(model):
-        agreement = _agreement(where, model, entry, problems)
+    elif model is not None:
+        view = _view(where, model, {k: entry[k] for k in extra}, problems)
     if model is None or len(problems.kept) + problems.more > before:
         return None
-    filters = _filters(where, model, spec, agreement, problems)
+    if view is None:
+        return None
+    filters = _filters(where, model, spec, view, problems)
     if filters is None:
         return None
+    agreement = view if view.converts else None
     # sid and name are strings: anything else added a problem above
     return Subscriber(sid, name, tuple(filters), where, dict(entry), agreement)  # type: ignore[arg-type]
 
 
 def _filters(
-    where: str, model: FilterModel, spec: Any, agreement: Any, problems: Problems
+    where: str, model: FilterModel, spec: Any, view: SubscriberView, problems: Problems
 ) -> list[Any] | None:
     label = f"{where}: filter"
     if isinstance(spec, str) and spec.lstrip().startswith("{"):
@@ -329,17 +325,9 @@ def _filters(
         except PubsiftError as exc:
             problems.add(f"{label}: {one_line(exc)}")
             return None
-    hook = (
-        "parse_filter (through the vocabulary agreement)"
-        if agreement is not None
-        else "parse_filters"
-    )
+    hook = "parse_filters (through the subscriber view)" if view.converts else "parse_filters"
     try:
-        fs = (
-            [agreement.subscribe(spec)]
-            if agreement is not None
-            else list(model.parse_filters(spec))
-        )
+        fs = list(view.parse_filters(spec))
     except FilterSyntaxError as exc:
         problems.add(filter_problem(exc, label))
         return None
@@ -359,32 +347,32 @@ def _filters(
     return fs
 
 
-def _agreement(
-    where: str, model: FilterModel, entry: Mapping[str, Any], problems: Problems
-) -> Any | None:
-    from pubsift.models.concepts import VocabularyAgreement
-
-    vocabulary, context = entry.get("vocabulary"), entry.get("context")
-    for key, value in (("vocabulary", vocabulary), ("context", context)):
-        if value is not None and not isinstance(value, Mapping):
-            problems.add(f"{where}: {key} is a JSON object, not {_kind(value)}")
-            return None
+def _view(
+    where: str, model: FilterModel, options: Mapping[str, Any], problems: Problems
+) -> SubscriberView | None:
+    """The model's view of a subscriber with ``options`` (None: a problem added)."""
     try:
-        return VocabularyAgreement(model, vocabulary, context)
+        return model.subscriber_view(options)
     except PubsiftError as exc:
-        problems.add(f"{where}: vocabulary/context: {one_line(exc)}")
+        problems.add(f"{where}: {'/'.join(options) or 'subscriber'}: {one_line(exc)}")
     except Exception as exc:
         problems.add(
-            f"{where}: vocabulary/context cannot be used ({type(exc).__name__}: "
-            f"{one_line(exc)[:300]})"
+            f"{where}: {'/'.join(options) or 'subscriber'} cannot be used "
+            f"({type(exc).__name__}: {one_line(exc)[:300]})"
         )
     return None
 
 
-def _is_concepts(model: FilterModel) -> bool:
-    from pubsift.models.concepts import ConceptsModel
-
-    return isinstance(model, ConceptsModel)
+def _readers(
+    keys: Sequence[str], models: Mapping[str, FilterModel] | None, cache: dict[str, Any]
+) -> list[str]:
+    """The models whose subscribers may give one of ``keys`` (for a message)."""
+    found = []
+    for name in _installed(models):
+        got = _model(name, models, cache)
+        if not isinstance(got, str) and any(k in got.subscriber_options for k in keys):
+            found.append(name)
+    return found or ["no installed model's"]
 
 
 def _model(

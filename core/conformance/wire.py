@@ -5,6 +5,9 @@ is None or that same event; ``wire_reader(indexes)`` reads texts those indexes m
 they match the full event, as filters come and go. If the model has its own
 ``format_filter``, ``parse_filter`` reads its output back to the same filter. A filter that
 comes back is also ``identical`` to the original when the model claims ``identical``.
+A subscriber's view without options (``subscriber_view({})``) delivers JSON-safe records,
+the event's wire form when it does not convert, and parses a filter's text form as the
+model does; an option the model does not read is refused with a ``PubsiftError``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 import pytest
 from pubsift.core.conformance.kit import Kit, run
+from pubsift.core.errors import PubsiftError
 from pubsift.core.model import FilterModel
 
 
@@ -112,6 +116,32 @@ def format_roundtrip(kit: Kit, data: Any) -> None:
     _identical(kit, f, back, "parse_filter(format_filter(f))")
 
 
+def subscriber_view(kit: Kit, data: Any) -> None:
+    """The view of a subscriber without options: deliveries and filters as the model's."""
+    model = kit.model
+    view = model.subscriber_view({})
+    f = kit.filter(data, "f")
+    if type(model).format_filter is not FilterModel.format_filter:
+        text = model.format_filter(f)
+        assert view.parse_filters(text) == model.parse_filters(text), (
+            f"subscriber_view({{}}).parse_filters({text!r}) differs from parse_filters"
+        )
+    for e in kit.candidates(data, [f], "e"):
+        if not kit.matches(f, e):
+            continue
+        got = view.delivery(f, e)
+        _through_json(got, f"subscriber_view({{}}).delivery({f!r}, {e!r})")
+        if not view.converts:
+            assert got == model.dump_event(e), (
+                f"a view that does not convert delivers {got!r}, not dump_event: "
+                f"{model.dump_event(e)!r}"
+            )
+    unread = "conformance-kit-no-such-option"
+    assert unread not in model.subscriber_options
+    with pytest.raises(PubsiftError):
+        model.subscriber_view({unread: 1})
+
+
 class WireTests:
     """Wire forms round-trip exactly through JSON; the text form reads back."""
 
@@ -130,3 +160,6 @@ class WireTests:
         if type(conformance_kit.model).format_filter is FilterModel.format_filter:
             pytest.skip(f"{conformance_kit.model!r} keeps the default format_filter (repr)")
         run(conformance_kit, format_roundtrip, conformance_settings)
+
+    def test_subscriber_view(self, conformance_kit: Kit, conformance_settings: Any) -> None:
+        run(conformance_kit, subscriber_view, conformance_settings)

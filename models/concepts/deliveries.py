@@ -7,7 +7,9 @@ agreement and the edges").
 made JSON-safe: a value that cannot be converted at the event's time (no rate, or a result
 beyond a 64-bit float such as 1e307 USD in JPY) is left in the publisher's context and
 listed under ``"unconverted"``, so that no value is silently in another currency or unit and
-no delivery holds ±inf.
+no delivery holds ±inf. :class:`ConceptsSubscriberView` is the model's
+:meth:`~pubsift.core.model.FilterModel.subscriber_view`: a subscriber's filters rewritten
+and its deliveries converted through its :class:`VocabularyAgreement`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, cast
 
+from pubsift.core.errors import PubsiftError
+from pubsift.core.model import SubscriberView
 from pubsift.models.concepts.filters import ConceptFilter
 from pubsift.models.concepts.semantic_objects import SemanticObject, complex_object
 from pubsift.models.concepts.vocabulary import VocabularyAgreement
@@ -58,6 +62,50 @@ def delivery_record(
             for path in sorted(set(failed))
         ]
     return record
+
+
+class ConceptsSubscriberView(SubscriberView[ConceptFilter, SemanticObject]):
+    """A concepts subscriber's view (Cilia et al. 2004, §4.2): its filter, stated in its
+    own vocabulary and context, is rewritten into the matching ones by ``agreement``, and
+    each delivery is :func:`delivery_record` of the event."""
+
+    converts = True
+
+    def __init__(self, agreement: VocabularyAgreement) -> None:
+        super().__init__(agreement.model)
+        self.agreement = agreement
+
+    def parse_filters(self, spec: str | Mapping[str, Any]) -> list[ConceptFilter]:
+        return [self.agreement.subscribe(spec)]
+
+    def delivery(self, f: ConceptFilter, e: SemanticObject) -> dict[str, Any]:
+        return delivery_record(self.agreement, f, e)
+
+
+def subscriber_view(
+    model: Any, options: Mapping[str, Any]
+) -> SubscriberView[ConceptFilter, SemanticObject]:
+    """The view of a subscriber whose entry gives ``options`` (``vocabulary``: local
+    term -> concept, ``context``: its context, both JSON objects): the model's default
+    view when it gives neither, else a :class:`ConceptsSubscriberView`."""
+    unknown = [k for k in options if k not in model.subscriber_options]
+    if unknown:
+        raise PubsiftError(f"the concepts model reads no {', '.join(unknown)}")
+    for key in model.subscriber_options:
+        value = options.get(key)
+        if value is not None and not isinstance(value, Mapping):
+            raise PubsiftError(f"{key} is a JSON object, not {_kind(value)}")
+    if not options:
+        return SubscriberView(model)
+    return ConceptsSubscriberView(
+        VocabularyAgreement(model, options.get("vocabulary"), options.get("context"))
+    )
+
+
+def _kind(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", int: "a number"}.get(
+        type(value), "a number" if isinstance(value, float) else type(value).__name__
+    )
 
 
 def _names(agreement: VocabularyAgreement, f: ConceptFilter) -> Mapping[str, str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pubsift.core import strict_json
 from pubsift.core.errors import EventError, FilterSyntaxError
-from pubsift.core.model import JSON, FilterModel
+from pubsift.core.model import JSON, FilterModel, SubscriberView
 from pubsift.models.concepts import merging
 from pubsift.models.concepts.context import ClientContext, ContextRegistry
 from pubsift.models.concepts.conversion import ConversionManager, PropertyConversion, RateTable
@@ -166,6 +166,19 @@ class ConceptsModel(FilterModel[ConceptFilter, SemanticObject]):
 
     def load_event(self, obj: JSON) -> SemanticObject:
         return self.parse_event(obj)
+
+    # -- per-subscriber delivery --------------------------------------------------------
+    subscriber_options = ("vocabulary", "context")
+
+    def subscriber_view(
+        self, options: Mapping[str, JSON]
+    ) -> SubscriberView[ConceptFilter, SemanticObject]:
+        """A subscriber's vocabulary and context (Cilia et al. 2004, §4.2): its filters
+        rewritten into the matching ones, its deliveries converted back
+        (:class:`~pubsift.models.concepts.deliveries.ConceptsSubscriberView`)."""
+        from pubsift.models.concepts.deliveries import subscriber_view
+
+        return subscriber_view(self, options)
 
     # -- indexing ---------------------------------------------------------------------
     def new_index(self) -> ConceptsIndex:
