@@ -85,6 +85,8 @@ def add_broker_arguments(p: argparse.ArgumentParser) -> None:
 
 #: the young generation's threshold of a serving broker process (CPython's default: 700)
 YOUNG_THRESHOLD = 50_000
+#: seconds between the full collections of a serving broker process
+FULL_COLLECTION_PERIOD = 60.0
 
 
 def serving_collector() -> None:
@@ -94,18 +96,31 @@ def serving_collector() -> None:
     routed event allocates a few tracked objects (its event, its attributes, its
     publication id) that a batch holds until it is routed: at 700 the collector scans
     and promotes them mid-batch, at 50,000 most have been freed by then. The objects of
-    the data path form no cycles; what does (asyncio's futures and exceptions) is still
-    collected, later. Measured on an in-process W1 path (a 500-event ``pubs`` frame
-    read, cut and matched): 1.27 µs per event at 700, 1.12 at 50,000, 1.11 with the
-    collector off. ``bench/brokers.py --systems pubsift --workloads W1 --events 200000
-    --repeats 3``, two runs each way alternating at load 0.1-0.8: broker CPU 2.2-2.7 µs
-    per publication at 700, 1.6-2.0 at 50,000."""
+    the data path form no cycles; what does (asyncio's futures and exceptions, a closed
+    connection's state) is collected later: by the young generation's collections, and at
+    the latest by :func:`collector_clock`'s full collection every
+    :data:`FULL_COLLECTION_PERIOD` seconds, so that garbage in cycles never waits for
+    CPython's rare oldest-generation collections. Measured on an in-process W1 path (a
+    500-event ``pubs`` frame read, cut and matched): 1.27 µs per event at 700, 1.12 at
+    50,000, 1.11 with the collector off. ``bench/brokers.py --systems pubsift --workloads
+    W1 --events 200000 --repeats 3``, two runs each way alternating at load 0.1-0.8:
+    broker CPU 2.2-2.7 µs per publication at 700, 1.6-2.0 at 50,000."""
     import gc
 
     gc.collect()
     gc.freeze()
     _, older, oldest = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, older, oldest)
+
+
+async def collector_clock(period: float = FULL_COLLECTION_PERIOD) -> None:
+    """A full collection every ``period`` seconds, until cancelled (see
+    :func:`serving_collector`)."""
+    import gc
+
+    while True:
+        await asyncio.sleep(period)
+        gc.collect()
 
 
 def cmd_broker(args: argparse.Namespace, console: Console) -> int:
@@ -131,13 +146,17 @@ def cmd_broker(args: argparse.Namespace, console: Console) -> int:
         while daemon.broker is None and not task.done():
             await asyncio.sleep(0.01)
         serving_collector()
+        clock = asyncio.ensure_future(collector_clock())
         if args.port_file and daemon.broker is not None:
             with open(args.port_file + ".tmp", "w") as fh:
                 fh.write(f"{daemon.address.port}\n")
             import os
 
             os.replace(args.port_file + ".tmp", args.port_file)
-        await task
+        try:
+            await task
+        finally:
+            clock.cancel()
 
     asyncio.run(main())
     return 0

@@ -80,10 +80,16 @@ def test_a_pubs_frame_read_at_once_as_pair_by_pair(
 
 
 @settings(max_examples=100, deadline=None)
-@given(items=pairs)
-def test_a_forwards_frame_read_at_once_as_pair_by_pair(items: list[tuple[str, int, Any]]) -> None:
+@given(items=pairs, selective=st.booleans())
+def test_a_forwards_frame_read_at_once_as_pair_by_pair(
+    items: list[tuple[str, int, Any]], selective: bool
+) -> None:
     obj = _cut("forwards", items)
-    fast, slow = _both(lambda: wire.forwards(obj, MODELS))
+    model = MODELS["records"]
+    index = model.new_index()
+    index.add(model.parse_filter("x >= 0"), "k")
+    read = (lambda name: WireReader(model, [index])) if selective else None
+    fast, slow = _both(lambda: wire.forwards(obj, MODELS, read))
     assert _facts(fast) == _facts(slow)
 
 

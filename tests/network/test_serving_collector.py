@@ -39,3 +39,54 @@ def test_serving_collector_freezes_the_start_and_raises_the_young_threshold() ->
     assert got["young"] > got["before"][0]
     assert got["frozen"] > 1000  # the modules the start imported
     assert not got["cycle_left"]  # garbage is collected before the freeze, not kept
+
+
+CLOCK = """
+import asyncio, gc, json, weakref
+from pubsift.adapters.broker.cli import collector_clock, serving_collector
+class Cycle:
+    pass
+serving_collector()
+gc.set_threshold(10**9, 10**9, 10**9)  # no collection but the clock's
+c = Cycle()
+c.me = c
+ref = weakref.ref(c)
+del c
+async def main():
+    clock = asyncio.ensure_future(collector_clock(0.05))
+    await asyncio.sleep(0.01)
+    before = ref() is not None
+    await asyncio.sleep(0.3)
+    clock.cancel()
+    return before, ref() is not None
+print(json.dumps(asyncio.run(main())))
+"""
+
+
+def test_the_collector_clock_frees_garbage_in_cycles_that_no_threshold_reaches() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", CLOCK], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert json.loads(out.stdout) == [True, False]
+
+
+BROKER = """
+import os, sys
+import pubsift.adapters.broker.cli as c
+def serving_collector():
+    print("serving_collector", flush=True)
+async def collector_clock(period=c.FULL_COLLECTION_PERIOD):
+    print("collector_clock", period, flush=True)
+    os._exit(0)
+c.serving_collector, c.collector_clock = serving_collector, collector_clock
+from pubsift.cli import main
+sys.exit(main(["broker", "--listen", "127.0.0.1:0"]))
+"""
+
+
+def test_pubsift_broker_tunes_its_collector_and_runs_the_clock() -> None:
+    out = subprocess.run([sys.executable, "-c", BROKER], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split("\n")[:2] == ["serving_collector", "collector_clock 60.0"], (
+        out.stdout,
+        out.stderr[-2000:],
+    )
