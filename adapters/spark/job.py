@@ -295,10 +295,18 @@ def _write_rows(
     spark: SparkSession, rows: Sequence[tuple[Any, ...]], output: store.Output, fmt: str
 ) -> list[Any]:
     """:func:`_write_converted` of converted rows held on the driver (the few rows of CSV
-    files read by Spark that the Python reader read): their counts made here."""
+    and JSON-lines files read by Spark that the Python reader read): their counts made
+    here. As Parquet they are written by pyarrow on the driver (one file each, the columns
+    Spark writes: no Spark job for a few rows)."""
     from pubsift.adapters.spark.store import CONVERTED_SCHEMA
 
     events = [r for r in rows if r[0] == "event"]
+    quarantined = [r for r in rows if r[0] == "quarantine"]
+    n = Counter((r[0], r[2], r[1], r[5]) for r in rows)
+    counts = [(kind, source, model, reason, c) for (kind, source, model, reason), c in n.items()]
+    if fmt == "parquet" and all(r[1] == "records" for r in events):
+        _arrow_rows(events, quarantined, output)
+        return counts
     if events:
         (
             spark.createDataFrame(events, CONVERTED_SCHEMA)
@@ -307,7 +315,6 @@ def _write_rows(
             .partitionBy("model")
             .parquet(_uri(output.path("events")))
         )
-    quarantined = [r for r in rows if r[0] == "quarantine"]
     _write(
         spark.createDataFrame(quarantined, CONVERTED_SCHEMA)
         .select(*store.QUARANTINE_COLUMNS)
@@ -315,8 +322,42 @@ def _write_rows(
         output.path("quarantine"),
         fmt,
     )
-    n = Counter((r[0], r[2], r[1], r[5]) for r in rows)
-    return [(kind, source, model, reason, c) for (kind, source, model, reason), c in n.items()]
+    return counts
+
+
+#: the converted rows' columns (``CONVERTED_SCHEMA``'s order)
+_CONVERTED = ("kind", "model", "source", "position", "event", "reason", "message", "excerpt")
+
+
+def _arrow_rows(
+    events: Sequence[tuple[Any, ...]], quarantined: Sequence[tuple[Any, ...]], output: Any
+) -> None:
+    """Records events into ``events/model=records/`` and the quarantine, as Parquet files
+    pyarrow writes (the types Spark writes and reads back: strings, ``position`` int64)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def table(rows: Sequence[tuple[Any, ...]], columns: Sequence[str]) -> Any:
+        at = [_CONVERTED.index(c) for c in columns]
+        fields = [(c, pa.int64() if c == "position" else pa.string()) for c in columns]
+        return pa.Table.from_pylist(
+            [{c: r[i] for c, i in zip(columns, at)} for r in rows], schema=pa.schema(fields)
+        )
+
+    if events:
+        where = os.path.join(output.path("events"), "model=records")
+        os.makedirs(where, exist_ok=True)
+        pq.write_table(
+            table(events, [c for c in store.EVENT_COLUMNS if c != "model"]),
+            os.path.join(where, "part-00000-driver.snappy.parquet"),
+        )
+    where = output.path("quarantine")
+    os.makedirs(where, exist_ok=True)
+    pq.write_table(
+        table(quarantined, store.QUARANTINE_COLUMNS),
+        os.path.join(where, "part-00000-driver.snappy.parquet"),
+    )
+    open(os.path.join(where, "_SUCCESS"), "w").close()  # as Spark's writer leaves it
 
 
 def unread(listing: Any, counts: Sequence[Any]) -> list[str]:

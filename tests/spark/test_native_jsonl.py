@@ -341,3 +341,36 @@ def test_the_bundled_sample_s_json_lines_are_read_by_spark_as_by_python(spark, t
     for label in expected:
         assert rows[label] == sorted(expected[label], key=repr), label
         assert by_spark[label] == len(expected[label])  # every line by Spark SQL
+
+
+def test_a_job_of_json_lines_only_writes_the_python_readers_events_and_counts(spark, tmp_path):
+    """``ingest`` (JSON lines read by Spark by default) of JSON-lines files only, a few
+    lines read by Python on the driver (their events and the quarantine written by
+    pyarrow): the event store and the quarantine, read back by Spark, and the summary's
+    counts are the Python readers'."""
+    import io
+
+    from pubsift.adapters.spark.job import Settings, ingest
+    from rich.console import Console
+
+    root = tmp_path / "in"
+    root.mkdir()
+    for name in ("shaped.jsonl", "hostile.jsonl", "crlf.jsonl"):
+        (root / name).write_bytes(HOSTILE[name])
+    store = tmp_path / "store"
+    summary = ingest(
+        [Source(str(root))], str(store), Settings(limits=LIMITS), Console(file=io.StringIO())
+    )
+    events = spark.read.parquet(str(store / "events")).collect()
+    quarantine = spark.read.parquet(str(store / "quarantine")).collect()
+    got = [("event", e.model, e.source, e.position, e.event, None, None, None) for e in events]
+    got += [
+        ("quarantine", q.model, q.source, q.position, None, q.reason, q.message, q.excerpt)
+        for q in quarantine
+    ]
+    want = python_rows(root, LIMITS)
+    assert spark_rows(got) == {k: sorted(v, key=repr) for k, v in want.items()}
+    for label, rows in want.items():
+        c = summary["sources"][label]
+        assert c["events"] == sum(r[0] == "event" for r in rows), label
+        assert c["quarantined"] == sum(r[0] == "quarantine" for r in rows), label
