@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -217,3 +220,93 @@ def test_every_public_name_of_a_model_is_there(model):
     package = importlib.import_module(f"pubsift.models.{model}")
     missing = [n for n in package.__all__ if not hasattr(package, n)]
     assert missing == []
+
+
+# -- docs/packages.md: the map of the packages, kept true -----------------------------------
+MAP = ROOT / "docs" / "packages.md"
+#: the one import that goes up a layer, as the map says (the spark-submit script's entry)
+UPWARD = {("adapters/spark/cli.py", "pubsift.cli")}
+
+
+def _layers(text: str) -> dict[str, int]:
+    """package -> layer, from the map's table between ``<!-- layers -->`` markers."""
+    table = text.split("<!-- layers -->")[1].split("<!-- /layers -->")[0]
+    out: dict[str, int] = {}
+    for row in table.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].isdigit():
+            for name in re.findall(r"`([\w.]+)`", cells[1]):
+                out[name] = int(cells[0])
+    return out
+
+
+def _layer(module: str, layers: dict[str, int]) -> int:
+    """The layer of the longest package of ``layers`` that holds ``module``."""
+    best = max((p for p in layers if module == p or module.startswith(p + ".")), key=len)
+    return layers[best]
+
+
+def _exists(name: str) -> bool:
+    """``name`` is a module, or an attribute of one (``pubsift.adapters.read``)."""
+    try:
+        if importlib.util.find_spec(name) is not None:
+            return True
+    except ImportError:
+        pass
+    parent, _, attr = name.rpartition(".")
+    try:
+        return hasattr(importlib.import_module(parent), attr)
+    except ImportError:
+        return False
+
+
+def test_every_name_the_package_map_writes_exists():
+    text = MAP.read_text(encoding="utf-8")
+    names = sorted(set(re.findall(r"\bpubsift(?:\.\w+)+", text)))
+    assert len(names) > 25, names
+    assert [n for n in names if not _exists(n)] == []
+
+
+def test_the_package_map_names_every_installed_package_and_its_layer():
+    text = MAP.read_text(encoding="utf-8")
+    layers = _layers(text)
+    assert layers["pubsift.core"] < layers["pubsift.models.records"] < layers["pubsift.cli"]
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"
+    ]
+    tables = set(re.findall(r"^\| `(pubsift[\w.]*)` \|", text, re.M))
+    inside = [p for p in packages if not any(p == t or p.startswith(t + ".") for t in tables)]
+    assert inside == []
+    assert sorted(set(layers) - tables - {"pubsift.__main__"}) == []
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    """The layer order of docs/packages.md on every import statement of every module."""
+    layers = _layers(MAP.read_text(encoding="utf-8"))
+    found, seen = [], set()
+    for folder in FOLDERS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            module = _module(path, ROOT)
+            where = str(path.relative_to(ROOT))
+            mine = _layer(module, layers)
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), where)):
+                for target, _ in _imports(node, module, path.name == "__init__.py"):
+                    if target != "pubsift" and not target.startswith("pubsift."):
+                        continue
+                    if _layer(target, layers) > mine:
+                        pair = (where, ".".join(target.split(".")[:2]))
+                        seen.add(pair)
+                        if pair not in UPWARD:
+                            found.append(
+                                f"{where}:{node.lineno}: {target} (layer {mine} imports up)"
+                            )
+    assert found == []
+    assert seen >= UPWARD, "no longer imported: remove from UPWARD (and the map)"
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_each_model_says_its_other_modules_are_private(model):
+    """How "private" is marked: the package's docstring says it, its ``__all__`` lists the
+    edge API, and the checks above enforce it."""
+    package = importlib.import_module(f"pubsift.models.{model}")
+    assert "private" in (package.__doc__ or ""), model
