@@ -172,6 +172,9 @@ class BrokerDaemon(ClientAdmission, NeighbourLinks):
         self._stopped = asyncio.Event()
         self._stopping = False
         self._conns: set[Connection] = set()
+        #: accepted connections closed since the start (a serving process collects its
+        #: garbage after closes: ``pubsift.adapters.broker.cli.collector_clock``)
+        self.closed_connections = 0
         self._stop_task: asyncio.Future[None] | None = None
         #: the HTTP gateway (docs/protocol.md §9), when the configuration asks for one
         self.gateway: Any = None
@@ -413,6 +416,7 @@ class BrokerDaemon(ClientAdmission, NeighbourLinks):
         finally:
             await conn.wait_closed()
             self._conns.discard(conn)
+            self.closed_connections += 1
             self._grants.pop(conn, None)
             self._forbidden.pop(conn, None)
             self._limits.pop(conn, None)

@@ -52,13 +52,30 @@ c = Cycle()
 c.me = c
 ref = weakref.ref(c)
 del c
+closed = 0
 async def main():
-    clock = asyncio.ensure_future(collector_clock(0.05))
+    global c, ref, closed
+    out = []
+    # no close: collected by the period
+    clock = asyncio.ensure_future(collector_clock(lambda: closed, 0.2, 0.02))
     await asyncio.sleep(0.01)
-    before = ref() is not None
-    await asyncio.sleep(0.3)
+    out.append(ref() is not None)
+    await asyncio.sleep(0.4)
+    out.append(ref() is not None)
+    # a close: collected within after_closes, well before the period
     clock.cancel()
-    return before, ref() is not None
+    c = Cycle()
+    c.me = c
+    ref = weakref.ref(c)
+    del c
+    clock = asyncio.ensure_future(collector_clock(lambda: closed, 100.0, 0.02))
+    await asyncio.sleep(0.1)
+    out.append(ref() is not None)  # nothing closed: kept
+    closed += 1
+    await asyncio.sleep(0.1)
+    out.append(ref() is not None)
+    clock.cancel()
+    return out
 print(json.dumps(asyncio.run(main())))
 """
 
@@ -67,7 +84,7 @@ def test_the_collector_clock_frees_garbage_in_cycles_that_no_threshold_reaches()
     out = subprocess.run(
         [sys.executable, "-c", CLOCK], capture_output=True, text=True, timeout=60, check=True
     )
-    assert json.loads(out.stdout) == [True, False]
+    assert json.loads(out.stdout) == [True, False, True, False]
 
 
 BROKER = """
@@ -75,8 +92,8 @@ import os, sys
 import pubsift.adapters.broker.cli as c
 def serving_collector():
     print("serving_collector", flush=True)
-async def collector_clock(period=c.FULL_COLLECTION_PERIOD):
-    print("collector_clock", period, flush=True)
+async def collector_clock(closed, period=c.FULL_COLLECTION_PERIOD):
+    print("collector_clock", closed(), period, flush=True)
     os._exit(0)
 c.serving_collector, c.collector_clock = serving_collector, collector_clock
 from pubsift.cli import main
@@ -86,7 +103,7 @@ sys.exit(main(["broker", "--listen", "127.0.0.1:0"]))
 
 def test_pubsift_broker_tunes_its_collector_and_runs_the_clock() -> None:
     out = subprocess.run([sys.executable, "-c", BROKER], capture_output=True, text=True, timeout=60)
-    assert out.stdout.split("\n")[:2] == ["serving_collector", "collector_clock 60.0"], (
+    assert out.stdout.split("\n")[:2] == ["serving_collector", "collector_clock 0 60.0"], (
         out.stdout,
         out.stderr[-2000:],
     )
