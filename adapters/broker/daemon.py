@@ -562,7 +562,7 @@ class BrokerDaemon(ClientAdmission, NeighbourLinks):
             return
         try:
             replay = self.replays.description(obj) if "replay" in obj and kind == "sub" else None
-            msg = wire.from_client(obj, pid, self.models, self._aliases.get(conn, ()))
+            msg = wire.from_client(obj, pid, self.models, self._aliases.get(conn, ()), self._reader)
         except FrameError as exc:
             self._refuse(conn, obj, exc.reason, exc.message)
             return

@@ -386,7 +386,7 @@ class NeighbourLinks:
             self.replays.route(conn, obj, from_client=False)
             return
         try:
-            msg = wire.from_broker(obj, self.models, conn.body)
+            msg = wire.from_broker(obj, self.models, conn.body, self._reader)
         except FrameError as exc:
             self._refuse(conn, obj, exc.reason, exc.message)
             return

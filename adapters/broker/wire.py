@@ -93,10 +93,13 @@ def from_client(
     client: str,
     models: Mapping[str, FilterModel],
     aliases: tuple[str, ...] = (),
+    read: Reader | None = None,
 ) -> Message:
     """The core message of a client's frame (sub, unsub, adv, unadv, pub); ``client`` is
     the connection's id in the network, ``aliases`` other names the client may use for
-    itself (the id its hello gave, which the broker qualified)."""
+    itself (the id its hello gave, which the broker qualified). ``read``: as for
+    :func:`publications`, the reader of a ``pub``'s event bytes (the full read where it
+    answers None or is not given)."""
     kind = obj["kind"]
     cls = CLIENT_KINDS.get(kind)
     if cls is None:
@@ -116,13 +119,10 @@ def from_client(
             if "event" not in obj:
                 raise FrameError("invalid-message", "pub: missing member 'event'")
             event = obj["event"]
-            return Pub(
-                client,
-                model.name,
-                model.load_event(event),
-                pub_id(obj.get("pub_id"), client, aliases),
-                dumps(event),
-            )
+            data = dumps(event)
+            read_event = _event(model, read, data, event)
+            pid = pub_id(obj.get("pub_id"), client, aliases)
+            return Pub(client, model.name, read_event, pid, data)
         if "filter" not in obj:
             raise FrameError("invalid-message", f"{kind}: missing member 'filter'")
         return cls(client, model.name, load_filter(model, obj["filter"]))
@@ -169,8 +169,10 @@ def publications(
     frame that is not a batch at all raises. A cut frame's events and pairs travel on as
     their bytes came (the pair is written anew only where the publisher is named by an
     alias); a frame read whole has its events written anew by orjson. ``read(model)``:
-    the reader of a cut frame's event bytes (the broker's ``FilterModel.wire_reader``;
-    default the model's ``load_wire``), the full read where it answers None."""
+    the reader of the events' bytes, as they came (a cut frame) or as written anew (a
+    frame read whole) (the broker's ``FilterModel.wire_reader``; default the model's
+    ``load_wire`` for a cut frame, ``load_event`` for a frame read whole), the full read
+    where it answers None."""
     if obj.get("client", client) != client and obj.get("client") not in aliases:
         raise FrameError(
             "invalid-message",
@@ -207,6 +209,7 @@ def publications(
             wires.append(data)
             pairs.append(pair)
         return batch, refused
+    whole = None if read is None else read(model.name)
     for i, item in enumerate(items):
         try:
             pub, value = _pair(item)
@@ -221,7 +224,9 @@ def publications(
                 pid: Hashable = (client, pub[1])
             else:
                 pid = pub_id(pub, client, aliases)
-            event = load(value)
+            event = None if whole is None else whole(data)
+            if event is None:
+                event = load(value)
         except Exception as exc:
             refused.append((i, _refusal("pubs", i, model.name, exc)))
             continue
@@ -294,12 +299,15 @@ def forwards(
             wires.append(data)
             pairs.append(pair)
         return batch, refused
+    whole = None if read is None else read(model.name)
     for i, item in enumerate(items):
         try:
             pub, value = _pair(item)
             data = dumps(value)  # first: it checks the event's depth (frames.decode left it)
             pid = _hashable(pub)
-            event = load(value)
+            event = None if whole is None else whole(data)
+            if event is None:
+                event = load(value)
         except Exception as exc:
             refused.append((i, _refusal("forwards", i, model.name, exc)))
             continue
@@ -340,11 +348,14 @@ def _refusal(kind: str, i: int, model: str, exc: Exception) -> FrameError:
 
 
 def from_broker(
-    obj: Mapping[str, Any], models: Mapping[str, FilterModel], body: bytes | None = None
+    obj: Mapping[str, Any],
+    models: Mapping[str, FilterModel],
+    body: bytes | None = None,
+    read: Reader | None = None,
 ) -> Message:
     """The core message of a neighbour's frame (forward, admin); ``body``: the frame's
     bytes, whose event a forward carries on untouched where they are in the form
-    :func:`forward_frame` writes."""
+    :func:`forward_frame` writes. ``read``: as for :func:`from_client`."""
     kind = obj["kind"]
     if kind not in BROKER_KINDS:
         raise FrameError("unknown-kind", f"kind {kind!r} from a broker link")
@@ -352,12 +363,9 @@ def from_broker(
     try:
         if kind == "forward":
             event = obj["event"]
-            return Forward(
-                model.name,
-                model.load_event(event),
-                _hashable(obj["pub_id"]),
-                forwarded_event(body, obj) or dumps(event),
-            )
+            data = forwarded_event(body, obj) or dumps(event)
+            read_event = _event(model, read, data, event)
+            return Forward(model.name, read_event, _hashable(obj["pub_id"]), data)
         return from_wire(obj, models)
     except PubsiftError as exc:
         raise FrameError("invalid-message", f"{kind}: {one_line(exc)}") from None
@@ -370,6 +378,17 @@ def from_broker(
 
 
 # -- the event's bytes, untouched (DESIGN §2.6) ---------------------------------------
+
+
+def _event(model: FilterModel, read: Reader | None, data: bytes, value: Any) -> Any:
+    """The event of one frame's ``data`` (the bytes it travels as; ``value``: as read
+    with the frame) by the broker's reader, where one is given and answers, else in
+    full by ``load_event``: a frame of one event is read as the events of a batch."""
+    if read is not None:
+        event = read(model.name)(data)
+        if event is not None:
+            return event
+    return model.load_event(value)
 
 
 def _hashable(pub: Any) -> Hashable:
