@@ -16,27 +16,27 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pubsift.adapters.inputs import Input
-    from pubsift.adapters.limits import ReadLimits
-    from pubsift.adapters.outcomes import REASONS, Event, Quarantined
-    from pubsift.adapters.readers import Reader, ReadError, register_reader
-    from pubsift.adapters.reading import read, read_input
-    from pubsift.adapters.source import Source, SourceError
+    from pubsift.adapters.readers.dispatch import read, read_input
+    from pubsift.adapters.readers.inputs import Input
+    from pubsift.adapters.readers.limits import ReadLimits
+    from pubsift.adapters.readers.outcomes import REASONS, Event, Quarantined
+    from pubsift.adapters.readers.registry import Reader, ReadError, register_reader
+    from pubsift.adapters.readers.source import Source, SourceError
 
 #: where each public name lives
 _HOMES = {
-    "Input": "inputs",
-    "ReadLimits": "limits",
-    "REASONS": "outcomes",
-    "Event": "outcomes",
-    "Quarantined": "outcomes",
-    "Reader": "readers",
-    "ReadError": "readers",
-    "register_reader": "readers",
-    "read": "reading",
-    "read_input": "reading",
-    "Source": "source",
-    "SourceError": "source",
+    "Input": "readers.inputs",
+    "ReadLimits": "readers.limits",
+    "REASONS": "readers.outcomes",
+    "Event": "readers.outcomes",
+    "Quarantined": "readers.outcomes",
+    "Reader": "readers.registry",
+    "ReadError": "readers.registry",
+    "register_reader": "readers.registry",
+    "read": "readers.dispatch",
+    "read_input": "readers.dispatch",
+    "Source": "readers.source",
+    "SourceError": "readers.source",
 }
 
 __all__ = [

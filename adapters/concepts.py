@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lxml import etree
-from pubsift.adapters.outcomes import Event, Quarantined, excerpt
-from pubsift.adapters.source import Source, SourceError
-from pubsift.adapters.tabular import parse_number
+from pubsift.adapters.readers.outcomes import Event, Quarantined, excerpt
+from pubsift.adapters.readers.source import Source, SourceError
+from pubsift.adapters.readers.tabular import parse_number
 from pubsift.core.errors import ConversionError, EventError, PubsiftError
 from pubsift.core.model import FilterModel
 from pubsift.models.concepts import (
@@ -110,7 +110,7 @@ class Publisher:
 
 def _typed(raw: Any, kind: str, where: str) -> Any:
     """Amounts and quantities are numbers: a string (a CSV cell) is read as a number
-    literal (:func:`pubsift.adapters.tabular.parse_number`: surrounding spaces, a sign and
+    literal (:func:`pubsift.adapters.readers.tabular.parse_number`: surrounding spaces, a sign and
     leading zeros allowed; ``nan``, ``inf``, ``1_000``, out-of-range numbers refused); an
     ``int`` stays an ``int``. Values of other concepts are kept as they are."""
     if kind not in (QUANTITY, MONEY):

@@ -1,7 +1,7 @@
 """The command line's source and limit options (``pubsift match``, ``convert``, ``ingest``
 and ``route``; docs/adapters.md): the arguments (:func:`input_options`) and what they
 become, checked before anything is read: :class:`~pubsift.adapters.Source` settings
-(:func:`checked_sources`) and :class:`~pubsift.adapters.limits.ReadLimits` (:func:`limits_option`).
+(:func:`checked_sources`) and :class:`~pubsift.adapters.readers.limits.ReadLimits` (:func:`limits_option`).
 A setting that cannot be used is an :class:`OptionError` (a usage error: exit 2).
 """
 
@@ -16,7 +16,7 @@ from pubsift.core.strict_json import strict_json
 
 if TYPE_CHECKING:
     from pubsift.adapters import Source
-    from pubsift.adapters.limits import ReadLimits
+    from pubsift.adapters.readers.limits import ReadLimits
     from pubsift.core.model import FilterModel
 
 
@@ -105,11 +105,11 @@ def checked_sources(
     model: str | None,
     models: dict[str, FilterModel] | None = None,
 ) -> list[Source]:
-    """The sources the command line names, checked (:func:`pubsift.adapters.reading.check`;
+    """The sources the command line names, checked (:func:`pubsift.adapters.readers.dispatch.check`;
     raises OptionError or SourceError: a usage error)."""
     from pubsift.adapters import Source
-    from pubsift.adapters.readers import readers
-    from pubsift.adapters.reading import check
+    from pubsift.adapters.readers.dispatch import check
+    from pubsift.adapters.readers.registry import readers
 
     if args.format is not None and args.format not in readers():
         raise OptionError(
@@ -140,7 +140,7 @@ def checked_sources(
 def existing(paths: Sequence[str]) -> None:
     """OptionError naming every path that names nothing (``-`` is standard input): a typo
     is a usage error, not a quarantined record."""
-    from pubsift.adapters.inputs import missing
+    from pubsift.adapters.readers.inputs import missing
 
     gone = [m for m in map(missing, paths) if m]
     if gone:
@@ -151,7 +151,7 @@ def limits_option(values: Sequence[str]) -> ReadLimits:
     """``--limit NAME=N`` (repeatable): the integer settings of ReadLimits."""
     from dataclasses import replace
 
-    from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
+    from pubsift.adapters.readers.limits import DEFAULT_READ_LIMITS, ReadLimits
 
     names = [f for f in ReadLimits.__dataclass_fields__ if f != "xml"]
     changes: dict[str, Any] = {}  # ints, for the int fields named in ``names``
@@ -205,7 +205,7 @@ def publisher_option(value: str | None) -> dict[str, Any] | None:
 
 def warn_broken_readers(command: str, err: TextIO) -> None:
     """One warning line on ``err`` per reader plug-in that cannot be loaded."""
-    from pubsift.adapters.readers import broken_readers
+    from pubsift.adapters.readers.registry import broken_readers
 
     for name, exc in sorted(broken_readers().items()):
         err.write(

@@ -1,8 +1,8 @@
 """Counts of a read (docs/adapters.md: "counts always add up: read = events + quarantined, per
 source"; §3: ``pubsift convert`` prints counts per source and per reason).
 
-A :class:`Summary` is fed every :class:`~pubsift.adapters.outcomes.Event` and
-:class:`~pubsift.adapters.outcomes.Quarantined` a read gives (:meth:`Summary.add`), and
+A :class:`Summary` is fed every :class:`~pubsift.adapters.readers.outcomes.Event` and
+:class:`~pubsift.adapters.readers.outcomes.Quarantined` a read gives (:meth:`Summary.add`), and
 counts per source (read, events, quarantined) and per quarantine reason. Summaries of parts
 of a read (a Spark partition, one file) combine with :meth:`Summary.merge`; the JSON form
 (:meth:`Summary.to_json`) is what ``summary.json`` holds.
@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from pubsift.adapters.outcomes import Event, Quarantined
+from pubsift.adapters.readers.outcomes import Event, Quarantined
 
 
 @dataclass

@@ -39,9 +39,9 @@ from typing import Any
 from harness import Bench, ratio, time_it
 from lxml import etree
 from pubsift.adapters import Event, Input, Source, read, read_input
-from pubsift.adapters.inputs import inputs
-from pubsift.adapters.limits import DEFAULT_READ_LIMITS
-from pubsift.adapters.readers import broken_readers, readers
+from pubsift.adapters.readers.inputs import inputs
+from pubsift.adapters.readers.limits import DEFAULT_READ_LIMITS
+from pubsift.adapters.readers.registry import broken_readers, readers
 from pubsift.models.records import RecordsModel
 from pubsift.models.xml import hardened_parser
 from rich.console import Console
@@ -152,7 +152,7 @@ def feeds_section(repeats: int, rounds: int) -> dict[str, Any] | str:
     if "xml" not in readers():
         why = broken_readers().get("xml")
         return (
-            "feeds: skipped, no xml reader installed (pubsift.adapters.xmlfiles"
+            "feeds: skipped, no xml reader installed (pubsift.adapters.readers.xmlfiles.reader"
             + (f": {why}" if why else "")
             + ")"
         )

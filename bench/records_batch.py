@@ -21,7 +21,7 @@ matched by
   spends outside parsing).
 
 (b) picks, per chunk, the faster of two ways to match the parsed rows, measured on the
-index's own chunks (``columnar.Ways``): walked row by row by the compiled walk, or
+index's own chunks (``ways.Ways``): walked row by row by the compiled walk, or
 column-wise; "walked" and "column-wise" time (b) with the way fixed, and "chosen" is the
 way (b) found faster (lower CPU time per row).
 
@@ -43,7 +43,7 @@ from unittest import mock
 
 import pyarrow as pa
 from harness import Bench, ratio, time_it
-from pubsift.models.records import RecordsModel, columnar, plans
+from pubsift.models.records import RecordsModel, plans, ways
 from pubsift.models.records.workload import (
     Mix,
     load_quotes,
@@ -137,15 +137,15 @@ def run(
             t_row = time_it(per_row, len(wires), inputs, repeats)
             t_batch = time_it(batched, len(wires), inputs, repeats, min_seconds=0.2)
             t_match = time_it(lambda: [match(e) for e in loaded], len(wires), inputs, repeats)
-            chosen = columnar.ways(index)
+            chosen = ways.ways(index)
             cost = dict(chosen.cost)
-            # each way alone (the batch path picks the faster, measured: columnar.Ways)
+            # each way alone (the batch path picks the faster, measured: ways.Ways)
             t_ways = {}
-            for way in (columnar.WALK, columnar.COLUMNS):
-                if way == columnar.WALK and plans.ENGINE is None:
+            for way in (ways.WALK, ways.COLUMNS):
+                if way == ways.WALK and plans.ENGINE is None:
                     t_ways[way] = None
                     continue
-                with mock.patch.object(columnar, "FORCE", way):
+                with mock.patch.object(ways, "FORCE", way):
                     index._columnar = None  # a new Ways, forced
                     t_ways[way] = time_it(batched, len(wires), inputs, repeats, min_seconds=0.2)
             index._columnar = None
@@ -161,8 +161,8 @@ def run(
                 t_batch.fmt_rate(),
                 f"{r:.1f}×",
                 t_match.fmt_rate(),
-                "-" if t_ways[columnar.WALK] is None else t_ways[columnar.WALK].fmt_rate(),
-                t_ways[columnar.COLUMNS].fmt_rate(),
+                "-" if t_ways[ways.WALK] is None else t_ways[ways.WALK].fmt_rate(),
+                t_ways[ways.COLUMNS].fmt_rate(),
                 str(best),
             )
             bench.row(
@@ -176,8 +176,8 @@ def run(
                 match_wire_batch=t_batch,
                 match_alone=t_match,
                 ratio_batch_per_row=r,
-                walked=t_ways[columnar.WALK],
-                column_wise=t_ways[columnar.COLUMNS],
+                walked=t_ways[ways.WALK],
+                column_wise=t_ways[ways.COLUMNS],
                 chosen=best,
                 cost_per_row_us={w: None if c is None else c * 1e6 for w, c in cost.items()},
             )

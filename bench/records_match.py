@@ -32,7 +32,7 @@ keeps all answers in a list, as ``match_batch`` must (each answer set is a conta
 cyclic garbage collector tracks and walks), and ``match_batch`` is timed against that loop
 on the whole sample. "table ev/s" is ``match_batch`` given the same events as one Arrow table
 (columns are attributes, as read from Parquet): read column-wise, its rows matched by the
-compiled walk one by one or column-wise, whichever ``columnar.Ways`` measures faster on
+compiled walk one by one or column-wise, whichever ``ways.Ways`` measures faster on
 the index's own rows (both are tried in the warm-up; the timed runs include the chooser's
 later tries of the slower way), against "table per-row ev/s", the per-row path from that table (``to_pylist``, ``load_event``,
 ``match``), both on every event. The baselines are slow, so each
@@ -66,7 +66,7 @@ except ImportError:  # the table figure needs the spark extra
     arrow = None
 from pubsift.core.index import LinearIndex
 from pubsift.models.constraints import ABSENT, Constraint
-from pubsift.models.records import Record, RecordFilter, RecordsModel, columnar, merging, plans
+from pubsift.models.records import Record, RecordFilter, RecordsModel, merging, plans, ways
 from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.workload import (
     Mix,
@@ -262,9 +262,9 @@ def time_table(
             match(load({k: v for k, v in r.items() if v is not None})) for r in table.to_pylist()
         ]
 
-    for way in (columnar.WALK, columnar.COLUMNS):  # each way's answers compared
-        index._columnar = None  # a new columnar.Ways
-        with mock.patch.object(columnar, "FORCE", way):
+    for way in (ways.WALK, ways.COLUMNS):  # each way's answers compared
+        index._columnar = None  # a new ways.Ways
+        with mock.patch.object(ways, "FORCE", way):
             if index.match_batch(table) != answers:
                 return None, time_it(per_row, len(events), what, 1)
     index._columnar = None  # the timed runs choose (each way is tried in the warm-up)

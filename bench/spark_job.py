@@ -222,7 +222,7 @@ def load() -> str:
 
 
 def run_job(bench: Bench, spark: Any, quotes: Path, subs: Sequence[Sub], tmp: str) -> bool:
-    from pubsift.adapters.source import Source
+    from pubsift.adapters.readers.source import Source
     from pubsift.adapters.spark.job import Settings, route
     from pubsift.adapters.spark.subscriptions import load_subscriptions
     from rich.console import Console
@@ -294,7 +294,7 @@ CONVERT_ROUNDS = 3
 
 
 def run_convert(bench: Bench, spark: Any, quotes: Path, tmp: str, with_python: bool) -> None:
-    from pubsift.adapters.source import Source
+    from pubsift.adapters.readers.source import Source
     from pubsift.adapters.spark.job import Settings, ingest
     from rich.console import Console
 
@@ -390,7 +390,7 @@ def run_convert_jsonl(bench: Bench, spark: Any, quotes: Path, tmp: str, with_pyt
     """The convert part for the quotes as JSON lines (:func:`quotes_jsonl`, a plain file):
     pubsift (JSON lines read by Spark) against ``spark.read.json`` with the schema writing
     Parquet and (``--python-readers``) the Python reader in tasks, rounds alternating."""
-    from pubsift.adapters.source import Source
+    from pubsift.adapters.readers.source import Source
     from pubsift.adapters.spark.job import Settings, ingest
     from rich.console import Console
 
@@ -490,7 +490,7 @@ def write_layout(df: Any, layout: str, path: str, parts: int) -> None:
 
 
 def run_layouts(bench: Bench, spark: Any, quotes: Path, subs: Sequence[Sub], tmp: str) -> None:
-    from pubsift.adapters.source import Source
+    from pubsift.adapters.readers.source import Source
     from pubsift.adapters.spark import route as routing
     from pubsift.adapters.spark.job import Settings, ingest
     from pubsift.adapters.spark.subscriptions import load_subscriptions

@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     parts = set(args.parts.split(","))
     if not QUOTES.is_file() or not NITF.is_dir() or not QUERIES.is_file():
         return bench.skip(f"shared data absent ({QUOTES.parent}, {NITF})")
-    from pubsift.adapters.source import Source
+    from pubsift.adapters.readers.source import Source
     from pubsift.adapters.spark.job import Settings, ingest, route
     from pubsift.adapters.spark.session import start
     from pubsift.models.records.workload import load_quotes

@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     quotes = spark_job.QUOTES_1YR if args.quick else spark_job.QUOTES_5YR
     if not quotes.is_file():
         return bench.skip(f"shared data absent ({quotes})")
-    from pubsift.adapters.source import Source
+    from pubsift.adapters.readers.source import Source
     from pubsift.adapters.spark import route as routing
     from pubsift.adapters.spark.job import Settings, ingest
     from pubsift.adapters.spark.layout import arrange

@@ -44,12 +44,14 @@ KNOWN: set[str] = set()
 
 #: the inner modules bench/ times, each with the reason it cannot use a public name
 BENCH_INNER: dict[str, str] = {
-    "bench/records_batch.py: pubsift.models.records ['columnar', 'plans'] (not in __all__)": (
-        "times columnar matching and the compiled plans against the per-event loop"
+    "bench/records_batch.py: pubsift.models.records ['plans', 'ways'] (not in __all__)": (
+        "times each way of columnar matching (ways.FORCE) and the compiled plans against the "
+        "per-event loop"
     ),
-    "bench/records_match.py: pubsift.models.records ['columnar', 'merging', 'plans'] "
+    "bench/records_match.py: pubsift.models.records ['merging', 'plans', 'ways'] "
     "(not in __all__)": (
-        "times columnar matching and the plans; starts merging cold (merging.cache_clear)"
+        "times each way of columnar matching (ways.FORCE) and the plans; starts merging cold "
+        "(merging.cache_clear)"
     ),
     "bench/records_match.py: pubsift.models.records.attrindex "
     "(inner module of pubsift.models.records)": (

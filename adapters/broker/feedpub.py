@@ -39,14 +39,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lxml import etree
-from pubsift.adapters.archives import archive_kind
 from pubsift.adapters.broker.client import AsyncClient
 from pubsift.adapters.broker.frames import encode
-from pubsift.adapters.inputs import Input
-from pubsift.adapters.limits import DEFAULT_READ_LIMITS
-from pubsift.adapters.outcomes import Event, Quarantined
-from pubsift.adapters.reading import read, read_input
-from pubsift.adapters.source import Source
+from pubsift.adapters.readers.archives import archive_kind
+from pubsift.adapters.readers.dispatch import read, read_input
+from pubsift.adapters.readers.inputs import Input
+from pubsift.adapters.readers.limits import DEFAULT_READ_LIMITS
+from pubsift.adapters.readers.outcomes import Event, Quarantined
+from pubsift.adapters.readers.source import Source
 from pubsift.core.errors import PubsiftError, one_line
 
 log = logging.getLogger("pubsift.feed")

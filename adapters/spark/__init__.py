@@ -4,7 +4,7 @@
 model); ``pubsift route`` routes an event store, or archives, against subscriptions and
 writes one directory of deliveries per subscriber, the quarantine and ``summary.json``.
 Spark lists, reads, partitions, shuffles and writes; the per-partition work calls the
-adapters' readers (:mod:`pubsift.adapters.reading`) and the models' indexes, so reading a
+adapters' readers (:mod:`pubsift.adapters.readers.dispatch`) and the models' indexes, so reading a
 file and matching an event are written once.
 
 Modules: :mod:`.subscriptions` (subscribers from JSON lines and TOML tables, checked before

@@ -274,7 +274,7 @@ def _source_options(args: argparse.Namespace) -> list[tuple[str, Any]]:
 
 def _existing(paths: list[str]) -> None:
     """UsageError naming every path that names nothing (before Spark starts)."""
-    from pubsift.adapters.inputs import missing
+    from pubsift.adapters.readers.inputs import missing
 
     gone = [m for m in map(missing, paths) if m]
     if gone:

@@ -1,13 +1,13 @@
 """Bulk ingest: files -> converted records (docs/spark.md, "What happens, stage by stage").
 
-The driver lists the sources' files with the adapters (:func:`pubsift.adapters.inputs.files`:
+The driver lists the sources' files with the adapters (:func:`pubsift.adapters.readers.inputs.files`:
 directories, glob patterns, links and exclusions mean what they mean to ``pubsift
 convert``); Spark reads them with its ``binaryFile`` source, in partitions balanced by size
 (the few files Spark's file sources skip or cannot name, :func:`task_opens`, are opened
 by the tasks themselves, so that none is lost);
 each partition expands its files (decompression, archive members:
-:func:`pubsift.adapters.inputs.expand`) and converts them with the adapters' readers
-(:func:`pubsift.adapters.reading.read_input`) in ``mapInArrow`` batches. Every record read
+:func:`pubsift.adapters.readers.inputs.expand`) and converts them with the adapters' readers
+(:func:`pubsift.adapters.readers.dispatch.read_input`) in ``mapInArrow`` batches. Every record read
 becomes one row: an event of its model, or a quarantined record with its reason; every input
 opened also gives a ``seen`` row, so that a file with no record is still counted. Reading a
 file is written once, in the adapters; this module only moves bytes and rows.
@@ -24,11 +24,11 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from pubsift.adapters.inputs import expand, files
-from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
-from pubsift.adapters.outcomes import Event, Quarantined
-from pubsift.adapters.reading import read_input
-from pubsift.adapters.source import Source
+from pubsift.adapters.readers.dispatch import read_input
+from pubsift.adapters.readers.inputs import expand, files
+from pubsift.adapters.readers.limits import DEFAULT_READ_LIMITS, ReadLimits
+from pubsift.adapters.readers.outcomes import Event, Quarantined
+from pubsift.adapters.readers.source import Source
 from pubsift.adapters.spark.interrupt import ignore_interrupts
 from pubsift.adapters.spark.store import CONVERTED_SCHEMA
 

@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
-from pubsift.adapters.source import Source
+from pubsift.adapters.readers.limits import DEFAULT_READ_LIMITS, ReadLimits
+from pubsift.adapters.readers.source import Source
 from pubsift.adapters.spark import store
 from pubsift.adapters.spark.interrupt import Interrupts, stop_tasks
 from pubsift.adapters.spark.layout import DEFAULT_LAYOUT, check

@@ -41,9 +41,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pubsift.adapters.inputs import missing
-from pubsift.adapters.reading import check
-from pubsift.adapters.source import Source
+from pubsift.adapters.readers.dispatch import check
+from pubsift.adapters.readers.inputs import missing
+from pubsift.adapters.readers.source import Source
 from pubsift.adapters.spark.layout import LAYOUTS
 from pubsift.adapters.spark.store import FORMATS
 from pubsift.adapters.spark.subscriptions import (

@@ -1,7 +1,7 @@
 """CSV files converted by Spark itself: its text source reads the lines, Spark SQL splits
 and types them, and only the rows it cannot type exactly cross into Python.
 
-The Python reader (:mod:`pubsift.adapters.tabular`) defines what a CSV file gives; this
+The Python reader (:mod:`pubsift.adapters.readers.tabular`) defines what a CSV file gives; this
 module gives **the same events and quarantine records** (the same JSON text, positions,
 reasons and messages) for the files it takes, or leaves a file to that reader:
 
@@ -60,10 +60,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pubsift.adapters.inputs import Input, expand
-from pubsift.adapters.limits import ReadLimits
-from pubsift.adapters.outcomes import Event, Quarantined
-from pubsift.adapters.source import Source
+from pubsift.adapters.readers.inputs import Input, expand
+from pubsift.adapters.readers.limits import ReadLimits
+from pubsift.adapters.readers.outcomes import Event, Quarantined
+from pubsift.adapters.readers.source import Source
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -128,10 +128,10 @@ def probe(
 ) -> CsvPlan | None:
     """The plan of a file Spark can read exactly as the CSV reader does, None for a file
     left to the Python reader (the module's docstring)."""
-    from pubsift.adapters.bombguard import compression_of
-    from pubsift.adapters.lines import UTF8, codec_for
-    from pubsift.adapters.reading import reader_for
-    from pubsift.adapters.tabular import CsvReader, delimiter_of, header_problem
+    from pubsift.adapters.readers.bombguard import compression_of
+    from pubsift.adapters.readers.dispatch import reader_for
+    from pubsift.adapters.readers.lines import UTF8, codec_for
+    from pubsift.adapters.readers.tabular import CsvReader, delimiter_of, header_problem
 
     if source.columns or source.publisher is not None or source.model not in (None, "records"):
         return None
@@ -232,7 +232,7 @@ _EMPTY_LINE = re.compile(rb"\n(?=\n)")
 
 
 # -- row shapes: most rows typed by one regular expression ---------------------------------------
-# As the Python reader's fast path (pubsift.adapters.tabular), a row whose cells all have the
+# As the Python reader's fast path (pubsift.adapters.readers.tabular), a row whose cells all have the
 # kinds of the file's usual row is recognised by one regular expression; here the kinds are
 # those whose text is already the JSON text json.dumps writes for the typed value, so the
 # event is the cells put between the header's keys. Other rows take the general path.
@@ -568,7 +568,7 @@ def delegate(
     """The ``mapInArrow`` function reading delegated rows (``label``, ``position``, ``line``)
     with the Python reader: each as the one row after its file's header (a CSV file), or
     as the one line of its own (JSON lines: :meth:`.native_jsonl.JsonlPlan.one`)."""
-    from pubsift.adapters.reading import read_input
+    from pubsift.adapters.readers.dispatch import read_input
     from pubsift.adapters.spark.ingest import BATCH_ROWS, _arrow_schema, _rows, event_dumper
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -931,7 +931,7 @@ def _delegated(
                 delegate(taken, limits), CONVERTED_SCHEMA
             )
         else:  # read here: no Python worker started for them
-            from pubsift.adapters.reading import read_input
+            from pubsift.adapters.readers.dispatch import read_input
             from pubsift.adapters.spark.ingest import _rows, event_dumper
 
             dump = event_dumper()

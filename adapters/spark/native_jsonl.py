@@ -2,7 +2,7 @@
 checks them and writes each event's JSON text, and only the lines whose answer it cannot
 give exactly cross into Python.
 
-The Python reader (:mod:`pubsift.adapters.jsonlines`, :mod:`pubsift.core.strict_json`'s
+The Python reader (:mod:`pubsift.adapters.readers.jsonlines`, :mod:`pubsift.core.strict_json`'s
 policy) defines what a JSON-lines file gives; this module gives **the same events and
 quarantine records** (the same JSON text, positions, reasons, messages and excerpts) for
 the files it takes (docs/spark.md, "JSON lines read by Spark"):
@@ -54,10 +54,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from pubsift.adapters.inputs import Input, expand
-from pubsift.adapters.limits import ReadLimits
-from pubsift.adapters.outcomes import Event, Quarantined
-from pubsift.adapters.source import Source
+from pubsift.adapters.readers.inputs import Input, expand
+from pubsift.adapters.readers.limits import ReadLimits
+from pubsift.adapters.readers.outcomes import Event, Quarantined
+from pubsift.adapters.readers.source import Source
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -129,10 +129,10 @@ def probe(
 ) -> JsonlPlan | None:
     """The plan of a file Spark reads exactly as the JSON-lines reader does, None for a
     file left to the Python reader (the module's docstring)."""
-    from pubsift.adapters.bombguard import compression_of
-    from pubsift.adapters.jsonlines import JsonLinesReader
-    from pubsift.adapters.lines import UTF8, codec_for
-    from pubsift.adapters.reading import reader_for
+    from pubsift.adapters.readers.bombguard import compression_of
+    from pubsift.adapters.readers.dispatch import reader_for
+    from pubsift.adapters.readers.jsonlines import JsonLinesReader
+    from pubsift.adapters.readers.lines import UTF8, codec_for
     from pubsift.adapters.spark.native import HADOOP_CODECS
 
     if source.columns or source.publisher is not None or source.model not in (None, "records"):

@@ -35,7 +35,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pubsift.adapters.textlines import decode_line
+from pubsift.adapters.readers.textlines import decode_line
 from pubsift.core.errors import (
     FilterSyntaxError,
     PubsiftError,

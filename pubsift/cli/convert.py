@@ -96,7 +96,7 @@ def cmd_convert(args: argparse.Namespace, console: Console) -> int:
     quarantine file must then be named (``--quarantine FILE``) and the counts go to
     standard error."""
     from pubsift.adapters import Quarantined, read
-    from pubsift.adapters.source import SourceError
+    from pubsift.adapters.readers.source import SourceError
     from pubsift.adapters.summary import Summary
 
     out, err = console.file, sys.stderr

@@ -74,7 +74,7 @@ def cmd_models(args: argparse.Namespace, console: Console) -> int:
 
 def cmd_readers(args: argparse.Namespace, console: Console) -> int:
     """The readers by format name (installed and broken); exit 1 when one is broken."""
-    from pubsift.adapters.readers import broken_readers, readers
+    from pubsift.adapters.readers.registry import broken_readers, readers
 
     out = console.file
     rows = [

@@ -24,7 +24,7 @@ from pubsift.adapters.options import (
     limits_option,
     warn_broken_readers,
 )
-from pubsift.adapters.textlines import InputError, read_lines
+from pubsift.adapters.readers.textlines import InputError, read_lines
 from pubsift.core.errors import (
     FilterSyntaxError,
     PubsiftError,
@@ -137,9 +137,9 @@ def _line_events(path: str, args: argparse.Namespace) -> bool:
         return True
     import glob
 
-    from pubsift.adapters.archives import archive_kind
-    from pubsift.adapters.bombguard import compression_of
-    from pubsift.adapters.readers import by_extension
+    from pubsift.adapters.readers.archives import archive_kind
+    from pubsift.adapters.readers.bombguard import compression_of
+    from pubsift.adapters.readers.registry import by_extension
 
     if archive_kind(path) or compression_of(path) or by_extension(path) is not None:
         return False
@@ -149,8 +149,8 @@ def _line_events(path: str, args: argparse.Namespace) -> bool:
 def cmd_match(args: argparse.Namespace, console: Console) -> int:
     """Exit 0; 1 when event lines were skipped or records quarantined (each reported with
     where it is); 2 when the filters or an events file cannot be used."""
-    from pubsift.adapters.jsonlines import json_values
-    from pubsift.adapters.source import SourceError
+    from pubsift.adapters.readers.jsonlines import json_values
+    from pubsift.adapters.readers.source import SourceError
 
     out, err = console.file, sys.stderr
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from pubsift.adapters import Event, Quarantined, ReadLimits, read, register_reader
-from pubsift.adapters.readers import readers, unregister_reader
+from pubsift.adapters.readers.registry import readers, unregister_reader
 
 sys.path.insert(0, str(Path(__file__).parent))
 from toy_lines import LINES_READER, oracle
@@ -315,7 +315,7 @@ def test_the_total_size_of_an_archive_is_limited_across_members(tmp_path):
 
 def test_reading_a_member_twice_counts_its_bytes_once(tmp_path):
     from pubsift.adapters import Source
-    from pubsift.adapters.inputs import inputs
+    from pubsift.adapters.readers.inputs import inputs
 
     z = make_zip(tmp_path / "a.zip", {"m.lines": b"1\n" * 500_000}, zipfile.ZIP_STORED)
     limits = ReadLimits(max_total_bytes=1_500_000)
@@ -351,7 +351,7 @@ def test_a_nested_zip_is_read_front_to_back_within_a_linear_budget(tmp_path):
 
 
 def test_decompressing_again_after_a_backward_seek_is_charged_to_the_budget():
-    from pubsift.adapters.bombguard import Budget, decompressed
+    from pubsift.adapters.readers.bombguard import Budget, decompressed
 
     data = b"1\n" * 100_000
     limits = ReadLimits(max_total_bytes=500_000)
@@ -588,7 +588,7 @@ def test_real_quotes_csv_gz_in_a_tar_counts_rows_like_the_csv_module(tmp_path):
 
 def test_an_archive_that_cannot_be_opened_is_one_unreadable_record():
     from pubsift.adapters import Source
-    from pubsift.adapters.inputs import expand
+    from pubsift.adapters.readers.inputs import expand
 
     def opener():
         raise PermissionError(13, "Permission denied")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from pubsift.adapters import Reader, register_reader
 from pubsift.adapters.options import checked_sources
-from pubsift.adapters.readers import readers, unregister_reader
+from pubsift.adapters.readers.registry import readers, unregister_reader
 from pubsift.core.registry import load_model
 
 from pubsift import cli

@@ -12,7 +12,7 @@ import pytest
 from lxml import etree
 from pubsift.adapters import Event, Input, Quarantined, Source, SourceError, read, read_input
 from pubsift.adapters.concepts import Publisher, publisher_for, ubl_semantic_objects
-from pubsift.adapters.reading import converter
+from pubsift.adapters.readers.converting import converter
 from pubsift.models.concepts import ConceptsModel
 from pubsift.models.records import RecordsModel
 from pubsift.models.xml.parsing import parse_document

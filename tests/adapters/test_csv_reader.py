@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pubsift.adapters import Event, Input, Quarantined, ReadLimits, Source, SourceError, read_input
-from pubsift.adapters.limits import DEFAULT_READ_LIMITS
-from pubsift.adapters.tabular import CSV_READER, CellError, infer, sniff_delimiter
+from pubsift.adapters.readers.limits import DEFAULT_READ_LIMITS
+from pubsift.adapters.readers.tabular import CSV_READER, CellError, infer, sniff_delimiter
 from pubsift.models.constraints.limits import MAX_INT_DIGITS
 from pubsift.models.records import RecordsModel
 
@@ -58,7 +58,7 @@ def records(out):
         ("false", False),
         ("False", False),
         ("FALSE", False),
-        # deliberately strings: see adapters/tabular.py
+        # deliberately strings: see adapters/readers/tabular.py
         ("tRuE", "tRuE"),
         ("yes", "yes"),
         ("nan", "nan"),
@@ -165,7 +165,7 @@ def test_fast_path_types_exactly_as_infer(rows):
 
 
 def test_rows_of_changing_shapes_are_typed_the_same_after_the_learning_budget(monkeypatch):
-    from pubsift.adapters import tabular
+    from pubsift.adapters.readers import tabular
 
     monkeypatch.setattr(tabular, "_SHAPE_SWITCHES", 2)
     cells = ["1", "1.5", "", "x", "true"]

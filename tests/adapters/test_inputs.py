@@ -21,8 +21,8 @@ from pubsift.adapters import (
     read,
     register_reader,
 )
-from pubsift.adapters.inputs import Input, inputs
-from pubsift.adapters.readers import unregister_reader
+from pubsift.adapters.readers.inputs import Input, inputs
+from pubsift.adapters.readers.registry import unregister_reader
 
 sys.path.insert(0, str(Path(__file__).parent))
 from toy_lines import LINES_READER, oracle

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pubsift.adapters import Event, Input, Quarantined, ReadLimits, Source, read, read_input
-from pubsift.adapters.jsonlines import JSONL_READER
-from pubsift.adapters.limits import DEFAULT_READ_LIMITS
+from pubsift.adapters.readers.jsonlines import JSONL_READER
+from pubsift.adapters.readers.limits import DEFAULT_READ_LIMITS
 from pubsift.models.records import RecordsModel
 
 from tests.adapters.test_csv_reader import mutated

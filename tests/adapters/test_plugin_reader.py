@@ -20,8 +20,8 @@ TOY = '''
 """A toy model: events are words, a filter is a minimum length; its files (.toy) hold
 one word per line."""
 from pubsift.adapters import Quarantined, Reader
-from pubsift.adapters.outcomes import excerpt
-from pubsift.adapters.reading import converter
+from pubsift.adapters.readers.outcomes import excerpt
+from pubsift.adapters.readers.converting import converter
 from pubsift.core.errors import EventError, FilterSyntaxError
 from pubsift.core.model import FilterModel
 

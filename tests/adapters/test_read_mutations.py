@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pubsift.adapters import Event, Quarantined, ReadLimits, read, register_reader
-from pubsift.adapters.outcomes import REASONS
-from pubsift.adapters.readers import readers, strip_compression, unregister_reader
+from pubsift.adapters.readers.outcomes import REASONS
+from pubsift.adapters.readers.registry import readers, strip_compression, unregister_reader
 
 sys.path.insert(0, str(Path(__file__).parent))
 from toy_lines import LINES_READER, oracle

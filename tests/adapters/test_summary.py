@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from pubsift.adapters import read, register_reader
-from pubsift.adapters.readers import unregister_reader
+from pubsift.adapters.readers.registry import unregister_reader
 from pubsift.adapters.summary import SourceCounts, Summary
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -23,9 +23,9 @@ from pubsift.adapters import (
     read,
     read_input,
 )
-from pubsift.adapters.feeds import KINDS, detect
-from pubsift.adapters.limits import DEFAULT_READ_LIMITS
-from pubsift.adapters.xmlfiles import XML_READER
+from pubsift.adapters.readers.limits import DEFAULT_READ_LIMITS
+from pubsift.adapters.readers.xmlfiles.feeds import KINDS, detect
+from pubsift.adapters.readers.xmlfiles.reader import XML_READER
 from pubsift.models.xml import XmlModel
 from pubsift.models.xml.parsing import ParseLimits
 
@@ -101,7 +101,7 @@ def test_detect_tells_the_kind_from_the_root(tag, nsmap, kind):
 
 
 def test_kind_of_the_first_bytes():
-    from pubsift.adapters.feeds import kind_of
+    from pubsift.adapters.readers.xmlfiles.feeds import kind_of
 
     assert kind_of(RSS[:200]) is KINDS["rss"]
     assert kind_of(f'<?xml version="1.0"?><feed xmlns="{ATOM}"><title>t'.encode()) is KINDS["atom"]
@@ -126,7 +126,7 @@ def test_sniff_accepts_what_starts_with_a_tag(head, yes):
 
 
 def test_the_reader_claims_xml_extensions_and_is_registered():
-    from pubsift.adapters.readers import by_extension, readers
+    from pubsift.adapters.readers.registry import by_extension, readers
 
     assert readers()["xml"] is XML_READER
     for name in ("a.xml", "a.rss", "a.atom", "a.rdf", "a.nitf", "a.xml.gz"):

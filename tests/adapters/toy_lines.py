@@ -6,8 +6,8 @@ tests can count what must come out without the real readers."""
 from __future__ import annotations
 
 from pubsift.adapters import Quarantined, Reader
-from pubsift.adapters.outcomes import excerpt
-from pubsift.adapters.reading import converter
+from pubsift.adapters.readers.converting import converter
+from pubsift.adapters.readers.outcomes import excerpt
 
 
 class LinesReader(Reader):

@@ -128,14 +128,17 @@ import pubsift.adapters.broker.cli
 """)
     assert "pubsift.adapters.broker.client" in loaded
     assert [m for m in loaded if m == "pubsift.models" or m.startswith("pubsift.models.")] == []
-    assert "pubsift.adapters.reading" not in loaded and "pubsift.adapters.archives" not in loaded
+    assert (
+        "pubsift.adapters.readers.dispatch" not in loaded
+        and "pubsift.adapters.readers.archives" not in loaded
+    )
 
 
 def test_the_adapters_public_names_are_unchanged_by_lazy_loading():
     loaded = _loaded("""
 import pubsift.adapters as a
 from pubsift.adapters import *
-from pubsift.adapters.reading import read as r0
+from pubsift.adapters.readers.dispatch import read as r0
 assert a.read is r0 and read is r0, (a.read, r0)
 assert set(a.__all__) <= set(dir(a))
 for name in a.__all__:
@@ -147,4 +150,4 @@ except AttributeError:
 else:
     raise AssertionError("a.nonexistent")
 """)
-    assert "pubsift.adapters.reading" in loaded
+    assert "pubsift.adapters.readers.dispatch" in loaded

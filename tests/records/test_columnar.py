@@ -25,7 +25,14 @@ pa = pytest.importorskip("pyarrow")
 from pubsift.core.errors import EventError  # noqa: E402
 from pubsift.models.constraints.constraints import Constraint, Interval, Op  # noqa: E402
 from pubsift.models.constraints.values import skey  # noqa: E402
-from pubsift.models.records import RecordsModel, columnar, plans, wire_batches  # noqa: E402
+from pubsift.models.records import (  # noqa: E402
+    RecordsModel,
+    column_matching,
+    columnar,
+    plans,
+    ways,
+    wire_batches,
+)
 from pubsift.models.records.filters import RecordFilter  # noqa: E402
 from rstrategies import constraints  # noqa: E402
 
@@ -40,10 +47,10 @@ def matching(request):
     ``test_the_faster_way_is_chosen`` checks the choice)."""
     if request.param == "walked" and plans.ENGINE is None:
         pytest.skip("the compiled walk is not in use (PUBSIFT_PURE_PYTHON or not built)")
-    way = columnar.WALK if request.param == "walked" else columnar.COLUMNS
+    way = ways.WALK if request.param == "walked" else ways.COLUMNS
     # Arrow's way of reading wire batches (the selective scan's: test_wire_batches.py)
     with (
-        mock.patch.object(columnar, "FORCE", way),
+        mock.patch.object(ways, "FORCE", way),
         mock.patch.object(wire_batches, "FORCE", wire_batches.ARROW),
     ):
         yield request.param
@@ -387,12 +394,12 @@ def test_mixed_kinds_across_rows_nested_and_lists():
     check(index_of(fs), wires * 3, valid=True)
 
 
-@pytest.mark.parametrize("budget", [columnar.PAIR_BUDGET, 7])
+@pytest.mark.parametrize("budget", [column_matching.PAIR_BUDGET, 7])
 def test_numeric_anchors_on_a_grid(budget, monkeypatch):
     """Filters anchored by a range alone (sorted ends), by a number, and both, against
     values around every end: closed and open ends, ±inf, -0.0, ints and floats, nulls;
     candidate pairs checked at once, and in blocks of a few rows."""
-    monkeypatch.setattr(columnar, "PAIR_BUDGET", budget)
+    monkeypatch.setattr(column_matching, "PAIR_BUDGET", budget)
     ends = [-2, -0.0, 0, 0.5, 1, 2**53]
     cs = [Constraint(op, x) for op in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE) for x in ends]
     cs += [
@@ -758,7 +765,7 @@ def test_each_way_is_the_one_used(matching):
     index = _small_index()
     table = pa.table({"s": ["A", "B", "A"], "p": [1.0, 2.0, None]})
     walked = mock.patch.object(columnar, "walk_rows", wraps=columnar.walk_rows)
-    viewed = mock.patch.object(columnar, "_match_view", wraps=columnar._match_view)
+    viewed = mock.patch.object(columnar, "match_view", wraps=columnar.match_view)
     with walked as w, viewed as v:
         got = index.match_batch(table)
         index.match_wire_batch(WIRES)
@@ -797,15 +804,15 @@ def test_the_faster_way_is_chosen(matching, monkeypatch):
     PROBE_ROWS rows, the gap doubling while it stays slower (up to MAX_GAP_ROWS) and
     back to PROBE_ROWS on a switch; small runs measured together; column-wise only
     without the compiled walk."""
-    w_, c_ = columnar.WALK, columnar.COLUMNS
+    w_, c_ = ways.WALK, ways.COLUMNS
     if matching == "columnar":
         with mock.patch.object(plans, "ENGINE", None):
-            assert columnar.Ways().pick() == (c_, columnar.Ways.RUN[c_])
+            assert ways.Ways().pick() == (c_, ways.Ways.RUN[c_])
         return
     clock = iter(range(0, 10**6, 1))
-    monkeypatch.setattr(columnar.time, "thread_time", lambda: next(clock))
-    monkeypatch.setattr(columnar.Ways, "PROBE_ROWS", 16_000)
-    w = columnar.Ways()
+    monkeypatch.setattr(ways.time, "thread_time", lambda: next(clock))
+    monkeypatch.setattr(ways.Ways, "PROBE_ROWS", 16_000)
+    w = ways.Ways()
     seen = []
     cost = {w_: 1, c_: 3}  # clock ticks per timed run
 
@@ -832,11 +839,11 @@ def test_the_faster_way_is_chosen(matching, monkeypatch):
     first = seen.index(c_)
     back = [i - first for i, x in enumerate(seen) if x == w_ and i > first]
     assert back[:3] == [16, 16 + 33, 16 + 33 + 65] and w.best() == c_
-    assert columnar.Ways(c_).pick()[0] == c_
+    assert ways.Ways(c_).pick()[0] == c_
     # runs too small to measure alone are measured together
-    small = columnar.Ways()
+    small = ways.Ways()
     for _ in range(4):
-        with small.timed(w_, columnar.Ways.MIN_ROWS // 2 - 1):
+        with small.timed(w_, ways.Ways.MIN_ROWS // 2 - 1):
             pass
     # runs 1-3 (93 rows): the warm-up; run 4: 31 rows, not yet a measurement
     assert small.cost[w_] is None and small.warm[w_]
@@ -850,7 +857,7 @@ def test_a_long_table_is_matched_in_runs(matching):
     runs hold RUN rows, column-wise matching takes the whole chunk; answers equal the
     per-row path's, a slow row among them included."""
     index = _small_index()
-    run = columnar.Ways.RUN[columnar.WALK]
+    run = ways.Ways.RUN[ways.WALK]
     n = 3 * run + 17
     s = (["A", "B", "C"] * n)[:n]
     p = [None if i % 7 == 0 else float(i % 9) for i in range(n)]
@@ -859,13 +866,13 @@ def test_a_long_table_is_matched_in_runs(matching):
     table = pa.table({"s": s, "p": p, "q": q})
     wires = [json.dumps(r) for r in table.to_pylist()]
     charged = []
-    real = columnar.Ways.timed
+    real = ways.Ways.timed
 
     def spy(self, way, rows):
         charged.append(rows)
         return real(self, way, rows)
 
-    with mock.patch.object(columnar.Ways, "timed", spy):
+    with mock.patch.object(ways.Ways, "timed", spy):
         assert index.match_batch(table) == per_row_table(index, table)
         assert sorted(batch(index, wires)) == sorted(per_row(index, wires))
     runs = [run] * 3 + [16] if matching == "walked" else [n - 1]
@@ -886,16 +893,16 @@ def test_the_walk_is_charged_for_the_rows_it_reads_from_their_text(matching):
         json.dumps({"s": f"S{i % 20}", **({} if i % 2 else {"note": None})}) for i in range(400)
     ]
     charged = []
-    real = columnar.Ways.timed
+    real = ways.Ways.timed
 
     def spy(self, way, rows):
         charged.append((way, rows))
         return real(self, way, rows)
 
-    with mock.patch.object(columnar.Ways, "timed", spy):
+    with mock.patch.object(ways.Ways, "timed", spy):
         check(index, wires)
-    run = columnar.Ways.RUN[columnar.WALK]
-    assert charged == [(columnar.WALK, run), (columnar.WALK, 400 - run)]
+    run = ways.Ways.RUN[ways.WALK]
+    assert charged == [(ways.WALK, run), (ways.WALK, 400 - run)]
 
 
 def test_duplicate_column_names_are_answered_per_row(matching):
@@ -947,15 +954,15 @@ def test_both_ways_give_one_answer_when_chosen_freely(matching):
     table = pa.table({"s": ["A", "B", "A"] * 30, "p": [1.0, 7.0, None] * 30})
     want_t = per_row_table(index, table)
     want_w = per_row(index, WIRES * 30)
-    small = {columnar.WALK: 16, columnar.COLUMNS: 16}  # runs of both ways in one batch
+    small = {ways.WALK: 16, ways.COLUMNS: 16}  # runs of both ways in one batch
     with (
-        mock.patch.object(columnar, "FORCE", None),
-        mock.patch.object(columnar.Ways, "PROBE_ROWS", 40),
-        mock.patch.object(columnar.Ways, "RUN", small),
-        mock.patch.object(columnar.Ways, "TRY", small),
+        mock.patch.object(ways, "FORCE", None),
+        mock.patch.object(ways.Ways, "PROBE_ROWS", 40),
+        mock.patch.object(ways.Ways, "RUN", small),
+        mock.patch.object(ways.Ways, "TRY", small),
     ):
         for _ in range(10):
             assert index.match_batch(table) == want_t
             assert sorted(batch(index, WIRES * 30)) == sorted(want_w)
         if matching == "walked":
-            assert all(c is not None for c in columnar.ways(index).cost.values())
+            assert all(c is not None for c in ways.ways(index).cost.values())

@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 from pubsift.core.errors import FilterSyntaxError
 from pubsift.models.constraints import relations as rel
 from pubsift.models.constraints.constraints import ABSENT, Constraint, Op
-from pubsift.models.records import RecordsModel, columnar, plans
+from pubsift.models.records import RecordsModel, plans, ways
 from pubsift.models.records.eventbridge import parse_pattern
 from pubsift.models.records.events import Record
 from relations_universe import NETWORKS, UNIVERSE
@@ -669,8 +669,8 @@ def test_differential_against_the_documented_meaning(path, p, evs):
         assert got == want, (evs, [M.format_filter(f) for f in fs])
         return
     wires = [json.dumps(M.dump_event(r)) for r in records]
-    way = columnar.WALK if path == "batch-walked" else columnar.COLUMNS
-    with mock.patch.object(columnar, "FORCE", way):
+    way = ways.WALK if path == "batch-walked" else ways.COLUMNS
+    with mock.patch.object(ways, "FORCE", way):
         rows, _ = index.match_wire_batch(wires)
     assert sorted({int(x) for x in rows}) == [i for i, w in enumerate(want) if w]
 

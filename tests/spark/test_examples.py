@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from pubsift.adapters import Event, Quarantined, Source, read
-from pubsift.adapters.reading import check
+from pubsift.adapters.readers.dispatch import check
 from pubsift.core.registry import load_model
 from pubsift.models.concepts.vocabulary import VocabularyAgreement
 from pubsift.models.xml.parsing import parse_document

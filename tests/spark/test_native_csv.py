@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from pubsift.adapters import Event, Source, read
-from pubsift.adapters.limits import ReadLimits
+from pubsift.adapters.readers.limits import ReadLimits
 from pubsift.models.constraints import MAX_INT_DIGITS
 
 pytestmark = pytest.mark.spark

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from pubsift.adapters import Source
-from pubsift.adapters.limits import ReadLimits
+from pubsift.adapters.readers.limits import ReadLimits
 
 from .test_native_csv import mutate, python_rows, spark_rows
 

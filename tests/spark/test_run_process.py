@@ -31,7 +31,7 @@ def _no_trace(text: str) -> None:
 @pytest.mark.slow
 def test_a_piped_run_shows_progress_and_prints_the_summary_on_stdout(sample, tmp_path):
     """Two of the sample's sources (a CSV file, the UBL documents), every subscriber."""
-    from pubsift.adapters.source import Source
+    from pubsift.adapters.readers.source import Source
 
     out = tmp_path / "out"
     sources = [

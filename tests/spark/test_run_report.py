@@ -11,7 +11,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from pubsift.adapters.source import Source
+from pubsift.adapters.readers.source import Source
 from pubsift.adapters.spark import report, tables
 from pubsift.adapters.spark.mismatch import model_warnings
 from rich.console import Console

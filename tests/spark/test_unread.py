@@ -1,7 +1,7 @@
 """A listed file that never reached a task is quarantined, never silently missing
 (``pubsift.adapters.spark.job.unread``; no Spark needed)."""
 
-from pubsift.adapters.source import Source
+from pubsift.adapters.readers.source import Source
 from pubsift.adapters.spark.ingest import Listing
 from pubsift.adapters.spark.job import read_counts, unread
 

@@ -191,8 +191,8 @@ def test_the_job_runs_on_a_standalone_cluster(cluster, routed, sample, tmp_path)
 INTS_READER = '''
 """A reader of .ints files (one integer per line) for the toy interval model."""
 from pubsift.adapters import Quarantined, Reader
-from pubsift.adapters.outcomes import excerpt
-from pubsift.adapters.reading import converter
+from pubsift.adapters.readers.outcomes import excerpt
+from pubsift.adapters.readers.converting import converter
 
 
 class IntsReader(Reader):

@@ -17,7 +17,7 @@ compressed bytes it consumed so far, checked once more than ``ratio_floor`` byte
 out.
 
 The guard also turns the errors of corrupt archives and compressed streams into
-:class:`~pubsift.adapters.readers.ReadError` with the quarantine reason: ``compression``
+:class:`~pubsift.adapters.readers.registry.ReadError` with the quarantine reason: ``compression``
 (truncated or corrupt gzip/bzip2/deflate data) or ``archive-member`` (a corrupt zip or tar
 member, e.g. a bad CRC), so that a reader never sees a library-specific exception.
 """
@@ -34,8 +34,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from pubsift.adapters.limits import ReadLimits
-from pubsift.adapters.readers import ReadError
+from pubsift.adapters.readers.limits import ReadLimits
+from pubsift.adapters.readers.registry import ReadError
 from pubsift.core.errors import one_line
 
 #: buffer of the guarded streams handed to readers

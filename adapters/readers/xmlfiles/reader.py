@@ -77,14 +77,14 @@ from dataclasses import replace
 from typing import Any, BinaryIO, cast
 
 from lxml import etree
-from pubsift.adapters.feeds import KINDS, detect, kind_of
-from pubsift.adapters.inputs import Input
-from pubsift.adapters.limits import ReadLimits
-from pubsift.adapters.outcomes import Event, Quarantined, excerpt
-from pubsift.adapters.readers import Reader, ReadError
-from pubsift.adapters.reading import converter
-from pubsift.adapters.salvage import Lost, XmlProblem, salvage
-from pubsift.adapters.splitting import (
+from pubsift.adapters.readers.converting import converter
+from pubsift.adapters.readers.inputs import Input
+from pubsift.adapters.readers.limits import ReadLimits
+from pubsift.adapters.readers.outcomes import Event, Quarantined, excerpt
+from pubsift.adapters.readers.registry import Reader, ReadError
+from pubsift.adapters.readers.xmlfiles.feeds import KINDS, detect, kind_of
+from pubsift.adapters.readers.xmlfiles.salvage import Lost, XmlProblem, salvage
+from pubsift.adapters.readers.xmlfiles.splitting import (
     BrokenStream,
     Selector,
     Skeleton,

@@ -6,7 +6,7 @@ namespace (``rss``, ``rdf:RDF``, ``atom:feed``, ``nitf``, UBL ``Invoice``/``Orde
 Feeds are split into one event per item or entry: the outermost item/entry elements
 wherever they are in the feed (``channel/item`` as a rule; an RSS ``item`` directly under
 ``rss`` too). Every other kind is one document, unless the source names a split element
-(:mod:`pubsift.adapters.splitting`). The kinds:
+(:mod:`pubsift.adapters.readers.xmlfiles.splitting`). The kinds:
 
 ========  ====================================================  ===========================
 kind      root                                                  items (Clark notation)

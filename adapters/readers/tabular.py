@@ -14,7 +14,7 @@ doubled to escape) in strict mode: a quote followed by anything but a delimiter 
 line end is an error, not silently kept. Lines end in ``\\n``, ``\\r\\n`` or ``\\r``.
 
 **Encoding.** ``source.encoding``; without it UTF-8, or the encoding a UTF-8, UTF-16 or
-UTF-32 byte-order mark names (:mod:`pubsift.adapters.lines`). A row holding bytes that are
+UTF-32 byte-order mark names (:mod:`pubsift.adapters.readers.lines`). A row holding bytes that are
 not text in that encoding, or a NUL byte (binary data, or UTF-16 read as UTF-8: the message
 then suggests the ``encoding`` setting), is quarantined as ``encoding`` (naming the byte
 and the column) and the rows around it are read.
@@ -64,7 +64,7 @@ it are read as rows: no recovery can know where the field was meant to end).
 
 **Semantic objects.** With a publisher side (``source.publisher``) the undeclared cells
 stay the strings they are, and the publisher types them by concept
-(:func:`pubsift.adapters.concepts.Publisher.enrich`); see :func:`~pubsift.adapters.reading.converter`.
+(:func:`pubsift.adapters.concepts.Publisher.enrich`); see :func:`~pubsift.adapters.readers.converting.converter`.
 """
 
 from __future__ import annotations
@@ -76,15 +76,22 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from pubsift.adapters.lines import bad_bytes, codec_for, nul_problem, open_text, shown, skip_rest
-from pubsift.adapters.outcomes import Event, Quarantined, excerpt
-from pubsift.adapters.readers import SNIFF_BYTES, Reader, strip_compression
-from pubsift.adapters.reading import converter
+from pubsift.adapters.readers.converting import converter
+from pubsift.adapters.readers.lines import (
+    bad_bytes,
+    codec_for,
+    nul_problem,
+    open_text,
+    shown,
+    skip_rest,
+)
+from pubsift.adapters.readers.outcomes import Event, Quarantined, excerpt
+from pubsift.adapters.readers.registry import SNIFF_BYTES, Reader, strip_compression
 from pubsift.models.constraints import MAX_INT_DIGITS
 
 if TYPE_CHECKING:
-    from pubsift.adapters.inputs import Input
-    from pubsift.adapters.limits import ReadLimits
+    from pubsift.adapters.readers.inputs import Input
+    from pubsift.adapters.readers.limits import ReadLimits
     from pubsift.core.model import FilterModel
 
 #: delimiters the sniffer chooses among

@@ -3,8 +3,8 @@
 
 :func:`zip_members` and :func:`tar_members` turn an archive (an open binary stream) into
 :class:`Member` entries, each with a label ``archive!member`` and a way to open its bytes
-through the bomb guard (:mod:`pubsift.adapters.bombguard`), or a
-:class:`~pubsift.adapters.outcomes.Quarantined` for a member that is not read:
+through the bomb guard (:mod:`pubsift.adapters.readers.bombguard`), or a
+:class:`~pubsift.adapters.readers.outcomes.Quarantined` for a member that is not read:
 
 - an unsafe name (``..``, an absolute path, a drive letter, a NUL byte, empty), a link, a
   device or FIFO, an encrypted zip member, a second member with the same name:
@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from pubsift.adapters.bombguard import DECOMPRESSORS, Budget, CountingFile, guarded
-from pubsift.adapters.limits import ReadLimits
-from pubsift.adapters.outcomes import Quarantined
-from pubsift.adapters.readers import ReadError
+from pubsift.adapters.readers.bombguard import DECOMPRESSORS, Budget, CountingFile, guarded
+from pubsift.adapters.readers.limits import ReadLimits
+from pubsift.adapters.readers.outcomes import Quarantined
+from pubsift.adapters.readers.registry import ReadError
 from pubsift.core.errors import one_line, printable
 
 #: tar suffixes and the compression of the tar stream

@@ -1,6 +1,6 @@
 """Readers: one per file format, found by name (docs/adapters.md §7: third-party models).
 
-A reader turns one :class:`~pubsift.adapters.inputs.Input` (a file, or a member of an
+A reader turns one :class:`~pubsift.adapters.readers.inputs.Input` (a file, or a member of an
 archive, already decompressed) into events of a model and quarantine records. The built-in
 readers (``csv``, ``jsonl``, ``xml``) register under the entry-point group
 ``pubsift.readers`` exactly as a plug-in's reader does::
@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 from pubsift.core.errors import PluginError, PubsiftError
 
 if TYPE_CHECKING:
-    from pubsift.adapters.inputs import Input
-    from pubsift.adapters.limits import ReadLimits
-    from pubsift.adapters.outcomes import Event, Quarantined
+    from pubsift.adapters.readers.inputs import Input
+    from pubsift.adapters.readers.limits import ReadLimits
+    from pubsift.adapters.readers.outcomes import Event, Quarantined
     from pubsift.core.model import FilterModel
 
 GROUP = "pubsift.readers"

@@ -2,7 +2,7 @@
 
 * **Lines** end in ``\\n`` (``\\r\\n`` too). **Encoding**: ``source.encoding``; without it
   UTF-8, or the encoding a UTF-8, UTF-16 or UTF-32 byte-order mark names (the mark is
-  skipped; :mod:`pubsift.adapters.lines`). A blank line (only ASCII whitespace) counts as a
+  skipped; :mod:`pubsift.adapters.readers.lines`). A blank line (only ASCII whitespace) counts as a
   line — positions are line numbers, as an editor shows them — but is not a record: it
   yields nothing and is not counted as read, so read = events + quarantined holds over the
   non-blank lines.
@@ -32,7 +32,8 @@ import io
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from pubsift.adapters.lines import (
+from pubsift.adapters.readers.converting import converter
+from pubsift.adapters.readers.lines import (
     ESCAPE,
     UTF8,
     bad_bytes,
@@ -42,15 +43,14 @@ from pubsift.adapters.lines import (
     shown,
     skip_rest,
 )
-from pubsift.adapters.outcomes import Event, Quarantined, excerpt
-from pubsift.adapters.readers import Reader
-from pubsift.adapters.reading import converter
-from pubsift.adapters.textlines import read_lines
+from pubsift.adapters.readers.outcomes import Event, Quarantined, excerpt
+from pubsift.adapters.readers.registry import Reader
+from pubsift.adapters.readers.textlines import read_lines
 from pubsift.core.strict_json import JsonError, strict_json
 
 if TYPE_CHECKING:
-    from pubsift.adapters.inputs import Input
-    from pubsift.adapters.limits import ReadLimits
+    from pubsift.adapters.readers.inputs import Input
+    from pubsift.adapters.readers.limits import ReadLimits
     from pubsift.core.model import FilterModel
 
 _BOM = b"\xef\xbb\xbf"
@@ -187,7 +187,7 @@ def json_values(path: str) -> Iterator[tuple[str, Any, str]]:
     """The JSON value of each non-blank line of ``path`` (``-``: standard input), as
     (``file:line``, value, ""), or (``file:line``, None, what is wrong) for a line that is
     not UTF-8 text or not strict JSON. Any JSON value is given (the model says what is an
-    event). Raises :class:`~pubsift.adapters.textlines.InputError` when the file cannot be
+    event). Raises :class:`~pubsift.adapters.readers.textlines.InputError` when the file cannot be
     read."""
     for line in read_lines(path, "events"):
         if line.text is None:

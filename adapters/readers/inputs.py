@@ -1,4 +1,4 @@
-"""Inputs: the files a :class:`~pubsift.adapters.source.Source` names, each with a name and
+"""Inputs: the files a :class:`~pubsift.adapters.readers.source.Source` names, each with a name and
 a way to open it as a decompressed binary stream (docs/adapters.md §1, §3:
 the source of an event).
 
@@ -6,7 +6,7 @@ A source's path is expanded into inputs as follows.
 
 - **A file**: one input named by the path as given. ``.gz``/``.bz2`` files are
   decompressed through the bomb guard; the name keeps its suffix (readers detect the format
-  without it: :func:`pubsift.adapters.readers.strip_compression`).
+  without it: :func:`pubsift.adapters.readers.registry.strip_compression`).
 - **A directory**, read recursively in sorted order of the path components; an input's
   name is the directory as given joined with the relative path (``data/feeds`` +
   ``a/b.rss`` -> ``data/feeds/a/b.rss``). Hidden files and directories (a name starting
@@ -25,15 +25,15 @@ A source's path is expanded into inputs as follows.
   expanded as above, each file once; hidden names only when the pattern spells the dot. A
   pattern that matches nothing is quarantined ``unreadable``.
 - **An archive** (``.zip``, ``.tar``, ``.tar.gz``/``.tgz``, ``.tar.bz2``/``.tbz2``): its
-  members (:mod:`pubsift.adapters.archives`), named ``archive.zip!member/path``; an archive
+  members (:mod:`pubsift.adapters.readers.archives`), named ``archive.zip!member/path``; an archive
   inside an archive is expanded too, ``max_nesting`` levels deep
   (``outer.zip!inner.tar!file.csv``), deeper ones are quarantined ``archive-member``.
 
 A path that does not exist, and a path that is not a regular file, a directory or a link
 to one (a FIFO, a socket, a device: opening it could block forever), is quarantined
 ``unreadable`` at position 0, naming it. Every
-decompressed byte is counted against the limits of :class:`~pubsift.adapters.limits.ReadLimits`
-(:mod:`pubsift.adapters.bombguard`).
+decompressed byte is counted against the limits of :class:`~pubsift.adapters.readers.limits.ReadLimits`
+(:mod:`pubsift.adapters.readers.bombguard`).
 """
 
 from __future__ import annotations
@@ -46,12 +46,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from pubsift.adapters.archives import archive_kind, tar_members, zip_members
-from pubsift.adapters.bombguard import Budget, compression_of, decompressed, translated
-from pubsift.adapters.limits import ReadLimits
-from pubsift.adapters.outcomes import Quarantined
-from pubsift.adapters.readers import ReadError
-from pubsift.adapters.source import Source
+from pubsift.adapters.readers.archives import archive_kind, tar_members, zip_members
+from pubsift.adapters.readers.bombguard import Budget, compression_of, decompressed, translated
+from pubsift.adapters.readers.limits import ReadLimits
+from pubsift.adapters.readers.outcomes import Quarantined
+from pubsift.adapters.readers.registry import ReadError
+from pubsift.adapters.readers.source import Source
 from pubsift.core.errors import one_line
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
-from pubsift.adapters.lines import check_encoding
+from pubsift.adapters.readers.lines import check_encoding
 from pubsift.core.errors import PubsiftError
 
 #: declared CSV column types
@@ -50,7 +50,7 @@ class Source:
     ``bool``, ``str``); undeclared columns are typed from their literal.
     ``delimiter``: the CSV delimiter (None: sniffed). ``encoding``: the text encoding of CSV
     and JSON-lines files (``latin-1``, ``utf-16`` ...; None: UTF-8, or the encoding a
-    UTF-8/UTF-16/UTF-32 byte-order mark names: :mod:`pubsift.adapters.lines`).
+    UTF-8/UTF-16/UTF-32 byte-order mark names: :mod:`pubsift.adapters.readers.lines`).
     ``publisher``: the concepts model's publisher side: ``concept``, ``vocabulary``,
     ``context``, ``time_field``, ``ignore`` (:class:`pubsift.adapters.concepts.Publisher`).
     ``exclude``: glob patterns of files not to read (``*.md``, ``PROVENANCE*``), matched

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from lxml import etree
-from pubsift.adapters.feeds import Kind
-from pubsift.adapters.readers import ReadError
-from pubsift.adapters.source import SourceError
+from pubsift.adapters.readers.registry import ReadError
+from pubsift.adapters.readers.source import SourceError
+from pubsift.adapters.readers.xmlfiles.feeds import Kind
 from pubsift.models.xml import hardened_iterparse
 
 _NAME = r"[A-Za-z_][\w.\-]*"

@@ -1,7 +1,7 @@
 """The one entry point: :func:`read` turns sources into events and quarantine records
 (docs/adapters.md). Nothing is dropped silently: every record read is either an
-:class:`~pubsift.adapters.outcomes.Event` or a
-:class:`~pubsift.adapters.outcomes.Quarantined`, and no exception escapes for bad data.
+:class:`~pubsift.adapters.readers.outcomes.Event` or a
+:class:`~pubsift.adapters.readers.outcomes.Quarantined`, and no exception escapes for bad data.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from pubsift.adapters.inputs import Input, inputs
-from pubsift.adapters.limits import DEFAULT_READ_LIMITS, ReadLimits
-from pubsift.adapters.outcomes import Event, Quarantined, excerpt
-from pubsift.adapters.readers import (
+from pubsift.adapters.readers.inputs import Input, inputs
+from pubsift.adapters.readers.limits import DEFAULT_READ_LIMITS, ReadLimits
+from pubsift.adapters.readers.outcomes import Event, Quarantined
+from pubsift.adapters.readers.registry import (
     SNIFF_BYTES,
     Reader,
     ReadError,
@@ -21,7 +21,7 @@ from pubsift.adapters.readers import (
     by_extension,
     readers,
 )
-from pubsift.adapters.source import Source, SourceError
+from pubsift.adapters.readers.source import Source, SourceError
 from pubsift.core.errors import PubsiftError, one_line
 from pubsift.core.model import FilterModel
 from pubsift.core.registry import load_model
@@ -66,7 +66,7 @@ def check(sources: Iterable[Source], models: Mapping[str, FilterModel] | None = 
     """SourceError, naming the source and the setting, for the first source whose settings
     cannot be used: a format no reader provides, a model that is not installed, a split
     element that is not an element name, a publisher side its model cannot build."""
-    from pubsift.adapters.splitting import SplitName
+    from pubsift.adapters.readers.xmlfiles.splitting import SplitName
 
     for src in sources:
         if src.format is not None and src.format not in readers():
@@ -177,42 +177,3 @@ def read_input(
 def _is_compression(exc: OSError) -> bool:
     text = str(exc).lower()
     return "gzip" in text or "compressed" in text or "crc" in text or "invalid data stream" in text
-
-
-def converter(model: FilterModel, source: Source) -> Callable[[Any, str, int], Event | Quarantined]:
-    """``convert(raw, name, position)``: a raw record (a mapping from CSV or JSON, XML
-    bytes) -> an Event of ``model``, or a Quarantined with reason ``invalid-event`` (what
-    ``model.parse_event`` refuses).
-
-    With a publisher side (``source.publisher``; docs/concepts.md, "Vocabulary agreement
-    and the edges") the mapping is enriched into a semantic object by
-    :meth:`pubsift.adapters.concepts.Publisher.enrich` instead (the model must be the
-    concepts model); what the publisher cannot enrich is quarantined with reason
-    ``concept-enrichment`` and a message naming the field. The Publisher is built once per
-    publisher description and model (:func:`pubsift.adapters.concepts.publisher_for`); a
-    description that cannot be used raises SourceError here, before any record is read."""
-    name = model.name
-    if source.publisher is not None:
-        from pubsift.adapters.concepts import publisher_for
-
-        enrich = publisher_for(model, source).enrich
-
-        def enriched(raw: Any, where: str, position: int) -> Event | Quarantined:
-            try:
-                return Event(name, where, position, enrich(raw))
-            except PubsiftError as exc:
-                return Quarantined(
-                    where, position, "concept-enrichment", one_line(exc), excerpt(raw), name
-                )
-
-        return enriched
-
-    parse = model.parse_event
-
-    def convert(raw: Any, where: str, position: int) -> Event | Quarantined:
-        try:
-            return Event(name, where, position, parse(raw))
-        except PubsiftError as exc:  # EventError, and any other refusal of the model
-            return Quarantined(where, position, "invalid-event", one_line(exc), excerpt(raw), name)
-
-    return convert
