@@ -15,7 +15,7 @@ filters Arrow's columns win. :class:`Choice` measures both on the rows of the ba
 (CPU time of this thread per row; each way's first measurement is a warm-up: the walk
 builds its plans as it goes), uses the faster, and tries the other again on a slice once
 the way in use has answered :attr:`Choice.GAP` rows (doubling while it stays ahead, as
-:class:`columnar.Ways` does one level below). Both ways give the same answer: the
+:class:`ways.Ways` does one level below). Both ways give the same answer: the
 per-row answer of ``load_event(json.loads(text))``.
 """
 
@@ -85,6 +85,8 @@ class Choice:
 def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
     """See :meth:`RecordsIndex.match_wire_batch`."""
     from pubsift.models.records import columnar
+    from pubsift.models.records.arrow_json import as_array
+    from pubsift.models.records.column_matching import answer_keys
 
     if getattr(index, "parse_wire", None) is None or not _scans():
         return columnar.match_wire_batch(index, wires)
@@ -94,7 +96,7 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
     except ImportError:
         return columnar.match_wire_batch(index, wires)
     texts = wires if isinstance(wires, (list, tuple)) else None
-    arr = columnar._as_array(wires if texts is not None else _one_chunk(wires))
+    arr = as_array(wires if texts is not None else _one_chunk(wires))
     if arr is None:  # not strings (or not for Arrow): row by row
         return columnar.match_wire_batch(index, wires)
     cache = index._columnar_cache()
@@ -118,7 +120,7 @@ def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
         choice.record(way, time.thread_time() - t, hi - lo)
         lo = hi
     if not out_r:
-        return np.empty(0, np.int64), columnar._answer_keys(index, [])
+        return np.empty(0, np.int64), answer_keys(index, [])
     if len(out_r) == 1:
         return out_r[0], out_k[0]
     return np.concatenate(out_r), np.concatenate(out_k)
@@ -141,6 +143,7 @@ def _scan_rows(index: Any, arr: Any, texts: Any, lo: int, hi: int) -> tuple[Any,
     import pyarrow as pa
     from pubsift.models.constraints import MAX_INT_DIGITS
     from pubsift.models.records import columnar, plans, selection
+    from pubsift.models.records.column_matching import answer_keys
     from pubsift.models.records.limits import MAX_DEPTH
 
     model, match = index.model, index.match
@@ -182,7 +185,7 @@ def _scan_rows(index: Any, arr: Any, texts: Any, lo: int, hi: int) -> tuple[Any,
         counts.append(len(found))
         keys.extend(found)
     rows = np.repeat(np.arange(lo, hi, dtype=np.int64), counts)
-    return rows, columnar._answer_keys(index, keys)
+    return rows, answer_keys(index, keys)
 
 
 def _scans() -> bool:
