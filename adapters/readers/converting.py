@@ -21,14 +21,14 @@ def converter(model: FilterModel, source: Source) -> Callable[[Any, str, int], E
 
     With a publisher side (``source.publisher``; docs/concepts.md, "Vocabulary agreement
     and the edges") the mapping is enriched into a semantic object by
-    :meth:`pubsift.adapters.concepts.Publisher.enrich` instead (the model must be the
+    :meth:`pubsift.adapters.readers.publisher.Publisher.enrich` instead (the model must be the
     concepts model); what the publisher cannot enrich is quarantined with reason
     ``concept-enrichment`` and a message naming the field. The Publisher is built once per
-    publisher description and model (:func:`pubsift.adapters.concepts.publisher_for`); a
+    publisher description and model (:func:`pubsift.adapters.readers.publisher.publisher_for`); a
     description that cannot be used raises SourceError here, before any record is read."""
     name = model.name
     if source.publisher is not None:
-        from pubsift.adapters.concepts import publisher_for
+        from pubsift.adapters.readers.publisher import publisher_for
 
         enrich = publisher_for(model, source).enrich
 

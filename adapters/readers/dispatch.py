@@ -89,7 +89,7 @@ def check(sources: Iterable[Source], models: Mapping[str, FilterModel] | None = 
                 f"source {src.path}: model {name!r} cannot be used: {one_line(exc)}"
             ) from None
         if src.publisher is not None:
-            from pubsift.adapters.concepts import publisher_for
+            from pubsift.adapters.readers.publisher import publisher_for
 
             publisher_for(model, src)
 

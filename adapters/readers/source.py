@@ -52,7 +52,7 @@ class Source:
     and JSON-lines files (``latin-1``, ``utf-16`` ...; None: UTF-8, or the encoding a
     UTF-8/UTF-16/UTF-32 byte-order mark names: :mod:`pubsift.adapters.readers.lines`).
     ``publisher``: the concepts model's publisher side: ``concept``, ``vocabulary``,
-    ``context``, ``time_field``, ``ignore`` (:class:`pubsift.adapters.concepts.Publisher`).
+    ``context``, ``time_field``, ``ignore`` (:class:`pubsift.adapters.readers.publisher.Publisher`).
     ``exclude``: glob patterns of files not to read (``*.md``, ``PROVENANCE*``), matched
     against a file's path relative to the directory or archive given and against its name;
     an excluded file is neither read nor counted."""

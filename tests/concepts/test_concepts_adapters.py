@@ -11,7 +11,7 @@ from datetime import datetime
 
 import pytest
 from pubsift.adapters import Event, Quarantined, Source, read
-from pubsift.adapters.concepts import Publisher, Subscriber
+from pubsift.adapters.concepts import ConceptsSubscriber, Publisher
 from pubsift.models.concepts.units import UREG
 
 QUOTES = "all_stocks_1yr_2017-02-08_2018-02-07.csv"
@@ -59,7 +59,7 @@ def test_quotes_in_usd_matched_and_delivered_in_eur(model, rates, shared_data):
     assert all(isinstance(o, Event) for o in outcomes)
     events = [o.event for o in outcomes]
     assert events[0] == quote_publisher(model).enrich(rows[0])  # the adapter itself
-    eu = Subscriber(
+    eu = ConceptsSubscriber(
         model,
         {"Kurs": "StockQuote", "Schluss": "FinalPrice", "Titel": "Symbol"},
         {"currency": "EUR", "date_format": "%d.%m.%Y"},
@@ -96,7 +96,7 @@ def test_ubl_amounts_and_quantities_for_subscribers_in_other_units(model, shared
         for o in outcomes
         if isinstance(o, Quarantined)
     )
-    us = Subscriber(
+    us = ConceptsSubscriber(
         model,
         {"Shipment": "BusinessDocument", "Weight": "NetWeight", "Total": "TotalAmount"},
         {"currency": "USD", "units": {"[mass]": "lb", "[length]": "ft"}},

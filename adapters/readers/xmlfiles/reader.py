@@ -20,7 +20,7 @@ What it gives, per file:
   holding it is quarantined (``xml-entity`` at its position), or the whole document when it
   is outside the items.
 * **The concepts model**: the parsed document goes to
-  :func:`pubsift.adapters.concepts.ubl_semantic_objects` (one semantic object per UBL
+  :func:`pubsift.adapters.readers.xmlfiles.ubl.ubl_semantic_objects` (one semantic object per UBL
   line).
 
 **Positions of whole-document problems** (docs/adapters.md §3): a document read
@@ -578,8 +578,8 @@ class _Reading:
             )
 
     def concepts(self, root: etree._Element) -> Iterator[Event | Quarantined]:
-        # the concepts enrichment (adapters/concepts.py); imported when first needed
-        from pubsift.adapters.concepts import ubl_semantic_objects
+        # the concepts enrichment (adapters/readers/xmlfiles/ubl.py); imported when first needed
+        from pubsift.adapters.readers.xmlfiles.ubl import ubl_semantic_objects
 
         # (for the concepts model only)
         yield from ubl_semantic_objects(root, self.model, self.name)  # type: ignore[arg-type]
