@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from lxml import etree
 from pubsift.adapters import Event, Quarantined, ReadLimits, Source, read
-from pubsift.adapters.readers.xmlfiles.reader import SERIALIZED_PER_BYTE
+from pubsift.adapters.readers.xmlfiles.state import SERIALIZED_PER_BYTE
 from pubsift.models.xml import XmlModel
 from pubsift.models.xml.parsing import ParseLimits, XmlEvent, parse_document
 

@@ -207,7 +207,46 @@ def salvage(
     it is lost whole (see the module docstring). ``options``: the hardened parser options
     of the strict parses; ``recover``: a hardened parser in recovery mode (used only to
     delimit); ``classify``: the reason and problem of a strict parse's error."""
+    delimited = _delimit(data, find, recover)  # 1.
+    if isinstance(delimited, Lost):
+        return delimited
+    regions = _regions(delimited)  # 2.
+    if isinstance(regions, Lost):
+        return regions
+    cutting = _Cutting(delimited, regions)  # 3.
     strict = hardened_parser(huge=bool(options.get("huge_tree")))
+    for _ in range(MAX_ATTEMPTS):
+        cut, where, pos = cutting.cut()
+        try:
+            sroot = etree.fromstring(cut, strict)
+        except etree.XMLSyntaxError as exc:
+            lost = cutting.refused(cut, where, pos, classify(exc), options)
+            if lost is not None:
+                return lost
+            continue
+        except ValueError as exc:
+            return Lost(XmlProblem(0, 0, str(exc)), False)
+        return cutting.matched(sroot, find, pos)  # 4.
+    return Lost(XmlProblem(0, 0, f"more than {MAX_ATTEMPTS} broken items"), False)
+
+
+@dataclass
+class _Delimited:
+    """Step 1: the decoded text, the tree recovery made of it with a line break before
+    every ``<`` (located in the text by ``loc``), its items, and the recovered parse's
+    errors (line, column, message)."""
+
+    text: str
+    loc: _Locator
+    root: etree._Element
+    items: list
+    log: list[tuple[int, int, str]]
+
+
+def _delimit(
+    data: bytes, find: Callable[[etree._Element], list], recover: etree.XMLParser
+) -> _Delimited | Lost:
+    """Step 1: decode the document and recover its tree, to delimit its items."""
     try:
         probe = etree.fromstring(data, recover)
     except etree.XMLSyntaxError:
@@ -228,13 +267,37 @@ def salvage(
     items = find(root)
     if not items:
         return Lost(XmlProblem(0, 0, "no item could be delimited"), False)
-    nodes = [n for n in root.iter() if n.tag is not etree.Entity]
-    nodes += [n for n in root.itersiblings() if n.tag is not etree.Entity]
+    return _Delimited(text, loc, root, items, log)
+
+
+class _Regions:
+    """Step 2: the region of each item in the text, (begin, end, the end tags of the
+    ancestors recovery closed inside it), in document order."""
+
+    def __init__(self, regions: list[tuple[int, int, str]], text: str) -> None:
+        self.regions = regions
+        self.begins = [b for b, _, _ in regions]
+        self.size = len(text)
+
+    def owner(self, offset: int) -> int | None:
+        """The index of the item whose region holds ``offset``, if one does."""
+        i = bisect_right(self.begins, offset) - 1
+        if i < 0:
+            return None
+        _b, e, _ = self.regions[i]
+        return i if offset < e or offset == e == self.size else None
+
+
+def _regions(d: _Delimited) -> _Regions | Lost:
+    """Step 2: each item's region, from its start tag to the start of the next node after
+    it (its tail included) or to the end of the document."""
+    nodes = [n for n in d.root.iter() if n.tag is not etree.Entity]
+    nodes += [n for n in d.root.itersiblings() if n.tag is not etree.Entity]
     index = {n: i for i, n in enumerate(nodes)}
     floor = 0
     regions: list[tuple[int, int, str]] = []
-    for item in items:
-        begin = loc.start(item, floor)
+    for item in d.items:
+        begin = d.loc.start(item, floor)
         if begin < 0:
             return Lost(
                 XmlProblem(
@@ -244,10 +307,10 @@ def salvage(
             )
         last = [n for n in item.iter() if n.tag is not etree.Entity][-1]
         k = index[last] + 1
-        end, closing = len(text), list(item.iterancestors())
+        end, closing = len(d.text), list(item.iterancestors())
         if k < len(nodes):
             nxt = nodes[k]
-            end = loc.start(nxt, begin + 1)
+            end = d.loc.start(nxt, begin + 1)
             if end < 0:
                 return Lost(
                     XmlProblem(
@@ -262,67 +325,90 @@ def salvage(
         tags = "".join(f"</{_qname(a)}>" for a in closing)
         regions.append((begin, end, tags))
         floor = begin + 1
+    return _Regions(regions, d.text)
 
-    begins = [b for b, _, _ in regions]
 
-    def owner(offset: int) -> int | None:
-        i = bisect_right(begins, offset) - 1
-        if i < 0:
-            return None
-        _b, e, _ = regions[i]
-        return i if offset < e or offset == e == len(text) else None
+class _Cutting:
+    """Step 3: the document with the broken items' regions cut out, parsed strictly until
+    it parses; an error inside an item's region marks that item broken. Starts with the
+    items whose region holds an error of the recovered parse (one at the very end, a
+    truncated document, is left to the strict parse)."""
 
-    lines = _Text(text)
-    broken: dict[int, tuple[str, XmlProblem]] = {}
-    for line, column, message in log:
-        at = lines.offset(line, column) if line > 0 else -1
-        # an error at the very end (a truncated document) is left to the strict parse
-        i = owner(at) if 0 <= at < len(text.rstrip()) else None
-        if i is not None and i not in broken:
-            broken[i] = ("xml-syntax", lines.problem(at, _one_line(message)))
-    trunc_at, trunc_tags, truncated = len(text), "", None
-    for _ in range(MAX_ATTEMPTS):
+    def __init__(self, d: _Delimited, regions: _Regions) -> None:
+        self.d = d
+        self.regions = regions
+        self.lines = _Text(d.text)
+        self.broken: dict[int, tuple[str, XmlProblem]] = {}
+        for line, column, message in d.log:
+            at = self.lines.offset(line, column) if line > 0 else -1
+            i = regions.owner(at) if 0 <= at < len(d.text.rstrip()) else None
+            if i is not None and i not in self.broken:
+                self.broken[i] = ("xml-syntax", self.lines.problem(at, _one_line(message)))
+        # a document that ends early outside the items: read as closed at trunc_at
+        self.trunc_at, self.trunc_tags = len(d.text), ""
+        self.truncated: XmlProblem | None = None
+
+    def cut(self) -> tuple[str, list[tuple[int, int]], int]:
+        """The cut text, its (cut, original) offsets at each cut's two sides, and the
+        original offset after the last cut region."""
+        text = self.d.text
         pieces, where, pos, size = [], [], 0, 0
-        for i, (b, e, tags) in enumerate(regions):
-            if i in broken:
+        for i, (b, e, tags) in enumerate(self.regions.regions):
+            if i in self.broken:
                 pieces += [text[pos:b], tags]
                 size += b - pos
                 where.append((size, b))
                 size += len(tags)
                 where.append((size, e))
                 pos = e
-        if pos < trunc_at:
-            pieces += [text[pos:trunc_at], trunc_tags]
+        if pos < self.trunc_at:
+            pieces += [text[pos : self.trunc_at], self.trunc_tags]
         else:
             pieces.append(text[pos:])
-        cut = "".join(pieces)
-        try:
-            sroot = etree.fromstring(cut, strict)
-        except etree.XMLSyntaxError as exc:
-            reason, problem = classify(exc)
-            at = _to_original(_Text(cut).offset(problem.line, problem.column), where)
-            if at >= len(text.rstrip()) and trunc_at == len(text) and pos < len(text):
-                # the document ends early: read it as closed at its last complete markup
-                p = cut.rfind(">") + 1
-                stack = _open_elements(cut[:p], options)
-                if stack is None:
-                    return Lost(lines.problem(at, problem.message), False)
-                tag = items[0].tag
-                if any(el.tag == tag for el in stack):
-                    i = max(0, bisect_right(begins, _to_original(p, where)) - 1)
-                    broken.setdefault(i, (reason, lines.problem(at, problem.message)))
-                else:
-                    trunc_at = _to_original(p, where)
-                    truncated = lines.problem(at, problem.message)
-                    trunc_tags = "".join(f"</{_qname(el)}>" for el in reversed(stack))
-                continue
-            i = owner(at)
-            if i is None or i in broken:
-                return Lost(lines.problem(at, problem.message), True)
-            broken[i] = (reason, lines.problem(at, problem.message))
-            continue
-        except ValueError as exc:
-            return Lost(XmlProblem(0, 0, str(exc)), False)
+        return "".join(pieces), where, pos
+
+    def refused(
+        self,
+        cut: str,
+        where: list[tuple[int, int]],
+        pos: int,
+        found: tuple[str, XmlProblem],
+        options: Mapping,
+    ) -> Lost | None:
+        """What the strict parse's error in ``cut`` means: one more broken item (None:
+        try again), a truncated end read as closed, or the whole document lost."""
+        text = self.d.text
+        reason, problem = found
+        at = _to_original(_Text(cut).offset(problem.line, problem.column), where)
+        located = self.lines.problem(at, problem.message)
+        if at >= len(text.rstrip()) and self.trunc_at == len(text) and pos < len(text):
+            # the document ends early: read it as closed at its last complete markup
+            p = cut.rfind(">") + 1
+            stack = _open_elements(cut[:p], options)
+            if stack is None:
+                return Lost(located, False)
+            tag = self.d.items[0].tag
+            if any(el.tag == tag for el in stack):
+                last = max(0, bisect_right(self.regions.begins, _to_original(p, where)) - 1)
+                self.broken.setdefault(last, (reason, located))
+            else:
+                self.trunc_at = _to_original(p, where)
+                self.truncated = located
+                self.trunc_tags = "".join(f"</{_qname(el)}>" for el in reversed(stack))
+            return None
+        owner = self.regions.owner(at)
+        if owner is None or owner in self.broken:
+            return Lost(located, True)
+        self.broken[owner] = (reason, located)
+        return None
+
+    def matched(
+        self, sroot: etree._Element, find: Callable[[etree._Element], list], pos: int
+    ) -> Salvaged | Lost:
+        """Step 4: the strictly parsed rest, when its items are the unbroken items of the
+        recovered tree, one for one (same elements and attribute names), and no markup
+        follows a broken item that may be its own content."""
+        items, broken = self.d.items, self.broken
         debris = _debris(items, broken)
         if debris is not None:
             return Lost(debris, False)
@@ -332,9 +418,10 @@ def salvage(
             return Lost(
                 XmlProblem(0, 0, "the items read strictly are not those recovery found"), False
             )
+        text, regions = self.d.text, self.regions.regions
         shown = {i: text[regions[i][0] : min(regions[i][1], regions[i][0] + 200)] for i in broken}
-        return Salvaged(sroot, len(items), broken, shown, truncated if pos < trunc_at else None)
-    return Lost(XmlProblem(0, 0, f"more than {MAX_ATTEMPTS} broken items"), False)
+        truncated = self.truncated if pos < self.trunc_at else None
+        return Salvaged(sroot, len(items), broken, shown, truncated)
 
 
 def _debris(items: list, broken: dict) -> XmlProblem | None:
