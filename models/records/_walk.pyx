@@ -7,7 +7,8 @@ values, the string memo, one-sided runs, region tables, gathered segment-tree pa
 bucket for any value) is run here by a typed method, with no Python call per part; the
 other parts (prefixes, suffixes, residual tests, ``any``) stay Python closures called
 from here, and so does everything about a node without a compiled plan (``step``) and
-values of other kinds than strings and numbers (``probe``). Answers are those of the
+values of other kinds than strings and numbers (``probe``; for null, true and false once
+per plan, their answer kept in the plan's entry). Answers are those of the
 Python walk: ``tests/records/test_plans.py`` runs every script both ways. The module is
 optional: without it (no compiler at install time, or ``PUBSIFT_PURE_PYTHON=1``) the index
 walks in Python.
@@ -379,6 +380,9 @@ cdef class Entry:
     """One attribute of a node's plan."""
     cdef object name, absent, ai
     cdef tuple on_str, on_num
+    # the folded answers of the attribute index for null, true and false, made on first
+    # use (as the plan, a snapshot: a change below drops the plan and these with it)
+    cdef tuple on_none, on_true, on_false
 
     def __init__(self, name, tuple on_str, tuple on_num, absent, ai):
         self.name = name
@@ -386,6 +390,34 @@ cdef class Entry:
         self.on_num = tuple([_part(p) for p in on_num])
         self.absent = absent
         self.ai = ai
+        self.on_none = self.on_true = self.on_false = None
+
+    cdef tuple literal(self, object v):
+        """The folded answer for the JSON literal ``v`` (None, True or False)."""
+        cdef tuple r = self.on_none if v is None else self.on_true if v is True else self.on_false
+        if r is None:
+            r = _folded(self.ai.probe(v))
+            if v is None:
+                self.on_none = r
+            elif v is True:
+                self.on_true = r
+            else:
+                self.on_false = r
+        return r
+
+
+cdef tuple _folded(list buckets):
+    """``plans.apply_items``'s keys and inner nodes of the buckets of a probe, as a folded
+    bucket (keys, inner)."""
+    cdef list keys = [], inner = []
+    for bucket in buckets:
+        for n in bucket:
+            entry = n.entry
+            if entry is not None:
+                keys.extend(entry.keys)
+            if n.children:
+                inner.append(n)
+    return (tuple(keys), tuple(inner))
 
 
 def convert(tuple plan):
@@ -480,6 +512,7 @@ cdef set _match(object root, dict attrs):
     cdef Part p
     cdef PyObject* pv
     cdef type c
+    cdef tuple r
     while qi < PyList_GET_SIZE(queue):
         node = <object>PyList_GET_ITEM(queue, qi)
         qi += 1
@@ -501,6 +534,9 @@ cdef set _match(object root, dict attrs):
             elif c is float or c is int:
                 for p in e.on_num:
                     p.run(v, found, queue)
+            elif v is None or c is bool:  # the index's answer for it, made once per plan
+                r = e.literal(v)
+                _give(r, found, queue)
             else:
                 _probe(e.ai, v, found, queue)
     return found
