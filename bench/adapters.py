@@ -1,4 +1,4 @@
-"""Reading speed of the adapters against the plainest baseline, in the same run (issue 11 §5).
+"""Reading speed of the adapters against the plainest baseline, in the same run (docs/adapters.md).
 
     .venv/bin/python bench/adapters.py [--quick] [--repeats N] [--json PATH]
 
@@ -93,7 +93,7 @@ def _compare(
 
 # -- CSV ------------------------------------------------------------------------------------
 def _decompressing_inputs(path: str) -> bool:
-    """Whether the inputs layer decompresses ``.gz`` files (after issue 11's inputs)."""
+    """Whether the inputs layer decompresses ``.gz`` files (docs/adapters.md §2)."""
     for inp in inputs(Source(path), DEFAULT_READ_LIMITS):
         if not isinstance(inp, Input):
             return False

@@ -1,4 +1,4 @@
-"""The cost of the authorization check per subscription (issue 15 §3; docs/protocol.md §10):
+"""The cost of the authorization check per subscription (docs/protocol.md §10):
 ``Authorizer.check`` for a ``sub`` of an identity with many authorized records filters,
 through the model's index (``RecordsIndex.covering``: candidates are the authorized filters
 matching the subscription's witness event, Mühl Fig. 4.7), against the baseline of a

@@ -1,4 +1,4 @@
-"""The pubsift broker side by side with NATS and Mosquitto (issue 29): notifications per
+"""The pubsift broker side by side with NATS and Mosquitto (DESIGN.md §2.6): notifications per
 second at saturation, latency at a paced rate, broker and client CPU per message, on the
 same workloads, on this machine, loopback only, with Python clients on every side.
 

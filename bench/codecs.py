@@ -1,4 +1,4 @@
-"""The broker protocol's codec (issue 29): frames encoded and decoded by the standard
+"""The broker protocol's codec (DESIGN.md §2.6): frames encoded and decoded by the standard
 library's json, by orjson (the same JSON protocol) and by ormsgpack (MessagePack, which a
 binary protocol would negotiate), on the frames a broker reads and writes most.
 

@@ -1,5 +1,5 @@
 """Matching throughput of the concepts model with subscriptions in mixed currencies and
-units, against the naive way, in the same run (issue 5, §4).
+units, against the naive way, in the same run (docs/concepts.md, "Index and benchmark").
 
     .venv/bin/python bench/concepts_match.py [--subscriptions 10000] [--events 2000]
                                              [--quick] [--json PATH]

@@ -1,5 +1,5 @@
 """EventBridge patterns on citylots2-shaped GeoJSON events: event-ruler's benchmark rule
-sets, events/s per core from JSON text, against ``json.loads`` on the same texts (issue 32).
+sets, events/s per core from JSON text, against ``json.loads`` on the same texts (docs/records-syntax.md §2).
 
     .venv/bin/python bench/eventbridge.py [--events 20000] [--batch 5000] [--seed 0]
                                           [--sets EXACT,WILDCARD,...] [--quick] [--json PATH]
@@ -43,13 +43,13 @@ after a warm-up (``bench/harness.py``), all on the same texts:
 * *per event*: ``index.match(model.parse_event(text))`` per text, and its two stages:
   *parse* (``model.parse_event(text)``: the JSON scan and the records event) and
   *match* (``index.match(event)`` on events parsed beforehand); where the index has a
-  selective entry point that reads only the fields its filters name (issue 32, the event
-  side: ``RecordsIndex.match_wire``), it is timed too (*selective*, and its parse stage
+  selective entry point that reads only the fields its filters name (docs/records-syntax.md §5,
+  the event side: ``RecordsIndex.match_wire``), it is timed too (*selective*, and its parse stage
   ``parse_wire``: *sel. parse*);
 * *batch*: ``index.match_wire_batch`` over pyarrow string arrays of ``--batch`` texts
   (made before timing).
 
-Each rate is also given as a multiple of *json.loads*, with the issue's goals: per event
+Each rate is also given as a multiple of *json.loads*, with the goals it was built to: per event
 at least 3× on the simple sets and 1× on COMBO and COMPLEX_ARRAYS; batch at least 5× on
 the simple sets (event-ruler measured 3.4-6.9× and 0.6-1.0× of the same yardstick). Every
 path's answers are compared with the per-event answers (exit status 1 if any differs).
@@ -311,7 +311,7 @@ def run(
         for w in wires:
             loads(w)
 
-    # the yardstick as the issue measured it keeps every result (as the paths timed here
+    # the yardstick as first measured keeps every result (as the paths timed here
     # keep their answers); dropping each one at once spares the collector its growing heap
     t_dropped = time_it(dropped, n, inputs, repeats)
     console.print(

@@ -1,7 +1,7 @@
 """The one timing helper of the benchmarks: warm-up, CPU time, repeats, median, spread,
 the ratio line, and the ``--quick`` / ``--json`` options every script takes.
 
-Rules it enforces (issue 16, §1): both sides of a ratio are timed on the same inputs
+Rules it enforces (DESIGN.md §3, "Correct first, then fast, both measured"): both sides of a ratio are timed on the same inputs
 (:func:`ratio` refuses two timings over different inputs); times are the CPU time of this
 process (``time.process_time``), so figures hold on a busy machine; every timing runs
 its work once untimed first (warm-up: caches, compiled plans, lazily built structures),

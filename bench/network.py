@@ -1,4 +1,4 @@
-"""Load test of broker processes on loopback (issue 14 §2): notifications per second
+"""Load test of broker processes on loopback (docs/protocol.md §8): notifications per second
 delivered end to end, latency and messages per link, for covering and merging routing
 against flooding on the same workload and the same offered rates.
 

@@ -1,4 +1,4 @@
-"""Columnar batch matching of records wire texts against the per-row index path (issue 12 §5).
+"""Columnar batch matching of records wire texts against the per-row index path (DESIGN.md §2.4: batch entry points).
 
     .venv/bin/python bench/records_batch.py [--sizes 1000,10000] [--events 20000]
                                             [--batch 10000] [--mix quotes|all]
@@ -28,8 +28,8 @@ way (b) found faster (lower CPU time per row).
 The sample keeps the file's order (by symbol, then date; the event store keeps it), and
 the same events are also timed in the order a feed publishes them (by date, then symbol:
 more cache misses for the per-row walk). CPU time of this process, warm-up, median of
-``--repeats`` runs and spread by ``bench/harness.py``; "b/a" is the issue's bar (at least
-3× at 10k subscriptions). Every batch's answer is compared with the per-row answer (the
+``--repeats`` runs and spread by ``bench/harness.py``; "b/a" is the bar it was built to
+(at least 3× at 10k subscriptions). Every batch's answer is compared with the per-row answer (the
 same (row, key) pairs); exit status 1 if any differs.
 """
 
@@ -215,8 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         "--mix",
         choices=sorted(MIXES),
         default="quotes",
-        help="quotes: Mühl's quote and quote-interval subscriptions (the issue's "
-        "bar); all: workload.Mix() (prefixes, portfolios, volumes too)",
+        help="quotes: Mühl's quote and quote-interval subscriptions (the bar "
+        "of the ratio); all: workload.Mix() (prefixes, portfolios, volumes too)",
     )
     args = bench.parse()
     events = args.events or (10000 if args.quick else 20000)

@@ -1,4 +1,4 @@
-"""Routing throughput of the strategies on Mühl's 107-broker network (issue 3, §7).
+"""Routing throughput of the strategies on Mühl's 107-broker network (Mühl 2002, ch. 6; docs/experiments.md).
 
     .venv/bin/python bench/routing.py [--consumers 1] [--churn 100] [--pubs 1000]
                                       [--advertisements] [--index records|partitioned]

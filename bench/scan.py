@@ -1,4 +1,4 @@
-"""Reading only what patterns use (issue 32, the event side): the candidate ways from an
+"""Reading only what patterns use (docs/records-syntax.md §5, the event side): the candidate ways from an
 event's JSON text to a records event holding only the fields an index's filters name,
 measured in one run on the same citylots2-shaped texts (``bench/eventbridge.py``'s
 generator, seeded), each with the index's answers compared to the full parse's.

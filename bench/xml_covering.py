@@ -1,5 +1,5 @@
 """XSEARCH against the pairwise "Linear" scan, and the size of the factorization tree
-(Chand & Felber 2004, §5, Tables 1 and 2; issue 4, §5).
+(Chand & Felber 2004, §5, Tables 1 and 2; docs/xml.md).
 
     .venv/bin/python bench/xml_covering.py [--sizes 1000,2000,5000,10000] [--queries 1000]
                                            [--linear-queries 50] [--table2 1000,...,100000]

@@ -1,5 +1,5 @@
 """Matching throughput of the XML index (shared evaluation over the factorization tree)
-against a loop of compiled lxml XPath objects (issue 4, §5; issue 16, §1).
+against a loop of compiled lxml XPath objects (docs/xml.md, "Workloads and benchmarks"; bench/harness.py's rules).
 
     .venv/bin/python bench/xml_match.py [--sizes 1000,10000,100000] [--docs 500]
                                         [--baseline-seconds 20] [--quick] [--json PATH]

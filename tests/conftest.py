@@ -15,7 +15,7 @@ settings.register_profile("ci", deadline=None, derandomize=True, database=None, 
 settings.load_profile(os.environ.get("PUBSIFT_HYPOTHESIS_PROFILE", "dev"))
 
 
-# --- Spark: one local[2] session per test run (issue 12; brief: "share one Spark session") --
+# --- Spark: one local[2] session per test run (docs/spark.md, "Where it runs") -------------
 import pytest  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""Archives (issue 11 §1 "Archives and trees", §4 hostile inputs): zip and tar members read
+"""Archives (docs/adapters.md §2, §4, §5): zip and tar members read
 by streaming, nested one level deep, under limits on member count, total size and ratio;
 unsafe names, links and devices quarantined, never opened; nothing written to disk."""
 

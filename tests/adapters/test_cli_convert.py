@@ -1,4 +1,4 @@
-"""``pubsift convert`` and ``pubsift match`` on files, trees and archives (issue 11 §3):
+"""``pubsift convert`` and ``pubsift match`` on files, trees and archives (docs/adapters.md §6):
 events as JSON lines (model, source, position, wire form), a quarantine file, counts per
 source and per reason, exit codes 0/1/2, output written atomically."""
 
@@ -459,7 +459,7 @@ def test_a_publisher_side_that_cannot_be_used_is_a_usage_error(tmp_path, value, 
     assert not (tmp_path / "o.jsonl").exists()
 
 
-# -- review of issue 11, findings 9, 10, 16 --------------------------------------------------
+# -- found by review: links, output paths, counts --------------------------------------------
 def test_convert_out_through_a_symlink_writes_the_target_and_keeps_the_link(tmp_path):
     (tmp_path / "a.lines").write_bytes(b"1\n")
     target = tmp_path / "target.jsonl"

@@ -1,4 +1,4 @@
-"""Semantic objects from sources (issue 11 §1 "Semantic objects", §2): CSV and JSON-lines
+"""Semantic objects from sources (docs/concepts.md, "Vocabulary agreement and the edges"): CSV and JSON-lines
 records enriched by a source's publisher side, UBL documents through
 ``ubl_semantic_objects``; what cannot be enriched is quarantined as ``concept-enrichment``
 naming the field, and a bad publisher description is a SourceError before any record."""

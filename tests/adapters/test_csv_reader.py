@@ -1,4 +1,4 @@
-"""The CSV reader (issue 11 §1, §2, §4): typing, declared types, positions, every bad row
+"""The CSV reader (docs/adapters.md §2, §3, §4): typing, declared types, positions, every bad row
 quarantined, on hand-made files and on the real S&P 500 quotes (oracle: Python's csv
 module)."""
 
@@ -188,7 +188,7 @@ def test_declared_types_replace_inference():
         {"i": -1, "f": 1000.0, "b": False, "s": "true", "u": "x"},
     ]
     assert type(out[0].event["f"]) is float
-    assert records(out)[2] == {}  # every cell empty: the event {} (issue 32)
+    assert records(out)[2] == {}  # every cell empty: the event {} (docs/records-syntax.md §5)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Inputs of a source (issue 11 §1 "Archives and trees", §2 sources): plain files,
+"""Inputs of a source (docs/adapters.md §1, §2): plain files,
 directories read recursively in sorted order, glob patterns, .gz/.bz2 files; names as
 specified; missing paths, empty directories, links and FIFOs quarantined, never raised."""
 
@@ -253,7 +253,7 @@ def test_positions_and_ids_are_stable_across_runs(tmp_path):
     assert len({i for i, _ in first}) == len(first) == 5
 
 
-# -- review of issue 11, findings 3, 4, 9, 16 ------------------------------------------------
+# -- found by review: links, hidden names, special files -----------------------------------
 def test_a_link_to_a_hidden_file_is_read_under_the_links_name_once(tmp_path):
     # the Kubernetes volume layout: q.lines -> ..data/q.lines, ..data -> ..2024_01_01
     d = tree(tmp_path / "mount", {"..2024_01_01/q.lines": b"1\n2\n", "plain.lines": b"3\n"})

@@ -1,4 +1,4 @@
-"""The JSON-lines reader (issue 11 §1, §2, §4): JSON's own types, line-number positions,
+"""The JSON-lines reader (docs/adapters.md §2, §3, §4): JSON's own types, line-number positions,
 each bad line quarantined with its reason, bounded memory, on hand-made files and the
 aws/event-ruler fixtures (oracle: the json module)."""
 

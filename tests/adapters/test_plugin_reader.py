@@ -1,4 +1,4 @@
-"""A third-party model contributes its own reader (issue 11 §1 "Third-party models"): a toy
+"""A third-party model contributes its own reader (docs/adapters.md §7): a toy
 package written into tmp_path with a dist-info that registers a model under
 ``pubsift.models`` and its reader under ``pubsift.readers``; a fresh interpreter with
 PYTHONPATH=tmp_path reads, converts and matches the toy files without touching

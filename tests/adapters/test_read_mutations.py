@@ -1,5 +1,5 @@
-"""Mutated inputs (issue 11 §4: "a hypothesis test mutates good CSV/JSON/XML bytes and
-checks read = events + quarantined and that no exception escapes"): bytes flipped,
+"""Mutated inputs (docs/adapters.md §4: good CSV/JSON/XML bytes mutated, and still
+read = events + quarantined, no exception escaping): bytes flipped,
 inserted, deleted and cut off, in plain files and in whole archives. Whatever comes in,
 ``read()`` gives events and quarantine records only, with ids unique per source; for the
 line format, whose records an independent split can count, read equals that count. Formats

@@ -1,4 +1,4 @@
-"""Counts of a read (issue 11 §2: read = events + quarantined, per source): the summary of a
+"""Counts of a read (docs/adapters.md: read = events + quarantined, per source): the summary of a
 mixed directory against counts made independently of the readers."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The xml reader on hand-made documents (issue 11 §1, §2, §4): kinds, split elements,
+"""The xml reader on hand-made documents (docs/adapters.md §2, §4): kinds, split elements,
 hostile inputs (XXE, billion laughs, deep nesting, oversize, bad encodings), a feed with
 one broken item among good ones, streaming equal to in-memory reading, and errors of the
 input stream passing through lxml."""
@@ -541,7 +541,7 @@ def test_concepts_model_reads_ubl_semantic_objects(tmp_path):
     if not hasattr(concepts, "ubl_semantic_objects"):
         pytest.skip(
             "pubsift.adapters.concepts.ubl_semantic_objects is written by the "
-            "concepts helper of issue 11 (not merged yet)"
+            "concepts adapters (not installed)"
         )
     from pathlib import Path
 
@@ -580,7 +580,7 @@ def test_mutated_feeds_never_raise_and_every_outcome_is_placed(edits):
             assert etree.fromstring(o.event.xml.encode()).tag == "rss"
 
 
-# -- review findings (issue 11 review, branch ``review``) ----------------------------------
+# -- found by review ----------------------------------------------------------------------
 def _read(name: str, data: bytes, limits: ReadLimits = DEFAULT_READ_LIMITS) -> list:
     return list(read_input(Input(name, Source(name), lambda: io.BytesIO(data), len(data)), limits))
 
@@ -685,7 +685,7 @@ def test_streamed_feed_with_one_broken_item_keeps_the_others():
 
 
 def test_a_too_deep_item_loses_only_that_item():
-    """Finding 8 (review numbering; 6 in the brief)."""
+    """An item nested too deep is quarantined alone; the other items are events."""
     deep = b"<a>" * 300 + b"</a>" * 300
     feed = (
         b'<rss version="2.0"><channel><title>x</title>\n<item><title>1</title></item>\n'

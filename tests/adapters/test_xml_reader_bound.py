@@ -1,4 +1,4 @@
-"""The size bound of the xml reader's item events (issue 11 §5): an event's serialization
+"""The size bound of the xml reader's item events (docs/adapters.md §5): an event's serialization
 takes at most ``SERIALIZED_PER_BYTE`` UTF-8 bytes per byte of a well-formed document
 without internal DTD subset, so the reader measures an event exactly only when the document
 is large enough for one to exceed ``ReadLimits.xml.max_bytes``; the events themselves

@@ -1,4 +1,4 @@
-"""The xml reader on real third-party data (issue 11 §4): feeds (feedparser's well-formed
+"""The xml reader on real third-party data (docs/adapters.md §2, §4): feeds (feedparser's well-formed
 and ill-formed test feeds, captured real feeds), NITF wire stories, YFilter documents, UBL
 and FpML business documents. Oracles are independent: lxml XPath on the whole document
 parsed separately, and each item's event rebuilt by lxml from the whole feed."""

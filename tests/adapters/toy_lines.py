@@ -1,4 +1,4 @@
-"""A small reader for the adapters tests (issue 11): a ``.lines`` file holds one integer per
+"""A small reader for the adapters tests (docs/adapters.md §7): a ``.lines`` file holds one integer per
 line; line n is the event ``{"n": value}`` at position n, or a Quarantined ``lines-syntax``
 when it is not an integer. Its oracle is Python's own ``splitlines``, so archive and tree
 tests can count what must come out without the real readers."""

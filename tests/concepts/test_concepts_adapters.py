@@ -227,7 +227,7 @@ def test_ubl_entities_and_dtds_are_quarantined_not_parsed(
     model, tmp_path, listener, doctype, message, stream_above
 ):
     """A UBL document given to the concepts reader goes through the xml model's hardened
-    parser (issue 13 §3): entity declarations, external entities and entities of an
+    parser (docs/xml.md, "Events and safe parsing"): entity declarations, external entities and entities of an
     external DTD are quarantined with the reason ``xml-entity``; nothing is fetched."""
     from pubsift.adapters.readers.limits import ReadLimits
 

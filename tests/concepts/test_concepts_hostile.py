@@ -1,4 +1,4 @@
-"""Hostile and extreme input for the concepts model (issue 10): every hook answers correctly
+"""Hostile and extreme input for the concepts model (docs/concepts.md, "Limits (hostile input)"): every hook answers correctly
 or raises a PubsiftError naming what and where — never another exception, a hang or
 unbounded memory. Limits are those of :mod:`pubsift.models.concepts.limits`."""
 

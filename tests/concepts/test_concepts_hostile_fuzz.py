@@ -1,4 +1,4 @@
-"""Randomized hostile input for every hook of the concepts model (issue 10): valid filters
+"""Randomized hostile input for every hook of the concepts model (docs/concepts.md, "Limits (hostile input)"): valid filters
 and events with one part replaced by an extreme or ill-typed value (huge and 4,300-digit
 integers, NaN, infinities, lone surrogates, wrong JSON types, deep nesting, odd units).
 Each hook answers or raises a PubsiftError; whatever parses round-trips exactly through

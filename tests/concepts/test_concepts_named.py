@@ -1,4 +1,4 @@
-"""The named test vectors of issue 5 and Cilia et al. (003 §4.1)."""
+"""The named test vectors of the concepts model (docs/concepts.md) and of Cilia et al. (003 §4.1)."""
 
 from __future__ import annotations
 

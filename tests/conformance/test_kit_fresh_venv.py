@@ -1,4 +1,4 @@
-"""pubsift as users install it, in fresh virtual environments (issue 13 §1-2).
+"""pubsift as users install it, in fresh virtual environments (docs/conformance.md, "Running it against your model").
 
 * With base pubsift only (and pytest, for the user's own unrelated tests; no hypothesis),
   the pytest11 plugin loads and a trivial test passes; ``import pubsift``, the built-in

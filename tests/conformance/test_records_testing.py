@@ -65,5 +65,5 @@ def test_matching_event_matches_and_model_accepts_it(data):
 @given(testing.events(testing.SCHEMA))
 def test_events_mix_kinds_and_model_accepts_them(e):
     assert MODEL.parse_event(e.raw) == e
-    # attributes, arrays of objects (groups), or the empty event {} (issue 32)
+    # attributes, arrays of objects (groups), or the empty event {} (docs/records-syntax.md §5)
     assert len(e) >= 1 or e.groups or e.raw == {}

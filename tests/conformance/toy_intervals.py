@@ -257,7 +257,7 @@ class BrokenIndex(IntervalModel):
 
 class HalfAddIndex(SortedIntervalIndex):
     """Checks the index limit only after registering the pair: a failed add is counted by
-    ``len`` (issue 10 §1, the concepts index)."""
+    ``len`` (as the concepts index does)."""
 
     def add(self, f: Span, key: Hashable) -> None:
         if f not in self._keys:

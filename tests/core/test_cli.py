@@ -264,7 +264,7 @@ SAMPLE_QUOTES = ROOT / "examples" / "sample" / "quotes" / "quotes-2017-02-to-07.
 
 
 def test_demo_reads_the_bundled_sample_by_default():
-    """A fresh clone has no shared data: the demo routes the sample's quotes (issue 12 §4)."""
+    """A fresh clone has no shared data: the demo routes the sample's quotes (README.md, "Two commands")."""
     import gzip
 
     from pubsift.experiments import demo
@@ -371,7 +371,7 @@ def test_readme_routing_example_delivers_only_the_matching_quote(capsys):
     assert capsys.readouterr().out.split() == ["1"]
 
 
-# -- hostile input through the installed console script (issue 10 §5) ----------------------
+# -- hostile input through the installed console script (README.md, "Bad input") -----------
 # Real subprocesses of the venv's `pubsift`: what a user sees, tracebacks included.
 
 PUBSIFT = Path(sys.executable).with_name("pubsift")

@@ -1,4 +1,4 @@
-"""The Python examples of README.md and docs/*.md run as written (issue 13 §4).
+"""The Python examples of README.md and docs/*.md run as written (DESIGN.md §3: "Two commands", a clean first contact).
 
 Conventions for the examples (what this test enforces):
 

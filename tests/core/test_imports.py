@@ -1,4 +1,4 @@
-"""What the core and the command line import (issue 13 §1): the routing core reaches models
+"""What the core and the command line import (docs/packages.md, "Layers"): the routing core reaches models
 only through the registry, and ``pubsift --help`` finds the subcommands without importing
 them. Each check runs in a fresh interpreter, so nothing imported by other tests counts."""
 
@@ -120,7 +120,7 @@ for name in names:
 
 def test_the_broker_client_and_daemon_import_no_model_and_no_reader():
     """``pubsift.adapters`` imports its public names on first use, so a broker or client
-    start does not pay for the readers and models it does not route (issue 14 review)."""
+    start does not pay for the readers and models it does not route."""
     loaded = _loaded("""
 import pubsift.adapters.broker.client
 import pubsift.adapters.broker.daemon

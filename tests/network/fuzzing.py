@@ -1,4 +1,4 @@
-"""Hostile peers for the fuzz test of the broker network (issue 15 §2; tests/network/test_fuzz.py).
+"""Hostile peers for the fuzz test of the broker network (tests/network/test_fuzz.py).
 
 Fiege, Zeidler & Buchmann, "Security Aspects in Publish/Subscribe Systems" (DEBS 2004), §2.2
 "Trust" and §2.3 "Current Deficiencies": the infrastructure must stay trustworthy with

@@ -1,4 +1,4 @@
-"""A hostile identity in a broker network with ``[identities]`` (issue 35; the fuzz test
+"""A hostile identity in a broker network with ``[identities]`` (docs/protocol.md §13; the fuzz test
 ``test_hostile_identities_cannot_touch_the_well_behaved`` in tests/network/test_fuzz.py).
 
 docs/protocol.md §13 and DESIGN §2.6 "Ids belong to identities": every client id,

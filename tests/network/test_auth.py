@@ -1,4 +1,4 @@
-"""Token authentication and authorized filters checked by covering (issue 15 §1; Fiege,
+"""Token authentication and authorized filters checked by covering (docs/protocol.md §10; Fiege,
 Zeidler & Buchmann, "Security Aspects in Publish/Subscribe Systems", DEBS 2004, §4.1):
 in-process daemons on 127.0.0.1."""
 

@@ -1,4 +1,4 @@
-"""The broker's data path at wire speed (issue 29; docs/protocol.md §3.1, §7): batches of
+"""The broker's data path at wire speed (DESIGN.md §2.6; docs/protocol.md §3.1, §7): batches of
 publications (``pubs`` frames, ``publish_many``), the event's bytes carried untouched from
 the broker where it entered to every subscriber, frames coalesced into one write, and the
 frame codec's strictness. In-process daemons on 127.0.0.1, every wait bounded."""

@@ -1,5 +1,5 @@
 """``pubsift pub`` reading a pipe that writes slowly (``tail -f log | pubsift pub ...``):
-each line is published as it comes, not when standard input ends (issue 14 review)."""
+each line is published as it comes, not when standard input ends."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``pubsift sub`` and ``pub`` against a broker that refuses them (issue 14 review): a
+"""``pubsift sub`` and ``pub`` against a broker that refuses them (docs/protocol.md §6): a
 clear one-line message and a non-zero exit, never "subscribed" and a silent wait, nor
 "published" for what the broker refused; the client never sends a frame above the broker's
 limit (the broker would close the connection on every reconnection), and a broker that

@@ -1,4 +1,4 @@
-"""``pubsift demo network`` (issue 14 §1) as a user runs it: a subprocess that ends on its
+"""``pubsift demo network`` (README.md, "Routing through a network of brokers") as a user runs it: a subprocess that ends on its
 own within a bounded time, every subscriber of every model received something, and no
 process it started survives it, also when it is interrupted (SIGINT, as Ctrl-C)."""
 

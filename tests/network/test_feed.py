@@ -1,4 +1,4 @@
-"""``pubsift publish-feed`` (issue 14 §1): each new item is published once, across runs
+"""``pubsift publish-feed`` (README.md, "Running brokers"): each new item is published once, across runs
 (the state file) and polls (items appended to a feed); an ill-formed or unreachable feed is
 reported and the others go on; URLs are fetched (a local http.server); item identity;
 SIGTERM ends the command cleanly."""

@@ -1,4 +1,4 @@
-"""A fuzzed broker network that keeps routing correctly (issue 15 §2).
+"""A fuzzed broker network that keeps routing correctly (docs/protocol.md §8; Fiege et al., DEBS 2004).
 
 Three :class:`BrokerDaemon`\\ s on 127.0.0.1 (a line with covering routing, a star with
 merging routing), records and xml, well-behaved subscribers (random filters from a seeded
@@ -17,7 +17,7 @@ impostor brokers, a slow reader, half-open connections). Then, after the network
   links are up, and nothing raised: no log record with a traceback, no exception reaching
   the event loop's handler.
 
-With identities (issue 35; docs/protocol.md §13), ``test_hostile_identities_cannot_touch_
+With identities (docs/protocol.md §13), ``test_hostile_identities_cannot_touch_
 the_well_behaved``: a line of three brokers with ``[identities]``, a link token and the HTTP
 gateway on b0; alice and carol are well-behaved (socket subscribers and publishers at every
 broker, an SSE subscriber each and POSTs through the gateway), mallory is hostile
@@ -523,7 +523,7 @@ def test_a_fuzzed_network_keeps_routing_for_the_well_behaved(shape, strategy, se
     asyncio.run(asyncio.wait_for(fuzz(shape, strategy, SEED or seed), 120 * max(1, FRAMES / 400)))
 
 
-# -- hostile identities (issue 35) ---------------------------------------------------------------
+# -- hostile identities (docs/protocol.md §13) ----------------------------------------------------
 LINK_TOKEN = "fuzz-link-token"
 #: long leases: what a vanished connection of mallory's held counts at its broker for the
 #: whole run, so the hostile side knows its standing exactly (no expiry on the way)
@@ -1073,7 +1073,7 @@ async def fuzz_identities(seed: int) -> Tally:
 
 
 def test_hostile_identities_cannot_touch_the_well_behaved():
-    """Issue 35 over a network: no identity gets a notification its authorized filters
+    """Identities over a network (docs/protocol.md §13): no identity gets a notification its authorized filters
     do not cover, and nothing mallory sends (ids of alice's and carol's clients, their
     publisher ids and sequence numbers, replays, ``on_behalf``, batches, its own limits
     through sockets and the gateway, connections that read nothing) loses, reorders or

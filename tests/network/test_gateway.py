@@ -1,4 +1,4 @@
-"""The HTTP gateway (issue 14 §1) against real broker daemons in one event loop, with
+"""The HTTP gateway (docs/protocol.md §9) against real broker daemons in one event loop, with
 aiohttp's client as the HTTP client: POST publishes, GET streams Server-Sent Events, every
 refusal has its status and a JSON reason, and a subscriber that goes away is withdrawn."""
 

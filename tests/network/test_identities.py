@@ -1,11 +1,11 @@
-"""Identities own their ids (issue 35; docs/protocol.md §13): with ``[identities]`` a
+"""Identities own their ids (docs/protocol.md §13; DESIGN.md §2.6): with ``[identities]`` a
 broker knows every client as ``identity/id``, so no connection of one identity can take
 over another's session, publish under its publisher id or poison its sequence numbers;
 an identity's limits count all its connections together, the HTTP gateway's included.
 Fiege, Zeidler & Buchmann, "Security Aspects in Publish/Subscribe Systems" (DEBS 2004),
 §4: the authenticated principal is the unit of access control.
 
-The two attacks of the issue run against a real ``pubsift broker`` process over real
+The two attacks of docs/protocol.md §13 run against a real ``pubsift broker`` process over real
 sockets (they fail on the broker before the fix: bob's connection was handed alice's
 session, and bob's ``pub_id [alice-pub-13, 10^9]`` silenced alice); the limits run
 against in-process daemons on 127.0.0.1. Every wait is bounded."""
@@ -169,7 +169,7 @@ class Raw:
 
 
 def test_a_client_id_of_another_identity_never_hands_over_its_session(broker):
-    """Attack 1 of the issue: bob presents the client id alice's connection uses."""
+    """Attack 1 (docs/protocol.md §13): bob presents the client id alice's connection uses."""
     u, log_file, clients = broker
     got_alice: list[Notification] = []
     alice = connect(u, id="shared-id", token="alice-secret")
@@ -206,7 +206,7 @@ def test_a_client_id_of_another_identity_never_hands_over_its_session(broker):
 
 
 def test_another_identitys_publisher_id_cannot_silence_it(broker):
-    """Attack 2 of the issue: bob connects under alice's publisher id and publishes
+    """Attack 2 (docs/protocol.md §13): bob connects under alice's publisher id and publishes
     with ``pub_id [alice-pub-13, 10^9]``; alice's next publications must still arrive."""
     u, _, clients = broker
     got: list[Notification] = []

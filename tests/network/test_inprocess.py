@@ -1,5 +1,5 @@
 """Three broker daemons in one asyncio loop, with real sockets on 127.0.0.1: delivery,
-bad frames, cycle refusal, leases (issue 14 §1-§3)."""
+bad frames, cycle refusal, leases (docs/protocol.md §1-§7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Per-client limits of a broker exposed to untrusted clients (issue 15 §1, docs/protocol.md
+"""Per-client limits of a broker exposed to untrusted clients (docs/protocol.md
 §12): subscriptions per client, publications per second per client (throttled by TCP
 backpressure, nothing lost), slow consumers cut off alone, and the client library
 dropping what the broker refused. In-process daemons on 127.0.0.1, bounded, lean."""

@@ -1,4 +1,4 @@
-"""Real broker processes on 127.0.0.1 (issue 14 §2): a tree of ``pubsift broker``
+"""Real broker processes on 127.0.0.1 (docs/protocol.md §8): a tree of ``pubsift broker``
 subprocesses and clients of the records and xml models, checked with the delivery oracle
 after the network settled; a link closing a cycle is refused; a killed client's
 subscription expires after π; a broker killed with SIGKILL and restarted gets its table

@@ -1,4 +1,4 @@
-"""Faults on a real network (issue 14 §2): a tree of six ``pubsift broker`` processes on
+"""Faults on a real network (docs/protocol.md §8): a tree of six ``pubsift broker`` processes on
 127.0.0.1 and 42 asyncio clients (36 subscribers, 6 publishers) in the test process, with
 short leases (π = 1.5 s, ρ = 0.4 s).
 

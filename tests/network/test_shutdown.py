@@ -1,5 +1,5 @@
 """SIGTERM to a ``pubsift broker`` with a socket client, a neighbour link and an SSE stream
-open (issue 14 review): exit 0 within a second or two, one log line when the shutdown starts
+open: exit 0 within a second or two, one log line when the shutdown starts
 and one when it is done (none per connection), the SSE stream told ``shutdown``."""
 
 from __future__ import annotations

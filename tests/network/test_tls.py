@@ -1,5 +1,5 @@
 """TLS on client connections and broker links, client-certificate identities, and the
-HTTP gateway's Bearer tokens and HTTPS (issue 15; Fiege, Zeidler & Buchmann, "Security
+HTTP gateway's Bearer tokens and HTTPS (docs/protocol.md §11; Fiege, Zeidler & Buchmann, "Security
 Aspects in Publish/Subscribe Systems", DEBS 2004, §4.1-§4.2). In-process daemons on
 127.0.0.1 with throwaway certificates from trustme."""
 

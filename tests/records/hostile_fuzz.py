@@ -1,4 +1,4 @@
-"""A mutation fuzzer for the records model's hooks (issue 10), run as a script in a
+"""A mutation fuzzer for the records model's hooks (docs/records-syntax.md §4), run as a script in a
 subprocess by ``test_hostile_fuzz.py`` (under a memory limit and a time limit, so that a
 crash or a blow-up cannot take the test runner down).
 

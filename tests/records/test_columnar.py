@@ -1,4 +1,4 @@
-"""``RecordsIndex.match_wire_batch`` (models/records/columnar.py, issue 12 §5): every answer
+"""``RecordsIndex.match_wire_batch`` (models/records/columnar.py; DESIGN.md §2.4: batch entry points): every answer
 equals the per-row path ``index.match(model.load_event(json.loads(wire)))``, and a wire
 that path refuses raises EventError naming its row. Differential with hypothesis over
 filters of every operator and hostile events (mixed kinds per attribute across rows,

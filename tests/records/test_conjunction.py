@@ -1,6 +1,6 @@
 """relations.Conjunction: clause-by-clause conjunction in linear time, with the result and
-errors of the pairwise fold of :func:`relations.conjoin` (issue 10: 2,000 ``!=`` clauses
-took 8.5 s)."""
+errors of the pairwise fold of :func:`relations.conjoin` (docs/records-syntax.md §4; 2,000 ``!=``
+clauses once took 8.5 s)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pubsift.models.records.model import RecordsModel
 from pubsift.models.records.testing import numbers, raw_constraints, strings
 
 # Hang ceilings: the '< N' checks on process_time below are not performance claims (those
-# live in bench/); each guards against a blow-up issue 10 removed (seconds to minutes of
+# live in bench/); each guards against a blow-up the limits removed (seconds to minutes of
 # CPU before) with a ceiling far above today's CPU time, so a loaded machine never trips it.
 
 

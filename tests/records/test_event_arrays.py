@@ -1,4 +1,4 @@
-"""Any JSON object is a records event (issue 32): arrays of objects and nested arrays, matched
+"""Any JSON object is a records event (docs/records-syntax.md §5): arrays of objects and nested arrays, matched
 array-consistently as aws/event-ruler's ``rulesForJSONEvent`` does (its README, "JSON Array
 Matching"); ``matches``, the index (both walks, the views and their exact fallback), the
 wire batch and the relations agree. Fixtures from ../shared/data/eventruler (see its
@@ -112,7 +112,7 @@ def test_correctness_cases_every_event():
 
 
 def test_the_empty_event_and_exists_false():
-    """Issue 32: ``{}`` is an event; ``{"a": [{"exists": false}]}`` matches it."""
+    """``{}`` is an event (docs/records-syntax.md §5); ``{"a": [{"exists": false}]}`` matches it."""
     rules = {"absent": M.parse_filters({"a": [{"exists": False}]}), "any": [M.parse_filter("")]}
     assert _answers(rules, ["{}", {"a": 1}, {"a": [{"b": 1}]}]) == [
         {"absent", "any"},
@@ -138,7 +138,7 @@ def test_mixed_and_nested_arrays():
 
 
 def test_geojson_coordinates_of_citylots2():
-    """The shape of event-ruler's citylots2 (issue 32): coordinates as objects."""
+    """The shape of event-ruler's citylots2 (docs/records-syntax.md §5): coordinates as objects."""
     event = {
         "type": "Feature",
         "properties": {"MAPBLKLOT": "0001001", "BLKLOT": "0001001", "FROM_ST": None},

@@ -232,7 +232,7 @@ def test_documented_examples(pattern, yes, no):
 
 
 def test_event_ruler_answers_on_null_and_kinds():
-    """The differences issue 32 measured on citylots2: anything-but (and its prefix/suffix
+    """The differences from event-ruler measured on citylots2 (docs/records-syntax.md §2): anything-but (and its prefix/suffix
     forms) matches null; a string exclusion accepts a number, a number exclusion a
     string."""
     assert hits({"FROM_ST": [{"anything-but": ["441"]}]}, {"FROM_ST": 44})

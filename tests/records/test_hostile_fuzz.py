@@ -1,4 +1,4 @@
-"""The records hooks under the mutation fuzzer of ``hostile_fuzz.py`` (issue 10), each run
+"""The records hooks under the mutation fuzzer of ``hostile_fuzz.py`` (docs/records-syntax.md §4), each run
 in a subprocess with a memory limit (2 GB address space) and a timeout: no exception but a
 ``PubsiftError``, no wrong index answer or merger, exact round trips."""
 

@@ -1,4 +1,4 @@
-"""Hostile and extreme input (issue 10): every hook of the records model answers or raises a
+"""Hostile and extreme input (docs/records-syntax.md §4): every hook of the records model answers or raises a
 ``PubsiftError`` naming what and where — repeated attributes, huge numbers, deep nesting,
 wrong JSON types, lone surrogates — and a failing index ``add`` changes nothing."""
 
@@ -24,7 +24,7 @@ BIG = int("9" * 400)  # beyond every float
 HUGE = "9" * (limits.MAX_INT_DIGITS + 1)  # beyond the digit limit
 
 # Hang ceilings: the '< N' checks on process_time below are not performance claims (those
-# live in bench/); each guards against a blow-up issue 10 removed (seconds to minutes of
+# live in bench/); each guards against a blow-up the limits removed (seconds to minutes of
 # CPU before) with a ceiling far above today's CPU time, so a loaded machine never trips it.
 
 
@@ -362,7 +362,7 @@ def test_wrong_json_types_in_wire_filters_name_the_path(obj, path):
         None,
         {1: 2},
         {"a": {2: 3}},
-        {"a": [{"b": 1}], "a.b": 2},  # one attribute in two places (issue 32: arrays are events)
+        {"a": [{"b": 1}], "a.b": 2},  # one attribute in two places (arrays of objects are events)
         {"a": [[{"": 1}]]},
         {"a": object()},
         {"a": {1, 2}},

@@ -1,4 +1,4 @@
-"""Reading only what patterns use (issue 32): ``RecordsIndex.parse_wire`` gives every held
+"""Reading only what patterns use (docs/records-syntax.md §5): ``RecordsIndex.parse_wire`` gives every held
 filter the answer of ``parse_event`` + ``match``, and refuses exactly the texts
 ``parse_event`` refuses (differentially, with hypothesis, on texts of every JSON shape,
 hostile ones and mutated ones, and on event-ruler's fixtures in ../shared/data/eventruler)."""

@@ -164,7 +164,7 @@ def test_an_expiring_entry_of_a_vanished_peer_is_withdrawn_like_an_unsubscriptio
     renews what it covered at once (their renewals were not forwarded while it was there),
     before the copies further on run out. (A silent drop left them without a route until
     the covered subscriber's next renewal, up to ρ: the fuzzed network lost notifications
-    meant for well-behaved clients; issue 15 §2.)"""
+    meant for well-behaved clients; found by tests/network/test_fuzz.py.)"""
     from pubsift.core.broker import Broker
     from pubsift.core.messages import Sub
 
@@ -273,7 +273,7 @@ def test_an_unsubscription_renews_the_identical_entry_left_for_the_copies_furthe
     The unsubscription renews h's entry toward b2 at once; otherwise b2's copy ran out
     while b0 still withheld the renewals of the subscriptions it covered (s's), and b2
     routed nothing to b0 until h's withdrawal arrived: the fuzzed star network lost every
-    notification for subscribers behind b0 for up to half a second (issue 15 §2)."""
+    notification for subscribers behind b0 for up to half a second (found by tests/network/test_fuzz.py)."""
     from pubsift.core.broker import Broker
     from pubsift.core.messages import Sub, Unsub
 
@@ -334,7 +334,7 @@ def test_a_new_identical_entry_that_takes_over_the_renewals_is_forwarded(strateg
     h's subscription is forwarded to b0 when it arrives, so that b0's copy holds h's lease
     and is still there when b1 withdraws h's entry (renewing s's); otherwise b0's copy ran
     out at the lease s had given it, up to (π − ρ)/2 before h's withdrawal, and s lost
-    notifications meanwhile (the fuzzed star network, seed 30: issue 15 §2)."""
+    notifications meanwhile (the fuzzed star network of tests/network/test_fuzz.py, seed 30)."""
     from pubsift.core.broker import Broker
     from pubsift.core.messages import Sub
 

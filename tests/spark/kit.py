@@ -1,4 +1,4 @@
-"""What the Spark job tests share (issue 12 §3 "Correctness"): a small mixed sample of every
+"""What the Spark job tests share (DESIGN.md §2.4: batch routing gives exactly the online deliveries): a small mixed sample of every
 model written into a directory, seeded random subscribers over it, the job's outputs read
 back without Spark (pyarrow, or the JSON lines as text), and two independent oracles for the
 deliveries: the plain-Python reading (:func:`pubsift.adapters.read`) matched by each model's
@@ -84,7 +84,7 @@ def ubl(doc: str, currency: str, lines: Sequence[tuple[float, float, str]]) -> s
     )
 
 
-#: the publisher side of the concepts CSV (issue 11; tests/adapters/test_concepts_sources.py)
+#: the publisher side of the concepts CSV (docs/concepts.md; tests/adapters/test_concepts_sources.py)
 QUOTES_PUBLISHER = {
     "concept": "StockQuote",
     "vocabulary": {
@@ -216,7 +216,7 @@ def subscriptions(seed: int, records: int = 24) -> list[dict[str, Any]]:
             spec = {"$or": [dict(_records_clause(rng)[1]) for _ in range(rng.randrange(2, 4))]}
         out.append({"id": f"rec-{i:02d}", "model": "records", "filter": spec})
     # ids that are partition directory names Spark must escape, or could read as numbers
-    # and dates (issue 12 §2: deliveries/subscriber=<id>/ in the per-subscriber layout)
+    # and dates (docs/spark.md, "What is written": deliveries/subscriber=<id>/ in the per-subscriber layout)
     for i, sid in enumerate(("odd id: 50% = [x]?#", "ünïcode-日本", "007", "2017-01-01")):
         out[i * 5 % len(out)]["id"] = sid
     out.append({"id": "rec-tagged", "model": "records", "filter": {"tags": ["energy"]}})
@@ -344,7 +344,7 @@ def read_rows(path: Path, fmt: str, partition: str | None = None) -> list[dict[s
     """The rows of an output part (``deliveries``, ``quarantine``, ``events``), Parquet with
     pyarrow or JSON lines with :mod:`json`; the partition column from the directory names
     when the files are in partition directories (the deliveries' sorted layout has the
-    ``subscriber`` column in the files, issue 34)."""
+    ``subscriber`` column in the files, docs/spark.md, "What is written")."""
     import pyarrow.parquet as pq
 
     rows = []

@@ -1,4 +1,4 @@
-"""Batch = online (issue 12 §3 "Correctness"): a sample of every model — records from CSV and
+"""Batch = online (DESIGN.md §2.4): a sample of every model — records from CSV and
 JSON lines, xml from RSS/Atom feeds and NITF, concepts from UBL documents and from a CSV
 with a publisher side, plus a few real files when ../shared/data exists — routed by the
 Spark job and by the routing core's simulated broker network (covering, advertisements on)

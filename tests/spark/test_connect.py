@@ -1,5 +1,5 @@
-"""The job on Spark Connect (issue 12 §2: "no SparkContext-only feature such as
-``sc.broadcast``, so the job also runs on Spark Connect").
+"""The job on Spark Connect (docs/spark.md, "Where it runs": no SparkContext-only feature
+such as ``sc.broadcast``, so the job also runs on Spark Connect).
 
 A Spark Connect server is started from the installed pyspark (``spark-submit --class
 org.apache.spark.sql.connect.service.SparkConnectServer``) on 127.0.0.1; ``pubsift route

@@ -1,4 +1,4 @@
-"""The sample archive of ``make run`` (issue 12 §4), checked without Spark: the committed
+"""The sample archive of ``make run`` (README.md, "Two commands"), checked without Spark: the committed
 sample is what ``examples/make_sample.py`` writes, it fits in 2 MB, its one broken file is
 quarantined with its reason and nothing else is lost, and every subscriber of
 ``examples/subscriptions.jsonl`` receives something — decided by the plain-Python adapters
@@ -385,7 +385,7 @@ def test_heavy_orders_are_delivered_in_the_subscriber_s_pounds(outcomes):
 
 
 def test_provenance_records_each_file_s_whole_licence_and_no_unlicensed_source():
-    """Issue 12 §4: every file's licence is recorded, the upstream licence statements are
+    """Every file's licence is recorded (examples/), the upstream licence statements are
     quoted whole (not cut at their first line), and nothing comes from the captured real
     feeds, whose licence ("feeds (their authors)") does not allow redistribution."""
     provenance = (SAMPLE / "PROVENANCE.md").read_text(encoding="utf-8")

@@ -1,5 +1,5 @@
-"""Hostile and broken inputs through the Spark job (issue 12 §3: "none crashes the job or
-loses another record; read = converted + quarantined"): one directory holding every kind of
+"""Hostile and broken inputs through the Spark job (DESIGN.md §3: bad input gets a clear
+error and loses nothing; read = converted + quarantined): one directory holding every kind of
 broken input next to good records — a truncated gzip, a zip bomb and zip-slip member names,
 XML with an external entity and a billion-laughs bomb, a broken feed item, CSV rows with
 wrong field counts, JSON lines that are not UTF-8, an empty file, a FIFO, and good files

@@ -1,4 +1,4 @@
-"""The Spark job end to end (issue 12 §2 "Output", §3 "Correctness"): counts against the
+"""The Spark job end to end (docs/spark.md, "What is written"; DESIGN.md §2.4): counts against the
 plain-Python reading, the output layout (deliveries partitioned and repartitioned by
 subscriber, Parquet and JSON-lines fields, quarantine, summary.json), routing an event store
 again and again, re-runs into the same --out, a failed job leaving nothing behind, and the
@@ -110,7 +110,7 @@ def test_the_quarantine_holds_the_plain_readings_quarantined_records(routed, sam
 
 # -- outputs ----------------------------------------------------------------------------------
 def test_deliveries_are_one_dataset_sorted_by_subscriber(routed, sample):
-    """The default layout (issue 34): the files straight under deliveries/, the subscriber
+    """The default layout (docs/spark.md, "What is written"): the files straight under deliveries/, the subscriber
     a column, rows sorted by (subscriber, source, position); the summary's counts (made
     from the plan before writing) equal what was written."""
     import pyarrow.parquet as pq
@@ -230,7 +230,7 @@ def test_an_event_store_routes_twice_as_the_files_do(stored, routed, sample, tmp
     assert json.loads((store / "_pubsift.json").read_text())["kind"] == "store"
     out = tmp_path / "out"
     subs_b = other_subscribers(tmp_path)
-    # the directory per subscriber, kept as an option (issue 34): one file in each
+    # the directory per subscriber, kept as an option (docs/spark.md): one file in each
     first = run_route(subs_b, out, event_store=str(store), layout="per-subscriber")
     want_b = kit.brute_force(subs_b, sample.outcomes)
     assert kit.delivered_pairs(out) == want_b and len(want_b) >= 8

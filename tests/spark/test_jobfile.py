@@ -1,4 +1,4 @@
-"""The TOML job file of ``pubsift route JOB.toml`` (issue 12 §2): sources, subscribers,
+"""The TOML job file of ``pubsift route JOB.toml`` (docs/spark.md, "Job files (TOML)"): sources, subscribers,
 Spark settings, relative paths, and every problem at once, before Spark starts."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Subscribers of the Spark job from JSON lines and TOML tables (issue 12 §2
-"Subscriptions"): every bad entry reported at once with its line, filters as each model
+"""Subscribers of the Spark job from JSON lines and TOML tables (docs/spark.md,
+"Subscriptions and job files"): every bad entry reported at once with its line, filters as each model
 parses them, concepts deliveries converted into the subscriber's vocabulary and context.
 No Spark is started here."""
 

@@ -1,4 +1,4 @@
-"""Where the job runs (issue 12 §2 "Where it runs"), each for real as a separate process:
+"""Where the job runs (docs/spark.md, "Where it runs"), each for real as a separate process:
 under ``spark-submit --master local[2]``, on a Spark standalone cluster (a master and one
 worker on 127.0.0.1 started from the installed pyspark with ``spark-class``), and with a
 third-party model registered as an entry point (the conformance kit's toy interval model

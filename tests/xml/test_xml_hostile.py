@@ -1,4 +1,4 @@
-"""Hostile and extreme input for the XML model (issue 10): every hook answers as lxml's
+"""Hostile and extreme input for the XML model (README.md, "Bad input: what every hook promises"; docs/xml.md, "Limits and hostile text"): every hook answers as lxml's
 XPath 1.0 does or raises a PubsiftError naming what and where; no other exception, no
 unbounded recursion, memory or cache; failed index operations change nothing; text and
 wire forms round-trip exactly."""
@@ -28,7 +28,7 @@ EMPTY = etree.fromstring("<a/>")
 DEFAULT_DEPTH = ParseLimits()
 
 # Hang ceilings: the '< N' checks on process_time below are not performance claims (those
-# live in bench/); each guards against a blow-up issue 10 removed (seconds to minutes of
+# live in bench/); each guards against a blow-up the limits removed (seconds to minutes of
 # CPU before) with a ceiling far above today's CPU time, so a loaded machine never trips it.
 
 

@@ -141,7 +141,7 @@ LAUGHS = (
 
 
 def test_streaming_parsers_stay_hardened_whatever_options_they_are_given():
-    """Only huge_tree comes from the caller's options (issue 13 §3)."""
+    """Only huge_tree comes from the caller's options (docs/xml.md, "Events and safe parsing")."""
     import io
 
     from pubsift.models.xml.parsing import hardened_iterparse, hardened_pull_parser
@@ -156,7 +156,8 @@ def test_streaming_parsers_stay_hardened_whatever_options_they_are_given():
 
 
 def test_no_xml_parser_outside_the_xml_models_parsing_module():
-    """Every XML read of pubsift goes through pubsift.models.xml.parsing (issue 13 §3):
+    """Every XML read of pubsift goes through pubsift.models.xml.parsing (docs/xml.md,
+    "Events and safe parsing"):
     no other module makes an lxml parser, streams with iterparse, or parses without one."""
     import re
     from pathlib import Path
