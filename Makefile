@@ -62,7 +62,8 @@ bench: $(VENV)/.stamp-dev
 ## The API reference generated from the docstrings (pdoc, in the dev extra) of the public
 ## modules: build/docs/api/index.html (build/ is not committed).
 DOC_MODULES := pubsift pubsift.core pubsift.models.records pubsift.models.xml pubsift.models.concepts \
-               pubsift.models.constraints pubsift.adapters pubsift.adapters.broker.client
+               pubsift.models.constraints pubsift.adapters pubsift.adapters.readers \
+               pubsift.adapters.broker.client
 docs: $(VENV)/.stamp-dev
 	rm -rf build/docs/api
 	$(VENV)/bin/pdoc --docformat restructuredtext -o build/docs/api $(DOC_MODULES)
