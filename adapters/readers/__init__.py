@@ -1,17 +1,20 @@
 """pubsift.adapters.readers — files, archives and feeds into events and quarantine records
 (docs/adapters.md). One way through, each layer importing only those before it:
 
-1. the vocabulary of a read: :mod:`~pubsift.adapters.readers.limits` (``ReadLimits``),
+1. what every layer uses, importing nothing of the package:
+   :mod:`~pubsift.adapters.readers.limits` (``ReadLimits``),
    :mod:`~pubsift.adapters.readers.outcomes` (``Event``, ``Quarantined``),
    :mod:`~pubsift.adapters.readers.registry` (``Reader``, ``ReadError``, the readers found
-   by entry point), :mod:`~pubsift.adapters.readers.source` (``Source``);
-2. opening: :mod:`~pubsift.adapters.readers.bombguard` (decompression within budgets),
+   by entry point), text decoding (:mod:`~pubsift.adapters.readers.lines`,
+   :mod:`~pubsift.adapters.readers.textlines`) and cell literals
+   (:mod:`~pubsift.adapters.readers.cells`);
+2. sources and opening them: :mod:`~pubsift.adapters.readers.source` (``Source``),
+   :mod:`~pubsift.adapters.readers.bombguard` (decompression within budgets),
    :mod:`~pubsift.adapters.readers.archives`, :mod:`~pubsift.adapters.readers.inputs` (the
-   files and members of a source), text decoding in :mod:`~pubsift.adapters.readers.lines`
-   and :mod:`~pubsift.adapters.readers.textlines`;
-3. records into events: :mod:`~pubsift.adapters.readers.converting` (a model's
-   ``parse_event``, or a publisher side's enrichment,
-   :mod:`~pubsift.adapters.readers.publisher`);
+   files and members of a source);
+3. records into events: :mod:`~pubsift.adapters.readers.publisher` (a publisher side's
+   enrichment into semantic objects), :mod:`~pubsift.adapters.readers.converting` (a
+   model's ``parse_event``, or that enrichment);
 4. one module per format: :mod:`~pubsift.adapters.readers.tabular` (``csv``),
    :mod:`~pubsift.adapters.readers.jsonlines` (``jsonl``),
    :mod:`~pubsift.adapters.readers.xmlfiles` (``xml``, a package of its phases);
@@ -22,9 +25,11 @@
 ...     print(item.id, item)
 
 The formats are plug-ins (entry-point group ``pubsift.readers``, :class:`Reader`), the
-built-in ones included, so the dispatch imports no format module. Nothing here imports
+built-in ones included, so the dispatch imports no format's reader (only the syntax of an
+XML split element, :class:`~pubsift.adapters.readers.xmlfiles.splitting.SplitName`, to
+check the sources before reading). Nothing here imports
 the Spark job, the broker or the command line. The names below are imported on first use
-(module ``__getattr__``), so that importing one module loads no other.
+(module ``__getattr__``), so that importing one module loads only what it imports.
 """
 
 from __future__ import annotations
