@@ -10,11 +10,14 @@
 # whose ``where`` is the byte offset. _RecordScanner (below) reads a records event of
 # only the members on the paths an index reads.
 
+cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.string cimport memchr, memcmp
 from libc.math cimport isinf
 
 cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object o)
+    void* PyUnicode_DATA(object o)
     object PyUnicode_DecodeUTF8(const char *s, Py_ssize_t size, const char *errors)
     double PyOS_string_to_double(const char *s, char **endptr, PyObject *overflow_exception) except? -1.0
     object PyLong_FromLongLong(long long v)
@@ -28,6 +31,11 @@ cdef enum:
     BUILD = 1
     SELECT = 2  # of _Entry.mode: a member whose path leads to read names
 
+# the bytes a string holds as they are: printable ASCII but the quote and the backslash
+cdef unsigned char _PLAIN[256]
+for _b in range(256):
+    _PLAIN[_b] = 32 <= _b < 128 and _b != 34 and _b != 92
+
 
 cdef class _Scanner:
     cdef const unsigned char* s
@@ -39,9 +47,11 @@ cdef class _Scanner:
     cdef bint strict
     cdef public bint dotted
 
+    @cython.final
     cdef int fail(self, str message) except -1:
         raise _EventError(message, f"byte {self.pos}")
 
+    @cython.final
     cdef inline void ws(self):
         cdef unsigned char c
         while self.pos < self.n:
@@ -51,12 +61,14 @@ cdef class _Scanner:
             else:
                 return
 
+    @cython.final
     cdef inline unsigned char peek(self) except? 0:
         self.ws()
         if self.pos >= self.n:
             self.fail("invalid JSON: the text ends early")
         return self.s[self.pos]
 
+    @cython.final
     cdef int enter(self) except -1:
         self.depth += 1
         if self.depth > self.max_depth:
@@ -64,6 +76,7 @@ cdef class _Scanner:
         return 0
 
     # -- strings ------------------------------------------------------------------
+    @cython.final
     cdef Py_ssize_t string_end(self, bint* escaped) except -1:
         """At the opening quote: checks the string, returns the offset of its closing
         quote (self.pos is left past it)."""
@@ -73,6 +86,8 @@ cdef class _Scanner:
         cdef unsigned int cp, lo
         escaped[0] = False
         while True:
+            while i < n and _PLAIN[s[i]]:
+                i += 1
             if i >= n:
                 self.pos = i
                 self.fail("invalid JSON: an unterminated string")
@@ -114,6 +129,7 @@ cdef class _Scanner:
                 continue
             i = self.utf8(i)
 
+    @cython.final
     cdef unsigned int hex4(self, Py_ssize_t i) except? 0xFFFFFFFF:
         cdef unsigned int v = 0
         cdef Py_ssize_t j
@@ -134,6 +150,7 @@ cdef class _Scanner:
                 self.fail("invalid JSON: an invalid \\u escape")
         return v
 
+    @cython.final
     cdef Py_ssize_t utf8(self, Py_ssize_t i) except -1:
         """The offset past the UTF-8 sequence at i (checked as Python's decoder does)."""
         cdef const unsigned char* s = self.s
@@ -170,6 +187,7 @@ cdef class _Scanner:
                 self.fail("event is not UTF-8: invalid continuation byte")
         return i + need + 1
 
+    @cython.final
     cdef object string(self):
         """At the opening quote: the string's value."""
         cdef Py_ssize_t start = self.pos + 1, end
@@ -177,6 +195,7 @@ cdef class _Scanner:
         end = self.string_end(&escaped)
         return self.decode(start, end, escaped)
 
+    @cython.final
     cdef object decode(self, Py_ssize_t start, Py_ssize_t end, bint escaped):
         """The value of the checked string between the quotes at start - 1 and end."""
         if not escaped:
@@ -184,6 +203,7 @@ cdef class _Scanner:
         return _json.loads(PyUnicode_DecodeUTF8(<const char*>self.s + start - 1, end - start + 2, "strict"))
 
     # -- numbers and literals -----------------------------------------------------
+    @cython.final
     cdef object number(self, bint build):
         cdef const unsigned char* s = self.s
         cdef Py_ssize_t start = self.pos, i = self.pos, n = self.n, digits = 0, int_digits
@@ -251,6 +271,7 @@ cdef class _Scanner:
             self.fail("a number too large for a 64-bit float; numbers must be finite")
         return d if build else None
 
+    @cython.final
     cdef object literal(self, bint build):
         cdef const unsigned char* p = self.s + self.pos
         cdef Py_ssize_t left = self.n - self.pos
@@ -266,33 +287,94 @@ cdef class _Scanner:
         self.fail("invalid JSON: expecting a value")
 
     # -- values -------------------------------------------------------------------
-    cdef object value(self, int mode):
-        """The value at self.pos (after whitespace): built (BUILD) or checked only (SKIP:
-        None)."""
+    @cython.final
+    cdef int skip(self) except -1:
+        """The value at self.pos (after whitespace) checked as ``value`` checks it, not
+        built (no Python object made but for the keys of a skipped object past SPANS or
+        with an escape)."""
         cdef unsigned char c = self.peek()
         cdef bint escaped
-        if c == 123:  # {
-            return self.obj(mode)
-        if c == 91:  # [
-            return self.arr(mode)
         if c == 34:
-            if mode == BUILD:
-                return self.string()
             self.string_end(&escaped)
-            return None
-        if c == 45 or 48 <= c <= 57:
-            return self.number(mode == BUILD)
-        return self.literal(mode == BUILD)
+        elif c == 45 or 48 <= c <= 57:
+            self.skip_number()
+        elif c == 123:  # {
+            self.skip_obj()
+        elif c == 91:  # [
+            self.skip_arr()
+        else:
+            self.literal(False)
+        return 0
 
-    cdef object obj(self, int mode):
-        cdef dict out = {} if mode != SKIP else None
+    @cython.final
+    cdef int skip_number(self) except -1:
+        """``number(False)`` without an object: the number at self.pos checked (grammar, digits of an
+        integer, a float that does not overflow), not built."""
+        cdef const unsigned char* s = self.s
+        cdef Py_ssize_t start = self.pos, i = self.pos, n = self.n, digits = 0
+        cdef bint is_float = False, neg_exp = False
+        cdef long long exp = 0
+        cdef double d
+        cdef char* end
+        if s[i] == 45:  # -
+            i += 1
+        if i >= n or not (48 <= s[i] <= 57):
+            self.pos = i
+            self.fail("invalid JSON: expecting a value")
+        if s[i] == 48:
+            i += 1
+            digits = 1
+        else:
+            while i < n and 48 <= s[i] <= 57:
+                i += 1
+                digits += 1
+        if i < n and s[i] == 46:  # .
+            is_float = True
+            i += 1
+            if i >= n or not (48 <= s[i] <= 57):
+                self.pos = i
+                self.fail("invalid JSON: a number needs digits after its point")
+            while i < n and 48 <= s[i] <= 57:
+                i += 1
+        if i < n and (s[i] == 101 or s[i] == 69):  # e E
+            is_float = True
+            i += 1
+            if i < n and (s[i] == 43 or s[i] == 45):
+                neg_exp = s[i] == 45
+                i += 1
+            if i >= n or not (48 <= s[i] <= 57):
+                self.pos = i
+                self.fail("invalid JSON: a number needs digits in its exponent")
+            while i < n and 48 <= s[i] <= 57:
+                if exp < 100000:
+                    exp = exp * 10 + (s[i] - 48)
+                i += 1
+        self.pos = i
+        if not is_float:
+            if digits > self.max_digits:
+                self.pos = start
+                self.fail(
+                    f"integers have at most {self.max_digits} digits (this one has {digits})"
+                )
+            return 0
+        # as number(): below 10**300 a float is finite
+        if (digits - exp if neg_exp else digits + exp) < 300:
+            return 0
+        d = PyOS_string_to_double(<const char*>s + start, &end, NULL)
+        if isinf(d):
+            self.pos = start
+            self.fail("a number too large for a 64-bit float; numbers must be finite")
+        return 0
+
+    @cython.final
+    cdef int skip_obj(self) except -1:
+        """The object at self.pos checked, not built: its keys compared as spans of the
+        text, byte for byte (which is comparing their values while none has an escape);
+        past SPANS keys, or at a key with an escape, decoded into ``seen``."""
         cdef set seen = None
         cdef unsigned char c
-        cdef str key, name
+        cdef str key
         cdef bint first = True, escaped
-        # the keys of a skipped object as spans of the text (no object made for them):
-        # compared byte for byte, which is comparing their values while none has an
-        # escape; past SPANS keys, or at a key with an escape, decoded into ``seen``
         cdef Py_ssize_t starts[SPANS]
         cdef Py_ssize_t lens[SPANS]
         cdef Py_ssize_t nspans = 0, start, end, j
@@ -313,7 +395,7 @@ cdef class _Scanner:
             if end == start:
                 self.pos = start
                 self.fail("attribute names are non-empty strings, got ''")
-            if mode == SKIP and not escaped and seen is None and nspans < SPANS:
+            if not escaped and seen is None and nspans < SPANS:
                 if memchr(self.s + start, 46, end - start) != NULL:  # a "."
                     self.dotted = True
                 if self.strict:
@@ -332,24 +414,110 @@ cdef class _Scanner:
                 if "." in key:
                     self.dotted = True
                 if self.strict:
-                    if mode == BUILD:
-                        if key in out:
-                            self.pos = start
-                            self.fail(f"duplicate key {key!r} in a JSON object of the event")
-                    else:
-                        if seen is None:
-                            seen = {self.decode(starts[j], starts[j] + lens[j], False) for j in range(nspans)}
-                        if key in seen:
-                            self.pos = start
-                            self.fail(f"duplicate key {key!r} in a JSON object of the event")
-                        seen.add(key)
+                    if seen is None:
+                        seen = {self.decode(starts[j], starts[j] + lens[j], False) for j in range(nspans)}
+                    if key in seen:
+                        self.pos = start
+                        self.fail(f"duplicate key {key!r} in a JSON object of the event")
+                    seen.add(key)
             if self.peek() != 58:  # :
                 self.fail("invalid JSON: expecting ':'")
             self.pos += 1
-            if mode == SKIP:
-                self.value(SKIP)
-            else:
-                out[key] = self.value(BUILD)
+            self.skip()
+            c = self.peek()
+            if c == 44:  # ,
+                self.pos += 1
+                if self.peek() == 125:
+                    self.fail("invalid JSON: expecting a key after ','")
+                continue
+            if c == 125:
+                self.pos += 1
+                break
+            self.fail("invalid JSON: expecting ',' or '}'")
+        self.depth -= 1
+        return 0
+
+    @cython.final
+    cdef int skip_arr(self) except -1:
+        """The array at self.pos checked, not built."""
+        cdef unsigned char c
+        self.enter()
+        self.pos += 1
+        if self.peek() == 93:  # ]
+            self.pos += 1
+            self.depth -= 1
+            return 0
+        while True:
+            self.skip()
+            c = self.peek()
+            if c == 44:
+                self.pos += 1
+                continue
+            if c == 93:
+                self.pos += 1
+                break
+            self.fail("invalid JSON: expecting ',' or ']'")
+        self.depth -= 1
+        return 0
+
+    @cython.final
+    cdef object value(self, int mode):
+        """The value at self.pos (after whitespace): built (BUILD) or checked only (SKIP:
+        None)."""
+        cdef unsigned char c
+        cdef bint escaped
+        if mode == SKIP:
+            self.skip()
+            return None
+        c = self.peek()
+        if c == 123:  # {
+            return self.obj(mode)
+        if c == 91:  # [
+            return self.arr(mode)
+        if c == 34:
+            if mode == BUILD:
+                return self.string()
+            self.string_end(&escaped)
+            return None
+        if c == 45 or 48 <= c <= 57:
+            return self.number(mode == BUILD)
+        return self.literal(mode == BUILD)
+
+    @cython.final
+    cdef object obj(self, int mode):
+        """The object at self.pos, built (``mode`` BUILD; skip_obj checks one only)."""
+        cdef dict out = {}
+        cdef unsigned char c
+        cdef str key
+        cdef bint first = True, escaped
+        cdef Py_ssize_t start, end
+        self.enter()
+        self.pos += 1
+        while True:
+            c = self.peek()
+            if c == 125:  # }
+                if not first:
+                    self.fail("invalid JSON: expecting a key after ','")
+                self.pos += 1
+                break
+            if c != 34:
+                self.fail("invalid JSON: expecting a key in double quotes")
+            first = False
+            start = self.pos + 1
+            end = self.string_end(&escaped)
+            if end == start:
+                self.pos = start
+                self.fail("attribute names are non-empty strings, got ''")
+            key = self.decode(start, end, escaped)
+            if "." in key:
+                self.dotted = True
+            if self.strict and key in out:
+                self.pos = start
+                self.fail(f"duplicate key {key!r} in a JSON object of the event")
+            if self.peek() != 58:  # :
+                self.fail("invalid JSON: expecting ':'")
+            self.pos += 1
+            out[key] = self.value(BUILD)
             c = self.peek()
             if c == 44:  # ,
                 self.pos += 1
@@ -363,8 +531,10 @@ cdef class _Scanner:
         self.depth -= 1
         return out
 
+    @cython.final
     cdef object arr(self, int mode):
-        cdef list out = [] if mode != SKIP else None
+        """The array at self.pos, built (``mode`` BUILD; skip_arr checks one only)."""
+        cdef list out = []
         cdef unsigned char c
         self.enter()
         self.pos += 1
@@ -373,10 +543,7 @@ cdef class _Scanner:
             self.depth -= 1
             return out
         while True:
-            if mode == SKIP:
-                self.value(SKIP)
-            else:
-                out.append(self.value(BUILD))
+            out.append(self.value(BUILD))
             c = self.peek()
             if c == 44:
                 self.pos += 1
@@ -448,8 +615,34 @@ def compile_selection(names, prefixes):
 cdef object _RecordType = None, _NoGroups = None, _build_fn = None
 
 
+@cython.final
 cdef class _RecordScanner(_Scanner):
 
+    @cython.final
+    cdef void start(self, const unsigned char* s, Py_ssize_t n):
+        """Ready to read the text of n bytes at s."""
+        self.s = s
+        self.n = n
+        self.pos = 0
+        self.depth = 0
+        self.dotted = False
+
+    @cython.final
+    cdef int read(self, _Node selection, dict attrs, dict groups) except -1:
+        """The text: one JSON object, its members on the read paths into attrs and
+        groups."""
+        self.ws()
+        if self.pos >= self.n or self.s[self.pos] != 123:
+            if self.pos < self.n and self.s[self.pos] in b'["-0123456789tfn':
+                self.fail("a records event is a JSON object")
+            self.fail("invalid JSON: expecting an object")
+        self.sel_obj(selection, attrs, groups)
+        self.ws()
+        if self.pos != self.n:
+            self.fail("invalid JSON: extra data after the event")
+        return 0
+
+    @cython.final
     cdef object record(self, dict attrs, dict groups):
         r = _RecordType.__new__(_RecordType)
         r._attrs = attrs
@@ -457,6 +650,7 @@ cdef class _RecordScanner(_Scanner):
         r.groups = groups if groups else _NoGroups
         return r
 
+    @cython.final
     cdef _Entry find(self, _Node node, Py_ssize_t start, Py_ssize_t end, bint escaped):
         cdef Py_ssize_t i, k = PyList_GET_SIZE(node.keys), n = end - start
         cdef object key
@@ -470,6 +664,7 @@ cdef class _RecordScanner(_Scanner):
             return None
         return node.by_str.get(self.decode(start, end, escaped))
 
+    @cython.final
     cdef int put(self, dict attrs, dict groups, str name, object v) except -1:
         """A member read whole: a scalar or a list of scalars here, the rest as Record.of
         builds it."""
@@ -489,6 +684,7 @@ cdef class _RecordScanner(_Scanner):
         groups.update(r.groups)
         return 0
 
+    @cython.final
     cdef int sel_obj(self, _Node node, dict attrs, dict groups) except -1:
         """The object at self.pos, its members on the read paths into attrs and groups."""
         cdef unsigned char c
@@ -546,7 +742,7 @@ cdef class _RecordScanner(_Scanner):
             self.pos += 1
             e = self.find(node, start, end, escaped)
             if e is None:
-                self.value(SKIP)
+                self.skip()
             elif e.mode == BUILD:
                 self.put(attrs, groups, e.name, self.value(BUILD))
             else:
@@ -559,7 +755,7 @@ cdef class _RecordScanner(_Scanner):
                     if elements:
                         groups[e.name] = tuple(elements)
                 else:
-                    self.value(SKIP)
+                    self.skip()
             c = self.peek()
             if c == 44:  # ,
                 self.pos += 1
@@ -573,6 +769,7 @@ cdef class _RecordScanner(_Scanner):
         self.depth -= 1
         return 0
 
+    @cython.final
     cdef int sel_arr(self, _Node node, list elements) except -1:
         """The array at self.pos below a read path: its objects (inside nested arrays
         too) as elements, its scalars checked and dropped (no filter reads the path
@@ -595,7 +792,7 @@ cdef class _RecordScanner(_Scanner):
             elif c == 91:
                 self.sel_arr(node, elements)
             else:
-                self.value(SKIP)
+                self.skip()
             c = self.peek()
             if c == 44:
                 self.pos += 1
@@ -608,32 +805,91 @@ cdef class _RecordScanner(_Scanner):
         return 0
 
 
-def scan_record(bytes data, _Node selection, int max_depth, Py_ssize_t max_digits):
-    """See the comment above compile_selection."""
+cdef _RecordScanner _scanner(const unsigned char* s, Py_ssize_t n, int max_depth, Py_ssize_t max_digits):
     global _RecordType, _NoGroups, _build_fn
     cdef _RecordScanner sc = _RecordScanner()
-    cdef dict attrs = {}, groups = {}
     if _RecordType is None:
         from pubsift.models.records.events import _NO_GROUPS, Record, _build
 
         _RecordType, _NoGroups, _build_fn = Record, _NO_GROUPS, _build
-    sc.s = <const unsigned char*>PyBytes_AS_STRING(data)
-    sc.n = PyBytes_GET_SIZE(data)
-    sc.pos = 0
-    sc.depth = 0
     sc.max_depth = max_depth
     sc.max_digits = max_digits
     sc.strict = True
-    sc.dotted = False
-    sc.ws()
-    if sc.pos >= sc.n or sc.s[sc.pos] != 123:
-        if sc.pos < sc.n and sc.s[sc.pos] in b'["-0123456789tfn':
-            sc.fail("a records event is a JSON object")
-        sc.fail("invalid JSON: expecting an object")
-    sc.sel_obj(selection, attrs, groups)
-    sc.ws()
-    if sc.pos != sc.n:
-        sc.fail("invalid JSON: extra data after the event")
+    sc.start(s, n)
+    return sc
+
+
+def scan_record(bytes data, _Node selection, int max_depth, Py_ssize_t max_digits):
+    """See the comment above compile_selection."""
+    cdef dict attrs = {}, groups = {}
+    cdef _RecordScanner sc = _scanner(
+        <const unsigned char*>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data), max_depth, max_digits
+    )
+    sc.read(selection, attrs, groups)
     if sc.dotted:
         return None
     return sc.record(attrs, groups)
+
+
+def match_text(object text, _Node selection, int max_depth, Py_ssize_t max_digits, object root):
+    """``RecordsIndex.match(parse_wire(text))`` in one call where it can: ``text`` (bytes,
+    or a str of ASCII characters only: its own bytes) read as scan_record reads it (the
+    same refusals), then the flat event walked (``match``): the answer set; the event
+    (a Record) where it has groups (arrays of objects: the caller matches it); None where
+    ``text`` is of another kind or a key holds a "." (the caller's general path
+    decides)."""
+    cdef dict attrs = {}, groups = {}
+    cdef const unsigned char* s
+    cdef Py_ssize_t n
+    if type(text) is bytes:
+        s = <const unsigned char*>PyBytes_AS_STRING(text)
+        n = PyBytes_GET_SIZE(text)
+    elif type(text) is str and PyUnicode_IS_ASCII(text):
+        s = <const unsigned char*>PyUnicode_DATA(text)
+        n = PyUnicode_GET_LENGTH(text)
+    else:
+        return None
+    cdef _RecordScanner sc = _scanner(s, n, max_depth, max_digits)
+    sc.read(selection, attrs, groups)
+    if sc.dotted:
+        return None
+    if groups:
+        return sc.record(attrs, groups)
+    return _match(root, attrs)
+
+
+def match_texts(bytes blob, list offsets, _Node selection, int max_depth, Py_ssize_t max_digits, object root, object match):
+    """The texts ``blob[offsets[i] - offsets[0]:offsets[i + 1] - offsets[0]]`` one after
+    the other as ``match_text`` answers them (an event with groups answered by
+    ``match(event)``): (counts, keys), ``counts[i]`` keys of text i's answer one after
+    the other in ``keys``, or -1 where text i is for the caller (refused by the scan, a
+    dotted key: its general path decides, or raises)."""
+    cdef list counts = [], keys = []
+    cdef Py_ssize_t i, a, b, base, size = PyBytes_GET_SIZE(blob)
+    cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(blob)
+    cdef dict attrs, groups
+    cdef set found
+    cdef _RecordScanner sc = _scanner(s, 0, max_depth, max_digits)
+    if len(offsets) < 1:
+        raise ValueError("offsets: one more than the texts")
+    base = offsets[0]
+    for i in range(len(offsets) - 1):
+        a = <Py_ssize_t>offsets[i] - base
+        b = <Py_ssize_t>offsets[i + 1] - base
+        if a < 0 or b < a or b > size:
+            raise ValueError("offsets out of the blob")
+        attrs = {}
+        groups = {}
+        sc.start(s + a, b - a)
+        try:
+            sc.read(selection, attrs, groups)
+        except _EventError:
+            counts.append(-1)
+            continue
+        if sc.dotted:
+            counts.append(-1)
+            continue
+        found = match(sc.record(attrs, groups)) if groups else _match(root, attrs)
+        counts.append(len(found))
+        keys.extend(found)
+    return counts, keys

@@ -25,6 +25,11 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject, PyObject_RichCompareBool, Py_EQ, Py_LT
 from cpython.dict cimport PyDict_Next
 
+cdef extern from "Python.h":
+    Py_ssize_t PyUnicode_Tailmatch(object s, object sub, Py_ssize_t start, Py_ssize_t end, int direction) except -1
+    Py_ssize_t PyUnicode_Find(object s, object sub, Py_ssize_t start, Py_ssize_t end, int direction) except -2
+    Py_ssize_t PyUnicode_GET_LENGTH(object s)
+
 cdef extern from *:
     """
     #if defined(__GNUC__) || defined(__clang__)
@@ -36,7 +41,7 @@ cdef extern from *:
     void PUBSIFT_PREFETCH(const void* p) nogil  # a no-op where the compiler has none
 
 #: The layout of the plans' specs this module reads (plans.SPEC must be equal).
-SPEC = 2
+SPEC = 3
 
 cdef object _step = None
 cdef object _probe = None
@@ -237,24 +242,154 @@ cdef class Hashed(Part):
 
 
 cdef class Memo(Part):
-    """The string memo: a hit here, a miss through the Python part (which fills it)."""
+    """The string memo: a hit here, a miss answered by the parts' compiled forms (as the
+    Python part answers it: the folded keys and inner nodes of all parts, remembered, the
+    memo emptied when it holds ``size`` strings)."""
     cdef dict memo
-    cdef object fn
+    cdef tuple parts
+    cdef object key_set
+    cdef Py_ssize_t size
 
-    def __init__(self, dict memo, fn):
+    def __init__(self, dict memo, tuple parts, key_set, Py_ssize_t size):
         self.memo = memo
-        self.fn = fn
+        self.parts = tuple([_part(p) for p in parts])
+        self.key_set = key_set
+        self.size = size
 
     cdef int run(self, object v, set found, list queue) except -1:
         cdef PyObject* r = PyDict_GetItem(self.memo, v)
         cdef tuple t
+        cdef set keys
+        cdef list inner
+        cdef Part p
         if r != NULL:
             # owned: the keys' __hash__ may run Python code that empties the memo (a
             # match from inside it), which would free a borrowed bucket
             t = <tuple>r
-            _give(t, found, queue)
         else:
-            self.fn(v, found.update, queue.extend)
+            keys = set()
+            inner = []
+            for p in self.parts:
+                p.run(v, keys, inner)
+            if len(self.memo) >= self.size:
+                self.memo.clear()
+            t = (self.key_set(list(keys)), tuple(inner))
+            self.memo[v] = t
+        _give(t, found, queue)
+        return 0
+
+
+cdef enum:
+    # compiled.py's string tests of an anything-but (compiled.PREFIX, ...)
+    T_PREFIX = 0
+    T_SUFFIX = 1
+    T_EQ_FOLDED = 2
+    T_PREFIX_FOLDED = 3
+    T_SUFFIX_FOLDED = 4
+    T_GLOB = 5
+
+
+cdef bint _glob(str s, tuple parts) except -1:
+    """regular.glob_matcher: the first part a prefix, the last a suffix, the middle ones
+    in order between them (leftmost occurrences)."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(s), least = 0, at, end, i, k
+    cdef Py_ssize_t np = PyTuple_GET_SIZE(parts)
+    cdef object head = <object>PyTuple_GET_ITEM(parts, 0)
+    cdef object tail = <object>PyTuple_GET_ITEM(parts, np - 1)
+    cdef object m
+    for k in range(np):
+        least += PyUnicode_GET_LENGTH(<object>PyTuple_GET_ITEM(parts, k))
+    if n < least:
+        return False
+    if not PyUnicode_Tailmatch(s, head, 0, n, -1) or not PyUnicode_Tailmatch(s, tail, 0, n, 1):
+        return False
+    at = PyUnicode_GET_LENGTH(head)
+    end = n - PyUnicode_GET_LENGTH(tail)
+    for k in range(1, np - 1):
+        m = <object>PyTuple_GET_ITEM(parts, k)
+        i = PyUnicode_Find(s, m, at, end, 1)
+        if i < 0:
+            return False
+        at = i + PyUnicode_GET_LENGTH(m)
+    return True
+
+
+cdef class But:
+    """compiled._anything_but's test from its spec: strings and numbers excluded by
+    value, then the other members' string tests; a value of another kind (a list,
+    ABSENT) through the Python test."""
+    cdef frozenset strs, nums
+    cdef tuple others
+    cdef object fn
+
+    def __init__(self, frozenset strs, frozenset nums, tuple others, fn):
+        self.strs, self.nums, self.others, self.fn = strs, nums, others, fn
+
+    cdef bint test(self, object v) except -1:
+        cdef type t = type(v)
+        cdef object folded = None, x
+        cdef int kind
+        cdef tuple o
+        if t is str:
+            if v in self.strs:
+                return False
+            for o in self.others:
+                kind = <int>(<object>PyTuple_GET_ITEM(o, 0))
+                x = <object>PyTuple_GET_ITEM(o, 1)
+                if kind == T_PREFIX:
+                    if PyUnicode_Tailmatch(v, x, 0, PyUnicode_GET_LENGTH(v), -1):
+                        return False
+                elif kind == T_SUFFIX:
+                    if PyUnicode_Tailmatch(v, x, 0, PyUnicode_GET_LENGTH(v), 1):
+                        return False
+                elif kind == T_GLOB:
+                    if _glob(<str>v, <tuple>x):
+                        return False
+                else:
+                    if folded is None:
+                        folded = (<str>v).casefold()
+                    if kind == T_EQ_FOLDED:
+                        if folded == x:
+                            return False
+                    elif kind == T_PREFIX_FOLDED:
+                        if PyUnicode_Tailmatch(folded, x, 0, PyUnicode_GET_LENGTH(folded), -1):
+                            return False
+                    elif PyUnicode_Tailmatch(folded, x, 0, PyUnicode_GET_LENGTH(folded), 1):
+                        return False
+            return True
+        if t is int or t is float:
+            return v not in self.nums  # the other members test strings only
+        if t is bool or v is None:
+            return True
+        return bool(self.fn(v))
+
+
+cdef class Residual(Part):
+    """plans._residual: each test that holds adds its folded bucket; an anything-but
+    with a spec is tested here (But), any other test is its Python closure."""
+    cdef tuple tests  # (test, folded, But or None)
+
+    def __init__(self, tuple tests):
+        out = []
+        for test, r, spec in tests:
+            b = None
+            if spec is not None and spec[0] == "but":
+                b = But(spec[1], spec[2], spec[3], test)
+            out.append((test, r, b))
+        self.tests = tuple(out)
+
+    cdef int run(self, object v, set found, list queue) except -1:
+        cdef tuple e
+        cdef object b
+        cdef bint ok
+        for e in self.tests:
+            b = <object>PyTuple_GET_ITEM(e, 2)
+            if b is not None:
+                ok = (<But>b).test(v)
+            else:
+                ok = bool((<object>PyTuple_GET_ITEM(e, 0))(v))
+            if ok:
+                _give(<tuple>PyTuple_GET_ITEM(e, 1), found, queue)
         return 0
 
 
@@ -362,7 +497,9 @@ cdef Part _part(object p):
     if kind == "hashed":
         return Hashed(spec[1])
     if kind == "memo":
-        return Memo(spec[1], p)
+        return Memo(spec[1], spec[2], spec[3], spec[4])
+    if kind == "residual":
+        return Residual(spec[1])
     if kind == "always":
         return Always(spec[1])
     if kind == "below":

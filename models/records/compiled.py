@@ -103,7 +103,39 @@ def _anything_but(c: Constraint) -> Test:
                 return False
         return True
 
+    specs = [_string_spec(e) for e in others]
+    if all(x is not None for x in specs):  # the compiled walk runs it (_walk.But)
+        test.spec = ("but", frozenset(strs), frozenset(nums), tuple(specs))  # type: ignore[attr-defined]
     return test
+
+
+#: The string tests an anything-but's compiled form runs itself (``_walk.But``): each
+#: accepts strings only, as its closure in :func:`compile_test` does.
+PREFIX, SUFFIX, EQ_FOLDED, PREFIX_FOLDED, SUFFIX_FOLDED, GLOB = range(6)
+
+
+def _string_spec(c: Constraint) -> tuple | None:
+    """(kind, operand) of a string test the compiled walk runs (casefolded operands for
+    the ignore-case ones, a wildcard's parts), or None."""
+    op, x = c.op, c.operand
+    if op is Op.PREFIX and x.__class__ is str:
+        return (PREFIX, x)
+    if op is Op.SUFFIX and x.__class__ is str:
+        return (SUFFIX, x)
+    if op is Op.EQ_IGNORE_CASE and x.__class__ is str:
+        return (EQ_FOLDED, x.casefold())
+    if op is Op.PREFIX_IGNORE_CASE and x.__class__ is str:
+        return (PREFIX_FOLDED, x.casefold())
+    if op is Op.SUFFIX_IGNORE_CASE and x.__class__ is str:
+        return (SUFFIX_FOLDED, x.casefold())
+    if (
+        op is Op.WILDCARD
+        and x.__class__ is tuple
+        and len(x) >= 2
+        and all(p.__class__ is str for p in x)
+    ):
+        return (GLOB, x)
+    return None
 
 
 def compile_test(c: Constraint) -> Test:

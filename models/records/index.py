@@ -91,6 +91,7 @@ from typing import Any, TypeVar
 from pubsift.core.model import FilterIndex, FilterModel
 from pubsift.models.constraints import (
     ABSENT,
+    MAX_INT_DIGITS,
     Constraint,
     Op,
     TooComplex,
@@ -103,6 +104,7 @@ from pubsift.models.records.attrindex import AttributeIndex
 from pubsift.models.records.compiled import compile_test
 from pubsift.models.records.events import Record
 from pubsift.models.records.filters import RecordFilter
+from pubsift.models.records.limits import MAX_DEPTH
 from pubsift.models.records.plans import NodePlan, walk
 from pubsift.models.records.selection import FieldSelection
 from pubsift.models.records.witness_values import WitnessValues
@@ -542,8 +544,16 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
         return self.fields().parse(text, self.model)
 
     def match_wire(self, text: bytes | str) -> set[Hashable]:
-        """``match(parse_wire(text))``: the keys of the filters the event's text matches."""
-        return self.match(self.fields().parse(text, self.model))
+        """``match(parse_wire(text))``: the keys of the filters the event's text matches.
+        Under the compiled walk, bytes and ASCII texts are read and walked in one call
+        (``_walk.match_text``: no event object made for a flat event)."""
+        fields = self.fields()
+        engine = plans.ENGINE
+        if engine is not None and fields._tree is not None and not self.integer_attrs:
+            got = engine.match_text(text, fields._tree, MAX_DEPTH, MAX_INT_DIGITS, self._root)
+            if got is not None:
+                return got if got.__class__ is set else self.match(got)
+        return self.match(fields.parse(text, self.model))
 
     def match_batch(self, events: Any) -> list[set[Hashable]]:
         """One answer per event, ``match``'s. ``events``: records events (a loop over

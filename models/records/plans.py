@@ -268,7 +268,8 @@ def _memoized(parts: list[Part]) -> tuple[Part, ...]:
         if r[1]:
             extend(r[1])
 
-    part.spec = ("memo", memo)  # type: ignore[attr-defined]
+    # the compiled walk fills the same memo from the parts' compiled forms
+    part.spec = ("memo", memo, tuple(parts), key_set, MEMO_SIZE)  # type: ignore[attr-defined]
     return (part,)
 
 
@@ -333,6 +334,12 @@ def _residual(residual: list) -> Part:
                 if r[1]:
                     extend(r[1])
 
+    # each test with its folded bucket and its ``spec`` (compiled.py: the data of an
+    # anything-but test, which the compiled walk runs itself), or None
+    part.spec = (  # type: ignore[attr-defined]
+        "residual",
+        tuple((test, r, getattr(test, "spec", None)) for test, r in tests),
+    )
     return part
 
 
@@ -504,7 +511,7 @@ def _two_sided(los: list, rest: list) -> Part:
 
 # -- the compiled walk -------------------------------------------------------------------
 #: The layout of the parts' ``spec`` attributes (``_walk.SPEC`` must be equal).
-SPEC = 2
+SPEC = 3
 
 
 def _engine() -> Any:

@@ -160,9 +160,8 @@ def _scan_rows(index: Any, arr: Any, texts: Any, lo: int, hi: int) -> tuple[Any,
     base = offsets[0]
     blob = b"" if data is None else data.slice(base, offsets[-1] - base).to_pybytes()
     valid = None if not arr.null_count else arr.is_valid().to_numpy(zero_copy_only=False)
-    counts: list[int] = []
-    keys: list[Any] = []
-    for j in range(hi - lo):
+
+    def answer(j: int) -> Any:
         row = lo + j
         event = None
         if valid is None or valid[row]:
@@ -179,11 +178,34 @@ def _scan_rows(index: Any, arr: Any, texts: Any, lo: int, hi: int) -> tuple[Any,
             wire = texts[row] if texts is not None else arr[row].as_py()
             event = columnar.load_row(model, wire, row)
         if engine is not None and not event.groups and event.__class__ is Record:
-            found = engine.match(root, event._attrs)
-        else:
-            found = match(event)
-        counts.append(len(found))
-        keys.extend(found)
+            return engine.match(root, event._attrs)
+        return match(event)
+
+    counts: list[int] = []
+    keys: list[Any] = []
+    if scan is not None and engine is not None:
+        # the rows read and walked in one compiled loop (_walk.match_texts); those it
+        # leaves (-1: refused by the scan, null, a dotted key) answered as above
+        counts, keys = engine.match_texts(
+            blob, offsets, fields._tree, MAX_DEPTH, MAX_INT_DIGITS, root, match
+        )
+        if -1 in counts:
+            done, done_keys, at = counts, keys, 0
+            counts, keys = [], []
+            for j, c in enumerate(done):
+                if c < 0:
+                    found = answer(j)
+                    counts.append(len(found))
+                    keys.extend(found)
+                else:
+                    counts.append(c)
+                    keys.extend(done_keys[at : at + c])
+                    at += c
+    else:
+        for j in range(hi - lo):
+            found = answer(j)
+            counts.append(len(found))
+            keys.extend(found)
     rows = np.repeat(np.arange(lo, hi, dtype=np.int64), counts)
     return rows, answer_keys(index, keys)
 

@@ -81,6 +81,22 @@ def scan(pairs, e) -> set:
     return {k for f, k in pairs if f.matches(e)}
 
 
+#: anything-but of each form the compiled walk tests itself (_walk.But)
+BUTS = [
+    Constraint(Op.ANYTHING_BUT, frozenset(members))
+    for members in (
+        {Constraint(Op.EQ, "a"), Constraint(Op.EQ, 1)},
+        {Constraint(Op.PREFIX, "a"), Constraint(Op.SUFFIX, "b")},
+        {
+            Constraint(Op.EQ_IGNORE_CASE, "ab"),
+            Constraint(Op.PREFIX_IGNORE_CASE, "b"),
+            Constraint(Op.SUFFIX_IGNORE_CASE, "a"),
+        },
+        {Constraint(Op.WILDCARD, ("a", "b")), Constraint(Op.WILDCARD, ("", "b", "a", ""))},
+        {Constraint(Op.PREFIX, "a"), Constraint(Op.EQ, None)},  # one the walk cannot run
+    )
+]
+
 # constraints sharing constants, so that buckets, runs and regions hold several items
 shared = st.sampled_from(
     [
@@ -112,6 +128,8 @@ shared = st.sampled_from(
         Constraint(Op.ANY, Constraint(Op.EQ, "a")),
         Constraint(Op.ANY, Constraint(Op.GE, 1)),
         Constraint(Op.ANY, Constraint(Op.NOT_EXISTS)),
+        *BUTS,
+        *(Constraint(Op.ANY, c) for c in BUTS),
     ]
 )
 filters = st.dictionaries(
@@ -363,6 +381,31 @@ def test_literals_answered_once_per_plan_follow_changes(engine, value):
             for _ in range(2):  # the second walk answers from the plan made by the first
                 for e in evs:
                     assert index.match(e) == scan(held, e), (e, list(held))
+
+
+@pytest.mark.parametrize("but", BUTS)
+def test_anything_but_tested_by_the_walk_as_it_matches(engine, but):
+    """Each anything-but, alone, in ``any`` and beside a constraint of a child node, from
+    the memo and without it: the walk's answer is the scan's on every value."""
+    pairs = [
+        (RecordFilter.of({"a": but}), 1),
+        (RecordFilter.of({"a": Constraint(Op.ANY, but)}), 2),
+        (RecordFilter.of({"a": but, "b": Constraint(Op.EQ, 1)}), 3),
+        (RecordFilter.of({"a": Constraint(Op.PREFIX, "b")}), 4),  # a second part: a memo
+    ]
+    values = [v for v in UNIVERSE if v is not ABSENT] + [
+        *("", "a", "b", "ab", "ba", "xb", "bx", "AB", "Ba", "axb", "bxa", "BXA", "é", "ß"),
+    ]
+    for memo in (False, True):
+        index = RecordsIndex(MODEL)
+        held = pairs if memo else pairs[:3]
+        for f, k in held:
+            index.add(f, k)
+        with mock.patch.object(_Node, "compile_after", lambda self: 0):
+            for _ in range(2):
+                for v in values:
+                    e = Record({"a": v, "b": 1}, {})
+                    assert index.match(e) == scan(held, e), (v, memo)
 
 
 def test_nan_at_a_region_point_is_not_equal_to_itself(engine):

@@ -31,16 +31,27 @@ def _answer(index, parse, text):
     return (index.match(e), sorted((repr(f), k) for f, k in index.match_pairs(e)))
 
 
+def _matched(index, text):
+    """("error",) or ``index.match_wire(text)`` (read and walked in one compiled call
+    where it can: ``_walk.match_text``)."""
+    try:
+        return index.match_wire(text)
+    except EventError:
+        return ("error",)
+
+
 def _same(index, text) -> None:
     model = index.model
     full = _answer(index, model.parse_event, text)
     assert _answer(index, index.parse_wire, text) == full, text
+    assert _matched(index, text) == (full if full == ("error",) else full[0]), text
     if isinstance(text, str):
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
             return
         assert _answer(index, index.parse_wire, data) == full, text
+        assert _matched(index, data) == (full if full == ("error",) else full[0]), text
 
 
 # -- texts ------------------------------------------------------------------------------
