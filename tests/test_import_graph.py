@@ -33,7 +33,6 @@ READERS_MAY_IMPORT = (READERS, "pubsift.core", "pubsift.models")
 KNOWN_CYCLES = {
     "pubsift.core": "model -> index (FilterModel.new_index's LinearIndex) -> model",
     "pubsift.models.records": "package -> index -> plans -> package; eventbridge <-> syntax",
-    "pubsift.adapters.broker": "config -> history_config, tls (read_histories, read_tls) -> config",
     "pubsift.adapters.spark": "native -> native_jsonl (probe) -> native (_replacement)",
 }
 

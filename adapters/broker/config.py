@@ -85,7 +85,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from pubsift.core.errors import PubsiftError
+from pubsift.adapters.broker.address import DEFAULT_PORT, Address, ConfigError
 from pubsift.core.leasing import LeaseTimingError, Leasing
 from pubsift.core.strategies import STRATEGIES
 
@@ -93,7 +93,6 @@ if TYPE_CHECKING:
     from pubsift.adapters.broker.history_config import HistoryConfig
     from pubsift.adapters.broker.tls import TLSConfig
 
-DEFAULT_PORT = 7400
 #: the limits an identity may set for itself: each replaces the one of ``[limits]`` and
 #: counts all the identity's connections together (docs/protocol.md §12)
 IDENTITY_LIMITS = (
@@ -103,33 +102,6 @@ IDENTITY_LIMITS = (
     "max_connections",
     "max_queue_bytes",
 )
-
-
-class ConfigError(PubsiftError, ValueError):
-    """A broker configuration that cannot be used; the message names the file and key."""
-
-
-@dataclass(frozen=True)
-class Address:
-    """A TCP address ``host:port``."""
-
-    host: str
-    port: int
-
-    @classmethod
-    def parse(cls, text: str, where: str = "address") -> Address:
-        """``host:port`` (IPv6 hosts in brackets: ``[::1]:7400``)."""
-        if not isinstance(text, str):
-            raise ConfigError(f"{where}: expected a string 'host:port', got {text!r}")
-        host, sep, port = text.rpartition(":")
-        if host.startswith("[") and host.endswith("]"):
-            host = host[1:-1]
-        if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-            raise ConfigError(f"{where}: {text!r} is not 'host:port' with a port in 0-65535")
-        return cls(host, int(port))
-
-    def __str__(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
 @dataclass(frozen=True)
@@ -176,7 +148,7 @@ class BrokerConfig:
     """Everything a broker daemon needs; :func:`load_config` reads it from a file."""
 
     id: str | None = None
-    listen: Address = Address("127.0.0.1", DEFAULT_PORT)
+    listen: Address = Address("127.0.0.1", DEFAULT_PORT)  # noqa: RUF009 (frozen)
     neighbours: tuple[Address, ...] = ()
     strategy: str = "covering"
     advertisements: bool = False

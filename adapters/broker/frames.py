@@ -20,6 +20,7 @@ import struct
 from typing import Any
 
 import orjson
+from pubsift.adapters.broker.address import DEFAULT_PORT, Address, ConfigError
 from pubsift.core import strict_json
 from pubsift.core.errors import PubsiftError
 from pubsift.core.strict_json import JsonError
@@ -296,8 +297,6 @@ def check_hello(obj: dict[str, Any], expect_role: str | None = None) -> tuple[st
 def parse_url(url: str) -> tuple[str, int]:
     """(host, port) of ``pubsift://host:port`` or ``pubsifts://host:port`` (TLS; the
     port defaults to 7400 for both)."""
-    from pubsift.adapters.broker.config import DEFAULT_PORT, Address, ConfigError
-
     scheme, sep, rest = url.partition("://")
     if not sep or scheme not in (SCHEME, TLS_SCHEME):
         raise ConfigError(

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pubsift.adapters.broker.config import ConfigError
+from pubsift.adapters.broker.address import ConfigError
 from pubsift.adapters.broker.history_store import Retention
 from pubsift.adapters.broker.replay import MAX_REPLAY
 

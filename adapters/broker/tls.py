@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from pubsift.adapters.broker.config import Address, ConfigError
+from pubsift.adapters.broker.address import Address, ConfigError
 from pubsift.adapters.broker.frames import encode, error
 
 log = logging.getLogger("pubsift.broker")
