@@ -4,14 +4,17 @@
 The same walk as :func:`pubsift.models.records.plans.walk`, over the same plans: each
 part of a plan that :mod:`~pubsift.models.records.plans` built with a ``spec`` (hashed
 values, the string memo, one-sided runs, region tables, gathered segment-tree paths, a
-bucket for any value) is run here by a typed method, with no Python call per part; the
-other parts (prefixes, suffixes, residual tests, ``any``) stay Python closures called
-from here, and so does everything about a node without a compiled plan (``step``) and
-values of other kinds than strings and numbers (``probe``; for null, true and false once
-per plan, their answer kept in the plan's entry). Answers are those of the
-Python walk: ``tests/records/test_plans.py`` runs every script both ways. The module is
-optional: without it (no compiler at install time, or ``PUBSIFT_PURE_PYTHON=1``) the index
-walks in Python.
+bucket for any value, the residual tests, of which anything-but is run here itself) is
+run here by a typed method, with no Python call per part; the other parts (prefixes,
+suffixes, the other residual tests) stay Python closures called from here, and so does
+everything about a node without a compiled plan (``step``) and values of other kinds than
+strings and numbers (``probe``; for null, true and false once per plan, their answer kept
+in the plan's entry). Answers are those of the Python walk:
+``tests/records/test_plans.py`` runs every script both ways. ``_scan.pxi`` (included
+below) is the selective scan of event texts (docs/records-syntax.md §5); ``match_text``
+and ``match_texts`` read a text and walk its event in one call. The module is optional:
+without it (no compiler at install time, or ``PUBSIFT_PURE_PYTHON=1``) the index walks in
+Python.
 """
 
 from cpython.dict cimport PyDict_GetItem
