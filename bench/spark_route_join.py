@@ -13,7 +13,8 @@ after an untimed warm run):
 * **the route stage in parts**: ``match`` (the ``mapInArrow`` index path, one row per
   matched event, written to Spark's ``noop`` sink), ``explode`` (the deliveries, one row
   per (subscriber, event), ``noop``), ``job`` (what :func:`pubsift.adapters.spark.job.
-  _route` does: the matched rows persisted, the counts per subscriber, the sorted layout
+  _route` does: :func:`pubsift.adapters.spark.route.sorted_route`, each task's
+  deliveries sorted by subscriber in Python, the counts observed, the sorted layout
   written);
 * **the compiled join**: the subscriptions as a table of conditions (``spark_job.Sub.
   conditions``: symbol, close range, volume minimum), joined with the events parsed by
@@ -115,7 +116,6 @@ def main(argv: list[str] | None = None) -> int:
     from pubsift.adapters.spark.session import start
     from pubsift.adapters.spark.subscriptions import load_subscriptions
     from pubsift.core.registry import load_model
-    from pyspark import StorageLevel
     from rich.console import Console
 
     subs = spark_job.workload(quotes, 2_000 if args.quick else 10_000)
@@ -150,21 +150,12 @@ def main(argv: list[str] | None = None) -> int:
             noop(routing.route(events, "records", subscribers, 4))
 
         def job() -> None:
-            kept: list[Any] = []
-
-            def keep(df: Any) -> Any:
-                df = df.persist(StorageLevel.MEMORY_AND_DISK)
-                kept.append(df)
-                return df
-
-            df = routing.route(events, "records", subscribers, 4, keep)
-            per = {r[0]: r[1] for r in df.groupBy("subscriber").count().collect()}
-            arranged, _, options = arrange(df, "sorted", sum(per.values()), 2)
+            df, counts = routing.sorted_route(events, {"records": subscribers}, 4)
+            arranged, _, options = arrange(df, "sorted")
             arranged.write.mode("overwrite").options(**options).parquet(
                 "file://" + os.path.join(tmp, "deliveries")
             )
-            for d in kept:
-                d.unpersist()
+            counts()
 
         def join() -> None:
             noop(joined(spark, events, subs))

@@ -11,12 +11,13 @@ time of each stage, and the console ends with the summary as a table.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ from pubsift.adapters.summary import SourceCounts, Summary
 from rich.console import Console
 
 if TYPE_CHECKING:
+    from pubsift.adapters.spark.route import Routed
     from pubsift.adapters.spark.subscriptions import Subscriber
     from pyspark.sql import DataFrame, SparkSession
 
@@ -107,6 +109,8 @@ def _run(
     stages = Stages(console)
     spark = None
     _warm_report()
+    # the indexes are built on the driver while Spark starts and the files are converted
+    indexes = _Building(subscribers) if subscribers is not None else None
     with Interrupts() as interrupts:
         stages.check = interrupts.check
         try:
@@ -126,7 +130,16 @@ def _run(
                 summary.update(_store_summary(event_store))
             if subscribers is not None:
                 summary.update(
-                    _route(spark, events_path, subscribers, output, stages, settings.layout)
+                    _route(
+                        spark,
+                        events_path,
+                        subscribers,
+                        output,
+                        stages,
+                        settings.layout,
+                        summary.get("models"),
+                        indexes.get if indexes is not None else None,
+                    )
                 )
                 wanted = Counter(s.model for s in subscribers)
                 summary["warnings"] = model_warnings(wanted, summary.get("models", {}))
@@ -408,55 +421,86 @@ def _route(
     output: store.Output,
     stages: Stages,
     layout: str,
+    models: Mapping[str, int] | None = None,
+    prepare: Callable[[Mapping[str, Sequence[Subscriber]]], list[Routed]] | None = None,
 ) -> dict[str, Any]:
-    """Route and write the deliveries in ``layout``; the counts per subscriber come from
-    the plan that is written, aggregated before the write (never by reading the
-    output back): what the Python tasks return is persisted, so both share one routing."""
+    """Route and write the deliveries in ``layout``, one pass: each routing task sorts
+    its deliveries by subscriber (:func:`pubsift.adapters.spark.route.sorted_route`), and
+    the counts per subscriber come from an observation of the plan that is written (never
+    by reading the output back). ``models``: the events per model of the store, when
+    known (else one scan finds which models it holds); ``prepare``: the models' indexes
+    (:func:`pubsift.adapters.spark.route.sorted_route`)."""
     from pubsift.adapters.spark import route as routing
     from pubsift.adapters.spark.layout import arrange
     from pubsift.adapters.spark.subscriptions import by_model
-    from pyspark import StorageLevel
 
     groups = by_model(subscribers)
-    kept: list[DataFrame] = []
-
-    def keep(df: DataFrame) -> DataFrame:
-        df = df.persist(StorageLevel.MEMORY_AND_DISK)
-        kept.append(df)
-        return df
-
     with stages.stage("route", f"{len(subscribers)} subscribers of {len(groups)} model(s) routed"):
         # the schema given: a store with no event holds no Parquet file to infer it from
         events = spark.read.schema(EVENTS_SCHEMA).parquet(_uri(events_path, read=True))
-        present = {r[0] for r in events.select("model").distinct().collect()}
-        parts = max(2, 2 * _parallelism(spark))
-        try:
-            frames = [
-                routing.route(events, m, subs, parts, keep)
-                for m, subs in groups.items()
-                if m in present
-            ]
-            per: dict[str, int] = {}
-            if frames:
-                deliveries = frames[0]
-                for f in frames[1:]:
-                    deliveries = deliveries.unionByName(f)
-                per = {r[0]: r[1] for r in deliveries.groupBy("subscriber").count().collect()}
-                arranged, partition, options = arrange(
-                    deliveries, layout, sum(per.values()), _parallelism(spark)
-                )
-                _write(
-                    arranged,
-                    output.path("deliveries"),
-                    output.format,
-                    partition=partition,
-                    options=options,
-                )
-        finally:
-            for df in kept:
-                df.unpersist()
+        if models is None:
+            present = {r[0] for r in events.select("model").distinct().collect()}
+        else:
+            present = {m for m, n in models.items() if n}
+        wanted = {m: subs for m, subs in groups.items() if m in present}
+        per: dict[str, int] = {}
+        if wanted:
+            stored = sum(_bytes(os.path.join(events_path, f"model={m}")) for m in wanted)
+            stored = stored or _bytes(events_path)  # a model's directory named otherwise
+            parts = routing.partitions_for(stored, _parallelism(spark))
+            deliveries, counts = routing.sorted_route(events, wanted, parts, prepare)
+            arranged, partition, options = arrange(deliveries, layout)
+            _write(
+                arranged,
+                output.path("deliveries"),
+                output.format,
+                partition=partition,
+                options=options,
+            )
+            per = counts()
     counted = {s.id: per.get(s.id, 0) for s in subscribers}
     return {"layout": layout, "deliveries": sum(counted.values()), "subscribers": counted}
+
+
+class _Building:
+    """The routing indexes of ``subscribers`` (:func:`pubsift.adapters.spark.route.
+    prepared`) built in a daemon thread; :meth:`get` waits for them (and raises what the
+    build raised)."""
+
+    def __init__(self, subscribers: Sequence[Subscriber]) -> None:
+        import threading
+
+        self._subscribers = subscribers
+        self._done: list[Routed] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._build, daemon=True, name="pubsift-index")
+        self._thread.start()
+
+    def _build(self) -> None:
+        from pubsift.adapters.spark.route import prepared
+        from pubsift.adapters.spark.subscriptions import by_model
+
+        try:
+            self._done = prepared(by_model(self._subscribers))
+        except BaseException as exc:
+            self._error = exc
+
+    def get(self, groups: Mapping[str, Sequence[Subscriber]]) -> list[Routed]:
+        """The built indexes of the models in ``groups``."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return [r for r in self._done or () if r.model in groups]
+
+
+def _bytes(path: str) -> int:
+    """Bytes of the files under ``path`` (0 when there is none)."""
+    total = 0
+    for root, _, names in os.walk(path):
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(os.path.join(root, name))
+    return total
 
 
 def _uri(path: str, read: bool = False) -> str:

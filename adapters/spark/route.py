@@ -21,10 +21,12 @@ the same (tests/spark/test_batch_online.py).
 from __future__ import annotations
 
 import json
+import math
 import pickle
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pubsift.adapters.spark.interrupt import ignore_interrupts
@@ -212,6 +214,163 @@ def matcher(
     return match
 
 
+#: a row of :func:`sorted_router`'s output: a delivery (``counted`` null) or, after a
+#: task's deliveries, a subscriber's number of them in that task (``counted``)
+COUNTED_SCHEMA = DELIVERY_SCHEMA + ", counted long"
+
+
+@dataclass(frozen=True)
+class Routed:
+    """One model's part of a :func:`sorted_router` job: its subscribers, its index on the
+    way to the tasks, and whether deliveries are made per subscriber (concepts)."""
+
+    model: str
+    subscribers: Sequence[Subscriber]
+    shipped: Shipped
+    converts: bool
+
+
+def sorted_router(groups: Sequence[Routed]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function routing a whole partition of events (``model``,
+    ``source``, ``position``, ``event``), each through its model's index, to its
+    deliveries sorted by (subscriber, source, position) (:data:`COUNTED_SCHEMA`), the
+    order Spark sorts strings and numbers in: the task keeps the events that matched and
+    the (event, subscriber) pairs, sorts the pairs by numbers (numpy) and hands the rows
+    back in that order, each event taken once per subscriber by Arrow; then one row per
+    subscriber of the partition with its number of deliveries (``counted``; the other
+    columns but ``subscriber`` and ``model`` null). No sort or shuffle in the JVM: each
+    task writes one file sorted by subscriber. A model that ``converts`` has its
+    delivered events made per subscriber (:func:`_delivered`)."""
+    ids = [s.id for g in groups for s in g.subscribers]
+    starts = [0]
+    for g in groups:
+        starts.append(starts[-1] + len(g.subscribers))
+
+    def route(batches: Iterator[Any]) -> Iterator[Any]:
+        ignore_interrupts()
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pubsift.core.registry import load_model
+
+        id_array = pa.array(ids, pa.string())
+        rank = np.empty(len(ids), np.int64)
+        rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
+        group_of = np.repeat(np.arange(len(groups)), np.diff(starts))
+        names = pa.array([g.model for g in groups], pa.string())
+        models = [load_model(g.model) for g in groups]
+        indexes = [g.shipped.load() for g in groups]
+        sources, positions, events, all_rows, all_keys = [], [], [], [], []
+        base = 0
+        for whole in batches:
+            for i, g in enumerate(groups):
+                if len(groups) == 1:
+                    batch = whole
+                else:
+                    batch = whole.filter(pc.equal(whole.column("model"), g.model))
+                if batch.num_rows == 0:
+                    continue
+                wires = batch.column("event")
+                rows, keys = matched(indexes[i], models[i], wires)
+                if not len(rows):
+                    continue
+                hit = np.unique(rows)
+                taken = pa.array(hit, pa.int64())
+                sources.append(batch.column("source").take(taken))
+                positions.append(batch.column("position").take(taken))
+                events.append(wires.take(taken))
+                all_rows.append(np.searchsorted(hit, rows) + base)
+                all_keys.append(np.asarray(keys, np.int64) + starts[i])
+                base += len(hit)
+        if not all_rows:
+            return
+        source = pa.chunked_array(sources, pa.string()).combine_chunks()
+        position = pa.chunked_array(positions, pa.int64()).combine_chunks()
+        wire: Any = pa.chunked_array(events, pa.string())
+        if sum(c.nbytes for c in events) < 1 << 30:  # one array: taken from without copying it
+            wire = wire.combine_chunks()
+        rows = np.concatenate(all_rows)
+        keys = np.concatenate(all_keys)
+        del sources, positions, events, all_rows, all_keys
+        codes = pc.dictionary_encode(source)
+        labels = codes.dictionary.to_pylist()
+        source_rank = np.empty(len(labels), np.int64)
+        source_rank[sorted(range(len(labels)), key=labels.__getitem__)] = np.arange(len(labels))
+        by_source = source_rank[codes.indices.to_numpy(zero_copy_only=False)]
+        at = position.to_numpy(zero_copy_only=False)
+        order = np.lexsort((at[rows], by_source[rows], rank[keys]))
+        rows, keys = rows[order], keys[order]
+        del order
+        converting = any(g.converts for g in groups)
+        if converting:
+            sizes = np.full(len(rows), 1024)
+        else:
+            sizes = pc.binary_length(wire).to_numpy(zero_copy_only=False)[rows]
+        for lo, hi in _chunks(sizes, OUTPUT_BYTES):
+            r = pa.array(rows[lo:hi], pa.int64())
+            k = pa.array(keys[lo:hi], pa.int64())
+            if converting:
+                delivered = pa.array(
+                    _delivered_of(groups, models, starts, wire, rows[lo:hi], keys[lo:hi]),
+                    pa.string(),
+                )
+            else:
+                delivered = wire.take(r)
+                if isinstance(delivered, pa.ChunkedArray):
+                    delivered = delivered.combine_chunks()
+            yield pa.RecordBatch.from_arrays(
+                [
+                    id_array.take(k),
+                    source.take(r),
+                    position.take(r),
+                    names.take(pa.array(group_of[keys[lo:hi]], pa.int64())),
+                    delivered,
+                    pa.nulls(hi - lo, pa.int64()),
+                ],
+                names=["subscriber", "source", "position", "model", "event", "counted"],
+            )
+        n = np.bincount(keys, minlength=len(ids))
+        present = np.flatnonzero(n)
+        yield pa.RecordBatch.from_arrays(
+            [
+                id_array.take(pa.array(present, pa.int64())),
+                pa.nulls(len(present), pa.string()),
+                pa.nulls(len(present), pa.int64()),
+                names.take(pa.array(group_of[present], pa.int64())),
+                pa.nulls(len(present), pa.string()),
+                pa.array(n[present], pa.int64()),
+            ],
+            names=["subscriber", "source", "position", "model", "event", "counted"],
+        )
+
+    return route
+
+
+def _delivered_of(
+    groups: Sequence[Routed],
+    models: Sequence[FilterModel],
+    starts: Sequence[int],
+    wires: Any,
+    rows: Any,
+    keys: Any,
+) -> list[str]:
+    """The delivered events of the pairs (rows, keys) (global subscriber numbers): made
+    per subscriber for a model that converts, the stored wire form otherwise."""
+    import bisect
+
+    out = []
+    for row, key in zip(rows.tolist(), keys.tolist()):
+        i = bisect.bisect_right(starts, key) - 1
+        g = groups[i]
+        if g.converts:
+            out.extend(
+                _delivered(models[i], g.subscribers, wires, [row], [key - starts[i]], listed=True)
+            )
+        else:
+            out.append(wires[row].as_py())
+    return out
+
+
 def _chunks(sizes: Any, limit: int) -> Iterator[tuple[int, int]]:
     """(lo, hi) slices of the deliveries whose events add up to at most ``limit`` bytes
     (at least one delivery each): an Arrow batch stays bounded however many subscribers a
@@ -229,12 +388,19 @@ def _chunks(sizes: Any, limit: int) -> Iterator[tuple[int, int]]:
 
 
 def _delivered(
-    model: FilterModel, subscribers: Sequence[Subscriber], wires: Any, rows: Any, keys: Any
+    model: FilterModel,
+    subscribers: Sequence[Subscriber],
+    wires: Any,
+    rows: Any,
+    keys: Any,
+    listed: bool = False,
 ) -> list[str]:
-    """The delivered events of the pairs (rows, keys), made per subscriber."""
+    """The delivered events of the pairs (rows, keys) (numpy arrays, or lists when
+    ``listed``), made per subscriber."""
     loaded: dict[int, Any] = {}
     out = []
-    for row, key in zip(rows.tolist(), keys.tolist()):
+    pairs = zip(rows, keys) if listed else zip(rows.tolist(), keys.tolist())
+    for row, key in pairs:
         event = loaded.get(row)
         if event is None:
             event = loaded[row] = _load(model, wires[row].as_py())
@@ -293,3 +459,71 @@ def route(
     index = build_index(model, subscribers)
     mine = events.where(events.model == model_name).select("source", "position", "event")
     return deliveries(mine.repartition(partitions), model_name, subscribers, index, keep)
+
+
+#: at most this many bytes of the event store's Parquet files per routing task: a task
+#: of :func:`sorted_router` holds its partition's matched events while it sorts them
+TASK_BYTES = 32 << 20
+
+
+def partitions_for(store_bytes: int, parallelism: int) -> int:
+    """Routing tasks for ``store_bytes`` of stored events: one per MiB up to two per core
+    (a small store is one file of deliveries, a larger one keeps every core busy), and
+    more beyond :data:`TASK_BYTES` each."""
+    per_mib = math.ceil(store_bytes / (1 << 20))
+    return max(1, min(2 * max(1, parallelism), per_mib), math.ceil(store_bytes / TASK_BYTES))
+
+
+def prepared(groups: Mapping[str, Sequence[Subscriber]]) -> list[Routed]:
+    """Each model's subscribers with their index built and pickled for the tasks (on the
+    driver: for ten thousand filters, a second or two)."""
+    from pubsift.core.registry import load_model
+
+    return [
+        Routed(
+            m,
+            list(subs),
+            Shipped(build_index(load_model(m), subs)),
+            any(s.agreement is not None for s in subs),
+        )
+        for m, subs in groups.items()
+    ]
+
+
+def sorted_route(
+    events: DataFrame,
+    groups: Mapping[str, Sequence[Subscriber]],
+    partitions: int,
+    prepare: Callable[[Mapping[str, Sequence[Subscriber]]], list[Routed]] | None = None,
+) -> tuple[DataFrame, Callable[[], dict[str, int]]]:
+    """Deliveries of the events in the store ``events`` to the subscribers of each model
+    in ``groups``, each of the ``partitions`` tasks' sorted by (subscriber, source,
+    position) (:func:`sorted_router`), and a function giving the deliveries per
+    subscriber once an action ran the frame: summed from the tasks' count rows by an
+    ``Observation`` of that same plan (nothing persisted, nothing read back). Lazy: a
+    Spark plan. ``prepare``: gives the groups' :class:`Routed` (default :func:`prepared`;
+    the job builds them while the files are converted)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    routed = (prepare or prepared)(groups)
+    mine = events.where(F.col("model").isin(list(groups))).select(
+        "model", "source", "position", "event"
+    )
+    out = mine.repartition(partitions).mapInArrow(sorted_router(routed), COUNTED_SCHEMA)
+    seen = Observation(f"pubsift-deliveries-{uuid.uuid4().hex}")
+    counted = F.col("counted")
+    out = out.observe(
+        seen,
+        F.collect_list(F.when(counted.isNotNull(), F.struct("subscriber", counted))).alias(
+            "counts"
+        ),
+    )
+
+    def counts() -> dict[str, int]:
+        per: dict[str, int] = {}
+        for subscriber, n in seen.get["counts"]:
+            per[subscriber] = per.get(subscriber, 0) + n
+        return per
+
+    return out.where(counted.isNull()).drop("counted"), counts

@@ -120,7 +120,7 @@ def test_deliveries_are_one_dataset_sorted_by_subscriber(routed, sample):
     deliveries = routed.out / "deliveries"
     assert not [p for p in deliveries.iterdir() if p.is_dir()]
     files = kit.data_files(deliveries)
-    assert len(files) == 1  # layout.files_for: a few thousand deliveries, one file
+    assert len(files) == 1  # route.partitions_for: a store of a few KiB, one task, one file
     table = pq.read_table(files[0])
     assert table.schema.names == ["subscriber", "source", "position", "model", "event"]
     keys = list(zip(*(table.column(c).to_pylist() for c in ("subscriber", "source", "position"))))
