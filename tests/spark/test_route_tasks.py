@@ -123,3 +123,67 @@ def test_a_shipped_index_is_loaded_once_per_worker_and_the_cache_is_bounded():
         route.Shipped(index).load()
     assert len(route._loaded) == route.KEPT
     assert shipped.load() is not first  # evicted, loaded anew
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sorted_router_gives_the_pairs_sorted_by_subscriber_then_its_counts(seed, monkeypatch):
+    """A whole partition in several batches (a model column, sources out of order):
+    the delivery rows are the matcher's pairs exploded, in (subscriber, source, position)
+    order as Spark sorts them, then one count row per subscriber delivered to."""
+    records = load_model("records")
+    rng = random.Random(seed)
+    subs = _subscribers(records, rng, 30)
+    rng.shuffle(subs)  # ids out of their sorted order
+    batches = []
+    for i in range(3):
+        b = _batch(records, rng, 120)
+        sources = pa.array([f"src{rng.randint(0, 11)}" for _ in range(b.num_rows)])
+        positions = pa.array([1000 * i + p for p in b.column("position").to_pylist()], pa.int64())
+        batches.append(
+            pa.RecordBatch.from_arrays(
+                [
+                    pa.repeat(pa.scalar("records"), b.num_rows),
+                    sources,
+                    positions,
+                    b.column("event"),
+                ],
+                names=["model", "source", "position", "event"],
+            )
+        )
+    if seed % 2:  # tiny output batches: many chunks
+        monkeypatch.setattr(route, "OUTPUT_BYTES", 300)
+    shipped = route.Shipped(route.build_index(records, subs))
+    routed = [route.Routed("records", subs, shipped, False)]
+    out = [r for b in route.sorted_router(routed)(iter(batches)) for r in b.to_pylist()]
+    rows = [r for r in out if r["counted"] is None]
+    counts = [r for r in out if r["counted"] is not None]
+    assert out[: len(rows)] == rows  # the counts last
+    keys = [(r["subscriber"], r["source"], r["position"]) for r in rows]
+    assert keys == sorted(keys) and len(keys) == len(set(keys))
+    want = {
+        (s, r["source"], r["position"], r["event"])
+        for b in batches
+        for r in route.matcher("records", subs, shipped)(
+            iter([b.select(["source", "position", "event"])])
+        )
+        for r in r.to_pylist()
+        for s in r["subscribers"]
+    }
+    assert {(r["subscriber"], r["source"], r["position"], r["event"]) for r in rows} == want
+    assert all(r["model"] == "records" for r in out)
+    per = {}
+    for r in rows:
+        per[r["subscriber"]] = per.get(r["subscriber"], 0) + 1
+    assert {r["subscriber"]: r["counted"] for r in counts} == per
+
+
+def test_sorted_router_of_a_partition_with_no_match_gives_nothing():
+    records = load_model("records")
+    subs = _subscribers(records, random.Random(3), 5)
+    b = _batch(records, random.Random(3), 0)
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([], pa.string()), *b.columns], names=["model", "source", "position", "event"]
+    )
+    shipped = route.Shipped(route.build_index(records, subs))
+    routed = [route.Routed("records", subs, shipped, False)]
+    assert list(route.sorted_router(routed)(iter([batch]))) == []
