@@ -759,11 +759,17 @@ def _file_split(spark: SparkSession, size: int) -> None:
     spark.conf.set("spark.sql.files.openCostInBytes", str(size))
 
 
+#: the writer's options of the event store's files: events are nearly all distinct, so a
+#: Parquet dictionary of them only costs its attempt
+WRITE_OPTIONS = {"parquet.enable.dictionary#event": "false"}
+
+
 def _append(frames: list[DataFrame], scratch: str) -> None:
     df = frames[0]
     for f in frames[1:]:
         df = df.unionAll(f)
-    df.write.mode("append").partitionBy("model").parquet("file://" + scratch)
+    writer = df.write.mode("append").options(**WRITE_OPTIONS)
+    writer.partitionBy("model").parquet("file://" + scratch)
 
 
 def _stored(rows: DataFrame, label: str, data: Column, position: Column) -> DataFrame:
