@@ -524,9 +524,21 @@ class StrSet:
         return hash(self.dfa)
 
     def _op(self, other: StrSet, spans_op, fn) -> StrSet:
+        if (self.lex is None) != (other.lex is None):
+            self._lexical(), other._lexical()
         if self.lex is not None and other.lex is not None:
             return StrSet(spans_op(self.lex, other.lex))
         return StrSet(None, self.dfa.product(other.dfa, fn))
+
+    def _lexical(self) -> None:
+        """Give an automaton of every string or of none its spans, so that an operation
+        with a set that has spans keeps them (``prefix-ignore-case ""`` is ``prefix ""``:
+        ``any < "A"`` and either is ``< "A"``, which only the spans represent)."""
+        if self.lex is None:
+            if self.dfa.is_universal():
+                self.lex = Spans.of(LEX, [("", True, TOP, False)])
+            elif self.dfa.is_empty():
+                self.lex = Spans(LEX, ())
 
     def __and__(self, other: StrSet) -> StrSet:
         return self._op(other, Spans.__and__, lambda x, y: x and y)
