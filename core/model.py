@@ -164,8 +164,6 @@ class FilterModel(ABC, Generic[F, E]):
     # -- indexing ---------------------------------------------------------------------
     def new_index(self) -> FilterIndex[Any, F]:
         """A fresh :class:`FilterIndex` for routing tables. Default: linear scan."""
-        from pubsift.core.index import LinearIndex
-
         return LinearIndex(self)
 
     def __repr__(self) -> str:
@@ -285,3 +283,57 @@ class FilterIndex(ABC, Generic[K, F]):
             for f, k in reversed(added):
                 self.remove(f, k)
             raise
+
+
+class LinearIndex(FilterIndex[Hashable, F]):
+    """The default index (:meth:`FilterModel.new_index`, also :mod:`pubsift.core.index`):
+    holds (filter, key) pairs in insertion order; every query scans all of them."""
+
+    def __init__(self, model: FilterModel[F, Any]) -> None:
+        self.model = model
+        self._pairs: dict[tuple[F, Hashable], None] = {}
+
+    def add(self, f: F, key: Hashable) -> None:
+        self._pairs[(f, key)] = None
+
+    def remove(self, f: F, key: Hashable) -> None:
+        try:
+            del self._pairs[(f, key)]
+        except KeyError:
+            raise KeyError(f"({f!r}, {key!r}) is not in the index") from None
+
+    def __iter__(self) -> Iterator[tuple[F, Hashable]]:
+        return iter(list(self._pairs))
+
+    def __len__(self) -> int:
+        return len(self._pairs)
+
+    def __contains__(self, pair: object) -> bool:
+        return pair in self._pairs
+
+    def _select(self, test: Any) -> set[Hashable]:
+        return {k for g, k in self._pairs if test(g)}
+
+    def match(self, event: Event) -> set[Hashable]:
+        return self._select(lambda g: self.model.matches(g, event))
+
+    def match_pairs(self, event: Event) -> list[tuple[F, Hashable]]:
+        return [(g, k) for g, k in self._pairs if self.model.matches(g, event)]
+
+    def covering(self, f: F) -> set[Hashable]:
+        return self._select(lambda g: self.model.covers(g, f))
+
+    def covered_by(self, f: F) -> set[Hashable]:
+        return self._select(lambda g: self.model.covers(f, g))
+
+    def identical(self, f: F) -> set[Hashable]:
+        return self._select(lambda g: self.model.identical(g, f))
+
+    def overlapping(self, f: F) -> set[Hashable]:
+        return self._select(lambda g: self.model.overlaps(g, f))
+
+    def merge_candidates(self, f: F) -> set[Hashable]:
+        return self._select(lambda g: self.model.merge([g, f], perfect=True) is not None)
+
+    def filters(self, key: Hashable) -> list[F]:
+        return [g for g, k in self._pairs if k == key]

@@ -97,7 +97,11 @@ from pubsift.models.constraints import (
 from pubsift.models.constraints import json_type as _json_type
 from pubsift.models.records import limits as record_limits
 from pubsift.models.records.filters import RecordFilter
-from pubsift.models.records.syntax import clause_text, too_complex_message, unsatisfiable_message
+from pubsift.models.records.formatting import (
+    clause_text,
+    too_complex_message,
+    unsatisfiable_message,
+)
 from pubsift.models.records.typesystem import Schema
 
 #: The largest number of conjunctive filters one pattern may expand into.
