@@ -8,8 +8,14 @@ models/), including imports inside functions and under TYPE_CHECKING:
   records does its ``workload``): each model's ``__init__`` says in its docstring that its
   other modules are private, and its ``__all__`` is its edge API;
 * what a module imports from ``pubsift.models.X`` is in ``X.__all__``;
-* no module imports a ``_name`` from a module of another package (a package is a folder;
-  a model with its subfolders is one package).
+* nothing of another package that is private is used (a package is a folder; a model
+  with its subfolders is one package; a package's own modules may use its private parts):
+  no ``_name`` imported from it (``from pubsift.core.cli_input import _strict``), no
+  private module of it imported (``import pubsift.adapters.broker._split``, ``from
+  pubsift.adapters.broker._split import cut``: a public name does not make its module
+  public; a compiled ``.pyx`` module counts), and no ``_name`` read as an attribute of
+  what an import bound (``frames._private_helper()`` after ``from
+  pubsift.adapters.broker import frames``, ``pubsift.core.cli_input._strict``).
 
 bench/ keeps the same rules, but for the imports listed in :data:`BENCH_INNER` with the
 reason: those benchmarks time the inner parts of the models (columnar matching, the plans,
@@ -129,6 +135,74 @@ def _imports(node: ast.AST, module: str, is_package: bool) -> list[tuple[str, li
     return []
 
 
+def _is_module(dotted: str, root: Path) -> bool:
+    """``dotted`` is a module of the packages under ``root`` (``.py``, ``.pyx``, a package)."""
+    parts = dotted.split(".")
+    for folder, package in FOLDERS.items():
+        top = package.split(".")
+        if parts[: len(top)] == top:
+            base = root / folder / Path(*parts[len(top) :]) if parts[len(top) :] else root / folder
+            if (base / "__init__.py").is_file():
+                return True
+            return any(base.with_suffix(s).is_file() for s in (".py", ".pyx")) and (
+                len(parts) > len(top)
+            )
+    return False
+
+
+def _holder(dotted: str, root: Path) -> str:
+    """The package owning the longest module that ``dotted`` begins with (``dotted`` may
+    go on into the module's attributes: ``pubsift.adapters.broker.frames.Frame``)."""
+    parts = dotted.split(".")
+    while len(parts) > 1 and not _is_module(".".join(parts), root):
+        parts.pop()
+    return _owner(".".join(parts), root)
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_module(target: str, root: Path) -> str | None:
+    """The package holding the first private module of the dotted ``target``, if it has
+    one (``pubsift.adapters.broker._split.cut`` -> ``pubsift.adapters.broker``)."""
+    parts = target.split(".")
+    for i, part in enumerate(parts):
+        if _is_private(part):
+            return _owner(".".join(parts[: i + 1]), root)
+    return None
+
+
+def _bindings(tree: ast.AST, module: str, is_package: bool) -> dict[str, str]:
+    """Local name -> the dotted ``pubsift`` name an import statement bound it to (anywhere
+    in the module; ``import a.b`` binds ``a``)."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    bound[a.asname] = a.name
+                else:
+                    top = a.name.split(".")[0]
+                    bound[top] = top
+        elif isinstance(node, ast.ImportFrom):
+            ((target, _),) = _imports(node, module, is_package)
+            for a in node.names:
+                if a.name != "*":
+                    bound[a.asname or a.name] = f"{target}.{a.name}"
+    return {k: v for k, v in bound.items() if v == "pubsift" or v.startswith("pubsift.")}
+
+
+def _dotted(node: ast.expr, bound: dict[str, str]) -> str | None:
+    """The dotted name an expression ``a.b.c`` stands for, from the import bindings."""
+    if isinstance(node, ast.Name):
+        return bound.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value, bound)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
 def violations(
     root: Path = ROOT, folders: tuple[str, ...] = tuple(FOLDERS)
 ) -> tuple[set[str], int]:
@@ -143,9 +217,15 @@ def violations(
             module = _module(path, root)
             mine = _owner(module, root)
             where = str(path.relative_to(root))
+            is_package = path.name == "__init__.py"
             tree = ast.parse(path.read_text(encoding="utf-8"), where)
+            bound = _bindings(tree, module, is_package)
             for node in ast.walk(tree):
-                for target, names in _imports(node, module, path.name == "__init__.py"):
+                if isinstance(node, ast.Attribute) and _is_private(node.attr):
+                    base = _dotted(node.value, bound)
+                    if base is not None and _holder(base, root) != mine:
+                        found.add(f"{where}: {base}.{node.attr} (private attribute)")
+                for target, names in _imports(node, module, is_package):
                     if not target.startswith("pubsift."):
                         continue
                     parts = target.split(".")
@@ -158,9 +238,13 @@ def violations(
                             hidden = [n for n in names if n not in public.get(parts[2], set())]
                             if hidden:
                                 found.add(f"{where}: {target} {hidden} (not in __all__)")
+                    holder = _private_module(target, root)
+                    if holder is not None and holder != mine:
+                        shown = f"{target} {names}" if names else target
+                        found.add(f"{where}: {shown} (private module of {holder})")
                     theirs = _owner(target, root)
                     for name in names:
-                        if name.startswith("_") and not name.startswith("__") and theirs != mine:
+                        if _is_private(name) and theirs != mine:
                             found.add(f"{where}: {target}.{name} (private name)")
     return found, files
 
@@ -180,10 +264,22 @@ def test_bench_uses_public_names_but_for_the_inner_parts_it_times():
 
 
 def test_the_check_finds_each_kind_of_breach(tmp_path):
-    """The three rules, on a copy of a small tree: each breach is reported once."""
+    """The three rules, on a copy of a small tree: each breach is reported once; a
+    package's own modules may use its private modules and names."""
     for folder in FOLDERS:
         (tmp_path / folder).mkdir()
     (tmp_path / "adapters" / "__init__.py").write_text("")
+    broker = tmp_path / "adapters" / "broker"
+    broker.mkdir()
+    (broker / "__init__.py").write_text("")
+    (broker / "_split.pyx").write_text("")
+    (broker / "frames.py").write_text("def _private_helper(): pass\n")
+    (broker / "own.py").write_text(
+        "import pubsift.adapters.broker._split\n"
+        "from pubsift.adapters.broker._split import cut\n"
+        "from . import frames, _split\n"
+        "frames._private_helper()\n"
+    )
     for model in MODELS:
         (tmp_path / "models" / model).mkdir()
         (tmp_path / "models" / model / "__init__.py").write_text(
@@ -199,6 +295,12 @@ def test_the_check_finds_each_kind_of_breach(tmp_path):
         "    from pubsift.core.cli_input import _strict\n"
         "    from pubsift.adapters.b import _ours\n"  # same package: fine
         "    from .b import _also_ours\n"
+        "    import pubsift.adapters.broker._split\n"
+        "    from pubsift.adapters.broker._split import cut\n"
+        "    from pubsift.adapters.broker import frames\n"
+        "    import pubsift.adapters.broker.frames as fr\n"
+        "    frames._private_helper()\n"
+        "    fr.__name__, frames.public, pubsift.core.cli_input._strict\n"
     )
     found, _ = violations(tmp_path)
     assert sorted(found) == sorted(
@@ -207,6 +309,12 @@ def test_the_check_finds_each_kind_of_breach(tmp_path):
             "adapters/a.py: pubsift.models.records.index (inner module of pubsift.models.records)",
             "adapters/a.py: pubsift.models.concepts ['units'] (not in __all__)",
             "adapters/a.py: pubsift.core.cli_input._strict (private name)",
+            "adapters/a.py: pubsift.adapters.broker._split (private module of "
+            "pubsift.adapters.broker)",
+            "adapters/a.py: pubsift.adapters.broker._split ['cut'] (private module of "
+            "pubsift.adapters.broker)",
+            "adapters/a.py: pubsift.adapters.broker.frames._private_helper (private attribute)",
+            "adapters/a.py: pubsift.core.cli_input._strict (private attribute)",
             *(
                 f"models/{m}/__init__.py: pubsift.models.constraints.values "
                 "(inner module of pubsift.models.constraints)"
