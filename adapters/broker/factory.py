@@ -24,6 +24,7 @@ from pubsift.adapters.broker.client import AsyncClient, Notification
 from pubsift.adapters.broker.replay import SUBSCRIPTIONS
 from pubsift.core.errors import PubsiftError
 from pubsift.core.model import Filter
+from pubsift.core.strict_json import strict_json
 
 log = logging.getLogger("pubsift.factory")
 
@@ -62,7 +63,7 @@ class Factory:
         m = self.client.model(self.model)
         try:
             kind, key = se["type"], (se["broker"], se["client"], se["filter"])
-            subscription = m.load_filter(json.loads(se["filter"]))
+            subscription = m.load_filter(strict_json(se["filter"]))
         except (KeyError, TypeError, ValueError, PubsiftError) as exc:
             log.warning("factory: malformed subscription event dropped: %s", exc)
             return

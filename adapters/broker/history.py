@@ -44,6 +44,7 @@ from pubsift.adapters.broker.replay import (
 from pubsift.adapters.broker.wire import dumps
 from pubsift.core.errors import PubsiftError
 from pubsift.core.model import FilterModel
+from pubsift.core.strict_json import strict_json
 
 log = logging.getLogger("pubsift.history")
 
@@ -192,8 +193,8 @@ class History:
         m = self.model
         try:
             broker, client = se["broker"], se["client"]
-            ref = json.loads(se["ref"])
-            subscription = m.load_filter(json.loads(se["filter"]))
+            ref = strict_json(se["ref"])
+            subscription = m.load_filter(strict_json(se["filter"]))
         except (KeyError, TypeError, ValueError, PubsiftError) as exc:
             log.warning("history %s: malformed subscription event dropped: %s", self.id, exc)
             return
@@ -214,7 +215,7 @@ class History:
         self.client.send_frame(replay_frames(head, (), end=False)[0])
         await asyncio.sleep(0)  # written before the select holds the loop
         try:
-            replay = parse(json.loads(se["replay"]), self.config.max_replay)
+            replay = parse(strict_json(se["replay"]), self.config.max_replay)
             self._complete(replay)
 
             def wanted(event: bytes) -> bool:

@@ -6,6 +6,8 @@ polls its feeds only meanwhile."""
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import time
 from pathlib import Path
 
@@ -123,3 +125,32 @@ def test_publish_feed_on_demand_polls_only_while_someone_listens(tmp_path: Path)
                 await d.stop()
 
     asyncio.run(asyncio.wait_for(go(), 30))
+
+
+def test_a_subscription_event_whose_filter_is_not_strict_json_is_dropped(caplog) -> None:
+    """The filter of a subscription event is read as strict JSON (core/strict_json): a
+    duplicate key or NaN in it drops the event with a warning; a good one is served."""
+    client = AsyncClient("pubsift://127.0.0.1:9", id="factory")  # never connected
+    m = client.model("records")
+    good = json.dumps(m.dump_filter(m.parse_filter("price > 5")))
+    bad = [good[:-1] + ', "' + good[2:], '{"price": {"op": ">", "value": NaN}}']
+    factory = Factory(
+        client, "records", client.parse_filter("records", "price > 1"), lambda: None, lambda: None
+    )
+
+    def event(text: str) -> Notification:
+        wire = {"type": "subscription", "broker": "b", "client": "c", "filter": text}
+        return Notification(SUBSCRIPTIONS, None, wire, "p", 1)
+
+    async def go() -> None:
+        for text in bad:
+            await factory._event(event(text))
+        assert factory.served == set() and factory.starts == 0
+        await factory._event(event(good))
+        assert factory.served == {("b", "c", good)} and factory.starts == 1
+
+    with caplog.at_level(logging.WARNING, logger="pubsift.factory"):
+        asyncio.run(go())
+    dropped = [r.getMessage() for r in caplog.records if "malformed" in r.getMessage()]
+    assert len(dropped) == 2
+    assert 'duplicate key "price"' in dropped[0] and "NaN is not JSON" in dropped[1]

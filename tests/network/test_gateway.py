@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 from collections.abc import Awaitable, Callable
 
 import aiohttp
@@ -172,6 +173,67 @@ def test_refusals_have_a_status_and_a_json_reason():
             # the broker carries on
             r = await http.post(f"{base}/publish/records", data='{"price": 1}')
             assert r.status == 202
+
+    run(body)
+
+
+#: texts that are not strict JSON (pubsift.core.strict_json), with what the error says
+NOT_STRICT = [
+    ('{"price": 1, "price": 2}', "duplicate key"),
+    ('{"price": NaN}', "NaN is not JSON"),
+]
+NOT_STRICT_PATTERNS = [
+    ('{"price": [1], "price": [2]}', 'duplicate key "price"'),
+    ('{"price": [{"numeric": [">", NaN]}]}', "NaN is not JSON"),
+]
+
+
+def test_the_gateway_refuses_a_duplicate_key_and_nan_in_an_event_and_a_filter():
+    """A POSTed event and a ``/subscribe`` filter are read as strict JSON (README: duplicate
+    keys refused everywhere): 400 with the reason; nothing is published or subscribed."""
+
+    async def body(b0: BrokerDaemon, b1: BrokerDaemon, base: str) -> None:
+        async with aiohttp.ClientSession() as http:
+            for text, says in NOT_STRICT:
+                r = await http.post(f"{base}/publish/records", data=text)
+                assert r.status == 400, await r.text()
+                j = await r.json()
+                assert j["error"] == "invalid-event" and says in j["message"], j
+            for text, says in NOT_STRICT_PATTERNS:
+                r = await http.get(f"{base}/subscribe/records", params={"filter": text})
+                assert r.status == 400, await r.text()
+                j = await r.json()
+                assert j["error"] == "invalid-filter" and says in j["message"], j
+            assert subscribers(b0) == [] and b0.stats()["entries"]["records"] == [0, 0]
+
+    run(body)
+
+
+def test_sub_refuses_a_duplicate_key_and_nan_in_a_pattern_before_subscribing():
+    """``pubsift sub URL -m records -f PATTERN`` against a running broker: a pattern that
+    is not strict JSON is a one-line error and exit status 2, and no subscription."""
+
+    async def body(b0: BrokerDaemon, b1: BrokerDaemon, base: str) -> None:
+        url = f"pubsift://127.0.0.1:{b0.address.port}"
+        for text, says in NOT_STRICT_PATTERNS:
+            proc = await asyncio.create_subprocess_exec(
+                *(sys.executable, "-m", "pubsift", "sub", url, "-m", "records", "-f", text),
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            try:
+                out, err = await asyncio.wait_for(proc.communicate(), 20)
+            finally:
+                if proc.returncode is None:
+                    proc.kill()
+                    await proc.wait()
+            assert proc.returncode == 2, err
+            assert out == b""
+            assert err.decode().splitlines() == [
+                f"pubsift sub: invalid JSON: {says}"
+                + (" in a JSON object" if "duplicate" in says else "")
+            ]
+        assert b0.stats()["entries"]["records"] == [0, 0]
 
     run(body)
 

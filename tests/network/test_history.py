@@ -6,6 +6,8 @@ once, per publisher in order)."""
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -17,9 +19,11 @@ from pubsift.adapters.broker.client import AsyncClient, Notification
 from pubsift.adapters.broker.config import Address, BrokerConfig, ConfigError, from_mapping
 from pubsift.adapters.broker.daemon import BrokerDaemon
 from pubsift.adapters.broker.frames import encode, hello, read_frame
+from pubsift.adapters.broker.history import History
 from pubsift.adapters.broker.history_config import HistoryConfig, read_history
 from pubsift.adapters.broker.history_store import HistoryError, HistoryStore, Retention
 from pubsift.adapters.broker.replay import (
+    SUBSCRIPTIONS,
     Notified,
     Replay,
     ReplayError,
@@ -583,3 +587,36 @@ def test_a_state_file_that_cannot_be_written_is_a_clear_error(
     folder.rmdir()  # the folder went
     with pytest.raises(ConfigError, match=r"state\.json: cannot write the resume point"):
         state.save({"p": 4})
+
+
+def test_a_subscription_event_that_is_not_strict_json_is_dropped(tmp_path: Path, caplog) -> None:
+    """The ref and the filter of a subscription event asking for a replay are read as
+    strict JSON (core/strict_json): a duplicate key or NaN in either drops the event with
+    a warning, before anything is answered."""
+    store = str(tmp_path / "h.sqlite")
+    history = History(HistoryConfig("records", "true", store), "pubsift://127.0.0.1:9")
+    m = history.model
+    good = json.dumps(m.dump_filter(m.parse_filter("price > 5")))
+    cases = [
+        ('{"a": 1, "a": 2}', good, 'duplicate key "a"'),
+        ("NaN", good, "NaN is not JSON"),
+        ("1", good[:-1] + ', "' + good[2:], 'duplicate key "price"'),
+        ("1", '{"price": {"op": ">", "value": NaN}}', "NaN is not JSON"),
+    ]
+
+    async def go() -> None:
+        for ref, text, _ in cases:
+            se = {"broker": "b", "client": "c", "ref": ref, "filter": text, "replay": "{}"}
+            await history._answer(Notification(SUBSCRIPTIONS, None, se, "p", 1))
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="pubsift.history"):
+            asyncio.run(go())
+    finally:
+        history.store.close()
+    dropped = [r.getMessage() for r in caplog.records if "malformed" in r.getMessage()]
+    assert len(dropped) == len(cases)
+    assert [says in line for line, (_, _, says) in zip(dropped, cases, strict=True)] == [
+        True
+    ] * len(cases)
+    assert history.answered == history.refused == 0
