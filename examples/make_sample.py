@@ -1,4 +1,4 @@
-"""Derive the sample archive of ``make run`` from the shared real data (issue 12 §4).
+"""Derive the sample archive of ``make run`` from the shared real data.
 
     python examples/make_sample.py [--data DIR] [--out DIR]
 
@@ -8,7 +8,8 @@ lines, feedparser's RSS 1.0 / Atom 0.3 / Atom 1.0 test feeds (plain and in a zip
 its ill-formed feeds, YFilter's NITF documents in a tar.gz, UBL business documents in a zip,
 and ``PROVENANCE.md`` naming each file's origin, upstream source, whole licence statement
 (with its text) and what was cut or changed. Only files whose licence allows redistribution
-are taken.
+are taken. It is the bundled sample archive of the embedded default (DESIGN.md §3, "Two
+commands"; README, "What `make run` shows").
 
 The output is the same bytes on every run: fixed member order, fixed timestamps in the zip,
 tar and gzip headers, no randomness. ``tests/spark/test_examples.py`` checks that the
