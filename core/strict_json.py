@@ -195,7 +195,10 @@ def _slow(data: str | bytes) -> Any:
 def loads(data: str | bytes, max_depth: int | None = MAX_DEPTH) -> Any:
     """The value of the JSON text ``data`` (text, or UTF-8 bytes) under the policy of this
     module; :class:`JsonError` says what is wrong. ``max_depth``: the deepest nesting of
-    arrays and objects accepted (None: the parsers' own limits)."""
+    arrays and objects accepted (None: the parsers' own limits). Anything but text or
+    bytes is a ``TypeError``, as for :func:`json.loads`."""
+    if not isinstance(data, (str, bytes, bytearray)):
+        raise TypeError(f"the JSON text must be str or bytes, not {type(data).__name__}")
     obj = _fast(data)
     if obj is _SLOW:
         obj = _slow(data)

@@ -14,9 +14,9 @@ JSON null told from a missing attribute by the row's text where a filter tells t
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from pubsift.core import strict_json
 from pubsift.core.errors import EventError
 from pubsift.models.constraints import ABSENT
 
@@ -166,7 +166,7 @@ class _Values:
             obj = self.parsed.get(i)
             if obj is None:
                 try:
-                    obj = self.parsed[i] = json.loads(self.wires[i])
+                    obj = self.parsed[i] = strict_json.loads(self.wires[i])
                 except (ValueError, RecursionError) as exc:  # Arrow read what Python refuses
                     raise EventError(f"event is not JSON: {exc}", f"row {i}") from None
             for step in self.path:

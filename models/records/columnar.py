@@ -10,7 +10,7 @@ answers the same question for the whole batch at once:
    ``pyarrow.json.read_json`` into typed columns (:mod:`~pubsift.models.records.arrow_json`),
    flattened by dotted names (:mod:`~pubsift.models.records.column_views`).
 2. **Trust only what equals the per-row answer.** Anything the Arrow parse does not
-   reproduce exactly goes to the exact per-row path (``json.loads``, ``load_event``,
+   reproduce exactly goes to the exact per-row path (``strict_json.loads``, ``load_event``,
    ``RecordsIndex.match``) for the rows concerned: a chunk Arrow refuses (bad JSON,
    duplicate keys, a column holding numbers in one row and strings in another, ...) is
    split in halves down to :data:`MIN_CHUNK` rows; so is a chunk whose schema has an empty
@@ -24,7 +24,8 @@ answers the same question for the whole batch at once:
    below 2^53 in magnitude (integers beyond it would be rounded as doubles), or no
    non-null scalar at all (``{}`` is refused, ``{"a": null}`` is not). Arrow's null is
    both JSON null and a missing attribute: where a filter's constraint tells them apart
-   (``exists``, ``= null``, ...), the row's text is parsed with ``json.loads`` to find out.
+   (``exists``, ``= null``, ...), the row's text is parsed with ``strict_json.loads`` to find
+   out.
 3. **Match column-wise** (:mod:`~pubsift.models.records.column_matching`): each held
    filter anchored by its most selective constraint, the anchors probed with the chunk's
    distinct values into (row, filter) candidate pairs, their other constraints checked on
@@ -63,10 +64,10 @@ stage by stage" (the route stage).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Hashable, Sequence
 from typing import Any
 
+from pubsift.core import strict_json
 from pubsift.core.errors import EventError
 from pubsift.models.records.arrow_json import ONE_OBJECT, LazyTexts, Parser, as_array
 from pubsift.models.records.column_matching import (
@@ -89,9 +90,11 @@ MIN_CHUNK = 8
 
 
 def load_row(model: Any, wire: Any, row: int) -> Any:
-    """``model.load_event(json.loads(wire))``, every refusal an EventError naming the row."""
+    """``model.load_event(strict_json.loads(wire))`` (the one JSON policy of
+    :mod:`pubsift.core.strict_json`: no key twice, no NaN), every refusal an EventError
+    naming the row."""
     try:
-        obj = json.loads(wire)
+        obj = strict_json.loads(wire)
     except (ValueError, TypeError, RecursionError) as exc:
         raise EventError(f"event is not JSON: {exc}", f"row {row}") from None
     return load_object(model, obj, row)
@@ -110,8 +113,8 @@ def load_object(model: Any, obj: Any, row: int) -> Any:
 def match_rows(index: Any, wires: Sequence[Any], rows: Any = None) -> tuple[list, list]:
     """The per-row answer for ``rows`` (all by default): (rows, keys) lists. A text is read
     by the index's selective scan (``RecordsIndex.parse_wire``: only the attributes its
-    filters name, the same answer) when the index has one; a text the scan refuses (it is
-    stricter than ``json.loads``: a key twice, say) is read by :func:`load_row`, which
+    filters name, the same answer) when the index has one; a text the scan refuses, or
+    leaves to the full read (a key holding a dot), is read by :func:`load_row`, which
     answers or raises."""
     out_rows: list[int] = []
     out_keys: list[Hashable] = []
@@ -195,7 +198,7 @@ def match_wire_batch(
                 view = ArrowView(cols, texts, rows, plan.null_names, False)
             with w.timed(way, len(run)):  # both ways answer the rows ``run``
                 if way == WALK:
-                    # a null where JSON null and missing differ: json.loads tells which
+                    # a null where JSON null and missing differ: the text tells which
                     if texts_first is None:
                         texts_first = cols.null_rows(null_names(index), len(rows))
                     by_text = texts_first[run]

@@ -16,7 +16,7 @@ filters Arrow's columns win. :class:`Choice` measures both on the rows of the ba
 builds its plans as it goes), uses the faster, and tries the other again on a slice once
 the way in use has answered :attr:`Choice.GAP` rows (doubling while it stays ahead, as
 :class:`ways.Ways` does one level below). Both ways give the same answer: the
-per-row answer of ``load_event(json.loads(text))``.
+per-row answer of ``load_event(strict_json.loads(text))``.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def _one_chunk(wires: Any) -> Any:
 def _scan_rows(index: Any, arr: Any, texts: Any, lo: int, hi: int) -> tuple[Any, Any]:
     """Rows lo..hi-1 by scan: each text's bytes straight from the Arrow array's data
     buffer (no Python string made), read by the selective scan; a text it refuses is
-    answered by ``load_event(json.loads(text))`` (:func:`columnar.load_row`), which
+    answered by ``load_event(strict_json.loads(text))`` (:func:`columnar.load_row`), which
     answers or raises naming the row."""
     import numpy as np
     import pyarrow as pa

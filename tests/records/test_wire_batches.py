@@ -1,7 +1,8 @@
 """``RecordsIndex.match_wire_batch`` read by the selective scan, by Arrow, or by both in
 one batch as :class:`wire_batches.Choice` picks: always the per-row answer of
-``load_event(json.loads(text))`` (or its first refusal, naming the row), for lists,
-string and large-string arrays, sliced and chunked arrays and arrays with nulls."""
+``load_event(strict_json.loads(text))`` (or its first refusal, naming the row: a key
+twice is refused, as everywhere), for lists, string and large-string arrays, sliced and
+chunked arrays and arrays with nulls."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pubsift.core import strict_json
 from pubsift.core.errors import EventError
 from pubsift.models.records import RecordsModel, selection, testing, wire_batches
 
@@ -37,7 +39,7 @@ def per_row(index, wires):
     out = []
     for i, w in enumerate(wires):
         try:
-            e = index.model.load_event(json.loads(w))
+            e = index.model.load_event(strict_json.loads(w))
         except (ValueError, TypeError, RecursionError, EventError):
             return i
         out.extend((i, k) for k in index.match(e))
