@@ -45,7 +45,7 @@ from pubsift.adapters.readers.lines import (
 )
 from pubsift.adapters.readers.outcomes import Event, Quarantined, excerpt
 from pubsift.adapters.readers.registry import Reader
-from pubsift.adapters.readers.textlines import read_lines
+from pubsift.adapters.readers.textlines import MAX_LINE_BYTES, read_lines
 from pubsift.core.strict_json import JsonError, strict_json
 
 if TYPE_CHECKING:
@@ -183,13 +183,13 @@ class JsonLinesReader(Reader):
 JSONL_READER = JsonLinesReader()
 
 
-def json_values(path: str) -> Iterator[tuple[str, Any, str]]:
+def json_values(path: str, max_bytes: int = MAX_LINE_BYTES) -> Iterator[tuple[str, Any, str]]:
     """The JSON value of each non-blank line of ``path`` (``-``: standard input), as
     (``file:line``, value, ""), or (``file:line``, None, what is wrong) for a line that is
-    not UTF-8 text or not strict JSON. Any JSON value is given (the model says what is an
-    event). Raises :class:`~pubsift.adapters.readers.textlines.InputError` when the file cannot be
-    read."""
-    for line in read_lines(path, "events"):
+    not UTF-8 text, longer than ``max_bytes`` or not strict JSON. Any JSON value is given
+    (the model says what is an event). Raises
+    :class:`~pubsift.adapters.readers.textlines.InputError` when the file cannot be read."""
+    for line in read_lines(path, "events", max_bytes):
         if line.text is None:
             yield line.where, None, line.problem
             continue

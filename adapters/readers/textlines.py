@@ -17,6 +17,8 @@ from typing import Any
 from pubsift.core.errors import one_line
 
 STDIN = "-"
+#: the longest line read (the default of the readers' ``max_record_bytes``, 10 MiB)
+MAX_LINE_BYTES = 10 << 20
 
 
 class InputError(Exception):
@@ -47,9 +49,11 @@ def decode_line(raw: bytes) -> tuple[str | None, str]:
     return text, ""
 
 
-def read_lines(path: str, what: str) -> Iterator[Line]:
+def read_lines(path: str, what: str, max_bytes: int = MAX_LINE_BYTES) -> Iterator[Line]:
     """The non-blank lines of ``path`` (``-``: standard input). Raises InputError when the
-    file cannot be opened or read, naming it and what it was to hold."""
+    file cannot be opened or read, naming it and what it was to hold. A line longer than
+    ``max_bytes`` is a problem line (its bytes are read past, never held: memory stays
+    bounded whatever comes in)."""
     name = "stdin" if path == STDIN else path
     try:
         if path == STDIN:
@@ -62,7 +66,10 @@ def read_lines(path: str, what: str) -> Iterator[Line]:
         ) from None
     n = 0
     try:
-        for n, raw in enumerate(stream, 1):
+        for n, raw in enumerate(_bounded(stream, max_bytes), 1):
+            if raw is None:
+                yield Line(f"{name}:{n}", None, f"a line longer than {max_bytes} bytes")
+                continue
             text, problem = decode_line(raw.rstrip(b"\r\n"))
             if text is None:
                 yield Line(f"{name}:{n}", None, problem)
@@ -77,10 +84,27 @@ def read_lines(path: str, what: str) -> Iterator[Line]:
             stream.close()
 
 
+def _bounded(stream: Any, max_bytes: int) -> Iterator[bytes | None]:
+    """The lines of a binary stream, None for a line longer than ``max_bytes`` (read past
+    in pieces of at most a MiB)."""
+    readline = getattr(stream, "readline", None)
+    if readline is None:  # a generator of lines (tests' text streams)
+        for raw in stream:
+            yield None if len(raw.rstrip(b"\r\n")) > max_bytes else raw
+        return
+    while raw := readline(max_bytes + 2):  # the line, "\r\n" and one byte more
+        if len(raw.rstrip(b"\r\n")) > max_bytes:
+            while raw and not raw.endswith(b"\n"):
+                raw = readline(1 << 20)
+            yield None
+        else:
+            yield raw
+
+
 def _encoded(text_stream: Any) -> Iterator[bytes]:
     """A text stream without a byte buffer (tests) as lines of bytes."""
     for line in text_stream:
         yield line.encode("utf-8", "surrogatepass")
 
 
-__all__ = ["STDIN", "InputError", "Line", "decode_line", "read_lines"]
+__all__ = ["MAX_LINE_BYTES", "STDIN", "InputError", "Line", "decode_line", "read_lines"]

@@ -225,7 +225,7 @@ def cmd_match(args: argparse.Namespace, console: Console) -> int:
                     deliver(item.id, item.event)
             continue
         try:
-            for where, raw, problem in json_values(path):
+            for where, raw, problem in json_values(path, limits.max_record_bytes):
                 if problem:
                     skip(where, problem)
                     continue

@@ -439,6 +439,29 @@ def test_match_skips_an_event_line_that_is_not_utf8_and_processes_the_rest(tmp_p
     assert "2 events, 1 filter, 2 matches, 1 bad line skipped" in err
 
 
+def test_match_skips_an_event_line_over_the_record_limit_and_reads_on(tmp_path):
+    """A line longer than ``max_record_bytes`` (default 10 MiB) is one skipped line, read
+    past without being held; a line of exactly the limit (with or without \\r\\n) is read."""
+    events = tmp_path / "events.jsonl"
+    big = b'{"a": 1, "pad": "' + b"x" * (10 << 20) + b'"}'
+    events.write_bytes(b'{"a": 1}\n' + big + b'\n{"a": 1}\n')
+    code, out, err = pubsift("match", "-f", "a = 1", str(events))
+    assert code == 1
+    assert [json.loads(x)["event"] for x in out.splitlines()] == [f"{events}:1", f"{events}:3"]
+    assert f"{events}:2: a line longer than {10 << 20} bytes; skipped" in err
+    exact = b'{"a": 1, "p": "' + b"y" * 83 + b'"}'
+    assert len(exact) == 100
+    lines = exact + b"\r\n" + exact[:-2] + b'yy"}\n' + exact + b"\n" + exact
+    code, out, err = pubsift("match", "-f", "a = 1", "--limit", "max_record_bytes=100", stdin=lines)
+    assert code == 1, err
+    assert [json.loads(x)["event"] for x in out.splitlines()] == [
+        "stdin:1",
+        "stdin:3",
+        "stdin:4",
+    ]
+    assert "stdin:2: a line longer than 100 bytes; skipped" in err
+
+
 def test_match_refuses_a_binary_filters_file_naming_file_and_line(tmp_path):
     filters = tmp_path / "filters.bin"
     filters.write_bytes(b"a = 1\n\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\n")
