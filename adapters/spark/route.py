@@ -355,19 +355,26 @@ def _delivered_of(
     keys: Any,
 ) -> list[str]:
     """The delivered events of the pairs (rows, keys) (global subscriber numbers): made
-    per subscriber for a model that converts, the stored wire form otherwise."""
+    per subscriber for a model that converts (each event loaded once), the stored wire
+    form otherwise."""
     import bisect
 
+    loaded: dict[int, Any] = {}
     out = []
     for row, key in zip(rows.tolist(), keys.tolist()):
         i = bisect.bisect_right(starts, key) - 1
-        g = groups[i]
-        if g.converts:
-            out.extend(
-                _delivered(models[i], g.subscribers, wires, [row], [key - starts[i]], listed=True)
-            )
-        else:
+        g, model = groups[i], models[i]
+        if not g.converts:
             out.append(wires[row].as_py())
+            continue
+        event = loaded.get(row)
+        if event is None:
+            event = loaded[row] = _load(model, wires[row].as_py())
+        sub = g.subscribers[key - starts[i]]
+        f = next(f for f in sub.filters if model.matches(f, event))
+        out.append(
+            json.dumps(sub.delivered(model, f, event), ensure_ascii=False, separators=(",", ":"))
+        )
     return out
 
 
@@ -388,19 +395,12 @@ def _chunks(sizes: Any, limit: int) -> Iterator[tuple[int, int]]:
 
 
 def _delivered(
-    model: FilterModel,
-    subscribers: Sequence[Subscriber],
-    wires: Any,
-    rows: Any,
-    keys: Any,
-    listed: bool = False,
+    model: FilterModel, subscribers: Sequence[Subscriber], wires: Any, rows: Any, keys: Any
 ) -> list[str]:
-    """The delivered events of the pairs (rows, keys) (numpy arrays, or lists when
-    ``listed``), made per subscriber."""
+    """The delivered events of the pairs (rows, keys), made per subscriber."""
     loaded: dict[int, Any] = {}
     out = []
-    pairs = zip(rows, keys) if listed else zip(rows.tolist(), keys.tolist())
-    for row, key in pairs:
+    for row, key in zip(rows.tolist(), keys.tolist()):
         event = loaded.get(row)
         if event is None:
             event = loaded[row] = _load(model, wires[row].as_py())
