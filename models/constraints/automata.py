@@ -525,7 +525,8 @@ class StrSet:
 
     def _op(self, other: StrSet, spans_op, fn) -> StrSet:
         if (self.lex is None) != (other.lex is None):
-            self._lexical(), other._lexical()
+            self._lexical()
+            other._lexical()
         if self.lex is not None and other.lex is not None:
             return StrSet(spans_op(self.lex, other.lex))
         return StrSet(None, self.dfa.product(other.dfa, fn))
