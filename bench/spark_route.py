@@ -266,7 +266,7 @@ CSV_NAMES = {"symbol": "Name", "price": "close"}
 
 
 def quote_subscribers(n: int, quotes: Sequence[Any]) -> list[Any]:
-    from pubsift.adapters.spark.subscriptions import Subscriber
+    from pubsift.adapters.spark.subscriptions import JobSubscriber
     from pubsift.core.registry import load_model
     from pubsift.models.records.workload import Mix, subscriptions
 
@@ -280,28 +280,26 @@ def quote_subscribers(n: int, quotes: Sequence[Any]) -> list[Any]:
         for f in fs
     ]
     return [
-        Subscriber(
-            id=f"s{i}", model="records", filters=(f,), where="bench", spec={}, agreement=None
-        )
+        JobSubscriber(id=f"s{i}", model="records", filters=(f,), where="bench", spec={}, view=None)
         for i, f in enumerate(renamed)
     ]
 
 
 def xpath_subscribers(n: int) -> list[Any]:
-    from pubsift.adapters.spark.subscriptions import Subscriber
+    from pubsift.adapters.spark.subscriptions import JobSubscriber
     from pubsift.core.registry import load_model
 
     xml = load_model("xml")
     with gzip.open(QUERIES, "rt", encoding="utf-8") as fh:
         queries = list(dict.fromkeys(q.strip() for q in fh if q.strip()))[:n]
     return [
-        Subscriber(
+        JobSubscriber(
             id=f"x{i}",
             model="xml",
             filters=(xml.parse_filter(q),),
             where="bench",
             spec={},
-            agreement=None,
+            view=None,
         )
         for i, q in enumerate(queries)
     ]

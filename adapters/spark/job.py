@@ -34,7 +34,7 @@ from rich.console import Console
 
 if TYPE_CHECKING:
     from pubsift.adapters.spark.route import Routed
-    from pubsift.adapters.spark.subscriptions import Subscriber
+    from pubsift.adapters.spark.subscriptions import JobSubscriber
     from pyspark.sql import DataFrame, SparkSession
 
 #: the event store's columns as read back (model is the partition column)
@@ -76,7 +76,7 @@ def ingest(
 
 
 def route(
-    subscribers: Sequence[Subscriber],
+    subscribers: Sequence[JobSubscriber],
     out: str,
     settings: Settings,
     sources: Sequence[Source] = (),
@@ -101,7 +101,7 @@ def _run(
     results: Console,
     sources: Sequence[Source],
     event_store: str | None,
-    subscribers: Sequence[Subscriber] | None,
+    subscribers: Sequence[JobSubscriber] | None,
 ) -> dict[str, Any]:
     from pubsift.adapters.spark.session import start, under_spark_submit
 
@@ -417,12 +417,12 @@ def _store_summary(path: str) -> dict[str, Any]:
 def _route(
     spark: SparkSession,
     events_path: str,
-    subscribers: Sequence[Subscriber],
+    subscribers: Sequence[JobSubscriber],
     output: store.Output,
     stages: Stages,
     layout: str,
     models: Mapping[str, int] | None = None,
-    prepare: Callable[[Mapping[str, Sequence[Subscriber]]], list[Routed]] | None = None,
+    prepare: Callable[[Mapping[str, Sequence[JobSubscriber]]], list[Routed]] | None = None,
 ) -> dict[str, Any]:
     """Route and write the deliveries in ``layout``, one pass: each routing task sorts
     its deliveries by subscriber (:func:`pubsift.adapters.spark.route.sorted_route`), and
@@ -467,7 +467,7 @@ class _Building:
     prepared`) built in a daemon thread; :meth:`get` waits for them (and raises what the
     build raised)."""
 
-    def __init__(self, subscribers: Sequence[Subscriber]) -> None:
+    def __init__(self, subscribers: Sequence[JobSubscriber]) -> None:
         import threading
 
         self._subscribers = subscribers
@@ -485,7 +485,7 @@ class _Building:
         except BaseException as exc:
             self._error = exc
 
-    def get(self, groups: Mapping[str, Sequence[Subscriber]]) -> list[Routed]:
+    def get(self, groups: Mapping[str, Sequence[JobSubscriber]]) -> list[Routed]:
         """The built indexes of the models in ``groups``."""
         self._thread.join()
         if self._error is not None:

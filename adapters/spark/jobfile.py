@@ -48,8 +48,8 @@ from pubsift.adapters.spark.layout import LAYOUTS
 from pubsift.adapters.spark.store import FORMATS
 from pubsift.adapters.spark.subscriptions import (
     JobError,
+    JobSubscriber,
     Problems,
-    Subscriber,
     load_subscriptions,
     subscribers_from_tables,
 )
@@ -95,7 +95,7 @@ class Job:
     command line's or the default applies), ``where`` the job file's path."""
 
     sources: tuple[Source, ...]
-    subscribers: tuple[Subscriber, ...]
+    subscribers: tuple[JobSubscriber, ...]
     spark: Mapping[str, str]
     master: str | None
     app_name: str
@@ -115,7 +115,7 @@ def load_job(path: str, models: Mapping[str, FilterModel] | None = None) -> Job:
     problems.raise_if_any()
     base = os.path.dirname(os.path.abspath(path))
     sources: list[Source] = []
-    subscribers: list[Subscriber] = []
+    subscribers: list[JobSubscriber] = []
     spark: dict[str, str] = {}
     settings: dict[str, Any] = {
         "master": None,
@@ -327,7 +327,7 @@ def _source(
 def _from_file(
     path: str,
     models: Mapping[str, FilterModel] | None,
-    subscribers: list[Subscriber],
+    subscribers: list[JobSubscriber],
     problems: Problems,
 ) -> None:
     try:

@@ -39,12 +39,12 @@ MATCHED_SCHEMA = "source string, position long, event string, subscribers array<
 OUTPUT_BYTES = 32 << 20
 
 if TYPE_CHECKING:
-    from pubsift.adapters.spark.subscriptions import Subscriber
+    from pubsift.adapters.spark.subscriptions import JobSubscriber
     from pubsift.core.model import FilterIndex, FilterModel
     from pyspark.sql import DataFrame
 
 
-def build_index(model: FilterModel, subscribers: Sequence[Subscriber]) -> FilterIndex[int]:
+def build_index(model: FilterModel, subscribers: Sequence[JobSubscriber]) -> FilterIndex[int]:
     """One index of ``model`` holding every filter of ``subscribers``, keyed by the
     subscriber's number in ``subscribers``."""
     index = model.new_index()
@@ -122,12 +122,12 @@ def _matches(
 
 
 def router(
-    model_name: str, subscribers: Sequence[Subscriber], shipped: Shipped, converts: bool
+    model_name: str, subscribers: Sequence[JobSubscriber], shipped: Shipped, converts: bool
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function routing batches of one model's events (``source``,
     ``position``, ``event``) to deliveries (:data:`DELIVERY_SCHEMA`), one row per
     (subscriber, event). ``converts``: the delivered event is made per subscriber
-    (:meth:`Subscriber.delivered`: concepts converts into the subscriber's vocabulary and
+    (:meth:`JobSubscriber.delivered`: concepts converts into the subscriber's vocabulary and
     context); otherwise it is the stored wire form as it is, and :func:`matcher` (one row
     per matched event, the rows per subscriber made by Spark) is the faster way. The index
     is built on the driver (:func:`build_index`) and travels in this function's closure
@@ -171,7 +171,7 @@ def router(
 
 
 def matcher(
-    model_name: str, subscribers: Sequence[Subscriber], shipped: Shipped
+    model_name: str, subscribers: Sequence[JobSubscriber], shipped: Shipped
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """The ``mapInArrow`` function matching batches of one model's events (``source``,
     ``position``, ``event``) to one row per matched event (:data:`MATCHED_SCHEMA`): the
@@ -225,7 +225,7 @@ class Routed:
     way to the tasks, and whether deliveries are made per subscriber (concepts)."""
 
     model: str
-    subscribers: Sequence[Subscriber]
+    subscribers: Sequence[JobSubscriber]
     shipped: Shipped
     converts: bool
 
@@ -395,7 +395,7 @@ def _chunks(sizes: Any, limit: int) -> Iterator[tuple[int, int]]:
 
 
 def _delivered(
-    model: FilterModel, subscribers: Sequence[Subscriber], wires: Any, rows: Any, keys: Any
+    model: FilterModel, subscribers: Sequence[JobSubscriber], wires: Any, rows: Any, keys: Any
 ) -> list[str]:
     """The delivered events of the pairs (rows, keys), made per subscriber."""
     loaded: dict[int, Any] = {}
@@ -415,7 +415,7 @@ def _delivered(
 def deliveries(
     events: DataFrame,
     model_name: str,
-    subscribers: Sequence[Subscriber],
+    subscribers: Sequence[JobSubscriber],
     index: Any,
     keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
@@ -427,7 +427,7 @@ def deliveries(
     counts and the write share one routing."""
     shipped = Shipped(index)
     keep = keep or (lambda df: df)
-    if any(s.agreement is not None for s in subscribers):
+    if any(s.view is not None for s in subscribers):
         return keep(
             events.mapInArrow(router(model_name, subscribers, shipped, True), DELIVERY_SCHEMA)
         )
@@ -447,7 +447,7 @@ def deliveries(
 def route(
     events: DataFrame,
     model_name: str,
-    subscribers: Sequence[Subscriber],
+    subscribers: Sequence[JobSubscriber],
     partitions: int,
     keep: Callable[[DataFrame], DataFrame] | None = None,
 ) -> DataFrame:
@@ -474,7 +474,7 @@ def partitions_for(store_bytes: int, parallelism: int) -> int:
     return max(1, min(2 * max(1, parallelism), per_mib), math.ceil(store_bytes / TASK_BYTES))
 
 
-def prepared(groups: Mapping[str, Sequence[Subscriber]]) -> list[Routed]:
+def prepared(groups: Mapping[str, Sequence[JobSubscriber]]) -> list[Routed]:
     """Each model's subscribers with their index built and pickled for the tasks (on the
     driver: for ten thousand filters, a second or two)."""
     from pubsift.core.registry import load_model
@@ -484,7 +484,7 @@ def prepared(groups: Mapping[str, Sequence[Subscriber]]) -> list[Routed]:
             m,
             list(subs),
             Shipped(build_index(load_model(m), subs)),
-            any(s.agreement is not None for s in subs),
+            any(s.view is not None for s in subs),
         )
         for m, subs in groups.items()
     ]
@@ -492,9 +492,9 @@ def prepared(groups: Mapping[str, Sequence[Subscriber]]) -> list[Routed]:
 
 def sorted_route(
     events: DataFrame,
-    groups: Mapping[str, Sequence[Subscriber]],
+    groups: Mapping[str, Sequence[JobSubscriber]],
     partitions: int,
-    prepare: Callable[[Mapping[str, Sequence[Subscriber]]], list[Routed]] | None = None,
+    prepare: Callable[[Mapping[str, Sequence[JobSubscriber]]], list[Routed]] | None = None,
 ) -> tuple[DataFrame, Callable[[], dict[str, int]]]:
     """Deliveries of the events in the store ``events`` to the subscribers of each model
     in ``groups``, each of the ``partitions`` tasks' sorted by (subscriber, source,

@@ -13,7 +13,7 @@ disjunction such as ``$or`` gives several filters, :meth:`FilterModel.parse_filt
 ``vocabulary`` and ``context`` belong to concepts subscribers: they are the options of the
 model's :meth:`~pubsift.core.model.FilterModel.subscriber_view`, which rewrites the filter
 into the matching vocabulary and context (Cilia et al. 2004, §4.2) and converts deliveries
-back (:meth:`Subscriber.delivered`).
+back (:meth:`JobSubscriber.delivered`).
 
 Every bad entry is collected and reported at once in one :class:`JobError`, each problem
 starting with where it is (``subs.jsonl:3: ...``), so a user fixes a file in one pass.
@@ -112,10 +112,10 @@ class Problems:
 
 
 @dataclass(frozen=True)
-class Subscriber:
+class JobSubscriber:
     """One subscriber: its ``filters`` (parsed by ``model``; several when the JSON form is a
     disjunction), ``where`` its entry (``subs.jsonl:3``), ``spec`` the entry as written and,
-    ``agreement`` the model's :class:`~pubsift.core.model.SubscriberView` when it converts
+    ``view`` the model's :class:`~pubsift.core.model.SubscriberView` when it converts
     deliveries (concepts: the subscriber's vocabulary and context), else None."""
 
     id: str
@@ -123,7 +123,7 @@ class Subscriber:
     filters: tuple[Any, ...]
     where: str
     spec: Mapping[str, Any] = field(hash=False)
-    agreement: Any | None = field(default=None, compare=False)
+    view: Any | None = field(default=None, compare=False)
 
     def delivered(self, model: FilterModel, f: Any, event: Any) -> Any:
         """What a delivery of ``event`` (which matched filter ``f`` of this subscriber)
@@ -132,14 +132,14 @@ class Subscriber:
         ``model.dump_event(event)``, or the subscriber view's
         :meth:`~pubsift.core.model.SubscriberView.delivery` (concepts, Cilia et al. 2004:
         "already converted into the subscriber's vocabulary and context"; docs/spark.md)."""
-        if self.agreement is None:
+        if self.view is None:
             return model.dump_event(event)
-        return self.agreement.delivery(f, event)
+        return self.view.delivery(f, event)
 
 
-def by_model(subscribers: Sequence[Subscriber]) -> dict[str, list[Subscriber]]:
+def by_model(subscribers: Sequence[JobSubscriber]) -> dict[str, list[JobSubscriber]]:
     """The subscribers of each model, in the order given."""
-    out: dict[str, list[Subscriber]] = {}
+    out: dict[str, list[JobSubscriber]] = {}
     for s in subscribers:
         out.setdefault(s.model, []).append(s)
     return out
@@ -148,7 +148,7 @@ def by_model(subscribers: Sequence[Subscriber]) -> dict[str, list[Subscriber]]:
 # -- reading -------------------------------------------------------------------------------
 def load_subscriptions(
     path: str, models: Mapping[str, FilterModel] | None = None
-) -> list[Subscriber]:
+) -> list[JobSubscriber]:
     """The subscribers of a JSON-lines file, or one JobError listing every problem (with
     its ``file:line``): a line that is not UTF-8, not strict JSON (duplicate keys, NaN), not
     an object or longer than :data:`MAX_LINE_BYTES`; a bad entry (:func:`subscribers_from`);
@@ -177,7 +177,7 @@ def load_subscriptions(
 
 def subscribers_from_tables(
     tables: Sequence[Mapping[str, Any]], where: str, models: Mapping[str, FilterModel] | None = None
-) -> list[Subscriber]:
+) -> list[JobSubscriber]:
     """The subscribers of TOML ``[[subscriber]]`` tables (keys as the JSON lines'); each
     problem starts with ``<where>: [[subscriber]] <n> (id "<id>")``. JobError as
     :func:`load_subscriptions`."""
@@ -206,7 +206,7 @@ class Unreadable:
 
 def subscribers_from(
     entries: Sequence[tuple[str, Any]], models: Mapping[str, FilterModel] | None, problems: Problems
-) -> list[Subscriber]:
+) -> list[JobSubscriber]:
     """The subscribers of (where, entry) pairs; each bad entry's problems go to
     ``problems``, in order (an entry with a problem gives no subscriber; an
     :class:`Unreadable` entry gives its problem). Problems of an entry: not
@@ -241,7 +241,7 @@ def _subscriber(
     models: Mapping[str, FilterModel] | None,
     cache: dict[str, FilterModel | str],
     problems: Problems,
-) -> Subscriber | None:
+) -> JobSubscriber | None:
     if not isinstance(entry, Mapping):
         problems.add(
             f"{where}: a subscriber is a JSON object "
@@ -310,9 +310,9 @@ def _subscriber(
     filters = _filters(where, model, spec, view, problems)
     if filters is None:
         return None
-    agreement = view if view.converts else None
     # sid and name are strings: anything else added a problem above
-    return Subscriber(sid, name, tuple(filters), where, dict(entry), agreement)  # type: ignore[arg-type]
+    converting = view if view.converts else None
+    return JobSubscriber(sid, name, tuple(filters), where, dict(entry), converting)  # type: ignore[arg-type]
 
 
 def _filters(
@@ -477,7 +477,7 @@ __all__ = [
     "KEYS",
     "MAX_LINE_BYTES",
     "JobError",
-    "Subscriber",
+    "JobSubscriber",
     "by_model",
     "id_problem",
     "load_subscriptions",

@@ -14,13 +14,13 @@ pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
 from pubsift.adapters.spark import route  # noqa: E402
-from pubsift.adapters.spark.subscriptions import Subscriber  # noqa: E402
+from pubsift.adapters.spark.subscriptions import JobSubscriber  # noqa: E402
 from pubsift.core.registry import load_model  # noqa: E402
 
 SYMBOLS = ["IBM", "AAPL", "MSFT", "GE", "T"]
 
 
-def _subscribers(records, rng: random.Random, n: int) -> list[Subscriber]:
+def _subscribers(records, rng: random.Random, n: int) -> list[JobSubscriber]:
     subs = []
     for i in range(n):
         texts = [
@@ -30,13 +30,13 @@ def _subscribers(records, rng: random.Random, n: int) -> list[Subscriber]:
         if rng.random() < 0.2:
             texts = ["price exists"]  # matches many events: long subscriber lists
         subs.append(
-            Subscriber(
+            JobSubscriber(
                 id=f"sub-{i}",
                 model="records",
                 filters=tuple(records.parse_filter(t) for t in texts),
                 where="test",
                 spec={},
-                agreement=None,
+                view=None,
             )
         )
     return subs

@@ -15,7 +15,7 @@ from lxml import etree
 from pubsift.adapters.spark.subscriptions import (
     MAX_LINE_BYTES,
     JobError,
-    Subscriber,
+    JobSubscriber,
     by_model,
     id_problem,
     load_subscriptions,
@@ -73,7 +73,7 @@ def test_records_text_and_eventbridge_or(tmp_path):
     alice, bob = load_subscriptions(path)
     assert (alice.id, alice.model, alice.where) == ("alice", "records", f"{path}:3")
     assert alice.filters == (RECORDS.parse_filter('symbol = "IBM" and price > 45'),)
-    assert alice.spec["filter"] == 'symbol = "IBM" and price > 45' and alice.agreement is None
+    assert alice.spec["filter"] == 'symbol = "IBM" and price > 45' and alice.view is None
     assert len(bob.filters) == 2
     branches = [RECORDS.parse_filter(b) for b in either]  # each branch on its own
     for symbol in ("IBM", "SAP"):
@@ -249,7 +249,7 @@ def test_subscribers_travel_in_a_closure_as_spark_pickles_it(tmp_path, concepts)
         back = cloudpickle.loads(cloudpickle.dumps(s))
         assert back == s and back.filters == s.filters
     back = cloudpickle.loads(cloudpickle.dumps(eu))
-    assert back.delivered(back.agreement.model, back.filters[0], e) == before
+    assert back.delivered(back.view.model, back.filters[0], e) == before
 
 
 # -- problems -------------------------------------------------------------------------------
@@ -413,7 +413,7 @@ def test_many_problems_are_counted_beyond_the_kept_ones(tmp_path):
 
 def test_job_error_is_a_pubsift_error():
     assert issubclass(JobError, PubsiftError) and issubclass(JobError, ValueError)
-    assert Subscriber.__dataclass_params__.frozen
+    assert JobSubscriber.__dataclass_params__.frozen
 
 
 @settings(max_examples=60, deadline=None)
@@ -447,4 +447,4 @@ def test_garbage_lines_give_subscribers_or_a_job_error_nothing_else(tmp_path_fac
     except JobError as exc:
         assert exc.problems and all(p.startswith(str(path)) for p in exc.problems)
     else:
-        assert subs and all(isinstance(s, Subscriber) for s in subs)
+        assert subs and all(isinstance(s, JobSubscriber) for s in subs)
