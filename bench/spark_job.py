@@ -1,9 +1,9 @@
-"""The Spark job at scale against the plain-Spark job a data engineer would write (issue 34).
+"""The Spark job at scale against the plain-Spark job a data engineer would write.
 
     .venv/bin/python bench/spark_job.py [--quick] [--parts job,convert,layouts]
         [--python-readers] [--json PATH]
 
-**Workload** (issue 34): the 5-year S&P 500 quotes (``../shared/data/quotes/*5yr*.csv.gz``,
+**Workload**: the 5-year S&P 500 quotes (``../shared/data/quotes/*5yr*.csv.gz``,
 619,040 rows; ``--quick``: the 1-year CSV, 126,663 rows) against 10,000 records
 subscribers (``--quick``: 2,000) drawn with ``random.Random(34)`` from the quotes
 (:func:`workload`): symbol equality (40%), symbol and a close range (40%), volume
@@ -37,7 +37,7 @@ its volume threshold, two filters that may match the same quote).
   pubsift (JSON lines read by Spark, :mod:`pubsift.adapters.spark.native_jsonl`) against
   ``spark.read.json`` with the schema writing Parquet, and the Python reader in tasks.
 * ``layouts``: the deliveries routed once by pubsift's path and kept, written in each
-  candidate layout of issue 34 (``sorted``: one dataset range-partitioned and sorted by
+  candidate layout (``sorted``: one dataset range-partitioned and sorted by
   subscriber, small row groups; ``buckets``: 16 hash buckets of subscribers, sorted
   inside; ``per-subscriber``: a directory per subscriber), each timed with reading one
   subscriber back.
@@ -89,7 +89,7 @@ class Sub:
 
 def workload(path: Path, n: int, seed: int = SEED) -> list[Sub]:
     """``n`` subscribers drawn from the quotes at ``path`` with ``random.Random(seed)``
-    (the same arguments give the same list): the mix of issue 34."""
+    (the same arguments give the same list): the mix of subscriptions docs/spark.md describes."""
     import csv
     import gzip
 
@@ -459,7 +459,7 @@ def run_convert_jsonl(bench: Bench, spark: Any, quotes: Path, tmp: str, with_pyt
     )
 
 
-#: the layouts the ``layouts`` part measures (issue 34 "A deliveries layout")
+#: the layouts the ``layouts`` part measures (docs/spark.md, "What is written")
 LAYOUTS = ("sorted", "buckets", "per-subscriber")
 BUCKETS = 16
 

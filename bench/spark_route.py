@@ -1,4 +1,4 @@
-"""Routing in the Spark job against a per-row path, in the same run (issue 12 §5).
+"""Routing in the Spark job against a per-row path, in the same run (docs/spark.md, "What happens, stage by stage").
 
     .venv/bin/python bench/spark_route.py [--quick] [--repeats N] [--json PATH]
 

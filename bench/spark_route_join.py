@@ -1,6 +1,6 @@
 """Where the route stage of the Spark job spends its time, and the records index against
-a Spark join compiled from the same subscriptions (issue 34, "Records routing without the
-Python round trip where it pays").
+a Spark join compiled from the same subscriptions (docs/spark.md, "Records routing through a
+Spark join: measured, not used").
 
     .venv/bin/python bench/spark_route_join.py [--quick] [--repeats N] [--json PATH]
 
