@@ -27,16 +27,11 @@ READERS = "pubsift.adapters.readers"
 #: what the readers may import from: their own package, the core, the models
 READERS_MAY_IMPORT = (READERS, "pubsift.core", "pubsift.models")
 
-#: the strongly connected components of more than one module still in the graph, each the
-#: exact set of its modules (with the edges that close it, for the reader): any other cycle,
-#: a module joining one of these, or one of these gone fails the test (remove it from here
-#: then). ``pubsift.adapters.spark`` is being reworked and keeps its cycle of deferred
-#: imports (an import inside a function that goes back to a module importing this one).
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"pubsift.adapters.spark.native", "pubsift.adapters.spark.native_jsonl"}): (
-        "native -> native_jsonl (probe) -> native (_replacement)"
-    ),
-}
+#: the strongly connected components of more than one module allowed in the graph, each
+#: the exact set of its modules (with the edges that close it, for the reader): any other
+#: cycle, a module joining one of these, or one of these gone fails the test (remove it
+#: from here then). None is left: a new entry needs its reason.
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 
 def modules(root: Path = ROOT) -> dict[str, Path]:

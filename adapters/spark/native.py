@@ -64,12 +64,11 @@ from pubsift.adapters.readers.inputs import Input, expand
 from pubsift.adapters.readers.limits import ReadLimits
 from pubsift.adapters.readers.outcomes import Event, Quarantined
 from pubsift.adapters.readers.source import Source
+from pubsift.adapters.spark.native_jsonl import HADOOP_CODECS, _replacement
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-#: Hadoop's codecs by file suffix: a file named so is decompressed by Spark's text source
-HADOOP_CODECS = (".bz2", ".deflate", ".lz4", ".snappy", ".zst", ".zstd", ".br", ".lzo", ".xz")
 #: lines holding quotes longer than this (bytes) are not checked by a regular expression
 #: (Java's regex engine recurses per field): their file is left to the Python reader
 CHECKED_LINE_BYTES = 16384
@@ -453,11 +452,6 @@ def shaped_only(part: DataFrame, plan: CsvPlan, limit: int) -> DataFrame:
         (~fast).alias("d"),
         F.when(~fast, value.cast("binary")).alias("line"),
     )
-
-
-def _replacement(text: str) -> str:
-    """``text`` as itself in a replacement of Java's ``Matcher`` (``$`` and ``\\`` escaped)."""
-    return re.sub(r"([\\$])", r"\\\1", text)
 
 
 def shaped_rewrite(plan: CsvPlan) -> tuple[str, str] | None:

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -62,6 +63,9 @@ from pubsift.adapters.readers.source import Source
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
+#: Hadoop's codecs by file suffix: a file named so is decompressed by Spark's text source
+#: (left to the Python readers, CSV and JSON lines alike)
+HADOOP_CODECS = (".bz2", ".deflate", ".lz4", ".snappy", ".zst", ".zstd", ".br", ".lzo", ".xz")
 #: the driver counts lines at every multiple of this many bytes; blocks are multiples
 COUNT_STEP = 1 << 20
 #: a plain file is read in blocks of at least this many bytes
@@ -124,6 +128,12 @@ class JsonlPlan:
         return got
 
 
+def _replacement(text: str) -> str:
+    """``text`` as itself in a replacement of Java's ``Matcher`` (``$`` and ``\\`` escaped;
+    the CSV shapes of :mod:`.native` use it too)."""
+    return re.sub(r"([\\$])", r"\\\1", text)
+
+
 def probe(
     path: str, label: str, source: Source, size: int | None, limits: ReadLimits
 ) -> JsonlPlan | None:
@@ -133,7 +143,6 @@ def probe(
     from pubsift.adapters.readers.dispatch import reader_for
     from pubsift.adapters.readers.jsonlines import JsonLinesReader
     from pubsift.adapters.readers.lines import UTF8, codec_for
-    from pubsift.adapters.spark.native import HADOOP_CODECS
 
     if source.columns or source.publisher is not None or source.model not in (None, "records"):
         return None
@@ -285,8 +294,6 @@ def shape_rewrite(keys: tuple[str, ...]) -> tuple[str, str]:
     tokens allowed, each value a string or number or literal in the form json.dumps
     writes again (a group each), and the replacement writing its event after a
     ``\\x01`` (the mark of a line it matched: a line that holds one is never matched)."""
-    from pubsift.adapters.spark.native import _replacement
-
     ws = "[ \\t\\r]*+"
     value = f"({_STRING}|{_VALUE})"
     pairs = []
