@@ -32,16 +32,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from source_tree import FOLDERS, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-#: folder -> the package it installs as ([tool.setuptools.package-dir] of pyproject.toml)
-FOLDERS = {
-    "adapters": "pubsift.adapters",
-    "core": "pubsift.core",
-    "experiments": "pubsift.experiments",
-    "models": "pubsift.models",
-    "pubsift": "pubsift",
-}
 MODELS = ("concepts", "constraints", "records", "xml")
 
 #: imports that break the rules in files other work has open; each leaves this list when

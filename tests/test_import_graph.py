@@ -14,15 +14,8 @@ import re
 from itertools import pairwise
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-#: folder -> the package it installs as ([tool.setuptools.package-dir] of pyproject.toml)
-FOLDERS = {
-    "adapters": "pubsift.adapters",
-    "core": "pubsift.core",
-    "experiments": "pubsift.experiments",
-    "models": "pubsift.models",
-    "pubsift": "pubsift",
-}
+from source_tree import FOLDERS, ROOT
+
 READERS = "pubsift.adapters.readers"
 #: what the readers may import from: their own package, the core, the models
 READERS_MAY_IMPORT = (READERS, "pubsift.core", "pubsift.models")
