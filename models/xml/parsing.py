@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -121,13 +121,50 @@ def hardened_parser(
     return etree.XMLParser(recover=recover, **options)
 
 
+#: bytes read from a stream per feed of :class:`HardenedIterparse`
+CHUNK_BYTES = 65536
+
+
+class HardenedIterparse:
+    """``etree.iterparse(source, **kwargs)`` (``events``, ``tag``) under
+    :func:`hardened_options`, driven here over a hardened pull parser fed
+    :data:`CHUNK_BYTES` at a time: the events parsed before a syntax error are given
+    before the error is raised, whichever lxml parses it (lxml 6.2.0's own
+    ``iterparse`` drops the events of the chunk that holds the error, 6.1 gives them);
+    the streaming readers rely on it to keep the items before a broken one.
+    :attr:`root` is the root element once the whole document parsed, None before."""
+
+    __slots__ = ("_parser", "_source", "root")
+
+    def __init__(self, source: Any, options: Mapping[str, Any] | None = None, **kwargs: Any):
+        self._source = source
+        self._parser = etree.XMLPullParser(**kwargs, **_options(options))
+        self.root: etree._Element | None = None
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        parser, read = self._parser, self._source.read
+        while data := read(CHUNK_BYTES):
+            try:
+                parser.feed(data)
+            except etree.XMLSyntaxError:
+                yield from parser.read_events()  # what parsed before the error
+                raise
+            yield from parser.read_events()
+        # the events close() adds when it raises are libxml2 ending the unfinished
+        # elements of a truncated document: not given (as etree.iterparse)
+        root = parser.close()
+        yield from parser.read_events()
+        self.root = root
+
+
 def hardened_iterparse(
     source: Any, options: Mapping[str, Any] | None = None, **kwargs: Any
-) -> etree.iterparse:
-    """``etree.iterparse(source, **kwargs)`` (``events``, ``tag``) under
-    :func:`hardened_options`; ``options``: the hardened options of the caller's limits
-    (only their ``huge_tree`` is used). The streaming readers parse with it."""
-    return etree.iterparse(source, **kwargs, **_options(options))
+) -> HardenedIterparse:
+    """A :class:`HardenedIterparse` of ``source`` (a binary stream): ``events`` and
+    ``tag`` as ``etree.iterparse`` takes them; ``options``: the hardened options of the
+    caller's limits (only their ``huge_tree`` is used). The streaming readers parse with
+    it."""
+    return HardenedIterparse(source, options, **kwargs)
 
 
 def hardened_pull_parser(

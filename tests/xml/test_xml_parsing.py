@@ -177,3 +177,35 @@ def test_no_xml_parser_outside_the_xml_models_parsing_module():
     ]
     # (the adapters bench's baseline: etree.parse with the xml model's hardened parser)
     assert found == ["bench/adapters.py: root = etree.parse(p, parser).getroot()"], found
+
+
+@pytest.mark.parametrize("chunk", [16, 4096, 1 << 20])
+def test_hardened_iterparse_gives_the_events_before_an_error_whatever_the_chunk(
+    monkeypatch, chunk
+):
+    """The items parsed before a syntax error are given before it is raised, also when
+    the error is in the same chunk (lxml 6.2.0's own iterparse drops them); a truncated
+    document gives no end of the element left open (libxml2 ends it when it closes)."""
+    import io
+
+    from pubsift.models.xml import parsing
+
+    monkeypatch.setattr(parsing, "CHUNK_BYTES", chunk)
+    items = [b"<i>%d</i>" % k for k in range(30)]
+    broken = b"<r>" + b"".join(items[:20]) + b"<i>20</j>" + b"".join(items[21:]) + b"</r>"
+    parse = parsing.hardened_iterparse(io.BytesIO(broken), events=("end",), tag="i")
+    got = []
+    with pytest.raises(etree.XMLSyntaxError, match="mismatch"):
+        got.extend(el.text for _, el in parse)
+    assert got == [str(k) for k in range(20)]
+    assert parse.root is None
+    truncated = b"<r>" + b"".join(items[:5]) + b"<i>5"
+    parse = parsing.hardened_iterparse(io.BytesIO(truncated), events=("start", "end"), tag="i")
+    got = []
+    with pytest.raises(etree.XMLSyntaxError, match="Premature end"):
+        got.extend(ev for ev, _ in parse)
+    assert got == ["start", "end"] * 5 + ["start"]
+    whole = b"<r>" + b"".join(items) + b"</r>"
+    parse = parsing.hardened_iterparse(io.BytesIO(whole), events=("end",), tag="i")
+    assert [el.text for _, el in parse] == [str(k) for k in range(30)]
+    assert parse.root is not None and parse.root.tag == "r"
