@@ -180,9 +180,7 @@ def test_no_xml_parser_outside_the_xml_models_parsing_module():
 
 
 @pytest.mark.parametrize("chunk", [16, 4096, 1 << 20])
-def test_hardened_iterparse_gives_the_events_before_an_error_whatever_the_chunk(
-    monkeypatch, chunk
-):
+def test_hardened_iterparse_gives_the_events_before_an_error_whatever_the_chunk(monkeypatch, chunk):
     """The items parsed before a syntax error are given before it is raised, also when
     the error is in the same chunk (lxml 6.2.0's own iterparse drops them); a truncated
     document gives no end of the element left open (libxml2 ends it when it closes)."""
