@@ -37,6 +37,192 @@ for _b in range(256):
     _PLAIN[_b] = 32 <= _b < 128 and _b != 34 and _b != 92
 
 
+# -- the fast skip --------------------------------------------------------------------
+# _fast_skip checks a value that is not built as _Scanner.skip checks it, in one tight
+# loop over local offsets (no attribute of the scanner written per byte, no exception
+# check per call), for the usual values only: strings without a \u escape, numbers
+# without an exponent, objects of at most SPANS keys without an escape or a ".". Anything
+# else, an error included, it leaves to the checked skip (-1): that one then gives the
+# answer or the refusal, with its message and offset, from the value's first byte.
+
+cdef inline bint _ws(unsigned char c) noexcept nogil:
+    return c == 32 or c == 10 or c == 13 or c == 9
+
+
+cdef Py_ssize_t _fast_utf8(const unsigned char* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """Past the UTF-8 sequence at i, checked as _Scanner.utf8 checks it; -1 if not."""
+    cdef unsigned char c = s[i], lo = 0x80, hi = 0xBF
+    cdef Py_ssize_t need, k
+    if 0xC2 <= c <= 0xDF:
+        need = 1
+    elif 0xE0 <= c <= 0xEF:
+        need = 2
+        if c == 0xE0:
+            lo = 0xA0
+        elif c == 0xED:
+            hi = 0x9F
+    elif 0xF0 <= c <= 0xF4:
+        need = 3
+        if c == 0xF0:
+            lo = 0x90
+        elif c == 0xF4:
+            hi = 0x8F
+    else:
+        return -1
+    if i + need >= n or s[i + 1] < lo or s[i + 1] > hi:
+        return -1
+    for k in range(2, need + 1):
+        if s[i + k] < 0x80 or s[i + k] > 0xBF:
+            return -1
+    return i + need + 1
+
+
+cdef Py_ssize_t _fast_string(const unsigned char* s, Py_ssize_t i, Py_ssize_t n, bint key) noexcept nogil:
+    """At the opening quote: past the closing one; -1 for a ``\\u`` escape, any escape in a key,
+    or an error."""
+    cdef unsigned char c
+    i += 1
+    while True:
+        while i < n and _PLAIN[s[i]]:
+            i += 1
+        if i >= n:
+            return -1
+        c = s[i]
+        if c == 34:
+            return i + 1
+        if c == 92:
+            if key or i + 1 >= n:
+                return -1
+            c = s[i + 1]
+            if c == 34 or c == 92 or c == 47 or c == 98 or c == 102 or c == 110 or c == 114 or c == 116:
+                i += 2
+                continue
+            return -1
+        if c < 128:  # a control character (the other ASCII bytes are plain)
+            return -1
+        i = _fast_utf8(s, i, n)
+        if i < 0:
+            return -1
+
+
+cdef Py_ssize_t _fast_skip(
+    const unsigned char* s, Py_ssize_t i, Py_ssize_t n, int depth, int max_depth,
+    Py_ssize_t max_digits
+) noexcept nogil:
+    """Past the value at i (after whitespace), checked; -1: for the checked skip."""
+    cdef unsigned char c
+    cdef Py_ssize_t start, digits, nkeys = 0, klen, j
+    cdef bint is_float = False
+    cdef Py_ssize_t starts[SPANS]
+    cdef Py_ssize_t lens[SPANS]
+    while i < n and _ws(s[i]):
+        i += 1
+    if i >= n:
+        return -1
+    c = s[i]
+    if c == 34:
+        return _fast_string(s, i, n, False)
+    if c == 45 or 48 <= c <= 57:
+        if c == 45:
+            i += 1
+            if i >= n or not (48 <= s[i] <= 57):
+                return -1
+        if s[i] == 48:
+            i += 1
+            digits = 1
+        else:
+            start = i
+            while i < n and 48 <= s[i] <= 57:
+                i += 1
+            digits = i - start
+        if i < n and s[i] == 46:
+            is_float = True
+            i += 1
+            if i >= n or not (48 <= s[i] <= 57):
+                return -1
+            while i < n and 48 <= s[i] <= 57:
+                i += 1
+        if i < n and (s[i] == 101 or s[i] == 69):
+            return -1
+        if digits > (299 if is_float else max_digits):
+            return -1
+        return i
+    if c == 123:  # {
+        depth += 1
+        if depth > max_depth:
+            return -1
+        i += 1
+        while i < n and _ws(s[i]):
+            i += 1
+        if i < n and s[i] == 125:
+            return i + 1
+        while True:
+            while i < n and _ws(s[i]):
+                i += 1
+            if i >= n or s[i] != 34 or nkeys == SPANS:
+                return -1
+            start = i + 1
+            i = _fast_string(s, i, n, True)
+            if i < 0:
+                return -1
+            klen = i - 1 - start
+            if klen == 0 or memchr(s + start, 46, klen) != NULL:
+                return -1
+            for j in range(nkeys):
+                if lens[j] == klen and memcmp(s + starts[j], s + start, klen) == 0:
+                    return -1
+            starts[nkeys] = start
+            lens[nkeys] = klen
+            nkeys += 1
+            while i < n and _ws(s[i]):
+                i += 1
+            if i >= n or s[i] != 58:
+                return -1
+            i = _fast_skip(s, i + 1, n, depth, max_depth, max_digits)
+            if i < 0:
+                return -1
+            while i < n and _ws(s[i]):
+                i += 1
+            if i >= n:
+                return -1
+            if s[i] == 44:
+                i += 1
+                continue
+            if s[i] == 125:
+                return i + 1
+            return -1
+    if c == 91:  # [
+        depth += 1
+        if depth > max_depth:
+            return -1
+        i += 1
+        while i < n and _ws(s[i]):
+            i += 1
+        if i < n and s[i] == 93:
+            return i + 1
+        while True:
+            i = _fast_skip(s, i, n, depth, max_depth, max_digits)
+            if i < 0:
+                return -1
+            while i < n and _ws(s[i]):
+                i += 1
+            if i >= n:
+                return -1
+            if s[i] == 44:
+                i += 1
+                continue
+            if s[i] == 93:
+                return i + 1
+            return -1
+    if c == 116 and i + 4 <= n and memcmp(s + i, b"true", 4) == 0:
+        return i + 4
+    if c == 102 and i + 5 <= n and memcmp(s + i, b"false", 5) == 0:
+        return i + 5
+    if c == 110 and i + 4 <= n and memcmp(s + i, b"null", 4) == 0:
+        return i + 4
+    return -1
+
+
 cdef class _Scanner:
     cdef const unsigned char* s
     cdef Py_ssize_t n
@@ -292,8 +478,15 @@ cdef class _Scanner:
         """The value at self.pos (after whitespace) checked as ``value`` checks it, not
         built (no Python object made but for the keys of a skipped object past SPANS or
         with an escape)."""
-        cdef unsigned char c = self.peek()
+        cdef Py_ssize_t past = _fast_skip(
+            self.s, self.pos, self.n, self.depth, self.max_depth, self.max_digits
+        )
+        cdef unsigned char c
         cdef bint escaped
+        if past >= 0:
+            self.pos = past
+            return 0
+        c = self.peek()
         if c == 34:
             self.string_end(&escaped)
         elif c == 45 or 48 <= c <= 57:

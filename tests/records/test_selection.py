@@ -250,3 +250,45 @@ def test_hostile_texts_are_event_errors_not_crashes():
         except EventError as exc:
             got = ("error", exc.message)
         assert got == want
+
+
+_SKIPPED = [
+    '{"a": 1, "z": {"type": "Polygon", "coordinates": [{"x": -122.42, "y": 37.7, "z": 0}]}}',
+    '{"z": [[1, 2.5, -0.25], {"q": "r\\"s\\\\t\\/u\\n", "é": "ü€😀"}, true, false, null]}',
+    '{"z": {"k1": 0, "k2": 0, "k3": 0, "k4": 0, "k5": 0, "k6": 0, "k7": 0, "k8": 0,'
+    ' "k9": 0, "k10": 0, "k11": 0, "k12": 0, "k13": 0, "k14": 0, "k15": 0, "k16": 0}, "a": 2}',
+    '{"z": {"q": [], "r": {}, "s": [{}], "t": "\\u00e9"}, "a": 1}',
+]
+
+
+@compiled
+@settings(max_examples=800, deadline=None)
+@given(
+    st.sampled_from(_SKIPPED),
+    st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255), st.booleans()), max_size=3),
+)
+def test_skipped_values_are_checked_byte_for_byte(text, edits):
+    """Members no filter reads are skipped by the fast skip (``_scan.pxi``) or the checked
+    one: any byte changed or inserted in them is refused exactly where ``parse_event``
+    refuses it, with the same answer where it is accepted."""
+    model = RecordsModel(testing.SCHEMA)
+    index = model.new_index()
+    index.add(model.parse_filter("a = 1"), "a")
+    data = bytearray(text.encode("utf-8"))
+    for at, byte, insert in edits:
+        at %= len(data) + 1
+        if insert or at == len(data):
+            data[at:at] = bytes([byte])
+        else:
+            data[at] = byte
+    data = bytes(data)
+    try:
+        full: tuple = (index.match(model.parse_event(data)),)
+    except EventError:
+        full = ("error",)
+    try:
+        got: tuple = (index.match(index.parse_wire(data)),)
+    except EventError:
+        got = ("error",)
+    assert got == full, data
+    assert _matched(index, data) == (full if full == ("error",) else full[0]), data
