@@ -1051,38 +1051,67 @@ def match_text(object text, _Node selection, int max_depth, Py_ssize_t max_digit
     return _match(root, attrs)
 
 
-def match_texts(bytes blob, list offsets, _Node selection, int max_depth, Py_ssize_t max_digits, object root, object match):
+cdef extern from "Python.h":
+    object PyByteArray_FromStringAndSize(const char* s, Py_ssize_t n)
+
+
+def match_texts(bytes blob, list offsets, _Node selection, int max_depth, Py_ssize_t max_digits, object root, object match, bint ints=False):
     """The texts ``blob[offsets[i] - offsets[0]:offsets[i + 1] - offsets[0]]`` one after
     the other as ``match_text`` answers them (an event with groups answered by
     ``match(event)``): (counts, keys), ``counts[i]`` keys of text i's answer one after
     the other in ``keys``, or -1 where text i is for the caller (refused by the scan, a
-    dotted key: its general path decides, or raises)."""
+    dotted key: its general path decides, or raises). ``keys``: a list; with ``ints``
+    (every key the index holds is an int of int64's range) a bytearray of the keys as
+    native int64s, no Python list made (TypeError at a key of another kind)."""
     cdef list counts = [], keys = []
-    cdef Py_ssize_t i, a, b, base, size = PyBytes_GET_SIZE(blob)
+    cdef Py_ssize_t i, a, b, base, size = PyBytes_GET_SIZE(blob), nk = 0, cap = 0
     cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(blob)
     cdef dict attrs, groups
     cdef set found
+    cdef long long* buf = NULL
+    cdef long long* grown
+    cdef int overflow = 0
     cdef _RecordScanner sc = _scanner(s, 0, max_depth, max_digits)
     if len(offsets) < 1:
         raise ValueError("offsets: one more than the texts")
     base = offsets[0]
-    for i in range(len(offsets) - 1):
-        a = <Py_ssize_t>offsets[i] - base
-        b = <Py_ssize_t>offsets[i + 1] - base
-        if a < 0 or b < a or b > size:
-            raise ValueError("offsets out of the blob")
-        attrs = {}
-        groups = {}
-        sc.start(s + a, b - a)
-        try:
-            sc.read(selection, attrs, groups)
-        except _EventError:
-            counts.append(-1)
-            continue
-        if sc.dotted:
-            counts.append(-1)
-            continue
-        found = match(sc.record(attrs, groups)) if groups else _match(root, attrs)
-        counts.append(len(found))
-        keys.extend(found)
-    return counts, keys
+    try:
+        for i in range(len(offsets) - 1):
+            a = <Py_ssize_t>offsets[i] - base
+            b = <Py_ssize_t>offsets[i + 1] - base
+            if a < 0 or b < a or b > size:
+                raise ValueError("offsets out of the blob")
+            attrs = {}
+            groups = {}
+            sc.start(s + a, b - a)
+            try:
+                sc.read(selection, attrs, groups)
+            except _EventError:
+                counts.append(-1)
+                continue
+            if sc.dotted:
+                counts.append(-1)
+                continue
+            found = match(sc.record(attrs, groups)) if groups else _match(root, attrs)
+            counts.append(len(found))
+            if not ints:
+                keys.extend(found)
+                continue
+            if nk + len(found) > cap:
+                cap = max(2 * cap, nk + len(found), 1024)
+                grown = <long long*>PyMem_Realloc(buf, cap * sizeof(long long))
+                if grown == NULL:
+                    raise MemoryError()
+                buf = grown
+            for k in found:
+                if type(k) is not int:
+                    raise TypeError(f"a key that is not an int: {k!r}")
+                buf[nk] = PyLong_AsLongLongAndOverflow(k, &overflow)
+                if overflow:
+                    raise TypeError(f"a key beyond int64: {k!r}")
+                nk += 1
+        if ints:
+            return counts, PyByteArray_FromStringAndSize(<const char*>buf, nk * sizeof(long long))
+        return counts, keys
+    finally:
+        PyMem_Free(buf)

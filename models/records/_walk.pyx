@@ -24,7 +24,7 @@ from cpython.set cimport PySet_Add
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject, PyObject_RichCompareBool, Py_EQ, Py_LT
 from cpython.dict cimport PyDict_Next
 

@@ -507,7 +507,13 @@ def answer_keys(index: Any, keys: list) -> Any:
     that range, else objects (the same type whatever the batch finds)."""
     import numpy as np
 
+    return _key_array(np, keys, int64_keys(index))
+
+
+def int64_keys(index: Any) -> bool:
+    """Whether every key the index holds is an int of int64's range (remembered until the
+    index changes)."""
     cache = index._columnar_cache()
     if "int_keys" not in cache:
         cache["int_keys"] = all(_int64_key(k) for e in index._entries.values() for k in e.keys)
-    return _key_array(np, keys, cache["int_keys"])
+    return cache["int_keys"]

@@ -143,7 +143,7 @@ def _scan_rows(index: Any, arr: Any, texts: Any, lo: int, hi: int) -> tuple[Any,
     import pyarrow as pa
     from pubsift.models.constraints import MAX_INT_DIGITS
     from pubsift.models.records import columnar, plans, selection
-    from pubsift.models.records.column_matching import answer_keys
+    from pubsift.models.records.column_matching import answer_keys, int64_keys
     from pubsift.models.records.limits import MAX_DEPTH
 
     model, match = index.model, index.match
@@ -184,11 +184,17 @@ def _scan_rows(index: Any, arr: Any, texts: Any, lo: int, hi: int) -> tuple[Any,
     counts: list[int] = []
     keys: list[Any] = []
     if scan is not None and engine is not None:
-        # the rows read and walked in one compiled loop (_walk.match_texts); those it
-        # leaves (-1: refused by the scan, null, a dotted key) answered as above
-        counts, keys = engine.match_texts(
-            blob, offsets, fields._tree, MAX_DEPTH, MAX_INT_DIGITS, root, match
+        # the rows read and walked in one compiled loop (_walk.match_texts), int keys
+        # straight into an int64 buffer; the rows it leaves (-1: refused by the scan,
+        # null, a dotted key) answered as above
+        ints = int64_keys(index)
+        counts, found = engine.match_texts(
+            blob, offsets, fields._tree, MAX_DEPTH, MAX_INT_DIGITS, root, match, ints
         )
+        if ints and -1 not in counts:
+            rows = np.repeat(np.arange(lo, hi, dtype=np.int64), counts)
+            return rows, np.frombuffer(found, dtype=np.int64)
+        keys = np.frombuffer(found, dtype=np.int64).tolist() if ints else found
         if -1 in counts:
             done, done_keys, at = counts, keys, 0
             counts, keys = [], []

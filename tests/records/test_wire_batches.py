@@ -27,11 +27,16 @@ MODEL = RecordsModel(testing.SCHEMA)
 PLAIN = RecordsModel()  # no schema: the row loop calls the scan and the walk itself
 
 
-def index_of(fs, model=MODEL):
+def index_of(fs, model=MODEL, key=lambda i: i):
     index = model.new_index()
     for i, f in enumerate(fs):
-        index.add(f, i)
+        index.add(f, key(i))
     return index
+
+
+#: keys of every kind the answer's array holds: ints of int64's range (an int64 array,
+#: the compiled loop writing them itself), beyond it, and strings (object arrays)
+KEYS = [lambda i: i, lambda i: 2**63 + i, lambda i: f"k{i}"]
 
 
 def per_row(index, wires):
@@ -122,9 +127,10 @@ def way(request):
 @given(fs=st.lists(testing.filters(testing.SCHEMA), min_size=1, max_size=5), batch=texts())
 def test_every_way_gives_the_per_row_answer(way, fs, batch):
     for model in (MODEL, PLAIN):  # with integer attributes to check, and without
-        index = index_of(fs, model)
-        for _ in range(2):  # the choice learns across batches
-            check(index, batch, forms(batch))
+        for key in KEYS:
+            index = index_of(fs, model, key)
+            for _ in range(2):  # the choice learns across batches
+                check(index, batch, forms(batch))
 
 
 def test_a_null_row_is_refused_naming_it(way):
