@@ -12,7 +12,8 @@
 
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.string cimport memchr, memcmp
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from libc.string cimport memcmp
 from libc.math cimport isinf
 
 cdef extern from "Python.h":
@@ -33,8 +34,26 @@ cdef enum:
 
 # the bytes a string holds as they are: printable ASCII but the quote and the backslash
 cdef unsigned char _PLAIN[256]
+# those of a key, for the fast skip: "." is not (a dotted key is for the checked skip)
+cdef unsigned char _KEY_PLAIN[256]
 for _b in range(256):
     _PLAIN[_b] = 32 <= _b < 128 and _b != 34 and _b != 92
+    _KEY_PLAIN[_b] = _PLAIN[_b] and _b != 46
+
+
+cdef inline bint _same(const unsigned char* a, const unsigned char* b, Py_ssize_t n) noexcept nogil:
+    """The n >= 1 bytes at a and b are equal (the first compared before memcmp is
+    called: the keys of one object mostly differ there)."""
+    return a[0] == b[0] and memcmp(a, b, n) == 0
+
+
+cdef inline bint _dotted(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    """A "." in the n bytes at p (a key: a few bytes, no call)."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        if p[i] == 46:
+            return True
+    return False
 
 
 # -- the fast skip --------------------------------------------------------------------
@@ -81,15 +100,20 @@ cdef Py_ssize_t _fast_string(const unsigned char* s, Py_ssize_t i, Py_ssize_t n,
     """At the opening quote: past the closing one; -1 for a ``\\u`` escape, any escape in a key,
     or an error."""
     cdef unsigned char c
+    cdef const unsigned char* plain = &_PLAIN[0]
+    if key:
+        plain = &_KEY_PLAIN[0]
     i += 1
     while True:
-        while i < n and _PLAIN[s[i]]:
+        while i < n and plain[s[i]]:
             i += 1
         if i >= n:
             return -1
         c = s[i]
         if c == 34:
             return i + 1
+        if c == 46:  # in a key
+            return -1
         if c == 92:
             if key or i + 1 >= n:
                 return -1
@@ -105,16 +129,57 @@ cdef Py_ssize_t _fast_string(const unsigned char* s, Py_ssize_t i, Py_ssize_t n,
             return -1
 
 
-cdef Py_ssize_t _fast_skip(
+cdef inline Py_ssize_t _fast_number(
+    const unsigned char* s, Py_ssize_t i, Py_ssize_t n, Py_ssize_t max_digits
+) noexcept nogil:
+    """At a "-" or a digit: past the number; -1 for an exponent, too many digits, an
+    error."""
+    cdef Py_ssize_t start, digits
+    cdef bint is_float = False
+    if s[i] == 45:
+        i += 1
+        if i >= n or not (48 <= s[i] <= 57):
+            return -1
+    if s[i] == 48:
+        i += 1
+        digits = 1
+    else:
+        start = i
+        while i < n and 48 <= s[i] <= 57:
+            i += 1
+        digits = i - start
+    if i < n and s[i] == 46:
+        is_float = True
+        i += 1
+        if i >= n or not (48 <= s[i] <= 57):
+            return -1
+        while i < n and 48 <= s[i] <= 57:
+            i += 1
+    if i < n and (s[i] == 101 or s[i] == 69):
+        return -1
+    if digits > (299 if is_float else max_digits):
+        return -1
+    return i
+
+
+cdef inline Py_ssize_t _fast_literal(const unsigned char* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """At a byte that starts no other value: past true, false or null; -1 if not."""
+    cdef unsigned char c = s[i]
+    if c == 116 and i + 4 <= n and memcmp(s + i, b"true", 4) == 0:
+        return i + 4
+    if c == 102 and i + 5 <= n and memcmp(s + i, b"false", 5) == 0:
+        return i + 5
+    if c == 110 and i + 4 <= n and memcmp(s + i, b"null", 4) == 0:
+        return i + 4
+    return -1
+
+
+cdef inline Py_ssize_t _fast_value(
     const unsigned char* s, Py_ssize_t i, Py_ssize_t n, int depth, int max_depth,
     Py_ssize_t max_digits
 ) noexcept nogil:
-    """Past the value at i (after whitespace), checked; -1: for the checked skip."""
+    """The value at i (after whitespace): a scalar here, a container by _fast_skip."""
     cdef unsigned char c
-    cdef Py_ssize_t start, digits, nkeys = 0, klen, j
-    cdef bint is_float = False
-    cdef Py_ssize_t starts[SPANS]
-    cdef Py_ssize_t lens[SPANS]
     while i < n and _ws(s[i]):
         i += 1
     if i >= n:
@@ -123,30 +188,27 @@ cdef Py_ssize_t _fast_skip(
     if c == 34:
         return _fast_string(s, i, n, False)
     if c == 45 or 48 <= c <= 57:
-        if c == 45:
-            i += 1
-            if i >= n or not (48 <= s[i] <= 57):
-                return -1
-        if s[i] == 48:
-            i += 1
-            digits = 1
-        else:
-            start = i
-            while i < n and 48 <= s[i] <= 57:
-                i += 1
-            digits = i - start
-        if i < n and s[i] == 46:
-            is_float = True
-            i += 1
-            if i >= n or not (48 <= s[i] <= 57):
-                return -1
-            while i < n and 48 <= s[i] <= 57:
-                i += 1
-        if i < n and (s[i] == 101 or s[i] == 69):
-            return -1
-        if digits > (299 if is_float else max_digits):
-            return -1
-        return i
+        return _fast_number(s, i, n, max_digits)
+    if c == 123 or c == 91:
+        return _fast_skip(s, i, n, depth, max_depth, max_digits)
+    return _fast_literal(s, i, n)
+
+
+cdef Py_ssize_t _fast_skip(
+    const unsigned char* s, Py_ssize_t i, Py_ssize_t n, int depth, int max_depth,
+    Py_ssize_t max_digits
+) noexcept nogil:
+    """Past the value at i (after whitespace), checked; -1: for the checked skip. The
+    scalars inside a container are read inline (a call per nested container only)."""
+    cdef unsigned char c
+    cdef Py_ssize_t start, nkeys = 0, klen, j
+    cdef Py_ssize_t starts[SPANS]
+    cdef Py_ssize_t lens[SPANS]
+    while i < n and _ws(s[i]):
+        i += 1
+    if i >= n:
+        return -1
+    c = s[i]
     if c == 123:  # {
         depth += 1
         if depth > max_depth:
@@ -166,10 +228,10 @@ cdef Py_ssize_t _fast_skip(
             if i < 0:
                 return -1
             klen = i - 1 - start
-            if klen == 0 or memchr(s + start, 46, klen) != NULL:
+            if klen == 0:
                 return -1
             for j in range(nkeys):
-                if lens[j] == klen and memcmp(s + starts[j], s + start, klen) == 0:
+                if lens[j] == klen and _same(s + starts[j], s + start, klen):
                     return -1
             starts[nkeys] = start
             lens[nkeys] = klen
@@ -178,7 +240,7 @@ cdef Py_ssize_t _fast_skip(
                 i += 1
             if i >= n or s[i] != 58:
                 return -1
-            i = _fast_skip(s, i + 1, n, depth, max_depth, max_digits)
+            i = _fast_value(s, i + 1, n, depth, max_depth, max_digits)
             if i < 0:
                 return -1
             while i < n and _ws(s[i]):
@@ -201,7 +263,7 @@ cdef Py_ssize_t _fast_skip(
         if i < n and s[i] == 93:
             return i + 1
         while True:
-            i = _fast_skip(s, i, n, depth, max_depth, max_digits)
+            i = _fast_value(s, i, n, depth, max_depth, max_digits)
             if i < 0:
                 return -1
             while i < n and _ws(s[i]):
@@ -214,13 +276,7 @@ cdef Py_ssize_t _fast_skip(
             if s[i] == 93:
                 return i + 1
             return -1
-    if c == 116 and i + 4 <= n and memcmp(s + i, b"true", 4) == 0:
-        return i + 4
-    if c == 102 and i + 5 <= n and memcmp(s + i, b"false", 5) == 0:
-        return i + 5
-    if c == 110 and i + 4 <= n and memcmp(s + i, b"null", 4) == 0:
-        return i + 4
-    return -1
+    return _fast_value(s, i, n, depth, max_depth, max_digits)
 
 
 cdef class _Scanner:
@@ -589,13 +645,13 @@ cdef class _Scanner:
                 self.pos = start
                 self.fail("attribute names are non-empty strings, got ''")
             if not escaped and seen is None and nspans < SPANS:
-                if memchr(self.s + start, 46, end - start) != NULL:  # a "."
+                if _dotted(self.s + start, end - start):
                     self.dotted = True
                 if self.strict:
                     for j in range(nspans):
-                        if lens[j] == end - start and memcmp(
+                        if lens[j] == end - start and _same(
                             self.s + starts[j], self.s + start, end - start
-                        ) == 0:
+                        ):
                             self.pos = start
                             key = self.decode(start, end, False)
                             self.fail(f"duplicate key {key!r} in a JSON object of the event")
@@ -773,6 +829,7 @@ cdef class _Node:
     cdef list keys  # the UTF-8 bytes of each entry's key, in entries' order
     cdef list entries
     cdef dict by_str  # key -> entry
+    cdef unsigned char firsts[256]  # whether some key's UTF-8 bytes start with the byte
 
 
 def compile_selection(names, prefixes):
@@ -792,7 +849,10 @@ def compile_selection(names, prefixes):
                 e.name = name
                 e.mode = BUILD if name in names else SELECT
                 e.child = None
-                node.keys.append(part.encode("utf-8", "surrogatepass"))
+                key = part.encode("utf-8", "surrogatepass")
+                node.keys.append(key)
+                if key:  # (an event's keys are never empty: an empty one is never found)
+                    node.firsts[<unsigned char>key[0]] = 1
                 node.entries.append(e)
                 node.by_str[part] = e
             if i + 1 < len(parts):
@@ -848,11 +908,13 @@ cdef class _RecordScanner(_Scanner):
         cdef Py_ssize_t i, k = PyList_GET_SIZE(node.keys), n = end - start
         cdef object key
         if not escaped and k <= 8:
+            if not node.firsts[self.s[start]]:  # no key starts so (n >= 1: keys are not empty)
+                return None
             for i in range(k):
                 key = <object>PyList_GET_ITEM(node.keys, i)
-                if PyBytes_GET_SIZE(key) == n and memcmp(
-                    PyBytes_AS_STRING(key), self.s + start, n
-                ) == 0:
+                if PyBytes_GET_SIZE(key) == n and _same(
+                    <const unsigned char*>PyBytes_AS_STRING(key), self.s + start, n
+                ):
                     return <_Entry>PyList_GET_ITEM(node.entries, i)
             return None
         return node.by_str.get(self.decode(start, end, escaped))
@@ -908,12 +970,12 @@ cdef class _RecordScanner(_Scanner):
                 self.fail("attribute names are non-empty strings, got ''")
             # duplicates (as obj's skipped objects: spans, then a set of the decoded keys)
             if not escaped and seen is None and nspans < SPANS:
-                if memchr(self.s + start, 46, end - start) != NULL:
+                if _dotted(self.s + start, end - start):
                     self.dotted = True
                 for j in range(nspans):
-                    if lens[j] == end - start and memcmp(
+                    if lens[j] == end - start and _same(
                         self.s + starts[j], self.s + start, end - start
-                    ) == 0:
+                    ):
                         self.pos = start
                         key = self.decode(start, end, False)
                         self.fail(f"duplicate key {key!r} in a JSON object of the event")
@@ -1055,8 +1117,9 @@ cdef extern from "Python.h":
     object PyByteArray_FromStringAndSize(const char* s, Py_ssize_t n)
 
 
-def match_texts(bytes blob, list offsets, _Node selection, int max_depth, Py_ssize_t max_digits, object root, object match, bint ints=False):
-    """The texts ``blob[offsets[i] - offsets[0]:offsets[i + 1] - offsets[0]]`` one after
+def match_texts(object blob, list offsets, _Node selection, int max_depth, Py_ssize_t max_digits, object root, object match, bint ints=False):
+    """The texts ``blob[offsets[i] - offsets[0]:offsets[i + 1] - offsets[0]]`` (``blob``:
+    bytes, or any contiguous buffer, an Arrow array's data buffer say) one after
     the other as ``match_text`` answers them (an event with groups answered by
     ``match(event)``): (counts, keys), ``counts[i]`` keys of text i's answer one after
     the other in ``keys``, or -1 where text i is for the caller (refused by the scan, a
@@ -1064,18 +1127,23 @@ def match_texts(bytes blob, list offsets, _Node selection, int max_depth, Py_ssi
     (every key the index holds is an int of int64's range) a bytearray of the keys as
     native int64s, no Python list made (TypeError at a key of another kind)."""
     cdef list counts = [], keys = []
-    cdef Py_ssize_t i, a, b, base, size = PyBytes_GET_SIZE(blob), nk = 0, cap = 0
-    cdef const unsigned char* s = <const unsigned char*>PyBytes_AS_STRING(blob)
+    cdef Py_buffer view
+    cdef Py_ssize_t i, a, b, base, size, nk = 0, cap = 0
+    cdef const unsigned char* s
     cdef dict attrs, groups
     cdef set found
     cdef long long* buf = NULL
     cdef long long* grown
     cdef int overflow = 0
-    cdef _RecordScanner sc = _scanner(s, 0, max_depth, max_digits)
+    cdef _RecordScanner sc
     if len(offsets) < 1:
         raise ValueError("offsets: one more than the texts")
     base = offsets[0]
+    PyObject_GetBuffer(blob, &view, PyBUF_SIMPLE)  # the bytes, whatever their format
+    size = view.len
+    s = <const unsigned char*>view.buf
     try:
+        sc = _scanner(s, 0, max_depth, max_digits)
         for i in range(len(offsets) - 1):
             a = <Py_ssize_t>offsets[i] - base
             b = <Py_ssize_t>offsets[i + 1] - base
@@ -1115,3 +1183,4 @@ def match_texts(bytes blob, list offsets, _Node selection, int max_depth, Py_ssi
         return counts, keys
     finally:
         PyMem_Free(buf)
+        PyBuffer_Release(&view)

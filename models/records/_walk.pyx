@@ -47,16 +47,19 @@ cdef extern from *:
 SPEC = 3
 
 cdef object _step = None
+cdef Py_ssize_t _SET_FROM = 8  # plans.SET_FROM (setup sets it)
 cdef object _probe = None
 
 
-def setup(step, probe):
+def setup(step, probe, Py_ssize_t set_from=8):
     """``step(node, attrs, found, queue)``: one node in Python (no compiled plan);
     ``probe(ai, v, found, queue)``: a value of another kind through its attribute index
-    (``found``: the answer set, ``queue``: the nodes to walk)."""
-    global _step, _probe
+    (``found``: the answer set, ``queue``: the nodes to walk); ``set_from``:
+    ``plans.SET_FROM`` (key sets of that many keys on are frozensets)."""
+    global _step, _probe, _SET_FROM
     _step = step
     _probe = probe
+    _SET_FROM = set_from
 
 
 cdef inline Py_ssize_t _left(list a, object x) except -1:
@@ -276,7 +279,8 @@ cdef class Memo(Part):
                 p.run(v, keys, inner)
             if len(self.memo) >= self.size:
                 self.memo.clear()
-            t = (self.key_set(list(keys)), tuple(inner))
+            # plans.key_set, without the call: a frozenset from SET_FROM keys on
+            t = (frozenset(keys) if len(keys) >= _SET_FROM else tuple(keys), tuple(inner))
             self.memo[v] = t
         _give(t, found, queue)
         return 0
@@ -569,6 +573,17 @@ def match(object root, dict attrs):
     """The keys of every filter below and at ``root`` that the flat event ``attrs``
     satisfies: ``RecordsIndex.match`` (plans.walk, the answer built as it goes)."""
     return _match(root, attrs)
+
+
+def match_elements(object root, dict base, object elements, set out):
+    """``out |= match(root, {**base, **el._attrs})`` for each element ``el`` (records
+    events without groups): the views of an event over one array of flat objects
+    (``RecordsIndex._match_arrays``), each made and walked here."""
+    cdef dict view
+    for el in elements:
+        view = base.copy()
+        view.update(<dict>el._attrs)
+        out |= _match(root, view)
 
 
 def match_rows(object root, list names, list columns, list rows):

@@ -30,7 +30,7 @@ an object).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Collection, Container, Sequence
 from typing import Any
 
 from pubsift.models.constraints import ABSENT, Constraint
@@ -112,6 +112,33 @@ def views(event: Any, relevant: Container[str]) -> list[dict[str, Any]]:
     return out
 
 
+def flat_group(event: Any, relevant: Container[str]) -> Sequence[Any] | None:
+    """The elements of the one group of ``event`` whose path is in ``relevant`` when
+    there is exactly one and none of its elements has groups of its own (each view is
+    then the event's attributes with one element's: :func:`views`), else None."""
+    found = None
+    for p, elements in event.groups.items():
+        if p in relevant:
+            if found is not None:
+                return None
+            found = elements
+    if found is None:
+        return None
+    for el in found:
+        if el.groups:
+            return None
+    return found
+
+
+def base_for(event: Any, names: Collection[str]) -> dict[str, Any]:
+    """The attributes of ``event`` outside its groups that are in ``names`` (those some
+    filter reading the views names: the others answer none of them)."""
+    attrs = event._attrs
+    if len(names) < len(attrs):
+        return {n: attrs[n] for n in names if n in attrs}
+    return {n: v for n, v in attrs.items() if n in names}
+
+
 def overlaps(f: Any, g: Any, disjoint: Callable[[str, Constraint, Constraint], bool]) -> bool:
     """For satisfiable f and g that no flat event satisfies together (Cor. 4.3): may an
     event with arrays satisfy both (see the module docstring)? False iff they are disjoint
@@ -125,4 +152,13 @@ def overlaps(f: Any, g: Any, disjoint: Callable[[str, Constraint, Constraint], b
     return True
 
 
-__all__ = ["MAX_VIEWS", "count_views", "group_of", "overlaps", "satisfies", "views"]
+__all__ = [
+    "MAX_VIEWS",
+    "base_for",
+    "count_views",
+    "flat_group",
+    "group_of",
+    "overlaps",
+    "satisfies",
+    "views",
+]

@@ -500,6 +500,13 @@ class RecordsIndex(FilterIndex[Hashable, RecordFilter]):
             engine = plans.ENGINE
             root = inner._root
             if engine is not None:
+                # one array of flat elements (the usual case): each view made and walked
+                # in one compiled call, of only the attributes outside it inner reads
+                elements = arrays.flat_group(event, inner._prefixes)
+                if elements is not None:
+                    base = arrays.base_for(event, inner._groups)
+                    engine.match_elements(root, base, elements, out)
+                    return out
                 for view in arrays.views(event, inner._prefixes):
                     out |= engine.match(root, view)
             else:

@@ -249,8 +249,8 @@ def _memoized(parts: list[Part]) -> tuple[Part, ...]:
     """Several parts for strings (say ``=``, ``in`` and prefixes on ``symbol``) become
     one: the folded answer of all of them per string value, remembered (string values
     of an attribute repeat: symbols, types, sources)."""
-    if len(parts) < 2 and all(getattr(p, "spec", None) is not None for p in parts):
-        return tuple(parts)  # nothing to gain: one part the compiled walk runs itself
+    if len(parts) < 2 and all(_cheap(p) for p in parts):
+        return tuple(parts)  # nothing to gain: one part the compiled walk runs in one step
     memo: dict[str, Folded] = {}
     get = memo.get
 
@@ -271,6 +271,14 @@ def _memoized(parts: list[Part]) -> tuple[Part, ...]:
     # the compiled walk fills the same memo from the parts' compiled forms
     part.spec = ("memo", memo, tuple(parts), key_set, MEMO_SIZE)  # type: ignore[attr-defined]
     return (part,)
+
+
+def _cheap(p: Part) -> bool:
+    """Whether the compiled walk runs ``p`` in one step: it has a spec, and is not a
+    residual of several tests (anything-but on one attribute in several filters: a test
+    per filter, where the memo answers a repeated value with one lookup)."""
+    spec = getattr(p, "spec", None)
+    return spec is not None and not (spec[0] == "residual" and len(spec[1]) > 1)
 
 
 def _hashed(buckets: dict, normalize: Any) -> Part:
@@ -538,7 +546,7 @@ def _engine() -> Any:
             stacklevel=2,
         )
         return None
-    _walk.setup(step, _probe)
+    _walk.setup(step, _probe, SET_FROM)
     return _walk
 
 

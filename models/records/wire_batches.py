@@ -158,7 +158,9 @@ def _scan_rows(index: Any, arr: Any, texts: Any, lo: int, hi: int) -> tuple[Any,
     offsets = np.frombuffer(offsets_buf, dtype=np.int64 if wide else np.int32)
     offsets = offsets[arr.offset + lo : arr.offset + hi + 1].tolist()
     base = offsets[0]
-    blob = b"" if data is None else data.slice(base, offsets[-1] - base).to_pybytes()
+    # the texts' bytes: read in place by the compiled loop, copied only for the row loop
+    buf = b"" if data is None else data.slice(base, offsets[-1] - base)
+    blob = buf if scan is not None and engine is not None else _bytes(buf)
     valid = None if not arr.null_count else arr.is_valid().to_numpy(zero_copy_only=False)
 
     def answer(j: int) -> Any:
@@ -196,6 +198,7 @@ def _scan_rows(index: Any, arr: Any, texts: Any, lo: int, hi: int) -> tuple[Any,
             return rows, np.frombuffer(found, dtype=np.int64)
         keys = np.frombuffer(found, dtype=np.int64).tolist() if ints else found
         if -1 in counts:
+            blob = _bytes(buf)
             done, done_keys, at = counts, keys, 0
             counts, keys = [], []
             for j, c in enumerate(done):
@@ -214,6 +217,10 @@ def _scan_rows(index: Any, arr: Any, texts: Any, lo: int, hi: int) -> tuple[Any,
             keys.extend(found)
     rows = np.repeat(np.arange(lo, hi, dtype=np.int64), counts)
     return rows, answer_keys(index, keys)
+
+
+def _bytes(buf: Any) -> bytes:
+    return buf if isinstance(buf, bytes) else buf.to_pybytes()
 
 
 def _scans() -> bool:
