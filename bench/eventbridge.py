@@ -374,7 +374,7 @@ def run(
         # the parsed events (hundreds of thousands of objects) are not needed any more:
         # dropped, so that what follows runs on the heap json.loads was timed on (the
         # texts, the answers), not one whose full collections walk them too
-        del events
+        events = []
         sel_parse, sel = _selective(index)
         t_sel: Timing | None = None
         t_sel_parse: Timing | None = None
