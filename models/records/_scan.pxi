@@ -15,6 +15,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.string cimport memcmp
 from libc.math cimport isinf
+from libc.stdint cimport uint64_t
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
@@ -151,6 +152,149 @@ cdef extern from *:
     }
     """
     Py_ssize_t pubsift_digits(const unsigned char* s, Py_ssize_t i, Py_ssize_t n) noexcept nogil
+
+
+# -- numbers built: Eisel and Lemire --------------------------------------------------
+# A decimal of at most 19 significant digits is turned into the nearest double by the
+# Eisel-Lemire algorithm (Lemire, "Number Parsing at a Gigabyte per Second", 2021, §5-6;
+# the form of Go's strconv.eiselLemire64), one 64x128-bit product with the truncated
+# 128-bit mantissa of 10^q (from a table made below at import, with Python's exact
+# integers); where it cannot tell (a product too close to a halfway point, more digits,
+# an exponent out of range, a subnormal or infinite result) PyOS_string_to_double
+# decides, as before. Answers are those of float(text) (tests/records/test_float_text.py).
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #define PUBSIFT_POW10_MIN (-348)
+    #define PUBSIFT_POW10_MAX 347
+    /* floor(10^q * 2^k) normalized to [2^127, 2^128): the high and low 64 bits */
+    static uint64_t pubsift_pow10_hi[PUBSIFT_POW10_MAX - PUBSIFT_POW10_MIN + 1];
+    static uint64_t pubsift_pow10_lo[PUBSIFT_POW10_MAX - PUBSIFT_POW10_MIN + 1];
+    static int pubsift_pow10_ready = 0;
+
+    static int pubsift_eisel_lemire(uint64_t man, int q, int neg, double* out) {
+        uint64_t bits;
+        if (man == 0) {
+            bits = neg ? 0x8000000000000000ULL : 0;
+            memcpy(out, &bits, 8);
+            return 1;
+        }
+        if (!pubsift_pow10_ready || q < PUBSIFT_POW10_MIN || q > PUBSIFT_POW10_MAX)
+            return 0;
+        int clz = __builtin_clzll(man);
+        man <<= clz;
+        /* 217706 / 2^16 ~ log2(10); >> of a negative int is arithmetic with gcc and clang */
+        uint64_t exp2 = (uint64_t)(((217706 * q) >> 16) + 64 + 1023) - (uint64_t)clz;
+        uint64_t phi = pubsift_pow10_hi[q - PUBSIFT_POW10_MIN];
+        uint64_t plo = pubsift_pow10_lo[q - PUBSIFT_POW10_MIN];
+        __uint128_t x = (__uint128_t)man * phi;
+        uint64_t xhi = (uint64_t)(x >> 64), xlo = (uint64_t)x;
+        if ((xhi & 0x1FF) == 0x1FF && xlo + man < man) {  /* the wider product */
+            __uint128_t y = (__uint128_t)man * plo;
+            uint64_t yhi = (uint64_t)(y >> 64), ylo = (uint64_t)y;
+            uint64_t mhi = xhi, mlo = xlo + yhi;
+            if (mlo < xlo)
+                mhi++;
+            if ((mhi & 0x1FF) == 0x1FF && mlo + 1 == 0 && ylo + man < man)
+                return 0;
+            xhi = mhi;
+            xlo = mlo;
+        }
+        uint64_t msb = xhi >> 63;
+        uint64_t mant = xhi >> (msb + 9);
+        exp2 -= 1 ^ msb;
+        if (xlo == 0 && (xhi & 0x1FF) == 0 && (mant & 3) == 1)  /* halfway: undecided */
+            return 0;
+        mant += mant & 1;
+        mant >>= 1;
+        if (mant >> 53) {
+            mant >>= 1;
+            exp2 += 1;
+        }
+        if (exp2 - 1 >= 0x7FF - 1)  /* subnormal, zero or infinite */
+            return 0;
+        bits = exp2 << 52 | (mant & 0x000FFFFFFFFFFFFFULL);
+        if (neg)
+            bits |= 0x8000000000000000ULL;
+        memcpy(out, &bits, 8);
+        return 1;
+    }
+
+    /* the double of the checked JSON number s[0:n]; 0 where Eisel-Lemire cannot tell */
+    static int pubsift_fast_double(const unsigned char* s, Py_ssize_t n, double* out) {
+        Py_ssize_t i = 0;
+        int neg = 0, sig = 0, eneg = 0;
+        uint64_t man = 0;
+        long long q = 0, e = 0;
+        if (s[0] == 45) {
+            neg = 1;
+            i = 1;
+        }
+        for (; i < n && (unsigned char)(s[i] - 48) < 10; i++) {
+            if (man || s[i] != 48) {
+                if (++sig > 19)
+                    return 0;
+                man = man * 10 + (s[i] - 48);
+            }
+        }
+        if (i < n && s[i] == 46) {
+            for (i++; i < n && (unsigned char)(s[i] - 48) < 10; i++) {
+                if (man || s[i] != 48) {
+                    if (++sig > 19)
+                        return 0;
+                    man = man * 10 + (s[i] - 48);
+                }
+                q--;
+            }
+        }
+        if (i < n && (s[i] == 101 || s[i] == 69)) {
+            i++;
+            if (i < n && (s[i] == 43 || s[i] == 45)) {
+                eneg = s[i] == 45;
+                i++;
+            }
+            for (; i < n && (unsigned char)(s[i] - 48) < 10; i++)
+                if (e < 100000)
+                    e = e * 10 + (s[i] - 48);
+            q += eneg ? -e : e;
+        }
+        if (q < -100000 || q > 100000)
+            return man == 0 ? pubsift_eisel_lemire(0, 0, neg, out) : 0;
+        return pubsift_eisel_lemire(man, (int)q, neg, out);
+    }
+    """
+    int PUBSIFT_POW10_MIN
+    int PUBSIFT_POW10_MAX
+    uint64_t pubsift_pow10_hi[696]
+    uint64_t pubsift_pow10_lo[696]
+    int pubsift_pow10_ready
+    int pubsift_fast_double(const unsigned char* s, Py_ssize_t n, double* out) noexcept nogil
+
+
+def _fill_pow10():
+    """The table of pubsift_eisel_lemire: floor(10^q * 2^k) in [2^127, 2^128), exactly."""
+    global pubsift_pow10_ready
+    cdef int j
+    cdef object q, v, d, k, m, ten = 10  # Python integers: exact
+    for q in range(PUBSIFT_POW10_MIN, PUBSIFT_POW10_MAX + 1):
+        if q >= 0:
+            v = ten ** q
+            k = 128 - v.bit_length()
+            m = v << k if k >= 0 else v >> -k
+        else:
+            d = ten ** -q
+            k = 127 + d.bit_length()
+            m = (1 << k) // d  # in [2^127, 2^128): d is no power of 2
+        if m >> 127 != 1:
+            raise AssertionError(f"10^{q}: not a 128-bit mantissa")
+        j = q - PUBSIFT_POW10_MIN
+        pubsift_pow10_hi[j] = m >> 64
+        pubsift_pow10_lo[j] = m & 0xFFFFFFFFFFFFFFFF
+    pubsift_pow10_ready = 1
+
+
+_fill_pow10()
 
 
 cdef inline Py_ssize_t _fast_number(
@@ -529,6 +673,8 @@ cdef class _Scanner:
         # which only ever makes a negative exponent look smaller: checked below then)
         if not build and ((int_digits - exp if neg_exp else int_digits + exp) < 300):
             return None
+        if build and pubsift_fast_double(s + start, self.pos - start, &d):
+            return d
         d = PyOS_string_to_double(<const char*>s + start, &end, NULL)
         if isinf(d):
             self.pos = start
