@@ -173,6 +173,7 @@ cdef extern from *:
     static uint64_t pubsift_pow10_lo[PUBSIFT_POW10_MAX - PUBSIFT_POW10_MIN + 1];
     static int pubsift_pow10_ready = 0;
 
+    #if defined(__GNUC__) && defined(__SIZEOF_INT128__)
     static int pubsift_eisel_lemire(uint64_t man, int q, int neg, double* out) {
         uint64_t bits;
         if (man == 0) {
@@ -184,8 +185,10 @@ cdef extern from *:
             return 0;
         int clz = __builtin_clzll(man);
         man <<= clz;
-        /* 217706 / 2^16 ~ log2(10); >> of a negative int is arithmetic with gcc and clang */
-        uint64_t exp2 = (uint64_t)(((217706 * q) >> 16) + 64 + 1023) - (uint64_t)clz;
+        /* floor(q * 217706 / 2^16) = floor(q log2(10)) over the table's range */
+        int64_t scaled = (int64_t)217706 * q;
+        int64_t floor2 = scaled >= 0 ? scaled >> 16 : -((-scaled + 65535) >> 16);
+        uint64_t exp2 = (uint64_t)(floor2 + 64 + 1023) - (uint64_t)clz;
         uint64_t phi = pubsift_pow10_hi[q - PUBSIFT_POW10_MIN];
         uint64_t plo = pubsift_pow10_lo[q - PUBSIFT_POW10_MIN];
         __uint128_t x = (__uint128_t)man * phi;
@@ -220,6 +223,13 @@ cdef extern from *:
         memcpy(out, &bits, 8);
         return 1;
     }
+    #else
+    /* no 128-bit product here: Python's conversion decides every number */
+    static int pubsift_eisel_lemire(uint64_t man, int q, int neg, double* out) {
+        (void)man; (void)q; (void)neg; (void)out;
+        return 0;
+    }
+    #endif
 
     /* the double of the checked JSON number s[0:n]; 0 where Eisel-Lemire cannot tell */
     static int pubsift_fast_double(const unsigned char* s, Py_ssize_t n, double* out) {
@@ -454,6 +464,7 @@ cdef class _Scanner:
     cdef Py_ssize_t max_digits
     cdef bint strict
     cdef public bint dotted
+    cdef bint checking  # inside a value the fast skip left to the checked one
 
     @cython.final
     cdef int fail(self, str message) except -1:
@@ -702,14 +713,26 @@ cdef class _Scanner:
         """The value at self.pos (after whitespace) checked as ``value`` checks it, not
         built (no Python object made but for the keys of a skipped object past SPANS or
         with an escape)."""
-        cdef Py_ssize_t past = _fast_skip(
-            self.s, self.pos, self.n, self.depth, self.max_depth, self.max_digits
-        )
-        cdef unsigned char c
-        cdef bint escaped
+        cdef Py_ssize_t past
+        if self.checking:
+            return self.checked_skip()
+        past = _fast_skip(self.s, self.pos, self.n, self.depth, self.max_depth, self.max_digits)
         if past >= 0:
             self.pos = past
             return 0
+        # the value is read by the checked skip, none of its members by the fast one again
+        # (else each level of a deep value would scan again what lies before the cause)
+        self.checking = True
+        try:
+            self.checked_skip()
+        finally:
+            self.checking = False
+        return 0
+
+    @cython.final
+    cdef int checked_skip(self) except -1:
+        cdef unsigned char c
+        cdef bint escaped
         c = self.peek()
         if c == 34:
             self.string_end(&escaped)

@@ -47,19 +47,16 @@ cdef extern from *:
 SPEC = 3
 
 cdef object _step = None
-cdef Py_ssize_t _SET_FROM = 8  # plans.SET_FROM (setup sets it)
 cdef object _probe = None
 
 
-def setup(step, probe, Py_ssize_t set_from=8):
+def setup(step, probe):
     """``step(node, attrs, found, queue)``: one node in Python (no compiled plan);
     ``probe(ai, v, found, queue)``: a value of another kind through its attribute index
-    (``found``: the answer set, ``queue``: the nodes to walk); ``set_from``:
-    ``plans.SET_FROM`` (key sets of that many keys on are frozensets)."""
-    global _step, _probe, _SET_FROM
+    (``found``: the answer set, ``queue``: the nodes to walk)."""
+    global _step, _probe
     _step = step
     _probe = probe
-    _SET_FROM = set_from
 
 
 cdef inline Py_ssize_t _left(list a, object x) except -1:
@@ -253,13 +250,14 @@ cdef class Memo(Part):
     memo emptied when it holds ``size`` strings)."""
     cdef dict memo
     cdef tuple parts
-    cdef object key_set
-    cdef Py_ssize_t size
+    cdef Py_ssize_t set_from, size
 
     def __init__(self, dict memo, tuple parts, key_set, Py_ssize_t size):
+        from pubsift.models.records import plans
+
         self.memo = memo
         self.parts = tuple([_part(p) for p in parts])
-        self.key_set = key_set
+        self.set_from = plans.SET_FROM  # as key_set reads it, when the plan is compiled
         self.size = size
 
     cdef int run(self, object v, set found, list queue) except -1:
@@ -280,7 +278,7 @@ cdef class Memo(Part):
             if len(self.memo) >= self.size:
                 self.memo.clear()
             # plans.key_set, without the call: a frozenset from SET_FROM keys on
-            t = (frozenset(keys) if len(keys) >= _SET_FROM else tuple(keys), tuple(inner))
+            t = (frozenset(keys) if len(keys) >= self.set_from else tuple(keys), tuple(inner))
             self.memo[v] = t
         _give(t, found, queue)
         return 0

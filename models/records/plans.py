@@ -546,7 +546,7 @@ def _engine() -> Any:
             stacklevel=2,
         )
         return None
-    _walk.setup(step, _probe, SET_FROM)
+    _walk.setup(step, _probe)
     return _walk
 
 

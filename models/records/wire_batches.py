@@ -160,8 +160,11 @@ def _scan_rows(index: Any, arr: Any, texts: Any, lo: int, hi: int) -> tuple[Any,
     base = offsets[0]
     # the texts' bytes: read in place by the compiled loop, copied only for the row loop
     buf = b"" if data is None else data.slice(base, offsets[-1] - base)
-    blob = buf if scan is not None and engine is not None else _bytes(buf)
     valid = None if not arr.null_count else arr.is_valid().to_numpy(zero_copy_only=False)
+    # the compiled loop reads every row's bytes: a batch holding nulls (refused, naming
+    # the first: a null slot may still hold bytes) goes row by row
+    compiled = scan is not None and engine is not None and valid is None
+    blob = buf if compiled else _bytes(buf)
 
     def answer(j: int) -> Any:
         row = lo + j
@@ -185,7 +188,7 @@ def _scan_rows(index: Any, arr: Any, texts: Any, lo: int, hi: int) -> tuple[Any,
 
     counts: list[int] = []
     keys: list[Any] = []
-    if scan is not None and engine is not None:
+    if compiled:
         # the rows read and walked in one compiled loop (_walk.match_texts), int keys
         # straight into an int64 buffer; the rows it leaves (-1: refused by the scan,
         # null, a dotted key) answered as above

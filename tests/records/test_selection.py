@@ -292,3 +292,16 @@ def test_skipped_values_are_checked_byte_for_byte(text, edits):
         got = ("error",)
     assert got == full, data
     assert _matched(index, data) == (full if full == ("error",) else full[0]), data
+
+
+@compiled
+def test_a_deep_value_left_to_the_checked_skip_is_read_once():
+    """A deep skipped value whose last member the fast skip leaves to the checked one (an
+    exponent, a \\u escape, a dotted key): the answer and refusals are parse_event's."""
+    model = RecordsModel(testing.SCHEMA)
+    index = model.new_index()
+    index.add(model.parse_filter("a = 1"), "a")
+    for tail in (b"1e5", b'"\\u00e9"', b'{"x.y": 1}', b"1e400", b'"\\ud800"'):
+        text = b'{"q":' + b"[" * 120 + b",".join([b"12345"] * 50) + b"," + tail
+        text += b"]" * 120 + b',"a":1}'
+        _same(index, text.decode())

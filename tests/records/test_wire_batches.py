@@ -195,3 +195,16 @@ def test_the_choice_uses_the_cheaper_way_and_tries_the_other_again():
     del seen[:]
     run(400_000)
     assert sum(n for w, n in seen[-20:] if w == "arrow") > 0.9 * sum(n for _, n in seen[-20:])
+
+
+def test_a_null_slot_holding_bytes_is_refused_as_null():
+    """Arrow lets a null slot of a string array keep bytes in the data buffer: the row is
+    still a null (refused, naming it), never read as the text its bytes spell."""
+    texts = [b'{"a": 1}', b'{"a": 2}', b'{"a": 3}']
+    data = pa.py_buffer(b"".join(texts))
+    offsets = pa.py_buffer(np.array([0, 8, 16, 24], dtype=np.int32).tobytes())
+    validity = pa.py_buffer(bytes([0b101]))  # row 1 null
+    arr = pa.Array.from_buffers(pa.string(), 3, [validity, offsets, data])
+    index = index_of([MODEL.parse_filter("a exists")])
+    with pytest.raises(EventError, match=r"\brow 1\b"):
+        index.match_wire_batch(arr)
