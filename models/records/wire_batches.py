@@ -15,7 +15,8 @@ filters Arrow's columns win. :class:`Choice` measures both on the rows of the ba
 (CPU time of this thread per row; each way's first measurement is a warm-up: the walk
 builds its plans as it goes), uses the faster, and tries the other again on a slice once
 the way in use has answered :attr:`Choice.GAP` rows (doubling while it stays ahead, as
-:class:`ways.Ways` does one level below). Both ways give the same answer: the
+:class:`ways.Ways` does one level below, and at least so far that a losing try costs about
+1 % of the rows answered in between). Both ways give the same answer: the
 per-row answer of ``load_event(strict_json.loads(text))``.
 """
 
@@ -42,6 +43,8 @@ class Choice:
     GAP = 65536
     #: The most rows between two tries.
     MAX_GAP = 1 << 22
+    #: A losing try costs at most about 1 / TRIED_SHARE of the rows answered until the next.
+    TRIED_SHARE = 100
 
     def __init__(self) -> None:
         self.cost: dict[str, float | None] = {SCAN: None, ARROW: None}
@@ -78,8 +81,14 @@ class Choice:
             self.since += rows
         elif previous is not None and self.using is not None:  # a try
             other = self.cost[self.using]
-            if other is not None and self.cost[way] >= other:  # type: ignore[operator]
-                self.gap = min(2 * self.gap, self.MAX_GAP)
+            cost = self.cost[way]
+            if other is not None and cost is not None and cost >= other:
+                # lost again: tried again later, the later the more it lost (a try costs
+                # (ratio - 1) x its rows more than the way in use: the gap keeps that
+                # under about 1 / TRIED_SHARE of the rows answered in between)
+                ratio = cost / other if other > 0 else 2.0
+                want = int(self.TRIED_SHARE * (ratio - 1) * self.TRY[way])
+                self.gap = min(max(2 * self.gap, want), self.MAX_GAP)
 
 
 def match_wire_batch(index: Any, wires: Any) -> tuple[Any, Any]:
