@@ -44,7 +44,7 @@ cdef extern from *:
     void PUBSIFT_PREFETCH(const void* p) nogil  # a no-op where the compiler has none
 
 #: The layout of the plans' specs this module reads (plans.SPEC must be equal).
-SPEC = 3
+SPEC = 4
 
 cdef object _step = None
 cdef object _probe = None
@@ -252,12 +252,10 @@ cdef class Memo(Part):
     cdef tuple parts
     cdef Py_ssize_t set_from, size
 
-    def __init__(self, dict memo, tuple parts, key_set, Py_ssize_t size):
-        from pubsift.models.records import plans
-
+    def __init__(self, dict memo, tuple parts, key_set, Py_ssize_t size, Py_ssize_t set_from):
         self.memo = memo
         self.parts = tuple([_part(p) for p in parts])
-        self.set_from = plans.SET_FROM  # as key_set reads it, when the plan is compiled
+        self.set_from = set_from  # plans.SET_FROM when the plan was made (key_set's test)
         self.size = size
 
     cdef int run(self, object v, set found, list queue) except -1:
@@ -502,7 +500,7 @@ cdef Part _part(object p):
     if kind == "hashed":
         return Hashed(spec[1])
     if kind == "memo":
-        return Memo(spec[1], spec[2], spec[3], spec[4])
+        return Memo(spec[1], spec[2], spec[3], spec[4], spec[5])
     if kind == "residual":
         return Residual(spec[1])
     if kind == "always":

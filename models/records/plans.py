@@ -269,7 +269,8 @@ def _memoized(parts: list[Part]) -> tuple[Part, ...]:
             extend(r[1])
 
     # the compiled walk fills the same memo from the parts' compiled forms
-    part.spec = ("memo", memo, tuple(parts), key_set, MEMO_SIZE)  # type: ignore[attr-defined]
+    # (SET_FROM as it is now: key sets of that many keys on are frozensets)
+    part.spec = ("memo", memo, tuple(parts), key_set, MEMO_SIZE, SET_FROM)  # type: ignore[attr-defined]
     return (part,)
 
 
@@ -519,7 +520,7 @@ def _two_sided(los: list, rest: list) -> Part:
 
 # -- the compiled walk -------------------------------------------------------------------
 #: The layout of the parts' ``spec`` attributes (``_walk.SPEC`` must be equal).
-SPEC = 3
+SPEC = 4
 
 
 def _engine() -> Any:
