@@ -252,7 +252,7 @@ cdef class Memo(Part):
     cdef tuple parts
     cdef Py_ssize_t set_from, size
 
-    def __init__(self, dict memo, tuple parts, key_set, Py_ssize_t size, Py_ssize_t set_from):
+    def __init__(self, dict memo, tuple parts, Py_ssize_t size, Py_ssize_t set_from):
         self.memo = memo
         self.parts = tuple([_part(p) for p in parts])
         self.set_from = set_from  # plans.SET_FROM when the plan was made (key_set's test)
@@ -500,7 +500,7 @@ cdef Part _part(object p):
     if kind == "hashed":
         return Hashed(spec[1])
     if kind == "memo":
-        return Memo(spec[1], spec[2], spec[3], spec[4], spec[5])
+        return Memo(spec[1], spec[2], spec[4], spec[5])  # (spec[3]: key_set, for Python)
     if kind == "residual":
         return Residual(spec[1])
     if kind == "always":
