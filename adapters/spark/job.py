@@ -228,7 +228,11 @@ def _ingest(
                 from pubsift.adapters.spark.native import probe_listing, write_native
 
                 plans = probe_listing(
-                    listing, settings.limits, settings.native_csv, settings.native_jsonl
+                    listing,
+                    settings.limits,
+                    settings.native_csv,
+                    settings.native_jsonl,
+                    os.path.join(scratch, "plain"),
                 )
                 if plans:
                     written = write_native(

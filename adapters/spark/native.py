@@ -65,6 +65,7 @@ from pubsift.adapters.readers.limits import ReadLimits
 from pubsift.adapters.readers.outcomes import Event, Quarantined
 from pubsift.adapters.readers.source import Source
 from pubsift.adapters.spark.native_jsonl import HADOOP_CODECS, _replacement
+from pubsift.adapters.spark.spill import Budget, Spill
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -105,6 +106,8 @@ class CsvPlan:
     #: its bytes and non-blank lines (the header included)
     size: int = 0
     rows: int = 0
+    #: a ``.gz`` kept decompressed (:mod:`.spill`): the plain file Spark reads in its place
+    copy: str | None = None
 
     @property
     def gz(self) -> bool:
@@ -123,10 +126,30 @@ def _row_pattern(d: str, python: bool = False) -> str:
 
 
 def probe(
-    path: str, label: str, source: Source, size: int | None, limits: ReadLimits
+    path: str,
+    label: str,
+    source: Source,
+    size: int | None,
+    limits: ReadLimits,
+    spill: Budget | None = None,
 ) -> CsvPlan | None:
     """The plan of a file Spark can read exactly as the CSV reader does, None for a file
-    left to the Python reader (the module's docstring)."""
+    left to the Python reader (the module's docstring); a ``.gz`` it takes kept
+    decompressed in ``spill``'s directory when it is large enough (:mod:`.spill`)."""
+    from pubsift.adapters.spark.native_jsonl import MIN_BLOCK
+
+    gz = path.endswith(".gz")
+    with Spill(spill if gz else None, MIN_BLOCK) as copy:
+        plan = _probe(path, label, source, size, limits, copy)
+        if plan is None or not gz or plan.counts is None:
+            return plan
+        kept = copy.keep()
+        return replace(plan, copy=kept) if kept else replace(plan, counts=None)
+
+
+def _probe(
+    path: str, label: str, source: Source, size: int | None, limits: ReadLimits, copy: Spill
+) -> CsvPlan | None:
     from pubsift.adapters.readers.bombguard import compression_of
     from pubsift.adapters.readers.dispatch import reader_for
     from pubsift.adapters.readers.lines import UTF8, codec_for
@@ -154,6 +177,7 @@ def probe(
             head = b""
             while chunk := counted.read(fh):
                 head = head or chunk[:HEADER_BYTES]
+                copy.write(chunk)
             quotes = counted.quotes
         if codec_for(head, source.encoding) != UTF8:
             return None
@@ -186,7 +210,7 @@ def probe(
         shape,
         share >= REGULAR,
         quotes,
-        None if gz or counted.cr else tuple(counted.counts),
+        None if counted.cr else tuple(counted.counts),
         counted.size,
         counted.total(),
     )
@@ -249,7 +273,10 @@ def _kinds(x: str, end: str) -> dict[str, str]:
         # repr's own text: at most 14 digits, no exponent, 0.0001 or more, no trailing zero
         "float": r"-?(?:[1-9][0-9]{0,6}\.(?:0|[0-9]{0,6}[1-9])|0\.(?:0|0{0,3}[1-9](?:[0-9]{0,5}[1-9])?))",
         "bool": "(?:true|false)",
-        "str": rf'(?!(?:{_CELL_NUMBER}|{_WORDS})(?:{x}|{end}))[^{x}"\\\x00-\x1f]+',
+        # not a number or a word: a first character neither can start with, or else
+        # neither as a whole (atomic: the number's greedy match is its only full match)
+        "str": rf"(?:(?=[^+\-.0-9tTfF])|(?!(?>{_CELL_NUMBER}|{_WORDS})(?:{x}|{end})))"
+        rf'[^{x}"\\\x00-\x1f]+',
         "any": rf'[^{x}"]*',
     }
 
@@ -660,7 +687,7 @@ def _lines(spark: SparkSession, path: str, plan: CsvPlan, block: int) -> DataFra
             lookup = F.create_map(*(F.lit(x) for kv in sorted(bases.items()) for x in kv))
             local = F.element_at(lookup, F.input_file_block_start()) + local
     return (
-        spark.read.text(hadoop_path(path))
+        spark.read.text(hadoop_path(plan.copy or path))
         .where(F.col("value") != "")
         .select("value", local.alias("local"))
     )
@@ -677,7 +704,7 @@ def _incomplete_files(spark: SparkSession, plans: Mapping[str, CsvPlan]) -> set[
     for at in range(0, len(quoted), FILES_PER_JOB):
         chunk = quoted[at : at + FILES_PER_JOB]
         frames = [
-            spark.read.text(hadoop_path(p))
+            spark.read.text(hadoop_path(plans[p].copy or p))
             .where(incomplete(F.col("value"), plans[p].delimiter))
             .select(F.lit(i).alias("i"))
             .limit(1)
@@ -920,26 +947,34 @@ def _delegated(
     got_rows: list[tuple[Any, ...]] = []
     if delegated:
         taken = {plans[p].label: plans[p] for p in plans if p not in left}
-        back = spark.read.schema("source string, position long, event string").parquet(
-            "file://" + os.path.join(scratch, f"model={_DELEGATED}")
-        )
-        back = back.select(
-            F.col("source").alias("label"), "position", F.unbase64("event").alias("line")
-        )
+        where = os.path.join(scratch, f"model={_DELEGATED}")
         if delegated > ON_DRIVER:
+            back = spark.read.schema("source string, position long, event string").parquet(
+                "file://" + where
+            )
+            back = back.select(
+                F.col("source").alias("label"), "position", F.unbase64("event").alias("line")
+            )
             rest = back.coalesce(DELEGATE_TASKS).mapInArrow(
                 delegate(taken, limits), CONVERTED_SCHEMA
             )
-        else:  # read here: no Python worker started for them
+        else:  # read here, by pyarrow: no Spark job, no Python worker started for them
+            import base64
+
+            import pyarrow.parquet as pq
             from pubsift.adapters.readers.dispatch import read_input
             from pubsift.adapters.spark.ingest import _rows, event_dumper
 
             dump = event_dumper()
+            back = pq.read_table(where, columns=["source", "position", "event"]).to_pydict()
             got_rows = [
                 tuple(row.values())
-                for label, position, line in back.collect()
+                for label, position, text in zip(back["source"], back["position"], back["event"])
                 for row in _rows(
-                    iter(read_one(taken[label], position, bytes(line), limits, read_input)), dump
+                    iter(
+                        read_one(taken[label], position, base64.b64decode(text), limits, read_input)
+                    ),
+                    dump,
                 )
             ]
     return Written(counts, rest, got_rows, left)
@@ -956,13 +991,20 @@ def _move(src: str, dst: str) -> None:
 
 
 def probe_listing(
-    listing: Any, limits: ReadLimits, csv: bool = True, jsonl: bool = False
+    listing: Any,
+    limits: ReadLimits,
+    csv: bool = True,
+    jsonl: bool = False,
+    spill: str | None = None,
 ) -> dict[str, Plan]:
     """The plans of a listing's files Spark reads itself (files read once, by one source):
-    CSV files (``csv``), JSON-lines files (``jsonl``: :func:`.native_jsonl.probe`)."""
+    CSV files (``csv``), JSON-lines files (``jsonl``: :func:`.native_jsonl.probe`); large
+    ``.gz`` files kept decompressed in the directory ``spill`` (:mod:`.spill`; None: read
+    as they are, one task each)."""
     from pubsift.adapters.spark import native_jsonl
     from pubsift.adapters.spark.ingest import task_opens
 
+    budget = Budget(spill) if spill is not None else None
     plans: dict[str, Plan] = {}
     for path, pairs in listing.files.items():
         size = listing.sizes.get(path)
@@ -971,9 +1013,9 @@ def probe_listing(
         label, source = pairs[0]
         plan: Plan = None
         if csv:
-            plan = probe(path, label, source, size, limits)
+            plan = probe(path, label, source, size, limits, budget)
         if plan is None and jsonl:
-            plan = native_jsonl.probe(path, label, source, size, limits)
+            plan = native_jsonl.probe(path, label, source, size, limits, budget)
         if plan is not None:
             plans[path] = plan
     return plans

@@ -59,6 +59,7 @@ from pubsift.adapters.readers.inputs import Input, expand
 from pubsift.adapters.readers.limits import ReadLimits
 from pubsift.adapters.readers.outcomes import Event, Quarantined
 from pubsift.adapters.readers.source import Source
+from pubsift.adapters.spark.spill import Budget, Spill
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -103,6 +104,9 @@ class JsonlPlan:
     #: the keys of most of the first lines, in order, when those are flat objects
     #: (:func:`shape_of`)
     keys: tuple[str, ...] | None = None
+    #: a ``.gz`` kept decompressed (:mod:`.spill`): the plain file Spark reads in its place
+    #: (in blocks: ``gz`` is then False)
+    copy: str | None = None
 
     def bases(self, block: int) -> dict[int, int]:
         """The lines before each block of ``block`` bytes (a multiple of
@@ -135,10 +139,26 @@ def _replacement(text: str) -> str:
 
 
 def probe(
-    path: str, label: str, source: Source, size: int | None, limits: ReadLimits
+    path: str,
+    label: str,
+    source: Source,
+    size: int | None,
+    limits: ReadLimits,
+    spill: Budget | None = None,
 ) -> JsonlPlan | None:
     """The plan of a file Spark reads exactly as the JSON-lines reader does, None for a
-    file left to the Python reader (the module's docstring)."""
+    file left to the Python reader (the module's docstring); a ``.gz`` it takes kept
+    decompressed in ``spill``'s directory when it is large enough (:mod:`.spill`)."""
+    gz = path.endswith(".gz")
+    with Spill(spill if gz else None, MIN_BLOCK) as copy:
+        plan = _probe(path, label, source, size, limits, copy)
+        kept = copy.keep() if plan is not None and gz else None
+        return replace(plan, gz=False, copy=kept) if plan is not None and kept else plan
+
+
+def _probe(
+    path: str, label: str, source: Source, size: int | None, limits: ReadLimits, copy: Spill
+) -> JsonlPlan | None:
     from pubsift.adapters.readers.bombguard import compression_of
     from pubsift.adapters.readers.dispatch import reader_for
     from pubsift.adapters.readers.jsonlines import JsonLinesReader
@@ -168,6 +188,7 @@ def probe(
             # the whole stream once (a .gz: corrupt, truncated or over a limit -> Python),
             # the lines counted at every step
             while chunk := _read(fh, COUNT_STEP):
+                copy.write(chunk)
                 if not head:
                     head, first = chunk[:4], chunk[:HEAD_BYTES]
                 lines += chunk.count(b"\n")
@@ -419,7 +440,7 @@ def lines_of(spark: SparkSession, path: str, plan: JsonlPlan, block: int) -> Dat
     )
     return (
         spark.read.option("lineSep", "\n")
-        .text(hadoop_path(path))
+        .text(hadoop_path(plan.copy or path))
         .select(
             "value",
             (base + F.monotonically_increasing_id().bitwiseAND(_ROW_BITS) + 1).alias("position"),

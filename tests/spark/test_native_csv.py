@@ -142,7 +142,11 @@ def native(spark, root: Path, limits: ReadLimits, scratch: Path):
     from pubsift.adapters.spark.native import probe_listing, write_native
 
     listing = list_files([Source(str(root))], limits)
-    plans = probe_listing(listing, limits)
+    spill = scratch / "csv" / "plain"
+    plans = probe_listing(listing, limits, spill=str(spill))
+    # the .gz copies kept are exactly the plans' (none left of a file the probe refused)
+    copies = {plan.copy for plan in plans.values() if plan.copy}
+    assert {str(p) for p in spill.iterdir()} == copies if spill.exists() else not copies
     events = scratch / "events"
     written = write_native(spark, plans, limits, str(events), str(scratch / "csv"))
     rows = [tuple(r) for r in written.rows]
@@ -198,6 +202,7 @@ def run(spark, tmp_path_factory):
     for i in range(12):
         (root / f"m{i:02d}.csv").write_bytes(head + b"\n" + mutate(rng, body))
     (root / "big.csv").write_bytes(big_file())
+    (root / "big.csv.gz").write_bytes(gzip.compress(big_file()))  # kept decompressed
     conf = {"spark.sql.files.maxPartitionBytes": "40000", "spark.sql.files.openCostInBytes": "1000"}
     before = {k: spark.conf.get(k) for k in conf}
     for k, v in conf.items():
@@ -265,6 +270,21 @@ def test_a_file_split_into_blocks_is_numbered_in_order(run):
     assert rows[label] == sorted(expected[label], key=repr)
 
 
+def test_a_large_gz_is_read_from_its_decompressed_copy_in_blocks(run):
+    """(:mod:`pubsift.adapters.spark.spill`) and a small one as it is, in one task"""
+    root, plans, rows, _, expected, _ = run
+    label = str(root / "big.csv.gz")
+    plan = plans[label]
+    assert plan.copy is not None and Path(plan.copy).read_bytes() == big_file()
+    assert plan.counts is not None and not plan.gz and plan.size > 10 * 8192
+    assert rows[label] == sorted(expected[label], key=repr)
+    assert rows[label] == [
+        (*r[:2], label, *r[3:]) for r in rows[str(root / "big.csv")]
+    ]  # the plain file's rows
+    small = plans[str(root / "quotes.csv.gz")]
+    assert small.copy is None and small.gz
+
+
 def test_a_few_delegated_rows_are_read_on_the_driver_alike(spark, tmp_path, monkeypatch):
     """(and files in several jobs, files with quotes checked in several)"""
     from pubsift.adapters.spark import native as module
@@ -317,20 +337,37 @@ def test_the_bundled_sample_through_the_job_gives_the_python_readers_events(spar
     assert any(".csv" in s for s, _, _ in got)
 
 
-def test_a_job_of_csv_files_only_writes_the_python_readers_events_and_counts(spark, tmp_path):
+def test_a_job_of_csv_files_only_writes_the_python_readers_events_and_counts(
+    spark, tmp_path, monkeypatch
+):
     """``ingest`` (the CSV read by Spark by default) of CSV files only, a few rows
-    delegated and read on the driver, one file left to Python: the event store, the
-    quarantine and the summary's counts are the Python readers'."""
+    delegated and read on the driver, one file left to Python, a ``.gz`` read from its
+    decompressed copy (removed when the stage ends): the event store, the quarantine and
+    the summary's counts are the Python readers'."""
     import io
+    import os
 
     import pyarrow.parquet as pq
+    from pubsift.adapters.spark import native_jsonl, spill
     from pubsift.adapters.spark.job import Settings, ingest
     from rich.console import Console
 
+    monkeypatch.setattr(native_jsonl, "COUNT_STEP", 4096)
+    monkeypatch.setattr(native_jsonl, "MIN_BLOCK", 8192)
+    kept: list[str] = []
+    keep = spill.Spill.keep
+
+    def recorded(self):
+        path = keep(self)
+        kept.extend([path] if path else [])
+        return path
+
+    monkeypatch.setattr(spill.Spill, "keep", recorded)
     root = tmp_path / "in"
     root.mkdir()
     for name in ("regular.csv", "keys.csv", "typed.csv", "utf8.csv", "multiline.csv"):
         (root / name).write_bytes(HOSTILE[name])
+    (root / "big.csv.gz").write_bytes(gzip.compress(big_file()))
     summary = ingest(
         [Source(str(root))],
         str(tmp_path / "store"),
@@ -359,6 +396,7 @@ def test_a_job_of_csv_files_only_writes_the_python_readers_events_and_counts(spa
     want = python_rows(root, LIMITS)
     assert spark_rows(got) == {k: sorted(v, key=repr) for k, v in want.items()}
     assert not (tmp_path / "store" / "_csv").exists()
+    assert len(kept) == 1 and not os.path.exists(kept[0])  # the copy was read, then removed
     for label, rows in want.items():
         c = summary["sources"][label]
         assert c["events"] == sum(r[0] == "event" for r in rows), label

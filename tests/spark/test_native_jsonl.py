@@ -223,7 +223,7 @@ def native(spark, root: Path, limits: ReadLimits, scratch: Path):
     from pubsift.adapters.spark.native import probe_listing, write_native
 
     listing = list_files([Source(str(root))], limits)
-    plans = probe_listing(listing, limits, csv=False, jsonl=True)
+    plans = probe_listing(listing, limits, csv=False, jsonl=True, spill=str(scratch / "plain"))
     events = scratch / "events"
     written = write_native(spark, plans, limits, str(events), str(scratch / "jsonl"))
     rows = [tuple(r) for r in written.rows]
@@ -265,6 +265,8 @@ def run(spark, tmp_path_factory):
         for i in range(120)
     )
     (root / "big.jsonl").write_bytes(big)
+    (root / "big.jsonl.gz").write_bytes(gzip.compress(big))  # kept decompressed: in blocks
+    (root / "small.jsonl.gz").write_bytes(gzip.compress(b'{"x": 1}\n' * 10 + b"[1]\n"))
     from pubsift.adapters.spark import native as module
     from pubsift.adapters.spark import native_jsonl
 
@@ -317,6 +319,20 @@ def test_a_file_read_in_blocks_is_numbered_as_its_lines(run):
     label = str(root / "big.jsonl")
     assert rows[label] == sorted(expected[label], key=repr)
     assert by_spark[label] > len(expected[label]) // 3
+
+
+def test_a_large_gz_is_read_from_its_decompressed_copy_in_blocks(run):
+    """(:mod:`pubsift.adapters.spark.spill`) and a small one as it is"""
+    root, plans, rows, by_spark, expected = run
+    label = str(root / "big.jsonl.gz")
+    plan = plans[label]
+    assert plan.copy is not None and not plan.gz and plan.size > 20 * 8192
+    assert rows[label] == sorted(expected[label], key=repr)
+    assert by_spark[label] == by_spark[str(root / "big.jsonl")]
+    assert plans[str(root / "hostile.jsonl.gz")].copy  # (its lines checked above)
+    small = plans[str(root / "small.jsonl.gz")]  # below a block: read as it is
+    assert small.gz and small.copy is None
+    assert rows[small.label] == sorted(expected[small.label], key=repr)
 
 
 def test_a_few_delegated_lines_are_read_on_the_driver_alike(spark, tmp_path):
