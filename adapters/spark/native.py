@@ -18,9 +18,13 @@ reasons and messages) for the files it takes, or leaves a file to that reader:
   unquoted, or quoted with ``""`` inside and followed by the delimiter or the line end).
   A file holding any other line (a quoted field spanning lines, a syntax error: what only
   a sequential reading can number) is read whole by the Python reader (only files holding
-  a ``"`` at all are checked: one job). Each file is one partition of its own scan
-  (:func:`write_native`), so every non-blank line after the header is one row and its
-  position is its rank among them (``monotonically_increasing_id``).
+  a ``"`` at all are checked: one job). Every non-blank line after the header is one
+  row and its position is its rank among them: a plain file without ``\r`` is read in
+  blocks of one partition each, a line's rank its block's count of lines before it (the
+  probe counted them) plus its rank in the block (``monotonically_increasing_id``); a
+  ``.gz`` of more than :data:`.native_jsonl.MIN_BLOCK` decompressed bytes is read so
+  too, from the plain copy the probe kept while decompressing it (:mod:`.spill`); any
+  other file is one partition of its own scan (:func:`write_native`).
 * **Rows typed by Spark SQL**: a file whose first rows nearly all have one shape
   (:func:`shape_of`; :data:`REGULAR`) is typed by that shape's regular expression alone,
   one ``regexp_replace`` writing the event from the line (:func:`shaped_rewrite`),

@@ -21,7 +21,9 @@ the files it takes (docs/spark.md, "JSON lines read by Spark"):
   number: a plain file is read in blocks (:func:`block_size`), each one partition, and
   the driver counted the lines before each block while probing (:attr:`JsonlPlan.counts`);
   a line's number is its block's count plus its rank in the block
-  (``monotonically_increasing_id``); a ``.gz`` is one block.
+  (``monotonically_increasing_id``); a ``.gz`` of more than :data:`MIN_BLOCK`
+  decompressed bytes is read so too, from the plain copy the probe kept while
+  decompressing it (:mod:`.spill`), a smaller one as one block.
 * **Lines converted by Spark SQL** (:func:`converted`): a line that is a JSON object in
   the form whose text ``json.dumps(obj, ensure_ascii=False, separators=(",", ":"))`` writes
   again once the spaces between tokens are dropped: strings without ``\\u`` or ``\\/``
