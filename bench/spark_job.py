@@ -30,7 +30,7 @@ its volume threshold, two filters that may match the same quote).
   writing the event store; the CSV read by Spark's text source and SQL, the default,
   :mod:`pubsift.adapters.spark.native`) against Spark's own CSV reader typing the same
   file and writing it as Parquet: one untimed run of each (a warm JVM, pubsift's
-  expressions compiled and its Python workers started), then 3 rounds alternating them,
+  expressions compiled and its Python workers started), then 5 rounds alternating them,
   medians compared; ``--python-readers``: also the CSV read by the Python reader in tasks
   (``--csv-reader python``) in each round, its counts checked equal. **Goal**: within
   1.5x. Then the same for the quotes written as JSON lines (:func:`run_convert_jsonl`):
@@ -290,7 +290,7 @@ def run_job(bench: Bench, spark: Any, quotes: Path, subs: Sequence[Sub], tmp: st
 
 
 #: rounds of the convert part: pubsift and Spark's reader alternate, each timed once a round
-CONVERT_ROUNDS = 3
+CONVERT_ROUNDS = 5
 
 
 def run_convert(bench: Bench, spark: Any, quotes: Path, tmp: str, with_python: bool) -> None:
