@@ -289,11 +289,57 @@ def _x(d: str) -> str:
     return f"\\x{ord(d):02x}"
 
 
+#: the kinds whose JSON text is the cell itself (a column may mix them: ``"bare"``)
+_BARE = ("int", "float", "bool")
+
+
+def _pattern(kinds: Mapping[str, str], kind: str) -> str:
+    """The pattern of a column's ``kind``: one of :func:`_kinds`, ``"bare"`` (any of
+    :data:`_BARE`), either followed by ``?`` (or the empty cell)."""
+    base = kind.removesuffix("?")
+    p = "|".join(kinds[k] for k in _BARE) if base == "bare" else kinds[base]
+    return f"(?:{p})?" if kind.endswith("?") else p
+
+
 def shape_pattern(shape: Sequence[str], d: str) -> str:
     """The regular expression of a whole line of ``shape`` (Java's and Python's syntax)."""
     x = _x(d)
     kinds = _kinds(x, r"\z")
-    return r"\A" + x.join(f"(?:{kinds[k]})" for k in shape) + r"\z"
+    return r"\A" + x.join(f"(?:{_pattern(kinds, k)})" for k in shape) + r"\z"
+
+
+def _fits(kind: str, column: str) -> bool:
+    """Whether a cell of ``kind`` (one of :func:`_kinds`) fits a column of kind ``column``."""
+    if column.endswith("?") and kind == "":
+        return True
+    base = column.removesuffix("?")
+    return kind == base or (base == "bare" and kind in _BARE)
+
+
+def _merged(seen: Mapping[tuple[str, ...], int]) -> tuple[str, ...]:
+    """One kind per column for the line shapes ``seen`` (with their counts): text, or the
+    bare kinds (one of them, or ``"bare"`` for several), whichever more lines hold, ``?``
+    after it when some lines leave the cell empty; ``"any"`` for an unnamed column."""
+    width = len(next(iter(seen)))
+    out = []
+    for i in range(width):
+        counts: dict[str, int] = {}
+        for shape, n in seen.items():
+            counts[shape[i]] = counts.get(shape[i], 0) + n
+        if "any" in counts:
+            out.append("any")
+            continue
+        bare = [k for k in _BARE if counts.get(k)]
+        text = counts.get("str", 0)
+        if not text and not bare:
+            out.append("")
+            continue
+        if text >= sum(counts[k] for k in bare):
+            kind = "str"
+        else:
+            kind = bare[0] if len(bare) == 1 else "bare"
+        out.append(kind + "?" if counts.get("") else kind)
+    return tuple(out)
 
 
 def shape_of(data: bytes, header: tuple[str, ...], d: str) -> tuple[tuple[str, ...] | None, float]:
@@ -330,6 +376,11 @@ def shape_of(data: bytes, header: tuple[str, ...], d: str) -> tuple[tuple[str, .
     if not seen:
         return None, 0.0
     best, n = seen.most_common(1)[0]
+    # one kind per column, optional cells and mixed numbers allowed: often all the lines
+    merged = _merged(seen)
+    fitting = sum(c for shape, c in seen.items() if all(map(_fits, shape, merged)))
+    if fitting > n:
+        return merged, fitting / rows
     return best, n / rows
 
 
@@ -339,19 +390,20 @@ def shaped_event(cells: Column, plan: CsvPlan) -> Column:
     from pyspark.sql import functions as F
 
     assert plan.shape is not None
-    parts: list[Column] = []
-    first = True
+    pairs: list[Column] = []
     for i, (name, kind) in enumerate(zip(plan.header, plan.shape)):
         if not name or not kind or kind == "any":
             continue
-        key = ("{" if first else ",") + json.dumps(name, ensure_ascii=False) + ":"
-        first = False
-        if kind == "str":
-            parts += [F.lit(key + '"'), F.get(cells, i), F.lit('"')]
+        key = json.dumps(name, ensure_ascii=False) + ":"
+        cell = F.get(cells, i)
+        if kind.removesuffix("?") == "str":
+            pair = F.concat(F.lit(key + '"'), cell, F.lit('"'))
         else:
-            parts += [F.lit(key), F.get(cells, i)]
-    parts.append(F.lit("}" if not first else "{}"))
-    return F.concat(*parts)
+            pair = F.concat(F.lit(key), cell)
+        pairs.append(F.when(cell != "", pair) if kind.endswith("?") else pair)
+    if not pairs:
+        return F.lit("{}")
+    return F.concat(F.lit("{"), F.concat_ws(",", *pairs), F.lit("}"))
 
 
 # -- Spark SQL ---------------------------------------------------------------------------------
@@ -477,37 +529,76 @@ def shaped_only(part: DataFrame, plan: CsvPlan, limit: int) -> DataFrame:
     ).alias("fast")
     part = part.select("local", "value", "e", fast)
     fast = F.col("fast")
+    event = F.col("e")
+    for a, b in shaped_cleanup(plan):
+        event = F.replace(event, F.lit(a), F.lit(b))
     return part.select(
         "local",
-        F.when(fast, F.col("e")).alias("event"),
+        F.when(fast, event).alias("event"),
         (~fast).alias("d"),
         F.when(~fast, value.cast("binary")).alias("line"),
     )
 
 
+#: the marks around each pair of a rewrite with optional cells (:func:`shaped_cleanup`):
+#: control characters, which neither a key's JSON nor a cell of a shape's kinds holds
+_OPEN, _CLOSE = "\x01", "\x02"
+
+
+def _optional(plan: CsvPlan) -> bool:
+    assert plan.shape is not None
+    return any(k.endswith("?") for name, k in zip(plan.header, plan.shape) if name and k != "any")
+
+
 def shaped_rewrite(plan: CsvPlan) -> tuple[str, str] | None:
     """The regular expression of a line of ``plan.shape`` (:func:`shape_pattern`) with a
     group per cell of a named column, and the replacement that writes the event's JSON
-    text from them (as :func:`shaped_event`); None when no cell would be in the event."""
+    text from them (as :func:`shaped_event`); None when no cell would be in the event.
+    With optional cells (a kind ``?``), each pair is written between marks, which
+    :func:`shaped_cleanup` then removes with the pairs of the empty cells."""
     if plan.shape is None:
         return None
     x = _x(plan.delimiter)
     kinds = _kinds(x, r"\z")
+    marked = _optional(plan)
     cells = []
     template: list[str] = []
     group = 0
     for name, kind in zip(plan.header, plan.shape):
         if not name or not kind or kind == "any":
-            cells.append(f"(?:{kinds[kind]})")
+            cells.append(f"(?:{_pattern(kinds, kind)})")
             continue
         group += 1
-        cells.append(f"({kinds[kind]})")
-        key = ("{" if not template else ",") + json.dumps(name, ensure_ascii=False) + ":"
-        quote = '"' if kind == "str" else ""
-        template.append(_replacement(key) + quote + f"${group}" + quote)
+        cells.append(f"({_pattern(kinds, kind)})")
+        key = json.dumps(name, ensure_ascii=False) + ":"
+        quote = '"' if kind.removesuffix("?") == "str" else ""
+        pair = _replacement(key) + quote + f"${group}" + quote
+        if marked:
+            template.append(_OPEN + pair + _CLOSE)
+        else:
+            template.append(("{" if not template else ",") + pair)
     if not template:
         return None
+    if marked:
+        return r"\A" + x.join(cells) + r"\z", "{" + "".join(template) + "}"
     return r"\A" + x.join(cells) + r"\z", "".join(template) + "}"
+
+
+def shaped_cleanup(plan: CsvPlan) -> list[tuple[str, str]]:
+    """The literal replacements, in order, that make the event's JSON text of a rewrite
+    with marks (:func:`shaped_rewrite`): each optional cell's pair when the cell is empty
+    removed (its exact text: the key's JSON, nothing or ``""`` after it: a text cell is
+    never empty otherwise), the marks between two pairs made a comma, the others dropped.
+    Empty for a shape without optional cells."""
+    if plan.shape is None or not _optional(plan):
+        return []
+    out = []
+    for name, kind in zip(plan.header, plan.shape):
+        if name and kind.endswith("?") and kind != "any":
+            key = json.dumps(name, ensure_ascii=False) + ":"
+            empty = '""' if kind == "str?" else ""
+            out.append((_OPEN + key + empty + _CLOSE, ""))
+    return [*out, (_CLOSE + _OPEN, ","), (_OPEN, ""), (_CLOSE, "")]
 
 
 def typed(part: DataFrame, plan: CsvPlan, limit: int) -> DataFrame:

@@ -59,6 +59,18 @@ HOSTILE = {
     + b"AAL,45.260,1\nAAL,1e5,2\nAAL,2\nAAL,\xff,3\n,,\nAAL,-0.0,-0\n",
     # keys that are not themselves in a Java replacement ($, backslash) or in JSON (")
     "keys.csv": b'$1,b\\c,"q""k",$\n' + b"x,1,2.5,y\n" * 600 + b"y,2,3.5,\n",
+    # cells sometimes empty, integers and decimals in one column: one shape for all rows
+    # (optional cells), the pairs of the empty ones left out of the event
+    "optional.csv": b"s,x,n,b\n"
+    + b"AAL,45.26,4330414,true\nAAL,,4330414,\n,45.5,,false\nBB,1,2.5,true\n,,,\n" * 120
+    + b"AAL,45.260,1,true\nAAL,1e5,,\nAAL,True,1,\n,,1\nAAL,x,1,true\nAAL,-0,,\n",
+    # keys a replacement or a mark could take for something else
+    "optkeys.csv": b'$1,b\\c,"q""k",k:,"k:""""",$\n'
+    + b"x,1,2.5,y,z,3\n,,,,,\nx,,2.5,,z,\n,1,,y,,3\n" * 150,
+    # one shape for most rows only: typed cell by cell, the rows of the shape by it
+    "mixed.csv": b"s,x,n\n"
+    + b"AAL,45.26,4330414\n,1,\nAAL,,3\n" * 30
+    + b"AAL,abc,1\nAAL,2,xyz\n" * 10,
     # left to the Python reader, each for one reason
     "multiline.csv": HEADER + b'1,"two\nlines",3\n4,5,6\n',
     "badquote.csv": HEADER + b'1,"ab"c,3\n4,5,6\n',
@@ -133,6 +145,10 @@ def spark_rows(rows) -> dict[str, list[tuple]]:
     return {k: sorted(v, key=repr) for k, v in out.items()}
 
 
+#: the events Spark SQL wrote itself per source, of every run of :func:`native`
+BY_SPARK: dict[str, int] = {}
+
+
 def native(spark, root: Path, limits: ReadLimits, scratch: Path):
     """(the plans, the rows of the files Spark read: the events it wrote and the rows of
     the delegated rows, the paths it left to Python); the counts it made are checked
@@ -169,6 +185,7 @@ def native(spark, root: Path, limits: ReadLimits, scratch: Path):
     assert counted == per
     seen = {source for kind, source, _, _, _ in written.counts if kind == "seen"}
     assert seen == {plans[p].label for p in plans if p not in written.left}
+    BY_SPARK.update(per)  # the events Spark SQL wrote itself, per source
     return plans, spark_rows(rows), written.left
 
 
@@ -240,6 +257,11 @@ def test_the_probe_and_the_lines_leave_exactly_the_files_they_cannot_read(run):
     assert len([t for t in taken if Path(t).name.startswith("m")]) >= 6  # not vacuous
     regular = {Path(p).name for p, plan in plans.items() if plan.regular}
     assert {"regular.csv", "keys.csv"} <= regular and "typed.csv" not in regular  # both ways
+    shapes = {Path(p).name: plan.shape for p, plan in plans.items()}
+    assert {"optional.csv", "optkeys.csv"} <= regular and "mixed.csv" not in regular
+    assert shapes["optional.csv"] == ("str?", "bare?", "bare?", "bool?")
+    assert shapes["optkeys.csv"] == ("str?", "int?", "float?", "str?", "str?", "int?")
+    assert shapes["mixed.csv"] == ("str?", "bare?", "int?")
 
 
 def test_hostile_csv_files_give_what_the_python_reader_gives(run):
@@ -247,6 +269,10 @@ def test_hostile_csv_files_give_what_the_python_reader_gives(run):
     for p, plan in sorted(plans.items()):
         if p not in left and Path(p).name in HOSTILE:
             assert rows[plan.label] == sorted(expected[plan.label], key=repr), plan.label
+    # the files of one shape with optional cells are typed by Spark (not all by Python)
+    assert BY_SPARK[str(root / "optional.csv")] == 600
+    assert BY_SPARK[str(root / "optkeys.csv")] == 600
+    assert BY_SPARK[str(root / "mixed.csv")] >= 90
     # the typed file's rows cover each way of typing, and some crossed into Python
     reasons = {r[5] for r in rows[str(root / "typed.csv")]}
     assert {None, "csv-type", "csv-field-count", "too-large"} <= reasons
