@@ -52,7 +52,7 @@ test-fast: $(VENV)/.stamp-dev
 ## Benchmarks (figures and ratios against a baseline measured in the same run), all
 ## quick; one table in bench/results.md, copied into README's benchmark table.
 BENCHES := records_match records_relations xml_match xml_covering concepts_match routing network auth codecs \
-           adapters records_batch spark_route brokers eventbridge scan monitor history report
+           adapters records_batch spark_route spark_job brokers eventbridge scan monitor history report
 bench: $(VENV)/.stamp-dev
 	@mkdir -p bench/results
 	@for b in $(BENCHES); do echo "== bench/$$b.py --quick"; \
