@@ -278,8 +278,9 @@ def _kinds(x: str, end: str) -> dict[str, str]:
         "float": r"-?(?:[1-9][0-9]{0,6}\.(?:0|[0-9]{0,6}[1-9])|0\.(?:0|0{0,3}[1-9](?:[0-9]{0,5}[1-9])?))",
         "bool": "(?:true|false)",
         # not a number or a word: a first character neither can start with, or else
-        # neither as a whole (atomic: the number's greedy match is its only full match)
-        "str": rf"(?:(?=[^+\-.0-9tTfF])|(?!(?>{_CELL_NUMBER}|{_WORDS})(?:{x}|{end})))"
+        # neither as a whole (not atomic: with a delimiter a number can hold, such as "."
+        # or "e", the number's greedy match runs past the end of the cell)
+        "str": rf"(?:(?=[^+\-.0-9tTfF])|(?!(?:{_CELL_NUMBER}|{_WORDS})(?:{x}|{end})))"
         rf'[^{x}"\\\x00-\x1f]+',
         "any": rf'[^{x}"]*',
     }
@@ -289,6 +290,9 @@ def _x(d: str) -> str:
     return f"\\x{ord(d):02x}"
 
 
+#: delimiters the text of an integer, a decimal or ``true``/``false`` can hold: a file
+#: split by one of them has no shape (typed cell by cell, each cell split off first)
+NO_SHAPE_DELIMITERS = frozenset("0123456789-.truefals")
 #: the kinds whose JSON text is the cell itself (a column may mix them: ``"bare"``)
 _BARE = ("int", "float", "bool")
 
@@ -345,9 +349,12 @@ def _merged(seen: Mapping[tuple[str, ...], int]) -> tuple[str, ...]:
 def shape_of(data: bytes, header: tuple[str, ...], d: str) -> tuple[tuple[str, ...] | None, float]:
     """The most frequent shape among the complete lines of ``data`` (the file's first rows
     after the header; None when no line has one) and the share of the non-blank lines that
-    have it."""
+    have it; no shape for a delimiter a number or ``true``/``false`` can hold
+    (:data:`NO_SHAPE_DELIMITERS`: a line's pattern could then match across a cell's end)."""
     from collections import Counter
 
+    if d in NO_SHAPE_DELIMITERS:
+        return None, 0.0
     x = _x(d)
     kinds = {k: re.compile(p) for k, p in _kinds(x, r"\Z").items() if k != "any"}
     lines = re.split(rb"\r\n|\r|\n", data)[:-1]  # complete lines only

@@ -113,13 +113,15 @@ def mutate(rng: random.Random, good: bytes) -> bytes:
     return bytes(data)
 
 
-def python_rows(root: Path, limits: ReadLimits) -> dict[str, list[tuple]]:
+def python_rows(
+    root: Path, limits: ReadLimits, delimiter: str | None = None
+) -> dict[str, list[tuple]]:
     """The Python readers' outcomes per source, as the converted rows hold them."""
     from pubsift.adapters.spark.ingest import event_dumper
 
     dump = event_dumper()
     out: dict[str, list[tuple]] = {}
-    for o in read(Source(str(root)), limits=limits):
+    for o in read(Source(str(root), delimiter=delimiter), limits=limits):
         if isinstance(o, Event):
             row = ("event", o.model, o.source, o.position, dump(o), None, None, None)
         else:
@@ -149,7 +151,7 @@ def spark_rows(rows) -> dict[str, list[tuple]]:
 BY_SPARK: dict[str, int] = {}
 
 
-def native(spark, root: Path, limits: ReadLimits, scratch: Path):
+def native(spark, root: Path, limits: ReadLimits, scratch: Path, delimiter: str | None = None):
     """(the plans, the rows of the files Spark read: the events it wrote and the rows of
     the delegated rows, the paths it left to Python); the counts it made are checked
     against the events it wrote."""
@@ -157,7 +159,7 @@ def native(spark, root: Path, limits: ReadLimits, scratch: Path):
     from pubsift.adapters.spark.ingest import list_files
     from pubsift.adapters.spark.native import probe_listing, write_native
 
-    listing = list_files([Source(str(root))], limits)
+    listing = list_files([Source(str(root), delimiter=delimiter)], limits)
     spill = scratch / "csv" / "plain"
     plans = probe_listing(listing, limits, spill=str(spill))
     # the .gz copies kept are exactly the plans' (none left of a file the probe refused)
@@ -326,6 +328,20 @@ def test_a_few_delegated_rows_are_read_on_the_driver_alike(spark, tmp_path, monk
     assert set(rows) == set(expected)
     for label in expected:
         assert rows[label] == sorted(expected[label], key=repr), label
+
+
+@pytest.mark.parametrize("d", [".", "E", "5", "+"])
+def test_a_delimiter_a_number_can_hold_splits_the_rows_as_the_python_reader(spark, tmp_path, d):
+    """(a line's pattern must not match across a cell's end: "1.a" split by "." is 1, a)"""
+    root = tmp_path / "in"
+    root.mkdir()
+    rows = ["x{d}y", "1{d}a", "1{d}5x", "15{d}5x", "-{d}5", "{d}1", "true{d}x", "1e5{d}x"]
+    text = f"a{d}b\n" + f"x{d}y\n" * 600 + "".join(r.format(d=d) + "\n" for r in rows)
+    (root / "f.csv").write_bytes(text.encode())
+    plans, got, left = native(spark, root, LIMITS, tmp_path / "out", delimiter=d)
+    assert not left and len(plans) == 1
+    want = python_rows(root, LIMITS, delimiter=d)
+    assert got == {k: sorted(v, key=repr) for k, v in want.items()}
 
 
 @pytest.mark.slow

@@ -55,3 +55,36 @@ def test_any_text_cell_the_str_kind_takes_is_a_string_written_as_it_is(cell):
     if KINDS["str"].fullmatch(cell):
         assert typed(cell) == f'"{cell}"', cell
     assert bool(KINDS["str"].fullmatch(cell)) == bool(SLOW_STR.fullmatch(cell)), cell
+
+
+#: delimiters, those a number literal or a word can hold among them
+DELIMITERS = [",", ";", "\t", "|", ".", "e", "E", "0", "5", "+", "-", "t", "a"]
+ALPHABET = "0123456789+-.eEtrufalsTRUFALSx \u00e9\\\t"
+
+
+@settings(max_examples=4000, deadline=None)
+@given(st.sampled_from(DELIMITERS), st.text(alphabet=ALPHABET + ",;|", max_size=14))
+@example(".", "1.a")
+@example("e", "1e5x")
+@example("5", "155x")
+@example("E", "1E5x")
+def test_a_line_a_shape_takes_is_split_and_typed_as_the_reader_does(d, line):
+    """A line of two columns (a kind, then an unnamed one) taken by the shape's pattern
+    (the lookahead sees past the cell) has two cells, the first of that kind's JSON
+    text; a delimiter a number or a word can hold gets no shape at all."""
+    if d in native.NO_SHAPE_DELIMITERS:
+        assert native.shape_of(b"1" + d.encode() + b"x\n", ("a", "b"), d) == (None, 0.0)
+        return
+    kinds = native._kinds(native._x(d), r"\Z")
+    for kind in ("int", "float", "bool", "str", "bare", "str?", "bare?", ""):
+        pattern = rf"\A(?:{native._pattern(kinds, kind)}){native._x(d)}(?:{kinds['any']})\Z"
+        if not re.fullmatch(pattern, line):
+            continue
+        cells = line.split(d)
+        assert len(cells) == 2, (kind, d, line)
+        first = cells[0]
+        if first == "":
+            assert kind == "" or kind.endswith("?"), (kind, line)
+            continue
+        want = f'"{first}"' if kind.removesuffix("?") == "str" else first
+        assert typed(first) == want, (kind, d, line)
