@@ -278,9 +278,10 @@ def _kinds(x: str, end: str) -> dict[str, str]:
         "float": r"-?(?:[1-9][0-9]{0,6}\.(?:0|[0-9]{0,6}[1-9])|0\.(?:0|0{0,3}[1-9](?:[0-9]{0,5}[1-9])?))",
         "bool": "(?:true|false)",
         # not a number or a word: a first character neither can start with, or else
-        # neither as a whole (not atomic: with a delimiter a number can hold, such as "."
-        # or "e", the number's greedy match runs past the end of the cell)
-        "str": rf"(?:(?=[^+\-.0-9tTfF])|(?!(?:{_CELL_NUMBER}|{_WORDS})(?:{x}|{end})))"
+        # neither as a whole (atomic: the number's greedy match is its only full match,
+        # and it cannot run past the cell's end, the delimiter being none a number holds:
+        # NO_SHAPE_DELIMITERS)
+        "str": rf"(?:(?=[^+\-.0-9tTfF])|(?!(?>{_CELL_NUMBER}|{_WORDS})(?:{x}|{end})))"
         rf'[^{x}"\\\x00-\x1f]+',
         "any": rf'[^{x}"]*',
     }
@@ -290,9 +291,10 @@ def _x(d: str) -> str:
     return f"\\x{ord(d):02x}"
 
 
-#: delimiters the text of an integer, a decimal or ``true``/``false`` can hold: a file
-#: split by one of them has no shape (typed cell by cell, each cell split off first)
-NO_SHAPE_DELIMITERS = frozenset("0123456789-.truefals")
+#: delimiters the text of a number (``+1.5E-3``) or of ``true``/``false`` can hold: a file
+#: split by one of them has no shape (typed cell by cell, each cell split off first), as
+#: a line's pattern could match across a cell's end
+NO_SHAPE_DELIMITERS = frozenset("0123456789+-.eEtruefals")
 #: the kinds whose JSON text is the cell itself (a column may mix them: ``"bare"``)
 _BARE = ("int", "float", "bool")
 

@@ -58,12 +58,12 @@ def test_any_text_cell_the_str_kind_takes_is_a_string_written_as_it_is(cell):
 
 
 #: delimiters, those a number literal or a word can hold among them
-DELIMITERS = [",", ";", "\t", "|", ".", "e", "E", "0", "5", "+", "-", "t", "a"]
+DELIMITERS = [",", ";", "\t", "|", ":", " ", "x", "T", "é", ".", "e", "E", "0", "5", "+", "-", "t"]
 ALPHABET = "0123456789+-.eEtrufalsTRUFALSx \u00e9\\\t"
 
 
 @settings(max_examples=4000, deadline=None)
-@given(st.sampled_from(DELIMITERS), st.text(alphabet=ALPHABET + ",;|", max_size=14))
+@given(st.sampled_from(DELIMITERS), st.text(alphabet=ALPHABET + ",;|:", max_size=14))
 @example(".", "1.a")
 @example("e", "1e5x")
 @example("5", "155x")
