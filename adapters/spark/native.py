@@ -569,28 +569,23 @@ def shaped_rewrite(plan: CsvPlan) -> tuple[str, str] | None:
         return None
     x = _x(plan.delimiter)
     kinds = _kinds(x, r"\z")
-    marked = _optional(plan)
     cells = []
-    template: list[str] = []
-    group = 0
+    pairs: list[str] = []
     for name, kind in zip(plan.header, plan.shape):
         if not name or not kind or kind == "any":
             cells.append(f"(?:{_pattern(kinds, kind)})")
             continue
-        group += 1
         cells.append(f"({_pattern(kinds, kind)})")
         key = json.dumps(name, ensure_ascii=False) + ":"
         quote = '"' if kind.removesuffix("?") == "str" else ""
-        pair = _replacement(key) + quote + f"${group}" + quote
-        if marked:
-            template.append(_OPEN + pair + _CLOSE)
-        else:
-            template.append(("{" if not template else ",") + pair)
-    if not template:
+        pairs.append(_replacement(key) + quote + f"${len(pairs) + 1}" + quote)
+    if not pairs:
         return None
-    if marked:
-        return r"\A" + x.join(cells) + r"\z", "{" + "".join(template) + "}"
-    return r"\A" + x.join(cells) + r"\z", "".join(template) + "}"
+    if _optional(plan):
+        body = "".join(_OPEN + pair + _CLOSE for pair in pairs)
+    else:
+        body = ",".join(pairs)
+    return r"\A" + x.join(cells) + r"\z", "{" + body + "}"
 
 
 def shaped_cleanup(plan: CsvPlan) -> list[tuple[str, str]]:
